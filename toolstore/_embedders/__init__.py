@@ -1,0 +1,1 @@
+"""Embedders: the abstract interface, a deterministic hashing double, and real models."""

@@ -1,0 +1,47 @@
+"""The embedder interface: implement :meth:`Embedder.embed_batch`; batching and single texts derive from it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+
+class Embedder(ABC):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension.
+
+    Subclasses set ``model`` (the identifier a catalog records, e.g. ``"local/all-MiniLM-L6-v2"``)
+    and ``dim``, and implement :meth:`embed_batch`.
+    """
+
+    model: str
+    dim: int
+    batch_size: int = 64
+
+    @abstractmethod
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed one batch: returns an array of shape ``(len(texts), dim)``, dtype float32, rows L2-normalised."""
+
+    def embed(self, text: str) -> np.ndarray:
+        """Embed one text."""
+        return self.embed_batch([text])[0]
+
+    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed any number of texts, ``batch_size`` at a time."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.concatenate([self.embed_batch(chunk) for chunk in batches(texts, self.batch_size)])
+
+
+def batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    """Consecutive slices of ``items`` of at most ``size`` elements."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), as float32."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)

@@ -1,0 +1,38 @@
+"""A deterministic hashing embedder: the test double. It is lexical, not semantic."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from .base import Embedder, normalise
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder(Embedder):
+    """Feature hashing of lower-cased words and word bigrams into ``dim`` buckets.
+
+    Same text, same vector, on every machine; no model, no network. Use it in tests,
+    never to claim semantic retrieval.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        if dim < 8:
+            raise ValueError(f"HashingEmbedder dim must be >= 8, got {dim}")
+        self.dim = dim
+        self.model = f"hashing-{dim}"
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = _WORD.findall(text.lower())
+            for feature in words + [a + " " + b for a, b in zip(words, words[1:])]:
+                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "little") % self.dim
+                sign = 1.0 if digest[4] & 1 else -1.0
+                out[row, bucket] += sign
+        return normalise(out)

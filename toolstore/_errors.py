@@ -1,0 +1,35 @@
+"""Errors raised by toolstore. Every one subclasses :class:`ToolstoreError`."""
+
+from __future__ import annotations
+
+
+class ToolstoreError(Exception):
+    """Base class of every error toolstore raises on purpose."""
+
+
+class InvalidInputError(ToolstoreError, ValueError):
+    """A query, option or argument is not acceptable (empty query, bad weight, ...)."""
+
+
+class InvalidToolError(InvalidInputError):
+    """A tool definition cannot be imported; the message names the tool and, for files, the line."""
+
+
+class UnknownCatalogError(ToolstoreError, LookupError):
+    """The named catalog does not exist."""
+
+
+class UnknownToolError(ToolstoreError, LookupError):
+    """The tool id does not exist in the catalog."""
+
+
+class EmbedderError(ToolstoreError):
+    """The embedder failed (provider down, bad key, malformed response)."""
+
+
+class ModelMismatchError(ToolstoreError):
+    """The catalog was embedded with another model than the one asked to route or import with."""
+
+
+class DatabaseError(ToolstoreError):
+    """The database is unreachable or not migrated."""
