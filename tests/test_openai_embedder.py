@@ -1,0 +1,263 @@
+"""OpenAIEmbedder through the real ``openai`` SDK against the local FakeOpenAI server (no network)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import openai
+import pytest
+
+from toolstore._embedders.openai import OpenAIEmbedder
+from toolstore._errors import EmbedderError, InvalidInputError
+from toolstore.testing.fake_openai import MALFORMED_KINDS, FakeOpenAI, fake_vector
+
+TEXTS = ["search the web", "send an email", "create a calendar event", "convert currency", "weather forecast"]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def delays() -> list[float]:
+    return []
+
+
+def make(server: FakeOpenAI, delays: list[float], **options: Any) -> OpenAIEmbedder:
+    options.setdefault("api_key", server.api_key)
+    return OpenAIEmbedder(base_url=server.base_url, timeout=5.0, sleep=delays.append, **options)
+
+
+# -- vectors ------------------------------------------------------------------------------------
+
+
+def test_vectors_are_normalised_float32_deterministic_and_in_input_order(server, delays):
+    embedder = make(server, delays)
+    assert embedder.model == "openai/text-embedding-3-small"
+    assert embedder.dim == 1536 and not server.requests  # known model: no probe call
+
+    vectors = embedder.embed_many(TEXTS)
+
+    assert vectors.shape == (len(TEXTS), 1536) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    expected = np.stack([fake_vector(t, 1536) for t in TEXTS])
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)
+    np.testing.assert_array_equal(embedder.embed_many(TEXTS), vectors)
+    np.testing.assert_allclose(embedder.embed(TEXTS[2]), expected[2], atol=1e-6)
+    body = server.requests[0].body
+    assert body["encoding_format"] == "float" and "dimensions" not in body
+    assert server.requests[0].headers["authorization"] == f"Bearer {server.api_key}"
+
+
+def test_results_are_ordered_by_the_index_field_not_response_order():
+    rows = {0: [3.0, 4.0], 1: [0.0, 2.0], 2: [1.0, 0.0]}
+    data = [SimpleNamespace(index=i, embedding=rows[i]) for i in (2, 0, 1)]
+    client = SimpleNamespace(embeddings=SimpleNamespace(create=lambda **kw: SimpleNamespace(data=data)))
+    embedder = OpenAIEmbedder(model="custom", client=client)
+
+    vectors = embedder.embed_batch(["a", "b", "c"])
+
+    np.testing.assert_allclose(vectors, [[0.6, 0.8], [0.0, 1.0], [1.0, 0.0]], atol=1e-6)
+    assert embedder.dim == 2
+
+
+def test_dimensions_are_sent_and_honoured(server, delays):
+    embedder = make(server, delays, model="text-embedding-3-large", dimensions=256)
+    assert embedder.model == "openai/text-embedding-3-large@256" and embedder.dim == 256
+
+    vectors = embedder.embed_many(TEXTS[:2])
+
+    assert vectors.shape == (2, 256)
+    np.testing.assert_allclose(vectors[0], fake_vector(TEXTS[0], 256), atol=1e-6)
+    assert server.requests[0].body["dimensions"] == 256
+
+
+def test_known_default_dims_and_lazy_dim_for_other_models(delays):
+    assert OpenAIEmbedder(model="text-embedding-3-large", api_key="k").dim == 3072
+    assert OpenAIEmbedder(model="text-embedding-ada-002", api_key="k").dim == 1536
+    with FakeOpenAI(models={"nomic-embed-text": 768}) as server:
+        embedder = make(server, delays, model="nomic-embed-text")
+        assert embedder.model == "openai/nomic-embed-text"
+        assert embedder.dim == 768  # learnt by one probe request
+        assert len(server.requests) == 1
+        assert embedder.embed_many(TEXTS).shape == (len(TEXTS), 768)
+
+
+def test_batching_splits_at_batch_size(server, delays):
+    embedder = make(server, delays, batch_size=2)
+
+    vectors = embedder.embed_many(TEXTS)
+
+    assert server.embedding_batches() == [TEXTS[0:2], TEXTS[2:4], TEXTS[4:5]]
+    np.testing.assert_allclose(vectors[4], fake_vector(TEXTS[4], 1536), atol=1e-6)
+
+
+def test_empty_input_makes_no_request(server, delays):
+    assert make(server, delays).embed_many([]).shape == (0, 1536)
+    assert server.requests == []
+
+
+# -- retries and errors ---------------------------------------------------------------------------
+
+
+def test_rate_limit_then_success_is_retried_with_backoff(server, delays):
+    server.fail_next(status=429, times=2)
+    embedder = make(server, delays, backoff_base=0.5)
+
+    vectors = embedder.embed_many(TEXTS[:2])
+
+    assert vectors.shape == (2, 1536)
+    assert len(server.requests) == 3
+    assert len(delays) == 2
+    assert 0.25 <= delays[0] <= 0.5 and 0.5 <= delays[1] <= 1.0  # base * 2**attempt, jittered to [50%, 100%]
+
+
+def test_retry_after_header_is_honoured(server, delays):
+    server.fail_next(status=429, headers={"retry-after": "3"})
+    make(server, delays).embed("hello")
+    assert delays and delays[0] >= 3.0
+
+
+def test_persistent_server_error_raises_after_max_retries(server, delays):
+    server.fail_next(status=500, times=10)
+    embedder = make(server, delays, max_retries=3, backoff_base=1.0, backoff_max=2.5)
+
+    with pytest.raises(EmbedderError, match=r"after 4 attempts.*HTTP 500"):
+        embedder.embed_many(TEXTS)
+
+    assert len(server.requests) == 4  # one call plus three retries, the SDK itself does not retry
+    assert len(delays) == 3
+    assert 0.5 <= delays[0] <= 1.0 and 1.0 <= delays[1] <= 2.0 and 1.25 <= delays[2] <= 2.5  # capped
+
+
+def test_connection_errors_are_retried_then_raise(delays):
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    embedder = OpenAIEmbedder(api_key="k", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, sleep=delays.append)
+
+    with pytest.raises(EmbedderError, match="after 3 attempts.*APIConnectionError"):
+        embedder.embed("hello")
+    assert len(delays) == 2
+
+
+def test_rejected_key_raises_at_once_without_retry(server, delays):
+    embedder = make(server, delays, api_key="sk-wrong-key-0000")
+
+    with pytest.raises(EmbedderError, match="OpenAI rejected the API key") as info:
+        embedder.embed_many(TEXTS)
+
+    assert isinstance(info.value.__cause__, openai.AuthenticationError)
+    assert len(server.requests) == 1 and delays == []
+
+
+def test_other_client_errors_are_not_retried(server, delays):
+    embedder = make(server, delays, model="no-such-model")
+    with pytest.raises(EmbedderError, match="HTTP 404.*does not exist"):
+        embedder.embed("hello")
+    assert len(server.requests) == 1 and delays == []
+
+
+def test_missing_api_key_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
+        OpenAIEmbedder()
+
+
+def test_api_key_falls_back_to_environment(server, delays, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+    embedder = OpenAIEmbedder(base_url=server.base_url, sleep=delays.append)
+    assert embedder.embed("hello").shape == (1536,)
+
+
+@pytest.mark.parametrize("options", [{"batch_size": 0}, {"batch_size": 2049}, {"dimensions": 0}, {"max_retries": -1}])
+def test_invalid_options_are_rejected(options):
+    with pytest.raises(InvalidInputError):
+        OpenAIEmbedder(api_key="k", **options)
+
+
+MALFORMED_MESSAGES = {
+    "missing_data": "no 'data' list",
+    "wrong_count": "1 embeddings returned for 2 inputs",
+    "wrong_dimension": "dimension 1535, expected 1536",
+    "non_numeric": "non-numeric",
+    "not_json": "no 'data' list",
+}
+
+
+@pytest.mark.parametrize("kind", MALFORMED_KINDS)
+def test_malformed_response_raises_naming_the_problem(server, delays, kind):
+    server.respond_malformed_next(kind)
+    with pytest.raises(EmbedderError, match=MALFORMED_MESSAGES[kind]):
+        make(server, delays).embed_many(TEXTS[:2])
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("script", ["server_error", "malformed"])
+def test_failure_in_second_of_three_batches_returns_nothing(server, delays, script):
+    server.pass_next(1)
+    if script == "server_error":
+        server.fail_next(status=503, times=5)
+    else:
+        server.respond_malformed_next("wrong_count")
+    embedder = make(server, delays, batch_size=2, max_retries=1)
+    result = None
+
+    with pytest.raises(EmbedderError):
+        result = embedder.embed_many(TEXTS)
+
+    assert result is None
+    batches = server.embedding_batches()
+    assert batches[0] == TEXTS[0:2] and all(b == TEXTS[2:4] for b in batches[1:])  # third batch never sent
+
+
+# -- the fake itself, through the SDK -------------------------------------------------------------
+
+
+def test_fake_serves_base64_which_the_sdk_requests_by_default(server):
+    client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=0)
+    response = client.embeddings.create(model="text-embedding-3-small", input=["hello"])
+    assert server.requests[0].body["encoding_format"] == "base64"
+    np.testing.assert_allclose(response.data[0].embedding, fake_vector("hello", 1536), atol=1e-6)
+
+
+def test_fake_rejects_a_wrong_key_like_openai(server):
+    client = openai.OpenAI(api_key="sk-nope-nope-nope", base_url=server.base_url, max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as info:
+        client.embeddings.create(model="text-embedding-3-small", input=["hello"])
+    assert info.value.code == "invalid_api_key" and "sk-nope" not in info.value.message
+
+
+def test_chat_completions_answer_through_the_sdk():
+    seen: list[tuple[list[dict[str, Any]], str]] = []
+
+    def handler(messages: list[dict[str, Any]], model: str) -> str:
+        seen.append((messages, model))
+        return "alternative phrasings: look up the weather"
+
+    with FakeOpenAI(chat_handler=handler) as server:
+        client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=0)
+        completion = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "expand: weather forecast"}]
+        )
+
+    assert completion.choices[0].message.content == "alternative phrasings: look up the weather"
+    assert completion.choices[0].finish_reason == "stop"
+    assert seen == [([{"role": "user", "content": "expand: weather forecast"}], "gpt-4o-mini")]
+    assert completion.usage is not None and completion.usage.total_tokens == completion.usage.prompt_tokens + 6
+    assert len(server.requests_to("/chat/completions")) == 1
+
+
+def test_chat_default_reply_and_scripted_failure(server):
+    client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=0)
+    server.fail_next(status=500)
+    with pytest.raises(openai.InternalServerError):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert reply.choices[0].message.content == "fake reply to: hi"

@@ -1,0 +1,199 @@
+"""Embeddings from the OpenAI API, or any OpenAI-compatible server (Azure OpenAI, vLLM, Ollama) via ``base_url``."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import openai
+
+from .._errors import EmbedderError, InvalidInputError
+from .base import Embedder, normalise
+
+KNOWN_DIMS: dict[str, int] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+MAX_BATCH_SIZE = 2048  # the API's limit on inputs per request
+
+
+class OpenAIEmbedder(Embedder):
+    """Calls ``embeddings.create`` through the official SDK, with explicit retries.
+
+    ``model`` as recorded in catalogs is ``"openai/<model>"``, plus ``"@<dimensions>"`` when
+    ``dimensions`` is set (vectors of another size are another embedding space).
+
+    ``dim`` is ``dimensions`` if given, else the known size of the model. For any other model
+    (e.g. served by vLLM or Ollama) it is learnt from the first response; reading ``dim`` before
+    any call sends one probe request to find out.
+
+    Failures: a rejected key (401) raises :class:`EmbedderError` at once; 429, 5xx and
+    connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
+    jitter (honouring a numeric ``Retry-After``) before raising; any other API error, or a
+    malformed response, raises at once. The SDK's own retries are disabled. :meth:`embed_many`
+    returns all vectors or raises: nothing partial.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = "text-embedding-3-small",
+        dimensions: int | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 5,
+        batch_size: int = MAX_BATCH_SIZE,
+        client: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+    ) -> None:
+        if not model:
+            raise InvalidInputError("OpenAIEmbedder model must be a non-empty string")
+        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
+            raise InvalidInputError(f"OpenAIEmbedder dimensions must be a positive integer, got {dimensions!r}")
+        if not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise InvalidInputError(f"OpenAIEmbedder batch_size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}")
+        if max_retries < 0:
+            raise InvalidInputError(f"OpenAIEmbedder max_retries must be >= 0, got {max_retries}")
+        self.openai_model = model
+        self.dimensions = dimensions
+        self.model = f"openai/{model}" + (f"@{dimensions}" if dimensions is not None else "")
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._sleep = sleep
+        self._dim: int | None = dimensions if dimensions is not None else KNOWN_DIMS.get(model)
+        self._client = client if client is not None else _make_client(api_key, base_url, timeout)
+
+    @property  # type: ignore[override]
+    def dim(self) -> int:
+        if self._dim is None:
+            self.embed_batch(["dimension probe"])
+        assert self._dim is not None
+        return self._dim
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if len(texts) > MAX_BATCH_SIZE:
+            raise InvalidInputError(f"at most {MAX_BATCH_SIZE} texts per request, got {len(texts)}; use embed_many")
+        response = self._create(texts)
+        vectors = self._parse(response, len(texts))
+        if self._dim is None:
+            self._dim = vectors.shape[1]
+        return normalise(vectors)
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _create(self, texts: list[str]) -> Any:
+        kwargs: dict[str, Any] = {"model": self.openai_model, "input": texts, "encoding_format": "float"}
+        if self.dimensions is not None:
+            kwargs["dimensions"] = self.dimensions
+        attempt = 0
+        while True:
+            try:
+                return self._client.embeddings.create(**kwargs)
+            except openai.AuthenticationError as exc:
+                raise EmbedderError(
+                    f"OpenAI rejected the API key (HTTP 401): {exc.message}. Check api_key or OPENAI_API_KEY."
+                ) from exc
+            except (openai.APIConnectionError, openai.APIStatusError) as exc:
+                if not _retryable(exc):
+                    raise EmbedderError(f"OpenAI embeddings request failed: {_describe(exc)}") from exc
+                if attempt >= self.max_retries:
+                    raise EmbedderError(
+                        f"OpenAI embeddings request failed after {attempt + 1} attempts: {_describe(exc)}"
+                    ) from exc
+                self._sleep(self._delay(attempt, exc))
+                attempt += 1
+            except openai.OpenAIError as exc:  # e.g. a response the SDK cannot read
+                raise EmbedderError(f"OpenAI embeddings request failed: {exc}") from exc
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        """Exponential backoff with jitter: ``base * 2**attempt`` scaled by [0.5, 1), capped; at least Retry-After."""
+        delay = min(self.backoff_max, self.backoff_base * 2**attempt) * (0.5 + random.random() / 2)
+        response = getattr(exc, "response", None)
+        try:
+            retry_after = float(response.headers.get("retry-after", "")) if response is not None else 0.0
+        except ValueError:
+            retry_after = 0.0
+        if math.isfinite(retry_after):
+            delay = max(delay, min(retry_after, self.backoff_max))
+        return delay
+
+    def _parse(self, response: Any, count: int) -> np.ndarray:
+        data = getattr(response, "data", None)
+        if not isinstance(data, list) or not data:
+            raise EmbedderError(f"malformed OpenAI response: no 'data' list of embeddings (got {_preview(response)})")
+        if len(data) != count:
+            raise EmbedderError(f"malformed OpenAI response: {len(data)} embeddings returned for {count} inputs")
+        rows: list[np.ndarray | None] = [None] * count
+        for item in data:
+            index = getattr(item, "index", None)
+            if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
+                raise EmbedderError(f"malformed OpenAI response: bad or duplicate embedding index {index!r}")
+            rows[index] = _as_vector(getattr(item, "embedding", None), index)
+        width = self._dim if self._dim is not None else len(rows[0])  # type: ignore[arg-type]
+        for index, row in enumerate(rows):
+            assert row is not None
+            if len(row) != width:
+                raise EmbedderError(
+                    f"malformed OpenAI response: embedding {index} has dimension {len(row)}, expected {width}"
+                )
+        return np.stack(rows)  # type: ignore[arg-type]
+
+
+def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise EmbedderError(
+            "no OpenAI API key: pass api_key=... or set OPENAI_API_KEY "
+            "(servers that ignore keys, such as a local Ollama, accept any placeholder)"
+        )
+    options: dict[str, Any] = {"api_key": key, "timeout": timeout, "max_retries": 0}
+    if base_url is not None:
+        options["base_url"] = base_url
+    return openai.OpenAI(**options)
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+        return True
+    status = getattr(exc, "status_code", 0)
+    return status == 429 or status >= 500
+
+
+def _describe(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    message = getattr(exc, "message", None) or str(exc)
+    return f"HTTP {status}: {message}" if status is not None else f"{type(exc).__name__}: {message}"
+
+
+def _as_vector(values: Any, index: int) -> np.ndarray:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+        raise EmbedderError(f"malformed OpenAI response: embedding {index} is not a list of numbers")
+    try:
+        raw = np.asarray(values)
+    except ValueError as exc:  # ragged nesting
+        raise EmbedderError(f"malformed OpenAI response: embedding {index} is not a flat list of numbers") from exc
+    if raw.ndim != 1 or raw.dtype.kind not in "iuf":  # rejects strings, None, bools, nested lists
+        raise EmbedderError(f"malformed OpenAI response: embedding {index} contains non-numeric values")
+    vector = raw.astype(np.float32)
+    if not np.all(np.isfinite(vector)):
+        raise EmbedderError(f"malformed OpenAI response: embedding {index} contains NaN or infinite values")
+    return vector
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

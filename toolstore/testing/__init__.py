@@ -1,0 +1,1 @@
+"""Test helpers shipped with toolstore: local fakes of remote services (see :mod:`toolstore.testing.fake_openai`)."""

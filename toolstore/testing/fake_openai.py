@@ -1,0 +1,315 @@
+"""A local stand-in for the OpenAI HTTP API, for tests that drive the real ``openai`` SDK.
+
+    with FakeOpenAI() as server:
+        client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=0)
+        client.embeddings.create(model="text-embedding-3-small", input=["hello"])
+
+Implements ``POST /v1/embeddings`` (deterministic vectors from a hash of the text; ``dimensions``
+and both ``encoding_format`` values, the SDK sends ``base64`` unless told otherwise) and
+``POST /v1/chat/completions`` (reply from ``chat_handler(messages, model)``; no streaming).
+Requests are recorded in :attr:`FakeOpenAI.requests`; failures are scripted with
+:meth:`FakeOpenAI.fail_next` and :meth:`FakeOpenAI.respond_malformed_next`, and each scripted
+entry is consumed by the next authorised request to either endpoint.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+ChatHandler = Callable[[list[dict[str, Any]], str], str]
+
+DEFAULT_MODELS: dict[str, int] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+MALFORMED_KINDS = ("missing_data", "wrong_count", "wrong_dimension", "non_numeric", "not_json")
+_MAX_INPUTS = 2048
+
+_ERROR_MESSAGES = {
+    429: ("Rate limit reached for requests. Please try again in 20ms.", "requests", "rate_limit_exceeded"),
+    500: ("The server had an error while processing your request. Sorry about that!", "server_error", None),
+    502: ("Bad gateway.", "server_error", None),
+    503: ("The engine is currently overloaded, please try again later.", "server_error", None),
+}
+
+
+@dataclass
+class RecordedRequest:
+    """One request the server received (including rejected ones)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class _Scripted:
+    status: int = 200
+    malformed: str | None = None
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int, message: str, type_: str, code: str | None = None, param: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def fake_vector(text: str, dim: int) -> np.ndarray:
+    """The unit vector the fake returns for ``text``: prefix ``dim`` of a hash-seeded gaussian, renormalised."""
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    full = np.random.default_rng(seed).standard_normal(max(dim, 3072))[:dim]
+    return (full / np.linalg.norm(full)).astype(np.float32)
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible HTTP server on ``127.0.0.1`` (random port), run in a background thread."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str = "sk-fake-test-key",
+        models: Mapping[str, int] | None = None,
+        chat_handler: ChatHandler | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.models = {**DEFAULT_MODELS, **(models or {})}
+        self.chat_handler = chat_handler
+        self.requests: list[RecordedRequest] = []
+        self._script: list[_Scripted] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = 0
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAI:
+        handler = type("_BoundHandler", (_Handler,), {"fake": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="FakeOpenAI", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("FakeOpenAI is not running; use it as a context manager or call start()")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    # -- scripting and inspection ----------------------------------------------------------------
+
+    def fail_next(
+        self, status: int = 500, times: int = 1, *, body: Any = None, headers: Mapping[str, str] | None = None
+    ) -> None:
+        """The next ``times`` requests get HTTP ``status`` with an OpenAI-style error body (or ``body``)."""
+        with self._lock:
+            self._script.extend(_Scripted(status, None, body, dict(headers or {})) for _ in range(times))
+
+    def respond_malformed_next(self, kind: str = "missing_data", times: int = 1) -> None:
+        """The next ``times`` embedding requests get a 200 that is broken as ``kind`` (see ``MALFORMED_KINDS``)."""
+        if kind not in MALFORMED_KINDS:
+            raise ValueError(f"unknown malformed kind {kind!r}; expected one of {MALFORMED_KINDS}")
+        with self._lock:
+            self._script.extend(_Scripted(malformed=kind) for _ in range(times))
+
+    def pass_next(self, times: int = 1) -> None:
+        """The next ``times`` requests are answered normally (to place a later scripted failure in a sequence)."""
+        with self._lock:
+            self._script.extend(_Scripted() for _ in range(times))
+
+    def requests_to(self, endpoint: str) -> list[RecordedRequest]:
+        """Recorded requests whose path ends with ``endpoint`` (e.g. ``"/embeddings"``)."""
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith(endpoint)]
+
+    def embedding_batches(self) -> list[list[str]]:
+        """The ``input`` list of every recorded embeddings request, in order."""
+        return [_as_list(r.body.get("input")) for r in self.requests_to("/embeddings") if isinstance(r.body, dict)]
+
+    # -- request handling (called from server threads) -------------------------------------------
+
+    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        with self._lock:
+            self.requests.append(RecordedRequest(method, path, headers, body))
+        try:
+            self._check_auth(headers.get("authorization", ""))
+            with self._lock:
+                scripted = self._script.pop(0) if self._script else _Scripted()
+            if scripted.status != 200:
+                return self._scripted_error(scripted)
+            if method == "POST" and path == "/v1/embeddings":
+                return _json(200, self._embeddings(body, scripted.malformed))
+            if method == "POST" and path == "/v1/chat/completions":
+                return _json(200, self._chat(body))
+            raise _ApiError(404, f"Invalid URL ({method} {path})", "invalid_request_error")
+        except _ApiError as exc:
+            return _json(exc.status, exc.body)
+
+    def _check_auth(self, header: str) -> None:
+        if not header.startswith("Bearer ") or not header[7:].strip():
+            raise _ApiError(401, "You didn't provide an API key. You need to provide your API key in an "
+                            "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+                            "invalid_request_error")
+        key = header[7:].strip()
+        if key != self.api_key:
+            shown = key[:3] + "*" * max(len(key) - 7, 0) + key[-4:] if len(key) > 7 else "***"
+            raise _ApiError(401, f"Incorrect API key provided: {shown}. You can find your API key at "
+                            "https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key")
+
+    def _scripted_error(self, scripted: _Scripted) -> tuple[int, dict[str, str], bytes]:
+        if scripted.body is not None:
+            status, headers, payload = _json(scripted.status, scripted.body)
+        else:
+            message, type_, code = _ERROR_MESSAGES.get(scripted.status, (f"Scripted HTTP {scripted.status}.", "server_error", None))
+            status, headers, payload = _json(scripted.status, _ApiError(scripted.status, message, type_, code).body)
+        return status, {**headers, **scripted.headers}, payload
+
+    def _embeddings(self, body: Any, malformed: str | None) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise _ApiError(400, "We could not parse the JSON body of your request.", "invalid_request_error")
+        model = body.get("model")
+        if model not in self.models:
+            raise _ApiError(404, f"The model `{model}` does not exist or you do not have access to it.",
+                            "invalid_request_error", "model_not_found")
+        texts = _as_list(body.get("input"))
+        if not texts or len(texts) > _MAX_INPUTS or not all(isinstance(t, str) and t for t in texts):
+            raise _ApiError(400, "'$.input' is invalid. Please check the API reference: "
+                            "https://platform.openai.com/docs/api-reference.", "invalid_request_error")
+        dim = self.models[model]
+        if body.get("dimensions") is not None:
+            wanted = body["dimensions"]
+            if model == "text-embedding-ada-002":
+                raise _ApiError(400, "This model does not support specifying dimensions.", "invalid_request_error")
+            if not isinstance(wanted, int) or not 1 <= wanted <= dim:
+                raise _ApiError(400, f"Invalid value for 'dimensions' = {wanted}. Must be between 1 and {dim}.",
+                                "invalid_request_error", param="dimensions")
+            dim = wanted
+        as_base64 = body.get("encoding_format") == "base64"
+        if malformed == "not_json":
+            raise _RawReply(b"<html>upstream proxy error</html>")
+        data = []
+        for index, text in enumerate(texts):
+            vector = fake_vector(text, dim)
+            if malformed == "wrong_dimension":
+                vector = vector[:-1]
+            encoded: Any = base64.b64encode(vector.astype("<f4").tobytes()).decode() if as_base64 else vector.tolist()
+            if malformed == "non_numeric":
+                encoded = ["not-a-number"] * dim
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        if malformed == "wrong_count":
+            data = data[:-1]
+        tokens = sum(len(t.split()) for t in texts)
+        reply: dict[str, Any] = {"object": "list", "data": data, "model": model,
+                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        if malformed == "missing_data":
+            del reply["data"]
+        return reply
+
+    def _chat(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+            raise _ApiError(400, "'messages' is a required property", "invalid_request_error", param="messages")
+        if body.get("stream"):
+            raise _ApiError(400, "FakeOpenAI does not support streaming.", "invalid_request_error", param="stream")
+        model, messages = str(body.get("model")), body["messages"]
+        if self.chat_handler is not None:
+            content = self.chat_handler(messages, model)
+        else:
+            content = f"fake reply to: {_text_of(messages[-1])}"
+        prompt_tokens = sum(len(_text_of(m).split()) for m in messages)
+        completion_tokens = len(content.split())
+        with self._lock:
+            self._ids += 1
+            ident = f"chatcmpl-fake{self._ids}"
+        return {
+            "id": ident, "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                         "message": {"role": "assistant", "content": content, "refusal": None}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+
+class _RawReply(Exception):
+    """A 200 whose body is not JSON at all."""
+
+    def __init__(self, payload: bytes) -> None:
+        super().__init__("raw reply")
+        self.payload = payload
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAI
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def _serve(self, method: str) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            status, extra, payload = self.fake._handle(method, self.path.split("?")[0], headers, raw)
+        except _RawReply as exc:
+            status, extra, payload = 200, {"Content-Type": "text/html"}, exc.payload
+        except Exception as exc:  # e.g. a failing chat_handler: answer 500 rather than drop the connection
+            status, extra, payload = _json(500, _ApiError(500, f"FakeOpenAI handler failed: {exc!r}", "server_error").body)
+        self.send_response(status)
+        for name, value in {**extra, "Content-Length": str(len(payload)), "x-request-id": "req_fake"}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence per-request logging
+        pass
+
+
+def _json(status: int, body: Any) -> tuple[int, dict[str, str], bytes]:
+    return status, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def _as_list(value: Any) -> list[Any]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _text_of(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
