@@ -1,0 +1,371 @@
+"""Tool formats in and out: parsing every supported shape, validation errors, rendering, round trips."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolstore._errors import InvalidInputError, InvalidToolError
+from toolstore._formats import (
+    FORMATS,
+    export_catalog,
+    load_tools_file,
+    parse_tools,
+    render,
+    to_anthropic,
+    to_mcp,
+    to_openai,
+)
+from toolstore._models import Tool
+
+BENCH = Path("/work/shared/bench")
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "description": "City name"}},
+    "required": ["city"],
+}
+
+
+def without_spec(tool: Tool) -> Tool:
+    """The tool with ``spec`` cleared: round trips keep every field except the original spec."""
+    return dataclasses.replace(tool, spec=None)
+
+
+def same_tools(a: list[Tool], b: list[Tool]) -> bool:
+    return [without_spec(t) for t in a] == [without_spec(t) for t in b]
+
+
+def one(data: object, **kwargs: Any) -> Tool:
+    tools = parse_tools(data, **kwargs)
+    assert len(tools) == 1, tools
+    return tools[0]
+
+
+# --- every input format -------------------------------------------------------------------------
+
+
+def test_benchmark_row() -> None:
+    row = {"id": "th0001", "name": "YOLOP", "description": "Detect lanes.", "provider": "PyTorch",
+           "parameters": None, "category": "Object Detection"}
+    tool = one(row)
+    assert tool == Tool(id="th0001", name="YOLOP", description="Detect lanes.", provider="PyTorch",
+                        categories=("Object Detection",), spec=row)
+    assert one({**row, "category": None, "provider": None}).categories == ()
+    assert one({**row, "provider": None}, provider="hub").id == "th0001"  # explicit id kept
+
+
+def test_openai_chat_and_responses_and_bare() -> None:
+    chat = {"type": "function", "function": {"name": "get_weather", "description": "Weather now.",
+                                             "parameters": WEATHER_SCHEMA, "strict": True}}
+    responses = {"type": "function", "name": "get_weather", "description": "Weather now.",
+                 "parameters": WEATHER_SCHEMA, "strict": None}
+    bare = {"name": "get_weather", "description": "Weather now.", "parameters": WEATHER_SCHEMA}
+    expected = Tool(id="get_weather", name="get_weather", description="Weather now.", parameters=WEATHER_SCHEMA)
+    for data in (chat, responses, bare):
+        tool = one(data)
+        assert without_spec(tool) == expected
+        assert tool.spec == data
+
+
+def test_anthropic() -> None:
+    data = {"name": "get_weather", "description": "Weather now.", "input_schema": WEATHER_SCHEMA,
+            "cache_control": {"type": "ephemeral"}}
+    tool = one(data)
+    assert (tool.name, tool.description, tool.parameters) == ("get_weather", "Weather now.", WEATHER_SCHEMA)
+    assert one({**data, "type": "custom"}).parameters == WEATHER_SCHEMA
+
+
+def test_mcp_tool_list_result_and_jsonrpc() -> None:
+    mcp_tool = {"name": "read_file", "title": "Read file", "description": "Read a file.",
+                "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+                "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+    tool = one(mcp_tool, provider="fs")
+    assert (tool.id, tool.title, tool.provider) == ("fs.read_file", "Read file", "fs")
+    result = {"tools": [mcp_tool, {"name": "ls", "inputSchema": {"type": "object"}}], "nextCursor": "abc"}
+    assert [t.id for t in parse_tools(result)] == ["read_file", "ls"]
+    rpc = {"jsonrpc": "2.0", "id": 7, "result": result}
+    assert same_tools(parse_tools(rpc, provider="fs"), parse_tools(result, provider="fs"))
+    assert one({"name": "x", "inputSchema": {"type": "object"}, "annotations": {"title": "X!"}}).title == "X!"
+
+
+def test_jsonrpc_error_is_reported() -> None:
+    with pytest.raises(InvalidToolError, match="JSON-RPC error"):
+        parse_tools({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "nope"}})
+
+
+def test_mixed_list_and_wrappers() -> None:
+    data = [
+        {"type": "function", "function": {"name": "a"}},
+        {"name": "b", "input_schema": {"type": "object", "properties": {}}},
+        {"tools": [{"name": "c", "inputSchema": {"type": "object"}}]},
+        [{"name": "d"}],
+    ]
+    tools = parse_tools(data)
+    assert [t.name for t in tools] == ["a", "b", "c", "d"]
+    assert all(t.parameters is None for t in tools)  # empty object schemas mean "no arguments"
+    assert parse_tools([]) == []
+
+
+PETSTORE: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "petstore", "version": "1"},
+    "paths": {
+        "/pets/{petId}": {
+            "parameters": [{"$ref": "#/components/parameters/PetId"}],
+            "get": {
+                "summary": "Get a pet.",
+                "description": "Returns one pet by id.",
+                "tags": ["pets"],
+                "parameters": [{"name": "verbose", "in": "query", "schema": {"type": "boolean"}},
+                               {"name": "session", "in": "cookie", "schema": {"type": "string"}},
+                               {"name": "X-Trace", "in": "header", "required": True,
+                                "schema": {"type": "string"}}],
+            },
+            "put": {
+                "operationId": "updatePet",
+                "requestBody": {"$ref": "#/components/requestBodies/PetBody"},
+                "x-toolstore": {"keywords": ["edit"], "always_on": True},
+            },
+        },
+        "/pets": {"post": {"operationId": "addPets", "requestBody": {"required": True, "content": {
+            "application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Pet"}}}}}}},
+    },
+    "components": {
+        "parameters": {"PetId": {"name": "petId", "in": "path", "description": "The pet's id",
+                                 "schema": {"type": "integer"}}},
+        "requestBodies": {"PetBody": {"content": {"application/json; charset=utf-8": {
+            "schema": {"$ref": "#/components/schemas/Pet"}}}}},
+        "schemas": {
+            "Pet": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"},
+                "parent": {"$ref": "#/components/schemas/Pet"},
+                "owner": {"$ref": "#/components/schemas/Owner", "description": "who owns it"}}},
+            "Owner": {"type": "object", "properties": {"email": {"type": "string"}}},
+        },
+    },
+}
+
+
+def test_openapi_operations() -> None:
+    get, put, post = parse_tools(PETSTORE)
+    assert (get.id, get.name, get.provider) == ("petstore.get_pets_petId", "get_pets_petId", "petstore")
+    assert get.description == "Get a pet.\n\nReturns one pet by id."
+    assert get.categories == ("pets",)
+    assert get.parameters == {
+        "type": "object",
+        "properties": {"petId": {"type": "integer", "description": "The pet's id"},
+                       "verbose": {"type": "boolean"}, "X-Trace": {"type": "string"}},
+        "required": ["petId", "X-Trace"],
+    }
+    assert get.spec is not None and get.spec["method"] == "get" and get.spec["path"] == "/pets/{petId}"
+
+    assert put.name == "updatePet" and put.keywords == ("edit",) and put.always_on
+    props = put.parameters["properties"]  # type: ignore[index]
+    assert set(props) == {"petId", "name", "parent", "owner"}
+    assert put.parameters["required"] == ["petId", "name"]  # type: ignore[index]
+    assert props["owner"] == {"type": "object", "properties": {"email": {"type": "string"}},
+                              "description": "who owns it"}
+    assert props["parent"] == {"description": "recursive reference to #/components/schemas/Pet"}
+    assert "$ref" not in json.dumps(put.parameters)
+
+    assert post.parameters["properties"]["body"]["type"] == "array"  # type: ignore[index]
+    assert post.parameters["required"] == ["body"]  # type: ignore[index]
+    assert post.parameters["properties"]["body"]["items"]["properties"]["name"] == {"type": "string"}  # type: ignore[index]
+
+    assert parse_tools(PETSTORE, provider="zoo")[0].id == "zoo.get_pets_petId"
+
+
+def test_openapi_errors() -> None:
+    with pytest.raises(InvalidToolError, match="Swagger 2.0"):
+        parse_tools({"swagger": "2.0", "paths": {}})
+    broken = copy.deepcopy(PETSTORE)
+    broken["paths"]["/pets"]["post"]["requestBody"] = {"$ref": "#/components/requestBodies/Nope"}
+    with pytest.raises(InvalidToolError, match=r"tool \(POST /pets\) 'addPets': .*Nope.* does not resolve"):
+        parse_tools(broken)
+    broken["paths"]["/pets"]["post"]["requestBody"] = {"$ref": "other.yaml#/Pet"}
+    with pytest.raises(InvalidToolError, match="only local"):
+        parse_tools(broken)
+
+
+# --- metadata and namespacing -------------------------------------------------------------------
+
+META = {"title": "Weather", "keywords": ["forecast"], "examples": ["is it raining in Oslo?"],
+        "avoid_when": "historical data", "categories": ["weather"], "tags": ["beta"], "always_on": True,
+        "provider": "met", "expansion": "rain sun temperature"}
+
+
+def test_x_toolstore_metadata_in_every_format() -> None:
+    shapes = [
+        {"type": "function", "function": {"name": "now", "x-toolstore": META}},
+        {"type": "function", "function": {"name": "now"}, "x-toolstore": META},
+        {"type": "function", "name": "now", "x-toolstore": META},
+        {"name": "now", "input_schema": {"type": "object"}, "x-toolstore": META},
+        {"name": "now", "inputSchema": {"type": "object"}, "x-toolstore": META},
+        {"name": "now", "x-toolstore": META},
+    ]
+    expected = Tool(id="met.now", name="now", title="Weather", provider="met", categories=("weather",),
+                    tags=("beta",), keywords=("forecast",), examples=("is it raining in Oslo?",),
+                    expansion="rain sun temperature", avoid_when="historical data", always_on=True)
+    for data in shapes:
+        assert without_spec(one(data, provider="ignored")) == expected
+    assert one({"name": "now", "x-toolstore": {"id": "custom"}}, provider="p").id == "custom"
+
+
+@pytest.mark.parametrize(("meta", "message"), [
+    ({"exmaples": []}, "unknown key.*'exmaples'"),
+    ({"keywords": "rain"}, "keywords must be a list of strings, got string"),
+    ({"always_on": "yes"}, "always_on must be true or false"),
+    ({"id": ""}, "id must not be empty"),
+    ("meta", "x-toolstore must be a JSON object"),
+])
+def test_bad_metadata(meta: object, message: str) -> None:
+    with pytest.raises(InvalidToolError, match=rf"tool 'now': .*{message}"):
+        parse_tools({"name": "now", "x-toolstore": meta})
+
+
+def test_metadata_given_twice_is_an_error() -> None:
+    data = {"type": "function", "function": {"name": "a", "x-toolstore": {}}, "x-toolstore": {}}
+    with pytest.raises(InvalidToolError, match="given both"):
+        parse_tools(data)
+
+
+def test_same_name_from_two_providers() -> None:
+    tool = {"name": "search", "inputSchema": {"type": "object"}}
+    tools = parse_tools({"tools": [tool]}, provider="github") + parse_tools({"tools": [tool]}, provider="jira")
+    assert [t.id for t in tools] == ["github.search", "jira.search"]
+    both = [{**tool, "x-toolstore": {"provider": "github"}}, {**tool, "x-toolstore": {"provider": "jira"}}]
+    assert [t.id for t in parse_tools(both)] == ["github.search", "jira.search"]
+    with pytest.raises(InvalidToolError, match=r"duplicate tool id 'search': tool \[0\] 'search' and tool \[1\] 'search'"):
+        parse_tools([tool, tool])
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"name": "send_email", "parameters": []}, "tool 'send_email': parameters must be a JSON object, got list"),
+    ({"name": "send_email", "input_schema": {"type": "string"}},
+     "tool 'send_email': input_schema must be a JSON schema with \"type\": \"object\", got 'string'"),
+    ({"name": "x", "inputSchema": {"type": "object", "properties": [1]}}, "inputSchema.properties must be"),
+    ({"description": "no name", "parameters": None, "id": "x"}, "tool: name is missing"),
+    ({"name": "", "inputSchema": {"type": "object"}}, "name must not be empty"),
+    ({"name": 5, "inputSchema": {"type": "object"}}, "name must be a string, got number"),
+    ({"name": "n" * 129}, "name is 129 characters long, the limit is 128"),
+    ({"name": "x", "description": ["a"]}, "tool 'x': description must be a string, got list"),
+    ({"name": "x", "description": "bad\x00byte"}, "tool 'x': NUL byte in description"),
+    ({"name": "x\x00y"}, "tool: NUL byte in name"),
+    ({"name": "x", "parameters": {"type": "object", "properties": {"a": {"description": "\x00"}}}},
+     "NUL byte in parameters.properties.a.description"),
+    ({"name": "x", "input_schema": None, "cache_control": {"x": "\x00"}}, "NUL byte in spec.cache_control.x"),
+    ({"server": "x", "version": 2}, "unrecognised tool shape \\(keys seen: 'server', 'version'\\)"),
+    ({"type": "web_search_20250305", "name": "web_search"}, "unsupported tool type 'web_search_20250305'"),
+    ([{"name": "ok"}, "oops"], r"tool \[1\]: expected a JSON object, got string"),
+    ({"tools": {"name": "a"}}, "tools: must be a list of tools, got object"),
+])
+def test_invalid_tools(data: object, message: str) -> None:
+    with pytest.raises(InvalidToolError) as info:
+        parse_tools(data)
+    assert message in str(info.value) or __import__("re").search(message, str(info.value)), str(info.value)
+
+
+def test_index_and_name_in_lists() -> None:
+    with pytest.raises(InvalidToolError, match=r"^tool tools\[2\] 'c': parameters must be a JSON object"):
+        parse_tools({"tools": [{"name": "a"}, {"name": "b"}, {"name": "c", "parameters": "x"}]})
+
+
+def test_provider_argument_must_be_a_string() -> None:
+    with pytest.raises(InvalidInputError):
+        parse_tools({"name": "a"}, provider="")
+
+
+# --- files --------------------------------------------------------------------------------------
+
+
+def write_lines(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_jsonl_error_names_line_and_tool(tmp_path: Path) -> None:
+    rows: list[object] = [{"name": f"t{i}"} for i in range(16)] + [{"name": "send_email", "parameters": []}]
+    path = write_lines(tmp_path / "tools.jsonl", rows)
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert str(info.value) == f"{path} line 17: tool 'send_email': parameters must be a JSON object, got list"
+
+
+def test_jsonl_malformed_line_returns_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "tools.jsonl"
+    path.write_text('{"name": "a"}\n\n{"name": "b"\n{"name": "c"}\n', encoding="utf-8")
+    with pytest.raises(InvalidToolError, match=r"tools.jsonl line 3: invalid JSON"):
+        load_tools_file(path)
+    path.write_text('{"name": "a"}\n\n{"name": "c"}\n', encoding="utf-8")
+    assert [t.name for t in load_tools_file(path)] == ["a", "c"]
+
+
+def test_jsonl_any_format_per_line_and_provider(tmp_path: Path) -> None:
+    rows: list[object] = [
+        {"type": "function", "function": {"name": "a"}},
+        {"tools": [{"name": "b", "inputSchema": {"type": "object"}}, {"name": "c", "input_schema": {}}]},
+        PETSTORE,
+    ]
+    tools = load_tools_file(write_lines(tmp_path / "mixed.jsonl", rows), provider="srv")
+    assert [t.id for t in tools] == ["srv.a", "srv.b", "srv.c", "srv.get_pets_petId", "srv.updatePet", "srv.addPets"]
+
+
+def test_jsonl_duplicate_ids_name_both_lines(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "d.jsonl", [{"name": "a"}, {"name": "b"}, {"tools": [{"name": "z"}, {"name": "a"}]}])
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert str(info.value) == f"{path}: duplicate tool id 'a': line 1 (tool 'a') and line 3 (tool tools[1] 'a')"
+
+
+def test_json_file(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"tools": [{"name": "a"}, {"name": "b"}]}, indent=2), encoding="utf-8")
+    assert [t.id for t in load_tools_file(path, provider="p")] == ["p.a", "p.b"]
+    path.write_text('{\n  "tools": [\n    {"name": "a"},\n  ]\n}', encoding="utf-8")
+    with pytest.raises(InvalidToolError, match=r"catalog.json line 4 column 3: invalid JSON"):
+        load_tools_file(path)
+    path.write_text(json.dumps([{"name": "a", "parameters": 3}]), encoding="utf-8")
+    with pytest.raises(InvalidToolError, match=r"catalog.json: tool \[0\] 'a': parameters must be a JSON object"):
+        load_tools_file(path)
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("empty.jsonl", "", "file is empty"),
+    ("blank.jsonl", "\n  \n", "file is empty"),
+    ("empty.json", "", "file is empty"),
+    ("nothing.json", "[]", "no tools found"),
+    ("tools.yaml", "name: a", "unsupported file type '.yaml'"),
+])
+def test_empty_and_unsupported_files(tmp_path: Path, name: str, content: str, message: str) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InvalidToolError, match=message):
+        load_tools_file(path)
+
+
+def test_invalid_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"name": "a"}\n{"name": "\xff"}\n')
+    with pytest.raises(InvalidToolError, match="line 2: not valid UTF-8"):
+        load_tools_file(path)
+
+
+@pytest.mark.skipif(not BENCH.exists(), reason="/work/shared benchmarks not available")
+@pytest.mark.parametrize(("name", "count"), [("metatool", 199), ("seal_tools", 4076), ("gorilla_torch", 94)])
+def test_real_benchmark_files(name: str, count: int) -> None:
+    path = BENCH / name / "tools.jsonl"
+    tools = load_tools_file(path)
+    assert len(tools) == count
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [t.id for t in tools] == [r["id"] for r in rows]
+    assert [t.spec for t in tools] == rows
+    for fmt in FORMATS:
+        assert same_tools(parse_tools(export_catalog(tools, fmt, with_metadata=True)), tools), fmt

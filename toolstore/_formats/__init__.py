@@ -1,0 +1,34 @@
+"""Tool formats in and out: parse OpenAI, Anthropic, MCP, OpenAPI and benchmark definitions
+into :class:`~toolstore._models.Tool`, and render tools back as OpenAI, Anthropic or MCP."""
+
+from __future__ import annotations
+
+from .build import META_KEY
+from .files import load_tools_file
+from .parse import parse_tools
+from .render import (
+    FORMATS,
+    Format,
+    export_catalog,
+    input_schema,
+    metadata_block,
+    render,
+    to_anthropic,
+    to_mcp,
+    to_openai,
+)
+
+__all__ = [
+    "FORMATS",
+    "META_KEY",
+    "Format",
+    "export_catalog",
+    "input_schema",
+    "load_tools_file",
+    "metadata_block",
+    "parse_tools",
+    "render",
+    "to_anthropic",
+    "to_mcp",
+    "to_openai",
+]

@@ -1,0 +1,227 @@
+"""Turn one format-neutral draft into a validated :class:`Tool`.
+
+Every format adapter extracts a :class:`Draft` (raw, unchecked values) and hands it to
+:func:`build_tool`, so validation, ``x-toolstore`` metadata and id namespacing live in one place.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import InvalidToolError
+from .._models import Tool
+
+MAX_NAME_LENGTH = 128
+META_KEY = "x-toolstore"
+_META_LIST_KEYS = ("categories", "tags", "keywords", "examples")
+_META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id")
+META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on",))
+
+
+@dataclass
+class Draft:
+    """Raw values read from one tool definition, before any validation.
+
+    ``provider`` is a per-tool provider written in the definition itself (a benchmark row);
+    ``doc_provider`` is a document-wide fallback (an OpenAPI ``info.title``) that the caller's
+    ``provider`` argument overrides.
+    """
+
+    name: object
+    spec: dict[str, Any]
+    description: object = ""
+    parameters: object = None
+    title: object = None
+    categories: object = ()
+    id: object = None
+    provider: object = None
+    doc_provider: str | None = None
+    meta: object = None
+    parameters_field: str = "parameters"
+
+
+def type_name(value: object) -> str:
+    """The JSON name of ``value``'s type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def tool_label(loc: str, name: object) -> str:
+    """``"tool [3] 'send_email'"``: where a tool sits and its name when it has a usable one."""
+    parts = ["tool"]
+    if loc:
+        parts.append(loc)
+    if isinstance(name, str) and name.strip() and "\x00" not in name:
+        parts.append(repr(name))
+    return " ".join(parts)
+
+
+def find_nul(value: object, path: str = "") -> str | None:
+    """The path of the first string (value or key) containing a NUL byte, or None."""
+    if isinstance(value, str):
+        return (path or "(value)") if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and "\x00" in key:
+                return sub
+            found = find_nul(item, sub)
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = find_nul(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def is_empty_object_schema(schema: dict[str, Any]) -> bool:
+    """True for ``{}``, ``{"type": "object"}`` and ``{"type": "object", "properties": {}}``.
+
+    These all mean "takes no arguments" and are stored as ``parameters=None`` so that a tool
+    rendered with the placeholder schema parses back to the same :class:`Tool`.
+    """
+    if not set(schema) <= {"type", "properties"}:
+        return False
+    return schema.get("type", "object") == "object" and schema.get("properties", {}) == {}
+
+
+def check_parameters(value: object, field_name: str) -> dict[str, Any] | None:
+    """Validate a parameters schema; return a private copy, or None when there are no arguments."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"{field_name} must be a JSON object, got {type_name(value)}")
+    if is_empty_object_schema(value):
+        return None
+    if value.get("type") != "object":
+        got = value.get("type", "no type")
+        raise ValueError(f'{field_name} must be a JSON schema with "type": "object", got {got!r}')
+    properties = value.get("properties")
+    if properties is not None and not isinstance(properties, dict):
+        raise ValueError(f"{field_name}.properties must be a JSON object, got {type_name(properties)}")
+    return copy.deepcopy(value)
+
+
+def check_meta(value: object) -> dict[str, Any]:
+    """Validate an ``x-toolstore`` block; return its values converted to Tool field types."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{META_KEY} must be a JSON object, got {type_name(value)}")
+    unknown = sorted(set(value) - META_KEYS)
+    if unknown:
+        known = ", ".join(sorted(META_KEYS))
+        raise ValueError(f"{META_KEY}: unknown key(s) {', '.join(map(repr, unknown))} (known: {known})")
+    meta: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in _META_LIST_KEYS:
+            meta[key] = check_str_list(item, f"{META_KEY}.{key}")
+        elif key == "always_on":
+            if not isinstance(item, bool):
+                raise ValueError(f"{META_KEY}.always_on must be true or false, got {type_name(item)}")
+            meta[key] = item
+        elif key == "title" and item is None:
+            meta[key] = None
+        else:
+            if not isinstance(item, str):
+                raise ValueError(f"{META_KEY}.{key} must be a string, got {type_name(item)}")
+            if key in ("id", "provider") and not item.strip():
+                raise ValueError(f"{META_KEY}.{key} must not be empty")
+            meta[key] = item
+    return meta
+
+
+def check_str_list(value: object, field_name: str) -> tuple[str, ...]:
+    """A list of strings as a tuple; anything else is an error naming ``field_name``."""
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{field_name} must be a list of strings, got {type_name(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ValueError(f"{field_name}[{i}] must be a string, got {type_name(item)}")
+    return tuple(value)
+
+
+def check_name(name: object) -> str:
+    """Validate a tool name: a non-empty string of at most 128 characters."""
+    if name is None:
+        raise ValueError("name is missing")
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string, got {type_name(name)}")
+    if not name.strip():
+        raise ValueError("name must not be empty")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"name is {len(name)} characters long, the limit is {MAX_NAME_LENGTH}")
+    return name
+
+
+def check_optional_str(value: object, field_name: str) -> str | None:
+    """A string or None; anything else is an error naming ``field_name``."""
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{field_name} must be a string, got {type_name(value)}")
+
+
+def default_id(provider: str | None, name: str) -> str:
+    """The id a tool gets without an explicit one: ``provider.name``, or ``name``."""
+    return f"{provider}.{name}" if provider else name
+
+
+def build_tool(draft: Draft, loc: str, provider: str | None) -> Tool:
+    """Validate ``draft`` and build the Tool; errors are :class:`InvalidToolError` naming the tool.
+
+    ``provider`` is the caller's default provider (see :func:`toolstore._formats.parse_tools`).
+    """
+    try:
+        return _build(draft, provider)
+    except ValueError as exc:
+        raise InvalidToolError(f"{tool_label(loc, draft.name)}: {exc}") from None
+
+
+def _build(draft: Draft, provider_arg: str | None) -> Tool:
+    fields = {"name": draft.name, "description": draft.description, "title": draft.title}
+    fields.update({draft.parameters_field: draft.parameters, META_KEY: draft.meta, "spec": draft.spec})
+    nul = find_nul(fields)
+    if nul:
+        raise ValueError(f"NUL byte in {nul}")
+    name = check_name(draft.name)
+    meta = check_meta(draft.meta)
+    description = check_optional_str(draft.description, "description") or ""
+    parameters = check_parameters(draft.parameters, draft.parameters_field)
+    title = meta["title"] if "title" in meta else check_optional_str(draft.title, "title")
+    row_provider = check_optional_str(draft.provider, "provider") or None
+    provider = meta.get("provider") or row_provider or provider_arg or draft.doc_provider
+    explicit_id = meta.get("id") or check_optional_str(draft.id, "id")
+    if explicit_id is not None and not explicit_id.strip():
+        raise ValueError("id must not be empty")
+    categories = meta.get("categories", check_str_list(draft.categories, "categories"))
+    return Tool(
+        id=explicit_id or default_id(provider, name),
+        name=name,
+        description=description,
+        title=title,
+        provider=provider,
+        parameters=parameters,
+        categories=categories,
+        tags=meta.get("tags", ()),
+        keywords=meta.get("keywords", ()),
+        examples=meta.get("examples", ()),
+        expansion=meta.get("expansion", ""),
+        avoid_when=meta.get("avoid_when", ""),
+        always_on=meta.get("always_on", False),
+        spec=copy.deepcopy(draft.spec),
+    )

@@ -1,0 +1,81 @@
+"""Read tool definitions from ``.json`` and ``.jsonl`` files, all or nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .._errors import InvalidToolError
+from .._models import Tool
+from .parse import Located, check_unique, parse_located
+
+JSON_SUFFIXES = (".json",)
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+
+
+def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None) -> list[Tool]:
+    """Parse every tool in a ``.json`` or ``.jsonl`` file (see :func:`parse_tools` for formats).
+
+    A ``.json`` file holds one JSON value of any supported shape; a ``.jsonl`` file holds one
+    JSON value per line (blank lines are skipped), each of any supported shape. ``provider`` is
+    the default provider, as for :func:`parse_tools`.
+
+    Raises :class:`InvalidToolError` naming the file, the line (for JSONL) and the tool when any
+    definition is invalid, the JSON is malformed, two tools share an id or the file holds no tools;
+    nothing is returned on error. ``OSError`` propagates when the file cannot be read.
+    """
+    name = str(path)
+    suffix = Path(path).suffix.lower()
+    if suffix not in JSON_SUFFIXES + JSONL_SUFFIXES:
+        raise InvalidToolError(f"{name}: unsupported file type {suffix!r}; expected .json or .jsonl")
+    text = _read_text(Path(path), name)
+    if suffix in JSONL_SUFFIXES:
+        located = _parse_jsonl(text, name, provider)
+    else:
+        located = _parse_json(text, name, provider)
+    if not located:
+        raise InvalidToolError(f"{name}: no tools found")
+    check_unique(located, name)
+    return [tool for tool, _ in located]
+
+
+def _read_text(path: Path, name: str) -> str:
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InvalidToolError(f"{name} line {line}: not valid UTF-8 ({exc.reason})") from None
+    if not text.strip():
+        raise InvalidToolError(f"{name}: file is empty")
+    return text
+
+
+def _parse_json(text: str, name: str, provider: str | None) -> list[Located]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidToolError(f"{name} line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+    try:
+        return parse_located(data, provider=provider)
+    except InvalidToolError as exc:
+        raise InvalidToolError(f"{name}: {exc}") from None
+
+
+def _parse_jsonl(text: str, name: str, provider: str | None) -> list[Located]:
+    located: list[Located] = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{name} line {lineno}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidToolError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+        try:
+            tools = parse_located(data, provider=provider)
+        except InvalidToolError as exc:
+            raise InvalidToolError(f"{where}: {exc}") from None
+        located.extend((tool, f"line {lineno} ({label})") for tool, label in tools)
+    return located

@@ -1,0 +1,198 @@
+"""OpenAPI 3.0 / 3.1 documents: one :class:`Draft` per operation.
+
+Path, query and header parameters and the JSON request body are merged into one object
+schema; local ``$ref``s (``#/...``) are resolved, a recursive reference becomes an open schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from .._errors import InvalidToolError
+from .build import META_KEY, Draft, tool_label, type_name
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_PARAM_LOCATIONS = ("path", "query", "header")
+
+
+def is_openapi(data: dict[str, Any]) -> bool:
+    """True when ``data`` looks like an OpenAPI or Swagger document."""
+    return "openapi" in data or "swagger" in data
+
+
+def openapi_drafts(doc: dict[str, Any], loc: str) -> list[tuple[Draft, str]]:
+    """One ``(draft, location)`` per operation of ``doc``, in document order.
+
+    Raises ValueError for documents that are not OpenAPI 3.x or whose structure is broken,
+    InvalidToolError (naming the operation) for a broken operation.
+    """
+    version = doc.get("openapi")
+    if "swagger" in doc and version is None:
+        raise ValueError("Swagger 2.0 documents are not supported; convert to OpenAPI 3 first")
+    if not isinstance(version, str) or not version.startswith("3."):
+        raise ValueError(f"unsupported OpenAPI version {version!r} (expected 3.0 or 3.1)")
+    paths = doc.get("paths", {})
+    if not isinstance(paths, dict):
+        raise ValueError(f"OpenAPI paths must be a JSON object, got {type_name(paths)}")
+    info = doc.get("info")
+    title = info.get("title") if isinstance(info, dict) else None
+    doc_provider = title if isinstance(title, str) and title.strip() else None
+    resolver = _Resolver(doc)
+    drafts = []
+    for path, item in paths.items():
+        item = resolver.resolve(item)
+        if not isinstance(item, dict):
+            raise ValueError(f"OpenAPI path {path!r} must be a JSON object, got {type_name(item)}")
+        for method in METHODS:
+            op = item.get(method)
+            if op is None:
+                continue
+            where = f"{loc} ({method.upper()} {path})".strip()
+            if not isinstance(op, dict):
+                raise ValueError(f"operation {where} must be a JSON object, got {type_name(op)}")
+            try:
+                draft = _operation_draft(resolver, path, method, item, op)
+            except ValueError as exc:
+                raise InvalidToolError(f"{tool_label(where, op.get('operationId'))}: {exc}") from None
+            draft.doc_provider = doc_provider
+            drafts.append((draft, where))
+    return drafts
+
+
+def operation_name(method: str, path: str) -> str:
+    """The name of an operation without ``operationId``: ``get /pets/{petId}`` -> ``get_pets_petId``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{method}/{path}").strip("_")
+
+
+def _operation_draft(
+    resolver: _Resolver, path: str, method: str, item: dict[str, Any], op: dict[str, Any]
+) -> Draft:
+    name = op.get("operationId") or operation_name(method, path)
+    text = [op.get(key) for key in ("summary", "description")]
+    parts = [t.strip() for t in text if isinstance(t, str) and t.strip()]
+    if len(parts) == 2 and parts[1].startswith(parts[0]):
+        parts = parts[1:]
+    return Draft(
+        name=name,
+        description="\n\n".join(parts),
+        parameters=_operation_schema(resolver, item, op),
+        categories=op.get("tags", ()),
+        meta=op.get(META_KEY),
+        spec={"method": method, "path": path, "operation": op},
+    )
+
+
+def _operation_schema(resolver: _Resolver, item: dict[str, Any], op: dict[str, Any]) -> dict[str, Any] | None:
+    """Path-item parameters, then operation parameters (same name+in wins), then the body."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for raw in _as_list(item.get("parameters")) + _as_list(op.get("parameters")):
+        param = resolver.resolve(raw)
+        if not isinstance(param, dict) or not isinstance(param.get("name"), str):
+            raise ValueError(f"OpenAPI parameter must be an object with a name, got {raw!r:.80}")
+        merged[(param["name"], str(param.get("in")))] = param
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for (name, where), param in merged.items():
+        if where not in _PARAM_LOCATIONS:
+            continue
+        properties[name] = _parameter_schema(resolver, param)
+        if param.get("required") or where == "path":
+            required.append(name)
+    _merge_body(resolver, op.get("requestBody"), properties, required)
+    if not properties:
+        return None
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(dict.fromkeys(required))
+    return schema
+
+
+def _parameter_schema(resolver: _Resolver, param: dict[str, Any]) -> dict[str, Any]:
+    schema = param.get("schema")
+    if schema is None and isinstance(param.get("content"), dict):
+        media = next(iter(param["content"].values()), None)
+        schema = media.get("schema") if isinstance(media, dict) else None
+    result = resolver.expand(schema) if isinstance(schema, dict) else {}
+    if isinstance(param.get("description"), str) and "description" not in result:
+        result["description"] = param["description"]
+    return result
+
+
+def _merge_body(resolver: _Resolver, body: object, properties: dict[str, Any], required: list[str]) -> None:
+    """Add a JSON request body's properties (or one ``body`` property) to the schema."""
+    body = resolver.resolve(body)
+    if not isinstance(body, dict) or not isinstance(body.get("content"), dict):
+        return
+    media = _json_media(body["content"])
+    if media is None or not isinstance(media.get("schema"), dict):
+        return
+    schema = resolver.expand(media["schema"])
+    if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
+        properties.update(schema["properties"])
+        required.extend(r for r in schema.get("required", []) if isinstance(r, str))
+        return
+    if isinstance(body.get("description"), str) and "description" not in schema:
+        schema["description"] = body["description"]
+    properties["body"] = schema
+    if body.get("required"):
+        required.append("body")
+
+
+def _json_media(content: dict[str, Any]) -> dict[str, Any] | None:
+    for media_type, media in content.items():
+        base = media_type.split(";")[0].strip().lower()
+        if (base == "application/json" or base.endswith("+json")) and isinstance(media, dict):
+            return media
+    return None
+
+
+def _as_list(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+class _Resolver:
+    """Resolves local ``$ref``s of one document; a reference to itself is cut off."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+
+    def lookup(self, ref: str) -> Any:
+        if not ref.startswith("#/") and ref != "#":
+            raise ValueError(f"only local $refs (#/...) are supported, got {ref!r}")
+        node: Any = self.doc
+        for token in ref[2:].split("/") if ref != "#" else []:
+            token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                raise ValueError(f"$ref {ref!r} does not resolve")
+        return node
+
+    def resolve(self, node: object, seen: tuple[str, ...] = ()) -> Any:
+        """Follow ``$ref``s at the top of ``node`` only (for parameters, bodies, path items)."""
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            ref = node["$ref"]
+            if ref in seen:
+                raise ValueError(f"$ref {ref!r} refers to itself")
+            seen += (ref,)
+            node = self.lookup(ref)
+        return node
+
+    def expand(self, node: Any, stack: tuple[str, ...] = ()) -> Any:
+        """A deep copy of a schema with every ``$ref`` replaced by its target."""
+        if isinstance(node, list):
+            return [self.expand(item, stack) for item in node]
+        if not isinstance(node, dict):
+            return copy.deepcopy(node)
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            if ref in stack:
+                return {"description": f"recursive reference to {ref}"}
+            target = self.expand(self.lookup(ref), stack + (ref,))
+            siblings = {k: self.expand(v, stack) for k, v in node.items() if k != "$ref"}
+            return {**target, **siblings} if isinstance(target, dict) else target
+        return {key: self.expand(value, stack) for key, value in node.items()}

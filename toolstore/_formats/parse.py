@@ -1,0 +1,168 @@
+"""Parse already-decoded JSON tool definitions of any supported shape into :class:`Tool`s."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .._errors import InvalidInputError, InvalidToolError
+from .._models import Tool
+from .build import META_KEY, Draft, build_tool, tool_label, type_name
+from .openapi import is_openapi, openapi_drafts
+
+Located = tuple[Tool, str]
+"""A parsed tool and the label that names where it came from, for error messages."""
+
+
+def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
+    """Parse tool definitions of any supported format, detected per object.
+
+    ``data`` is a decoded JSON value: one tool (OpenAI chat or Responses, Anthropic, MCP, bare
+    ``{"name", "description", "parameters"}`` or a benchmark row), an MCP ``tools/list`` result
+    or JSON-RPC response, an OpenAPI 3.x document, a ``{"tools": [...]}`` wrapper, or a list of
+    any of these. ``provider`` is the default provider of tools that do not name their own
+    (in ``x-toolstore`` or a benchmark row's ``provider``); it overrides an OpenAPI ``info.title``.
+    With a provider a tool's id is ``provider.name`` unless the definition gives an explicit id.
+
+    Raises :class:`InvalidToolError` naming the offending tool; nothing is returned on error.
+    """
+    located = parse_located(data, provider=provider)
+    check_unique(located)
+    return [tool for tool, _ in located]
+
+
+def parse_located(data: object, *, provider: str | None = None) -> list[Located]:
+    """Like :func:`parse_tools`, keeping each tool's label and without the duplicate-id check."""
+    if provider is not None and (not isinstance(provider, str) or not provider.strip()):
+        raise InvalidInputError(f"provider must be a non-empty string or None, got {provider!r}")
+    drafts: list[tuple[Draft, str]] = []
+    _collect(data, "", drafts)
+    located = []
+    for draft, loc in drafts:
+        tool = build_tool(draft, loc, provider)
+        located.append((tool, tool_label(loc, tool.name)))
+    return located
+
+
+def check_unique(located: Iterable[Located], context: str = "") -> None:
+    """Raise :class:`InvalidToolError` naming both tools when two share an id."""
+    seen: dict[str, str] = {}
+    for tool, label in located:
+        if tool.id in seen:
+            prefix = f"{context}: " if context else ""
+            raise InvalidToolError(f"{prefix}duplicate tool id {tool.id!r}: {seen[tool.id]} and {label}")
+        seen[tool.id] = label
+
+
+def _join(loc: str, key: str) -> str:
+    return f"{loc}.{key}" if loc else key
+
+
+def _collect(value: object, loc: str, out: list[tuple[Draft, str]]) -> None:
+    """Append a ``(draft, location)`` for every tool found in ``value``."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _collect(item, f"{loc}[{i}]", out)
+        return
+    if not isinstance(value, dict):
+        raise InvalidToolError(f"{tool_label(loc, None)}: expected a JSON object, got {type_name(value)}")
+    if "jsonrpc" in value:
+        _collect(_jsonrpc_result(value, loc), _join(loc, "result"), out)
+    elif is_openapi(value):
+        try:
+            out.extend(openapi_drafts(value, loc))
+        except ValueError as exc:
+            raise InvalidToolError(f"{' '.join(['OpenAPI document', loc]).strip()}: {exc}") from None
+    elif "tools" in value and "name" not in value:
+        tools = value["tools"]
+        if not isinstance(tools, list):
+            where = _join(loc, "tools")
+            raise InvalidToolError(f"{where}: must be a list of tools, got {type_name(tools)}")
+        _collect(tools, _join(loc, "tools"), out)
+    else:
+        out.append((_draft(value, loc), loc))
+
+
+def _jsonrpc_result(value: dict[str, Any], loc: str) -> object:
+    where = loc or "JSON-RPC response"
+    if "error" in value:
+        raise InvalidToolError(f"{where}: JSON-RPC error response: {value['error']!r:.200}")
+    result = value.get("result")
+    if not isinstance(result, dict):
+        raise InvalidToolError(f"{where}: JSON-RPC result must be a JSON object, got {type_name(result)}")
+    return result
+
+
+def _draft(d: dict[str, Any], loc: str) -> Draft:
+    """Detect the shape of one tool object and extract its raw fields."""
+    kind = d.get("type")
+    if kind == "function" or (kind is None and isinstance(d.get("function"), dict)):
+        return _openai_chat(d, loc) if "function" in d else _plain(d, "parameters")
+    if kind == "custom" or "input_schema" in d:
+        _check_kind(d, loc, "custom")
+        return _plain(d, "input_schema")
+    if "inputSchema" in d:
+        _check_kind(d, loc, None)
+        return _mcp(d)
+    if kind is None and ("id" in d or "category" in d):
+        return _bench_row(d)
+    if kind is None and "name" in d:
+        return _plain(d, "parameters")
+    keys = ", ".join(repr(k) for k in d) or "none"
+    if kind is not None:
+        problem = f"unsupported tool type {kind!r}"
+    else:
+        problem = "unrecognised tool shape"
+    raise InvalidToolError(
+        f"{tool_label(loc, d.get('name'))}: {problem} (keys seen: {keys}); expected an OpenAI, "
+        "Anthropic, MCP, OpenAPI or benchmark-row tool definition"
+    )
+
+
+def _check_kind(d: dict[str, Any], loc: str, allowed: str | None) -> None:
+    kind = d.get("type")
+    if kind is not None and kind != allowed:
+        raise InvalidToolError(f"{tool_label(loc, d.get('name'))}: unsupported tool type {kind!r}")
+
+
+def _openai_chat(d: dict[str, Any], loc: str) -> Draft:
+    fn = d["function"]
+    if not isinstance(fn, dict):
+        raise InvalidToolError(f"{tool_label(loc, None)}: function must be a JSON object, got {type_name(fn)}")
+    if META_KEY in d and META_KEY in fn:
+        raise InvalidToolError(f"{tool_label(loc, fn.get('name'))}: {META_KEY} given both outside and in function")
+    draft = _plain(fn, "parameters")
+    draft.meta = d.get(META_KEY, fn.get(META_KEY))
+    draft.spec = d
+    return draft
+
+
+def _plain(d: dict[str, Any], parameters_field: str) -> Draft:
+    """OpenAI Responses, Anthropic and bare ``{"name", "description", "parameters"}`` tools."""
+    return Draft(
+        name=d.get("name"),
+        description=d.get("description"),
+        parameters=d.get(parameters_field),
+        parameters_field=parameters_field,
+        meta=d.get(META_KEY),
+        spec=d,
+    )
+
+
+def _mcp(d: dict[str, Any]) -> Draft:
+    title = d.get("title")
+    annotations = d.get("annotations")
+    if title is None and isinstance(annotations, dict):
+        title = annotations.get("title")
+    draft = _plain(d, "inputSchema")
+    draft.title = title
+    return draft
+
+
+def _bench_row(d: dict[str, Any]) -> Draft:
+    category = d.get("category")
+    draft = _plain(d, "parameters")
+    draft.id = d.get("id")
+    draft.provider = d.get("provider")
+    draft.categories = (category,) if isinstance(category, str) else () if category is None else category
+    return draft
