@@ -1,0 +1,117 @@
+-- Catalogs, tools, vectors and intent examples: the write path and listings.
+
+-- name: ensure_catalog
+insert into catalogs (name) values (%(name)s)
+on conflict (name) do nothing;
+
+-- name: get_catalog
+select id, name, embed_model, embed_dim, settings,
+       (select count(*) from tools t where t.catalog_id = c.id) as n_tools,
+       (select count(*) from intent_examples e where e.catalog_id = c.id) as n_examples
+from catalogs c
+where c.name = %(name)s;
+
+-- name: lock_catalog
+select id, embed_model, embed_dim from catalogs where id = %(catalog)s for update;
+
+-- name: list_catalogs
+select c.name, c.embed_model, c.embed_dim,
+       (select count(*) from tools t where t.catalog_id = c.id) as n_tools,
+       (select count(*) from intent_examples e where e.catalog_id = c.id) as n_examples,
+       c.created_at, c.updated_at
+from catalogs c
+order by c.name;
+
+-- name: drop_catalog
+delete from catalogs where name = %(name)s returning id;
+
+-- name: set_catalog_model
+update catalogs set embed_model = %(model)s, embed_dim = %(dim)s, updated_at = now()
+where id = %(catalog)s;
+
+-- name: set_catalog_settings
+update catalogs set settings = %(settings)s::jsonb, updated_at = now() where id = %(catalog)s;
+
+-- name: ensure_vector_indexes
+select ensure_vector_indexes(%(catalog)s);
+
+-- name: drop_vector_indexes
+select drop_vector_indexes(%(catalog)s);
+
+-- name: vector_index_exists
+select to_regclass(('tool_vectors_hnsw_' || %(catalog)s::text)) is not null as present;
+
+-- name: tool_hashes
+select id, content_hash from tools where catalog_id = %(catalog)s;
+
+-- name: upsert_tools
+-- One statement for the whole batch: the statement-level BM25 triggers fire once, set-based.
+insert into tools (catalog_id, id, name, title, provider, description, parameters, categories, tags, keywords,
+                   examples, expansion, avoid_when, always_on, spec, content_hash,
+                   name_doc, description_doc, expansion_doc)
+select %(catalog)s, r.id, r.name, r.title, r.provider, r.description, r.parameters, r.categories, r.tags,
+       r.keywords, r.examples, r.expansion, r.avoid_when, r.always_on, r.spec, r.content_hash,
+       r.name_doc, r.description_doc, r.expansion_doc
+from jsonb_to_recordset(%(rows)s::jsonb) as r (
+    id text, name text, title text, provider text, description text, parameters jsonb, categories text[],
+    tags text[], keywords text[], examples text[], expansion text, avoid_when text, always_on boolean,
+    spec jsonb, content_hash text, name_doc text, description_doc text, expansion_doc text)
+on conflict (catalog_id, id) do update set
+    name = excluded.name, title = excluded.title, provider = excluded.provider,
+    description = excluded.description, parameters = excluded.parameters, categories = excluded.categories,
+    tags = excluded.tags, keywords = excluded.keywords, examples = excluded.examples,
+    expansion = excluded.expansion, avoid_when = excluded.avoid_when, always_on = excluded.always_on,
+    spec = excluded.spec, content_hash = excluded.content_hash, name_doc = excluded.name_doc,
+    description_doc = excluded.description_doc, expansion_doc = excluded.expansion_doc, updated_at = now()
+where tools.content_hash is distinct from excluded.content_hash
+returning id, (xmax = 0) as inserted;
+
+-- name: upsert_tool_vectors
+insert into tool_vectors (tool_pk, catalog_id, embedding)
+select t.pk, t.catalog_id, r.embedding
+from unnest(%(ids)s::text[], %(vectors)s::vector[]) as r (id, embedding)
+join tools t on t.catalog_id = %(catalog)s and t.id = r.id
+on conflict (tool_pk) do update set embedding = excluded.embedding;
+
+-- name: prune_tools
+delete from tools where catalog_id = %(catalog)s and id <> all (%(keep)s::text[]) returning id;
+
+-- name: delete_tool
+delete from tools where catalog_id = %(catalog)s and id = %(id)s returning id;
+
+-- name: tool_pks
+select id, pk from tools where catalog_id = %(catalog)s and id = any (%(ids)s::text[]);
+
+-- name: insert_examples
+insert into intent_examples (catalog_id, tool_pk, query, embedding)
+select %(catalog)s, t.pk, r.query, r.embedding
+from unnest(%(ids)s::text[], %(queries)s::text[], %(vectors)s::vector[]) as r (id, query, embedding)
+join tools t on t.catalog_id = %(catalog)s and t.id = r.id
+on conflict (tool_pk, query) do update set embedding = excluded.embedding
+returning pk;
+
+-- name: list_tools
+select id, name, description, title, provider, parameters, categories, tags, keywords, examples, expansion,
+       avoid_when, always_on, spec
+from tools
+where catalog_id = %(catalog)s
+order by id;
+
+-- name: get_tools
+select id, name, description, title, provider, parameters, categories, tags, keywords, examples, expansion,
+       avoid_when, always_on, spec
+from tools
+where catalog_id = %(catalog)s and id = any (%(ids)s::text[])
+order by id;
+
+-- name: cache_lookup
+select text_sha256, embedding from embedding_cache
+where model = %(model)s and text_sha256 = any (%(hashes)s::bytea[]);
+
+-- name: cache_store
+insert into embedding_cache (model, text_sha256, embedding)
+select %(model)s, r.h, r.e from unnest(%(hashes)s::bytea[], %(vectors)s::vector[]) as r (h, e)
+on conflict (model, text_sha256) do nothing;
+
+-- name: texts_to_reembed
+select t.id, t.pk from tools t where t.catalog_id = %(catalog)s order by t.id;

@@ -1,0 +1,162 @@
+-- The routing statement and its parts. Parameters (all bound, never formatted in):
+--   catalog     catalog id                      dim        the catalog's embedding dimension (or null)
+--   query_text  the query, identifiers split    qvec       the query embedding (or null: no dense/intent)
+--   n           over-fetch per retriever        n_examples intent examples fetched (neighbours)
+--   per_tool    neighbours summed per tool      k_rrf      RRF constant
+--   w_name, w_description, w_expansion, w_dense, w_intent  fusion weights; 0 switches a retriever off
+--   allow, block, categories                   text[] filters on tool id / categories, or null
+--   limit       fused rows returned (always-on tools come on top of these)
+--
+-- Retrievers rank with an id tie-break, so equal scores always come out in the same order.
+-- Fusion is UNION ALL of (signal, tool, rank) rows then GROUP BY: a FULL JOIN of ranked lists mis-scores.
+
+-- name: route
+with
+fields (field, weight) as (
+    values (1::smallint, %(w_name)s::float8),
+           (2::smallint, %(w_description)s::float8),
+           (3::smallint, %(w_expansion)s::float8)
+),
+terms as (
+    select distinct lexeme
+    from unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query_text)s::text))) as lexeme
+),
+stats as (
+    select s.field, s.n::float8 as n, s.total_len::float8 / greatest(s.n, 1) as avgdl
+    from field_stats s
+    where s.catalog_id = %(catalog)s
+),
+bm25 as (
+    select p.field, p.tool_pk,
+           sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
+               * p.tf::float8 * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl))) as score
+    from fields f
+    join stats st on st.field = f.field
+    cross join terms q
+    join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = q.lexeme
+    join postings p on p.catalog_id = %(catalog)s and p.field = f.field and p.lexeme = q.lexeme
+    where f.weight > 0
+    group by p.field, p.tool_pk
+),
+lexical as (
+    select b.field as signal, b.tool_pk,
+           row_number() over (partition by b.field order by b.score desc, t.id) as rank
+    from bm25 b
+    join tools t on t.pk = b.tool_pk
+    where (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+),
+dense as (
+    select 4::smallint as signal, v.tool_pk,
+           row_number() over (order by v.distance, t.id) as rank
+    from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s,
+             %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) v
+    join tools t on t.pk = v.tool_pk
+    where %(w_dense)s::float8 > 0
+),
+neighbours as (
+    select e.tool_pk, e.distance,
+           row_number() over (partition by e.tool_pk order by e.distance) as nth
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s,
+             %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) e
+    where %(w_intent)s::float8 > 0
+),
+intent as (
+    select 5::smallint as signal, s.tool_pk,
+           row_number() over (order by s.score desc, t.id) as rank
+    from (
+        select tool_pk, sum(1 - distance) as score
+        from neighbours
+        where nth <= %(per_tool)s
+        group by tool_pk
+    ) s
+    join tools t on t.pk = s.tool_pk
+),
+signals as (
+    select signal, tool_pk, rank from lexical where rank <= %(n)s
+    union all
+    select signal, tool_pk, rank from dense
+    union all
+    select signal, tool_pk, rank from intent where rank <= %(n)s
+),
+fused as (
+    select s.tool_pk,
+           sum(case s.signal
+                   when 1 then %(w_name)s::float8
+                   when 2 then %(w_description)s::float8
+                   when 3 then %(w_expansion)s::float8
+                   when 4 then %(w_dense)s::float8
+                   else %(w_intent)s::float8
+               end / (%(k_rrf)s::float8 + s.rank)) as score,
+           min(s.rank) filter (where s.signal = 1) as rank_name,
+           min(s.rank) filter (where s.signal = 2) as rank_description,
+           min(s.rank) filter (where s.signal = 3) as rank_expansion,
+           min(s.rank) filter (where s.signal = 4) as rank_dense,
+           min(s.rank) filter (where s.signal = 5) as rank_intent
+    from signals s
+    group by s.tool_pk
+),
+top as (
+    select f.*
+    from fused f
+    join tools t on t.pk = f.tool_pk
+    order by f.score desc, t.id
+    limit %(limit)s
+),
+picked as (
+    select * from top
+    union all
+    select t.pk, 0.0::float8, null, null, null, null, null
+    from tools t
+    where t.catalog_id = %(catalog)s and t.always_on
+      and t.pk not in (select tool_pk from top)
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+)
+select t.id, t.name, t.description, t.title, t.provider, t.parameters, t.categories, t.tags, t.keywords,
+       t.examples, t.expansion, t.avoid_when, t.always_on, t.spec,
+       p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent
+from picked p
+join tools t on t.pk = p.tool_pk
+order by p.score desc, t.id;
+
+-- The retrievers one at a time (explanations, tests, evaluation). Same parameters as `route`.
+
+-- name: bm25_field
+-- One lexical field's BM25 scores for the query (parameter `field`: 1 name, 2 description, 3 expansion).
+with
+terms as (
+    select distinct lexeme
+    from unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query_text)s::text))) as lexeme
+),
+stats as (
+    select s.n::float8 as n, s.total_len::float8 / greatest(s.n, 1) as avgdl
+    from field_stats s
+    where s.catalog_id = %(catalog)s and s.field = %(field)s
+)
+select t.id, sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
+                 * p.tf::float8 * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl))) as score
+from terms q
+cross join stats st
+join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = %(field)s and d.lexeme = q.lexeme
+join postings p on p.catalog_id = %(catalog)s and p.field = %(field)s and p.lexeme = q.lexeme
+join tools t on t.pk = p.tool_pk
+group by t.id
+order by score desc, t.id;
+
+-- name: dense_list
+select t.id, v.distance
+from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s, null, null, null) v
+join tools t on t.pk = v.tool_pk
+order by v.distance, t.id;
+
+-- name: neighbour_list
+select t.id, e.distance
+from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s, null, null, null) e
+join tools t on t.pk = e.tool_pk
+order by e.distance, t.id;
+
+-- name: query_lexemes
+select distinct lexeme
+from unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query_text)s::text))) as lexeme
+order by lexeme;

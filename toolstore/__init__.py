@@ -1,0 +1,45 @@
+"""toolstore: Postgres as the tool router for AI agents.
+
+Import everything from here; the underscored modules are private.
+"""
+
+from ._catalog import CatalogInfo, ImportReport
+from ._embedders.base import Embedder
+from ._embedders.hashing import HashingEmbedder
+from ._errors import (
+    DatabaseError,
+    EmbedderError,
+    InvalidInputError,
+    InvalidToolError,
+    ModelMismatchError,
+    ToolstoreError,
+    UnknownCatalogError,
+    UnknownToolError,
+)
+from ._migrate import migrate
+from ._models import IntentExample, RoutedTool, RouteResult, Signals, Tool
+from ._store import ToolStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CatalogInfo",
+    "DatabaseError",
+    "Embedder",
+    "EmbedderError",
+    "HashingEmbedder",
+    "ImportReport",
+    "IntentExample",
+    "InvalidInputError",
+    "InvalidToolError",
+    "ModelMismatchError",
+    "RouteResult",
+    "RoutedTool",
+    "Signals",
+    "Tool",
+    "ToolStore",
+    "ToolstoreError",
+    "UnknownCatalogError",
+    "UnknownToolError",
+    "migrate",
+]

@@ -1,0 +1,53 @@
+"""Where the database is: an explicit DSN, ``TOOLSTORE_DSN``, or the embedded server; and connection setup."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from ._errors import DatabaseError
+from ._migrate import search_path
+
+
+def resolve_dsn(dsn: str | None) -> str:
+    """The DSN argument if given, else ``$TOOLSTORE_DSN``, else the embedded server's."""
+    if dsn:
+        return dsn
+    env = os.environ.get("TOOLSTORE_DSN")
+    if env:
+        return env
+    from ._embedded import embedded_dsn
+
+    return embedded_dsn()
+
+
+def make_pool(dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4) -> ConnectionPool[Any]:
+    """A pool whose connections have pgvector registered and the toolstore schema on their search_path."""
+
+    def configure(conn: psycopg.Connection[Any]) -> None:
+        ext = conn.execute("select extnamespace::regnamespace::text from pg_extension where extname = 'vector'").fetchone()
+        if ext is None:
+            raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
+        conn.execute("select set_config('search_path', %s, false)", [search_path(conn, schema, ext[0])])
+        # Generic plans can pick one catalog's plan for another (see POSTGRES_NOTES): always plan per call.
+        conn.execute("set plan_cache_mode = force_custom_plan")
+        register_vector(conn)
+
+    pool: ConnectionPool[Any] = ConnectionPool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        configure=configure,
+        kwargs={"autocommit": True},
+        open=False,
+    )
+    try:
+        pool.open(wait=True, timeout=15)
+    except Exception as exc:
+        pool.close()
+        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
+    return pool

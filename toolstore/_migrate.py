@@ -1,0 +1,120 @@
+"""Alembic driven from code: toolstore's migrations in their own schema with their own version table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from psycopg import sql
+from sqlalchemy import create_engine, pool, text
+from sqlalchemy.engine import Connection
+
+from ._errors import DatabaseError, InvalidInputError
+
+VERSION_TABLE = "toolstore_alembic_version"
+DEFAULT_SCHEMA = "toolstore"
+HEAD_REVISION = "0001"  # kept equal to alembic's head by a test
+_LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations
+
+
+def resource_dir(name: str) -> Path:
+    """``migrations`` or ``sql``: inside the installed package (wheel), else at the repository root."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / name, here.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise DatabaseError(f"toolstore's {name}/ directory is missing from the installation ({here})")
+
+
+def check_schema_name(schema: str) -> str:
+    if not schema or len(schema) > 63 or not schema.replace("_", "a").isalnum() or schema[0].isdigit():
+        raise InvalidInputError(f"schema name must be a plain identifier, got {schema!r}")
+    return schema
+
+
+def prepare_connection(connection: Connection, schema: str) -> None:
+    """Create the schema and pgvector if needed, and put the schema first on the search_path."""
+    raw = connection.connection.driver_connection
+    connection.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+    connection.execute(text("create extension if not exists vector"))
+    connection.exec_driver_sql(sql.SQL("create schema if not exists {}").format(sql.Identifier(schema)).as_string(raw))
+    ext_schema = connection.execute(
+        text("select extnamespace::regnamespace::text from pg_extension where extname = 'vector'")
+    ).scalar_one()
+    connection.execute(text("select set_config('search_path', :path, true)"), {"path": search_path(raw, schema, ext_schema)})
+
+
+def search_path(conn: Any, schema: str, ext_schema: str) -> str:
+    """The quoted search_path value: the toolstore schema, then pgvector's schema."""
+    names = [schema] if ext_schema == schema else [schema, ext_schema.strip('"')]
+    return ", ".join(sql.Identifier(n).as_string(conn) for n in names)
+
+
+def alembic_config(connection: Connection, schema: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resource_dir("migrations")))
+    cfg.attributes["connection"] = connection
+    cfg.attributes["schema"] = schema
+    return cfg
+
+
+def head_revision() -> str:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resource_dir("migrations")))
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None
+    return head
+
+
+def migrate(
+    dsn: str | None = None,
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    revision: str = "head",
+    downgrade: bool = False,
+    connection: Connection | None = None,
+) -> None:
+    """Upgrade (or downgrade) toolstore's schema to ``revision``.
+
+    Pass ``connection`` (a SQLAlchemy connection, e.g. ``op.get_bind()`` in the host app's own alembic
+    migration) to run inside the caller's transaction; otherwise ``dsn`` is used (the embedded server
+    when it is None) and the migration commits on its own.
+    """
+    check_schema_name(schema)
+    if connection is not None:
+        _run(connection, schema, revision, downgrade)
+        return
+    from ._connect import resolve_dsn
+
+    target = resolve_dsn(dsn)
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            _run(conn, schema, revision, downgrade)
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to the database: {str(exc).strip().splitlines()[0]}") from exc
+    finally:
+        engine.dispose()
+
+
+def _run(connection: Connection, schema: str, revision: str, downgrade: bool) -> None:
+    cfg = alembic_config(connection, schema)
+    if downgrade:
+        command.downgrade(cfg, revision)
+    else:
+        command.upgrade(cfg, revision)
+
+
+def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
+    """The applied revision, or None when toolstore's schema was never migrated."""
+    table = conn.execute(
+        "select to_regclass(%s)", [sql.Identifier(schema, VERSION_TABLE).as_string(conn)]
+    ).fetchone()
+    if table is None or table[0] is None:
+        return None
+    row = conn.execute(sql.SQL("select version_num from {}").format(sql.Identifier(schema, VERSION_TABLE))).fetchone()
+    return row[0] if row else None

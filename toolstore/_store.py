@@ -1,0 +1,213 @@
+"""ToolStore: a catalog of tools in Postgres, and route() over it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from . import _catalog
+from ._catalog import CatalogInfo, ImportReport
+from ._connect import make_pool, resolve_dsn
+from ._embedders.base import Embedder
+from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
+from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
+from ._models import IntentExample, RouteResult, Tool
+from ._route import DEFAULT_K_RRF, Fusion, catalog_fusion, check_weights, route
+from ._sql import query
+
+DEFAULT = "default"
+
+
+def default_embedder() -> Embedder:
+    """The shipped local model (all-MiniLM-L6-v2 on onnxruntime): no network, no torch."""
+    from ._embedders.local import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+class ToolStore:
+    """A named tool catalog in Postgres.
+
+    ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server.
+    ``embedder``: the model for dense and intent retrieval; ``"default"`` is the shipped local model,
+    None turns both off (lexical only). ``catalog`` is created on first use unless ``create=False``.
+    ``migrate``: bring toolstore's schema to head when it is behind (``False``: raise instead).
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        embedder: Embedder | str | None = "default",
+        catalog: str = DEFAULT,
+        schema: str = DEFAULT_SCHEMA,
+        create: bool = True,
+        migrate: bool = True,
+        pool_size: int = 4,
+    ) -> None:
+        if not isinstance(catalog, str) or not catalog.strip() or "\x00" in catalog or len(catalog) > 200:
+            raise InvalidInputError(f"catalog name must be a non-empty string of at most 200 characters, got {catalog!r}")
+        self.schema = check_schema_name(schema)
+        self.catalog = catalog
+        if embedder == "default":
+            embedder = default_embedder()
+        elif isinstance(embedder, str):
+            raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
+        self.embedder: Embedder | None = embedder
+        self.dsn = resolve_dsn(dsn)
+        self._ensure_schema(auto=migrate)
+        self.pool = make_pool(self.dsn, schema=self.schema, max_size=pool_size)
+        if create:
+            with self.pool.connection() as conn:
+                conn.execute(query("ensure_catalog"), {"name": catalog})
+        self.info()  # fails early on an unknown catalog
+
+    def _ensure_schema(self, *, auto: bool) -> None:
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                revision = current_revision(conn, self.schema)
+        except psycopg.OperationalError as exc:
+            raise DatabaseError(f"cannot connect to the database: {str(exc).strip().splitlines()[0]}") from exc
+        if revision == HEAD_REVISION:
+            return
+        if not auto:
+            raise DatabaseError(
+                f"toolstore schema {self.schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: run `toolstore migrate`"
+            )
+        migrate(self.dsn, schema=self.schema)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> ToolStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- catalogs ------------------------------------------------------------------------------------
+
+    def info(self) -> CatalogInfo:
+        """This catalog's id, model, dimension, settings and counts."""
+        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(query("get_catalog"), {"name": self.catalog}).fetchone()
+        if row is None:
+            raise UnknownCatalogError(f"no catalog named {self.catalog!r}; create it by importing tools into it")
+        return CatalogInfo(
+            id=row["id"],
+            name=row["name"],
+            embed_model=row["embed_model"],
+            embed_dim=row["embed_dim"],
+            settings=row["settings"] or {},
+            n_tools=row["n_tools"],
+            n_examples=row["n_examples"],
+        )
+
+    def catalogs(self) -> list[dict[str, Any]]:
+        """Every catalog in the database with its model and counts."""
+        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(query("list_catalogs")).fetchall()
+
+    def drop_catalog(self) -> None:
+        """Delete this catalog with its tools, vectors, examples and statistics."""
+        with self.pool.connection() as conn:
+            info = self.info()
+            with conn.transaction():
+                conn.execute(query("drop_vector_indexes"), {"catalog": info.id})
+                conn.execute(query("drop_catalog"), {"name": self.catalog})
+
+    def set_fusion(self, *, weights: Mapping[str, float], k_rrf: float = DEFAULT_K_RRF, overfetch: int | None = None) -> None:
+        """Store fusion settings in the catalog; route() uses them when not given weights explicitly."""
+        fusion = {"weights": check_weights(weights), "k_rrf": float(k_rrf), "overfetch": overfetch}
+        info = self.info()
+        settings = dict(info.settings)
+        settings["fusion"] = fusion
+        with self.pool.connection() as conn:
+            conn.execute(query("set_catalog_settings"), {"catalog": info.id, "settings": json.dumps(settings)})
+
+    # -- tools -----------------------------------------------------------------------------------------
+
+    def upsert(self, tools: Iterable[Tool], *, prune: bool = False) -> ImportReport:
+        """Insert or update tools (unchanged ones are skipped by content hash); ``prune`` removes the rest.
+
+        One transaction: on any error nothing is written.
+        """
+        tools = list(tools)
+        with self.pool.connection() as conn:
+            return _catalog.upsert_tools(conn, self.info(), tools, self.embedder, prune=prune)
+
+    def add_examples(self, examples: Iterable[IntentExample]) -> int:
+        """Add labelled example requests (intent examples); returns how many were written."""
+        examples = list(examples)
+        if self.embedder is None:
+            raise InvalidInputError("intent examples need an embedder; this ToolStore has embedder=None")
+        with self.pool.connection() as conn:
+            return _catalog.add_examples(conn, self.info(), examples, self.embedder)
+
+    def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
+        """All tools of the catalog (or those with the given ids), ordered by id."""
+        with self.pool.connection() as conn:
+            return _catalog.list_tools(conn, self.info(), ids)
+
+    def get(self, tool_id: str) -> Tool:
+        found = self.tools([tool_id])
+        if not found:
+            raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
+        return found[0]
+
+    def remove(self, tool_id: str) -> None:
+        """Remove one tool (its vector, examples and BM25 statistics go with it)."""
+        info = self.info()
+        with self.pool.connection() as conn:
+            if conn.execute(query("delete_tool"), {"catalog": info.id, "id": tool_id}).fetchone() is None:
+                raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
+
+    # -- routing -----------------------------------------------------------------------------------
+
+    def route(
+        self,
+        query: str,
+        *,
+        k: int = 8,
+        token_budget: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        k_rrf: float | None = None,
+        overfetch: int | None = None,
+        allow: Sequence[str] | None = None,
+        block: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
+    ) -> RouteResult:
+        """The tools for one request, best first, packed into ``token_budget`` tokens when given.
+
+        ``k`` routed tools at most, plus the catalog's always-on tools first. ``weights`` (per signal:
+        name, description, expansion, dense, intent; 0 switches one off), ``k_rrf`` and ``overfetch``
+        override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
+        keeps tools in any of the given categories.
+        """
+        info = self.info()
+        fusion = catalog_fusion(info)
+        if weights is not None:
+            fusion = Fusion(weights=check_weights(weights), k_rrf=fusion.k_rrf, overfetch=fusion.overfetch)
+        if k_rrf is not None:
+            fusion = Fusion(weights=fusion.weights, k_rrf=k_rrf, overfetch=fusion.overfetch)
+        if overfetch is not None:
+            fusion = Fusion(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=overfetch)
+        with self.pool.connection() as conn:
+            return route(
+                conn,
+                info,
+                query,
+                embedder=self.embedder,
+                fusion=fusion,
+                k=k,
+                token_budget=token_budget,
+                allow=allow,
+                block=block,
+                categories=categories,
+            )

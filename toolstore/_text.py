@@ -1,0 +1,101 @@
+"""The text toolstore indexes: identifier splitting and the three lexical fields of a tool."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ._models import Tool
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[_\.\-/:]+")
+_IDENTIFIER = re.compile(r"\b\w*(?:[a-z][A-Z]|[_\.\-/:]\w)[\w\.\-/:]*")
+MAX_QUERY_CHARS = 20_000
+
+
+def split_identifier(name: str) -> str:
+    """``createPullRequest`` -> ``create Pull Request``; ``github.create_issue`` -> ``github create issue``."""
+    spaced = _SEPARATORS.sub(" ", name)
+    return " ".join(_CAMEL.sub(" ", spaced).split())
+
+
+def with_split_identifiers(text: str) -> str:
+    """``text`` followed by the split form of every identifier-looking word in it.
+
+    Both forms are indexed, so an exact identifier (``createpullrequest``) and its words
+    (``create``, ``pull``, ``request``) both match.
+    """
+    extra = [split_identifier(m.group(0)) for m in _IDENTIFIER.finditer(text)]
+    return text if not extra else text + " " + " ".join(extra)
+
+
+def _schema_text(schema: Any, depth: int = 0) -> Iterator[str]:
+    """Parameter names (split), descriptions and enum values of a JSON schema, recursively."""
+    if not isinstance(schema, dict) or depth > 6:
+        return
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for name, sub in properties.items():
+            yield f"{name} {split_identifier(str(name))}"
+            if isinstance(sub, dict):
+                for key in ("title", "description"):
+                    if isinstance(sub.get(key), str):
+                        yield sub[key]
+                enum = sub.get("enum")
+                if isinstance(enum, list):
+                    yield " ".join(str(v) for v in enum if isinstance(v, (str, int, float)))
+                yield from _schema_text(sub, depth + 1)
+    for key in ("items", "additionalProperties"):
+        yield from _schema_text(schema.get(key), depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            for option in options:
+                yield from _schema_text(option, depth + 1)
+
+
+def name_doc(tool: Tool) -> str:
+    """Name field: id and name with their split forms, title, provider, keywords."""
+    parts = [tool.name, split_identifier(tool.name)]
+    if tool.id != tool.name:
+        parts += [tool.id, split_identifier(tool.id)]
+    if tool.title:
+        parts.append(tool.title)
+    if tool.provider:
+        parts += [tool.provider, split_identifier(tool.provider)]
+    parts += list(tool.keywords)
+    return "\n".join(p for p in parts if p)
+
+
+def description_doc(tool: Tool) -> str:
+    """Description field: description, parameter names and descriptions, examples, categories and tags."""
+    parts = [tool.description, *_schema_text(tool.parameters), *tool.examples, *tool.categories, *tool.tags]
+    return with_split_identifiers("\n".join(p for p in parts if p))
+
+
+def expansion_doc(tool: Tool) -> str:
+    """Expansion field: user-language phrases."""
+    return with_split_identifiers(tool.expansion)
+
+
+def dense_text(tool: Tool) -> str:
+    """The text embedded for a tool's dense vector."""
+    head = tool.title or split_identifier(tool.name)
+    parts = [f"{head}: {tool.description}".strip(), tool.expansion]
+    return "\n".join(p for p in parts if p)
+
+
+def query_text(query: str) -> str:
+    """Validate a routing query and prepare it for lexical matching."""
+    from ._errors import InvalidInputError
+
+    if not isinstance(query, str):
+        raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+    if "\x00" in query:
+        raise InvalidInputError("query contains a NUL byte")
+    if not query.strip():
+        raise InvalidInputError("query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return with_split_identifiers(query)
