@@ -64,7 +64,6 @@ class ToolStore:
         if create:
             with self.pool.connection() as conn:
                 conn.execute(query("ensure_catalog"), {"name": catalog})
-        self.info()  # fails early on an unknown catalog
 
     def _ensure_schema(self, *, auto: bool) -> None:
         try:
