@@ -31,7 +31,8 @@ def delays() -> list[float]:
 
 def make(server: FakeOpenAI, delays: list[float], **options: Any) -> OpenAIEmbedder:
     options.setdefault("api_key", server.api_key)
-    return OpenAIEmbedder(base_url=server.base_url, timeout=5.0, sleep=delays.append, **options)
+    options.setdefault("timeout", 5.0)
+    return OpenAIEmbedder(base_url=server.base_url, sleep=delays.append, **options)
 
 
 # -- vectors ------------------------------------------------------------------------------------
@@ -261,3 +262,19 @@ def test_chat_default_reply_and_scripted_failure(server):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert reply.choices[0].message.content == "fake reply to: hi"
+
+
+def test_timeouts_are_retried(server, delays):
+    server.stall_next(1.0)
+    embedder = make(server, delays, timeout=0.2, max_retries=1)
+    assert embedder.embed("hello").shape == (1536,)
+    assert len(delays) == 1 and len(server.requests) == 2
+
+
+def test_injected_client_gets_sdk_retries_switched_off(server, delays):
+    client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=4)
+    server.fail_next(status=500, times=10)
+    embedder = OpenAIEmbedder(client=client, max_retries=0, sleep=delays.append)
+    with pytest.raises(EmbedderError, match="after 1 attempt:"):
+        embedder.embed("hello")
+    assert len(server.requests) == 1

@@ -38,6 +38,10 @@ class OpenAIEmbedder(Embedder):
     jitter (honouring a numeric ``Retry-After``) before raising; any other API error, or a
     malformed response, raises at once. The SDK's own retries are disabled. :meth:`embed_many`
     returns all vectors or raises: nothing partial.
+
+    ``client`` injects a ready SDK client (e.g. ``openai.AzureOpenAI(...)`` for Azure's versioned
+    API); its own retries are switched off too, and ``api_key``/``base_url``/``timeout`` are then
+    ignored. ``sleep`` is the wait between retries (a stub in tests).
     """
 
     def __init__(
@@ -72,6 +76,8 @@ class OpenAIEmbedder(Embedder):
         self.backoff_max = backoff_max
         self._sleep = sleep
         self._dim: int | None = dimensions if dimensions is not None else KNOWN_DIMS.get(model)
+        if client is not None and hasattr(client, "with_options"):
+            client = client.with_options(max_retries=0)  # retries are ours, see the class docstring
         self._client = client if client is not None else _make_client(api_key, base_url, timeout)
 
     @property  # type: ignore[override]
@@ -105,14 +111,16 @@ class OpenAIEmbedder(Embedder):
                 return self._client.embeddings.create(**kwargs)
             except openai.AuthenticationError as exc:
                 raise EmbedderError(
-                    f"OpenAI rejected the API key (HTTP 401): {exc.message}. Check api_key or OPENAI_API_KEY."
+                    f"OpenAI rejected the API key (HTTP 401): {_message(exc).rstrip('.')}. "
+                    "Check api_key or OPENAI_API_KEY."
                 ) from exc
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 if not _retryable(exc):
                     raise EmbedderError(f"OpenAI embeddings request failed: {_describe(exc)}") from exc
                 if attempt >= self.max_retries:
                     raise EmbedderError(
-                        f"OpenAI embeddings request failed after {attempt + 1} attempts: {_describe(exc)}"
+                        f"OpenAI embeddings request failed after {attempt + 1} attempt{'s' if attempt else ''}: "
+                        f"{_describe(exc)}"
                     ) from exc
                 self._sleep(self._delay(attempt, exc))
                 attempt += 1
@@ -173,9 +181,19 @@ def _retryable(exc: Exception) -> bool:
     return status == 429 or status >= 500
 
 
+def _message(exc: Exception) -> str:
+    """The provider's own error message (the SDK's ``message`` prefixes it with "Error code: ...")."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    return getattr(exc, "message", None) or str(exc)
+
+
 def _describe(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
-    message = getattr(exc, "message", None) or str(exc)
+    message = _message(exc)
     return f"HTTP {status}: {message}" if status is not None else f"{type(exc).__name__}: {message}"
 
 

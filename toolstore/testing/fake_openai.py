@@ -60,6 +60,7 @@ class _Scripted:
     malformed: str | None = None
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    stall: float = 0.0
 
 
 class _ApiError(Exception):
@@ -147,6 +148,11 @@ class FakeOpenAI:
         with self._lock:
             self._script.extend(_Scripted() for _ in range(times))
 
+    def stall_next(self, seconds: float, times: int = 1) -> None:
+        """The next ``times`` requests are answered normally, but only after ``seconds`` (to provoke timeouts)."""
+        with self._lock:
+            self._script.extend(_Scripted(stall=seconds) for _ in range(times))
+
     def requests_to(self, endpoint: str) -> list[RecordedRequest]:
         """Recorded requests whose path ends with ``endpoint`` (e.g. ``"/embeddings"``)."""
         with self._lock:
@@ -169,6 +175,7 @@ class FakeOpenAI:
             self._check_auth(headers.get("authorization", ""))
             with self._lock:
                 scripted = self._script.pop(0) if self._script else _Scripted()
+            time.sleep(scripted.stall)
             if scripted.status != 200:
                 return self._scripted_error(scripted)
             if method == "POST" and path == "/v1/embeddings":
