@@ -208,6 +208,8 @@ def _build(draft: Draft, provider_arg: str | None) -> Tool:
     explicit_id = meta.get("id") or check_optional_str(draft.id, "id")
     if explicit_id is not None and not explicit_id.strip():
         raise ValueError("id must not be empty")
+    if provider and "\x00" in provider:
+        raise ValueError("NUL byte in provider")
     categories = meta.get("categories", check_str_list(draft.categories, "categories"))
     return Tool(
         id=explicit_id or default_id(provider, name),
