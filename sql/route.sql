@@ -6,8 +6,11 @@
 --   w_name, w_description, w_expansion, w_dense, w_intent  fusion weights; 0 switches a retriever off
 --   allow, block, categories                   text[] filters on tool id / categories, or null
 --   limit       fused rows returned (always-on tools come on top of these)
+--   identifiers lower-cased identifier-looking query tokens: a tool whose id or name is one of them is
+--               an exact match and ranks above every fused result
 --
--- Retrievers rank with an id tie-break, so equal scores always come out in the same order.
+-- Retrievers rank with an id tie-break, so equal scores always come out in the same order. Scores are
+-- compared at 1e-9: sums of the same terms in another order differ in the last bits, and must still tie.
 -- Fusion is UNION ALL of (signal, tool, rank) rows then GROUP BY: a FULL JOIN of ranked lists mis-scores.
 
 -- name: route
@@ -40,7 +43,7 @@ bm25 as (
 ),
 lexical as (
     select b.field as signal, b.tool_pk,
-           row_number() over (partition by b.field order by b.score desc, t.id) as rank
+           row_number() over (partition by b.field order by round(b.score * 1e9) desc, t.id) as rank
     from bm25 b
     join tools t on t.pk = b.tool_pk
     where (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
@@ -64,7 +67,7 @@ neighbours as (
 ),
 intent as (
     select 5::smallint as signal, s.tool_pk,
-           row_number() over (order by s.score desc, t.id) as rank
+           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
     from (
         select tool_pk, sum(1 - distance) as score
         from neighbours
@@ -97,28 +100,41 @@ fused as (
     from signals s
     group by s.tool_pk
 ),
+exact as (
+    select t.pk as tool_pk
+    from tools t
+    where t.catalog_id = %(catalog)s
+      and (lower(t.id) = any (%(identifiers)s::text[]) or lower(t.name) = any (%(identifiers)s::text[]))
+      and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+),
 top as (
-    select f.*
+    select f.*, f.tool_pk in (select tool_pk from exact) as exact
     from fused f
     join tools t on t.pk = f.tool_pk
-    order by f.score desc, t.id
+    order by f.tool_pk in (select tool_pk from exact) desc, f.score desc, t.id
     limit %(limit)s
 ),
 picked as (
     select * from top
     union all
-    select t.pk, 0.0::float8, null, null, null, null, null
+    select e.tool_pk, 0.0::float8, null, null, null, null, null, true
+    from exact e
+    where e.tool_pk not in (select tool_pk from top)
+    union all
+    select t.pk, 0.0::float8, null, null, null, null, null, false
     from tools t
     where t.catalog_id = %(catalog)s and t.always_on
-      and t.pk not in (select tool_pk from top)
+      and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
       and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
 )
 select t.id, t.name, t.description, t.title, t.provider, t.parameters, t.categories, t.tags, t.keywords,
        t.examples, t.expansion, t.avoid_when, t.always_on, t.spec,
-       p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent
+       p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.exact
 from picked p
 join tools t on t.pk = p.tool_pk
-order by p.score desc, t.id;
+order by p.exact desc, p.score desc, t.id;
 
 -- The retrievers one at a time (explanations, tests, evaluation). Same parameters as `route`.
 
@@ -142,7 +158,8 @@ join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = %(field)s and d.
 join postings p on p.catalog_id = %(catalog)s and p.field = %(field)s and p.lexeme = q.lexeme
 join tools t on t.pk = p.tool_pk
 group by t.id
-order by score desc, t.id;
+order by round(sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
+                 * p.tf::float8 * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl))) * 1e9) desc, t.id;
 
 -- name: dense_list
 select t.id, v.distance

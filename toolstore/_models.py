@@ -61,12 +61,16 @@ class Signals:
 
 @dataclass(frozen=True)
 class RoutedTool:
-    """One routed tool: the tool, its fused RRF score and its rank in every signal."""
+    """One routed tool: the tool, its fused RRF score and its rank in every signal.
+
+    ``exact`` is True when the request names the tool's id or name verbatim; such tools rank first.
+    """
 
     tool: Tool
     score: float
     signals: Signals
     always_on: bool = False
+    exact: bool = False
     tokens: int = 0
 
 

@@ -17,7 +17,7 @@ from ._errors import InvalidInputError
 from ._models import SIGNALS, RoutedTool, RouteResult, Signals
 from ._packing import pack, tool_tokens
 from ._sql import query
-from ._text import query_text
+from ._text import query_identifiers, query_text
 
 DEFAULT_WEIGHTS: dict[str, float] = {s: 1.0 for s in SIGNALS}
 DEFAULT_K_RRF = 60.0
@@ -77,7 +77,7 @@ def _check_ids(name: str, values: Sequence[str] | None) -> list[str] | None:
 
 def statement_params(
     info: CatalogInfo,
-    text: str,
+    raw_query: str,
     qvec: np.ndarray | None,
     fusion: Fusion,
     *,
@@ -92,7 +92,8 @@ def statement_params(
     return {
         "catalog": info.id,
         "dim": info.embed_dim,
-        "query_text": text,
+        "query_text": query_text(raw_query),
+        "identifiers": query_identifiers(raw_query),
         "qvec": qvec,
         "n": n,
         "n_examples": n * EXAMPLES_PER_CANDIDATE,
@@ -149,9 +150,9 @@ def route(
         raise InvalidInputError(f"k_rrf must be a finite number >= 0, got {fusion.k_rrf!r}")
     if fusion.overfetch is not None and (not isinstance(fusion.overfetch, int) or fusion.overfetch < 1):
         raise InvalidInputError(f"overfetch must be a positive integer, got {fusion.overfetch!r}")
-    text = query_text(query_string)
+    query_text(query_string)  # validates before any embedding work
     qvec, reason = query_vector(info, embedder, query_string, fusion)
-    params = statement_params(info, text, qvec, fusion, k=k, allow=allow, block=block, categories=categories)
+    params = statement_params(info, query_string, qvec, fusion, k=k, allow=allow, block=block, categories=categories)
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(query("route"), params).fetchall()
     candidates = [_routed(row) for row in rows]
@@ -180,4 +181,10 @@ def _routed(row: dict[str, Any]) -> RoutedTool:
         dense=row["rank_dense"],
         intent=row["rank_intent"],
     )
-    return RoutedTool(tool=tool_from_row(row), score=float(row["score"]), signals=signals, always_on=row["always_on"])
+    return RoutedTool(
+        tool=tool_from_row(row),
+        score=float(row["score"]),
+        signals=signals,
+        always_on=row["always_on"],
+        exact=row["exact"],
+    )

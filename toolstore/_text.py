@@ -86,6 +86,15 @@ def dense_text(tool: Tool) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def query_identifiers(query: str) -> list[str]:
+    """Lower-cased identifier-looking tokens of a query (``send_email``, ``github.create_issue``, ``getUser``).
+
+    Plain words are left out so that a request mentioning "search" does not pin a tool named ``search``.
+    """
+    found = {m.group(0).strip(".-/:").lower() for m in _IDENTIFIER.finditer(query)}
+    return sorted(t for t in found if t)[:64]
+
+
 def query_text(query: str) -> str:
     """Validate a routing query and prepare it for lexical matching."""
     from ._errors import InvalidInputError

@@ -165,6 +165,7 @@ def result_json(result: RouteResult) -> dict[str, Any]:
             "provider": r.tool.provider,
             "score": round(r.score, 6),
             "always_on": r.always_on,
+            "exact": r.exact,
             "tokens": r.tokens,
             "signals": {s: getattr(r.signals, s) for s in SIGNALS},
         }

@@ -59,6 +59,8 @@ create table tools (
     constraint tools_catalog_id_id_key unique (catalog_id, id)
 );
 create index tools_always_on_idx on tools (catalog_id) where always_on;
+create index tools_lower_id_idx on tools (catalog_id, lower(id));
+create index tools_lower_name_idx on tools (catalog_id, lower(name));
 
 -- BM25 statistics, one row per (catalog, field, lexeme, tool): field 1 name, 2 description, 3 expansion.
 create table postings (

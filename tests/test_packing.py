@@ -1,0 +1,39 @@
+"""Greedy first-fit packing and token counting (no database)."""
+
+from __future__ import annotations
+
+import math
+
+from toolstore import RoutedTool, Signals, Tool
+from toolstore._packing import count_tokens, pack, tool_tokens
+
+
+def routed(tool_id: str, tokens: int, *, always_on: bool = False) -> RoutedTool:
+    return RoutedTool(tool=Tool(id=tool_id, name=tool_id), score=1.0, signals=Signals(), always_on=always_on, tokens=tokens)
+
+
+def test_oversize_tool_is_skipped_and_packing_continues() -> None:
+    candidates = [routed("a", 40), routed("huge", 500), routed("b", 30), routed("c", 50), routed("d", 10)]
+    packed, skipped, used = pack(candidates, k=8, token_budget=100)
+    assert [r.tool.id for r in packed] == ["a", "b", "d"]
+    assert [r.tool.id for r in skipped] == ["huge", "c"]
+    assert used == 80
+
+
+def test_always_on_first_and_not_counted_in_k() -> None:
+    candidates = [routed("a", 10), routed("b", 10), routed("core", 5, always_on=True), routed("c", 10)]
+    packed, _, used = pack(candidates, k=2, token_budget=None)
+    assert [r.tool.id for r in packed] == ["core", "a", "b"]
+    assert used == 25
+
+
+def test_zero_budget_packs_nothing() -> None:
+    packed, skipped, used = pack([routed("a", 1)], k=3, token_budget=0)
+    assert packed == [] and used == 0 and len(skipped) == 1
+
+
+def test_token_count_never_crashes_offline() -> None:
+    text = '{"type":"function","function":{"name":"send_email"}}'
+    n = count_tokens(text)
+    assert 0 < n <= math.ceil(len(text) / 4) * 2
+    assert tool_tokens(Tool(id="x", name="send_email", description="Send an email.")) > 5

@@ -1,0 +1,213 @@
+"""route(): the one fused statement, filters, always-on tools, degraded mode, and bad input."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from catalog_gen import generated_queries, generated_tools
+from toolstore import (
+    Embedder,
+    HashingEmbedder,
+    IntentExample,
+    InvalidInputError,
+    ModelMismatchError,
+    Tool,
+    ToolStore,
+    UnknownCatalogError,
+)
+from toolstore._route import NEIGHBOURS_PER_TOOL, catalog_fusion, statement_params
+from toolstore._sql import query
+from toolstore._text import query_text
+
+SIGNAL_NAMES = ("name", "description", "expansion", "dense", "intent")
+
+
+@pytest.fixture
+def catalog(dsn: str):
+    tools = generated_tools(400, seed=21)
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="fusion") as store:
+        store.upsert(tools)
+        examples = [IntentExample(t.id, q) for t, q in zip(tools[::2], generated_queries(200, seed=5))]
+        examples += [IntentExample(t.id, q) for t, q in zip(tools[::3], generated_queries(134, seed=6))]
+        store.add_examples(examples)
+        yield store
+
+
+def separate_lists(store: ToolStore, text: str, qvec: np.ndarray, n: int, n_examples: int) -> dict[str, list[str]]:
+    """Each retriever's ranked tool ids, fetched one statement at a time."""
+    info = store.info()
+    lists: dict[str, list[str]] = {}
+    with store.pool.connection() as conn:
+        for field, name in ((1, "name"), (2, "description"), (3, "expansion")):
+            rows = conn.execute(query("bm25_field"), {"catalog": info.id, "field": field, "query_text": text}).fetchall()
+            lists[name] = [r[0] for r in rows][:n]
+        params = {"catalog": info.id, "dim": info.embed_dim, "qvec": qvec, "n": n, "n_examples": n_examples}
+        lists["dense"] = [r[0] for r in conn.execute(query("dense_list"), params).fetchall()]
+        neighbours = conn.execute(query("neighbour_list"), params).fetchall()
+    per_tool: dict[str, list[float]] = defaultdict(list)
+    for tool_id, distance in neighbours:
+        per_tool[tool_id].append(distance)
+    scores = {t: sum(1 - d for d in sorted(ds)[:NEIGHBOURS_PER_TOOL]) for t, ds in per_tool.items()}
+    lists["intent"] = [t for t, _ in sorted(scores.items(), key=lambda kv: (-round(kv[1] * 1e9), kv[0]))][:n]
+    return lists
+
+
+def python_rrf(lists: dict[str, list[str]], weights: dict[str, float], k_rrf: float) -> list[tuple[str, float, dict[str, int]]]:
+    scores: dict[str, float] = defaultdict(float)
+    ranks: dict[str, dict[str, int]] = defaultdict(dict)
+    for signal, ids in lists.items():
+        if weights[signal] == 0:
+            continue
+        for rank, tool_id in enumerate(ids, start=1):
+            scores[tool_id] += weights[signal] / (k_rrf + rank)
+            ranks[tool_id][signal] = rank
+    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [(t, s, ranks[t]) for t, s in ordered]
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        {s: 1.0 for s in SIGNAL_NAMES},
+        {"name": 2.0, "description": 0.5, "expansion": 0.0, "dense": 1.5, "intent": 3.0},
+        {"name": 0.0, "description": 1.0, "expansion": 0.0, "dense": 0.0, "intent": 0.0},
+    ],
+)
+def test_fused_statement_is_exactly_the_rrf_of_separate_lists(catalog: ToolStore, weights: dict[str, float]) -> None:
+    info = catalog.info()
+    fusion = replace(catalog_fusion(info), weights=weights, k_rrf=60.0)
+    checked = 0
+    for q in generated_queries(12, seed=99):
+        text = query_text(q)
+        qvec = catalog.embedder.embed(q)
+        params = statement_params(info, q, qvec, fusion, k=8)
+        lists = separate_lists(catalog, text, qvec, params["n"], params["n_examples"])
+        expected = python_rrf(lists, weights, 60.0)[: params["limit"]]
+        with catalog.pool.connection() as conn:
+            rows = conn.execute(query("route"), params).fetchall()
+        got = [(r[0], float(r[14]), r[15:20]) for r in rows]
+        assert not any(r[20] for r in rows)  # generated queries name no tool exactly
+        assert [g[0] for g in got] == [e[0] for e in expected], q
+        for (tool_id, score, ranks), (_, exp_score, exp_ranks) in zip(got, expected):
+            assert score == pytest.approx(exp_score, abs=1e-12)
+            assert ranks == tuple(exp_ranks.get(s) for s in SIGNAL_NAMES), tool_id
+            for s, w in weights.items():
+                if w == 0:
+                    assert exp_ranks.get(s) is None and ranks[SIGNAL_NAMES.index(s)] is None
+        checked += len(got)
+    assert checked > 100
+
+
+def test_route_returns_ranked_results_with_signals_deterministically(catalog: ToolStore) -> None:
+    q = generated_queries(1, seed=42)[0]
+    first = catalog.route(q, k=6)
+    again = catalog.route(q, k=6)
+    assert first.ids == again.ids and len(first) == 6
+    assert [r.score for r in first] == sorted((r.score for r in first), reverse=True)
+    assert first.dense_used and first.degraded_reason is None
+    assert any(r.signals.intent is not None for r in first) and any(r.signals.dense is not None for r in first)
+
+
+def test_exact_name_and_identifier_match_ranks_first(catalog: ToolStore) -> None:
+    target = catalog.tools()[17]
+    for q in (target.name, f"please run {target.id} now"):
+        assert catalog.route(q, k=3, weights={"description": 0, "expansion": 0, "dense": 0, "intent": 0}).ids[0] == target.id
+        fused = catalog.route(q, k=5)
+        assert fused.ids[0] == target.id and fused.tools[0].exact
+        assert fused.tools[0].signals.name == 1
+        assert not any(r.exact for r in fused.tools[1:])
+
+
+def test_always_on_tools_come_first_and_filters_apply(dsn: str) -> None:
+    tools = generated_tools(60, seed=8) + [
+        Tool(id="core.ask_user", name="ask_user", description="Ask the user a clarifying question", always_on=True)
+    ]
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="filters") as store:
+        store.upsert(tools)
+        q = "send email invoice customer"
+        result = store.route(q, k=5)
+        assert result.tools[0].tool.id == "core.ask_user" and result.tools[0].always_on
+        assert len([r for r in result if not r.always_on]) == 5
+        allowed = [t.id for t in tools[:10]]
+        assert set(store.route(q, k=5, allow=allowed).ids) - {"core.ask_user"} <= set(allowed)
+        blocked = store.route(q, k=5).ids
+        assert not set(blocked) & set(store.route(q, k=5, block=blocked).ids)
+        finance = store.route(q, k=20, categories=["finance"])
+        assert all("finance" in r.tool.categories for r in finance if not r.always_on)
+        assert len(finance) > 1
+
+
+def test_weight_zero_removes_a_retriever(catalog: ToolStore) -> None:
+    q = generated_queries(1, seed=3)[0]
+    result = catalog.route(q, weights={"dense": 0, "intent": 0, "expansion": 0})
+    assert all(r.signals.dense is None and r.signals.intent is None and r.signals.expansion is None for r in result)
+
+
+class BrokenEmbedder(Embedder):
+    def __init__(self, model: str) -> None:
+        self.model, self.dim = model, 64
+
+    def embed_batch(self, texts: Any) -> np.ndarray:
+        raise ConnectionError("provider down")
+
+
+def test_embedder_failure_degrades_to_lexical_and_says_so(catalog: ToolStore, dsn: str) -> None:
+    with ToolStore(dsn, embedder=BrokenEmbedder("hashing-64"), catalog="fusion", create=False) as broken:
+        result = broken.route("send an invoice email")
+        assert not result.dense_used
+        assert "provider down" in (result.degraded_reason or "")
+        assert len(result) > 0 and all(r.signals.dense is None for r in result)
+
+
+def test_routing_with_another_model_is_a_clear_error(catalog: ToolStore, dsn: str) -> None:
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="fusion", create=False) as other:
+        with pytest.raises(ModelMismatchError, match="hashing-64"):
+            other.route("send email")
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [("", "empty"), ("   \n\t", "empty"), ("x" * 100_000, "limit"), ("send\x00email", "NUL"), (None, "string")],
+)
+def test_bad_queries_are_clear_errors(catalog: ToolStore, bad: Any, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        catalog.route(bad)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"k": 0}, "k must"),
+        ({"token_budget": -1}, "token_budget"),
+        ({"weights": {"bogus": 1}}, "unknown signal"),
+        ({"weights": {"dense": -1}}, "finite number"),
+        ({"weights": {s: 0 for s in SIGNAL_NAMES}}, "every weight is 0"),
+        ({"k_rrf": float("nan")}, "k_rrf"),
+        ({"allow": "one_id"}, "list of strings"),
+    ],
+)
+def test_bad_options_are_clear_errors(catalog: ToolStore, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        catalog.route("send email", **kwargs)
+
+
+def test_unknown_catalog(dsn: str) -> None:
+    with ToolStore(dsn, embedder=None, catalog="nope", create=False) as store:
+        with pytest.raises(UnknownCatalogError, match="nope"):
+            store.route("send email")
+
+
+def test_token_budget_packs_greedily(catalog: ToolStore) -> None:
+    q = generated_queries(1, seed=8)[0]
+    unlimited = catalog.route(q, k=8)
+    costs = [r.tokens for r in unlimited]
+    budget = sum(costs[:3]) + 1
+    packed = catalog.route(q, k=8, token_budget=budget)
+    assert packed.tokens_used <= budget
+    assert packed.ids[:3] == unlimited.ids[:3]
+    assert packed.tokens_used == sum(r.tokens for r in packed)
