@@ -1,0 +1,105 @@
+"""Migrations: empty -> head -> base -> head, schema equals the models, coexistence with a host app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine, pool, text
+
+from toolstore import HashingEmbedder, Tool, ToolStore, migrate
+from toolstore._migrate import HEAD_REVISION, VERSION_TABLE, head_revision
+from toolstore._schema import metadata
+
+TABLES = {"catalogs", "tools", "postings", "lexeme_stats", "field_stats", "tool_vectors", "intent_examples", "embedding_cache"}
+
+
+def tables(dsn: str, schema: str) -> set[str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("select table_name from information_schema.tables where table_schema = %s", [schema])
+        return {r[0] for r in rows}
+
+
+def engine_for(dsn: str, schema: str = "toolstore") -> Any:
+    def connect() -> psycopg.Connection[Any]:
+        conn = psycopg.connect(dsn)
+        conn.execute("select set_config('search_path', %s, false)", [f"{schema}, public"])
+        conn.commit()
+        return conn
+
+    return create_engine("postgresql+psycopg://", creator=connect, poolclass=pool.NullPool)
+
+
+def test_head_constant_matches_alembic() -> None:
+    assert HEAD_REVISION == head_revision()
+
+
+def test_upgrade_downgrade_reupgrade(empty_dsn: str) -> None:
+    migrate(empty_dsn)
+    assert tables(empty_dsn, "toolstore") == TABLES | {VERSION_TABLE}
+    migrate(empty_dsn, revision="base", downgrade=True)
+    assert tables(empty_dsn, "toolstore") == {VERSION_TABLE}
+    migrate(empty_dsn)
+    migrate(empty_dsn)  # idempotent at head
+    assert tables(empty_dsn, "toolstore") == TABLES | {VERSION_TABLE}
+    with ToolStore(empty_dsn, embedder=HashingEmbedder(16)) as store:
+        store.upsert([Tool(id="a", name="send_email", description="Send an email")])
+        assert store.route("send an email").ids == ["a"]
+
+
+def test_schema_from_migrations_matches_models(dsn: str) -> None:
+    engine = engine_for(dsn)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "include_name": lambda name, kind, _: name != VERSION_TABLE}
+        )
+        diff = compare_metadata(context, metadata)
+    engine.dispose()
+    assert diff == []
+
+
+def test_models_differ_from_a_changed_schema(dsn: str) -> None:
+    """The comparison above can fail: a column the models do not know about shows up."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("alter table toolstore.tools add column surprise text")
+    engine = engine_for(dsn)
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    engine.dispose()
+    assert any("surprise" in str(d) for d in diff)
+
+
+def test_coexists_with_host_alembic_and_custom_schema(empty_dsn: str) -> None:
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("create table public.alembic_version (version_num varchar(32) primary key)")
+        conn.execute("insert into public.alembic_version values ('host_app_rev_1')")
+    migrate(empty_dsn, schema="agent_tools")
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("select version_num from public.alembic_version").fetchall() == [("host_app_rev_1",)]
+        version = conn.execute(f"select version_num from agent_tools.{VERSION_TABLE}").fetchall()  # noqa: S608
+        assert version == [(HEAD_REVISION,)]
+    with ToolStore(empty_dsn, embedder=None, schema="agent_tools") as store:
+        store.upsert([Tool(id="x", name="get_weather", description="Weather forecast for a city")])
+        assert store.route("weather in Paris").ids == ["x"]
+
+
+def test_runs_inside_the_host_transaction(empty_dsn: str) -> None:
+    """What a host app's own alembic migration does: ``toolstore.migrate(connection=op.get_bind())``."""
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(empty_dsn), poolclass=pool.NullPool)
+    with engine.connect() as conn:
+        trans = conn.begin()
+        conn.execute(text("create table host_table (id int)"))
+        migrate(connection=conn, schema="toolstore")
+        trans.rollback()  # the host's rollback takes toolstore's schema with it
+    engine.dispose()
+    assert tables(empty_dsn, "toolstore") == set()
+
+
+def test_store_refuses_an_unmigrated_database_when_told_not_to_migrate(empty_dsn: str) -> None:
+    from toolstore import DatabaseError
+
+    with pytest.raises(DatabaseError, match="toolstore migrate"):
+        ToolStore(empty_dsn, embedder=None, migrate=False)

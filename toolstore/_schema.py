@@ -1,0 +1,150 @@
+"""SQLAlchemy description of toolstore's tables, for host applications and for the migrations test.
+
+The migrations are the source of truth; a test runs alembic's ``compare_metadata`` against a migrated
+database and expects no difference. Per-catalog HNSW indexes are created at run time and are not here.
+"""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Computed,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, TSVECTOR
+
+metadata = MetaData()
+
+
+def _timestamps() -> list[Column]:
+    return [
+        Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+        Column("updated_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+    ]
+
+
+catalogs = Table(
+    "catalogs",
+    metadata,
+    Column("id", Integer, Identity(always=True), primary_key=True),
+    Column("name", Text, nullable=False, unique=True),
+    Column("embed_model", Text),
+    Column("embed_dim", Integer),
+    Column("settings", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    *_timestamps(),
+    CheckConstraint("embed_dim > 0"),
+)
+
+tools = Table(
+    "tools",
+    metadata,
+    Column("pk", BigInteger, Identity(always=True), primary_key=True),
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("id", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("title", Text),
+    Column("provider", Text),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("parameters", JSONB),
+    Column("categories", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("tags", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("keywords", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("examples", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("expansion", Text, nullable=False, server_default=""),
+    Column("avoid_when", Text, nullable=False, server_default=""),
+    Column("always_on", Boolean, nullable=False, server_default=text("false")),
+    Column("spec", JSONB),
+    Column("content_hash", Text, nullable=False),
+    Column("name_doc", Text, nullable=False, server_default=""),
+    Column("description_doc", Text, nullable=False, server_default=""),
+    Column("expansion_doc", Text, nullable=False, server_default=""),
+    Column("name_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, name_doc)", persisted=True)),
+    Column("description_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, description_doc)", persisted=True)),
+    Column("expansion_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, expansion_doc)", persisted=True)),
+    *_timestamps(),
+    UniqueConstraint("catalog_id", "id", name="tools_catalog_id_id_key"),
+    Index("tools_always_on_idx", "catalog_id", postgresql_where=text("always_on")),
+    Index("tools_lower_id_idx", "catalog_id", func.lower(text("id"))),
+    Index("tools_lower_name_idx", "catalog_id", func.lower(text("name"))),
+)
+
+postings = Table(
+    "postings",
+    metadata,
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("field", SmallInteger, nullable=False),
+    Column("lexeme", Text, nullable=False),
+    Column("tool_pk", BigInteger, nullable=False),
+    Column("tf", Integer, nullable=False),
+    Column("dl", Integer, nullable=False),
+    PrimaryKeyConstraint("catalog_id", "field", "lexeme", "tool_pk", name="postings_pkey"),
+    Index("postings_tool_pk_idx", "tool_pk"),
+)
+
+lexeme_stats = Table(
+    "lexeme_stats",
+    metadata,
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("field", SmallInteger, nullable=False),
+    Column("lexeme", Text, nullable=False),
+    Column("df", Integer, nullable=False),
+    PrimaryKeyConstraint("catalog_id", "field", "lexeme", name="lexeme_stats_pkey"),
+)
+
+field_stats = Table(
+    "field_stats",
+    metadata,
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("field", SmallInteger, nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("total_len", BigInteger, nullable=False),
+    PrimaryKeyConstraint("catalog_id", "field", name="field_stats_pkey"),
+)
+
+tool_vectors = Table(
+    "tool_vectors",
+    metadata,
+    Column("tool_pk", BigInteger, ForeignKey("tools.pk", ondelete="CASCADE"), primary_key=True),
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("embedding", Vector(), nullable=False),
+    Index("tool_vectors_catalog_id_idx", "catalog_id"),
+)
+
+intent_examples = Table(
+    "intent_examples",
+    metadata,
+    Column("pk", BigInteger, Identity(always=True), primary_key=True),
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("tool_pk", BigInteger, ForeignKey("tools.pk", ondelete="CASCADE"), nullable=False),
+    Column("query", Text, nullable=False),
+    Column("embedding", Vector()),
+    Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+    UniqueConstraint("tool_pk", "query", name="intent_examples_tool_query_key"),
+    Index("intent_examples_catalog_id_idx", "catalog_id"),
+)
+
+embedding_cache = Table(
+    "embedding_cache",
+    metadata,
+    Column("model", Text, nullable=False),
+    Column("text_sha256", LargeBinary, nullable=False),
+    Column("embedding", Vector(), nullable=False),
+    Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("model", "text_sha256", name="embedding_cache_pkey"),
+)
