@@ -1,0 +1,102 @@
+"""The CLI end to end: import, examples, route, list, remove, catalogs; errors are one line, no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+
+
+def run(dsn: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TOOLSTORE_DSN": dsn}
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolstore.cli", "--embedder", "hashing", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": "send_email", "description": "Send an email to a recipient",
+                                      "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}},
+    {"name": "create_issue", "description": "Open an issue in a GitHub repository", "input_schema": {"type": "object", "properties": {}}},
+    {"id": "weather.forecast", "name": "forecast", "description": "Weather forecast for a city", "provider": "weather",
+     "parameters": None, "category": "weather"},
+]
+
+
+def test_cli_round_trip(dsn: str, tmp_path: Path) -> None:
+    tools = write_jsonl(tmp_path / "tools.jsonl", TOOLS)
+    imported = json.loads(run(dsn, "-c", "cli", "import", str(tools)).stdout)
+    assert imported["inserted"] == 3
+    again = json.loads(run(dsn, "-c", "cli", "import", str(tools)).stdout)
+    assert again["unchanged"] == 3 and again["inserted"] == 0 and again["embedded"] == 0
+    examples = write_jsonl(tmp_path / "train.jsonl", [{"qid": "1", "query": "what's it like outside tomorrow", "relevant": ["weather.forecast"]}])
+    assert json.loads(run(dsn, "-c", "cli", "examples", str(examples)).stdout)["examples"] == 1
+    routed = json.loads(run(dsn, "-c", "cli", "route", "send an email to bob", "--k", "2").stdout)
+    assert routed["tools"][0]["id"] == "send_email"
+    assert set(routed["tools"][0]["signals"]) == {"name", "description", "expansion", "dense", "intent"}
+    openai = json.loads(run(dsn, "-c", "cli", "route", "weather tomorrow", "--k", "1", "--format", "openai").stdout)
+    assert openai["tools"][0]["function"]["name"] == "forecast"
+    anthropic = json.loads(run(dsn, "-c", "cli", "route", "weather tomorrow", "--k", "1", "--format", "anthropic").stdout)
+    assert "input_schema" in anthropic["tools"][0]
+    table = run(dsn, "-c", "cli", "route", "open a github issue", "--format", "table", "--explain").stdout
+    assert "create_issue" in table and "inten" in table
+    listed = json.loads(run(dsn, "-c", "cli", "list").stdout)
+    assert [t["id"] for t in listed] == ["create_issue", "send_email", "weather.forecast"]
+    run(dsn, "-c", "cli", "remove", "create_issue")
+    assert len(json.loads(run(dsn, "-c", "cli", "list").stdout)) == 2
+    catalogs = json.loads(run(dsn, "catalogs").stdout)
+    assert {"name": "cli", "n_tools": 2, "n_examples": 1}.items() <= next(c for c in catalogs if c["name"] == "cli").items()
+
+
+def test_cli_errors_are_one_line(dsn: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(TOOLS[0]) + "\n" + '{"name": "x", "parameters": [1, 2]}\n' + json.dumps(TOOLS[2]) + "\n")
+    proc = run(dsn, "-c", "bad", "import", str(bad), check=False)
+    assert proc.returncode == 1
+    assert "line 2" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    # nothing was written: not even the catalog exists
+    assert "bad" not in [c["name"] for c in json.loads(run(dsn, "catalogs").stdout)]
+    run(dsn, "-c", "bad", "import", str(write_jsonl(tmp_path / "ok.jsonl", TOOLS)))
+    for args, needle in [
+        (("-c", "bad", "route", "   "), "query is empty"),
+        (("-c", "missing", "route", "hello"), "no catalog named 'missing'"),
+        (("-c", "bad", "remove", "ghost"), "no tool 'ghost'"),
+        (("-c", "bad", "route", "x", "--weights", "dense=abc"), "not a number"),
+    ]:
+        proc = run(dsn, *args, check=False)
+        assert proc.returncode != 0, args
+        assert needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_cli_reports_an_unreachable_database() -> None:
+    proc = run("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", "list", check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: cannot connect") and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not (BENCH / "seal_tools").is_dir(), reason="shared benchmarks not present")
+def test_cli_imports_the_seal_tools_catalog_and_routes(dsn: str) -> None:
+    proc = run(dsn, "--embedder", "none", "-c", "seal", "import", str(BENCH / "seal_tools" / "tools.jsonl"))
+    assert json.loads(proc.stdout)["inserted"] == 4076
+    routed = json.loads(run(dsn, "--embedder", "none", "-c", "seal", "route", "analyze the DNA evidence from the crime scene").stdout)
+    assert routed["tools"][0]["id"] == "analyzeEvidence"
+    assert "lexical retrieval only" in routed["degraded_reason"] and not routed["dense_used"]
