@@ -16,6 +16,8 @@ from ._errors import (
     UnknownCatalogError,
     UnknownToolError,
 )
+from ._examples import load_examples
+from ._formats import export_catalog, load_tools_file, parse_tools, render, to_anthropic, to_mcp, to_openai
 from ._migrate import migrate
 from ._models import IntentExample, RoutedTool, RouteResult, Signals, Tool
 from ._store import ToolStore
@@ -41,5 +43,13 @@ __all__ = [
     "ToolstoreError",
     "UnknownCatalogError",
     "UnknownToolError",
+    "export_catalog",
+    "load_examples",
+    "load_tools_file",
     "migrate",
+    "parse_tools",
+    "render",
+    "to_anthropic",
+    "to_mcp",
+    "to_openai",
 ]
