@@ -1,0 +1,137 @@
+"""The default embedder: all-MiniLM-L6-v2 run locally with onnxruntime (no torch, no network).
+
+The model files ship in ``toolstore/_embedders/minilm/`` (int8 ONNX graph with mean pooling and normalisation
+inside, ``tokenizer.json`` truncating at 256 tokens); ``scripts/build_local_model.py`` regenerates them.
+onnxruntime and tokenizers are imported, and the model loaded, on first use, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolstore._embedders.base import Embedder, batches, normalise
+from toolstore._errors import EmbedderError
+
+MODEL_DIR = Path(__file__).resolve().parent / "minilm"
+MODEL_FILES = ("model.onnx", "tokenizer.json")
+MAX_TOKENS = 256
+PROGRESS_THRESHOLD = 300
+
+# One intra-op thread by default: a short query takes a few ms either way, a second thread gains ~1.4x at best,
+# and a router usually runs next to other work (web server, database) that the extra thread would compete with.
+DEFAULT_THREADS = 1
+
+
+class LocalEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (384 dims) on CPU through onnxruntime.
+
+    ``threads`` sets onnxruntime's intra-op threads (default 1); ``batch_size`` how many texts one
+    :meth:`embed_batch` call of :meth:`embed_many` gets; ``model_dir`` a directory holding ``model.onnx`` and
+    ``tokenizer.json`` instead of the shipped ones.
+    """
+
+    model = "local/all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, *, threads: int | None = None, batch_size: int = 64, model_dir: Path | None = None) -> None:
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.threads = DEFAULT_THREADS if threads is None else threads
+        self.batch_size = batch_size
+        self.model_dir = Path(model_dir) if model_dir is not None else MODEL_DIR
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed one batch: ``(len(texts), 384)`` float32, rows L2-normalised, in the order of ``texts``.
+
+        Texts are tokenized (truncated at 256 tokens), sorted by length and run in chunks of ``batch_size`` padded
+        to their longest text, so short texts do not pay for long ones.
+        """
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch([str(text) for text in texts])
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in chunk)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                length = len(encodings[i].ids)
+                ids[row, :length] = encodings[i].ids
+                mask[row, :length] = 1
+            try:
+                vectors = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            except Exception as exc:  # onnxruntime raises its own exception types
+                raise EmbedderError(f"local embedder: onnxruntime failed: {exc}") from exc
+            out[chunk] = vectors
+        return normalise(out)
+
+    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
+        """Like :meth:`Embedder.embed_many`, with a tqdm progress bar for more than 300 texts on a terminal."""
+        if len(texts) <= PROGRESS_THRESHOLD or not sys.stderr.isatty():
+            return super().embed_many(texts)
+        from tqdm import tqdm
+
+        rows = []
+        with tqdm(total=len(texts), desc="embedding", unit="text") as bar:
+            for chunk in batches(texts, self.batch_size):
+                rows.append(self.embed_batch(chunk))
+                bar.update(len(chunk))
+        return np.concatenate(rows)
+
+    def _load(self) -> tuple[Any, Any]:
+        """The onnxruntime session and tokenizer, created on first call (thread-safe)."""
+        if self._session is not None:
+            return self._session, self._tokenizer
+        with self._lock:
+            if self._session is None:
+                self._tokenizer = self._load_tokenizer()
+                self._session = self._load_session()
+        return self._session, self._tokenizer
+
+    def _check_files(self) -> None:
+        missing = [name for name in MODEL_FILES if not (self.model_dir / name).is_file()]
+        if missing:
+            raise EmbedderError(
+                f"local embedder: missing model file(s) {', '.join(missing)} in {self.model_dir}; "
+                "reinstall toolstore or regenerate them with scripts/build_local_model.py"
+            )
+
+    def _load_tokenizer(self) -> Any:
+        self._check_files()
+        from tokenizers import Tokenizer
+
+        try:
+            tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        except Exception as exc:
+            raise EmbedderError(f"local embedder: cannot read {self.model_dir / 'tokenizer.json'}: {exc}") from exc
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.no_padding()  # embed_batch pads each length-sorted chunk itself
+        return tokenizer
+
+    def _load_session(self) -> Any:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            return ort.InferenceSession(
+                str(self.model_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise EmbedderError(f"local embedder: cannot load {self.model_dir / 'model.onnx'}: {exc}") from exc
