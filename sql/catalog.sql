@@ -113,5 +113,16 @@ insert into embedding_cache (model, text_sha256, embedding)
 select %(model)s, r.h, r.e from unnest(%(hashes)s::bytea[], %(vectors)s::vector[]) as r (h, e)
 on conflict (model, text_sha256) do nothing;
 
--- name: texts_to_reembed
-select t.id, t.pk from tools t where t.catalog_id = %(catalog)s order by t.id;
+-- name: all_tool_ids
+select id from tools where catalog_id = %(catalog)s order by id;
+
+-- name: all_examples
+select e.pk, e.query from intent_examples e where e.catalog_id = %(catalog)s order by e.pk;
+
+-- name: clear_tool_vectors
+delete from tool_vectors where catalog_id = %(catalog)s;
+
+-- name: set_example_vectors
+update intent_examples e set embedding = r.embedding
+from unnest(%(pks)s::bigint[], %(vectors)s::vector[]) as r (pk, embedding)
+where e.pk = r.pk and e.catalog_id = %(catalog)s;

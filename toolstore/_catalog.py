@@ -132,6 +132,13 @@ def has_nul(value: Any) -> bool:
     return False
 
 
+def as_array(vector: Any) -> np.ndarray:
+    """A pgvector value as float32 numpy (pgvector-python returns Vector objects or arrays by version)."""
+    if hasattr(vector, "to_numpy"):
+        vector = vector.to_numpy()
+    return np.asarray(vector, dtype=np.float32)
+
+
 def text_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
@@ -146,7 +153,7 @@ def embed_cached(conn: psycopg.Connection[Any], embedder: Embedder, texts: Seque
     hashes = [text_hash(t) for t in texts]
     unique = list(dict.fromkeys(hashes))
     found = {
-        bytes(h): np.asarray(v, dtype=np.float32)
+        bytes(h): as_array(v)
         for h, v in conn.execute(query("cache_lookup"), {"model": embedder.model, "hashes": unique}).fetchall()
     }
     missing = [h for h in unique if h not in found]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -11,7 +13,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
-from ._catalog import CatalogInfo, check_model, tool_from_row
+from ._catalog import CatalogInfo, check_model, embed_cached, tool_from_row
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError
 from ._models import SIGNALS, RoutedTool, RouteResult, Signals
@@ -111,8 +113,38 @@ def statement_params(
     }
 
 
+class QueryVectors:
+    """Query embeddings: an in-process LRU, then (for embedders that ask for it) the Postgres cache."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self.size = size
+        self._lru: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conn: psycopg.Connection[Any], embedder: Embedder, text: str) -> np.ndarray:
+        key = (embedder.model, text)
+        with self._lock:
+            if key in self._lru:
+                self._lru.move_to_end(key)
+                return self._lru[key]
+        if embedder.cache_queries:
+            vector = embed_cached(conn, embedder, [text])[0]
+        else:
+            vector = embedder.embed(text)
+        with self._lock:
+            self._lru[key] = vector
+            while len(self._lru) > self.size:
+                self._lru.popitem(last=False)
+        return vector
+
+
 def query_vector(
-    info: CatalogInfo, embedder: Embedder | None, query: str, fusion: Fusion
+    conn: psycopg.Connection[Any],
+    vectors: QueryVectors,
+    info: CatalogInfo,
+    embedder: Embedder | None,
+    query: str,
+    fusion: Fusion,
 ) -> tuple[np.ndarray | None, str | None]:
     """The query embedding, or None and the reason dense and intent retrieval are off for this call."""
     if fusion.weights["dense"] == 0 and fusion.weights["intent"] == 0:
@@ -123,7 +155,7 @@ def query_vector(
         return None, f"catalog {info.name!r} has no embeddings yet: lexical retrieval only"
     check_model(info, embedder)
     try:
-        return embedder.embed(query), None
+        return vectors.get(conn, embedder, query), None
     except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
         return None, f"embedder failed ({type(exc).__name__}: {exc}): lexical retrieval only"
 
@@ -134,6 +166,7 @@ def route(
     query_string: str,
     *,
     embedder: Embedder | None,
+    vectors: QueryVectors,
     fusion: Fusion,
     k: int = 8,
     token_budget: int | None = None,
@@ -151,7 +184,7 @@ def route(
     if fusion.overfetch is not None and (not isinstance(fusion.overfetch, int) or fusion.overfetch < 1):
         raise InvalidInputError(f"overfetch must be a positive integer, got {fusion.overfetch!r}")
     query_text(query_string)  # validates before any embedding work
-    qvec, reason = query_vector(info, embedder, query_string, fusion)
+    qvec, reason = query_vector(conn, vectors, info, embedder, query_string, fusion)
     params = statement_params(info, query_string, qvec, fusion, k=k, allow=allow, block=block, categories=categories)
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(query("route"), params).fetchall()

@@ -16,7 +16,7 @@ from ._embedders.base import Embedder
 from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
 from ._models import IntentExample, RouteResult, Tool
-from ._route import DEFAULT_K_RRF, Fusion, catalog_fusion, check_weights, route
+from ._route import DEFAULT_K_RRF, Fusion, QueryVectors, catalog_fusion, check_weights, route
 from ._sql import query
 
 DEFAULT = "default"
@@ -58,6 +58,7 @@ class ToolStore:
         elif isinstance(embedder, str):
             raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
         self.embedder: Embedder | None = embedder
+        self._query_vectors = QueryVectors()
         self.dsn = resolve_dsn(dsn)
         self._ensure_schema(auto=migrate)
         self.pool = make_pool(self.dsn, schema=self.schema, max_size=pool_size)
@@ -129,6 +130,18 @@ class ToolStore:
         settings["fusion"] = fusion
         with self.pool.connection() as conn:
             conn.execute(query("set_catalog_settings"), {"catalog": info.id, "settings": json.dumps(settings)})
+
+    def reembed(self, embedder: Embedder) -> dict[str, Any]:
+        """Switch the catalog to ``embedder``'s model: every tool and example re-embedded, nothing dropped.
+
+        The store routes with ``embedder`` afterwards.
+        """
+        from ._reembed import reembed
+
+        with self.pool.connection() as conn:
+            report = reembed(conn, self.info(), embedder)
+        self.embedder = embedder
+        return report
 
     # -- tools -----------------------------------------------------------------------------------------
 
@@ -203,6 +216,7 @@ class ToolStore:
                 info,
                 query,
                 embedder=self.embedder,
+                vectors=self._query_vectors,
                 fusion=fusion,
                 k=k,
                 token_budget=token_budget,

@@ -44,14 +44,10 @@ def main() -> None:
         sys.exit(1)
 
 
-def _embedder(name: str) -> Any:
-    if name == "none":
-        return None
-    if name == "hashing":
-        from ._embedders.hashing import HashingEmbedder
+def _embedder(spec: str) -> Any:
+    from ._embedders.factory import make_embedder
 
-        return HashingEmbedder()
-    return "default"
+    return make_embedder(spec)
 
 
 @contextmanager
@@ -77,10 +73,10 @@ def emit(ctx: click.Context, data: Any, human: Callable[[], None] | None = None)
 @click.option("--catalog", "-c", envvar="TOOLSTORE_CATALOG", default=DEFAULT, show_default=True)
 @click.option(
     "--embedder",
-    type=click.Choice(["local", "hashing", "none"]),
+    envvar="TOOLSTORE_EMBEDDER",
     default="local",
     show_default=True,
-    help="local: the shipped MiniLM model; hashing: test double; none: lexical only.",
+    help="local (shipped MiniLM), hashing[-DIM] (test double), openai/MODEL[@DIMS], or none (lexical only).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Always print JSON.")
 @click.pass_context
@@ -266,6 +262,22 @@ def remove(ctx: click.Context, tool_id: str) -> None:
 
 
 @cli.command()
+@click.option("--model", "spec", required=True, help="Target embedder: local, hashing[-DIM], openai/MODEL[@DIMS].")
+@click.option("--base-url", help="OpenAI-compatible server (Azure OpenAI, vLLM, Ollama).")
+@click.pass_context
+def reembed(ctx: click.Context, spec: str, base_url: str | None) -> None:
+    """Switch the catalog to another embedding model; tools and examples are kept."""
+    from ._embedders.factory import make_embedder
+
+    embedder = make_embedder(spec, base_url=base_url)
+    if embedder is None:
+        raise InvalidInputError("reembed needs a model, not 'none'")
+    with open_store(ctx, create=False) as store:
+        report = store.reembed(embedder)
+    emit(ctx, report, lambda: click.echo(", ".join(f"{k}: {v}" for k, v in report.items())))
+
+
+@cli.command()
 @click.pass_context
 def demo(ctx: click.Context) -> None:
     """Load the bundled demo catalog (115 tools, 18 providers) and route a few real requests."""
@@ -275,6 +287,13 @@ def demo(ctx: click.Context) -> None:
         ctx.obj["catalog"] = "demo"
     with open_store(ctx) as store:
         run_demo(store, as_json=ctx.obj["json"] or not sys.stdout.isatty())
+
+
+from ._cli_ingest import expand_cmd, export_cmd, sync_group  # noqa: E402
+
+cli.add_command(sync_group)
+cli.add_command(expand_cmd)
+cli.add_command(export_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -235,7 +235,9 @@ create trigger tools_bm25_update after update on tools
     referencing old table as old_rows new table as new_rows
     for each statement execute function tools_after_update();
 
--- Partial HNSW expression indexes for one catalog, typed with that catalog's dimension.
+-- Partial HNSW expression indexes for one catalog, typed with that catalog's dimension. The predicate
+-- names the dimension too: an index build also reads rows deleted earlier in the same transaction (a
+-- model switch), and those must not reach the cast.
 create function ensure_vector_indexes(p_catalog integer) returns void
 language plpgsql set search_path from current as $$
 declare
@@ -247,10 +249,12 @@ begin
     if dim is not null then
         execute format(
             'create index %I on tool_vectors using hnsw ((embedding::vector(%s)) vector_cosine_ops) '
-            'where catalog_id = %s', 'tool_vectors_hnsw_' || p_catalog, dim, p_catalog);
+            'where catalog_id = %s and vector_dims(embedding) = %s',
+            'tool_vectors_hnsw_' || p_catalog, dim, p_catalog, dim);
         execute format(
             'create index %I on intent_examples using hnsw ((embedding::vector(%s)) vector_cosine_ops) '
-            'where catalog_id = %s', 'intent_examples_hnsw_' || p_catalog, dim, p_catalog);
+            'where catalog_id = %s and vector_dims(embedding) = %s',
+            'intent_examples_hnsw_' || p_catalog, dim, p_catalog, dim);
     end if;
 end
 $$;
@@ -284,7 +288,7 @@ begin
     if not filtered then
         return query execute format(
             'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision '
-            'from %3$I v where v.catalog_id = %2$s and v.embedding is not null '
+            'from %3$I v where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
             'order by v.embedding::vector(%1$s) <=> $1 limit $2', p_dim, p_catalog, p_table)
         using p_query, p_limit;
     else
@@ -293,7 +297,7 @@ begin
             'select s.tool_pk, s.distance from ('
             'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
             'from %3$I v join tools t on t.pk = v.tool_pk '
-            'where v.catalog_id = %2$s and v.embedding is not null '
+            'where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
             'and ($3 is null or t.id = any ($3)) and ($4 is null or t.id <> all ($4)) '
             'and ($5 is null or t.categories && $5) '
             'order by v.embedding::vector(%1$s) <=> $1 limit $2) s order by s.distance', p_dim, p_catalog, p_table)

@@ -18,6 +18,9 @@ class Embedder(ABC):
     model: str
     dim: int
     batch_size: int = 64
+    #: route() looks query vectors up in (and adds them to) the Postgres embedding cache. Worth a round
+    #: trip for remote models; a local model computes a query vector faster than the cache returns it.
+    cache_queries: bool = True
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

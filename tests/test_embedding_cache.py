@@ -1,0 +1,95 @@
+"""Embeddings cached in Postgres, model changes, and the OpenAI embedder through the store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from catalog_gen import generated_tools
+from toolstore import EmbedderError, HashingEmbedder, IntentExample, ModelMismatchError, ToolStore
+from toolstore._embedders.openai import OpenAIEmbedder
+from toolstore.testing.fake_openai import FakeOpenAI
+
+
+class Counting(HashingEmbedder):
+    """The hashing double, counting every text it embeds."""
+
+    def __init__(self, dim: int = 64, *, cache_queries: bool = True) -> None:
+        super().__init__(dim)
+        self.cache_queries = cache_queries
+        self.texts: list[str] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return super().embed_batch(texts)
+
+
+def test_unchanged_catalog_embeds_nothing_and_cache_is_shared(dsn: str) -> None:
+    tools = generated_tools(30, seed=1)
+    embedder = Counting()
+    with ToolStore(dsn, embedder=embedder, catalog="one") as store:
+        assert store.upsert(tools).embedded == 30
+        assert len(embedder.texts) == 30
+        report = store.upsert(tools)
+        assert report.embedded == 0 and report.unchanged == 30 and len(embedder.texts) == 30
+        changed = [tools[0].__class__(**{**tools[0].__dict__, "description": "something new entirely"})]
+        assert store.upsert(changed).embedded == 1 and len(embedder.texts) == 31
+    with ToolStore(dsn, embedder=embedder, catalog="two") as other:
+        other.upsert(tools)  # same texts, same model: all from the Postgres cache
+        assert len(embedder.texts) == 31
+        other.add_examples([IntentExample(tools[1].id, "an example request")])
+        other.add_examples([IntentExample(tools[2].id, "an example request")])
+        assert embedder.texts.count("an example request") == 1
+
+
+def test_repeated_queries_are_embedded_once(dsn: str) -> None:
+    embedder = Counting(cache_queries=True)
+    with ToolStore(dsn, embedder=embedder, catalog="q") as store:
+        store.upsert(generated_tools(10))
+        before = len(embedder.texts)
+        store.route("send the weekly report")
+        store.route("send the weekly report")
+        assert len(embedder.texts) == before + 1
+    fresh = Counting(cache_queries=True)
+    with ToolStore(dsn, embedder=fresh, catalog="q") as again:
+        again.route("send the weekly report")  # from the Postgres cache: a new process embeds nothing
+        assert fresh.texts == []
+
+
+def test_reembed_switches_model_and_dimension_without_dropping(dsn: str) -> None:
+    tools = generated_tools(40, seed=2)
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="switch") as store:
+        store.upsert(tools)
+        store.add_examples([IntentExample(t.id, f"please {t.name}") for t in tools[:10]])
+        before = store.route("create invoice customer").ids
+        report = store.reembed(HashingEmbedder(128))
+        assert report["from_model"] == "hashing-64" and report["to_model"] == "hashing-128"
+        info = store.info()
+        assert (info.embed_model, info.embed_dim, info.n_tools, info.n_examples) == ("hashing-128", 128, 40, 10)
+        after = store.route("create invoice customer")
+        assert after.dense_used and len(after.ids) == len(before)
+        assert any(r.signals.dense is not None for r in after)
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="switch", create=False) as stale:
+        with pytest.raises(ModelMismatchError, match="reembed"):
+            stale.route("create invoice")
+        with pytest.raises(ModelMismatchError):
+            stale.upsert(generated_tools(3, seed=77))
+
+
+def test_openai_embedder_through_the_store_and_no_partial_catalog(dsn: str) -> None:
+    with FakeOpenAI() as server:
+        embedder = OpenAIEmbedder(model="text-embedding-3-small", dimensions=256, api_key=server.api_key,
+                                  base_url=server.base_url, batch_size=10, sleep=lambda _: None, max_retries=0)
+        with ToolStore(dsn, embedder=embedder, catalog="oa") as store:
+            tools = generated_tools(35, seed=4)
+            server.pass_next(times=2)
+            server.fail_next(status=500)  # the third of four batches fails
+            with pytest.raises(EmbedderError):
+                store.upsert(tools)
+            assert store.info().n_tools == 0 and store.info().embed_model is None
+            store.upsert(tools)
+            assert store.info().embed_model == "openai/text-embedding-3-small@256"
+            result = store.route(tools[3].description)
+            assert result.dense_used and tools[3].id in result.ids

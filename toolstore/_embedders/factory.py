@@ -1,0 +1,33 @@
+"""Embedders by name: the same strings a catalog records as its model."""
+
+from __future__ import annotations
+
+from .._errors import InvalidInputError
+from .base import Embedder
+
+SPECS = "local | hashing[-DIM] | openai/MODEL[@DIMENSIONS] | none"
+
+
+def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Embedder | None:
+    """``local`` (shipped MiniLM), ``hashing-256`` (test double), ``openai/text-embedding-3-small@512``, ``none``."""
+    if spec == "none":
+        return None
+    if spec in ("local", "local/all-MiniLM-L6-v2"):
+        from .local import LocalEmbedder
+
+        return LocalEmbedder()
+    if spec == "hashing" or spec.startswith("hashing-"):
+        from .hashing import HashingEmbedder
+
+        dim = spec.partition("-")[2] or "256"
+        if not dim.isdigit():
+            raise InvalidInputError(f"embedder {spec!r}: the hashing dimension must be a number")
+        return HashingEmbedder(int(dim))
+    if spec.startswith("openai/"):
+        from .openai import OpenAIEmbedder
+
+        model, _, dims = spec[len("openai/") :].partition("@")
+        if dims and not dims.isdigit():
+            raise InvalidInputError(f"embedder {spec!r}: dimensions after '@' must be a number")
+        return OpenAIEmbedder(model=model, dimensions=int(dims) if dims else None, base_url=base_url, api_key=api_key)
+    raise InvalidInputError(f"unknown embedder {spec!r}; expected {SPECS}")
