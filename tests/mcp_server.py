@@ -1,0 +1,83 @@
+"""A small MCP server for the ingestion tests, written with the official SDK (FastMCP / MCPServer).
+
+    python tests/mcp_server.py [--name NAME] [--variant base|changed|fewer] [--page-size N] [--http PORT]
+
+``--name`` is the server name (``serverInfo.name``, the default provider). ``--variant changed`` edits
+the description of ``get_forecast``; ``--variant fewer`` drops ``list_alerts``. ``--page-size`` splits
+``tools/list`` into pages linked by ``nextCursor`` (mcp 2.x). ``--http`` serves streamable HTTP on
+127.0.0.1:PORT at ``/mcp`` instead of stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import MCPServer as FastMCP
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP  # type: ignore[no-redef]
+
+
+def search(query: str, limit: int = 10) -> str:
+    """Search the knowledge base for documents matching a query."""
+    return f"results for {query} (max {limit})"
+
+
+def get_forecast(city: str, days: int = 3) -> str:
+    """Weather forecast for a city over the next few days."""
+    return f"sunny in {city} for {days} days"
+
+
+def list_alerts(region: str) -> str:
+    """Active severe weather alerts (storms, floods) for a region."""
+    return f"no alerts in {region}"
+
+
+def build(name: str, variant: str, page_size: int) -> Any:
+    server_class: Any = FastMCP
+    if page_size > 0 and hasattr(FastMCP, "_handle_list_tools"):
+        server_class = _paginating(FastMCP, page_size)
+    server = server_class(name)
+    server.add_tool(search)
+    forecast_doc = "Weather forecast for a city, hour by hour, for up to 10 days." if variant == "changed" else None
+    server.add_tool(get_forecast, description=forecast_doc)
+    if variant != "fewer":
+        server.add_tool(list_alerts, title="Weather alerts")
+    return server
+
+
+def _paginating(base: Any, page_size: int) -> Any:
+    """A server class whose ``tools/list`` answers ``page_size`` tools per page with a ``nextCursor``."""
+    from mcp.types import ListToolsResult
+
+    class Paginating(base):  # type: ignore[misc, valid-type]
+        async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+            tools = await self.list_tools()
+            start = int(params.cursor) if params is not None and params.cursor else 0
+            end = start + page_size
+            return ListToolsResult(tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None)
+
+    return Paginating
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--name", default="weather")
+    parser.add_argument("--variant", choices=["base", "changed", "fewer"], default="base")
+    parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port")
+    args = parser.parse_args()
+    server = build(args.name, args.variant, args.page_size)
+    if args.http:
+        try:
+            server.run("streamable-http", host="127.0.0.1", port=args.http)
+        except TypeError:  # mcp 1.x: host and port are settings
+            server.settings.host, server.settings.port = "127.0.0.1", args.http
+            server.run("streamable-http")
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+"""Ingestion and enrichment: live MCP sync (stdio and HTTP), expansions (offline and LLM), export."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openai
+import psycopg
+import pytest
+
+from toolstore import EmbedderError, HashingEmbedder, IntentExample, Tool, ToolStore, export_catalog, parse_tools
+from toolstore._expand import ExpansionError, expand, offline_phrases, parse_phrases, record_of
+from toolstore._formats import FORMATS
+from toolstore._mcp_sync import McpSyncError, fetch_stdio, sync_mcp_http, sync_mcp_stdio
+from toolstore.testing.fake_openai import FakeOpenAI
+
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing double, counting the texts it embeds; ``fail`` makes it raise instead."""
+
+    def __init__(self, dim: int = 64) -> None:
+        super().__init__(dim)
+        self.texts: list[str] = []
+        self.fail = False
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail:
+            raise EmbedderError("embedder down")
+        self.texts += list(texts)
+        return super().embed_batch(texts)
+
+
+def server(name: str = "weather", variant: str = "base", page_size: int = 2) -> list[str]:
+    return [SERVER, "--name", name, "--variant", variant, "--page-size", str(page_size)]
+
+
+@pytest.fixture
+def counting(dsn: str) -> Iterator[tuple[ToolStore, CountingEmbedder]]:
+    embedder = CountingEmbedder()
+    with ToolStore(dsn, embedder=embedder, catalog="ingest") as s:
+        yield s, embedder
+
+
+# -- MCP sync ---------------------------------------------------------------------------------------------
+
+
+def test_stdio_sync_is_namespaced_incremental_and_prunes_in_one_transaction(dsn: str, counting: Any) -> None:
+    store, embedder = counting
+    report = sync_mcp_stdio(store, sys.executable, server("weather"))  # 3 tools over 2 pages
+    assert sorted(report.inserted) == ["weather.get_forecast", "weather.list_alerts", "weather.search"]
+    assert report.embedded == 3
+    alerts = store.get("weather.list_alerts")
+    assert alerts.provider == "weather" and alerts.title == "Weather alerts" and alerts.parameters is not None
+
+    report = sync_mcp_stdio(store, sys.executable, server("docs"))  # same tool names, another server
+    assert sorted(report.inserted) == ["docs.get_forecast", "docs.list_alerts", "docs.search"]
+    assert len(store.tools()) == 6 and store.get("docs.search").name == store.get("weather.search").name
+
+    embedder.texts.clear()
+    report = sync_mcp_stdio(store, sys.executable, server("weather"))
+    assert (report.inserted, report.updated, report.removed, report.unchanged, report.embedded) == ([], [], [], 3, 0)
+    assert embedder.texts == []
+
+    report = sync_mcp_stdio(store, sys.executable, server("weather", "changed"))
+    assert report.updated == ["weather.get_forecast"] and report.inserted == [] and report.embedded == 1
+    assert len(embedder.texts) == 1 and "hour by hour" in embedder.texts[0]
+
+    # back to the base forecast (needs embedding) and list_alerts gone: a failure writes nothing at all
+    with psycopg.connect(dsn) as conn:
+        conn.execute("delete from toolstore.embedding_cache")
+    embedder.fail = True
+    with pytest.raises(EmbedderError):
+        sync_mcp_stdio(store, sys.executable, server("weather", "fewer"), prune=True)
+    assert "hour by hour" in store.get("weather.get_forecast").description
+    assert len(store.tools()) == 6
+    embedder.fail = False
+    report = sync_mcp_stdio(store, sys.executable, server("weather", "fewer"), prune=True)
+    assert report.removed == ["weather.list_alerts"] and report.updated == ["weather.get_forecast"]
+    ids = [t.id for t in store.tools()]
+    assert ids == ["docs.get_forecast", "docs.list_alerts", "docs.search", "weather.get_forecast", "weather.search"]
+
+
+def test_sync_provider_override_and_errors(store: ToolStore) -> None:
+    report = sync_mcp_stdio(store, sys.executable, server("weather", page_size=0), provider="wx")
+    assert sorted(report.inserted) == ["wx.get_forecast", "wx.list_alerts", "wx.search"]
+    with pytest.raises(McpSyncError, match="No such file"):
+        fetch_stdio("/nonexistent/mcp-server", [], timeout=10)
+    with pytest.raises(McpSyncError):
+        fetch_stdio(sys.executable, ["-c", "import sys; sys.exit(3)"], timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_http_sync(store: ToolStore) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, *server("web"), "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    pytest.fail("the streamable-HTTP MCP server did not start")
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        report = sync_mcp_http(store, url, headers={"X-Test": "1"})
+        assert sorted(report.inserted) == ["web.get_forecast", "web.list_alerts", "web.search"]
+        again = sync_mcp_http(store, url, prune=True)
+        assert (again.unchanged, again.embedded, again.removed) == (3, 0, [])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def cli(dsn: str, *args: str) -> Any:
+    env = {**os.environ, "TOOLSTORE_DSN": dsn}
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolstore.cli", "--embedder", "hashing", "--catalog", "cli", *args],
+        capture_output=True, text=True, env=env, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout) if proc.stdout.strip() else None
+
+
+def test_cli_sync_expand_and_export(dsn: str, tmp_path: Path) -> None:
+    out = cli(dsn, "sync", "mcp", "--provider", "wx", "--", sys.executable, *server("weather"))
+    assert (out["inserted"], out["provider"], out["server"]) == (3, "wx", "weather")
+    out = cli(dsn, "sync", "mcp", "--provider", "wx", "--prune", "--", sys.executable, *server("weather", "fewer"))
+    assert (out["unchanged"], out["removed"], out["embedded"]) == (2, 1, 0)
+    out = cli(dsn, "expand", "--offline")
+    assert (out["tools"], out["updated"], out["llm_calls"]) == (2, 2, 0)
+    exported = tmp_path / "catalog.json"
+    cli(dsn, "export", "--format", "anthropic", "--with-metadata", "-o", str(exported))
+    tools = parse_tools(json.loads(exported.read_text()))
+    assert [t.id for t in tools] == ["wx.get_forecast", "wx.search"]
+    assert all(t.provider == "wx" and "\n" in t.expansion for t in tools)
+
+
+# -- expansions -------------------------------------------------------------------------------------------
+
+
+CATALOG = [
+    Tool(id="acme.frobnicate", name="frobnicate", provider="acme", description="Run the frobnicator on a widget"),
+    Tool(id="acme.list_widgets", name="listWidgets", provider="acme", description="List every widget in stock",
+         parameters={"type": "object", "properties": {"warehouse_id": {"type": "string", "description": "Which depot"}}}),
+    Tool(id="mail.send_email", name="send_email", provider="mail", description="Send an email to a recipient"),
+    Tool(id="cal.create_event", name="create_event", provider="cal", description="Create a calendar event"),
+    Tool(id="notes.add_note", name="add_note", provider="notes", description="Write a note"),
+    Tool(id="bare", name="bare"),
+]
+PHRASES = {"acme.frobnicate": ["reticulate the splines", "spline reticulation"]}
+
+
+def chat_handler(messages: list[dict[str, Any]], model: str) -> str:
+    tool_id = re.search(r"\(id ([^)]+)\)", messages[-1]["content"]).group(1)  # type: ignore[union-attr]
+    return json.dumps(PHRASES.get(tool_id, [f"phrase for {tool_id}", "another user request"]))
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(chat_handler=chat_handler) as server:
+        yield server
+
+
+def client_for(fake: FakeOpenAI) -> Any:
+    return openai.OpenAI(api_key=fake.api_key, base_url=fake.base_url, max_retries=0)
+
+
+def chat_calls(fake: FakeOpenAI) -> int:
+    return len(fake.requests_to("/chat/completions"))
+
+
+def run_expand(store: ToolStore, fake: FakeOpenAI, **kwargs: Any) -> Any:
+    return expand(store, client=client_for(fake), model="fake-chat", concurrency=1, progress=False, **kwargs)
+
+
+def test_llm_expansion_is_stored_indexed_and_rerun_only_for_changed_tools(store: ToolStore, fake: FakeOpenAI) -> None:
+    store.upsert(CATALOG)
+    lexical = {"name": 1.0, "description": 1.0, "expansion": 1.0, "dense": 0.0, "intent": 0.0}
+    assert "acme.frobnicate" not in store.route("reticulate splines", k=3, weights=lexical).ids
+
+    report = run_expand(store, fake)
+    assert (report.generated, len(report.updated), chat_calls(fake)) == (6, 6, 6)
+    frob = store.get("acme.frobnicate")
+    assert frob.expansion.splitlines()[:3] == ["reticulate the splines", "spline reticulation", "frobnicate"]
+    assert record_of(frob)["model"] == "fake-chat"  # type: ignore[index]
+    assert store.route("reticulate splines", k=3, weights=lexical).ids[0] == "acme.frobnicate"
+    assert store.route("reticulate splines", k=3).ids[0] == "acme.frobnicate"
+
+    again = run_expand(store, fake)
+    assert (again.generated, again.updated, again.unchanged, chat_calls(fake)) == (0, [], 6, 6)
+
+    store.upsert([dataclasses.replace(frob, description="Run the frobnicator on a gadget")])
+    third = run_expand(store, fake)
+    assert (third.generated, third.updated, chat_calls(fake)) == (1, ["acme.frobnicate"], 7)
+
+    store.upsert([Tool(id="mail.send_email", name="send_email", provider="mail", expansion="my own words")])
+    fourth = run_expand(store, fake)
+    assert (fourth.generated, fourth.handwritten) == (0, 1)
+    assert store.get("mail.send_email").expansion == "my own words"
+
+
+def test_expansion_is_resumable_after_a_failure(store: ToolStore, fake: FakeOpenAI) -> None:
+    store.upsert(CATALOG)
+    fake.pass_next(3)
+    fake.fail_next(500)
+    with pytest.raises(ExpansionError, match="failed"):
+        run_expand(store, fake, batch_size=2)
+    done = {t.id for t in store.tools() if t.expansion}
+    assert done == {"acme.frobnicate", "acme.list_widgets"}  # the first batch was committed
+    report = run_expand(store, fake, batch_size=2)
+    assert report.generated == 4 and chat_calls(fake) == 4 + 4
+    assert all(record_of(t) and record_of(t)["llm"] for t in store.tools())  # type: ignore[index]
+
+
+def test_max_tools_caps_model_calls(store: ToolStore, fake: FakeOpenAI) -> None:
+    store.upsert(CATALOG)
+    report = run_expand(store, fake, max_tools=2)
+    assert (report.generated, report.remaining, chat_calls(fake)) == (2, 4, 2)
+    assert all(t.expansion for t in store.tools())  # the rest got offline phrases
+    report = run_expand(store, fake)
+    assert (report.generated, report.remaining, chat_calls(fake)) == (4, 0, 6)
+
+
+def test_offline_expansion_is_never_empty_and_uses_intent_examples(store: ToolStore) -> None:
+    store.upsert(CATALOG)
+    store.add_examples([IntentExample("cal.create_event", "book a meeting with Dana on Friday")])
+    report = expand(store, offline=True)
+    assert len(report.updated) == 6 and report.generated == 0
+    tools = {t.id: t for t in store.tools()}
+    assert all(t.expansion.strip() for t in tools.values())
+    assert tools["bare"].expansion == "bare"
+    assert tools["acme.list_widgets"].expansion.splitlines()[:3] == ["list widgets", "warehouse id", "Which depot"]
+    assert "book a meeting with Dana on Friday" in tools["cal.create_event"].expansion.splitlines()
+    assert store.route("book a meeting with Dana", k=1, weights={"expansion": 1.0, "dense": 0.0}).ids == ["cal.create_event"]
+
+    assert expand(store, offline=True).updated == []
+    store.add_examples([IntentExample("notes.add_note", "jot this down")])
+    assert expand(store, offline=True).updated == ["notes.add_note"]
+
+
+def test_resync_keeps_generated_expansions(store: ToolStore, fake: FakeOpenAI) -> None:
+    sync_mcp_stdio(store, sys.executable, server("weather"))
+    run_expand(store, fake)
+    before = {t.id: t for t in store.tools()}
+    report = sync_mcp_stdio(store, sys.executable, server("weather"))
+    assert (report.unchanged, report.embedded) == (3, 0)
+    assert {t.id: t for t in store.tools()} == before
+    report = sync_mcp_stdio(store, sys.executable, server("weather", "changed"))
+    assert report.updated == ["weather.get_forecast"]
+    assert store.get("weather.get_forecast").expansion == before["weather.get_forecast"].expansion
+    assert run_expand(store, fake).generated == 1  # the stale expansion is regenerated
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('["book a flight", "reserve plane tickets"]', ["book a flight", "reserve plane tickets"]),
+        ('```json\n["book a flight", "Book a flight"]\n```', ["book a flight"]),
+        ('{"phrases": ["cancel my order"]}', ["cancel my order"]),
+        ("Here are some phrases:\n1. check the weather\n- is it raining\n* \"forecast for tomorrow\"",
+         ["check the weather", "is it raining", "forecast for tomorrow"]),
+        ('Sure! ["find a restaurant", "see https://x.y", "' + "word " * 30 + '", "ok", 42]', ["find a restaurant"]),
+        ("", []),
+        ("I'm sorry, I cannot help with that.", []),
+    ],
+)
+def test_parse_phrases(reply: str, expected: list[str]) -> None:
+    assert parse_phrases(reply) == expected
+
+
+def test_offline_phrases_without_anything_but_a_name() -> None:
+    assert offline_phrases(Tool(id="x", name="getHTTPStatus")) == ["get http status"]
+
+
+# -- export -------------------------------------------------------------------------------------------------
+
+
+ROUND_TRIP = [
+    Tool(id="gh.create_issue", name="create_issue", provider="gh", title="Create issue", description="Open an issue",
+         parameters={"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+         categories=("dev",), tags=("write",), keywords=("bug",), examples=("file a bug",), expansion="report a problem",
+         avoid_when="read-only questions", always_on=True),
+    Tool(id="custom-id", name="search", provider="docs", description="Search documents"),
+    Tool(id="ping", name="ping"),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_export_round_trip(dsn: str, fmt: str) -> None:
+    def strip(tools: list[Tool]) -> list[Tool]:
+        return [dataclasses.replace(t, spec=None) for t in tools]
+
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="source") as source:
+        source.upsert(ROUND_TRIP)
+        exported = json.loads(json.dumps(export_catalog(source.tools(), fmt, with_metadata=True)))  # type: ignore[arg-type]
+        with ToolStore(dsn, embedder=HashingEmbedder(64), catalog=f"copy-{fmt}") as copy:
+            copy.upsert(parse_tools(exported))
+            assert strip(copy.tools()) == strip(source.tools())

@@ -1,0 +1,129 @@
+"""CLI commands for ingestion and enrichment: ``sync mcp``, ``expand`` and ``export``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ._formats import FORMATS
+
+
+def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected 'Name: value', got {value!r}", param_hint="--header")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+@click.group("sync")
+def sync_group() -> None:
+    """Sync tools from live sources into the catalog."""
+
+
+@sync_group.command("mcp", context_settings={"ignore_unknown_options": True})
+@click.option("--url", help="Streamable-HTTP endpoint of the MCP server (instead of a command).")
+@click.option("--header", "headers", multiple=True, help="HTTP header 'Name: value' for --url (repeatable).")
+@click.option("--provider", help="Namespace for the server's tools; default: the server's name (serverInfo.name).")
+@click.option("--prune", is_flag=True, help="Remove this provider's tools that the server no longer offers.")
+@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds for the whole listing.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def sync_mcp_cmd(
+    ctx: click.Context,
+    url: str | None,
+    headers: tuple[str, ...],
+    provider: str | None,
+    prune: bool,
+    timeout: float,
+    command: tuple[str, ...],
+) -> None:
+    """List an MCP server's tools and upsert them: `sync mcp -- COMMAND ARGS...` or `sync mcp --url URL`.
+
+    Unchanged tools are skipped (nothing embedded); one transaction, so on any error nothing is written.
+    """
+    from ._mcp_sync import fetch_http, fetch_stdio, sync_listing
+    from .cli import emit, open_store
+
+    if bool(url) == bool(command):
+        raise click.UsageError("give either --url URL or -- COMMAND ARGS... (one of them)")
+    if headers and not url:
+        raise click.UsageError("--header only applies with --url")
+    if url:
+        listing = fetch_http(url, headers=_parse_headers(headers), timeout=timeout)
+    else:
+        listing = fetch_stdio(command[0], command[1:], timeout=timeout)
+    with open_store(ctx) as store:
+        report = sync_listing(store, listing, provider=provider, prune=prune)
+    data = {
+        "catalog": ctx.obj["catalog"],
+        "server": listing.server_name,
+        "provider": provider or listing.server_name,
+        **report.as_dict(),
+    }
+    emit(ctx, data, lambda: click.echo(", ".join(f"{k}: {v}" for k, v in data.items())))
+
+
+@click.command("expand")
+@click.option("--offline", is_flag=True, help="No model: phrases from names, parameters, examples and intent examples.")
+@click.option("--model", default=None, help="Chat model for LLM phrases (default: gpt-4o-mini).")
+@click.option("--base-url", help="OpenAI-compatible endpoint, e.g. a local server; the key is then optional.")
+@click.option("--max-tools", type=click.IntRange(min=0), help="At most this many model calls in this run.")
+@click.option("--force", is_flag=True, help="Regenerate every tool, hand-written expansions included.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Model calls in flight.")
+@click.pass_context
+def expand_cmd(
+    ctx: click.Context,
+    offline: bool,
+    model: str | None,
+    base_url: str | None,
+    max_tools: int | None,
+    force: bool,
+    concurrency: int,
+) -> None:
+    """Write each tool's expansion (user-language phrases): offline phrases, plus LLM phrases unless --offline.
+
+    The model is asked once per new or changed tool; finished batches are committed, so a re-run resumes.
+    """
+    from ._expand import DEFAULT_MODEL, expand, make_client
+    from .cli import emit, open_store
+
+    if offline and (model or base_url):
+        raise click.UsageError("--offline does not call a model; drop --model/--base-url")
+    client = None if offline else make_client(base_url=base_url)
+    with open_store(ctx, create=False) as store:
+        report = expand(
+            store,
+            client=client,
+            model=model or DEFAULT_MODEL,
+            offline=offline,
+            max_tools=max_tools,
+            force=force,
+            concurrency=concurrency,
+        )
+    data = {"catalog": ctx.obj["catalog"], **report.as_dict()}
+    emit(ctx, data, lambda: click.echo(", ".join(f"{k}: {v}" for k, v in data.items())))
+
+
+@click.command("export")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="openai", show_default=True)
+@click.option("--with-metadata", is_flag=True, help="Add an x-toolstore block so every field survives re-import.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout).")
+@click.pass_context
+def export_cmd(ctx: click.Context, fmt: str, with_metadata: bool, output: Path | None) -> None:
+    """Write the whole catalog as {"tools": [...]} in an SDK's format; `toolstore import` reads it back."""
+    from ._formats import export_catalog
+    from .cli import open_store
+
+    with open_store(ctx, create=False) as store:
+        tools = store.tools()
+    text = json.dumps(export_catalog(tools, fmt, with_metadata=with_metadata), indent=2, ensure_ascii=False) + "\n"  # type: ignore[arg-type]
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"{len(tools)} tools written to {output}", err=True)

@@ -1,0 +1,375 @@
+"""Expansions: the user-language phrases stored in a tool's ``expansion`` field.
+
+A written expansion is two parts, one phrase per line, LLM phrases first, duplicates dropped:
+
+- **LLM phrases** (optional): one chat completion per tool through the ``openai`` SDK (any compatible
+  server via ``base_url``) asking what users would say, synonyms and related tasks. They are replaced
+  only by another LLM call: when the tool's content changed, or a different model is asked for.
+- **Offline phrases** (always, no model): the split name (``get_forecast`` -> ``get forecast``), title,
+  keywords, parameter names (split) and descriptions, the tool's own examples and up to
+  :data:`MAX_INTENT_PHRASES` of its intent examples from the database. The name is never empty, so
+  neither is an expansion. This part is recomputed on every run (it is cheap) and written when it changed,
+  e.g. after new intent examples were added.
+
+What an expansion was generated from is recorded in the tool's ``spec`` under ``x-toolstore-expansion``:
+the source hash (the tool's content hash without expansion and this record) the LLM phrases came from,
+the model, the LLM phrases, and a hash of the text written. So a re-run calls the model only for new or
+changed tools; a tool whose expansion was written by hand (no record, or a record that does not match
+its text) is left alone unless ``force``. Writes go through the catalog's upsert in batches, one
+transaction each: BM25 statistics, content hash and the dense vector (which folds in the expansion)
+change together, and an interrupted run keeps every finished batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from ._catalog import CatalogInfo, embed_cached, list_tools, upsert_tools
+from ._errors import ToolstoreError
+from ._models import Tool
+from ._sql import query
+from ._text import dense_text, split_identifier
+
+if TYPE_CHECKING:
+    from ._store import ToolStore
+
+RECORD_KEY = "x-toolstore-expansion"
+PROMPT_VERSION = 1
+DEFAULT_MODEL = "gpt-4o-mini"
+MAX_LLM_PHRASES = 24
+MAX_INTENT_PHRASES = 20
+MAX_PHRASE_CHARS = 300
+WRITE_BATCH = 500  # tools per transaction when no model is called
+
+SYSTEM_PROMPT = (
+    "You help a search engine find the right software tool from what a user types. "
+    "Reply with a JSON array of strings and nothing else."
+)
+USER_PROMPT = """Tool: {name} (id {id})
+Description: {description}
+Parameters: {parameters}
+
+Write up to 20 short phrases (3 to 12 words each) a user might type when they need this tool: everyday \
+requests, synonyms of its key terms, and related tasks it handles. No numbering, no explanations."""
+
+
+class ExpansionError(ToolstoreError):
+    """The model could not be asked (network, authentication, server error); finished batches are kept."""
+
+
+@dataclass
+class ExpandReport:
+    """What an expansion run did."""
+
+    tools: int = 0
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    generated: int = 0
+    rejected: int = 0
+    handwritten: int = 0
+    remaining: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "tools": self.tools,
+            "updated": len(self.updated),
+            "unchanged": self.unchanged,
+            "llm_calls": self.generated,
+            "rejected": self.rejected,
+            "handwritten": self.handwritten,
+            "remaining": self.remaining,
+        }
+
+
+# -- records --------------------------------------------------------------------------------------------
+
+
+def _text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def record_of(tool: Tool) -> dict[str, Any] | None:
+    record = (tool.spec or {}).get(RECORD_KEY)
+    return record if isinstance(record, dict) else None
+
+
+def source_hash(tool: Tool) -> str:
+    """The content hash of everything an expansion is generated from: the tool without expansion and record."""
+    spec = {k: v for k, v in (tool.spec or {}).items() if k != RECORD_KEY} or None
+    return replace(tool, expansion="", spec=spec).content_hash()
+
+
+def is_generated(tool: Tool) -> bool:
+    """True when the tool's expansion is exactly what toolstore last wrote."""
+    record = record_of(tool)
+    return record is not None and bool(tool.expansion) and record.get("sha") == _text_sha(tool.expansion)
+
+
+def with_expansion(tool: Tool, llm: Sequence[str], offline: Sequence[str], *, source: str | None, model: str | None) -> Tool:
+    """The tool with its expansion (LLM phrases, then offline phrases) and the record of what it came from."""
+    text = "\n".join(dedupe([*llm, *offline]))
+    record = {"v": PROMPT_VERSION, "source": source, "model": model, "llm": list(llm), "sha": _text_sha(text)}
+    spec = {**(tool.spec or {}), RECORD_KEY: record}
+    return replace(tool, expansion=text, spec=spec)
+
+
+def carry_expansions(conn: psycopg.Connection[Any], info: CatalogInfo, tools: Sequence[Tool]) -> list[Tool]:
+    """Give incoming tools without an expansion the one toolstore generated for the stored tool of that id.
+
+    A re-sync of an unchanged server then matches the stored content hash and writes nothing; a changed
+    tool keeps its (now stale) expansion until the next ``expand`` regenerates it.
+    """
+    ids = [t.id for t in tools if not t.expansion]
+    stored = {t.id: t for t in list_tools(conn, info, ids)} if ids else {}
+    out = []
+    for tool in tools:
+        old = stored.get(tool.id)
+        if not tool.expansion and old is not None and is_generated(old):
+            spec = {**(tool.spec or {}), RECORD_KEY: record_of(old)}
+            tool = replace(tool, expansion=old.expansion, spec=spec)
+        out.append(tool)
+    return out
+
+
+# -- phrases --------------------------------------------------------------------------------------------
+
+
+def dedupe(phrases: Iterable[str]) -> list[str]:
+    """Whitespace-collapsed, non-empty phrases, first occurrence of each (case-insensitive) kept."""
+    seen: set[str] = set()
+    out = []
+    for phrase in phrases:
+        clean = " ".join(phrase.replace("\x00", " ").split())[:MAX_PHRASE_CHARS]
+        if clean and clean.lower() not in seen:
+            seen.add(clean.lower())
+            out.append(clean)
+    return out
+
+
+def _properties(schema: Any, depth: int = 0) -> Iterator[tuple[str, str]]:
+    """(name, description) of every property of a JSON schema, nested objects and arrays included."""
+    if not isinstance(schema, dict) or depth > 4:
+        return
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for name, sub in props.items():
+            desc = sub.get("description") if isinstance(sub, dict) else None
+            yield str(name), desc if isinstance(desc, str) else ""
+            yield from _properties(sub, depth + 1)
+    yield from _properties(schema.get("items"), depth + 1)
+
+
+def offline_phrases(tool: Tool, intents: Sequence[str] = ()) -> list[str]:
+    """Phrases derived without a model; never empty (the split name is always there)."""
+    phrases = [split_identifier(tool.name).lower() or tool.name]
+    if tool.title:
+        phrases.append(tool.title)
+    phrases += tool.keywords
+    for name, description in _properties(tool.parameters):
+        phrases += [split_identifier(name).lower(), description]
+    phrases += tool.examples
+    phrases += list(intents)[:MAX_INTENT_PHRASES]
+    return dedupe(phrases)
+
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]+|\d+[.)]|\(\d+\))\s*")
+_PREAMBLE = re.compile(r"^(here are|here is|sure|certainly|of course|as an ai|i cannot|i can't|i'm sorry|sorry)\b", re.I)
+
+
+def _acceptable(phrase: str) -> bool:
+    words = phrase.split()
+    return (
+        3 <= len(phrase) <= 150
+        and 1 <= len(words) <= 20
+        and any(c.isalpha() for c in phrase)
+        and not phrase.endswith(":")
+        and not _PREAMBLE.match(phrase)
+        and "http://" not in phrase
+        and "https://" not in phrase
+        and not any(ord(c) < 32 for c in phrase)
+        and "{" not in phrase
+    )
+
+
+def parse_phrases(reply: str) -> list[str]:
+    """Phrases from a model reply: a JSON array (or an object holding one), else one phrase per line.
+
+    Bullets, numbering and quotes are stripped; preambles, over-long lines, URLs and duplicates are rejected.
+    """
+    text = _FENCE.sub("", (reply or "").strip())
+    items: list[Any] | None = None
+    for candidate in (text, text[text.find("[") : text.rfind("]") + 1]):
+        try:
+            data = json.loads(candidate)
+        except (ValueError, TypeError):
+            continue
+        if isinstance(data, dict):
+            data = next((v for v in data.values() if isinstance(v, list)), None)
+        if isinstance(data, list):
+            items = data
+            break
+    if items is None:
+        items = [_BULLET.sub("", line) for line in text.splitlines()]
+    phrases = [str(i).strip().strip("\"'`").rstrip(",").strip().strip("\"'") for i in items if isinstance(i, str)]
+    return dedupe(p for p in phrases if _acceptable(p))[:MAX_LLM_PHRASES]
+
+
+def _parameter_summary(tool: Tool) -> str:
+    parts = [f"{name} ({desc})" if desc else name for name, desc in _properties(tool.parameters)]
+    return ", ".join(parts)[:1500] or "none"
+
+
+def llm_phrases(client: Any, model: str, tool: Tool) -> list[str]:
+    """Ask the model once for the tool's phrases; an unusable reply gives an empty list."""
+    prompt = USER_PROMPT.format(
+        name=tool.name, id=tool.id, description=(tool.description or "(none)")[:2000], parameters=_parameter_summary(tool)
+    )
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
+    try:
+        reply = client.chat.completions.create(model=model, messages=messages, temperature=0.2)
+    except Exception as exc:
+        raise ExpansionError(f"expansion of {tool.id!r} failed: {type(exc).__name__}: {exc}") from exc
+    content = reply.choices[0].message.content if reply.choices else None
+    return parse_phrases(content or "")
+
+
+def make_client(*, base_url: str | None = None, api_key: str | None = None, timeout: float = 60.0, max_retries: int = 3) -> Any:
+    """An ``openai.OpenAI`` client; a custom ``base_url`` (a local server) works without a key."""
+    import os
+
+    import openai
+
+    key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
+    if key is None:
+        raise ExpansionError("set OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server), or use --offline")
+    return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+
+
+# -- the run --------------------------------------------------------------------------------------------
+
+
+def intent_queries(conn: psycopg.Connection[Any], info: CatalogInfo) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for tool_id, text in conn.execute(query("intent_queries"), {"catalog": info.id}):
+        found.setdefault(tool_id, []).append(text)
+    return found
+
+
+def _write(store: ToolStore, pairs: Sequence[tuple[Tool, Tool]]) -> list[str]:
+    """Upsert new versions of tools in one transaction, skipping any tool changed by someone else meanwhile."""
+    if not pairs:
+        return []
+    info = store.info()
+    with store.pool.connection() as conn:
+        if store.embedder is not None:  # warm the embedding cache before taking the catalog lock
+            embed_cached(conn, store.embedder, [dense_text(new) for _, new in pairs])
+        with conn.transaction():
+            conn.execute(query("lock_catalog"), {"catalog": info.id})
+            current = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
+            fresh = [new for old, new in pairs if current.get(old.id) == old.content_hash()]
+            report = upsert_tools(conn, info, fresh, store.embedder)
+    return report.inserted + report.updated
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def expand(
+    store: ToolStore,
+    *,
+    client: Any = None,
+    model: str = DEFAULT_MODEL,
+    offline: bool = False,
+    max_tools: int | None = None,
+    force: bool = False,
+    batch_size: int = 8,
+    concurrency: int = 4,
+    progress: bool | None = None,
+) -> ExpandReport:
+    """Write every tool's expansion; with a model (``client``, an ``openai.OpenAI``) unless ``offline``.
+
+    The model is called once per tool whose content changed since its LLM phrases were generated (or that
+    has none, or whose phrases came from another model); at most ``max_tools`` calls per run, the rest
+    count as ``remaining`` and still get fresh offline phrases. ``force`` regenerates everything, hand-written
+    expansions included. Model calls run ``concurrency`` at a time; every ``batch_size`` tools are committed.
+    """
+    if not offline and client is None:
+        client = make_client()
+    info = store.info()
+    with store.pool.connection() as conn:
+        tools = list_tools(conn, info)
+        intents = intent_queries(conn, info)
+    report = ExpandReport(tools=len(tools))
+    refresh: list[tuple[Tool, Tool]] = []
+    need: list[Tool] = []
+    for tool in tools:
+        record = record_of(tool) or {}
+        if tool.expansion and not is_generated(tool) and not force:
+            report.handwritten += 1
+            continue
+        stale = record.get("source") != source_hash(tool) or record.get("model") != model
+        if not offline and (force or stale or record.get("v") != PROMPT_VERSION):
+            need.append(tool)
+        else:
+            llm = [p for p in record.get("llm", []) if isinstance(p, str)]
+            new = with_expansion(tool, llm, offline_phrases(tool, intents.get(tool.id, ())),
+                                 source=record.get("source"), model=record.get("model"))
+            refresh.append((tool, new))
+    if max_tools is not None and len(need) > max(max_tools, 0):
+        for tool in need[max(max_tools, 0) :]:  # over the cap: offline refresh, the LLM record stays as it was
+            record = record_of(tool) or {}
+            llm = [p for p in record.get("llm", []) if isinstance(p, str)]
+            new = with_expansion(tool, llm, offline_phrases(tool, intents.get(tool.id, ())),
+                                 source=record.get("source"), model=record.get("model"))
+            refresh.append((tool, new))
+        report.remaining = len(need) - max(max_tools, 0)
+        need = need[: max(max_tools, 0)]
+    changed = [(old, new) for old, new in refresh if new.content_hash() != old.content_hash()]
+    report.unchanged = len(refresh) - len(changed)
+    for batch in _chunks(changed, WRITE_BATCH):
+        report.updated += _write(store, batch)
+    if need:
+        _expand_with_model(store, client, model, need, intents, report, batch_size, concurrency, progress)
+    return report
+
+
+def _expand_with_model(
+    store: ToolStore,
+    client: Any,
+    model: str,
+    need: Sequence[Tool],
+    intents: dict[str, list[str]],
+    report: ExpandReport,
+    batch_size: int,
+    concurrency: int,
+    progress: bool | None,
+) -> None:
+    from tqdm import tqdm
+
+    show = sys.stderr.isatty() if progress is None else progress
+    with tqdm(total=len(need), desc="expand", unit="tool", disable=not show) as bar, ThreadPoolExecutor(
+        max_workers=max(1, concurrency)
+    ) as pool:
+        for batch in _chunks(need, max(1, batch_size)):
+            results = list(pool.map(lambda t: llm_phrases(client, model, t), batch))
+            pairs = []
+            for tool, llm in zip(batch, results):
+                report.generated += 1
+                report.rejected += not llm
+                new = with_expansion(tool, llm, offline_phrases(tool, intents.get(tool.id, ())),
+                                     source=source_hash(tool), model=model)
+                pairs.append((tool, new))
+            report.updated += _write(store, pairs)
+            bar.update(len(batch))
