@@ -1,0 +1,298 @@
+"""Routing benchmark: route() and the route statement against an in-process reference, at 1k/10k/100k tools.
+
+    python bench/route.py [--sizes 1000,10000,100000] [--requests 500] [--quick] [--json OUT]
+                          [--variants bench/prune.sql,...] [--no-import]
+
+Catalogs come from bench/_synth.py; their vectors (all-MiniLM-L6-v2, the shipped local model) are embedded
+once and cached in bench/out; each size gets its own database (``bench_<n>_v<generator>``), reused when
+present. The server is $TOOLSTORE_DSN (databases are created next to it) or the embedded one under
+$TOOLSTORE_HOME (default bench/out/home). Every number of one size comes from one run, requests interleaved
+(in-process, statement, route()) so machine noise hits all three alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # the reference runs on one thread
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
+
+import _synth  # noqa: E402
+from _inprocess import Reference  # noqa: E402
+
+from toolstore import Embedder, HashingEmbedder, ToolStore, migrate  # noqa: E402
+from toolstore._catalog import tool_row  # noqa: E402
+from toolstore._connect import make_pool  # noqa: E402
+from toolstore._embedders.local import LocalEmbedder  # noqa: E402
+from toolstore._route import catalog_fusion, statement_params  # noqa: E402
+from toolstore._sql import parse_blocks, query  # noqa: E402
+from toolstore._text import dense_text, query_identifiers, query_text  # noqa: E402
+
+OUT = BENCH / "out"
+BATCH = 5000
+CLIENTS = 8
+
+
+class Precomputed(Embedder):
+    """An embedder that looks vectors up: the fastest honest way to import pre-embedded tools via upsert()."""
+
+    def __init__(self, table: dict[str, np.ndarray], model: str, dim: int) -> None:
+        self.table, self.model, self.dim = table, model, dim
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self.table[t] for t in texts])
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def admin_dsn() -> str:
+    if os.environ.get("TOOLSTORE_DSN"):
+        return os.environ["TOOLSTORE_DSN"]
+    os.environ.setdefault("TOOLSTORE_HOME", str(OUT / "home"))
+    from toolstore._embedded import embedded_dsn
+
+    return embedded_dsn()
+
+
+def fresh_database(admin: str, name: str) -> str:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    dsn = make_conninfo(admin, dbname=name)
+    migrate(dsn)
+    return dsn
+
+
+def built_database(admin: str, n: int, cat: _synth.Catalog, tv: np.ndarray, ev: np.ndarray, model: str) -> str:
+    """The size-n database, built unless a complete one of this generator version and model exists."""
+    name = f"bench_{n}_v{_synth.GENERATOR_VERSION}" + ("" if model == LocalEmbedder.model else "_" + model[:12])
+    dsn = make_conninfo(admin, dbname=name)
+    try:
+        with psycopg.connect(dsn) as conn:
+            if conn.execute("select done from public.bench_meta").fetchone():
+                return dsn
+    except psycopg.Error:
+        pass
+    log(f"building {name}: {n} tools, {len(cat.examples)} examples")
+    started = time.perf_counter()
+    dsn = fresh_database(admin, name)
+    ToolStore(dsn, embedder=None, catalog="bench").close()
+    pool = make_pool(dsn, schema="toolstore", max_size=1)
+    # The library's own write statements, batched, with the HNSW indexes built once at the end.
+    with pool.connection() as conn:
+        catalog = conn.execute("select id from catalogs where name = 'bench'").fetchone()[0]
+        conn.execute("set maintenance_work_mem = '1GB'")
+        conn.execute(query("set_catalog_model"), {"catalog": catalog, "model": model, "dim": tv.shape[1]})
+        for start in range(0, n, BATCH):
+            tools = cat.tools[start : start + BATCH]
+            rows = json.dumps([tool_row(t) for t in tools], ensure_ascii=False)
+            conn.execute(query("upsert_tools"), {"catalog": catalog, "rows": rows})
+            ids, vecs = [t.id for t in tools], list(tv[start : start + BATCH])
+            conn.execute(query("upsert_tool_vectors"), {"catalog": catalog, "ids": ids, "vectors": vecs})
+        for start in range(0, len(cat.examples), 4 * BATCH):
+            ex = cat.examples[start : start + 4 * BATCH]
+            params = {"catalog": catalog, "ids": [e.tool_id for e in ex], "queries": [e.query for e in ex],
+                      "vectors": list(ev[start : start + 4 * BATCH])}
+            conn.execute(query("insert_examples"), params)
+        conn.execute(query("ensure_vector_indexes"), {"catalog": catalog})
+        conn.execute("vacuum analyze")
+        conn.execute("create table public.bench_meta as select true as done")
+    pool.close()
+    log(f"built {name} in {time.perf_counter() - started:.0f} s")
+    return dsn
+
+
+def stats_ms(seconds: Sequence[float]) -> dict[str, float]:
+    ms = sorted(s * 1000 for s in seconds)
+    return {"p50": statistics.median(ms), "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))], "mean": statistics.fmean(ms)}
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def throughput(work: Callable[[int], None], items: int, clients: int = CLIENTS) -> float:
+    """Items per second with ``clients`` threads splitting ``items`` calls of ``work(i)``."""
+    def run(c: int) -> None:
+        for i in range(c, items, clients):
+            work(i)
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return items / (time.perf_counter() - start)
+
+
+def bench_size(admin: str, n: int, requests: int, embedder: Embedder, variants: dict[str, str]) -> dict[str, Any]:
+    cat = _synth.catalog(n)
+    tv, ev = _synth.load_vectors(n, embedder, OUT, log=log)
+    dsn = built_database(admin, n, cat, tv, ev, embedder.model)
+    queries = _synth.queries(cat, requests)
+    texts = [q.text for q in queries]
+    qvecs = embedder.embed_many(texts)
+    with ToolStore(dsn, embedder=embedder, catalog="bench", pool_size=CLIENTS) as store:
+        info = store.info()
+        fusion = catalog_fusion(info)
+        params = [statement_params(info, t, v, fusion, k=8) for t, v in zip(texts, qvecs)]
+        with store.pool.connection() as conn:
+            lexemes = [[r[0] for r in conn.execute(query("query_lexemes"), {"query_text": query_text(t)})]
+                       for t in texts]
+            log(f"{n}: loading the in-process reference")
+            ref = Reference(conn, info.id, dict(zip((t.id for t in cat.tools), tv)), ev,
+                            [e.tool_id for e in cat.examples])
+            touched = [sum(len(f.index[x].tools) for f in ref.fields.values() for x in q if x in f.index)
+                       for q in lexemes]
+
+            def statement(i: int, text: str = query("route")) -> list[str]:
+                return [r[0] for r in conn.execute(text, params[i]).fetchall()]
+
+            def inprocess(i: int) -> list[str]:
+                return ref.route(lexemes[i], query_identifiers(texts[i]), qvecs[i], params[i])
+
+            def routed(i: int) -> list[str]:
+                return [c.tool.id for c in store.route(texts[i]).tools]
+
+            for i in range(min(30, requests)):  # warm caches and the model
+                statement(i), inprocess(i), routed(i)
+            times: dict[str, list[float]] = {"inprocess": [], "statement": [], "route": []}
+            same10 = overlap10 = 0.0
+            hits = targeted = 0
+            log(f"{n}: timing {requests} requests")
+            for i, q in enumerate(queries):
+                t_ref, ref_ids = timed(lambda: inprocess(i))
+                t_sql, sql_ids = timed(lambda: statement(i))
+                t_route, route_ids = timed(lambda: routed(i))
+                times["inprocess"].append(t_ref)
+                times["statement"].append(t_sql)
+                times["route"].append(t_route)
+                same10 += sql_ids[:10] == ref_ids[:10]
+                overlap10 += len(set(sql_ids[:10]) & set(ref_ids[:10])) / max(1, min(10, len(ref_ids)))
+                if q.target is not None:
+                    targeted += 1
+                    hits += q.target in route_ids  # route() returns k=8 tools
+            variant_out = {}
+            for name, text in variants.items():
+                log(f"{n}: variant {name}")
+                vt, agree = [], 0.0
+                for i in range(requests):
+                    t_base, base_ids = timed(lambda: statement(i))
+                    t_var, var_ids = timed(lambda: statement(i, text))
+                    vt.append((t_base, t_var))
+                    agree += len(set(base_ids[:10]) & set(var_ids[:10])) / max(1, min(10, len(base_ids)))
+                variant_out[name] = {"baseline": stats_ms([a for a, _ in vt]), "variant": stats_ms([b for _, b in vt]),
+                                     "top10_overlap": agree / requests}
+
+        def pooled_statement(i: int) -> None:
+            with store.pool.connection() as c:
+                c.execute(query("route"), params[i % requests]).fetchall()
+
+        log(f"{n}: throughput with {CLIENTS} clients")
+        rps_route = throughput(lambda i: store.route(texts[i % requests]), max(requests, 400))
+        rps_statement = throughput(pooled_statement, max(requests, 400))
+    result = {k: stats_ms(v) for k, v in times.items()}
+    return {
+        "tools": n, "examples": len(cat.examples), "requests": requests, **result,
+        "ratio_statement_inprocess": result["statement"]["p50"] / result["inprocess"]["p50"],
+        "top10_identical": same10 / requests, "top10_overlap": overlap10 / requests,
+        "route_hit8_targeted": hits / max(1, targeted),
+        "postings_rows": ref.postings_rows, "postings_touched_mean": statistics.fmean(touched),
+        "query_lexemes_mean": statistics.fmean(len(x) for x in lexemes),
+        "routes_per_s": rps_route, "statements_per_s": rps_statement, "variants": variant_out,
+    }
+
+
+def bench_import(admin: str, embedder: Embedder, n: int = 10_000) -> dict[str, float]:
+    """ToolStore.upsert of n new tools: with precomputed vectors, then embedded by the local model."""
+    cat = _synth.catalog(n)
+    tv, ev = _synth.load_vectors(n, embedder, OUT, log=log)
+    table = {dense_text(t): v for t, v in zip(cat.tools, tv)} | {e.query: v for e, v in zip(cat.examples, ev)}
+    stub = Precomputed(table, embedder.model, embedder.dim)
+    out: dict[str, float] = {}
+    for label, emb in (("precomputed", stub), ("local_model", embedder)):
+        dsn = fresh_database(admin, "bench_import")
+        with ToolStore(dsn, embedder=emb, catalog="bench") as store:
+            log(f"import {n} tools ({label})")
+            out[f"upsert_{label}_s"], _ = timed(lambda: store.upsert(cat.tools))
+            if label == "precomputed":
+                out["add_examples_precomputed_s"], _ = timed(lambda: store.add_examples(cat.examples))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("drop database if exists bench_import with (force)")
+    return out
+
+
+def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
+    rows = [
+        ("route() p50 / p95 ms", lambda r: f"{r['route']['p50']:.1f} / {r['route']['p95']:.1f}"),
+        ("statement p50 / p95 ms", lambda r: f"{r['statement']['p50']:.1f} / {r['statement']['p95']:.1f}"),
+        ("in-process p50 / p95 ms", lambda r: f"{r['inprocess']['p50']:.2f} / {r['inprocess']['p95']:.2f}"),
+        ("statement / in-process (p50)", lambda r: f"{r['ratio_statement_inprocess']:.2f}x"),
+        ("top-10 identical / overlap", lambda r: f"{r['top10_identical']:.2f} / {r['top10_overlap']:.3f}"),
+        ("route() hit@8 (targeted queries)", lambda r: f"{r['route_hit8_targeted']:.2f}"),
+        (f"route() /s, {CLIENTS} clients", lambda r: f"{r['routes_per_s']:.0f}"),
+        (f"statement /s, {CLIENTS} clients", lambda r: f"{r['statements_per_s']:.0f}"),
+        ("postings rows / touched per query", lambda r: f"{r['postings_rows']} / {r['postings_touched_mean']:.0f}"),
+    ]
+    for name in results[0]["variants"] if results else []:
+        rows.append((f"{name}: p50 ms / base, top10 overlap", lambda r, v=name: (
+            f"{r['variants'][v]['variant']['p50']:.1f} / {r['variants'][v]['baseline']['p50']:.1f}, "
+            f"{r['variants'][v]['top10_overlap']:.3f}")))
+    head = "| | " + " | ".join(f"{r['tools']:,} tools" for r in results) + " |"
+    lines = [head, "|---" * (len(results) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(fmt(r) for r in results) + " |" for label, fmt in rows]
+    for key, value in imports.items():
+        lines.append(f"| import 10k: {key} | {value:.1f} |" + " |" * (len(results) - 1))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--quick", action="store_true", help="1k and 10k tools, 200 requests")
+    parser.add_argument("--json", type=Path, default=OUT / "route.json")
+    parser.add_argument("--variants", default="", help="comma-separated .sql files with a `route` block to compare")
+    parser.add_argument("--no-import", action="store_true", help="skip the 10k import timings")
+    parser.add_argument("--hashing", action="store_true", help="development: HashingEmbedder(384), not the model")
+    args = parser.parse_args(argv)
+    sizes = [1000, 10_000] if args.quick else [int(s) for s in args.sizes.split(",") if s]
+    requests = 200 if args.quick else args.requests
+    variants = {Path(p).stem: parse_blocks(Path(p).read_text())["route"] for p in args.variants.split(",") if p}
+    admin = admin_dsn()
+    log(f"server: {conninfo_to_dict(admin).get('host', '?')}")
+    embedder: Embedder = HashingEmbedder(384) if args.hashing else LocalEmbedder()
+    results = [bench_size(admin, n, requests, embedder, variants) for n in sizes]
+    imports = {} if args.no_import else bench_import(admin, embedder)
+    print(table(results, imports))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"generator": _synth.GENERATOR_VERSION, "cpus": os.cpu_count(), "load": os.getloadavg(),
+            "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+    args.json.write_text(json.dumps({"meta": meta, "sizes": results, "import": imports}, indent=2))
+    log(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
