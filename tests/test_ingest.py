@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,16 @@ import numpy as np
 import openai
 import psycopg
 import pytest
+from click.testing import CliRunner
 
 from toolstore import EmbedderError, HashingEmbedder, IntentExample, Tool, ToolStore, export_catalog, parse_tools
 from toolstore._expand import ExpansionError, expand, offline_phrases, parse_phrases, record_of
 from toolstore._formats import FORMATS
-from toolstore._mcp_sync import McpSyncError, fetch_stdio, sync_mcp_http, sync_mcp_stdio
+from toolstore._mcp_sync import McpListing, McpSyncError, fetch_stdio, sync_listing, sync_mcp_http, sync_mcp_stdio
+from toolstore.cli import cli as main_cli
 from toolstore.testing.fake_openai import FakeOpenAI
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
-ROOT = Path(__file__).resolve().parents[1]
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -48,6 +50,15 @@ def server(name: str = "weather", variant: str = "base", page_size: int = 2) -> 
     return [SERVER, "--name", name, "--variant", variant, "--page-size", str(page_size)]
 
 
+@pytest.fixture(scope="module")
+def listings() -> dict[tuple[str, str], McpListing]:
+    """Each server variant is started once per module (over stdio, through pages of 2); syncs reuse the listing."""
+    variants = [("weather", "base"), ("docs", "base"), ("weather", "changed"), ("weather", "fewer")]
+    with ThreadPoolExecutor(len(variants)) as pool:
+        found = pool.map(lambda v: fetch_stdio(sys.executable, server(*v)), variants)
+        return dict(zip(variants, found))
+
+
 @pytest.fixture
 def counting(dsn: str) -> Iterator[tuple[ToolStore, CountingEmbedder]]:
     embedder = CountingEmbedder()
@@ -58,7 +69,9 @@ def counting(dsn: str) -> Iterator[tuple[ToolStore, CountingEmbedder]]:
 # -- MCP sync ---------------------------------------------------------------------------------------------
 
 
-def test_stdio_sync_is_namespaced_incremental_and_prunes_in_one_transaction(dsn: str, counting: Any) -> None:
+def test_stdio_sync_is_namespaced_incremental_and_prunes_in_one_transaction(
+    dsn: str, counting: Any, listings: dict[tuple[str, str], McpListing]
+) -> None:
     store, embedder = counting
     report = sync_mcp_stdio(store, sys.executable, server("weather"))  # 3 tools over 2 pages
     assert sorted(report.inserted) == ["weather.get_forecast", "weather.list_alerts", "weather.search"]
@@ -66,16 +79,16 @@ def test_stdio_sync_is_namespaced_incremental_and_prunes_in_one_transaction(dsn:
     alerts = store.get("weather.list_alerts")
     assert alerts.provider == "weather" and alerts.title == "Weather alerts" and alerts.parameters is not None
 
-    report = sync_mcp_stdio(store, sys.executable, server("docs"))  # same tool names, another server
+    report = sync_listing(store, listings["docs", "base"])  # same tool names, another server
     assert sorted(report.inserted) == ["docs.get_forecast", "docs.list_alerts", "docs.search"]
     assert len(store.tools()) == 6 and store.get("docs.search").name == store.get("weather.search").name
 
     embedder.texts.clear()
-    report = sync_mcp_stdio(store, sys.executable, server("weather"))
+    report = sync_listing(store, listings["weather", "base"])
     assert (report.inserted, report.updated, report.removed, report.unchanged, report.embedded) == ([], [], [], 3, 0)
     assert embedder.texts == []
 
-    report = sync_mcp_stdio(store, sys.executable, server("weather", "changed"))
+    report = sync_listing(store, listings["weather", "changed"])
     assert report.updated == ["weather.get_forecast"] and report.inserted == [] and report.embedded == 1
     assert len(embedder.texts) == 1 and "hour by hour" in embedder.texts[0]
 
@@ -84,18 +97,20 @@ def test_stdio_sync_is_namespaced_incremental_and_prunes_in_one_transaction(dsn:
         conn.execute("delete from toolstore.embedding_cache")
     embedder.fail = True
     with pytest.raises(EmbedderError):
-        sync_mcp_stdio(store, sys.executable, server("weather", "fewer"), prune=True)
+        sync_listing(store, listings["weather", "fewer"], prune=True)
     assert "hour by hour" in store.get("weather.get_forecast").description
     assert len(store.tools()) == 6
     embedder.fail = False
-    report = sync_mcp_stdio(store, sys.executable, server("weather", "fewer"), prune=True)
+    report = sync_listing(store, listings["weather", "fewer"], prune=True)
     assert report.removed == ["weather.list_alerts"] and report.updated == ["weather.get_forecast"]
     ids = [t.id for t in store.tools()]
     assert ids == ["docs.get_forecast", "docs.list_alerts", "docs.search", "weather.get_forecast", "weather.search"]
 
 
 def test_sync_provider_override_and_errors(store: ToolStore) -> None:
-    report = sync_mcp_stdio(store, sys.executable, server("weather", page_size=0), provider="wx")
+    listing = fetch_stdio(sys.executable, server("weather", page_size=0))  # one page
+    assert listing.server_name == "weather" and len(listing.tools) == 3
+    report = sync_listing(store, listing, provider="wx")
     assert sorted(report.inserted) == ["wx.get_forecast", "wx.list_alerts", "wx.search"]
     with pytest.raises(McpSyncError, match="No such file"):
         fetch_stdio("/nonexistent/mcp-server", [], timeout=10)
@@ -135,13 +150,10 @@ def test_http_sync(store: ToolStore) -> None:
 
 
 def cli(dsn: str, *args: str) -> Any:
-    env = {**os.environ, "TOOLSTORE_DSN": dsn}
-    proc = subprocess.run(
-        [sys.executable, "-m", "toolstore.cli", "--embedder", "hashing", "--catalog", "cli", *args],
-        capture_output=True, text=True, env=env, timeout=120, cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout) if proc.stdout.strip() else None
+    """Run the CLI in-process (click's runner); JSON output because stdout is not a terminal."""
+    result = CliRunner().invoke(main_cli, ["--dsn", dsn, "--embedder", "hashing", "--catalog", "cli", *args])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return json.loads(result.stdout) if result.stdout.strip() else None
 
 
 def test_cli_sync_expand_and_export(dsn: str, tmp_path: Path) -> None:
@@ -261,14 +273,16 @@ def test_offline_expansion_is_never_empty_and_uses_intent_examples(store: ToolSt
     assert expand(store, offline=True).updated == ["notes.add_note"]
 
 
-def test_resync_keeps_generated_expansions(store: ToolStore, fake: FakeOpenAI) -> None:
-    sync_mcp_stdio(store, sys.executable, server("weather"))
+def test_resync_keeps_generated_expansions(
+    store: ToolStore, fake: FakeOpenAI, listings: dict[tuple[str, str], McpListing]
+) -> None:
+    sync_listing(store, listings["weather", "base"])
     run_expand(store, fake)
     before = {t.id: t for t in store.tools()}
-    report = sync_mcp_stdio(store, sys.executable, server("weather"))
+    report = sync_listing(store, listings["weather", "base"])
     assert (report.unchanged, report.embedded) == (3, 0)
     assert {t.id: t for t in store.tools()} == before
-    report = sync_mcp_stdio(store, sys.executable, server("weather", "changed"))
+    report = sync_listing(store, listings["weather", "changed"])
     assert report.updated == ["weather.get_forecast"]
     assert store.get("weather.get_forecast").expansion == before["weather.get_forecast"].expansion
     assert run_expand(store, fake).generated == 1  # the stale expansion is regenerated
