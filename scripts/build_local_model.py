@@ -55,6 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out-dir", type=Path, default=ROOT / "toolstore" / "_embedders" / "minilm")
     parser.add_argument("--fp32-out", type=Path, default=ROOT / "bench" / "out" / "minilm-fp32.onnx")
     parser.add_argument("--reference", type=Path, default=ROOT / "tests" / "data" / "minilm_reference.npz")
+    parser.add_argument("--reference-only", action="store_true", help="only rewrite the reference vectors")
     return parser.parse_args(argv)
 
 
@@ -299,6 +300,8 @@ def main(argv: list[str] | None = None) -> None:
 
     reference = minilm_reference.write_reference(model, args.reference)
     print(f"wrote {args.reference}")
+    if args.reference_only:
+        return
     export_fp32(model, args.fp32_out)
     print(f"wrote {args.fp32_out} ({args.fp32_out.stat().st_size / 1e6:.1f} MB)")
     write_tokenizer(source / "tokenizer.json", args.out_dir / "tokenizer.json")

@@ -80,16 +80,16 @@ TEXTS: list[str] = [
 
 QUERIES: list[str] = [
     "will it rain in Berlin this weekend",
-    "let Alice know by mail that the report is ready",
+    "send an email to Alice with the quarterly report attached",
     "put a dentist appointment on my agenda for Monday 9am",
     "cheapest plane ticket from Boston to Denver",
     "file a bug in our repo about the broken signup form",
-    "what was total revenue in March according to the warehouse",
+    "run a SQL query counting the rows of the orders table",
     "say 'thank you very much' in Japanese",
     "give my customer their money back for charge ch_123",
     "bump the web service to ten replicas",
-    "show the contents of config.yaml",
-    "tell the #ops channel the deploy is done",
+    "read the file config.yaml and show me its text",
+    "post a message in the Slack channel #ops",
     "where is my package right now",
 ]
 

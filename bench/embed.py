@@ -1,0 +1,157 @@
+"""Benchmark the local embedder: shipped int8 model vs the fp32 export, in one run.
+
+    PYTHONPATH=. python bench/embed.py [--docs 10000] [--queries 200]
+
+Prints, per model and thread count: load time, per-query latency (median and p95 over short requests, one text at
+a time) and batch throughput (docs/s over short tool-like texts, ``embed_many``), then the installed size of the
+runtime dependencies. The fp32 model is not shipped: ``scripts/build_local_model.py`` writes it to
+``bench/out/minilm-fp32.onnx``; without it only the int8 model is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from toolstore._embedders.local import MODEL_DIR, LocalEmbedder
+
+FP32_MODEL = Path(__file__).resolve().parent / "out" / "minilm-fp32.onnx"
+RUNTIME_DEPS = ("onnxruntime", "tokenizers", "numpy")
+
+VERBS = ["get", "list", "create", "update", "delete", "search", "send", "fetch", "cancel", "schedule", "export"]
+NOUNS = ["invoice", "user", "calendar event", "email", "ticket", "deployment", "file", "order", "report", "flight"]
+PLACES = ["in the CRM", "on GitHub", "in Slack", "in the warehouse", "for a customer", "in the current workspace"]
+REQUESTS = [
+    "what's the weather in {city} tomorrow",
+    "email {name} that the meeting moved",
+    "book a flight to {city} next week",
+    "refund order {n}",
+    "open a ticket about the login page",
+    "scale the api to {n} pods",
+    "translate hello into {lang}",
+    "show me the invoices of {name}",
+]
+CITIES = ["Paris", "Tokyo", "Lagos", "Lima", "Oslo", "Denver"]
+NAMES = ["Alice", "Bob", "Chen", "Dana", "Emeka"]
+LANGS = ["Spanish", "German", "Japanese", "Swahili"]
+
+
+def short_requests(count: int, rng: random.Random) -> list[str]:
+    """``count`` short user requests (5-10 words)."""
+    return [
+        rng.choice(REQUESTS).format(
+            city=rng.choice(CITIES), name=rng.choice(NAMES), n=rng.randint(2, 9999), lang=rng.choice(LANGS)
+        )
+        for _ in range(count)
+    ]
+
+
+def tool_texts(count: int, rng: random.Random) -> list[str]:
+    """``count`` short tool descriptions (name and one sentence, 10-20 words)."""
+    texts = []
+    for i in range(count):
+        verb, noun, place = rng.choice(VERBS), rng.choice(NOUNS), rng.choice(PLACES)
+        name = f"{verb}_{noun.replace(' ', '_')}_{i}"
+        texts.append(f"{name}: {verb.capitalize()} a {noun} {place}, with optional filters and a result limit.")
+    return texts
+
+
+def fp32_dir(tmp: Path) -> Path | None:
+    """A model directory holding the fp32 export and the shipped tokenizer, or None if the export is absent."""
+    if not FP32_MODEL.is_file():
+        return None
+    (tmp / "model.onnx").symlink_to(FP32_MODEL)
+    (tmp / "tokenizer.json").symlink_to(MODEL_DIR / "tokenizer.json")
+    return tmp
+
+
+def measure(model_dir: Path, threads: int, queries: list[str], docs: list[str]) -> dict[str, float]:
+    """Load time (s), query latency median/p95 (ms) and batch throughput (docs/s) for one model and thread count."""
+    embedder = LocalEmbedder(threads=threads, model_dir=model_dir)
+    start = time.perf_counter()
+    embedder.embed("warm up")
+    load = time.perf_counter() - start
+    for text in queries[:10]:
+        embedder.embed(text)
+    latencies = []
+    for text in queries:
+        start = time.perf_counter()
+        embedder.embed(text)
+        latencies.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    embedder.embed_many(docs)
+    throughput = len(docs) / (time.perf_counter() - start)
+    ms = np.array(latencies) * 1000
+    return {
+        "load_s": load,
+        "median_ms": float(np.median(ms)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "docs_s": throughput,
+    }
+
+
+def directory_size(path: Path) -> int:
+    """Total bytes of the files under ``path``."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def package_dirs(name: str) -> Iterator[Path]:
+    """The installed directories of package ``name``: the package itself and its bundled ``<name>.libs``."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return
+    for location in spec.submodule_search_locations:
+        path = Path(location)
+        yield path
+        libs = path.parent / f"{name}.libs"
+        if libs.is_dir():
+            yield libs
+
+
+def main() -> None:
+    """Run the benchmark and print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=200, help="short requests embedded one at a time")
+    parser.add_argument("--docs", type=int, default=10_000, help="tool-like texts embedded in batches")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="intra-op thread counts to measure")
+    args = parser.parse_args()
+
+    rng = random.Random(7)
+    queries, docs = short_requests(args.queries, rng), tool_texts(args.docs, rng)
+    with tempfile.TemporaryDirectory() as tmp:
+        models = {"int8 (shipped)": MODEL_DIR, "fp32": fp32_dir(Path(tmp))}
+        if models["fp32"] is None:
+            print(f"fp32 model absent ({FP32_MODEL}): run scripts/build_local_model.py to write it; int8 only.\n")
+        print(f"{len(queries)} queries one at a time, {len(docs)} docs with embed_many (batch_size 64)\n")
+        print(f"{'model':<16} {'threads':>7} {'load s':>7} {'median ms':>10} {'p95 ms':>8} {'docs/s':>8}")
+        for label, model_dir in models.items():
+            if model_dir is None:
+                continue
+            for threads in args.threads:
+                r = measure(model_dir, threads, queries, docs)
+                print(
+                    f"{label:<16} {threads:>7} {r['load_s']:>7.2f} {r['median_ms']:>10.2f} "
+                    f"{r['p95_ms']:>8.2f} {r['docs_s']:>8.0f}",
+                    flush=True,
+                )
+
+    print(f"\n{'installed size':<16} {'MB':>8}")
+    total = 0
+    for name in RUNTIME_DEPS:
+        size = sum(directory_size(path) for path in package_dirs(name))
+        total += size
+        print(f"{name:<16} {size / 1e6:>8.1f}")
+    model_size = directory_size(MODEL_DIR)
+    print(f"{'model files':<16} {model_size / 1e6:>8.1f}")
+    print(f"{'total':<16} {(total + model_size) / 1e6:>8.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The shipped local embedder against vectors computed with sentence-transformers (tests/data/minilm_reference.npz)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolstore._embedders.local import LocalEmbedder
+from toolstore._errors import EmbedderError
+
+REFERENCE = Path(__file__).parent / "data" / "minilm_reference.npz"
+MIN_COSINE = 0.99
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, np.ndarray]:
+    with np.load(REFERENCE, allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def texts(reference: dict[str, np.ndarray], key: str) -> list[str]:
+    return [str(text) for text in reference[key]]
+
+
+def test_matches_reference_vectors(embedder: LocalEmbedder, reference: dict[str, np.ndarray]) -> None:
+    vectors = embedder.embed_many(texts(reference, "texts"))
+    cosines = (vectors * reference["vectors"]).sum(axis=1)
+    worst = int(np.argmin(cosines))
+    assert cosines.min() >= MIN_COSINE, f"cosine {cosines[worst]:.4f} for {texts(reference, 'texts')[worst]!r}"
+
+
+def test_same_top1_neighbour_as_reference(embedder: LocalEmbedder, reference: dict[str, np.ndarray]) -> None:
+    queries = embedder.embed_many(texts(reference, "queries"))
+    documents = embedder.embed_many(texts(reference, "documents"))
+    expected = (reference["query_vectors"] @ reference["document_vectors"].T).argmax(axis=1)
+    assert (queries @ documents.T).argmax(axis=1).tolist() == expected.tolist()
+    assert expected.tolist() == list(range(len(expected)))  # the reference itself finds each intended document
+
+
+def test_output_shape_dtype_and_norm(embedder: LocalEmbedder) -> None:
+    vectors = embedder.embed_batch(["send an email", "weather in Oslo", ""])
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed("x").shape == (384,)
+    assert embedder.embed_many([]).shape == (0, 384)
+
+
+def test_empty_and_blank_texts(embedder: LocalEmbedder) -> None:
+    for text in ("", " ", "\n"):
+        vector = embedder.embed(text)
+        assert np.isfinite(vector).all()
+        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+
+
+def test_batch_matches_single(embedder: LocalEmbedder, reference: dict[str, np.ndarray]) -> None:
+    sample = texts(reference, "texts")[:20]
+    batched = embedder.embed_batch(sample)
+    single = np.stack([embedder.embed(text) for text in sample])
+    # int8 activations are quantized per batch, so batch and single differ slightly; both match the reference.
+    assert (batched * single).sum(axis=1).min() >= 0.995
+
+
+def test_order_preserved_with_mixed_lengths(reference: dict[str, np.ndarray]) -> None:
+    embedder = LocalEmbedder(batch_size=4)  # several length-sorted chunks inside one call
+    sample = texts(reference, "texts")
+    mixed = sample[::-1] + sample[:5]
+    vectors = embedder.embed_batch(mixed)
+    expected = {text: vec for text, vec in zip(sample, reference["vectors"])}
+    cosines = [float(vec @ expected[text]) for text, vec in zip(mixed, vectors)]
+    assert min(cosines) >= MIN_COSINE
+
+
+def test_long_text_is_truncated_like_reference(embedder: LocalEmbedder, reference: dict[str, np.ndarray]) -> None:
+    all_texts = texts(reference, "texts")
+    longest = max(range(len(all_texts)), key=lambda i: len(all_texts[i]))
+    long_text = all_texts[longest]
+    assert len(long_text.split()) > 256
+    vector = embedder.embed(long_text)
+    assert float(vector @ reference["vectors"][longest]) >= MIN_COSINE
+    # Only the first 256 tokens count: appending more text changes nothing.
+    assert float(vector @ embedder.embed(long_text + " completely different words")) > 0.9999
+
+
+def test_missing_model_files_raise(tmp_path: Path) -> None:
+    embedder = LocalEmbedder(model_dir=tmp_path)  # constructing is lazy and fine
+    with pytest.raises(EmbedderError, match="model.onnx"):
+        embedder.embed("hello")
+
+
+def test_identity() -> None:
+    embedder = LocalEmbedder(threads=2, batch_size=8)
+    assert embedder.model == "local/all-MiniLM-L6-v2"
+    assert embedder.dim == 384
+    assert embedder.batch_size == 8
+    with pytest.raises(ValueError):
+        LocalEmbedder(threads=0)
