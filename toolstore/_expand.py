@@ -265,8 +265,9 @@ def intent_queries(conn: psycopg.Connection[Any], info: CatalogInfo) -> dict[str
     return found
 
 
-def _write(store: ToolStore, pairs: Sequence[tuple[Tool, Tool]]) -> list[str]:
-    """Upsert new versions of tools in one transaction, skipping any tool changed by someone else meanwhile."""
+def _write(store: ToolStore, pairs: Sequence[tuple[str, Tool]]) -> list[str]:
+    """Upsert new versions of tools in one transaction; ``pairs`` holds each tool's stored content hash when it
+    was read, and a tool changed (or removed) by someone else since is skipped."""
     if not pairs:
         return []
     info = store.info()
@@ -276,7 +277,7 @@ def _write(store: ToolStore, pairs: Sequence[tuple[Tool, Tool]]) -> list[str]:
         with conn.transaction():
             conn.execute(query("lock_catalog"), {"catalog": info.id})
             current = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
-            fresh = [new for old, new in pairs if current.get(old.id) == old.content_hash()]
+            fresh = [new for read_hash, new in pairs if current.get(new.id) == read_hash]
             report = upsert_tools(conn, info, fresh, store.embedder)
     return report.inserted + report.updated
 
@@ -308,8 +309,10 @@ def expand(
     if not offline and client is None:
         client = make_client()
     info = store.info()
-    with store.pool.connection() as conn:
+    with store.pool.connection() as conn, conn.transaction():  # one snapshot of tools, hashes and examples
+        conn.execute("set transaction isolation level repeatable read")
         tools = list_tools(conn, info)
+        hashes: dict[str, str] = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
         intents = intent_queries(conn, info)
     report = ExpandReport(tools=len(tools))
     refresh: list[tuple[Tool, Tool]] = []
@@ -336,12 +339,12 @@ def expand(
             refresh.append((tool, new))
         report.remaining = len(need) - max(max_tools, 0)
         need = need[: max(max_tools, 0)]
-    changed = [(old, new) for old, new in refresh if new.content_hash() != old.content_hash()]
+    changed = [(hashes[old.id], new) for old, new in refresh if new.content_hash() != old.content_hash()]
     report.unchanged = len(refresh) - len(changed)
     for batch in _chunks(changed, WRITE_BATCH):
         report.updated += _write(store, batch)
     if need:
-        _expand_with_model(store, client, model, need, intents, report, batch_size, concurrency, progress)
+        _expand_with_model(store, client, model, need, hashes, intents, report, batch_size, concurrency, progress)
     return report
 
 
@@ -350,6 +353,7 @@ def _expand_with_model(
     client: Any,
     model: str,
     need: Sequence[Tool],
+    hashes: dict[str, str],
     intents: dict[str, list[str]],
     report: ExpandReport,
     batch_size: int,
@@ -370,6 +374,6 @@ def _expand_with_model(
                 report.rejected += not llm
                 new = with_expansion(tool, llm, offline_phrases(tool, intents.get(tool.id, ())),
                                      source=source_hash(tool), model=model)
-                pairs.append((tool, new))
+                pairs.append((hashes[tool.id], new))
             report.updated += _write(store, pairs)
             bar.update(len(batch))
