@@ -294,6 +294,8 @@ from ._cli_ingest import expand_cmd, export_cmd, sync_group  # noqa: E402
 cli.add_command(sync_group)
 cli.add_command(expand_cmd)
 cli.add_command(export_cmd)
+from ._cli_eval import eval_cmd, tune_cmd  # noqa: E402
+cli.add_command(eval_cmd); cli.add_command(tune_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

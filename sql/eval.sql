@@ -1,0 +1,57 @@
+-- Evaluation and tuning: each retriever's ranked list for one query, fetched once and fused client-side
+-- (toolstore/_tune.py) for every candidate weighting. Ranks and tie-breaks are those of `route`.
+
+-- name: eval_tools
+-- Every tool in the order `route` breaks ties (`order by t.id`, the database's collation), with the
+-- lower-cased id and name that exact-identifier matching compares.
+select t.id, lower(t.id) as id_lower, lower(t.name) as name_lower, t.always_on
+from tools t
+where t.catalog_id = %(catalog)s
+order by t.id;
+
+-- name: eval_lexical
+-- The three BM25 fields' ranked lists at once (1 name, 2 description, 3 expansion), ranks <= %(n)s.
+-- Same scores, rounding and tie-break as the `lexical` part of `route`.
+with
+terms as (
+    select distinct lexeme
+    from unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query_text)s::text))) as lexeme
+),
+stats as (
+    select s.field, s.n::float8 as n, s.total_len::float8 / greatest(s.n, 1) as avgdl
+    from field_stats s
+    where s.catalog_id = %(catalog)s
+),
+bm25 as (
+    select p.field, p.tool_pk,
+           sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
+               * p.tf::float8 * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl))) as score
+    from stats st
+    cross join terms q
+    join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = st.field and d.lexeme = q.lexeme
+    join postings p on p.catalog_id = %(catalog)s and p.field = st.field and p.lexeme = q.lexeme
+    group by p.field, p.tool_pk
+),
+ranked as (
+    select b.field, t.id,
+           row_number() over (partition by b.field order by round(b.score * 1e9) desc, t.id) as rank
+    from bm25 b
+    join tools t on t.pk = b.tool_pk
+)
+select field, id, rank from ranked where rank <= %(n)s order by field, rank;
+
+-- name: eval_neighbours
+-- The nearest intent examples with their text (exact scan; `route` asks the HNSW index for the same
+-- rows and distances). %(limit)s rows plus one per stored example whose text is %(query)s, so that
+-- leave-one-out can drop those and still keep %(limit)s.
+select t.id, e.query, e.embedding <=> %(qvec)s::vector as distance
+from intent_examples e
+join tools t on t.pk = e.tool_pk
+where e.catalog_id = %(catalog)s and e.embedding is not null
+order by e.embedding <=> %(qvec)s::vector, e.pk
+limit %(limit)s + (select count(*) from intent_examples x where x.catalog_id = %(catalog)s and x.query = %(query)s);
+
+-- name: eval_analyze
+-- Fresh planner statistics after a bulk load (a scratch evaluation catalog), so BM25 starts from the
+-- query's terms instead of scanning every posting of a field.
+analyze tools, postings, lexeme_stats, field_stats, tool_vectors, intent_examples;

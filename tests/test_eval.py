@@ -1,0 +1,199 @@
+"""evaluate(), tune() and ``toolstore eval``/``tune``: metrics through the real route(), client-side fusion
+that reproduces the SQL statement, learned weights, no leakage, determinism, fallback, CLI end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.catalog_gen import generated_queries, generated_tools
+from toolstore import IntentExample, Tool, ToolStore
+from toolstore._errors import InvalidInputError
+from toolstore._eval import BUILTIN_CONFIGS, evaluate, select_configs
+from toolstore._metrics import METRICS, Judgement
+from toolstore._models import SIGNALS
+from toolstore._route import Fusion
+from toolstore._tune import UNIFORM, _Table, fetch_lists, fuse, load_tool_index, tune
+
+N = 20
+
+
+def clue_catalog() -> tuple[list[Tool], list[tuple[str, Judgement]]]:
+    """Tool i's description holds clue word i, but its name field holds clue i+1: description is informative,
+    name is noise that points at the neighbour. Queries name one clue each."""
+    clues = [f"zq{chr(97 + i)}x" for i in range(N)]
+    tools = [
+        Tool(id=f"t{i:02d}", name=f"t{i:02d}", description=f"does {clues[i]} work", keywords=(clues[(i + 1) % N],))
+        for i in range(N)
+    ]
+    examples = [
+        (f"{filler} {clues[i]}", Judgement(f"q{i}-{n}", (f"t{i:02d}",)))
+        for i in range(N)
+        for n, filler in enumerate(["please", "kindly run", "I want"])
+    ]
+    return tools, examples
+
+
+def test_evaluate_reports_every_metric_per_config(store: ToolStore) -> None:
+    tools, examples = clue_catalog()
+    store.upsert(tools)
+    report = evaluate(store, examples[:10], configs=select_configs(["name", "description", "uniform"]), k=5)
+    assert set(report) == {"configs", "n_queries", "n_tools"}
+    assert report["n_queries"] == 10 and report["n_tools"] == N
+    assert list(report["configs"]) == ["name", "description", "uniform"]
+    for row in report["configs"].values():
+        assert set(row) == {*METRICS, "latency_ms_p50", "latency_ms_p95"}
+        assert row["latency_ms_p50"] <= row["latency_ms_p95"]
+    assert report["configs"]["description"]["R@1"] == 1.0
+    assert report["configs"]["name"]["R@1"] == 0.0  # the name field points at the neighbour
+
+
+def test_evaluate_rejects_bad_input(store: ToolStore) -> None:
+    tools, examples = clue_catalog()
+    store.upsert(tools)
+    with pytest.raises(InvalidInputError, match="'nope'"):
+        select_configs(["bm25", "nope"])
+    with pytest.raises(InvalidInputError, match="'ghost.tool'"):
+        evaluate(store, [("send it", Judgement("q1", ("ghost.tool",)))], configs=select_configs(["bm25"]))
+    with pytest.raises(InvalidInputError, match="no queries"):
+        evaluate(store, [], configs=select_configs(["bm25"]))
+    assert set(select_configs()) == set(BUILTIN_CONFIGS)
+    assert "tuned" not in select_configs(tuned=False)
+
+
+def fusions() -> list[Fusion]:
+    rng = random.Random(3)
+    out = [UNIFORM, Fusion({s: float(s == "intent") for s in SIGNALS}), Fusion({s: float(s == "name") for s in SIGNALS})]
+    for _ in range(4):
+        weights = {s: rng.choice([0.0, 0.25, 1.0, 1.5, 3.0]) for s in SIGNALS}
+        weights["description"] = 1.0
+        out.append(Fusion(weights, k_rrf=rng.choice([5.0, 15.0, 60.0]), overfetch=rng.choice([None, 12, 25])))
+    return out
+
+
+def test_client_side_fusion_reproduces_route(store: ToolStore) -> None:
+    tools = generated_tools(60)
+    tools[5] = dataclasses.replace(tools[5], always_on=True)
+    store.upsert(tools)
+    rng = random.Random(1)
+    # fewer examples than the neighbours fetched: the hashing embedder ties many distances, and ties at the
+    # cut-off would make the statement's pick arbitrary
+    store.add_examples(IntentExample(rng.choice(tools).id, q) for q in generated_queries(30, seed=2))
+    queries = generated_queries(16, seed=9) + [f"please run {tools[0].name} now", f"use {tools[7].id} and mail"]
+    index = load_tool_index(store)
+    judgements = [Judgement(str(i), (tools[0].id,)) for i in range(len(queries))]
+    fetched = {}
+    for fusion in fusions():
+        depth = fusion.depth(10)
+        if depth not in fetched:
+            lists = fetch_lists(store, queries, depth=depth, leave_one_out=False, tools=index)
+            fetched[depth] = lists, _Table(lists, index, judgements, depth)
+        lists, table = fetched[depth]
+        top = table.top_ids([fusion.weights[s] for s in SIGNALS], fusion.k_rrf, np.arange(len(queries)))
+        for i, q in enumerate(queries):
+            routed = store.route(q, k=10, weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=depth).ids
+            assert fuse(lists[i], index, fusion, k=10) == routed, (q, fusion)
+            assert top[i] == routed[:10], (q, fusion)
+    assert lists[-2].exact == {tools[0].id} and lists[-1].exact == {tools[7].id}
+
+
+def test_tune_learns_that_name_is_noise(store: ToolStore) -> None:
+    tools, examples = clue_catalog()
+    store.upsert(tools)
+    report = tune(store, examples, seed=0, folds=3)
+    weights = report.fusion.weights
+    assert not report.fell_back
+    assert weights["name"] < weights["description"]
+    assert report.cv_ndcg_tuned > report.cv_ndcg_uniform
+    assert report.train_ndcg == pytest.approx(1.0)
+    # stored: route() now uses the tuned weights by default
+    assert store.info().settings["fusion"]["weights"] == dict(weights)
+    assert evaluate(store, examples, configs={"tuned": None})["configs"]["tuned"]["R@1"] == 1.0
+    assert evaluate(store, examples, configs={"u": UNIFORM})["configs"]["u"]["R@1"] < 1.0
+
+
+def test_tune_is_deterministic(store: ToolStore) -> None:
+    tools, examples = clue_catalog()
+    store.upsert(tools)
+    store.add_examples(IntentExample(j.relevant[0], q) for q, j in examples[::2])
+    runs = [tune(store, examples, seed=4, folds=4, save=False).as_dict() for _ in range(2)]
+    for r in runs:
+        r.pop("seconds"), r.pop("fetch_seconds")
+    assert runs[0] == runs[1]
+
+
+def test_tune_never_matches_a_query_to_its_own_example(store: ToolStore) -> None:
+    """Only intent carries signal, and only through each query's own stored example: with leakage, intent
+    would score every training query perfectly; leave-one-out must not."""
+    rng = random.Random(5)
+    store.upsert(Tool(id=f"tool{i:02d}", name=f"tool{i:02d}", description="a tool") for i in range(N))
+    examples = []
+    for i in range(60):
+        text = " ".join(f"w{rng.randrange(10**9)}" for _ in range(3))  # unique words: nothing else matches
+        examples.append((text, Judgement(f"q{i}", (f"tool{i % N:02d}",))))
+    store.add_examples(IntentExample(j.relevant[0], q) for q, j in examples)
+    index = load_tool_index(store)
+    leaky = fetch_lists(store, [q for q, _ in examples], depth=40, leave_one_out=False, tools=index)
+    intent = Fusion({s: float(s == "intent") for s in SIGNALS})
+    assert all(fuse(lst, index, intent)[0] == j.relevant[0] for lst, (_, j) in zip(leaky, examples))
+    report = tune(store, examples, seed=0, folds=3)
+    assert report.train_ndcg < 0.6 and report.cv_ndcg_tuned < 0.6
+
+
+def test_tune_falls_back_to_uniform_when_nothing_beats_it(dsn: str) -> None:
+    """Lexical only, and only the description field matches: every weighting ranks alike, so tuning cannot win."""
+    with ToolStore(dsn, embedder=None, catalog="lexical") as store:
+        store.upsert(Tool(id=f"t{i:02d}", name=f"t{i:02d}", description=f"handles k{i}x") for i in range(N))
+        examples = [(f"handle k{i}x", Judgement(f"q{i}", (f"t{i:02d}",))) for i in range(N)]
+        report = tune(store, examples, folds=4)
+        assert report.fell_back and report.fusion == UNIFORM
+        assert report.cv_ndcg_tuned == report.cv_ndcg_uniform
+        assert store.info().settings["fusion"]["weights"] == dict(UNIFORM.weights)
+
+
+def test_tune_rejects_bad_input(store: ToolStore) -> None:
+    tools, examples = clue_catalog()
+    store.upsert(tools)
+    with pytest.raises(InvalidInputError, match="'nowhere'"):
+        tune(store, [*examples, ("x", Judgement("bad", ("nowhere",)))])
+    with pytest.raises(InvalidInputError, match="no examples"):
+        tune(store, [])
+    with pytest.raises(InvalidInputError, match="folds"):
+        tune(store, examples, folds=1)
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_cli_eval_json_end_to_end(dsn: str, tmp_path: Path) -> None:
+    tools, examples = clue_catalog()
+    tool_rows = [{"id": t.id, "name": t.name, "description": t.description, "provider": None, "parameters": None,
+                  "category": None} for t in tools]
+    rows = [{"qid": j.qid, "query": q, "relevant": list(j.relevant), "acceptable": list(j.relevant)} for q, j in examples]
+    env = {**os.environ, "TOOLSTORE_DSN": dsn}
+    args = [sys.executable, "-m", "toolstore.cli", "--embedder", "hashing", "eval",
+            "--tools", str(_write(tmp_path / "tools.jsonl", tool_rows)),
+            "--queries", str(_write(tmp_path / "q.jsonl", rows[1::3])),
+            "--train", str(_write(tmp_path / "train.jsonl", [r for i, r in enumerate(rows) if i % 3 != 1])),
+            "--tune", "--json", "--report", str(tmp_path / "report")]
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["n_queries"] == N and out["n_tools"] == N
+    assert set(out["configs"]) == set(BUILTIN_CONFIGS)
+    assert out["configs"]["tuned"]["nDCG@10"] >= out["configs"]["uniform"]["nDCG@10"]
+    assert "| tuned |" in (tmp_path / "report" / "eval.md").read_text()
+    with ToolStore(dsn, embedder=None, create=False, catalog="default") as s:
+        assert not [c for c in s.catalogs() if c["name"].startswith("eval-")]  # scratch catalog dropped
+    bad = subprocess.run([*args[:10], "--config", "nope"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 1 and "'nope'" in bad.stderr and "Traceback" not in bad.stderr

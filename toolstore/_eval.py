@@ -1,0 +1,141 @@
+"""evaluate(): route labelled queries through the real ``store.route()`` under several fusion configs and score them."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._errors import InvalidInputError
+from ._metrics import METRICS, Judgement, aggregate, score_query
+from ._models import SIGNALS
+from ._route import DEFAULT_K_RRF, DEFAULT_WEIGHTS, Fusion
+from ._store import ToolStore
+
+
+def _only(*signals: str) -> Fusion:
+    return Fusion(weights={s: 1.0 if s in signals else 0.0 for s in SIGNALS})
+
+
+#: Built-in configs. None means "what route() uses by default": the catalog's tuned fusion when stored.
+BUILTIN_CONFIGS: dict[str, Fusion | None] = {
+    "name": _only("name"),
+    "description": _only("description"),
+    "expansion": _only("expansion"),
+    "bm25": _only("name", "description", "expansion"),
+    "dense": _only("dense"),
+    "intent": _only("intent"),
+    "uniform": _only(*SIGNALS),
+    "default": Fusion(weights=dict(DEFAULT_WEIGHTS), k_rrf=DEFAULT_K_RRF),
+    "tuned": None,
+}
+SINGLE_RETRIEVERS = ("name", "description", "expansion", "dense", "intent")
+
+
+def select_configs(names: Iterable[str] | None = None, *, tuned: bool = True) -> dict[str, Fusion | None]:
+    """The built-in configs called ``names`` (all of them when None; ``tuned`` only if ``tuned``).
+
+    Raises InvalidInputError naming any unknown config.
+    """
+    if names is None:
+        return {n: f for n, f in BUILTIN_CONFIGS.items() if tuned or n != "tuned"}
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in BUILTIN_CONFIGS]
+    if unknown:
+        raise InvalidInputError(f"unknown config(s) {', '.join(map(repr, unknown))}; known: {', '.join(BUILTIN_CONFIGS)}")
+    return {n: BUILTIN_CONFIGS[n] for n in names}
+
+
+def check_queries(store: ToolStore, queries: Sequence[tuple[str, Judgement]], what: str = "queries") -> set[str]:
+    """Raise InvalidInputError unless ``queries`` are (text, Judgement) pairs naming tools of the catalog."""
+    if not queries:
+        raise InvalidInputError(f"no {what} given")
+    known = {t.id for t in store.tools()}
+    unknown: dict[str, str] = {}
+    for item in queries:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], Judgement)):
+            raise InvalidInputError(f"{what} must be (query text, Judgement) pairs, got {item!r:.80}")
+        for tool_id in item[1].acceptable:
+            if tool_id not in known:
+                unknown.setdefault(tool_id, item[1].qid)
+    if unknown:
+        shown = ", ".join(f"{t!r} (in {q!r})" for t, q in list(unknown.items())[:5])
+        raise InvalidInputError(f"{what} name {len(unknown)} tool id(s) not in catalog {store.catalog!r}: {shown}")
+    return known
+
+
+def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Iterable[Any]:
+    if not enabled or not sys.stderr.isatty():
+        return items
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency of the eval extra
+        return items
+    return tqdm(items, desc=desc, unit="q", leave=False)
+
+
+def evaluate(
+    store: ToolStore,
+    queries: Sequence[tuple[str, Judgement]],
+    *,
+    configs: Mapping[str, Fusion | None] | None = None,
+    k: int = 10,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Route every query through ``store.route(query, k=k)`` under each config and average the metrics.
+
+    ``queries``: (text, Judgement) pairs, e.g. from :func:`toolstore._metrics.load_judgements`.
+    ``configs``: name -> Fusion (weights, k_rrf, over-fetch passed explicitly) or None (the catalog's
+    own fusion, i.e. tuned weights when stored); default: every built-in config. ``progress``: a tqdm
+    bar on stderr when it is a terminal.
+
+    Returns ``{"configs": {name: {metric: value, ..., "latency_ms_p50", "latency_ms_p95"}},
+    "n_queries": int, "n_tools": int}`` with metric names as in :data:`toolstore._metrics.METRICS`.
+    """
+    configs = dict(BUILTIN_CONFIGS if configs is None else configs)
+    if not configs:
+        raise InvalidInputError("no configs to evaluate")
+    known = check_queries(store, list(queries))
+    results: dict[str, dict[str, Any]] = {}
+    for name, fusion in configs.items():
+        if fusion is not None and not isinstance(fusion, Fusion):
+            raise InvalidInputError(f"config {name!r} must be a Fusion or None, got {type(fusion).__name__}")
+        per_query, latencies = [], []
+        for text, judgement in _progress(queries, name, progress):
+            started = time.perf_counter()
+            if fusion is None:
+                result = store.route(text, k=k)
+            else:
+                result = store.route(text, k=k, weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k))
+            latencies.append((time.perf_counter() - started) * 1000)
+            per_query.append(score_query(result.ids, judgement))
+        summary = aggregate(per_query)
+        row: dict[str, Any] = {m: summary[m] for m in METRICS}
+        row["latency_ms_p50"] = float(np.percentile(latencies, 50))
+        row["latency_ms_p95"] = float(np.percentile(latencies, 95))
+        results[name] = row
+    return {"configs": results, "n_queries": len(queries), "n_tools": len(known)}
+
+
+TABLE_COLUMNS = ("R@1", "R@10", "MRR@10", "nDCG@10", "multi R@10", "multi comp@10", "latency_ms_p50", "latency_ms_p95")
+
+
+def format_table(report: Mapping[str, Any], columns: Sequence[str] = TABLE_COLUMNS, *, markdown: bool = False) -> str:
+    """The configs of an :func:`evaluate` report as a plain-text (or markdown) table."""
+    heads = ["config", *("p50 ms" if c == "latency_ms_p50" else "p95 ms" if c == "latency_ms_p95" else c for c in columns)]
+
+    def cell(value: Any, column: str) -> str:
+        if value is None:
+            return "-"
+        return f"{value:.1f}" if column.startswith("latency") else f"{value:.3f}"
+
+    rows = [[name, *(cell(cfg.get(c), c) for c in columns)] for name, cfg in report["configs"].items()]
+    if markdown:
+        lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return "\n".join([fmt(heads), *(fmt(r) for r in rows)])

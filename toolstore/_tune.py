@@ -1,0 +1,371 @@
+"""Learned fusion weights: fetch each retriever's ranked list once per example, fuse client-side for every
+candidate weighting, pick the best by cross-validated nDCG@10 and store it in the catalog.
+
+The client-side fusion mirrors ``sql/route.sql`` exactly (the test suite checks ids against ``route()``):
+BM25 and intent ranks come from the same rounding and id tie-break, intent scores a tool by the sum of
+``1 - distance`` over its nearest :data:`NEIGHBOURS_PER_TOOL` of the ``depth * EXAMPLES_PER_CANDIDATE``
+nearest examples, the fused score is ``sum_j w_j / (k_rrf + rank_j)`` summed in signal order and ordered
+(exact match, score, id), and always-on tools go first as ``pack`` puts them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from psycopg.rows import dict_row
+
+from ._catalog import embed_cached
+from ._errors import InvalidInputError
+from ._eval import check_queries
+from ._metrics import CUTOFF, Judgement
+from ._models import SIGNALS
+from ._route import DEFAULT_K_RRF, EXAMPLES_PER_CANDIDATE, NEIGHBOURS_PER_TOOL, Fusion
+from ._sql import query
+from ._store import ToolStore
+from ._text import query_identifiers, query_text
+
+WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+K_RRF_GRID = (5.0, 15.0, 30.0, 60.0, 100.0)
+OVERFETCH_GRID: tuple[int | None, ...] = (None,)
+MAX_ROUNDS = 6
+UNIFORM = Fusion(weights={s: 1.0 for s in SIGNALS}, k_rrf=DEFAULT_K_RRF)
+
+
+@dataclass(frozen=True)
+class ToolIndex:
+    """The catalog's tools in ``route``'s tie-break order (position = rank of ``t.id`` in ``order by id``)."""
+
+    ids: tuple[str, ...]
+    position: Mapping[str, int]
+    by_identifier: Mapping[str, frozenset[str]]  # lower-cased id or name -> tool ids
+    always_on: frozenset[str]
+
+    def exact(self, raw_query: str) -> frozenset[str]:
+        """Tools the query names verbatim (id or name), as ``route``'s ``exact`` part finds them."""
+        found: set[str] = set()
+        for ident in query_identifiers(raw_query):
+            found |= self.by_identifier.get(ident, frozenset())
+        return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Lists:
+    """One query's retriever outputs, each ranked best first and at least ``depth`` deep."""
+
+    query: str
+    lexical: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # name, description, expansion
+    dense: tuple[str, ...]
+    neighbours: tuple[tuple[str, float], ...]  # (tool id, distance), nearest first, own examples dropped
+    exact: frozenset[str]
+
+
+def load_tool_index(store: ToolStore) -> ToolIndex:
+    """Every tool of ``store``'s catalog, in the database's id order."""
+    info = store.info()
+    with store.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(query("eval_tools"), {"catalog": info.id}).fetchall()
+    by_identifier: dict[str, set[str]] = {}
+    for r in rows:
+        by_identifier.setdefault(r["id_lower"], set()).add(r["id"])
+        by_identifier.setdefault(r["name_lower"], set()).add(r["id"])
+    return ToolIndex(
+        ids=tuple(r["id"] for r in rows),
+        position={r["id"]: i for i, r in enumerate(rows)},
+        by_identifier={k: frozenset(v) for k, v in by_identifier.items()},
+        always_on=frozenset(r["id"] for r in rows if r["always_on"]),
+    )
+
+
+def fetch_lists(
+    store: ToolStore, queries: Sequence[str], *, depth: int, leave_one_out: bool = True, tools: ToolIndex | None = None
+) -> list[Lists]:
+    """Each retriever's ranked list for every query, ``depth`` deep (intent: ``depth * 3`` neighbours).
+
+    ``leave_one_out`` drops the stored intent examples whose text equals the query, so a training query
+    is never matched to itself. Dense and intent lists are empty when the store has no embedder or the
+    catalog no embeddings.
+    """
+    info = store.info()
+    tools = tools or load_tool_index(store)
+    embedded = store.embedder is not None and info.embed_model is not None
+    n_examples = depth * EXAMPLES_PER_CANDIDATE
+    out: list[Lists] = []
+    with store.pool.connection() as conn:
+        vectors = embed_cached(conn, store.embedder, list(queries)) if embedded and store.embedder else None
+        for i, raw in enumerate(queries):
+            params: dict[str, Any] = {"catalog": info.id, "dim": info.embed_dim, "query_text": query_text(raw), "n": depth}
+            lexical: list[list[str]] = [[], [], []]
+            for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params):
+                lexical[fld - 1].append(tool_id)
+            dense: tuple[str, ...] = ()
+            neighbours: list[tuple[str, float]] = []
+            if vectors is not None:
+                params["qvec"] = vectors[i]
+                dense = tuple(r[0] for r in conn.execute(query("dense_list"), params))
+                params.update(limit=n_examples, query=raw)
+                for tool_id, text, distance in conn.execute(query("eval_neighbours"), params):
+                    if not (leave_one_out and text == raw):
+                        neighbours.append((tool_id, float(distance)))
+            out.append(
+                Lists(
+                    query=raw,
+                    lexical=(tuple(lexical[0]), tuple(lexical[1]), tuple(lexical[2])),
+                    dense=dense,
+                    neighbours=tuple(neighbours[:n_examples]),
+                    exact=tools.exact(raw),
+                )
+            )
+    return out
+
+
+def signal_ranks(lists: Lists, tools: ToolIndex, depth: int) -> tuple[dict[str, int], ...]:
+    """Per signal (in :data:`SIGNALS` order), tool id -> 1-based rank, ranks <= ``depth``, as ``route`` ranks."""
+    ranks = [{t: r for r, t in enumerate(ids[:depth], start=1)} for ids in (*lists.lexical, lists.dense)]
+    nearest: dict[str, list[float]] = {}
+    for tool_id, distance in lists.neighbours[: depth * EXAMPLES_PER_CANDIDATE]:
+        nearest.setdefault(tool_id, []).append(distance)
+    scores: dict[str, float] = {}
+    for tool_id, distances in nearest.items():
+        total = 0.0
+        for d in sorted(distances)[:NEIGHBOURS_PER_TOOL]:
+            total += 1 - d
+        scores[tool_id] = total
+    order = sorted(scores, key=lambda t: (-round(scores[t] * 1e9), tools.position[t]))
+    ranks.append({t: r for r, t in enumerate(order[:depth], start=1)})
+    return tuple(ranks)
+
+
+def fuse(lists: Lists, tools: ToolIndex, fusion: Fusion, *, k: int = CUTOFF) -> list[str]:
+    """The ids ``route(lists.query, k=k)`` returns under ``fusion`` (no filters, no token budget)."""
+    depth = fusion.depth(k)
+    weights = [fusion.weights[s] for s in SIGNALS]
+    ranks = signal_ranks(lists, tools, depth)
+    scores: dict[str, float] = {}
+    for w, signal in zip(weights, ranks):
+        if w > 0:
+            for tool_id, rank in signal.items():
+                scores[tool_id] = scores.get(tool_id, 0.0) + w / (fusion.k_rrf + rank)
+
+    def key(t: str) -> tuple[bool, float, int]:
+        return (t not in lists.exact, -scores.get(t, 0.0), tools.position[t])
+
+    top = sorted(scores, key=key)[:depth]
+    extra = (lists.exact | tools.always_on) - set(top)
+    for t in extra:
+        scores[t] = 0.0
+    picked = sorted([*top, *extra], key=key)
+    ordered = [t for t in picked if t in tools.always_on] + [t for t in picked if t not in tools.always_on]
+    n_on = sum(1 for t in ordered if t in tools.always_on)
+    return ordered[: n_on + k]
+
+
+class _Table:
+    """Every example's candidates at one depth as padded arrays, for fast fusion under many weightings.
+
+    Columns of a row are its candidate tools (any signal within ``depth``, exact matches, always-on
+    tools) sorted by id position; ``ranks[j]`` holds signal j's rank or inf. Fusing gives the same top
+    ``k`` as :func:`fuse`.
+    """
+
+    def __init__(self, all_lists: Sequence[Lists], tools: ToolIndex, judgements: Sequence[Judgement], depth: int) -> None:
+        rows = []
+        for lists in all_lists:
+            ranks = signal_ranks(lists, tools, depth)
+            cands = set().union(*ranks, lists.exact, tools.always_on)
+            rows.append((sorted(cands, key=tools.position.__getitem__), ranks, lists.exact))
+        self.candidates = [r[0] for r in rows]
+        n, width = len(rows), max([1, *(len(r[0]) for r in rows)])
+        self.ranks = np.full((len(SIGNALS), n, width), np.inf)
+        self.group = np.full((n, width), -1, dtype=np.int8)  # 2 always-on + 1 exact; -1 padding
+        self.position = np.full((n, width), len(tools.ids), dtype=np.int64)
+        self.gain = np.zeros((n, width))
+        for i, ((cands, ranks, exact), j) in enumerate(zip(rows, judgements)):
+            relevant = set(j.relevant)
+            for c, tool_id in enumerate(cands):
+                for s, signal in enumerate(ranks):
+                    if tool_id in signal:
+                        self.ranks[s, i, c] = signal[tool_id]
+                self.group[i, c] = 2 * (tool_id in tools.always_on) + (tool_id in exact)
+                self.position[i, c] = tools.position[tool_id]
+                self.gain[i, c] = tool_id in relevant
+        ideal = [sum(1 / np.log2(r + 2) for r in range(min(len(j.relevant), CUTOFF))) for j in judgements]
+        self.ideal = np.asarray(ideal)
+
+    def top(self, weights: Sequence[float], k_rrf: float, rows: np.ndarray, k: int = CUTOFF) -> np.ndarray:
+        """Column index of each row's top ``k`` (-1 where fewer candidates qualify)."""
+        score = np.zeros(self.group[rows].shape)
+        present = np.zeros(score.shape, dtype=bool)
+        for s, w in enumerate(weights):
+            if w > 0:
+                r = self.ranks[s, rows]
+                score = score + w / (k_rrf + r)
+                present |= np.isfinite(r)
+        group = self.group[rows]
+        group = np.where(present | (group > 0), group, -1)
+        # preselect by a float key, then order exactly by (group, score, id) among the preselected
+        pre = min(score.shape[1], 4 * k)
+        rough = group * 16.0 + score
+        cols = np.argpartition(-rough, pre - 1, axis=1)[:, :pre] if pre < score.shape[1] else np.indices(score.shape)[1]
+        g, sc, pos = (np.take_along_axis(a, cols, axis=1) for a in (group, score, self.position[rows]))
+        order = np.lexsort((pos, -sc, -g), axis=1)[:, :k]
+        top = np.take_along_axis(cols, order, axis=1)
+        return np.where(np.take_along_axis(g, order, axis=1) >= 0, top, -1)
+
+    def top_ids(self, weights: Sequence[float], k_rrf: float, rows: np.ndarray, k: int = CUTOFF) -> list[list[str]]:
+        """The ids of each row's top ``k`` (what :meth:`top` points at)."""
+        top = self.top(weights, k_rrf, rows, k)
+        return [[self.candidates[r][c] for c in cols if c >= 0] for r, cols in zip(rows, top)]
+
+    def ndcg(self, weights: Sequence[float], k_rrf: float, rows: np.ndarray) -> np.ndarray:
+        """nDCG@10 of each row under the given fusion."""
+        top = self.top(weights, k_rrf, rows)
+        gain = np.where(top >= 0, np.take_along_axis(self.gain[rows], np.maximum(top, 0), axis=1), 0.0)
+        discount = 1 / np.log2(np.arange(2, top.shape[1] + 2))
+        return (gain * discount).sum(axis=1) / self.ideal[rows]
+
+
+@dataclass(frozen=True)
+class TuneReport:
+    """What :func:`tune` found and stored.
+
+    ``cv_ndcg_*``: mean nDCG@10 over held-out folds (weights chosen on the other folds; uniform needs no
+    choosing). ``fusion`` is what was stored: ``tuned`` (fit on all examples) unless its CV score did not
+    beat uniform weights', then uniform (``fell_back``).
+    """
+
+    fusion: Fusion
+    tuned: Fusion
+    cv_ndcg_uniform: float
+    cv_ndcg_tuned: float
+    train_ndcg: float
+    fell_back: bool
+    n_examples: int
+    folds: int
+    seed: int
+    seconds: float
+    fetch_seconds: float
+    fold_fusions: list[Fusion] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        def f(x: Fusion) -> dict[str, Any]:
+            return {"weights": dict(x.weights), "k_rrf": x.k_rrf, "overfetch": x.overfetch}
+
+        return {
+            "fusion": f(self.fusion),
+            "tuned": f(self.tuned),
+            "cv_ndcg_uniform": round(self.cv_ndcg_uniform, 4),
+            "cv_ndcg_tuned": round(self.cv_ndcg_tuned, 4),
+            "train_ndcg": round(self.train_ndcg, 4),
+            "fell_back": self.fell_back,
+            "n_examples": self.n_examples,
+            "folds": self.folds,
+            "seed": self.seed,
+            "seconds": round(self.seconds, 2),
+            "fetch_seconds": round(self.fetch_seconds, 2),
+            "fold_fusions": [f(x) for x in self.fold_fusions],
+        }
+
+
+def _fit(tables: Mapping[int | None, _Table], rows: np.ndarray) -> tuple[Fusion, float]:
+    """Coordinate ascent from uniform weights over the grids; returns the best fusion and its mean nDCG."""
+    memo: dict[tuple[Any, ...], float] = {}
+
+    def score(weights: tuple[float, ...], k_rrf: float, overfetch: int | None) -> float:
+        key = (weights, k_rrf, overfetch)
+        if key not in memo:
+            memo[key] = float(tables[overfetch].ndcg(weights, k_rrf, rows).mean()) if any(weights) else -1.0
+        return memo[key]
+
+    best: tuple[tuple[float, ...], float, int | None] = (tuple(UNIFORM.weights.values()), UNIFORM.k_rrf, None)
+    best_score = score(*best)
+    for _ in range(MAX_ROUNDS):
+        before = best
+        for axis in range(len(SIGNALS) + 2):
+            for value in WEIGHT_GRID if axis < len(SIGNALS) else K_RRF_GRID if axis == len(SIGNALS) else list(tables):
+                w, kr, o = best
+                if axis < len(SIGNALS):
+                    w = w[:axis] + (float(value),) + w[axis + 1 :]  # type: ignore[arg-type]
+                elif axis == len(SIGNALS):
+                    kr = float(value)  # type: ignore[arg-type]
+                else:
+                    o = value  # type: ignore[assignment]
+                if score(w, kr, o) > best_score + 1e-12:
+                    best, best_score = (w, kr, o), score(w, kr, o)
+        if best == before:
+            break
+    weights, k_rrf, overfetch = best
+    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf, overfetch=overfetch), best_score
+
+
+def _folds(n: int, folds: int, seed: int) -> np.ndarray:
+    """Fold number of each example: a seeded permutation dealt round-robin."""
+    fold = np.empty(n, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % folds
+    return fold
+
+
+def tune(
+    store: ToolStore,
+    examples: Sequence[tuple[str, Judgement]],
+    *,
+    seed: int = 0,
+    folds: int = 5,
+    k: int = CUTOFF,
+    save: bool = True,
+) -> TuneReport:
+    """Fit fusion weights, ``k_rrf`` (and over-fetch) on labelled ``examples``; store them unless ``save=False``.
+
+    Each example's retriever lists are fetched once (leave-one-out: its own stored intent examples are
+    dropped), then coordinate ascent over :data:`WEIGHT_GRID` x :data:`K_RRF_GRID` x :data:`OVERFETCH_GRID`
+    maximises mean nDCG@k. ``folds``-fold cross-validation (folds dealt by ``seed``) scores the procedure
+    on held-out examples; the stored weights are fit on all examples, or uniform when tuning did not
+    beat uniform under cross-validation. Deterministic for a given catalog, examples and seed.
+    """
+    started = time.perf_counter()
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise InvalidInputError(f"folds must be an integer >= 2, got {folds!r}")
+    examples = list(examples)
+    check_queries(store, examples, "examples")
+    tools = load_tool_index(store)
+    if len(examples) < 2:
+        raise InvalidInputError(f"tuning needs at least 2 examples, got {len(examples)}")
+    folds = min(folds, len(examples))
+    depths = {o: Fusion(UNIFORM.weights, overfetch=o).depth(k) for o in OVERFETCH_GRID}
+    lists = fetch_lists(store, [q for q, _ in examples], depth=max(depths.values()), tools=tools)
+    fetched = time.perf_counter()
+    judgements = [j for _, j in examples]
+    tables = {o: _Table(lists, tools, judgements, d) for o, d in depths.items()}
+    fold = _folds(len(examples), folds, seed)
+    held_tuned = np.zeros(len(examples))
+    fold_fusions = []
+    for f in range(folds):
+        fusion, _ = _fit(tables, np.flatnonzero(fold != f))
+        fold_fusions.append(fusion)
+        test = np.flatnonzero(fold == f)
+        held_tuned[test] = tables[fusion.overfetch].ndcg(list(fusion.weights.values()), fusion.k_rrf, test)
+    everything = np.arange(len(examples))
+    uniform = tables[None].ndcg(list(UNIFORM.weights.values()), UNIFORM.k_rrf, everything)
+    tuned, train = _fit(tables, everything)
+    cv_tuned, cv_uniform = float(held_tuned.mean()), float(uniform.mean())
+    fell_back = not cv_tuned > cv_uniform
+    chosen = UNIFORM if fell_back else tuned
+    if save:
+        store.set_fusion(weights=chosen.weights, k_rrf=chosen.k_rrf, overfetch=chosen.overfetch)
+    return TuneReport(
+        fusion=chosen,
+        tuned=tuned,
+        cv_ndcg_uniform=cv_uniform,
+        cv_ndcg_tuned=cv_tuned,
+        train_ndcg=train,
+        fell_back=fell_back,
+        n_examples=len(examples),
+        folds=folds,
+        seed=seed,
+        seconds=time.perf_counter() - started,
+        fetch_seconds=fetched - started,
+        fold_fusions=fold_fusions,
+    )
