@@ -87,8 +87,14 @@ insert into intent_examples (catalog_id, tool_pk, query, embedding)
 select %(catalog)s, t.pk, r.query, r.embedding
 from unnest(%(ids)s::text[], %(queries)s::text[], %(vectors)s::vector[]) as r (id, query, embedding)
 join tools t on t.catalog_id = %(catalog)s and t.id = r.id
-on conflict (tool_pk, query) do update set embedding = excluded.embedding
+on conflict (tool_pk, query) do nothing
 returning pk;
+
+-- name: existing_examples
+select t.id, e.query
+from intent_examples e
+join tools t on t.pk = e.tool_pk
+where e.catalog_id = %(catalog)s and e.embedding is not null;
 
 -- name: list_tools
 select id, name, description, title, provider, parameters, categories, tags, keywords, examples, expansion,

@@ -5,6 +5,7 @@
 --   per_tool    neighbours summed per tool      k_rrf      RRF constant
 --   w_name, w_description, w_expansion, w_dense, w_intent  fusion weights; 0 switches a retriever off
 --   allow, block, categories                   text[] filters on tool id / categories, or null
+--   filtered    true when any of the three filters is given
 --   limit       fused rows returned (always-on tools come on top of these)
 --   identifiers lower-cased identifier-looking query tokens: a tool whose id or name is one of them is
 --               an exact match and ranks above every fused result
@@ -31,8 +32,9 @@ stats as (
 ),
 bm25 as (
     select p.field, p.tool_pk,
-           sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
-               * p.tf::float8 * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl))) as score
+           round(sum(ln(1 + (st.n - d.df::float8 + 0.5) / (d.df::float8 + 0.5))
+                     * p.tf::float8 * 2.2 / (p.tf::float8 + 1.2 * (0.25 + 0.75 * p.dl::float8 / st.avgdl))) * 1e9)
+               as score
     from fields f
     join stats st on st.field = f.field
     cross join terms q
@@ -41,14 +43,23 @@ bm25 as (
     where f.weight > 0
     group by p.field, p.tool_pk
 ),
-lexical as (
-    select b.field as signal, b.tool_pk,
-           row_number() over (partition by b.field order by round(b.score * 1e9) desc, t.id) as rank
+-- Rank with ties first (no join), then break ties by id only for the few rows that can make the cut.
+coarse as (
+    select b.field, b.tool_pk, b.score, rank() over (partition by b.field order by b.score desc) as coarse_rank
     from bm25 b
-    join tools t on t.pk = b.tool_pk
-    where (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
-      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
-      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+    where not %(filtered)s::boolean
+       or exists (select 1 from tools t
+                  where t.pk = b.tool_pk
+                    and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+                    and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+                    and (%(categories)s::text[] is null or t.categories && %(categories)s::text[]))
+),
+lexical as (
+    select c.field as signal, c.tool_pk,
+           row_number() over (partition by c.field order by c.score desc, t.id) as rank
+    from coarse c
+    join tools t on t.pk = c.tool_pk
+    where c.coarse_rank <= %(n)s
 ),
 dense as (
     select 4::smallint as signal, v.tool_pk,
@@ -150,16 +161,17 @@ stats as (
     from field_stats s
     where s.catalog_id = %(catalog)s and s.field = %(field)s
 )
-select t.id, sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
-                 * p.tf::float8 * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl))) as score
+select t.id, sum(ln(1 + (st.n - d.df::float8 + 0.5) / (d.df::float8 + 0.5))
+                 * p.tf::float8 * 2.2 / (p.tf::float8 + 1.2 * (0.25 + 0.75 * p.dl::float8 / st.avgdl))) as score
 from terms q
 cross join stats st
 join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = %(field)s and d.lexeme = q.lexeme
 join postings p on p.catalog_id = %(catalog)s and p.field = %(field)s and p.lexeme = q.lexeme
 join tools t on t.pk = p.tool_pk
 group by t.id
-order by round(sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
-                 * p.tf::float8 * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl))) * 1e9) desc, t.id;
+order by round(sum(ln(1 + (st.n - d.df::float8 + 0.5) / (d.df::float8 + 0.5))
+                   * p.tf::float8 * 2.2 / (p.tf::float8 + 1.2 * (0.25 + 0.75 * p.dl::float8 / st.avgdl))) * 1e9) desc,
+         t.id;
 
 -- name: dense_list
 select t.id, v.distance

@@ -233,7 +233,11 @@ def write_vectors(
 def add_examples(
     conn: psycopg.Connection[Any], info: CatalogInfo, examples: Sequence[IntentExample], embedder: Embedder
 ) -> int:
-    """Store intent examples (embedded) for tools of the catalog; unknown tools are an error, nothing written."""
+    """Store new intent examples (embedded) for tools of the catalog; returns how many were added.
+
+    Examples already stored are skipped (nothing re-embedded); unknown tools are an error and then
+    nothing is written.
+    """
     check_model(info, embedder)
     examples = list(dict.fromkeys(examples))
     for index, ex in enumerate(examples):
@@ -251,20 +255,22 @@ def add_examples(
     if unknown:
         shown = ", ".join(repr(u) for u in unknown[:5])
         raise UnknownToolError(f"intent examples name {len(unknown)} tool(s) not in catalog {info.name!r}: {shown}")
-    if not examples:
+    existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
+    new = [ex for ex in examples if (ex.tool_id, ex.query) not in existing]
+    if not new:
         return 0
-    vectors = embed_cached(conn, embedder, [ex.query for ex in examples])
+    vectors = embed_cached(conn, embedder, [ex.query for ex in new])
     with conn.transaction():
         conn.execute(query("lock_catalog"), {"catalog": info.id})
         if info.embed_model is None:
             conn.execute(query("set_catalog_model"), {"catalog": info.id, "model": embedder.model, "dim": embedder.dim})
-        bulk = len(examples) > BULK_VECTORS
+        bulk = len(new) > BULK_VECTORS
         if bulk:
             conn.execute(query("drop_vector_indexes"), {"catalog": info.id})
         params = {
             "catalog": info.id,
-            "ids": [ex.tool_id for ex in examples],
-            "queries": [ex.query for ex in examples],
+            "ids": [ex.tool_id for ex in new],
+            "queries": [ex.query for ex in new],
             "vectors": list(vectors),
         }
         written = len(conn.execute(query("insert_examples"), params).fetchall())

@@ -109,6 +109,7 @@ def statement_params(
         "allow": _check_ids("allow", allow),
         "block": _check_ids("block", block),
         "categories": _check_ids("categories", categories),
+        "filtered": allow is not None or block is not None or categories is not None,
         "limit": n,
     }
 

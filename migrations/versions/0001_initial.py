@@ -274,7 +274,7 @@ $$;
 create function knn(p_table text, p_catalog integer, p_dim integer, p_query vector, p_limit integer,
                     p_allow text[], p_block text[], p_categories text[])
 returns table (tool_pk bigint, distance double precision)
-language plpgsql set search_path from current as $$
+language plpgsql rows 40 set search_path from current as $$
 declare
     filtered boolean := p_allow is not null or p_block is not null or p_categories is not null;
 begin
