@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from psycopg import sql
-from sqlalchemy import create_engine, pool, text
-from sqlalchemy.engine import Connection
 
 from ._errors import DatabaseError, InvalidInputError
+
+if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: importing toolstore stays fast
+    from alembic.config import Config
+    from sqlalchemy.engine import Connection
 
 VERSION_TABLE = "toolstore_alembic_version"
 DEFAULT_SCHEMA = "toolstore"
@@ -38,6 +37,8 @@ def check_schema_name(schema: str) -> str:
 
 def prepare_connection(connection: Connection, schema: str) -> None:
     """Create the schema and pgvector if needed, and put the schema first on the search_path."""
+    from sqlalchemy import text
+
     raw = connection.connection.driver_connection
     connection.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
     connection.execute(text("create extension if not exists vector"))
@@ -55,6 +56,8 @@ def search_path(conn: Any, schema: str, ext_schema: str) -> str:
 
 
 def alembic_config(connection: Connection, schema: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(resource_dir("migrations")))
     cfg.attributes["connection"] = connection
@@ -63,6 +66,9 @@ def alembic_config(connection: Connection, schema: str) -> Config:
 
 
 def head_revision() -> str:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
     cfg = Config()
     cfg.set_main_option("script_location", str(resource_dir("migrations")))
     head = ScriptDirectory.from_config(cfg).get_current_head()
@@ -88,6 +94,8 @@ def migrate(
     if connection is not None:
         _run(connection, schema, revision, downgrade)
         return
+    from sqlalchemy import create_engine, pool
+
     from ._connect import resolve_dsn
 
     target = resolve_dsn(dsn)
@@ -102,6 +110,8 @@ def migrate(
 
 
 def _run(connection: Connection, schema: str, revision: str, downgrade: bool) -> None:
+    from alembic import command
+
     cfg = alembic_config(connection, schema)
     if downgrade:
         command.downgrade(cfg, revision)
