@@ -31,6 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._errors import InvalidInputError
+
 __all__ = [
     "CUTOFF",
     "METRICS",
@@ -191,7 +193,7 @@ def aggregate(per_query: Iterable[dict[str, Any]]) -> dict[str, float | None]:
 def _id_list(where: str, record: dict[str, Any], field: str) -> list[str]:
     value = record[field]
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ValueError(f"{where}: {field!r} must be a list of non-empty strings")
+        raise InvalidInputError(f"{where}: {field!r} must be a list of non-empty strings")
     return value
 
 
@@ -200,7 +202,7 @@ def load_judgements(path: str | os.PathLike[str]) -> list[tuple[str, Judgement]]
 
     Each non-blank line is a JSON object with ``qid`` and ``query`` (strings),
     ``relevant`` (a non-empty list of tool ids) and ``acceptable`` (a list of tool
-    ids; optional, defaults to ``relevant``).  Raises :class:`ValueError` naming
+    ids; optional, defaults to ``relevant``).  Raises :class:`~toolstore.InvalidInputError` (a ValueError) naming
     the file and line on malformed input or a repeated ``qid``.
     """
     pairs: list[tuple[str, Judgement]] = []
@@ -213,23 +215,23 @@ def load_judgements(path: str | os.PathLike[str]) -> list[tuple[str, Judgement]]
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: invalid JSON ({exc.msg})") from exc
+                raise InvalidInputError(f"{where}: invalid JSON ({exc.msg})") from exc
             if not isinstance(record, dict):
-                raise ValueError(f"{where}: expected a JSON object")
+                raise InvalidInputError(f"{where}: expected a JSON object")
             missing = [key for key in ("qid", "query", "relevant") if key not in record]
             if missing:
-                raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")
+                raise InvalidInputError(f"{where}: missing field(s) {', '.join(missing)}")
             qid, query = record["qid"], record["query"]
             if not isinstance(qid, str) or not qid:
-                raise ValueError(f"{where}: 'qid' must be a non-empty string")
+                raise InvalidInputError(f"{where}: 'qid' must be a non-empty string")
             if not isinstance(query, str) or not query.strip():
-                raise ValueError(f"{where}: 'query' must be a non-empty string")
+                raise InvalidInputError(f"{where}: 'query' must be a non-empty string")
             relevant = _id_list(where, record, "relevant")
             if not relevant:
-                raise ValueError(f"{where}: 'relevant' is empty")
+                raise InvalidInputError(f"{where}: 'relevant' is empty")
             acceptable = _id_list(where, record, "acceptable") if "acceptable" in record else []
             if qid in first_line:
-                raise ValueError(f"{where}: qid {qid!r} already used on line {first_line[qid]}")
+                raise InvalidInputError(f"{where}: qid {qid!r} already used on line {first_line[qid]}")
             first_line[qid] = lineno
             pairs.append((query, Judgement(qid, tuple(relevant), tuple(acceptable))))
     return pairs
