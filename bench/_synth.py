@@ -236,9 +236,13 @@ def queries(cat: Catalog, count: int, seed: int = 1) -> list[Query]:
     rng = random.Random(f"queries-{GENERATOR_VERSION}-{seed}")
     vocab = vocabulary()
     out: list[Query] = []
+    seen: set[str] = set()
     while len(out) < count:
         if rng.random() < 0.25:
-            out.append(Query(rng.choice(vocab.free_queries), None))
+            text = rng.choice(vocab.free_queries)
+            if text not in seen:
+                seen.add(text)
+                out.append(Query(text, None))
             continue
         j = rng.randrange(len(cat.tools))
         tool, src = cat.tools[j], cat.seeds[j]
@@ -246,7 +250,10 @@ def queries(cat: Catalog, count: int, seed: int = 1) -> list[Query]:
         if not texts:
             continue
         words = _words(tool.name)
-        out.append(Query(_substitute(rng.choice(texts), src, words[0], words[1:]), tool.id))
+        text = _substitute(rng.choice(texts), src, words[0], words[1:])
+        if text not in seen:
+            seen.add(text)
+            out.append(Query(text, tool.id))
     return out
 
 
@@ -255,11 +262,13 @@ def queries(cat: Catalog, count: int, seed: int = 1) -> list[Query]:
 CHUNK = 10_000
 
 
-def load_vectors(n: int, embedder: Any, cache: Path, log: Any = print) -> tuple[Any, Any]:
+def load_vectors(n: int, embedder: Any, cache: Path, log: Any = print, reverse: bool = False) -> tuple[Any, Any]:
     """(tool vectors, example vectors) of ``catalog(n)`` in catalog order, from ``cache`` (filled as needed).
 
     Chunk c holds tools [c*CHUNK, (c+1)*CHUNK) and their examples, so every size shares the same vectors.
     """
+    import time
+
     import numpy as np
 
     from toolstore._text import dense_text
@@ -271,7 +280,12 @@ def load_vectors(n: int, embedder: Any, cache: Path, log: Any = print) -> tuple[
     missing = [c for c, p in enumerate(paths) if not p.exists()]
     if missing:
         full = catalog(chunks * CHUNK)
-        for c in missing:
+        for c in missing[::-1] if reverse else missing:
+            lock = paths[c].with_suffix(".lock")
+            try:  # several processes may fill one cache: each chunk is embedded by whoever locks it first
+                lock.touch(exist_ok=False)
+            except FileExistsError:
+                continue
             tools = full.tools[c * CHUNK : (c + 1) * CHUNK]
             examples = full.examples[c * CHUNK * EXAMPLES_PER_TOOL : (c + 1) * CHUNK * EXAMPLES_PER_TOOL]
             log(f"embedding chunk {c}: {len(tools)} tools + {len(examples)} examples with {embedder.model}")
@@ -280,6 +294,9 @@ def load_vectors(n: int, embedder: Any, cache: Path, log: Any = print) -> tuple[
             tmp = paths[c].with_suffix(".tmp.npz")
             np.savez(tmp, tools=tv.astype(np.float32), examples=ev.astype(np.float32))
             tmp.rename(paths[c])
+            lock.unlink()
+    while not all(p.exists() for p in paths):  # chunks another process is embedding
+        time.sleep(5)
     loaded = [np.load(p) for p in paths]
     tools_v = np.concatenate([z["tools"] for z in loaded])[:n]
     examples_v = np.concatenate([z["examples"] for z in loaded])[: n * EXAMPLES_PER_TOOL]
@@ -293,5 +310,5 @@ if __name__ == "__main__":  # python bench/_synth.py 100000: fill the vector cac
 
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     out = Path(__file__).resolve().parent / "out"
-    tv, ev = load_vectors(size, LocalEmbedder(), out, log=lambda m: print(m, flush=True))
+    tv, ev = load_vectors(size, LocalEmbedder(), out, log=lambda m: print(m, flush=True), reverse="--reverse" in sys.argv)
     print(tv.shape, ev.shape)

@@ -13,6 +13,7 @@ $TOOLSTORE_HOME (default bench/out/home). Every number of one size comes from on
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -82,13 +83,20 @@ def fresh_database(admin: str, name: str) -> str:
     return dsn
 
 
+def schema_hash() -> str:
+    """The migrations' text: a cached database is rebuilt when they change (they are edited in place)."""
+    files = sorted((BENCH.parent / "migrations" / "versions").glob("*.py"))
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+
+
 def built_database(admin: str, n: int, cat: _synth.Catalog, tv: np.ndarray, ev: np.ndarray, model: str) -> str:
     """The size-n database, built unless a complete one of this generator version and model exists."""
     name = f"bench_{n}_v{_synth.GENERATOR_VERSION}" + ("" if model == LocalEmbedder.model else "_" + model[:12])
     dsn = make_conninfo(admin, dbname=name)
+    schema = schema_hash()
     try:
         with psycopg.connect(dsn) as conn:
-            if conn.execute("select done from public.bench_meta").fetchone():
+            if conn.execute("select 1 from public.bench_meta where schema = %s", [schema]).fetchone():
                 return dsn
     except psycopg.Error:
         pass
@@ -115,7 +123,7 @@ def built_database(admin: str, n: int, cat: _synth.Catalog, tv: np.ndarray, ev: 
             conn.execute(query("insert_examples"), params)
         conn.execute(query("ensure_vector_indexes"), {"catalog": catalog})
         conn.execute("vacuum analyze")
-        conn.execute("create table public.bench_meta as select true as done")
+        conn.execute("create table public.bench_meta as select %s::text as schema", [schema])
     pool.close()
     log(f"built {name} in {time.perf_counter() - started:.0f} s")
     return dsn
@@ -151,7 +159,9 @@ def bench_size(admin: str, n: int, requests: int, embedder: Embedder, variants: 
     cat = _synth.catalog(n)
     tv, ev = _synth.load_vectors(n, embedder, OUT, log=log)
     dsn = built_database(admin, n, cat, tv, ev, embedder.model)
-    queries = _synth.queries(cat, requests)
+    warm, tput = 30, max(requests, 400)
+    every = _synth.queries(cat, warm + requests + tput)  # distinct texts: route() caches query vectors
+    queries, warmup, tput_texts = every[warm : warm + requests], every[:warm], [q.text for q in every[warm + requests :]]
     texts = [q.text for q in queries]
     qvecs = embedder.embed_many(texts)
     with ToolStore(dsn, embedder=embedder, catalog="bench", pool_size=CLIENTS) as store:
@@ -176,9 +186,10 @@ def bench_size(admin: str, n: int, requests: int, embedder: Embedder, variants: 
             def routed(i: int) -> list[str]:
                 return [c.tool.id for c in store.route(texts[i]).tools]
 
-            for i in range(min(30, requests)):  # warm caches and the model
-                statement(i), inprocess(i), routed(i)
-            times: dict[str, list[float]] = {"inprocess": [], "statement": [], "route": []}
+            conn.execute("truncate embedding_cache")  # route() must embed every timed query
+            for i, q in enumerate(warmup):  # warm the buffer cache, the plans and the model
+                statement(i), inprocess(i), store.route(q.text), store.info()
+            times: dict[str, list[float]] = {"inprocess": [], "statement": [], "route": [], "info": []}
             same10 = overlap10 = 0.0
             hits = targeted = 0
             log(f"{n}: timing {requests} requests")
@@ -186,6 +197,7 @@ def bench_size(admin: str, n: int, requests: int, embedder: Embedder, variants: 
                 t_ref, ref_ids = timed(lambda: inprocess(i))
                 t_sql, sql_ids = timed(lambda: statement(i))
                 t_route, route_ids = timed(lambda: routed(i))
+                times["info"].append(timed(store.info)[0])
                 times["inprocess"].append(t_ref)
                 times["statement"].append(t_sql)
                 times["route"].append(t_route)
@@ -211,8 +223,8 @@ def bench_size(admin: str, n: int, requests: int, embedder: Embedder, variants: 
                 c.execute(query("route"), params[i % requests]).fetchall()
 
         log(f"{n}: throughput with {CLIENTS} clients")
-        rps_route = throughput(lambda i: store.route(texts[i % requests]), max(requests, 400))
-        rps_statement = throughput(pooled_statement, max(requests, 400))
+        rps_route = throughput(lambda i: store.route(tput_texts[i]), tput)
+        rps_statement = throughput(pooled_statement, tput)
     result = {k: stats_ms(v) for k, v in times.items()}
     return {
         "tools": n, "examples": len(cat.examples), "requests": requests, **result,
@@ -247,6 +259,7 @@ def bench_import(admin: str, embedder: Embedder, n: int = 10_000) -> dict[str, f
 def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
     rows = [
         ("route() p50 / p95 ms", lambda r: f"{r['route']['p50']:.1f} / {r['route']['p95']:.1f}"),
+        ("  of which store.info() p50 ms", lambda r: f"{r['info']['p50']:.1f}"),
         ("statement p50 / p95 ms", lambda r: f"{r['statement']['p50']:.1f} / {r['statement']['p95']:.1f}"),
         ("in-process p50 / p95 ms", lambda r: f"{r['inprocess']['p50']:.2f} / {r['inprocess']['p95']:.2f}"),
         ("statement / in-process (p50)", lambda r: f"{r['ratio_statement_inprocess']:.2f}x"),

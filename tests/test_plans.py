@@ -1,0 +1,154 @@
+"""Query plans of routing over a 10k-tool catalog: indexes are used, tools and postings are never scanned whole.
+
+Not timed: these assert plan shapes (EXPLAIN (FORMAT JSON)), which is what keeps route() fast as catalogs grow.
+The route statement calls ``knn()``, whose nearest-neighbour queries are dynamic SQL inside plpgsql, so the
+outer plan only shows a Function Scan: the inner statements are checked separately, (1) by EXPLAINing the
+statement text taken from the function's own source with the catalog's dimension and id spelled in, as the
+function does, and (2) where the server allows ``LOAD 'auto_explain'``, from the plans of a real call.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+
+from catalog_gen import generated_queries, generated_tools
+from conftest import TEMPLATE, create_database, drop_database
+from toolstore import HashingEmbedder, IntentExample, ToolStore
+from toolstore._route import catalog_fusion, statement_params
+from toolstore._sql import query
+
+N_TOOLS = 10_000
+DIM = 32
+WHOLE_TABLE_FORBIDDEN = {"tools", "postings", "lexeme_stats", "tool_vectors", "intent_examples"}
+
+REQUESTS = {
+    "natural language": ({}, "send the weekly invoice summary to the finance team"),
+    "identifier": ({}, "use send_email_3 for the urgent message"),
+    "filtered": ({"categories": ["finance"], "block": ["slack.send_email_0"]}, "refund a failed payment"),
+}
+
+
+@pytest.fixture(scope="module")
+def store(server_dsn: str, template_dsn: str) -> Iterator[ToolStore]:
+    name = f"toolstore_test_plans_{uuid.uuid4().hex[:8]}"
+    dsn = create_database(server_dsn, name, template=TEMPLATE)
+    tools = generated_tools(N_TOOLS, seed=3)
+    with ToolStore(dsn, embedder=HashingEmbedder(DIM), catalog="plans") as s:
+        s.upsert(tools)
+        s.add_examples([IntentExample(t.id, q) for t, q in zip(tools[::2], generated_queries(N_TOOLS // 2, seed=4))])
+        with s.pool.connection() as conn:
+            conn.execute("analyze")
+        yield s
+    drop_database(server_dsn, name)
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of a JSON plan tree (init plans and CTEs included: they are children too)."""
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def explain(conn: psycopg.Connection[Any], statement: str, params: Any) -> list[dict[str, Any]]:
+    row = conn.execute("explain (format json) " + statement, params).fetchone()
+    assert row is not None
+    return list(nodes(row[0][0]["Plan"]))
+
+
+def scans(plan: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(n["Node Type"], n.get("Relation Name", ""), n.get("Index Name", "")) for n in plan if "Relation Name" in n}
+
+
+def assert_no_whole_table_scans(plan: list[dict[str, Any]]) -> None:
+    whole = {(t, r) for t, r, _ in scans(plan) if t == "Seq Scan" and r in WHOLE_TABLE_FORBIDDEN}
+    assert not whole, f"sequential scans of {sorted(whole)}; plan scans: {sorted(scans(plan))}"
+
+
+def route_params(store: ToolStore, label: str) -> dict[str, Any]:
+    filters, text = REQUESTS[label]
+    info = store.info()
+    qvec = store.embedder.embed(text) if store.embedder else None
+    return statement_params(info, text, qvec, catalog_fusion(info), k=8, **filters)
+
+
+@pytest.mark.parametrize("label", sorted(REQUESTS))
+def test_route_statement_uses_the_bm25_indexes_and_no_whole_table_scan(store: ToolStore, label: str) -> None:
+    with store.pool.connection() as conn:
+        plan = explain(conn, query("route"), route_params(store, label))
+    found = scans(plan)
+    assert_no_whole_table_scans(plan)
+    assert any(r == "postings" and i == "postings_pkey" for _, r, i in found), found
+    assert any(r == "lexeme_stats" and i == "lexeme_stats_pkey" for _, r, i in found), found
+    functions = [n for n in plan if n["Node Type"] == "Function Scan" and n.get("Function Name") == "knn"]
+    assert len(functions) == 2, "dense and intent retrieval both go through knn()"
+
+
+def knn_statements(conn: psycopg.Connection[Any]) -> list[str]:
+    """The format strings of the statements knn() executes, read from the function's source."""
+    row = conn.execute("select prosrc from pg_proc where proname = 'knn'").fetchone()
+    assert row is not None, "knn() is missing"
+    found = re.findall(r"execute\s+format\(\s*((?:'(?:[^']|'')*'\s*)+),", row[0])
+    assert len(found) == 2, "knn() should run one unfiltered and one filtered statement"
+    return ["".join(s.replace("''", "'") for s in re.findall(r"'((?:[^']|'')*)'", f)) for f in found]
+
+
+def inner_statement(template: str, table: str, catalog: int, dim: int) -> str:
+    """A knn() format string with the dimension, catalog and table spelled in and $n as named parameters."""
+    text = template.replace("%1$s", str(dim)).replace("%2$s", str(catalog)).replace("%3$I", table)
+    assert "%" not in text, f"unexpected format specifier left in {text!r}"
+    return re.sub(r"\$(\d)", r"%(p\1)s", text)
+
+
+@pytest.mark.parametrize("table", ["tool_vectors", "intent_examples"])
+@pytest.mark.parametrize("filtered", [False, True], ids=["unfiltered", "filtered"])
+def test_knn_inner_statements_use_the_catalogs_hnsw_index(store: ToolStore, table: str, filtered: bool) -> None:
+    info = store.info()
+    qvec = np.asarray(store.embedder.embed("refund a failed payment"), dtype=np.float32)  # type: ignore[union-attr]
+    with store.pool.connection() as conn, conn.transaction():
+        unfiltered_sql, filtered_sql = knn_statements(conn)
+        template = filtered_sql if filtered else unfiltered_sql
+        conn.execute("select set_config('hnsw.ef_search', '120', true)")
+        params: dict[str, Any] = {"p1": qvec, "p2": 120}
+        if filtered:
+            conn.execute("select set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+            params |= {"p3": None, "p4": ["slack.send_email_0"], "p5": ["finance"]}
+        plan = explain(conn, inner_statement(template, table, info.id, DIM), params)
+    assert_no_whole_table_scans(plan)
+    assert (("Index Scan", table, f"{table}_hnsw_{info.id}")) in scans(plan), sorted(scans(plan))
+
+
+def test_knn_plans_of_a_real_route_call_use_hnsw(store: ToolStore) -> None:
+    """The plans knn() really runs, captured with auto_explain (nested statements) during one route call."""
+    info = store.info()
+    messages: list[str] = []
+    with store.pool.connection() as conn:
+        try:
+            conn.execute("load 'auto_explain'")
+        except psycopg.Error as exc:
+            pytest.skip(f"auto_explain cannot be loaded here: {exc}")
+        conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
+        for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"),
+                               ("log_format", "text"), ("log_level", "notice")):
+            conn.execute(f"set auto_explain.{setting} = {value}")
+        try:
+            for label in sorted(REQUESTS):
+                conn.execute(query("route"), route_params(store, label)).fetchall()
+        finally:
+            conn.execute("reset auto_explain.log_min_duration")
+    inner = [m for m in messages if "<=>" in m]  # knn()'s statements; the route statement has no <=>
+    for table in ("tool_vectors", "intent_examples"):
+        plans = [m for m in inner if f" on {table} " in m or f"from {table} v" in m]
+        assert plans, f"no nested knn() plan over {table} was captured"
+        for m in plans:
+            assert f"{table}_hnsw_{info.id}" in m, m
+            assert f"Seq Scan on {table}" not in m, m
+    for m in messages:
+        for relation in WHOLE_TABLE_FORBIDDEN:
+            assert f"Seq Scan on {relation} " not in m, m
