@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Routing quality on the three public benchmarks: every config plus weights tuned on train.jsonl, then one
+# combined table. Each set is loaded into a scratch catalog (dropped afterwards) with the local embedder.
+#
+#   bash bench/quality.sh                 # all three sets
+#   bash bench/quality.sh metatool        # some of them
+#
+# Data: $TOOLSTORE_BENCH (default: ../shared/bench next to this checkout), one folder per set holding
+# tools.jsonl, queries.jsonl and train.jsonl. Results: $OUT (default bench/out/quality), one JSON per set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH="${TOOLSTORE_BENCH:-$(cd .. && pwd)/shared/bench}"
+OUT="${OUT:-bench/out/quality}"
+SETS=("$@")
+[ ${#SETS[@]} -gt 0 ] || SETS=(metatool seal_tools gorilla_torch)
+
+if [ -x .venv/bin/toolstore ]; then
+    TOOLSTORE=.venv/bin/toolstore
+    PYTHON=.venv/bin/python
+else
+    TOOLSTORE=toolstore
+    PYTHON=python3
+fi
+command -v "$TOOLSTORE" >/dev/null || { echo "no toolstore command: run 'bash scripts/setup-venv' first" >&2; exit 1; }
+
+mkdir -p "$OUT"
+for set in "${SETS[@]}"; do
+    dir="$BENCH/$set"
+    for f in tools.jsonl queries.jsonl train.jsonl; do
+        [ -f "$dir/$f" ] || { echo "missing $dir/$f (set TOOLSTORE_BENCH)" >&2; exit 1; }
+    done
+    echo "== $set" >&2
+    start=$(date +%s)
+    "$TOOLSTORE" eval --tools "$dir/tools.jsonl" --queries "$dir/queries.jsonl" --train "$dir/train.jsonl" \
+        --tune --json --report "$OUT/$set" > "$OUT/$set.json"
+    echo "   $(( $(date +%s) - start )) s" >&2
+done
+
+"$PYTHON" - "$OUT" "${SETS[@]}" <<'EOF'
+import json, sys
+out, sets = sys.argv[1], sys.argv[2:]
+cols = ("nDCG@10", "R@10", "MRR@10", "multi comp@10", "latency_ms_p50")
+heads = ("nDCG@10", "R@10", "MRR@10", "comp@10", "p50 ms")
+print(f"{'set':<14} {'config':<12} " + " ".join(f"{h:>8}" for h in heads))
+for s in sets:
+    r = json.load(open(f"{out}/{s}.json"))
+    for name, row in r["configs"].items():
+        cells = ["-" if row.get(c) is None else (f"{row[c]:.1f}" if c.startswith("latency") else f"{row[c]:.3f}") for c in cols]
+        print(f"{s:<14} {name:<12} " + " ".join(f"{c:>8}" for c in cells))
+    t = r.get("tune")
+    if t:
+        w = ", ".join(f"{k}={v:g}" for k, v in t["fusion"]["weights"].items())
+        print(f"{'':<14} tuned in {t['seconds']:.0f} s on {t['n_examples']} examples: CV nDCG uniform "
+              f"{t['cv_ndcg_uniform']:.3f} -> tuned {t['cv_ndcg_tuned']:.3f}; {w}, k_rrf={t['fusion']['k_rrf']:g}, "
+              f"overfetch={t['fusion']['overfetch']}" + (" (fell back to uniform)" if t["fell_back"] else ""))
+EOF
