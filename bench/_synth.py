@@ -262,10 +262,42 @@ def queries(cat: Catalog, count: int, seed: int = 1) -> list[Query]:
 CHUNK = 10_000
 
 
-def load_vectors(n: int, embedder: Any, cache: Path, log: Any = print, reverse: bool = False) -> tuple[Any, Any]:
+def derived_chunk(full: Catalog, c: int, base_tools: Any, base_examples: Any) -> tuple[Any, Any]:
+    """Vectors for chunk c >= 1 recombined from chunk 0's model vectors, when embedding them all is too slow.
+
+    A tool gets its seed tool's vector (every seed has a tool in chunk 0) plus half another tool's vector (the
+    recombined verb/modifier/provider) plus noise; its examples get the seed tool's example vectors plus the
+    same half vector and noise. Same-seed tools end up at cosine ~0.7-0.8 of each other: clusters of
+    near-duplicates, like a large catalog of overlapping tools.
+    """
+    import numpy as np
+
+    first: dict[int, int] = {}
+    for i, s in enumerate(full.seeds[:CHUNK]):
+        first.setdefault(id(s), i)
+    rng = np.random.default_rng(1000 + c)
+    rows = range(c * CHUNK, min((c + 1) * CHUNK, len(full.tools)))
+    seed_tool = np.array([first[id(full.seeds[i])] for i in rows])
+    other = base_tools[rng.integers(0, CHUNK, len(seed_tool))]
+    dim = base_tools.shape[1]
+
+    def unit(v: Any) -> Any:
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+    tools = unit(base_tools[seed_tool] + 0.5 * other + rng.normal(0, 0.02, (len(seed_tool), dim)))
+    k = EXAMPLES_PER_TOOL
+    ex_index = (seed_tool[:, None] * k + np.arange(k)[None, :]).ravel()
+    examples = unit(base_examples[ex_index] + 0.5 * np.repeat(other, k, axis=0) + rng.normal(0, 0.02, (len(ex_index), dim)))
+    return tools, examples
+
+
+def load_vectors(
+    n: int, embedder: Any, cache: Path, log: Any = print, reverse: bool = False, derive: bool = False
+) -> tuple[Any, Any]:
     """(tool vectors, example vectors) of ``catalog(n)`` in catalog order, from ``cache`` (filled as needed).
 
     Chunk c holds tools [c*CHUNK, (c+1)*CHUNK) and their examples, so every size shares the same vectors.
+    ``derive``: chunks after the first are recombined from the first (``derived_chunk``), not embedded.
     """
     import time
 
@@ -276,7 +308,7 @@ def load_vectors(n: int, embedder: Any, cache: Path, log: Any = print, reverse: 
     folder = cache / f"vectors_v{GENERATOR_VERSION}_{embedder.model.replace('/', '_')}"
     folder.mkdir(parents=True, exist_ok=True)
     chunks = -(-n // CHUNK)
-    paths = [folder / f"{c:03d}.npz" for c in range(chunks)]
+    paths = [folder / f"{'d' if derive and c else ''}{c:03d}.npz" for c in range(chunks)]
     missing = [c for c, p in enumerate(paths) if not p.exists()]
     if missing:
         full = catalog(chunks * CHUNK)
@@ -288,9 +320,16 @@ def load_vectors(n: int, embedder: Any, cache: Path, log: Any = print, reverse: 
                 continue
             tools = full.tools[c * CHUNK : (c + 1) * CHUNK]
             examples = full.examples[c * CHUNK * EXAMPLES_PER_TOOL : (c + 1) * CHUNK * EXAMPLES_PER_TOOL]
-            log(f"embedding chunk {c}: {len(tools)} tools + {len(examples)} examples with {embedder.model}")
-            tv = embedder.embed_many([dense_text(t) for t in tools])
-            ev = embedder.embed_many([e.query for e in examples])
+            if derive and c:
+                while not paths[0].exists():  # chunk 0 is being embedded by another process
+                    time.sleep(5)
+                base = np.load(paths[0])
+                log(f"deriving chunk {c} from chunk 0's {embedder.model} vectors")
+                tv, ev = derived_chunk(full, c, base["tools"], base["examples"])
+            else:
+                log(f"embedding chunk {c}: {len(tools)} tools + {len(examples)} examples with {embedder.model}")
+                tv = embedder.embed_many([dense_text(t) for t in tools])
+                ev = embedder.embed_many([e.query for e in examples])
             tmp = paths[c].with_suffix(".tmp.npz")
             np.savez(tmp, tools=tv.astype(np.float32), examples=ev.astype(np.float32))
             tmp.rename(paths[c])

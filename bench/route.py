@@ -89,11 +89,13 @@ def schema_hash() -> str:
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
-def built_database(admin: str, n: int, cat: _synth.Catalog, tv: np.ndarray, ev: np.ndarray, model: str) -> str:
+def built_database(
+    admin: str, n: int, cat: _synth.Catalog, tv: np.ndarray, ev: np.ndarray, model: str, tag: str = ""
+) -> str:
     """The size-n database, built unless a complete one of this generator version and model exists."""
     name = f"bench_{n}_v{_synth.GENERATOR_VERSION}" + ("" if model == LocalEmbedder.model else "_" + model[:12])
     dsn = make_conninfo(admin, dbname=name)
-    schema = schema_hash()
+    schema = schema_hash() + tag
     try:
         with psycopg.connect(dsn) as conn:
             if conn.execute("select 1 from public.bench_meta where schema = %s", [schema]).fetchone():
@@ -155,10 +157,13 @@ def throughput(work: Callable[[int], None], items: int, clients: int = CLIENTS) 
     return items / (time.perf_counter() - start)
 
 
-def bench_size(admin: str, n: int, requests: int, embedder: Embedder, variants: dict[str, str]) -> dict[str, Any]:
+def bench_size(
+    admin: str, n: int, requests: int, embedder: Embedder, variants: dict[str, dict[str, str]], derive: bool,
+    explain: int = 0,
+) -> dict[str, Any]:
     cat = _synth.catalog(n)
-    tv, ev = _synth.load_vectors(n, embedder, OUT, log=log)
-    dsn = built_database(admin, n, cat, tv, ev, embedder.model)
+    tv, ev = _synth.load_vectors(n, embedder, OUT, log=log, derive=derive)
+    dsn = built_database(admin, n, cat, tv, ev, embedder.model, tag="/derived" if derive and n > _synth.CHUNK else "")
     warm, tput = 30, max(requests, 400)
     every = _synth.queries(cat, warm + requests + tput)  # distinct texts: route() caches query vectors
     queries, warmup, tput_texts = every[warm : warm + requests], every[:warm], [q.text for q in every[warm + requests :]]
@@ -207,16 +212,33 @@ def bench_size(admin: str, n: int, requests: int, embedder: Embedder, variants: 
                     targeted += 1
                     hits += q.target in route_ids  # route() returns k=8 tools
             variant_out = {}
-            for name, text in variants.items():
+            for name, blocks in variants.items():
                 log(f"{n}: variant {name}")
-                vt, agree = [], 0.0
-                for i in range(requests):
+                vpool = make_pool(dsn, schema="toolstore", max_size=1)  # its own session: `setup` may SET things
+                vconn = vpool.getconn()
+                if "setup" in blocks:
+                    vconn.execute(blocks["setup"])
+                vtext = blocks.get("route", query("route"))
+
+                def variant(i: int) -> list[str]:
+                    return [r[0] for r in vconn.execute(vtext, params[i]).fetchall()]
+
+                for i in range(len(warmup)):
+                    variant(i)
+                vt, agree, hit_base, hit_var = [], 0.0, 0, 0
+                for i, q in enumerate(queries):
                     t_base, base_ids = timed(lambda: statement(i))
-                    t_var, var_ids = timed(lambda: statement(i, text))
+                    t_var, var_ids = timed(lambda: variant(i))
                     vt.append((t_base, t_var))
                     agree += len(set(base_ids[:10]) & set(var_ids[:10])) / max(1, min(10, len(base_ids)))
+                    hit_base += q.target in base_ids[:8]
+                    hit_var += q.target in var_ids[:8]
                 variant_out[name] = {"baseline": stats_ms([a for a, _ in vt]), "variant": stats_ms([b for _, b in vt]),
-                                     "top10_overlap": agree / requests}
+                                     "top10_overlap": agree / requests, "hit8_baseline": hit_base / max(1, targeted),
+                                     "hit8_variant": hit_var / max(1, targeted)}
+                vpool.putconn(vconn)
+                vpool.close()
+            explained = explain_profile(conn, params[:explain]) if explain else {}
 
         def pooled_statement(i: int) -> None:
             with store.pool.connection() as c:
@@ -233,8 +255,41 @@ def bench_size(admin: str, n: int, requests: int, embedder: Embedder, variants: 
         "route_hit8_targeted": hits / max(1, targeted),
         "postings_rows": ref.postings_rows, "postings_touched_mean": statistics.fmean(touched),
         "query_lexemes_mean": statistics.fmean(len(x) for x in lexemes),
-        "routes_per_s": rps_route, "statements_per_s": rps_statement, "variants": variant_out,
+        "routes_per_s": rps_route, "statements_per_s": rps_statement, "variants": variant_out, "explain": explained,
     }
+
+
+def explain_profile(conn: psycopg.Connection[Any], params: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Medians over EXPLAIN (ANALYZE, BUFFERS) runs: planning, execution, per-CTE times and rows touched."""
+    samples: dict[str, list[float]] = {}
+
+    def add(key: str, value: float) -> None:
+        samples.setdefault(key, []).append(value)
+
+    for p in params:
+        doc = conn.execute("explain (analyze, buffers, format json) " + query("route"), p).fetchone()[0][0]
+        add("planning_ms", doc["Planning Time"])
+        add("execution_ms", doc["Execution Time"])
+        per: dict[str, float] = {}
+        stack = [doc["Plan"]]
+        while stack:
+            node = stack.pop()
+            stack += node.get("Plans", [])
+            total = node.get("Actual Total Time", 0.0) * node.get("Actual Loops", 1)
+            rows = node.get("Actual Rows", 0.0) * node.get("Actual Loops", 1)
+            label = node.get("Subplan Name") or (node.get("Alias") if node["Node Type"] == "Subquery Scan" else None)
+            if label in ("CTE dense", "CTE neighbours", "CTE top", "lexical", "intent"):
+                per[f"{label.replace('CTE ', '')}_ms"] = total
+            if node["Node Type"] == "Function Scan" and node.get("Function Name") == "knn":
+                per[f"knn_{node.get('Alias')}_ms"] = total
+            if node.get("Relation Name") == "postings":
+                per["postings_rows"] = per.get("postings_rows", 0) + rows
+            if node.get("Relation Name") == "tools" and "Index" in node["Node Type"]:
+                per["tools_index_lookups"] = per.get("tools_index_lookups", 0) + node.get("Actual Loops", 1)
+            per["shared_hit_blocks"] = per.get("shared_hit_blocks", 0) + (node.get("Shared Hit Blocks", 0) if node is doc["Plan"] else 0)
+        for key, value in per.items():
+            add(key, value)
+    return {k: statistics.median(v) for k, v in sorted(samples.items())}
 
 
 def bench_import(admin: str, embedder: Embedder, n: int = 10_000) -> dict[str, float]:
@@ -270,15 +325,28 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
         ("postings rows / touched per query", lambda r: f"{r['postings_rows']} / {r['postings_touched_mean']:.0f}"),
     ]
     for name in results[0]["variants"] if results else []:
-        rows.append((f"{name}: p50 ms / base, top10 overlap", lambda r, v=name: (
-            f"{r['variants'][v]['variant']['p50']:.1f} / {r['variants'][v]['baseline']['p50']:.1f}, "
-            f"{r['variants'][v]['top10_overlap']:.3f}")))
+        rows.append((f"{name}: p50 ms vs base, top-10 overlap, hit@8 vs base", lambda r, v=name: (
+            f"{r['variants'][v]['variant']['p50']:.1f} vs {r['variants'][v]['baseline']['p50']:.1f}, "
+            f"{r['variants'][v]['top10_overlap']:.3f}, "
+            f"{r['variants'][v]['hit8_variant']:.2f} vs {r['variants'][v]['hit8_baseline']:.2f}")))
     head = "| | " + " | ".join(f"{r['tools']:,} tools" for r in results) + " |"
     lines = [head, "|---" * (len(results) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(fmt(r) for r in results) + " |" for label, fmt in rows]
+    for key in results[0]["explain"] if results else []:
+        lines.append(f"| explain: {key} (median) | " + " | ".join(f"{r['explain'].get(key, 0):.1f}" for r in results) + " |")
     for key, value in imports.items():
         lines.append(f"| import 10k: {key} | {value:.1f} |" + " |" * (len(results) - 1))
     return "\n".join(lines)
+
+
+def git_state() -> str:
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=BENCH.parent, capture_output=True, text=True).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", "sql", "migrations", "toolstore")
+    return git("rev-parse", "--short", "HEAD") + (" + uncommitted changes to core files" if dirty else "")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -289,19 +357,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, default=OUT / "route.json")
     parser.add_argument("--variants", default="", help="comma-separated .sql files with a `route` block to compare")
     parser.add_argument("--no-import", action="store_true", help="skip the 10k import timings")
+    parser.add_argument("--explain", type=int, default=0, help="EXPLAIN ANALYZE this many requests per size")
     parser.add_argument("--hashing", action="store_true", help="development: HashingEmbedder(384), not the model")
+    parser.add_argument("--embed-all", action="store_true",
+                        help="embed every tool and example with the model (default: the first 10k; the rest are "
+                             "recombined from those vectors, see _synth.derived_chunk)")
     args = parser.parse_args(argv)
     sizes = [1000, 10_000] if args.quick else [int(s) for s in args.sizes.split(",") if s]
     requests = 200 if args.quick else args.requests
-    variants = {Path(p).stem: parse_blocks(Path(p).read_text())["route"] for p in args.variants.split(",") if p}
+    variants = {Path(p).stem: parse_blocks(Path(p).read_text()) for p in args.variants.split(",") if p}
     admin = admin_dsn()
     log(f"server: {conninfo_to_dict(admin).get('host', '?')}")
     embedder: Embedder = HashingEmbedder(384) if args.hashing else LocalEmbedder()
-    results = [bench_size(admin, n, requests, embedder, variants) for n in sizes]
+    derive = not args.embed_all
+    results = [bench_size(admin, n, requests, embedder, variants, derive, args.explain) for n in sizes]
     imports = {} if args.no_import else bench_import(admin, embedder)
     print(table(results, imports))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"generator": _synth.GENERATOR_VERSION, "cpus": os.cpu_count(), "load": os.getloadavg(),
+    meta = {"generator": _synth.GENERATOR_VERSION, "vectors": "model" if args.embed_all else "first 10k model, rest derived",
+            "git": git_state(), "cpus": os.cpu_count(), "load": os.getloadavg(),
             "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
     args.json.write_text(json.dumps({"meta": meta, "sizes": results, "import": imports}, indent=2))
     log(f"wrote {args.json}")
