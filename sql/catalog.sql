@@ -11,6 +11,12 @@ select id, name, embed_model, embed_dim, settings,
 from catalogs c
 where c.name = %(name)s;
 
+-- name: get_catalog_light
+-- What route() needs, without counting rows.
+select id, name, embed_model, embed_dim, settings, 0 as n_tools, 0 as n_examples
+from catalogs c
+where c.name = %(name)s;
+
 -- name: lock_catalog
 select id, embed_model, embed_dim from catalogs where id = %(catalog)s for update;
 

@@ -93,10 +93,11 @@ class ToolStore:
 
     # -- catalogs ------------------------------------------------------------------------------------
 
-    def info(self) -> CatalogInfo:
-        """This catalog's id, model, dimension, settings and counts."""
+    def info(self, *, counts: bool = True) -> CatalogInfo:
+        """This catalog's id, model, dimension, settings and (unless ``counts=False``) tool and example counts."""
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            row = cur.execute(query("get_catalog"), {"name": self.catalog}).fetchone()
+            block = "get_catalog" if counts else "get_catalog_light"
+            row = cur.execute(query(block), {"name": self.catalog}).fetchone()
         if row is None:
             raise UnknownCatalogError(f"no catalog named {self.catalog!r}; create it by importing tools into it")
         return CatalogInfo(
@@ -117,7 +118,7 @@ class ToolStore:
     def drop_catalog(self) -> None:
         """Delete this catalog with its tools, vectors, examples and statistics."""
         with self.pool.connection() as conn:
-            info = self.info()
+            info = self.info(counts=False)
             with conn.transaction():
                 conn.execute(query("drop_vector_indexes"), {"catalog": info.id})
                 conn.execute(query("drop_catalog"), {"name": self.catalog})
@@ -125,7 +126,7 @@ class ToolStore:
     def set_fusion(self, *, weights: Mapping[str, float], k_rrf: float = DEFAULT_K_RRF, overfetch: int | None = None) -> None:
         """Store fusion settings in the catalog; route() uses them when not given weights explicitly."""
         fusion = {"weights": check_weights(weights), "k_rrf": float(k_rrf), "overfetch": overfetch}
-        info = self.info()
+        info = self.info(counts=False)
         settings = dict(info.settings)
         settings["fusion"] = fusion
         with self.pool.connection() as conn:
@@ -139,7 +140,7 @@ class ToolStore:
         from ._reembed import reembed
 
         with self.pool.connection() as conn:
-            report = reembed(conn, self.info(), embedder)
+            report = reembed(conn, self.info(counts=False), embedder)
         self.embedder = embedder
         return report
 
@@ -152,7 +153,7 @@ class ToolStore:
         """
         tools = list(tools)
         with self.pool.connection() as conn:
-            return _catalog.upsert_tools(conn, self.info(), tools, self.embedder, prune=prune)
+            return _catalog.upsert_tools(conn, self.info(counts=False), tools, self.embedder, prune=prune)
 
     def add_examples(self, examples: Iterable[IntentExample]) -> int:
         """Add labelled example requests (intent examples); returns how many were written."""
@@ -160,12 +161,12 @@ class ToolStore:
         if self.embedder is None:
             raise InvalidInputError("intent examples need an embedder; this ToolStore has embedder=None")
         with self.pool.connection() as conn:
-            return _catalog.add_examples(conn, self.info(), examples, self.embedder)
+            return _catalog.add_examples(conn, self.info(counts=False), examples, self.embedder)
 
     def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
         """All tools of the catalog (or those with the given ids), ordered by id."""
         with self.pool.connection() as conn:
-            return _catalog.list_tools(conn, self.info(), ids)
+            return _catalog.list_tools(conn, self.info(counts=False), ids)
 
     def get(self, tool_id: str) -> Tool:
         found = self.tools([tool_id])
@@ -175,7 +176,7 @@ class ToolStore:
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
-        info = self.info()
+        info = self.info(counts=False)
         with self.pool.connection() as conn:
             if conn.execute(query("delete_tool"), {"catalog": info.id, "id": tool_id}).fetchone() is None:
                 raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
@@ -202,7 +203,7 @@ class ToolStore:
         override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
         keeps tools in any of the given categories.
         """
-        info = self.info()
+        info = self.info(counts=False)
         fusion = catalog_fusion(info)
         if weights is not None:
             fusion = Fusion(weights=check_weights(weights), k_rrf=fusion.k_rrf, overfetch=fusion.overfetch)
