@@ -287,6 +287,14 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
+def _offline_refresh(tool: Tool, intents: dict[str, list[str]]) -> Tool:
+    """The tool with fresh offline phrases and its recorded LLM phrases (if any) kept as they are."""
+    record = record_of(tool) or {}
+    llm = [p for p in record.get("llm", []) if isinstance(p, str)]
+    offline = offline_phrases(tool, intents.get(tool.id, ()))
+    return with_expansion(tool, llm, offline, source=record.get("source"), model=record.get("model"))
+
+
 def expand(
     store: ToolStore,
     *,
@@ -326,17 +334,10 @@ def expand(
         if not offline and (force or stale or record.get("v") != PROMPT_VERSION):
             need.append(tool)
         else:
-            llm = [p for p in record.get("llm", []) if isinstance(p, str)]
-            new = with_expansion(tool, llm, offline_phrases(tool, intents.get(tool.id, ())),
-                                 source=record.get("source"), model=record.get("model"))
-            refresh.append((tool, new))
+            refresh.append((tool, _offline_refresh(tool, intents)))
     if max_tools is not None and len(need) > max(max_tools, 0):
-        for tool in need[max(max_tools, 0) :]:  # over the cap: offline refresh, the LLM record stays as it was
-            record = record_of(tool) or {}
-            llm = [p for p in record.get("llm", []) if isinstance(p, str)]
-            new = with_expansion(tool, llm, offline_phrases(tool, intents.get(tool.id, ())),
-                                 source=record.get("source"), model=record.get("model"))
-            refresh.append((tool, new))
+        # over the cap: offline refresh only, the LLM record stays as it was (so the next run still asks)
+        refresh += [(tool, _offline_refresh(tool, intents)) for tool in need[max(max_tools, 0) :]]
         report.remaining = len(need) - max(max_tools, 0)
         need = need[: max(max_tools, 0)]
     changed = [(hashes[old.id], new) for old, new in refresh if new.content_hash() != old.content_hash()]
