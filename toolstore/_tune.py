@@ -11,6 +11,7 @@ nearest examples, the fused score is ``sum_j w_j / (k_rrf + rank_j)`` summed in 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 K_RRF_GRID = (5.0, 15.0, 30.0, 60.0, 100.0)
 OVERFETCH_GRID: tuple[int | None, ...] = (None,)
 MAX_ROUNDS = 6
+FETCH_THREADS = 2  # connections fetching retriever lists in parallel (the server does the work)
 UNIFORM = Fusion(weights={s: 1.0 for s in SIGNALS}, k_rrf=DEFAULT_K_RRF)
 #: Coordinate ascent starts from uniform weights and from the best STRONG_STARTS retrievers alone (weight
 #: 4, others off): from uniform, adding a little of a second retriever to a dominant one is rarely a single
@@ -76,12 +78,10 @@ def load_tool_index(store: ToolStore) -> ToolIndex:
     for r in rows:
         by_identifier.setdefault(r["id_lower"], set()).add(r["id"])
         by_identifier.setdefault(r["name_lower"], set()).add(r["id"])
-    return ToolIndex(
-        ids=tuple(r["id"] for r in rows),
-        position={r["id"]: i for i, r in enumerate(rows)},
-        by_identifier={k: frozenset(v) for k, v in by_identifier.items()},
-        always_on=frozenset(r["id"] for r in rows if r["always_on"]),
-    )
+    ids = tuple(r["id"] for r in rows)
+    always_on = frozenset(r["id"] for r in rows if r["always_on"])
+    exact = {k: frozenset(v) for k, v in by_identifier.items()}
+    return ToolIndex(ids=ids, position={t: i for i, t in enumerate(ids)}, by_identifier=exact, always_on=always_on)
 
 
 def fetch_lists(
@@ -95,35 +95,42 @@ def fetch_lists(
     """
     info = store.info()
     tools = tools or load_tool_index(store)
-    embedded = store.embedder is not None and info.embed_model is not None
+    vectors = None
+    if store.embedder is not None and info.embed_model is not None:
+        with store.pool.connection() as conn:
+            vectors = embed_cached(conn, store.embedder, list(queries))
+
+    def chunk(part: int) -> list[Lists]:  # every FETCH_THREADS-th query, on its own connection
+        with store.pool.connection() as conn:
+            return [
+                _fetch_one(conn, info, queries[i], None if vectors is None else vectors[i], depth, leave_one_out, tools)
+                for i in range(part, len(queries), FETCH_THREADS)
+            ]
+
+    with ThreadPoolExecutor(FETCH_THREADS) as pool:
+        parts = list(pool.map(chunk, range(FETCH_THREADS)))
+    return [parts[i % FETCH_THREADS][i // FETCH_THREADS] for i in range(len(queries))]
+
+
+def _fetch_one(
+    conn: Any, info: Any, raw: str, qvec: np.ndarray | None, depth: int, leave_one_out: bool, tools: ToolIndex
+) -> Lists:
+    params: dict[str, Any] = {"catalog": info.id, "dim": info.embed_dim, "query_text": query_text(raw), "n": depth}
+    lexical: list[list[str]] = [[], [], []]
+    for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params):
+        lexical[fld - 1].append(tool_id)
+    dense: tuple[str, ...] = ()
+    neighbours: list[tuple[str, float]] = []
     n_examples = depth * EXAMPLES_PER_CANDIDATE
-    out: list[Lists] = []
-    with store.pool.connection() as conn:
-        vectors = embed_cached(conn, store.embedder, list(queries)) if embedded and store.embedder else None
-        for i, raw in enumerate(queries):
-            params: dict[str, Any] = {"catalog": info.id, "dim": info.embed_dim, "query_text": query_text(raw), "n": depth}
-            lexical: list[list[str]] = [[], [], []]
-            for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params):
-                lexical[fld - 1].append(tool_id)
-            dense: tuple[str, ...] = ()
-            neighbours: list[tuple[str, float]] = []
-            if vectors is not None:
-                params["qvec"] = vectors[i]
-                dense = tuple(r[0] for r in conn.execute(query("dense_list"), params))
-                params.update(limit=n_examples, query=raw)
-                for tool_id, text, distance in conn.execute(query("eval_neighbours"), params):
-                    if not (leave_one_out and text == raw):
-                        neighbours.append((tool_id, float(distance)))
-            out.append(
-                Lists(
-                    query=raw,
-                    lexical=(tuple(lexical[0]), tuple(lexical[1]), tuple(lexical[2])),
-                    dense=dense,
-                    neighbours=tuple(neighbours[:n_examples]),
-                    exact=tools.exact(raw),
-                )
-            )
-    return out
+    if qvec is not None:
+        params["qvec"] = qvec
+        dense = tuple(r[0] for r in conn.execute(query("dense_list"), params))
+        params.update(limit=n_examples, query=raw)
+        for tool_id, text, distance in conn.execute(query("eval_neighbours"), params):
+            if not (leave_one_out and text == raw):
+                neighbours.append((tool_id, float(distance)))
+    lex = (tuple(lexical[0]), tuple(lexical[1]), tuple(lexical[2]))
+    return Lists(query=raw, lexical=lex, dense=dense, neighbours=tuple(neighbours[:n_examples]), exact=tools.exact(raw))
 
 
 def signal_ranks(lists: Lists, tools: ToolIndex, depth: int) -> tuple[dict[str, int], ...]:
