@@ -289,13 +289,12 @@ def demo(ctx: click.Context) -> None:
         run_demo(store, as_json=ctx.obj["json"] or not sys.stdout.isatty())
 
 
+# Commands defined in their own modules (they import helpers from this one).
+from ._cli_eval import eval_cmd, tune_cmd  # noqa: E402
 from ._cli_ingest import expand_cmd, export_cmd, sync_group  # noqa: E402
 
-cli.add_command(sync_group)
-cli.add_command(expand_cmd)
-cli.add_command(export_cmd)
-from ._cli_eval import eval_cmd, tune_cmd  # noqa: E402
-cli.add_command(eval_cmd); cli.add_command(tune_cmd)
+for _command in (sync_group, expand_cmd, export_cmd, eval_cmd, tune_cmd):
+    cli.add_command(_command)
 
 
 if __name__ == "__main__":  # pragma: no cover
