@@ -138,3 +138,7 @@ delete from tool_vectors where catalog_id = %(catalog)s;
 update intent_examples e set embedding = r.embedding
 from unnest(%(pks)s::bigint[], %(vectors)s::vector[]) as r (pk, embedding)
 where e.pk = r.pk and e.catalog_id = %(catalog)s;
+
+-- name: analyze_tables
+-- Fresh statistics after a bulk load: without them the BM25 joins start from the postings, not the terms.
+analyze tools, postings, lexeme_stats, field_stats, tool_vectors, intent_examples;

@@ -124,7 +124,7 @@ top as (
     select f.*, f.tool_pk in (select tool_pk from exact) as exact
     from fused f
     join tools t on t.pk = f.tool_pk
-    order by f.tool_pk in (select tool_pk from exact) desc, f.score desc, t.id
+    order by f.tool_pk in (select tool_pk from exact) desc, round(f.score * 1e9) desc, t.id
     limit %(limit)s
 ),
 picked as (
@@ -145,7 +145,7 @@ select t.id, t.name, t.description, t.title, t.provider, t.parameters, t.categor
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.exact
 from picked p
 join tools t on t.pk = p.tool_pk
-order by p.exact desc, p.score desc, t.id;
+order by p.exact desc, round(p.score * 1e9) desc, t.id;
 
 -- The retrievers one at a time (explanations, tests, evaluation). Same parameters as `route`.
 

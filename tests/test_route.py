@@ -66,28 +66,31 @@ def python_rrf(lists: dict[str, list[str]], weights: dict[str, float], k_rrf: fl
         for rank, tool_id in enumerate(ids, start=1):
             scores[tool_id] += weights[signal] / (k_rrf + rank)
             ranks[tool_id][signal] = rank
-    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    ordered = sorted(scores.items(), key=lambda kv: (-round(kv[1] * 1e9), kv[0]))
     return [(t, s, ranks[t]) for t, s in ordered]
 
 
 @pytest.mark.parametrize(
-    "weights",
+    ("weights", "k_rrf"),
     [
-        {s: 1.0 for s in SIGNAL_NAMES},
-        {"name": 2.0, "description": 0.5, "expansion": 0.0, "dense": 1.5, "intent": 3.0},
-        {"name": 0.0, "description": 1.0, "expansion": 0.0, "dense": 0.0, "intent": 0.0},
+        ({s: 1.0 for s in SIGNAL_NAMES}, 60.0),
+        ({s: 1.0 for s in SIGNAL_NAMES}, 5.0),
+        ({"name": 2.0, "description": 0.5, "expansion": 0.0, "dense": 1.5, "intent": 3.0}, 60.0),
+        ({"name": 0.0, "description": 1.0, "expansion": 0.0, "dense": 0.0, "intent": 0.0}, 60.0),
     ],
 )
-def test_fused_statement_is_exactly_the_rrf_of_separate_lists(catalog: ToolStore, weights: dict[str, float]) -> None:
+def test_fused_statement_is_exactly_the_rrf_of_separate_lists(
+    catalog: ToolStore, weights: dict[str, float], k_rrf: float
+) -> None:
     info = catalog.info()
-    fusion = replace(catalog_fusion(info), weights=weights, k_rrf=60.0)
+    fusion = replace(catalog_fusion(info), weights=weights, k_rrf=k_rrf)
     checked = 0
     for q in generated_queries(12, seed=99):
         text = query_text(q)
         qvec = catalog.embedder.embed(q)
         params = statement_params(info, q, qvec, fusion, k=8)
         lists = separate_lists(catalog, text, qvec, params["n"], params["n_examples"])
-        expected = python_rrf(lists, weights, 60.0)[: params["limit"]]
+        expected = python_rrf(lists, weights, k_rrf)[: params["limit"]]
         with catalog.pool.connection() as conn:
             rows = conn.execute(query("route"), params).fetchall()
         got = [(r[0], float(r[14]), r[15:20]) for r in rows]

@@ -19,6 +19,7 @@ from ._sql import query
 from ._text import dense_text, description_doc, expansion_doc, name_doc
 
 BULK_VECTORS = 1000  # above this many new vectors, HNSW indexes are rebuilt rather than updated row by row
+ANALYZE_AFTER = 500  # a write changing more rows than this refreshes the planner's statistics
 MAX_EXAMPLE_CHARS = 2000
 
 
@@ -212,6 +213,8 @@ def upsert_tools(
         if prune:
             keep = [t.id for t in tools]
             report.removed = [r[0] for r in conn.execute(query("prune_tools"), {"catalog": info.id, "keep": keep})]
+    if len(changed) + len(report.removed) > ANALYZE_AFTER:
+        conn.execute(query("analyze_tables"))
     return report
 
 
@@ -277,6 +280,8 @@ def add_examples(
         present = conn.execute(query("vector_index_exists"), {"catalog": info.id}).fetchone()
         if bulk or not (present and present[0]):
             conn.execute(query("ensure_vector_indexes"), {"catalog": info.id})
+    if written > ANALYZE_AFTER:
+        conn.execute(query("analyze_tables"))
     return written
 
 

@@ -162,7 +162,7 @@ def fuse(lists: Lists, tools: ToolIndex, fusion: Fusion, *, k: int = CUTOFF) -> 
                 scores[tool_id] = scores.get(tool_id, 0.0) + w / (fusion.k_rrf + rank)
 
     def key(t: str) -> tuple[bool, float, int]:
-        return (t not in lists.exact, -scores.get(t, 0.0), tools.position[t])
+        return (t not in lists.exact, -round(scores.get(t, 0.0) * 1e9), tools.position[t])
 
     top = sorted(scores, key=key)[:depth]
     extra = (lists.exact | tools.always_on) - set(top)
@@ -228,7 +228,7 @@ class _Table:
         rough = group * 16.0 + score
         cols = np.argpartition(-rough, pre - 1, axis=1)[:, :pre] if pre < score.shape[1] else np.indices(score.shape)[1]
         g, sc, pos = (np.take_along_axis(a, cols, axis=1) for a in (group, score, self.position))
-        order = np.lexsort((pos, -sc, -g), axis=1)[:, :k]
+        order = np.lexsort((pos, -np.round(sc * 1e9), -g), axis=1)[:, :k]
         top = np.take_along_axis(cols, order, axis=1)
         return np.where(np.take_along_axis(g, order, axis=1) >= 0, top, -1)
 
