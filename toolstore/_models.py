@@ -95,3 +95,9 @@ class RouteResult:
     @property
     def ids(self) -> list[str]:
         return [r.tool.id for r in self.tools]
+
+    def definitions(self, fmt: str = "openai") -> list[dict[str, Any]]:
+        """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``."""
+        from ._formats import render
+
+        return render([r.tool for r in self.tools], fmt)  # type: ignore[arg-type]
