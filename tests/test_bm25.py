@@ -10,10 +10,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from catalog_gen import generated_queries, generated_tools
 from toolstore import ToolStore
 from toolstore._sql import query
 from toolstore._text import query_text
+
+from catalog_gen import generated_queries, generated_tools
 
 FIELDS = {1: "name_tsv", 2: "description_tsv", 3: "expansion_tsv"}
 

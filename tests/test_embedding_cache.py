@@ -7,10 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from catalog_gen import generated_tools
 from toolstore import EmbedderError, HashingEmbedder, IntentExample, ModelMismatchError, ToolStore
 from toolstore._embedders.openai import OpenAIEmbedder
 from toolstore.testing.fake_openai import FakeOpenAI
+
+from catalog_gen import generated_tools
 
 
 class Counting(HashingEmbedder):

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from catalog_gen import generated_queries, generated_tools
 from toolstore import (
     Embedder,
     HashingEmbedder,
@@ -23,6 +22,8 @@ from toolstore import (
 from toolstore._route import NEIGHBOURS_PER_TOOL, catalog_fusion, statement_params
 from toolstore._sql import query
 from toolstore._text import query_text
+
+from catalog_gen import generated_queries, generated_tools
 
 SIGNAL_NAMES = ("name", "description", "expansion", "dense", "intent")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -13,10 +14,27 @@ from . import _catalog
 from ._catalog import CatalogInfo, ImportReport
 from ._connect import make_pool, resolve_dsn
 from ._embedders.base import Embedder
-from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
-from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
+from ._errors import (
+    DatabaseError,
+    InvalidInputError,
+    UnknownCatalogError,
+    UnknownToolError,
+)
+from ._migrate import (
+    DEFAULT_SCHEMA,
+    HEAD_REVISION,
+    check_schema_name,
+    current_revision,
+    migrate,
+)
 from ._models import IntentExample, RouteResult, Tool
-from ._route import DEFAULT_K_RRF, Fusion, QueryVectors, catalog_fusion, check_weights, route
+from ._route import (
+    DEFAULT_K_RRF,
+    QueryVectors,
+    catalog_fusion,
+    check_weights,
+    route,
+)
 from ._sql import query
 
 DEFAULT = "default"
@@ -205,12 +223,12 @@ class ToolStore:
         """
         info = self.info(counts=False)
         fusion = catalog_fusion(info)
-        if weights is not None:
-            fusion = Fusion(weights=check_weights(weights), k_rrf=fusion.k_rrf, overfetch=fusion.overfetch)
-        if k_rrf is not None:
-            fusion = Fusion(weights=fusion.weights, k_rrf=k_rrf, overfetch=fusion.overfetch)
-        if overfetch is not None:
-            fusion = Fusion(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=overfetch)
+        fusion = replace(
+            fusion,
+            weights=fusion.weights if weights is None else check_weights(weights),
+            k_rrf=fusion.k_rrf if k_rrf is None else k_rrf,
+            overfetch=fusion.overfetch if overfetch is None else overfetch,
+        )
         with self.pool.connection() as conn:
             return route(
                 conn,

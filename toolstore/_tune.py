@@ -11,8 +11,8 @@ nearest examples, the fused score is ``sum_j w_j / (k_rrf + rank_j)`` summed in 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
