@@ -288,6 +288,17 @@ def test_resync_keeps_generated_expansions(
     assert run_expand(store, fake).generated == 1  # the stale expansion is regenerated
 
 
+def test_reimport_keeps_generated_expansions(store: ToolStore, fake: FakeOpenAI) -> None:
+    """A plain re-import of the same definitions (no expansion in them) keeps what ``expand`` wrote."""
+    store.upsert(CATALOG)
+    run_expand(store, fake)
+    before = {t.id: t for t in store.tools()}
+    assert all(t.expansion for t in before.values())
+    report = store.upsert(CATALOG)
+    assert (report.unchanged, report.embedded) == (len(CATALOG), 0)
+    assert {t.id: t for t in store.tools()} == before
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -54,8 +54,8 @@ class ImportReport:
         }
 
 
-def tool_row(tool: Tool) -> dict[str, Any]:
-    """The JSON row ``upsert_tools`` reads for one tool."""
+def tool_row(tool: Tool, content_hash: str | None = None) -> dict[str, Any]:
+    """The JSON row ``upsert_tools`` reads for one tool (``content_hash`` when already computed)."""
     return {
         "id": tool.id,
         "name": tool.name,
@@ -71,7 +71,7 @@ def tool_row(tool: Tool) -> dict[str, Any]:
         "avoid_when": tool.avoid_when,
         "always_on": tool.always_on,
         "spec": tool.spec,
-        "content_hash": tool.content_hash(),
+        "content_hash": content_hash or tool.content_hash(),
         "name_doc": name_doc(tool),
         "description_doc": description_doc(tool),
         "expansion_doc": expansion_doc(tool),
@@ -118,7 +118,7 @@ def check_tools(tools: Sequence[Tool]) -> None:
             json.dumps(tool.spec)
         except (TypeError, ValueError) as exc:
             raise InvalidToolError(f"{label}: not JSON-serialisable: {exc}") from exc
-        if has_nul(tool_row(tool)):
+        if has_nul([getattr(tool, f.name) for f in fields(tool)]):
             raise InvalidToolError(f"{label}: contains a NUL byte")
 
 
@@ -191,11 +191,15 @@ def upsert_tools(
     Embeddings of new and changed tools are computed before the transaction starts, so an embedder
     failure writes nothing; the rest happens in one transaction.
     """
+    from ._expand import carry_expansions  # _expand builds on this module
+
     check_tools(tools)
     if embedder is not None:
         check_model(info, embedder)
+    tools = carry_expansions(conn, info, tools)  # a re-import keeps expansions toolstore generated
     existing = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
-    changed = [t for t in tools if existing.get(t.id) != t.content_hash()]
+    hashes = {t.id: t.content_hash() for t in tools}
+    changed = [t for t in tools if existing.get(t.id) != hashes[t.id]]
     vectors = None
     if embedder is not None and changed:
         vectors = embed_cached(conn, embedder, [dense_text(t) for t in changed])
@@ -203,7 +207,7 @@ def upsert_tools(
     with conn.transaction():
         conn.execute(query("lock_catalog"), {"catalog": info.id})
         if changed:
-            rows = json.dumps([tool_row(t) for t in changed], ensure_ascii=False)
+            rows = json.dumps([tool_row(t, hashes[t.id]) for t in changed], ensure_ascii=False)
             for tool_id, inserted in conn.execute(query("upsert_tools"), {"catalog": info.id, "rows": rows}):
                 (report.inserted if inserted else report.updated).append(tool_id)
         report.unchanged = len(tools) - len(changed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 SIGNALS = ("name", "description", "expansion", "dense", "intent")
@@ -35,7 +35,7 @@ class Tool:
 
     def content_hash(self) -> str:
         """sha256 over every field, so an unchanged tool is recognised on re-import."""
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict() would deep-copy
         payload = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()
 
