@@ -196,3 +196,19 @@ def test_cli_eval_json_end_to_end(dsn: str, tmp_path: Path) -> None:
         assert not [c for c in s.catalogs() if c["name"].startswith("eval-")]  # scratch catalog dropped
     bad = subprocess.run([*args[:10], "--config", "nope"], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 1 and "'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_store_tune_from_a_train_file(dsn: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``ToolStore.tune`` reads train.jsonl and stores weights that route() then uses."""
+    from toolstore import HashingEmbedder, Tool, ToolStore, TuneReport
+
+    tools = [Tool(id=f"t{i}", name=f"tool_{i}", description=f"does thing number {i} with widgets") for i in range(6)]
+    lines = [{"qid": f"q{i}{j}", "query": f"thing number {i} please {j}", "relevant": [f"t{i}"]} for i in range(6) for j in range(3)]
+    train = tmp_path / "train.jsonl"
+    train.write_text("\n".join(json.dumps(r) for r in lines))
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="tune_file") as store:
+        store.upsert(tools)
+        report = store.tune(str(train), seed=1)
+        assert isinstance(report, TuneReport) and report.n_examples == 18
+        stored = store.info().settings["fusion"]
+        assert stored["weights"] == dict(report.fusion.weights)

@@ -18,9 +18,11 @@ from ._errors import (
 )
 from ._examples import load_examples
 from ._formats import export_catalog, load_tools_file, parse_tools, render, to_anthropic, to_mcp, to_openai
+from ._metrics import Judgement, load_judgements
 from ._migrate import migrate
 from ._models import IntentExample, RoutedTool, RouteResult, Signals, Tool
 from ._store import ToolStore
+from ._tune import TuneReport
 
 __version__ = "0.1.0"
 
@@ -34,6 +36,7 @@ __all__ = [
     "IntentExample",
     "InvalidInputError",
     "InvalidToolError",
+    "Judgement",
     "ModelMismatchError",
     "RouteResult",
     "RoutedTool",
@@ -41,10 +44,12 @@ __all__ = [
     "Tool",
     "ToolStore",
     "ToolstoreError",
+    "TuneReport",
     "UnknownCatalogError",
     "UnknownToolError",
     "export_catalog",
     "load_examples",
+    "load_judgements",
     "load_tools_file",
     "migrate",
     "parse_tools",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -20,6 +21,7 @@ from ._errors import (
     UnknownCatalogError,
     UnknownToolError,
 )
+from ._metrics import Judgement, load_judgements
 from ._migrate import (
     DEFAULT_SCHEMA,
     HEAD_REVISION,
@@ -38,6 +40,9 @@ from ._route import (
 from ._sql import query
 
 DEFAULT = "default"
+
+if TYPE_CHECKING:
+    from ._tune import TuneReport
 
 
 def default_embedder() -> Embedder:
@@ -161,6 +166,24 @@ class ToolStore:
             report = reembed(conn, self.info(counts=False), embedder)
         self.embedder = embedder
         return report
+
+    def tune(
+        self,
+        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]],
+        *,
+        seed: int = 0,
+        folds: int = 5,
+        save: bool = True,
+    ) -> TuneReport:
+        """Learn this catalog's fusion weights from labelled requests and (unless ``save=False``) store them.
+
+        ``examples``: a ``train.jsonl`` path or ``(query, Judgement)`` pairs. See ``toolstore tune``.
+        """
+        from ._tune import tune
+
+        if isinstance(examples, (str, os.PathLike)):
+            examples = load_judgements(examples)
+        return tune(self, examples, seed=seed, folds=folds, save=save)
 
     # -- tools -----------------------------------------------------------------------------------------
 
