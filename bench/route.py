@@ -1,13 +1,12 @@
 """Routing benchmark: route() and the route statement against an in-process reference, at 1k/10k/100k tools.
 
-    python bench/route.py [--sizes 1000,10000,100000] [--requests 500] [--quick] [--json OUT]
-                          [--variants bench/prune.sql,...] [--no-import]
+    python bench/route.py [--sizes 1000,10000,100000] [--requests 500] [--quick] [--json OUT] [--explain N]
+                          [--variants bench/prune_df_2.sql,...] [--no-import] [--prebuild]
 
-Catalogs come from bench/_synth.py; their vectors (all-MiniLM-L6-v2, the shipped local model) are embedded
-once and cached in bench/out; each size gets its own database (``bench_<n>_v<generator>``), reused when
-present. The server is $TOOLSTORE_DSN (databases are created next to it) or the embedded one under
-$TOOLSTORE_HOME (default bench/out/home). Every number of one size comes from one run, requests interleaved
-(in-process, statement, route()) so machine noise hits all three alike.
+Catalogs come from bench/_synth.py; vectors from the shipped local model (all-MiniLM-L6-v2), cached in bench/out
+(see --embed-all). Each size gets its own database (``bench_<n>_v<generator>``), reused while the migrations are
+unchanged, on $TOOLSTORE_DSN's server or the embedded one under $TOOLSTORE_HOME (default bench/out/home).
+All numbers of one size come from one run, requests interleaved in rotating order (in-process, statement, route()).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import hashlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -27,24 +27,24 @@ from typing import Any
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # the reference runs on one thread
     os.environ.setdefault(_var, "1")
 
-import numpy as np  # noqa: E402
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
-from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
-import _synth  # noqa: E402
-from _inprocess import Reference  # noqa: E402
+import _synth
+from _inprocess import Reference
 
-from toolstore import Embedder, HashingEmbedder, ToolStore, migrate  # noqa: E402
-from toolstore._catalog import tool_row  # noqa: E402
-from toolstore._connect import make_pool  # noqa: E402
-from toolstore._embedders.local import LocalEmbedder  # noqa: E402
-from toolstore._route import catalog_fusion, statement_params  # noqa: E402
-from toolstore._sql import parse_blocks, query  # noqa: E402
-from toolstore._text import dense_text, query_identifiers, query_text  # noqa: E402
+from toolstore import Embedder, HashingEmbedder, ToolStore, migrate
+from toolstore._catalog import tool_row
+from toolstore._connect import make_pool
+from toolstore._embedders.local import LocalEmbedder
+from toolstore._route import catalog_fusion, statement_params
+from toolstore._sql import parse_blocks, query
+from toolstore._text import dense_text, query_identifiers, query_text
 
 OUT = BENCH / "out"
 BATCH = 5000
@@ -139,9 +139,9 @@ def stats_ms(seconds: Sequence[float]) -> dict[str, float]:
     return {"p50": statistics.median(ms), "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))], "mean": statistics.fmean(ms)}
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     start = time.perf_counter()
-    result = fn()
+    result = fn(*args)
     return time.perf_counter() - start, result
 
 
@@ -191,8 +191,11 @@ def bench_size(
             touched = [sum(len(f.index[x].tools) for f in ref.fields.values() for x in q if x in f.index)
                        for q in lexemes]
 
+            spool = make_pool(dsn, schema="toolstore", max_size=1)  # a fresh session: see PROFILE.md on the A/A control
+            sconn = spool.getconn()
+
             def statement(i: int, text: str = query("route")) -> list[str]:
-                return [r[0] for r in conn.execute(text, params[i]).fetchall()]
+                return [r[0] for r in sconn.execute(text, params[i]).fetchall()]
 
             def inprocess(i: int) -> list[str]:
                 return ref.route(lexemes[i], query_identifiers(texts[i]), qvecs[i], params[i])
@@ -207,15 +210,15 @@ def bench_size(
             same10 = overlap10 = 0.0
             hits = targeted = 0
             log(f"{n}: timing {requests} requests")
+            runs = {"inprocess": inprocess, "statement": statement, "route": routed}
             for i, q in enumerate(queries):
-                t_ref, ref_ids = timed(lambda: inprocess(i))
-                t_sql, sql_ids = timed(lambda: statement(i))
-                t_route, route_ids = timed(lambda: routed(i))
+                got: dict[str, list[str]] = {}
+                for name in list(runs)[i % 3 :] + list(runs)[: i % 3]:  # rotate: the in-process scan evicts CPU caches
+                    elapsed, got[name] = timed(runs[name], i)
+                    times[name].append(elapsed)
+                ref_ids, sql_ids, route_ids = got["inprocess"], got["statement"], got["route"]
                 times["info"].append(timed(store.info)[0])
-                times["embed"].append(timed(lambda: embedder.embed(texts[i]))[0])
-                times["inprocess"].append(t_ref)
-                times["statement"].append(t_sql)
-                times["route"].append(t_route)
+                times["embed"].append(timed(embedder.embed, texts[i])[0])
                 same10 += sql_ids[:10] == ref_ids[:10]
                 overlap10 += len(set(sql_ids[:10]) & set(ref_ids[:10])) / max(1, min(10, len(ref_ids)))
                 if q.target is not None:
@@ -230,15 +233,15 @@ def bench_size(
                     vconn.execute(blocks["setup"])
                 vtext = blocks.get("route", query("route"))
 
-                def variant(i: int) -> list[str]:
+                def variant(i: int, vconn: Any = vconn, vtext: str = vtext) -> list[str]:
                     return [r[0] for r in vconn.execute(vtext, params[i]).fetchall()]
 
                 for i in range(len(warmup)):
                     variant(i)
                 vt, agree, hit_base, hit_var = [], 0.0, 0, 0
                 for i, q in enumerate(queries):
-                    t_base, base_ids = timed(lambda: statement(i))
-                    t_var, var_ids = timed(lambda: variant(i))
+                    t_base, base_ids = timed(statement, i)
+                    t_var, var_ids = timed(variant, i)
                     vt.append((t_base, t_var))
                     agree += len(set(base_ids[:8]) & set(var_ids[:8])) / max(1, min(8, len(base_ids)))
                     hit_base += q.target in base_ids[:8]
@@ -248,7 +251,9 @@ def bench_size(
                                      "hit8_variant": hit_var / max(1, targeted)}
                 vpool.putconn(vconn)
                 vpool.close()
-            explained = explain_profile(conn, params[:explain]) if explain else {}
+            explained = explain_profile(sconn, params[:explain]) if explain else {}
+            spool.putconn(sconn)
+            spool.close()
 
         def pooled_statement(i: int) -> None:
             with store.pool.connection() as c:
@@ -351,11 +356,7 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
 
 
 def git_state() -> str:
-    import subprocess
-
-    def git(*a: str) -> str:
-        return subprocess.run(["git", *a], cwd=BENCH.parent, capture_output=True, text=True).stdout.strip()
-
+    git = lambda *a: subprocess.run(["git", *a], cwd=BENCH.parent, capture_output=True, text=True, check=False).stdout.strip()
     dirty = git("status", "--porcelain", "--", "sql", "migrations", "toolstore")
     return git("rev-parse", "--short", "HEAD") + (" + uncommitted changes to core files" if dirty else "")
 
@@ -379,7 +380,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     requests = 200 if args.quick else args.requests
     variants = {Path(p).stem: parse_blocks(Path(p).read_text()) for p in args.variants.split(",") if p}
     admin = admin_dsn()
-    log(f"server: {conninfo_to_dict(admin).get('host', '?')}")
     embedder: Embedder = HashingEmbedder(384) if args.hashing else LocalEmbedder()
     derive = not args.embed_all
     results = [bench_size(admin, n, requests, embedder, variants, derive, args.explain, args.prebuild) for n in sizes]

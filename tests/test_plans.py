@@ -18,11 +18,12 @@ import numpy as np
 import psycopg
 import pytest
 
-from catalog_gen import generated_queries, generated_tools
-from conftest import TEMPLATE, create_database, drop_database
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._route import catalog_fusion, statement_params
 from toolstore._sql import query
+
+from catalog_gen import generated_queries, generated_tools
+from conftest import TEMPLATE, create_database, drop_database
 
 N_TOOLS = 10_000
 DIM = 32

@@ -1,0 +1,140 @@
+-- Scratch variant of sql/route.sql's `route` (as of commit 853ea84): the levers that measured well, together:
+-- a reused generic plan (setup), lexemes with df > 0.2 N dropped, 60 intent neighbours, k = 8 rows returned.
+-- Run: python bench/route.py --variants bench/combined.sql
+
+-- name: setup
+set plan_cache_mode = force_generic_plan
+
+-- name: route
+with
+fields (field, weight) as (
+    values (1::smallint, %(w_name)s::float8),
+           (2::smallint, %(w_description)s::float8),
+           (3::smallint, %(w_expansion)s::float8)
+),
+terms as (
+    select distinct lexeme
+    from unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query_text)s::text))) as lexeme
+),
+stats as (
+    select s.field, s.n::float8 as n, s.total_len::float8 / greatest(s.n, 1) as avgdl
+    from field_stats s
+    where s.catalog_id = %(catalog)s
+),
+bm25 as (
+    select p.field, p.tool_pk,
+           round(sum(ln(1 + (st.n - d.df::float8 + 0.5) / (d.df::float8 + 0.5))
+                     * p.tf::float8 * 2.2 / (p.tf::float8 + 1.2 * (0.25 + 0.75 * p.dl::float8 / st.avgdl))) * 1e9)
+               as score
+    from fields f
+    join stats st on st.field = f.field
+    cross join terms q
+    join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = q.lexeme
+                         and d.df <= 0.2 * st.n
+    join postings p on p.catalog_id = %(catalog)s and p.field = f.field and p.lexeme = q.lexeme
+    where f.weight > 0
+    group by p.field, p.tool_pk
+),
+-- Rank with ties first (no join), then break ties by id only for the few rows that can make the cut.
+coarse as (
+    select b.field, b.tool_pk, b.score, rank() over (partition by b.field order by b.score desc) as coarse_rank
+    from bm25 b
+    where not %(filtered)s::boolean
+       or exists (select 1 from tools t
+                  where t.pk = b.tool_pk
+                    and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+                    and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+                    and (%(categories)s::text[] is null or t.categories && %(categories)s::text[]))
+),
+lexical as (
+    select c.field as signal, c.tool_pk,
+           row_number() over (partition by c.field order by c.score desc, t.id) as rank
+    from coarse c
+    join tools t on t.pk = c.tool_pk
+    where c.coarse_rank <= %(n)s
+),
+dense as (
+    select 4::smallint as signal, v.tool_pk,
+           row_number() over (order by v.distance, t.id) as rank
+    from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s,
+             %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) v
+    join tools t on t.pk = v.tool_pk
+    where %(w_dense)s::float8 > 0
+),
+neighbours as (
+    select e.tool_pk, e.distance,
+           row_number() over (partition by e.tool_pk order by e.distance) as nth
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, least(%(n_examples)s, 60),
+             %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) e
+    where %(w_intent)s::float8 > 0
+),
+intent as (
+    select 5::smallint as signal, s.tool_pk,
+           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
+    from (
+        select tool_pk, sum(1 - distance) as score
+        from neighbours
+        where nth <= %(per_tool)s
+        group by tool_pk
+    ) s
+    join tools t on t.pk = s.tool_pk
+),
+signals as (
+    select signal, tool_pk, rank from lexical where rank <= %(n)s
+    union all
+    select signal, tool_pk, rank from dense
+    union all
+    select signal, tool_pk, rank from intent where rank <= %(n)s
+),
+fused as (
+    select s.tool_pk,
+           sum(case s.signal
+                   when 1 then %(w_name)s::float8
+                   when 2 then %(w_description)s::float8
+                   when 3 then %(w_expansion)s::float8
+                   when 4 then %(w_dense)s::float8
+                   else %(w_intent)s::float8
+               end / (%(k_rrf)s::float8 + s.rank)) as score,
+           min(s.rank) filter (where s.signal = 1) as rank_name,
+           min(s.rank) filter (where s.signal = 2) as rank_description,
+           min(s.rank) filter (where s.signal = 3) as rank_expansion,
+           min(s.rank) filter (where s.signal = 4) as rank_dense,
+           min(s.rank) filter (where s.signal = 5) as rank_intent
+    from signals s
+    group by s.tool_pk
+),
+exact as (
+    select t.pk as tool_pk
+    from tools t
+    where t.catalog_id = %(catalog)s
+      and (lower(t.id) = any (%(identifiers)s::text[]) or lower(t.name) = any (%(identifiers)s::text[]))
+      and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+),
+top as (
+    select f.*, f.tool_pk in (select tool_pk from exact) as exact
+    from fused f
+    join tools t on t.pk = f.tool_pk
+    order by f.tool_pk in (select tool_pk from exact) desc, f.score desc, t.id
+    limit least(%(limit)s, 8)
+),
+picked as (
+    select * from top
+    union all
+    select e.tool_pk, 0.0::float8, null, null, null, null, null, true
+    from exact e
+    where e.tool_pk not in (select tool_pk from top)
+    union all
+    select t.pk, 0.0::float8, null, null, null, null, null, false
+    from tools t
+    where t.catalog_id = %(catalog)s and t.always_on
+      and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+)
+select t.id, t.name, t.description, t.title, t.provider, t.parameters, t.categories, t.tags, t.keywords,
+       t.examples, t.expansion, t.avoid_when, t.always_on, t.spec,
+       p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.exact
+from picked p
+join tools t on t.pk = p.tool_pk
+order by p.exact desc, p.score desc, t.id;
