@@ -6,7 +6,7 @@
 --   w_name, w_description, w_expansion, w_dense, w_intent  fusion weights; 0 switches a retriever off
 --   allow, block, categories                   text[] filters on tool id / categories, or null
 --   filtered    true when any of the three filters is given
---   limit       fused rows returned (always-on tools come on top of these)
+--   limit       fused rows returned besides always-on tools
 --   identifiers lower-cased identifier-looking query tokens: a tool whose id or name is one of them is
 --               an exact match and ranks above every fused result
 --
@@ -125,7 +125,8 @@ top as (
     from fused f
     join tools t on t.pk = f.tool_pk
     order by f.tool_pk in (select tool_pk from exact) desc, round(f.score * 1e9) desc, t.id
-    limit %(limit)s
+    -- always-on tools are packed on top of the routed ones, so they must not use up the limit
+    limit %(limit)s + (select count(*) from tools a where a.catalog_id = %(catalog)s and a.always_on)
 ),
 picked as (
     select * from top

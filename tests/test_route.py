@@ -89,7 +89,7 @@ def test_fused_statement_is_exactly_the_rrf_of_separate_lists(
     for q in generated_queries(12, seed=99):
         text = query_text(q)
         qvec = catalog.embedder.embed(q)
-        params = statement_params(info, q, qvec, fusion, k=8)
+        params = statement_params(info, q, qvec, fusion, k=8, token_budget=10**6)  # whole fused list
         lists = separate_lists(catalog, text, qvec, params["n"], params["n_examples"])
         expected = python_rrf(lists, weights, k_rrf)[: params["limit"]]
         with catalog.pool.connection() as conn:

@@ -84,6 +84,7 @@ def statement_params(
     fusion: Fusion,
     *,
     k: int,
+    token_budget: int | None = None,
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
@@ -110,7 +111,8 @@ def statement_params(
         "block": _check_ids("block", block),
         "categories": _check_ids("categories", categories),
         "filtered": allow is not None or block is not None or categories is not None,
-        "limit": n,
+        # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
+        "limit": n if token_budget is not None else k,
     }
 
 
@@ -186,7 +188,9 @@ def route(
         raise InvalidInputError(f"overfetch must be a positive integer, got {fusion.overfetch!r}")
     query_text(query_string)  # validates before any embedding work
     qvec, reason = query_vector(conn, vectors, info, embedder, query_string, fusion)
-    params = statement_params(info, query_string, qvec, fusion, k=k, allow=allow, block=block, categories=categories)
+    params = statement_params(
+        info, query_string, qvec, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
+    )
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(query("route"), params).fetchall()
     candidates = [_routed(row) for row in rows]
