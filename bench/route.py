@@ -368,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="1k and 10k tools, 200 requests")
     parser.add_argument("--json", type=Path, default=OUT / "route.json")
     parser.add_argument("--variants", default="", help="comma-separated .sql files with a `route` block to compare")
+    parser.add_argument("--max-df", type=float, help="also compare the route statement with query lexemes whose "
+                        "df exceeds this fraction of the field's tools dropped (the pruning lever)")
     parser.add_argument("--no-import", action="store_true", help="skip the 10k import timings")
     parser.add_argument("--explain", type=int, default=0, help="EXPLAIN ANALYZE this many requests per size")
     parser.add_argument("--prebuild", action="store_true", help="only build (or check) the databases, then exit")
@@ -379,6 +381,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     sizes = [1000, 10_000] if args.quick else [int(s) for s in args.sizes.split(",") if s]
     requests = 200 if args.quick else args.requests
     variants = {Path(p).stem: parse_blocks(Path(p).read_text()) for p in args.variants.split(",") if p}
+    if args.max_df is not None:
+        variants[f"max_df_{args.max_df:g}"] = {"route": pruned_route(args.max_df)}
     admin = admin_dsn()
     embedder: Embedder = HashingEmbedder(384) if args.hashing else LocalEmbedder()
     derive = not args.embed_all
@@ -393,6 +397,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
     args.json.write_text(json.dumps({"meta": meta, "sizes": results, "import": imports}, indent=2))
     log(f"wrote {args.json}")
+
+
+def pruned_route(max_df: float) -> str:
+    """The current route statement with lexemes above ``max_df`` x N dropped before the postings join."""
+    join = "d.field = f.field and d.lexeme = q.lexeme"
+    statement = query("route")
+    assert statement.count(join) == 1, "the bm25 join of sql/route.sql changed: update pruned_route"
+    return statement.replace(join, f"{join} and d.df <= {float(max_df)!r} * st.n")  # bench-only variant
 
 
 if __name__ == "__main__":
