@@ -64,8 +64,12 @@ class Reference:
         for i, r in enumerate(rows):
             for key in {r[2], r[3]}:
                 self.exact.setdefault(key, []).append(i)
-        stats = {f: (float(n), float(total) / max(n, 1)) for f, n, total in conn.execute(
-            "select field, n, total_len from field_stats where catalog_id = %s", [catalog])}
+        stats = {
+            f: (float(n), float(total) / max(n, 1))
+            for f, n, total in conn.execute(
+                "select field, n, total_len from field_stats where catalog_id = %s", [catalog]
+            )
+        }
         lists: dict[tuple[int, str], tuple[list[int], list[int], list[int]]] = {}
         with conn.transaction(), conn.cursor(name="postings") as cur:
             cur.itersize = 50_000
@@ -107,7 +111,9 @@ class Reference:
 
     def dense(self, qvec: np.ndarray, n: int) -> np.ndarray:
         distance = 1.0 - (self.matrix @ qvec).astype(np.float64)
-        top = np.argpartition(distance, min(n, len(distance) - 1))[:n] if len(distance) > n else np.arange(len(distance))
+        top = (
+            np.argpartition(distance, min(n, len(distance) - 1))[:n] if len(distance) > n else np.arange(len(distance))
+        )
         return _ranked(top, distance[top], n, descending=False)
 
     def intent(self, qvec: np.ndarray, n_examples: int, per_tool: int, n: int) -> np.ndarray:
@@ -138,8 +144,13 @@ class Reference:
     ) -> list[str]:
         """Tool ids in the order the ``route`` statement returns them (same bound parameters)."""
         n = params["n"]
-        weights = {1: params["w_name"], 2: params["w_description"], 3: params["w_expansion"],
-                   4: params["w_dense"], 5: params["w_intent"]}
+        weights = {
+            1: params["w_name"],
+            2: params["w_description"],
+            3: params["w_expansion"],
+            4: params["w_dense"],
+            5: params["w_intent"],
+        }
         lists: dict[int, np.ndarray] = {}
         for field in (1, 2, 3):
             if weights[field] > 0:

@@ -287,7 +287,9 @@ def derived_chunk(full: Catalog, c: int, base_tools: Any, base_examples: Any) ->
     tools = unit(base_tools[seed_tool] + 0.5 * other + rng.normal(0, 0.02, (len(seed_tool), dim)))
     k = EXAMPLES_PER_TOOL
     ex_index = (seed_tool[:, None] * k + np.arange(k)[None, :]).ravel()
-    examples = unit(base_examples[ex_index] + 0.5 * np.repeat(other, k, axis=0) + rng.normal(0, 0.02, (len(ex_index), dim)))
+    examples = unit(
+        base_examples[ex_index] + 0.5 * np.repeat(other, k, axis=0) + rng.normal(0, 0.02, (len(ex_index), dim))
+    )
     return tools, examples
 
 
@@ -349,5 +351,7 @@ if __name__ == "__main__":  # python bench/_synth.py 100000: fill the vector cac
 
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     out = Path(__file__).resolve().parent / "out"
-    tv, ev = load_vectors(size, LocalEmbedder(), out, log=lambda m: print(m, flush=True), reverse="--reverse" in sys.argv)
+    tv, ev = load_vectors(
+        size, LocalEmbedder(), out, log=lambda m: print(m, flush=True), reverse="--reverse" in sys.argv
+    )
     print(tv.shape, ev.shape)

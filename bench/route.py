@@ -90,7 +90,11 @@ def schema_hash() -> str:
 
 
 def built_database(
-    admin: str, n: int, cat: _synth.Catalog, vectors: Callable[[], tuple[np.ndarray, np.ndarray]], model: str,
+    admin: str,
+    n: int,
+    cat: _synth.Catalog,
+    vectors: Callable[[], tuple[np.ndarray, np.ndarray]],
+    model: str,
     tag: str = "",
 ) -> str:
     """The size-n database, built unless a complete one of this generator version and model exists."""
@@ -123,8 +127,12 @@ def built_database(
             conn.execute(query("upsert_tool_vectors"), {"catalog": catalog, "ids": ids, "vectors": vecs})
         for start in range(0, len(cat.examples), 4 * BATCH):
             ex = cat.examples[start : start + 4 * BATCH]
-            params = {"catalog": catalog, "ids": [e.tool_id for e in ex], "queries": [e.query for e in ex],
-                      "vectors": list(ev[start : start + 4 * BATCH])}
+            params = {
+                "catalog": catalog,
+                "ids": [e.tool_id for e in ex],
+                "queries": [e.query for e in ex],
+                "vectors": list(ev[start : start + 4 * BATCH]),
+            }
             conn.execute(query("insert_examples"), params)
         conn.execute(query("ensure_vector_indexes"), {"catalog": catalog})
         conn.execute("vacuum analyze")
@@ -136,7 +144,11 @@ def built_database(
 
 def stats_ms(seconds: Sequence[float]) -> dict[str, float]:
     ms = sorted(s * 1000 for s in seconds)
-    return {"p50": statistics.median(ms), "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))], "mean": statistics.fmean(ms)}
+    return {
+        "p50": statistics.median(ms),
+        "p95": ms[min(len(ms) - 1, int(0.95 * len(ms)))],
+        "mean": statistics.fmean(ms),
+    }
 
 
 def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
@@ -147,6 +159,7 @@ def timed(fn: Callable[..., Any], *args: Any) -> tuple[float, Any]:
 
 def throughput(work: Callable[[int], None], items: int, clients: int = CLIENTS) -> float:
     """Items per second with ``clients`` threads splitting ``items`` calls of ``work(i)``."""
+
     def run(c: int) -> None:
         for i in range(c, items, clients):
             work(i)
@@ -161,8 +174,14 @@ def throughput(work: Callable[[int], None], items: int, clients: int = CLIENTS) 
 
 
 def bench_size(
-    admin: str, n: int, requests: int, embedder: Embedder, variants: dict[str, dict[str, str]], derive: bool,
-    explain: int = 0, prebuild: bool = False,
+    admin: str,
+    n: int,
+    requests: int,
+    embedder: Embedder,
+    variants: dict[str, dict[str, str]],
+    derive: bool,
+    explain: int = 0,
+    prebuild: bool = False,
 ) -> dict[str, Any]:
     cat = _synth.catalog(n)
 
@@ -175,7 +194,11 @@ def bench_size(
     tv, ev = vectors()
     warm, tput = 30, max(requests, 400)
     every = _synth.queries(cat, warm + requests + tput)  # distinct texts: route() caches query vectors
-    queries, warmup, tput_texts = every[warm : warm + requests], every[:warm], [q.text for q in every[warm + requests :]]
+    queries, warmup, tput_texts = (
+        every[warm : warm + requests],
+        every[:warm],
+        [q.text for q in every[warm + requests :]],
+    )
     texts = [q.text for q in queries]
     qvecs = embedder.embed_many(texts)
     with ToolStore(dsn, embedder=embedder, catalog="bench", pool_size=CLIENTS) as store:
@@ -183,13 +206,16 @@ def bench_size(
         fusion = catalog_fusion(info)
         params = [statement_params(info, t, v, fusion, k=8) for t, v in zip(texts, qvecs)]
         with store.pool.connection() as conn:
-            lexemes = [[r[0] for r in conn.execute(query("query_lexemes"), {"query_text": query_text(t)})]
-                       for t in texts]
+            lexemes = [
+                [r[0] for r in conn.execute(query("query_lexemes"), {"query_text": query_text(t)})] for t in texts
+            ]
             log(f"{n}: loading the in-process reference")
-            ref = Reference(conn, info.id, dict(zip((t.id for t in cat.tools), tv)), ev,
-                            [e.tool_id for e in cat.examples])
-            touched = [sum(len(f.index[x].tools) for f in ref.fields.values() for x in q if x in f.index)
-                       for q in lexemes]
+            ref = Reference(
+                conn, info.id, dict(zip((t.id for t in cat.tools), tv)), ev, [e.tool_id for e in cat.examples]
+            )
+            touched = [
+                sum(len(f.index[x].tools) for f in ref.fields.values() for x in q if x in f.index) for q in lexemes
+            ]
 
             spool = make_pool(dsn, schema="toolstore", max_size=1)  # a fresh session: see PROFILE.md on the A/A control
             sconn = spool.getconn()
@@ -241,14 +267,20 @@ def bench_size(
                 for i, q in enumerate(queries):
                     first, second = (statement, variant) if i % 2 else (variant, statement)  # the 2nd runs warmer
                     (t_a, ids_a), (t_b, ids_b) = timed(first, i), timed(second, i)
-                    (t_base, base_ids), (t_var, var_ids) = ((t_a, ids_a), (t_b, ids_b)) if i % 2 else ((t_b, ids_b), (t_a, ids_a))
+                    (t_base, base_ids), (t_var, var_ids) = (
+                        ((t_a, ids_a), (t_b, ids_b)) if i % 2 else ((t_b, ids_b), (t_a, ids_a))
+                    )
                     vt.append((t_base, t_var))
                     agree += len(set(base_ids[:8]) & set(var_ids[:8])) / max(1, min(8, len(base_ids)))
                     hit_base += q.target in base_ids[:8]
                     hit_var += q.target in var_ids[:8]
-                variant_out[name] = {"baseline": stats_ms([a for a, _ in vt]), "variant": stats_ms([b for _, b in vt]),
-                                     "top8_overlap": agree / requests, "hit8_baseline": hit_base / max(1, targeted),
-                                     "hit8_variant": hit_var / max(1, targeted)}
+                variant_out[name] = {
+                    "baseline": stats_ms([a for a, _ in vt]),
+                    "variant": stats_ms([b for _, b in vt]),
+                    "top8_overlap": agree / requests,
+                    "hit8_baseline": hit_base / max(1, targeted),
+                    "hit8_variant": hit_var / max(1, targeted),
+                }
                 vpool.putconn(vconn)
                 vpool.close()
             explained = explain_profile(sconn, params[:explain]) if explain else {}
@@ -264,13 +296,21 @@ def bench_size(
         rps_statement = throughput(pooled_statement, tput)
     result = {k: stats_ms(v) for k, v in times.items()}
     return {
-        "tools": n, "examples": len(cat.examples), "requests": requests, **result,
+        "tools": n,
+        "examples": len(cat.examples),
+        "requests": requests,
+        **result,
         "ratio_statement_inprocess": result["statement"]["p50"] / result["inprocess"]["p50"],
-        "top10_identical": same10 / requests, "top10_overlap": overlap10 / requests,
+        "top10_identical": same10 / requests,
+        "top10_overlap": overlap10 / requests,
         "route_hit8_targeted": hits / max(1, targeted),
-        "postings_rows": ref.postings_rows, "postings_touched_mean": statistics.fmean(touched),
+        "postings_rows": ref.postings_rows,
+        "postings_touched_mean": statistics.fmean(touched),
         "query_lexemes_mean": statistics.fmean(len(x) for x in lexemes),
-        "routes_per_s": rps_route, "statements_per_s": rps_statement, "variants": variant_out, "explain": explained,
+        "routes_per_s": rps_route,
+        "statements_per_s": rps_statement,
+        "variants": variant_out,
+        "explain": explained,
     }
 
 
@@ -301,7 +341,9 @@ def explain_profile(conn: psycopg.Connection[Any], params: Sequence[dict[str, An
                 per["postings_rows"] = per.get("postings_rows", 0) + rows
             if node.get("Relation Name") == "tools" and "Index" in node["Node Type"]:
                 per["tools_index_lookups"] = per.get("tools_index_lookups", 0) + node.get("Actual Loops", 1)
-            per["shared_hit_blocks"] = per.get("shared_hit_blocks", 0) + (node.get("Shared Hit Blocks", 0) if node is doc["Plan"] else 0)
+            per["shared_hit_blocks"] = per.get("shared_hit_blocks", 0) + (
+                node.get("Shared Hit Blocks", 0) if node is doc["Plan"] else 0
+            )
         for key, value in per.items():
             add(key, value)
     return {k: statistics.median(v) for k, v in sorted(samples.items())}
@@ -341,22 +383,32 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
         ("postings rows / touched per query", lambda r: f"{r['postings_rows']} / {r['postings_touched_mean']:.0f}"),
     ]
     for name in results[0]["variants"] if results else []:
-        rows.append((f"{name}: p50 ms vs base, top-8 overlap, hit@8 vs base", lambda r, v=name: (
-            f"{r['variants'][v]['variant']['p50']:.1f} vs {r['variants'][v]['baseline']['p50']:.1f}, "
-            f"{r['variants'][v]['top8_overlap']:.3f}, "
-            f"{r['variants'][v]['hit8_variant']:.2f} vs {r['variants'][v]['hit8_baseline']:.2f}")))
+        rows.append(
+            (
+                f"{name}: p50 ms vs base, top-8 overlap, hit@8 vs base",
+                lambda r, v=name: (
+                    f"{r['variants'][v]['variant']['p50']:.1f} vs {r['variants'][v]['baseline']['p50']:.1f}, "
+                    f"{r['variants'][v]['top8_overlap']:.3f}, "
+                    f"{r['variants'][v]['hit8_variant']:.2f} vs {r['variants'][v]['hit8_baseline']:.2f}"
+                ),
+            )
+        )
     head = "| | " + " | ".join(f"{r['tools']:,} tools" for r in results) + " |"
     lines = [head, "|---" * (len(results) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(fmt(r) for r in results) + " |" for label, fmt in rows]
     for key in results[0]["explain"] if results else []:
-        lines.append(f"| explain: {key} (median) | " + " | ".join(f"{r['explain'].get(key, 0):.1f}" for r in results) + " |")
+        lines.append(
+            f"| explain: {key} (median) | " + " | ".join(f"{r['explain'].get(key, 0):.1f}" for r in results) + " |"
+        )
     for key, value in imports.items():
         lines.append(f"| import 10k: {key} | {value:.1f} |" + " |" * (len(results) - 1))
     return "\n".join(lines)
 
 
 def git_state() -> str:
-    git = lambda *a: subprocess.run(["git", *a], cwd=BENCH.parent, capture_output=True, text=True, check=False).stdout.strip()
+    git = lambda *a: subprocess.run(
+        ["git", *a], cwd=BENCH.parent, capture_output=True, text=True, check=False
+    ).stdout.strip()
     dirty = git("status", "--porcelain", "--", "sql", "migrations", "toolstore")
     return git("rev-parse", "--short", "HEAD") + (" + uncommitted changes to core files" if dirty else "")
 
@@ -368,15 +420,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="1k and 10k tools, 200 requests")
     parser.add_argument("--json", type=Path, default=OUT / "route.json")
     parser.add_argument("--variants", default="", help="comma-separated .sql files with a `route` block to compare")
-    parser.add_argument("--max-df", type=float, help="also compare the route statement with query lexemes whose "
-                        "df exceeds this fraction of the field's tools dropped (the pruning lever)")
+    parser.add_argument(
+        "--max-df",
+        type=float,
+        help="also compare the route statement with query lexemes whose "
+        "df exceeds this fraction of the field's tools dropped (the pruning lever)",
+    )
     parser.add_argument("--no-import", action="store_true", help="skip the 10k import timings")
     parser.add_argument("--explain", type=int, default=0, help="EXPLAIN ANALYZE this many requests per size")
     parser.add_argument("--prebuild", action="store_true", help="only build (or check) the databases, then exit")
     parser.add_argument("--hashing", action="store_true", help="development: HashingEmbedder(384), not the model")
-    parser.add_argument("--embed-all", action="store_true",
-                        help="embed every tool and example with the model (default: the first 10k; the rest are "
-                             "recombined from those vectors, see _synth.derived_chunk)")
+    parser.add_argument(
+        "--embed-all",
+        action="store_true",
+        help="embed every tool and example with the model (default: the first 10k; the rest are "
+        "recombined from those vectors, see _synth.derived_chunk)",
+    )
     args = parser.parse_args(argv)
     sizes = [1000, 10_000] if args.quick else [int(s) for s in args.sizes.split(",") if s]
     requests = 200 if args.quick else args.requests
@@ -392,9 +451,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     imports = {} if args.no_import else bench_import(admin, embedder)
     print(table(results, imports))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"generator": _synth.GENERATOR_VERSION, "vectors": "model" if args.embed_all else "first 10k model, rest derived",
-            "git": git_state(), "cpus": os.cpu_count(), "load": os.getloadavg(),
-            "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+    meta = {
+        "generator": _synth.GENERATOR_VERSION,
+        "vectors": "model" if args.embed_all else "first 10k model, rest derived",
+        "git": git_state(),
+        "cpus": os.cpu_count(),
+        "load": os.getloadavg(),
+        "command": " ".join(sys.argv),
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     args.json.write_text(json.dumps({"meta": meta, "sizes": results, "import": imports}, indent=2))
     log(f"wrote {args.json}")
 

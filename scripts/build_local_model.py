@@ -146,7 +146,6 @@ def quantize(fp32: Path, out: Path) -> None:
     onnx.save(proto, str(out))
 
 
-
 def shrink(proto) -> None:  # proto: onnx.ModelProto, changed in place
     """Make the file smaller without int8 matmul loss.
 
@@ -169,7 +168,10 @@ def shrink(proto) -> None:  # proto: onnx.ModelProto, changed in place
     table_q = np.clip(np.rint(table / scale), -127, 127).astype(np.int8)
     graph.initializer.remove(inits.pop(gather.input[0]))
     graph.initializer.extend(
-        [numpy_helper.from_array(table_q, "word_embeddings_int8"), numpy_helper.from_array(scale.astype(np.float32), "word_embeddings_scale")]
+        [
+            numpy_helper.from_array(table_q, "word_embeddings_int8"),
+            numpy_helper.from_array(scale.astype(np.float32), "word_embeddings_scale"),
+        ]
     )
     out = gather.output[0]
     ids = gather.input[1]

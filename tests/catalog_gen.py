@@ -27,7 +27,11 @@ def generated_tools(n: int, seed: int = 7) -> list[Tool]:
         verb, obj, provider = rng.choice(VERBS), rng.choice(OBJECTS), rng.choice(PROVIDERS)
         style = i % 3
         name = (
-            f"{verb}_{obj}_{i}" if style == 0 else f"{verb}{obj.capitalize()}{i}" if style == 1 else f"{verb}.{obj}.v{i}"
+            f"{verb}_{obj}_{i}"
+            if style == 0
+            else f"{verb}{obj.capitalize()}{i}"
+            if style == 1
+            else f"{verb}.{obj}.v{i}"
         )
         words = [rng.choice(FILLER + OBJECTS + VERBS) for _ in range(rng.randint(5, 40))]
         params = {

@@ -36,7 +36,9 @@ def field_docs(conn: psycopg.Connection[Any], catalog: int, field: int) -> dict[
     return docs
 
 
-def reference_bm25(docs: dict[str, dict[str, int]], terms: list[str], k1: float = 1.2, b: float = 0.75) -> list[tuple[str, float]]:
+def reference_bm25(
+    docs: dict[str, dict[str, int]], terms: list[str], k1: float = 1.2, b: float = 0.75
+) -> list[tuple[str, float]]:
     n = len(docs)
     lengths = {d: sum(tf.values()) for d, tf in docs.items()}
     avgdl = sum(lengths.values()) / n
@@ -102,8 +104,12 @@ def stats_snapshot(conn: psycopg.Connection[Any], catalog: int) -> dict[str, Any
                 [catalog],
             ).fetchall()
         ),
-        "df": sorted(conn.execute("select field, lexeme, df from lexeme_stats where catalog_id = %s", [catalog]).fetchall()),
-        "fields": sorted(conn.execute("select field, n, total_len from field_stats where catalog_id = %s", [catalog]).fetchall()),
+        "df": sorted(
+            conn.execute("select field, lexeme, df from lexeme_stats where catalog_id = %s", [catalog]).fetchall()
+        ),
+        "fields": sorted(
+            conn.execute("select field, n, total_len from field_stats where catalog_id = %s", [catalog]).fetchall()
+        ),
     }
 
 

@@ -33,11 +33,27 @@ def write_jsonl(path: Path, rows: list[object]) -> Path:
 
 
 TOOLS = [
-    {"type": "function", "function": {"name": "send_email", "description": "Send an email to a recipient",
-                                      "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}},
-    {"name": "create_issue", "description": "Open an issue in a GitHub repository", "input_schema": {"type": "object", "properties": {}}},
-    {"id": "weather.forecast", "name": "forecast", "description": "Weather forecast for a city", "provider": "weather",
-     "parameters": None, "category": "weather"},
+    {
+        "type": "function",
+        "function": {
+            "name": "send_email",
+            "description": "Send an email to a recipient",
+            "parameters": {"type": "object", "properties": {"to": {"type": "string"}}},
+        },
+    },
+    {
+        "name": "create_issue",
+        "description": "Open an issue in a GitHub repository",
+        "input_schema": {"type": "object", "properties": {}},
+    },
+    {
+        "id": "weather.forecast",
+        "name": "forecast",
+        "description": "Weather forecast for a city",
+        "provider": "weather",
+        "parameters": None,
+        "category": "weather",
+    },
 ]
 
 
@@ -47,14 +63,19 @@ def test_cli_round_trip(dsn: str, tmp_path: Path) -> None:
     assert imported["inserted"] == 3
     again = json.loads(run(dsn, "-c", "cli", "import", str(tools)).stdout)
     assert again["unchanged"] == 3 and again["inserted"] == 0 and again["embedded"] == 0
-    examples = write_jsonl(tmp_path / "train.jsonl", [{"qid": "1", "query": "what's it like outside tomorrow", "relevant": ["weather.forecast"]}])
+    examples = write_jsonl(
+        tmp_path / "train.jsonl",
+        [{"qid": "1", "query": "what's it like outside tomorrow", "relevant": ["weather.forecast"]}],
+    )
     assert json.loads(run(dsn, "-c", "cli", "examples", str(examples)).stdout)["examples"] == 1
     routed = json.loads(run(dsn, "-c", "cli", "route", "send an email to bob", "--k", "2").stdout)
     assert routed["tools"][0]["id"] == "send_email"
     assert set(routed["tools"][0]["signals"]) == {"name", "description", "expansion", "dense", "intent"}
     openai = json.loads(run(dsn, "-c", "cli", "route", "weather tomorrow", "--k", "1", "--format", "openai").stdout)
     assert openai["tools"][0]["function"]["name"] == "forecast"
-    anthropic = json.loads(run(dsn, "-c", "cli", "route", "weather tomorrow", "--k", "1", "--format", "anthropic").stdout)
+    anthropic = json.loads(
+        run(dsn, "-c", "cli", "route", "weather tomorrow", "--k", "1", "--format", "anthropic").stdout
+    )
     assert "input_schema" in anthropic["tools"][0]
     table = run(dsn, "-c", "cli", "route", "open a github issue", "--format", "table", "--explain").stdout
     assert "create_issue" in table and "inten" in table
@@ -63,7 +84,9 @@ def test_cli_round_trip(dsn: str, tmp_path: Path) -> None:
     run(dsn, "-c", "cli", "remove", "create_issue")
     assert len(json.loads(run(dsn, "-c", "cli", "list").stdout)) == 2
     catalogs = json.loads(run(dsn, "catalogs").stdout)
-    assert {"name": "cli", "n_tools": 2, "n_examples": 1}.items() <= next(c for c in catalogs if c["name"] == "cli").items()
+    assert {"name": "cli", "n_tools": 2, "n_examples": 1}.items() <= next(
+        c for c in catalogs if c["name"] == "cli"
+    ).items()
 
 
 def test_cli_errors_are_one_line(dsn: str, tmp_path: Path) -> None:
@@ -97,6 +120,8 @@ def test_cli_reports_an_unreachable_database() -> None:
 def test_cli_imports_the_seal_tools_catalog_and_routes(dsn: str) -> None:
     proc = run(dsn, "--embedder", "none", "-c", "seal", "import", str(BENCH / "seal_tools" / "tools.jsonl"))
     assert json.loads(proc.stdout)["inserted"] == 4076
-    routed = json.loads(run(dsn, "--embedder", "none", "-c", "seal", "route", "analyze the DNA evidence from the crime scene").stdout)
+    routed = json.loads(
+        run(dsn, "--embedder", "none", "-c", "seal", "route", "analyze the DNA evidence from the crime scene").stdout
+    )
     assert routed["tools"][0]["id"] == "analyzeEvidence"
     assert "lexical retrieval only" in routed["degraded_reason"] and not routed["dense_used"]

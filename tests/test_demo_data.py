@@ -72,7 +72,12 @@ def test_catalog_size_and_providers():
     assert len(providers) >= 13
     for required in ("slack", "gmail", "google_calendar", "github", "stripe", "web", "weather", "aws", "core"):
         assert required in providers, f"missing provider {required}"
-    for alternatives in (("jira", "linear"), ("salesforce", "hubspot"), ("google_drive", "dropbox"), ("notion", "confluence")):
+    for alternatives in (
+        ("jira", "linear"),
+        ("salesforce", "hubspot"),
+        ("google_drive", "dropbox"),
+        ("notion", "confluence"),
+    ):
         assert providers & set(alternatives), f"need one of {alternatives}"
 
 

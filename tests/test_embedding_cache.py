@@ -81,8 +81,15 @@ def test_reembed_switches_model_and_dimension_without_dropping(dsn: str) -> None
 
 def test_openai_embedder_through_the_store_and_no_partial_catalog(dsn: str) -> None:
     with FakeOpenAI() as server:
-        embedder = OpenAIEmbedder(model="text-embedding-3-small", dimensions=256, api_key=server.api_key,
-                                  base_url=server.base_url, batch_size=10, sleep=lambda _: None, max_retries=0)
+        embedder = OpenAIEmbedder(
+            model="text-embedding-3-small",
+            dimensions=256,
+            api_key=server.api_key,
+            base_url=server.base_url,
+            batch_size=10,
+            sleep=lambda _: None,
+            max_retries=0,
+        )
         with ToolStore(dsn, embedder=embedder, catalog="oa") as store:
             tools = generated_tools(35, seed=4)
             server.pass_next(times=2)

@@ -70,7 +70,11 @@ def test_evaluate_rejects_bad_input(store: ToolStore) -> None:
 
 def fusions() -> list[Fusion]:
     rng = random.Random(3)
-    out = [UNIFORM, Fusion({s: float(s == "intent") for s in SIGNALS}), Fusion({s: float(s == "name") for s in SIGNALS})]
+    out = [
+        UNIFORM,
+        Fusion({s: float(s == "intent") for s in SIGNALS}),
+        Fusion({s: float(s == "name") for s in SIGNALS}),
+    ]
     for _ in range(4):
         weights = {s: rng.choice([0.0, 0.25, 1.0, 1.5, 3.0]) for s in SIGNALS}
         weights["description"] = 1.0
@@ -176,15 +180,39 @@ def _write(path: Path, rows: list[dict[str, object]]) -> Path:
 
 def test_cli_eval_json_end_to_end(dsn: str, tmp_path: Path) -> None:
     tools, examples = clue_catalog()
-    tool_rows = [{"id": t.id, "name": t.name, "description": t.description, "provider": None, "parameters": None,
-                  "category": None} for t in tools]
-    rows = [{"qid": j.qid, "query": q, "relevant": list(j.relevant), "acceptable": list(j.relevant)} for q, j in examples]
+    tool_rows = [
+        {
+            "id": t.id,
+            "name": t.name,
+            "description": t.description,
+            "provider": None,
+            "parameters": None,
+            "category": None,
+        }
+        for t in tools
+    ]
+    rows = [
+        {"qid": j.qid, "query": q, "relevant": list(j.relevant), "acceptable": list(j.relevant)} for q, j in examples
+    ]
     env = {**os.environ, "TOOLSTORE_DSN": dsn}
-    args = [sys.executable, "-m", "toolstore.cli", "--embedder", "hashing", "eval",
-            "--tools", str(_write(tmp_path / "tools.jsonl", tool_rows)),
-            "--queries", str(_write(tmp_path / "q.jsonl", rows[1::3])),
-            "--train", str(_write(tmp_path / "train.jsonl", [r for i, r in enumerate(rows) if i % 3 != 1])),
-            "--tune", "--json", "--report", str(tmp_path / "report")]
+    args = [
+        sys.executable,
+        "-m",
+        "toolstore.cli",
+        "--embedder",
+        "hashing",
+        "eval",
+        "--tools",
+        str(_write(tmp_path / "tools.jsonl", tool_rows)),
+        "--queries",
+        str(_write(tmp_path / "q.jsonl", rows[1::3])),
+        "--train",
+        str(_write(tmp_path / "train.jsonl", [r for i, r in enumerate(rows) if i % 3 != 1])),
+        "--tune",
+        "--json",
+        "--report",
+        str(tmp_path / "report"),
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -203,7 +231,11 @@ def test_store_tune_from_a_train_file(dsn: str, tmp_path) -> None:  # type: igno
     from toolstore import HashingEmbedder, Tool, ToolStore, TuneReport
 
     tools = [Tool(id=f"t{i}", name=f"tool_{i}", description=f"does thing number {i} with widgets") for i in range(6)]
-    lines = [{"qid": f"q{i}{j}", "query": f"thing number {i} please {j}", "relevant": [f"t{i}"]} for i in range(6) for j in range(3)]
+    lines = [
+        {"qid": f"q{i}{j}", "query": f"thing number {i} please {j}", "relevant": [f"t{i}"]}
+        for i in range(6)
+        for j in range(3)
+    ]
     train = tmp_path / "train.jsonl"
     train.write_text("\n".join(json.dumps(r) for r in lines))
     with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="tune_file") as store:

@@ -50,20 +50,44 @@ def one(data: object, **kwargs: Any) -> Tool:
 
 
 def test_benchmark_row() -> None:
-    row = {"id": "th0001", "name": "YOLOP", "description": "Detect lanes.", "provider": "PyTorch",
-           "parameters": None, "category": "Object Detection"}
+    row = {
+        "id": "th0001",
+        "name": "YOLOP",
+        "description": "Detect lanes.",
+        "provider": "PyTorch",
+        "parameters": None,
+        "category": "Object Detection",
+    }
     tool = one(row)
-    assert tool == Tool(id="th0001", name="YOLOP", description="Detect lanes.", provider="PyTorch",
-                        categories=("Object Detection",), spec=row)
+    assert tool == Tool(
+        id="th0001",
+        name="YOLOP",
+        description="Detect lanes.",
+        provider="PyTorch",
+        categories=("Object Detection",),
+        spec=row,
+    )
     assert one({**row, "category": None, "provider": None}).categories == ()
     assert one({**row, "provider": None}, provider="hub").id == "th0001"  # explicit id kept
 
 
 def test_openai_chat_and_responses_and_bare() -> None:
-    chat = {"type": "function", "function": {"name": "get_weather", "description": "Weather now.",
-                                             "parameters": WEATHER_SCHEMA, "strict": True}}
-    responses = {"type": "function", "name": "get_weather", "description": "Weather now.",
-                 "parameters": WEATHER_SCHEMA, "strict": None}
+    chat = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather now.",
+            "parameters": WEATHER_SCHEMA,
+            "strict": True,
+        },
+    }
+    responses = {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Weather now.",
+        "parameters": WEATHER_SCHEMA,
+        "strict": None,
+    }
     bare = {"name": "get_weather", "description": "Weather now.", "parameters": WEATHER_SCHEMA}
     expected = Tool(id="get_weather", name="get_weather", description="Weather now.", parameters=WEATHER_SCHEMA)
     for data in (chat, responses, bare):
@@ -73,17 +97,26 @@ def test_openai_chat_and_responses_and_bare() -> None:
 
 
 def test_anthropic() -> None:
-    data = {"name": "get_weather", "description": "Weather now.", "input_schema": WEATHER_SCHEMA,
-            "cache_control": {"type": "ephemeral"}}
+    data = {
+        "name": "get_weather",
+        "description": "Weather now.",
+        "input_schema": WEATHER_SCHEMA,
+        "cache_control": {"type": "ephemeral"},
+    }
     tool = one(data)
     assert (tool.name, tool.description, tool.parameters) == ("get_weather", "Weather now.", WEATHER_SCHEMA)
     assert one({**data, "type": "custom"}).parameters == WEATHER_SCHEMA
 
 
 def test_mcp_tool_list_result_and_jsonrpc() -> None:
-    mcp_tool = {"name": "read_file", "title": "Read file", "description": "Read a file.",
-                "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
-                "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+    mcp_tool = {
+        "name": "read_file",
+        "title": "Read file",
+        "description": "Read a file.",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "outputSchema": {"type": "object"},
+        "annotations": {"readOnlyHint": True},
+    }
     tool = one(mcp_tool, provider="fs")
     assert (tool.id, tool.title, tool.provider) == ("fs.read_file", "Read file", "fs")
     result = {"tools": [mcp_tool, {"name": "ls", "inputSchema": {"type": "object"}}], "nextCursor": "abc"}
@@ -121,10 +154,11 @@ PETSTORE: dict[str, Any] = {
                 "summary": "Get a pet.",
                 "description": "Returns one pet by id.",
                 "tags": ["pets"],
-                "parameters": [{"name": "verbose", "in": "query", "schema": {"type": "boolean"}},
-                               {"name": "session", "in": "cookie", "schema": {"type": "string"}},
-                               {"name": "X-Trace", "in": "header", "required": True,
-                                "schema": {"type": "string"}}],
+                "parameters": [
+                    {"name": "verbose", "in": "query", "schema": {"type": "boolean"}},
+                    {"name": "session", "in": "cookie", "schema": {"type": "string"}},
+                    {"name": "X-Trace", "in": "header", "required": True, "schema": {"type": "string"}},
+                ],
             },
             "put": {
                 "operationId": "updatePet",
@@ -132,19 +166,37 @@ PETSTORE: dict[str, Any] = {
                 "x-toolstore": {"keywords": ["edit"], "always_on": True},
             },
         },
-        "/pets": {"post": {"operationId": "addPets", "requestBody": {"required": True, "content": {
-            "application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Pet"}}}}}}},
+        "/pets": {
+            "post": {
+                "operationId": "addPets",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Pet"}}}
+                    },
+                },
+            }
+        },
     },
     "components": {
-        "parameters": {"PetId": {"name": "petId", "in": "path", "description": "The pet's id",
-                                 "schema": {"type": "integer"}}},
-        "requestBodies": {"PetBody": {"content": {"application/json; charset=utf-8": {
-            "schema": {"$ref": "#/components/schemas/Pet"}}}}},
+        "parameters": {
+            "PetId": {"name": "petId", "in": "path", "description": "The pet's id", "schema": {"type": "integer"}}
+        },
+        "requestBodies": {
+            "PetBody": {
+                "content": {"application/json; charset=utf-8": {"schema": {"$ref": "#/components/schemas/Pet"}}}
+            }
+        },
         "schemas": {
-            "Pet": {"type": "object", "required": ["name"], "properties": {
-                "name": {"type": "string"},
-                "parent": {"$ref": "#/components/schemas/Pet"},
-                "owner": {"$ref": "#/components/schemas/Owner", "description": "who owns it"}}},
+            "Pet": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "parent": {"$ref": "#/components/schemas/Pet"},
+                    "owner": {"$ref": "#/components/schemas/Owner", "description": "who owns it"},
+                },
+            },
             "Owner": {"type": "object", "properties": {"email": {"type": "string"}}},
         },
     },
@@ -158,8 +210,11 @@ def test_openapi_operations() -> None:
     assert get.categories == ("pets",)
     assert get.parameters == {
         "type": "object",
-        "properties": {"petId": {"type": "integer", "description": "The pet's id"},
-                       "verbose": {"type": "boolean"}, "X-Trace": {"type": "string"}},
+        "properties": {
+            "petId": {"type": "integer", "description": "The pet's id"},
+            "verbose": {"type": "boolean"},
+            "X-Trace": {"type": "string"},
+        },
         "required": ["petId", "X-Trace"],
     }
     assert get.spec is not None and get.spec["method"] == "get" and get.spec["path"] == "/pets/{petId}"
@@ -168,8 +223,11 @@ def test_openapi_operations() -> None:
     props = put.parameters["properties"]  # type: ignore[index]
     assert set(props) == {"petId", "name", "parent", "owner"}
     assert put.parameters["required"] == ["petId", "name"]  # type: ignore[index]
-    assert props["owner"] == {"type": "object", "properties": {"email": {"type": "string"}},
-                              "description": "who owns it"}
+    assert props["owner"] == {
+        "type": "object",
+        "properties": {"email": {"type": "string"}},
+        "description": "who owns it",
+    }
     assert props["parent"] == {"description": "recursive reference to #/components/schemas/Pet"}
     assert "$ref" not in json.dumps(put.parameters)
 
@@ -194,9 +252,17 @@ def test_openapi_errors() -> None:
 
 # --- metadata and namespacing -------------------------------------------------------------------
 
-META = {"title": "Weather", "keywords": ["forecast"], "examples": ["is it raining in Oslo?"],
-        "avoid_when": "historical data", "categories": ["weather"], "tags": ["beta"], "always_on": True,
-        "provider": "met", "expansion": "rain sun temperature"}
+META = {
+    "title": "Weather",
+    "keywords": ["forecast"],
+    "examples": ["is it raining in Oslo?"],
+    "avoid_when": "historical data",
+    "categories": ["weather"],
+    "tags": ["beta"],
+    "always_on": True,
+    "provider": "met",
+    "expansion": "rain sun temperature",
+}
 
 
 def test_x_toolstore_metadata_in_every_format() -> None:
@@ -208,21 +274,34 @@ def test_x_toolstore_metadata_in_every_format() -> None:
         {"name": "now", "inputSchema": {"type": "object"}, "x-toolstore": META},
         {"name": "now", "x-toolstore": META},
     ]
-    expected = Tool(id="met.now", name="now", title="Weather", provider="met", categories=("weather",),
-                    tags=("beta",), keywords=("forecast",), examples=("is it raining in Oslo?",),
-                    expansion="rain sun temperature", avoid_when="historical data", always_on=True)
+    expected = Tool(
+        id="met.now",
+        name="now",
+        title="Weather",
+        provider="met",
+        categories=("weather",),
+        tags=("beta",),
+        keywords=("forecast",),
+        examples=("is it raining in Oslo?",),
+        expansion="rain sun temperature",
+        avoid_when="historical data",
+        always_on=True,
+    )
     for data in shapes:
         assert without_spec(one(data, provider="ignored")) == expected
     assert one({"name": "now", "x-toolstore": {"id": "custom"}}, provider="p").id == "custom"
 
 
-@pytest.mark.parametrize(("meta", "message"), [
-    ({"exmaples": []}, "unknown key.*'exmaples'"),
-    ({"keywords": "rain"}, "keywords must be a list of strings, got string"),
-    ({"always_on": "yes"}, "always_on must be true or false"),
-    ({"id": ""}, "id must not be empty"),
-    ("meta", "x-toolstore must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("meta", "message"),
+    [
+        ({"exmaples": []}, "unknown key.*'exmaples'"),
+        ({"keywords": "rain"}, "keywords must be a list of strings, got string"),
+        ({"always_on": "yes"}, "always_on must be true or false"),
+        ({"id": ""}, "id must not be empty"),
+        ("meta", "x-toolstore must be a JSON object"),
+    ],
+)
 def test_bad_metadata(meta: object, message: str) -> None:
     with pytest.raises(InvalidToolError, match=rf"tool 'now': .*{message}"):
         parse_tools({"name": "now", "x-toolstore": meta})
@@ -240,35 +319,46 @@ def test_same_name_from_two_providers() -> None:
     assert [t.id for t in tools] == ["github.search", "jira.search"]
     both = [{**tool, "x-toolstore": {"provider": "github"}}, {**tool, "x-toolstore": {"provider": "jira"}}]
     assert [t.id for t in parse_tools(both)] == ["github.search", "jira.search"]
-    with pytest.raises(InvalidToolError, match=r"duplicate tool id 'search': tool \[0\] 'search' and tool \[1\] 'search'"):
+    with pytest.raises(
+        InvalidToolError, match=r"duplicate tool id 'search': tool \[0\] 'search' and tool \[1\] 'search'"
+    ):
         parse_tools([tool, tool])
 
 
 # --- validation ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"name": "send_email", "parameters": []}, "tool 'send_email': parameters must be a JSON object, got list"),
-    ({"name": "send_email", "input_schema": {"type": "string"}},
-     "tool 'send_email': input_schema must be a JSON schema with \"type\": \"object\", got 'string'"),
-    ({"name": "x", "inputSchema": {"type": "object", "properties": [1]}}, "inputSchema.properties must be"),
-    ({"description": "no name", "parameters": None, "id": "x"}, "tool: name is missing"),
-    ({"name": "", "inputSchema": {"type": "object"}}, "name must not be empty"),
-    ({"name": 5, "inputSchema": {"type": "object"}}, "name must be a string, got number"),
-    ({"name": "n" * 129}, "name is 129 characters long, the limit is 128"),
-    ({"name": "x", "description": ["a"]}, "tool 'x': description must be a string, got list"),
-    ({"name": "x", "description": "bad\x00byte"}, "tool 'x': NUL byte in description"),
-    ({"name": "x\x00y"}, "tool: NUL byte in name"),
-    ({"name": "x", "parameters": {"type": "object", "properties": {"a": {"description": "\x00"}}}},
-     "NUL byte in parameters.properties.a.description"),
-    ({"name": "x", "input_schema": None, "cache_control": {"x": "\x00"}}, "NUL byte in spec.cache_control.x"),
-    ({"openapi": "3.0.3", "info": {"title": "a\x00b"}, "paths": {"/a": {"get": {}}}},
-     "tool (GET /a) 'get_a': NUL byte in provider"),
-    ({"server": "x", "version": 2}, "unrecognised tool shape (keys seen: 'server', 'version')"),
-    ({"type": "web_search_20250305", "name": "web_search"}, "unsupported tool type 'web_search_20250305'"),
-    ([{"name": "ok"}, "oops"], "tool [1]: expected a JSON object, got string"),
-    ({"tools": {"name": "a"}}, "tools: must be a list of tools, got object"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"name": "send_email", "parameters": []}, "tool 'send_email': parameters must be a JSON object, got list"),
+        (
+            {"name": "send_email", "input_schema": {"type": "string"}},
+            "tool 'send_email': input_schema must be a JSON schema with \"type\": \"object\", got 'string'",
+        ),
+        ({"name": "x", "inputSchema": {"type": "object", "properties": [1]}}, "inputSchema.properties must be"),
+        ({"description": "no name", "parameters": None, "id": "x"}, "tool: name is missing"),
+        ({"name": "", "inputSchema": {"type": "object"}}, "name must not be empty"),
+        ({"name": 5, "inputSchema": {"type": "object"}}, "name must be a string, got number"),
+        ({"name": "n" * 129}, "name is 129 characters long, the limit is 128"),
+        ({"name": "x", "description": ["a"]}, "tool 'x': description must be a string, got list"),
+        ({"name": "x", "description": "bad\x00byte"}, "tool 'x': NUL byte in description"),
+        ({"name": "x\x00y"}, "tool: NUL byte in name"),
+        (
+            {"name": "x", "parameters": {"type": "object", "properties": {"a": {"description": "\x00"}}}},
+            "NUL byte in parameters.properties.a.description",
+        ),
+        ({"name": "x", "input_schema": None, "cache_control": {"x": "\x00"}}, "NUL byte in spec.cache_control.x"),
+        (
+            {"openapi": "3.0.3", "info": {"title": "a\x00b"}, "paths": {"/a": {"get": {}}}},
+            "tool (GET /a) 'get_a': NUL byte in provider",
+        ),
+        ({"server": "x", "version": 2}, "unrecognised tool shape (keys seen: 'server', 'version')"),
+        ({"type": "web_search_20250305", "name": "web_search"}, "unsupported tool type 'web_search_20250305'"),
+        ([{"name": "ok"}, "oops"], "tool [1]: expected a JSON object, got string"),
+        ({"tools": {"name": "a"}}, "tools: must be a list of tools, got object"),
+    ],
+)
 def test_invalid_tools(data: object, message: str) -> None:
     with pytest.raises(InvalidToolError) as info:
         parse_tools(data)
@@ -341,13 +431,16 @@ def test_json_file(tmp_path: Path) -> None:
         load_tools_file(path)
 
 
-@pytest.mark.parametrize(("name", "content", "message"), [
-    ("empty.jsonl", "", "file is empty"),
-    ("blank.jsonl", "\n  \n", "file is empty"),
-    ("empty.json", "", "file is empty"),
-    ("nothing.json", "[]", "no tools found"),
-    ("tools.yaml", "name: a", "unsupported file type '.yaml'"),
-])
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("empty.jsonl", "", "file is empty"),
+        ("blank.jsonl", "\n  \n", "file is empty"),
+        ("empty.json", "", "file is empty"),
+        ("nothing.json", "[]", "no tools found"),
+        ("tools.yaml", "name: a", "unsupported file type '.yaml'"),
+    ],
+)
 def test_empty_and_unsupported_files(tmp_path: Path, name: str, content: str, message: str) -> None:
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
@@ -377,28 +470,55 @@ def test_real_benchmark_files(name: str, count: int) -> None:
 
 # --- rendering ----------------------------------------------------------------------------------
 
-RICH = Tool(id="met.now", name="now", description="Weather now.", title="Weather", provider="met",
-            parameters=WEATHER_SCHEMA, categories=("weather",), tags=("beta",), keywords=("forecast", "rain"),
-            examples=("is it raining in Oslo?",), expansion="rain sun", avoid_when="history", always_on=True)
+RICH = Tool(
+    id="met.now",
+    name="now",
+    description="Weather now.",
+    title="Weather",
+    provider="met",
+    parameters=WEATHER_SCHEMA,
+    categories=("weather",),
+    tags=("beta",),
+    keywords=("forecast", "rain"),
+    examples=("is it raining in Oslo?",),
+    expansion="rain sun",
+    avoid_when="history",
+    always_on=True,
+)
 CATALOG = [
     RICH,
     Tool(id="plain", name="plain"),
     Tool(id="th0001", name="YOLOP", description="Detect.", provider="PyTorch", categories=("Detection",)),
     Tool(id="gh.search", name="search", description="Search code.", provider="gh", title=""),
-    Tool(id="jira.search", name="search", description="Search issues.", provider="jira",
-         parameters={"type": "object", "properties": {}, "additionalProperties": False}),
+    Tool(
+        id="jira.search",
+        name="search",
+        description="Search issues.",
+        provider="jira",
+        parameters={"type": "object", "properties": {}, "additionalProperties": False},
+    ),
 ]
 
 
 def test_render_shapes() -> None:
-    assert to_openai(RICH) == {"type": "function", "function": {
-        "name": "now", "description": "Weather now.", "parameters": WEATHER_SCHEMA}}
+    assert to_openai(RICH) == {
+        "type": "function",
+        "function": {"name": "now", "description": "Weather now.", "parameters": WEATHER_SCHEMA},
+    }
     assert to_openai(RICH, shape="responses") == {
-        "type": "function", "name": "now", "description": "Weather now.", "parameters": WEATHER_SCHEMA,
-        "strict": False}
+        "type": "function",
+        "name": "now",
+        "description": "Weather now.",
+        "parameters": WEATHER_SCHEMA,
+        "strict": False,
+    }
     assert to_anthropic(RICH) == {"name": "now", "description": "Weather now.", "input_schema": WEATHER_SCHEMA}
-    assert to_mcp(RICH) == {"name": "now", "title": "Weather", "description": "Weather now.",
-                            "inputSchema": WEATHER_SCHEMA}
+    assert to_mcp(RICH) == {
+        "name": "now",
+        "title": "Weather",
+        "description": "Weather now.",
+        "inputSchema": WEATHER_SCHEMA,
+    }
     empty = {"type": "object", "properties": {}}
     plain = CATALOG[1]
     assert to_openai(plain) == {"type": "function", "function": {"name": "plain", "parameters": empty}}
@@ -413,9 +533,16 @@ def test_metadata_only_when_asked() -> None:
         assert "x-toolstore" not in json.dumps(render(CATALOG, fmt)), fmt
         assert "x-toolstore" in json.dumps(render(CATALOG, fmt, with_metadata=True)), fmt
     assert to_openai(RICH, with_metadata=True)["function"]["x-toolstore"] == {
-        "provider": "met", "title": "Weather", "categories": ["weather"], "tags": ["beta"],
-        "keywords": ["forecast", "rain"], "examples": ["is it raining in Oslo?"], "expansion": "rain sun",
-        "avoid_when": "history", "always_on": True}
+        "provider": "met",
+        "title": "Weather",
+        "categories": ["weather"],
+        "tags": ["beta"],
+        "keywords": ["forecast", "rain"],
+        "examples": ["is it raining in Oslo?"],
+        "expansion": "rain sun",
+        "avoid_when": "history",
+        "always_on": True,
+    }
     assert "title" not in to_mcp(RICH, with_metadata=True)["x-toolstore"]  # MCP carries title natively
     assert "x-toolstore" not in to_mcp(CATALOG[1], with_metadata=True)  # nothing to add
     assert to_anthropic(CATALOG[2], with_metadata=True)["x-toolstore"]["id"] == "th0001"

@@ -175,8 +175,13 @@ def test_cli_sync_expand_and_export(dsn: str, tmp_path: Path) -> None:
 
 CATALOG = [
     Tool(id="acme.frobnicate", name="frobnicate", provider="acme", description="Run the frobnicator on a widget"),
-    Tool(id="acme.list_widgets", name="listWidgets", provider="acme", description="List every widget in stock",
-         parameters={"type": "object", "properties": {"warehouse_id": {"type": "string", "description": "Which depot"}}}),
+    Tool(
+        id="acme.list_widgets",
+        name="listWidgets",
+        provider="acme",
+        description="List every widget in stock",
+        parameters={"type": "object", "properties": {"warehouse_id": {"type": "string", "description": "Which depot"}}},
+    ),
     Tool(id="mail.send_email", name="send_email", provider="mail", description="Send an email to a recipient"),
     Tool(id="cal.create_event", name="create_event", provider="cal", description="Create a calendar event"),
     Tool(id="notes.add_note", name="add_note", provider="notes", description="Write a note"),
@@ -266,7 +271,9 @@ def test_offline_expansion_is_never_empty_and_uses_intent_examples(store: ToolSt
     assert tools["bare"].expansion == "bare"
     assert tools["acme.list_widgets"].expansion.splitlines()[:3] == ["list widgets", "warehouse id", "Which depot"]
     assert "book a meeting with Dana on Friday" in tools["cal.create_event"].expansion.splitlines()
-    assert store.route("book a meeting with Dana", k=1, weights={"expansion": 1.0, "dense": 0.0}).ids == ["cal.create_event"]
+    assert store.route("book a meeting with Dana", k=1, weights={"expansion": 1.0, "dense": 0.0}).ids == [
+        "cal.create_event"
+    ]
 
     assert expand(store, offline=True).updated == []
     store.add_examples([IntentExample("notes.add_note", "jot this down")])
@@ -305,8 +312,10 @@ def test_reimport_keeps_generated_expansions(store: ToolStore, fake: FakeOpenAI)
         ('["book a flight", "reserve plane tickets"]', ["book a flight", "reserve plane tickets"]),
         ('```json\n["book a flight", "Book a flight"]\n```', ["book a flight"]),
         ('{"phrases": ["cancel my order"]}', ["cancel my order"]),
-        ("Here are some phrases:\n1. check the weather\n- is it raining\n* \"forecast for tomorrow\"",
-         ["check the weather", "is it raining", "forecast for tomorrow"]),
+        (
+            'Here are some phrases:\n1. check the weather\n- is it raining\n* "forecast for tomorrow"',
+            ["check the weather", "is it raining", "forecast for tomorrow"],
+        ),
         ('Sure! ["find a restaurant", "see https://x.y", "' + "word " * 30 + '", "ok", 42]', ["find a restaurant"]),
         ("", []),
         ("I'm sorry, I cannot help with that.", []),
@@ -324,10 +333,21 @@ def test_offline_phrases_without_anything_but_a_name() -> None:
 
 
 ROUND_TRIP = [
-    Tool(id="gh.create_issue", name="create_issue", provider="gh", title="Create issue", description="Open an issue",
-         parameters={"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
-         categories=("dev",), tags=("write",), keywords=("bug",), examples=("file a bug",), expansion="report a problem",
-         avoid_when="read-only questions", always_on=True),
+    Tool(
+        id="gh.create_issue",
+        name="create_issue",
+        provider="gh",
+        title="Create issue",
+        description="Open an issue",
+        parameters={"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+        categories=("dev",),
+        tags=("write",),
+        keywords=("bug",),
+        examples=("file a bug",),
+        expansion="report a problem",
+        avoid_when="read-only questions",
+        always_on=True,
+    ),
     Tool(id="custom-id", name="search", provider="docs", description="Search documents"),
     Tool(id="ping", name="ping"),
 ]

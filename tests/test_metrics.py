@@ -149,8 +149,7 @@ def test_three_tool_query_two_found() -> None:
             "R@5": 1 / 3,
             "R@10": 2 / 3,
             "MRR@10": 1 / 2,
-            "nDCG@10": (1 / math.log2(3) + 1 / math.log2(8))
-            / (1 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)),
+            "nDCG@10": (1 / math.log2(3) + 1 / math.log2(8)) / (1 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)),
             "multi R@10": 2 / 3,
             "multi comp@10": 0.0,
             **SINGLE_NONE,
@@ -330,9 +329,7 @@ def test_load_judgements(tmp_path: Path) -> None:
     path = write_lines(
         tmp_path,
         [
-            json.dumps(
-                {"qid": "q1", "query": "weather in Paris", "relevant": ["w"], "acceptable": ["w", "w2"]}
-            ),
+            json.dumps({"qid": "q1", "query": "weather in Paris", "relevant": ["w"], "acceptable": ["w", "w2"]}),
             "",
             json.dumps({"qid": "q2", "query": "stock news", "relevant": ["f", "n"], "acceptable": ["f"]}),
             json.dumps({"qid": "q3", "query": "café ☕", "relevant": ["c"]}),

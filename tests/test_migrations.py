@@ -14,7 +14,16 @@ from toolstore import HashingEmbedder, Tool, ToolStore, migrate
 from toolstore._migrate import HEAD_REVISION, VERSION_TABLE, head_revision
 from toolstore._schema import metadata
 
-TABLES = {"catalogs", "tools", "postings", "lexeme_stats", "field_stats", "tool_vectors", "intent_examples", "embedding_cache"}
+TABLES = {
+    "catalogs",
+    "tools",
+    "postings",
+    "lexeme_stats",
+    "field_stats",
+    "tool_vectors",
+    "intent_examples",
+    "embedding_cache",
+}
 
 
 def tables(dsn: str, schema: str) -> set[str]:

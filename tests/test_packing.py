@@ -9,7 +9,9 @@ from toolstore._packing import count_tokens, pack, tool_tokens
 
 
 def routed(tool_id: str, tokens: int, *, always_on: bool = False) -> RoutedTool:
-    return RoutedTool(tool=Tool(id=tool_id, name=tool_id), score=1.0, signals=Signals(), always_on=always_on, tokens=tokens)
+    return RoutedTool(
+        tool=Tool(id=tool_id, name=tool_id), score=1.0, signals=Signals(), always_on=always_on, tokens=tokens
+    )
 
 
 def test_oversize_tool_is_skipped_and_packing_continues() -> None:

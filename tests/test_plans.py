@@ -135,8 +135,12 @@ def test_knn_plans_of_a_real_route_call_use_hnsw(store: ToolStore) -> None:
         except psycopg.Error as exc:
             pytest.skip(f"auto_explain cannot be loaded here: {exc}")
         conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
-        for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"),
-                               ("log_format", "text"), ("log_level", "notice")):
+        for setting, value in (
+            ("log_min_duration", "0"),
+            ("log_nested_statements", "on"),
+            ("log_format", "text"),
+            ("log_level", "notice"),
+        ):
             conn.execute(f"set auto_explain.{setting} = {value}")
         try:
             for label in sorted(REQUESTS):

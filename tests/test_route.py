@@ -45,7 +45,9 @@ def separate_lists(store: ToolStore, text: str, qvec: np.ndarray, n: int, n_exam
     lists: dict[str, list[str]] = {}
     with store.pool.connection() as conn:
         for field, name in ((1, "name"), (2, "description"), (3, "expansion")):
-            rows = conn.execute(query("bm25_field"), {"catalog": info.id, "field": field, "query_text": text}).fetchall()
+            rows = conn.execute(
+                query("bm25_field"), {"catalog": info.id, "field": field, "query_text": text}
+            ).fetchall()
             lists[name] = [r[0] for r in rows][:n]
         params = {"catalog": info.id, "dim": info.embed_dim, "qvec": qvec, "n": n, "n_examples": n_examples}
         lists["dense"] = [r[0] for r in conn.execute(query("dense_list"), params).fetchall()]
@@ -58,7 +60,9 @@ def separate_lists(store: ToolStore, text: str, qvec: np.ndarray, n: int, n_exam
     return lists
 
 
-def python_rrf(lists: dict[str, list[str]], weights: dict[str, float], k_rrf: float) -> list[tuple[str, float, dict[str, int]]]:
+def python_rrf(
+    lists: dict[str, list[str]], weights: dict[str, float], k_rrf: float
+) -> list[tuple[str, float, dict[str, int]]]:
     scores: dict[str, float] = defaultdict(float)
     ranks: dict[str, dict[str, int]] = defaultdict(dict)
     for signal, ids in lists.items():
@@ -120,7 +124,10 @@ def test_route_returns_ranked_results_with_signals_deterministically(catalog: To
 def test_exact_name_and_identifier_match_ranks_first(catalog: ToolStore) -> None:
     target = catalog.tools()[17]
     for q in (target.name, f"please run {target.id} now"):
-        assert catalog.route(q, k=3, weights={"description": 0, "expansion": 0, "dense": 0, "intent": 0}).ids[0] == target.id
+        assert (
+            catalog.route(q, k=3, weights={"description": 0, "expansion": 0, "dense": 0, "intent": 0}).ids[0]
+            == target.id
+        )
         fused = catalog.route(q, k=5)
         assert fused.ids[0] == target.id and fused.tools[0].exact
         assert fused.tools[0].signals.name == 1

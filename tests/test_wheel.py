@@ -49,11 +49,17 @@ def test_wheel_installs_and_routes(dsn: str, tmp_path: Path) -> None:
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
     # Dependencies come from the test environment (no second download); toolstore itself from the wheel.
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(site, "test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([python, "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True, timeout=300)
     clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([python, "-c", SCRIPT, dsn], capture_output=True, text=True, cwd=tmp_path, env=clean_env, timeout=300)
+    proc = subprocess.run(
+        [python, "-c", SCRIPT, dsn], capture_output=True, text=True, cwd=tmp_path, env=clean_env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "b"

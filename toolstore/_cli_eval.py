@@ -41,7 +41,13 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
     from ._eval import format_table
 
     directory.mkdir(parents=True, exist_ok=True)
-    text = [f"# {title}", "", f"{result['n_queries']} queries, {result['n_tools']} tools", "", format_table(result, markdown=True)]
+    text = [
+        f"# {title}",
+        "",
+        f"{result['n_queries']} queries, {result['n_tools']} tools",
+        "",
+        format_table(result, markdown=True),
+    ]
     if "tune" in result:
         text += ["", "```", _tune_summary(result["tune"]), "```"]
     (directory / "eval.md").write_text("\n".join(text) + "\n", encoding="utf-8")
@@ -71,14 +77,24 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
 @click.command("eval")
 @click.option("--tools", "tools_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--train", "train_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Labelled requests (train.jsonl format): stored as intent examples, and tuned on with --tune.")
-@click.option("--config", "config_names", multiple=True, help="Config to evaluate (repeatable); default: all built-ins.")
-@click.option("--tune", "do_tune", is_flag=True, help="Fit fusion weights on --train (never on --queries) and add config 'tuned'.")
+@click.option(
+    "--train",
+    "train_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Labelled requests (train.jsonl format): stored as intent examples, and tuned on with --tune.",
+)
+@click.option(
+    "--config", "config_names", multiple=True, help="Config to evaluate (repeatable); default: all built-ins."
+)
+@click.option(
+    "--tune", "do_tune", is_flag=True, help="Fit fusion weights on --train (never on --queries) and add config 'tuned'."
+)
 @click.option("--k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Tools routed per query.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the tuning folds.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md and eval.png here.")
+@click.option(
+    "--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md and eval.png here."
+)
 @click.option("--keep", is_flag=True, help="Keep the scratch catalog (its name is printed) instead of dropping it.")
 @click.option("--embedder", type=click.Choice(["local", "hashing", "none"]), help="Overrides the global --embedder.")
 @click.pass_context
@@ -137,12 +153,18 @@ def eval_cmd(
         if not keep:
             store.drop_catalog()
         store.close()
-    notes = write_report(report_dir, result, f"{tools_file.parent.name or 'eval'}: {queries_file.name}") if report_dir else []
+    notes = (
+        write_report(report_dir, result, f"{tools_file.parent.name or 'eval'}: {queries_file.name}")
+        if report_dir
+        else []
+    )
     for note in notes:
         click.echo(f"note: {note}", err=True)
 
     def human() -> None:
-        click.echo(f"{result['n_queries']} queries, {result['n_tools']} tools" + (f", catalog kept: {catalog}" if keep else ""))
+        click.echo(
+            f"{result['n_queries']} queries, {result['n_tools']} tools" + (f", catalog kept: {catalog}" if keep else "")
+        )
         click.echo(format_table(result))
         if tuned is not None:
             click.echo(_tune_summary(result["tune"]))
@@ -151,8 +173,13 @@ def eval_cmd(
 
 
 @click.command("tune")
-@click.option("--examples", "examples_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Labelled requests, train.jsonl format ({qid, query, relevant, acceptable}).")
+@click.option(
+    "--examples",
+    "examples_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Labelled requests, train.jsonl format ({qid, query, relevant, acceptable}).",
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the cross-validation folds.")
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2))
 @click.option("--dry-run", is_flag=True, help="Report what would be stored without storing it.")
@@ -168,4 +195,3 @@ def tune_cmd(ctx: click.Context, examples_file: Path, seed: int, folds: int, dry
     report["catalog"] = ctx.obj["catalog"]
     report["stored"] = not dry_run
     emit(ctx, report, lambda: click.echo(_tune_summary(report) + ("\n  (dry run: nothing stored)" if dry_run else "")))
-

@@ -112,7 +112,9 @@ def expand_cmd(
 @click.command("export")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="openai", show_default=True)
 @click.option("--with-metadata", is_flag=True, help="Add an x-toolstore block so every field survives re-import.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout).")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout)."
+)
 @click.pass_context
 def export_cmd(ctx: click.Context, fmt: str, with_metadata: bool, output: Path | None) -> None:
     """Write the whole catalog as {"tools": [...]} in an SDK's format; `toolstore import` reads it back."""

@@ -29,7 +29,9 @@ def make_pool(dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4) ->
     """A pool whose connections have pgvector registered and the toolstore schema on their search_path."""
 
     def configure(conn: psycopg.Connection[Any]) -> None:
-        ext = conn.execute("select extnamespace::regnamespace::text from pg_extension where extname = 'vector'").fetchone()
+        ext = conn.execute(
+            "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
+        ).fetchone()
         if ext is None:
             raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
         conn.execute("select set_config('search_path', %s, false)", [search_path(conn, schema, ext[0])])

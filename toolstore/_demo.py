@@ -36,7 +36,11 @@ def run_demo(store: ToolStore, *, as_json: bool, k: int = 5, token_budget: int =
     if as_json:
         from .cli import result_json
 
-        click.echo(json.dumps({"catalog": store.catalog, "loaded": loaded, "routes": [result_json(r) for r in results]}, indent=2))
+        click.echo(
+            json.dumps(
+                {"catalog": store.catalog, "loaded": loaded, "routes": [result_json(r) for r in results]}, indent=2
+            )
+        )
         return
     model = store.embedder.model if store.embedder is not None else "none (lexical only)"
     click.echo(f"catalog {store.catalog!r}: {loaded}; embedder: {model}")

@@ -45,7 +45,9 @@ def select_configs(names: Iterable[str] | None = None, *, tuned: bool = True) ->
     names = list(dict.fromkeys(names))
     unknown = [n for n in names if n not in BUILTIN_CONFIGS]
     if unknown:
-        raise InvalidInputError(f"unknown config(s) {', '.join(map(repr, unknown))}; known: {', '.join(BUILTIN_CONFIGS)}")
+        raise InvalidInputError(
+            f"unknown config(s) {', '.join(map(repr, unknown))}; known: {', '.join(BUILTIN_CONFIGS)}"
+        )
     return {n: BUILTIN_CONFIGS[n] for n in names}
 
 
@@ -56,7 +58,9 @@ def check_queries(store: ToolStore, queries: Sequence[tuple[str, Judgement]], wh
     known = {t.id for t in store.tools()}
     unknown: dict[str, str] = {}
     for item in queries:
-        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], Judgement)):
+        if not (
+            isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], Judgement)
+        ):
             raise InvalidInputError(f"{what} must be (query text, Judgement) pairs, got {item!r:.80}")
         for tool_id in item[1].acceptable:
             if tool_id not in known:
@@ -125,7 +129,10 @@ TABLE_COLUMNS = ("R@1", "R@10", "MRR@10", "nDCG@10", "multi R@10", "multi comp@1
 
 def format_table(report: Mapping[str, Any], columns: Sequence[str] = TABLE_COLUMNS, *, markdown: bool = False) -> str:
     """The configs of an :func:`evaluate` report as a plain-text (or markdown) table."""
-    heads = ["config", *("p50 ms" if c == "latency_ms_p50" else "p95 ms" if c == "latency_ms_p95" else c for c in columns)]
+    heads = [
+        "config",
+        *("p50 ms" if c == "latency_ms_p50" else "p95 ms" if c == "latency_ms_p95" else c for c in columns),
+    ]
 
     def cell(value: Any, column: str) -> str:
         if value is None:

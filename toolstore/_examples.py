@@ -14,7 +14,9 @@ def load_examples(path: str | os.PathLike[str]) -> list[IntentExample]:
     Raises :class:`~toolstore.InvalidInputError` naming the file and line of the first malformed line;
     nothing is returned then.
     """
-    examples = [IntentExample(tool_id=tool_id, query=query) for query, j in load_judgements(path) for tool_id in j.relevant]
+    examples = [
+        IntentExample(tool_id=tool_id, query=query) for query, j in load_judgements(path) for tool_id in j.relevant
+    ]
     if not examples:
         from ._errors import InvalidInputError
 

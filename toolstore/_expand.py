@@ -114,7 +114,9 @@ def is_generated(tool: Tool) -> bool:
     return record is not None and bool(tool.expansion) and record.get("sha") == _text_sha(tool.expansion)
 
 
-def with_expansion(tool: Tool, llm: Sequence[str], offline: Sequence[str], *, source: str | None, model: str | None) -> Tool:
+def with_expansion(
+    tool: Tool, llm: Sequence[str], offline: Sequence[str], *, source: str | None, model: str | None
+) -> Tool:
     """The tool with its expansion (LLM phrases, then offline phrases) and the record of what it came from."""
     text = "\n".join(dedupe([*llm, *offline]))
     record = {"v": PROMPT_VERSION, "source": source, "model": model, "llm": list(llm), "sha": _text_sha(text)}
@@ -183,7 +185,9 @@ def offline_phrases(tool: Tool, intents: Sequence[str] = ()) -> list[str]:
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]+|\d+[.)]|\(\d+\))\s*")
-_PREAMBLE = re.compile(r"^(here are|here is|sure|certainly|of course|as an ai|i cannot|i can't|i'm sorry|sorry)\b", re.I)
+_PREAMBLE = re.compile(
+    r"^(here are|here is|sure|certainly|of course|as an ai|i cannot|i can't|i'm sorry|sorry)\b", re.I
+)
 
 
 def _acceptable(phrase: str) -> bool:
@@ -232,7 +236,10 @@ def _parameter_summary(tool: Tool) -> str:
 def llm_phrases(client: Any, model: str, tool: Tool) -> list[str]:
     """Ask the model once for the tool's phrases; an unusable reply gives an empty list."""
     prompt = USER_PROMPT.format(
-        name=tool.name, id=tool.id, description=(tool.description or "(none)")[:2000], parameters=_parameter_summary(tool)
+        name=tool.name,
+        id=tool.id,
+        description=(tool.description or "(none)")[:2000],
+        parameters=_parameter_summary(tool),
     )
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
     try:
@@ -243,7 +250,9 @@ def llm_phrases(client: Any, model: str, tool: Tool) -> list[str]:
     return parse_phrases(content or "")
 
 
-def make_client(*, base_url: str | None = None, api_key: str | None = None, timeout: float = 60.0, max_retries: int = 3) -> Any:
+def make_client(
+    *, base_url: str | None = None, api_key: str | None = None, timeout: float = 60.0, max_retries: int = 3
+) -> Any:
     """An ``openai.OpenAI`` client; a custom ``base_url`` (a local server) works without a key."""
     import os
 
@@ -251,7 +260,9 @@ def make_client(*, base_url: str | None = None, api_key: str | None = None, time
 
     key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
     if key is None:
-        raise ExpansionError("set OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server), or use --offline")
+        raise ExpansionError(
+            "set OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server), or use --offline"
+        )
     return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
 
@@ -364,17 +375,19 @@ def _expand_with_model(
     from tqdm import tqdm
 
     show = sys.stderr.isatty() if progress is None else progress
-    with tqdm(total=len(need), desc="expand", unit="tool", disable=not show) as bar, ThreadPoolExecutor(
-        max_workers=max(1, concurrency)
-    ) as pool:
+    with (
+        tqdm(total=len(need), desc="expand", unit="tool", disable=not show) as bar,
+        ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
+    ):
         for batch in _chunks(need, max(1, batch_size)):
             results = list(pool.map(lambda t: llm_phrases(client, model, t), batch))
             pairs = []
             for tool, llm in zip(batch, results):
                 report.generated += 1
                 report.rejected += not llm
-                new = with_expansion(tool, llm, offline_phrases(tool, intents.get(tool.id, ())),
-                                     source=source_hash(tool), model=model)
+                new = with_expansion(
+                    tool, llm, offline_phrases(tool, intents.get(tool.id, ())), source=source_hash(tool), model=model
+                )
                 pairs.append((hashes[tool.id], new))
             report.updated += _write(store, pairs)
             bar.update(len(batch))

@@ -174,7 +174,9 @@ def fetch_http(url: str, *, headers: Mapping[str, str] | None = None, timeout: f
 # -- writing ------------------------------------------------------------------------------------------
 
 
-def sync_listing(store: ToolStore, listing: McpListing, *, provider: str | None = None, prune: bool = False) -> ImportReport:
+def sync_listing(
+    store: ToolStore, listing: McpListing, *, provider: str | None = None, prune: bool = False
+) -> ImportReport:
     """Upsert a server's tools under ``provider`` (default: its server name); ``prune`` drops the rest of
     that provider's tools. One transaction: on any error nothing is written."""
     provider = provider if provider is not None else listing.server_name

@@ -94,9 +94,7 @@ class Judgement:
             raise ValueError(f"judgement {self.qid!r} has no relevant tool")
         for tool_id in (*relevant, *self.acceptable):
             if not isinstance(tool_id, str):
-                raise TypeError(
-                    f"judgement {self.qid!r}: tool ids must be str, got {type(tool_id).__name__}"
-                )
+                raise TypeError(f"judgement {self.qid!r}: tool ids must be str, got {type(tool_id).__name__}")
         object.__setattr__(self, "relevant", relevant)
         object.__setattr__(self, "acceptable", _unique((*relevant, *self.acceptable)))
 
@@ -150,9 +148,7 @@ def score_query(ranked: Sequence[str], j: Judgement) -> dict[str, float | None]:
         scores["multi comp@10"] = 1.0 if len(hit_ranks) == n_rel else 0.0
     else:
         acceptable = set(j.acceptable)
-        first_ok = next(
-            (rank for rank, tool_id in enumerate(top, start=1) if tool_id in acceptable), None
-        )
+        first_ok = next((rank for rank, tool_id in enumerate(top, start=1) if tool_id in acceptable), None)
         first_hit = hit_ranks[0] if hit_ranks else None
         scores["single hit@1"] = 1.0 if first_hit == 1 else 0.0
         scores["single hit@10"] = 1.0 if first_hit is not None else 0.0

@@ -46,7 +46,9 @@ def prepare_connection(connection: Connection, schema: str) -> None:
     ext_schema = connection.execute(
         text("select extnamespace::regnamespace::text from pg_extension where extname = 'vector'")
     ).scalar_one()
-    connection.execute(text("select set_config('search_path', :path, true)"), {"path": search_path(raw, schema, ext_schema)})
+    connection.execute(
+        text("select set_config('search_path', :path, true)"), {"path": search_path(raw, schema, ext_schema)}
+    )
 
 
 def search_path(conn: Any, schema: str, ext_schema: str) -> str:
@@ -121,9 +123,7 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
 
 def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
     """The applied revision, or None when toolstore's schema was never migrated."""
-    table = conn.execute(
-        "select to_regclass(%s)", [sql.Identifier(schema, VERSION_TABLE).as_string(conn)]
-    ).fetchone()
+    table = conn.execute("select to_regclass(%s)", [sql.Identifier(schema, VERSION_TABLE).as_string(conn)]).fetchone()
     if table is None or table[0] is None:
         return None
     row = conn.execute(sql.SQL("select version_num from {}").format(sql.Identifier(schema, VERSION_TABLE))).fetchone()

@@ -180,7 +180,9 @@ def route(
     """Route one request; see ``ToolStore.route`` for the meaning of each argument."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInputError(f"k must be a positive integer, got {k!r}")
-    if token_budget is not None and (isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0):
+    if token_budget is not None and (
+        isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
+    ):
         raise InvalidInputError(f"token_budget must be a non-negative integer or None, got {token_budget!r}")
     if fusion.k_rrf < 0 or not math.isfinite(fusion.k_rrf):
         raise InvalidInputError(f"k_rrf must be a finite number >= 0, got {fusion.k_rrf!r}")
@@ -189,7 +191,15 @@ def route(
     query_text(query_string)  # validates before any embedding work
     qvec, reason = query_vector(conn, vectors, info, embedder, query_string, fusion)
     params = statement_params(
-        info, query_string, qvec, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
+        info,
+        query_string,
+        qvec,
+        fusion,
+        k=k,
+        token_budget=token_budget,
+        allow=allow,
+        block=block,
+        categories=categories,
     )
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(query("route"), params).fetchall()

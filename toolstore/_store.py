@@ -73,7 +73,9 @@ class ToolStore:
         pool_size: int = 4,
     ) -> None:
         if not isinstance(catalog, str) or not catalog.strip() or "\x00" in catalog or len(catalog) > 200:
-            raise InvalidInputError(f"catalog name must be a non-empty string of at most 200 characters, got {catalog!r}")
+            raise InvalidInputError(
+                f"catalog name must be a non-empty string of at most 200 characters, got {catalog!r}"
+            )
         self.schema = check_schema_name(schema)
         self.catalog = catalog
         if embedder == "default":
@@ -146,7 +148,9 @@ class ToolStore:
                 conn.execute(query("drop_vector_indexes"), {"catalog": info.id})
                 conn.execute(query("drop_catalog"), {"name": self.catalog})
 
-    def set_fusion(self, *, weights: Mapping[str, float], k_rrf: float = DEFAULT_K_RRF, overfetch: int | None = None) -> None:
+    def set_fusion(
+        self, *, weights: Mapping[str, float], k_rrf: float = DEFAULT_K_RRF, overfetch: int | None = None
+    ) -> None:
         """Store fusion settings in the catalog; route() uses them when not given weights explicitly."""
         fusion = {"weights": check_weights(weights), "k_rrf": float(k_rrf), "overfetch": overfetch}
         info = self.info(counts=False)

@@ -182,7 +182,9 @@ class _Table:
     ``k`` as :func:`fuse`.
     """
 
-    def __init__(self, all_lists: Sequence[Lists], tools: ToolIndex, judgements: Sequence[Judgement], depth: int) -> None:
+    def __init__(
+        self, all_lists: Sequence[Lists], tools: ToolIndex, judgements: Sequence[Judgement], depth: int
+    ) -> None:
         rows = []
         for lists in all_lists:
             ranks = signal_ranks(lists, tools, depth)
@@ -307,7 +309,9 @@ def _fit(tables: Mapping[int | None, _Table], rows: np.ndarray) -> tuple[Fusion,
         for _ in range(MAX_ROUNDS):
             before = best
             for axis in range(len(SIGNALS) + 2):
-                for value in WEIGHT_GRID if axis < len(SIGNALS) else K_RRF_GRID if axis == len(SIGNALS) else list(tables):
+                for value in (
+                    WEIGHT_GRID if axis < len(SIGNALS) else K_RRF_GRID if axis == len(SIGNALS) else list(tables)
+                ):
                     w, kr, o = best
                     if axis < len(SIGNALS):
                         w = w[:axis] + (float(value),) + w[axis + 1 :]  # type: ignore[arg-type]

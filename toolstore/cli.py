@@ -95,7 +95,11 @@ def migrate(ctx: click.Context, schema: str, revision: str, downgrade: bool) -> 
     from ._migrate import migrate as run
 
     run(ctx.obj["dsn"], schema=schema, revision=revision, downgrade=downgrade)
-    emit(ctx, {"migrated": revision, "schema": schema, "downgrade": downgrade}, lambda: click.echo(f"{schema}: at {revision}"))
+    emit(
+        ctx,
+        {"migrated": revision, "schema": schema, "downgrade": downgrade},
+        lambda: click.echo(f"{schema}: at {revision}"),
+    )
 
 
 @cli.command()
@@ -107,7 +111,9 @@ def catalogs(ctx: click.Context) -> None:
 
     def human() -> None:
         for r in rows:
-            click.echo(f"{r['name']:<24} {r['n_tools']:>6} tools {r['n_examples']:>6} examples  {r['embed_model'] or '-'}")
+            click.echo(
+                f"{r['name']:<24} {r['n_tools']:>6} tools {r['n_examples']:>6} examples  {r['embed_model'] or '-'}"
+            )
 
     emit(ctx, rows, human)
 
@@ -191,14 +197,21 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         click.echo(line)
     for r in result.skipped:
         click.echo(f"    skipped (does not fit the budget): {r.tool.id} ({r.tokens} tokens)")
-    click.echo(f"tokens: {result.tokens_used}" + (f" of {result.token_budget}" if result.token_budget is not None else ""))
+    click.echo(
+        f"tokens: {result.tokens_used}" + (f" of {result.token_budget}" if result.token_budget is not None else "")
+    )
 
 
 @cli.command("route")
 @click.argument("request")
 @click.option("--k", "k", default=8, show_default=True, type=int, help="Routed tools (always-on tools come on top).")
 @click.option("--budget", type=int, help="Token budget for the packed tool definitions.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), help="Output: json (default off a terminal), table, or tool definitions.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    help="Output: json (default off a terminal), table, or tool definitions.",
+)
 @click.option("--explain", is_flag=True, help="Show each signal's rank per tool in the table.")
 @click.option("--weights", help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1")
 @click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")

@@ -61,10 +61,14 @@ class OpenAIEmbedder(Embedder):
     ) -> None:
         if not model:
             raise InvalidInputError("OpenAIEmbedder model must be a non-empty string")
-        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
+        if dimensions is not None and (
+            isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
+        ):
             raise InvalidInputError(f"OpenAIEmbedder dimensions must be a positive integer, got {dimensions!r}")
         if not 1 <= batch_size <= MAX_BATCH_SIZE:
-            raise InvalidInputError(f"OpenAIEmbedder batch_size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}")
+            raise InvalidInputError(
+                f"OpenAIEmbedder batch_size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}"
+            )
         if max_retries < 0:
             raise InvalidInputError(f"OpenAIEmbedder max_retries must be >= 0, got {max_retries}")
         self.openai_model = model

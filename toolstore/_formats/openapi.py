@@ -66,9 +66,7 @@ def operation_name(method: str, path: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{method}/{path}").strip("_")
 
 
-def _operation_draft(
-    resolver: _Resolver, path: str, method: str, item: dict[str, Any], op: dict[str, Any]
-) -> Draft:
+def _operation_draft(resolver: _Resolver, path: str, method: str, item: dict[str, Any], op: dict[str, Any]) -> Draft:
     name = op.get("operationId") or operation_name(method, path)
     text = [op.get(key) for key in ("summary", "description")]
     parts = [t.strip() for t in text if isinstance(t, str) and t.strip()]

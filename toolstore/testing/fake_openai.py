@@ -188,20 +188,30 @@ class FakeOpenAI:
 
     def _check_auth(self, header: str) -> None:
         if not header.startswith("Bearer ") or not header[7:].strip():
-            raise _ApiError(401, "You didn't provide an API key. You need to provide your API key in an "
-                            "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-                            "invalid_request_error")
+            raise _ApiError(
+                401,
+                "You didn't provide an API key. You need to provide your API key in an "
+                "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+                "invalid_request_error",
+            )
         key = header[7:].strip()
         if key != self.api_key:
             shown = key[:3] + "*" * max(len(key) - 7, 0) + key[-4:] if len(key) > 7 else "***"
-            raise _ApiError(401, f"Incorrect API key provided: {shown}. You can find your API key at "
-                            "https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key")
+            raise _ApiError(
+                401,
+                f"Incorrect API key provided: {shown}. You can find your API key at "
+                "https://platform.openai.com/account/api-keys.",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
 
     def _scripted_error(self, scripted: _Scripted) -> tuple[int, dict[str, str], bytes]:
         if scripted.body is not None:
             status, headers, payload = _json(scripted.status, scripted.body)
         else:
-            message, type_, code = _ERROR_MESSAGES.get(scripted.status, (f"Scripted HTTP {scripted.status}.", "server_error", None))
+            message, type_, code = _ERROR_MESSAGES.get(
+                scripted.status, (f"Scripted HTTP {scripted.status}.", "server_error", None)
+            )
             status, headers, payload = _json(scripted.status, _ApiError(scripted.status, message, type_, code).body)
         return status, {**headers, **scripted.headers}, payload
 
@@ -210,20 +220,31 @@ class FakeOpenAI:
             raise _ApiError(400, "We could not parse the JSON body of your request.", "invalid_request_error")
         model = body.get("model")
         if model not in self.models:
-            raise _ApiError(404, f"The model `{model}` does not exist or you do not have access to it.",
-                            "invalid_request_error", "model_not_found")
+            raise _ApiError(
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+            )
         texts = _as_list(body.get("input"))
         if not texts or len(texts) > _MAX_INPUTS or not all(isinstance(t, str) and t for t in texts):
-            raise _ApiError(400, "'$.input' is invalid. Please check the API reference: "
-                            "https://platform.openai.com/docs/api-reference.", "invalid_request_error")
+            raise _ApiError(
+                400,
+                "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+                "invalid_request_error",
+            )
         dim = self.models[model]
         if body.get("dimensions") is not None:
             wanted = body["dimensions"]
             if model == "text-embedding-ada-002":
                 raise _ApiError(400, "This model does not support specifying dimensions.", "invalid_request_error")
             if not isinstance(wanted, int) or not 1 <= wanted <= dim:
-                raise _ApiError(400, f"Invalid value for 'dimensions' = {wanted}. Must be between 1 and {dim}.",
-                                "invalid_request_error", param="dimensions")
+                raise _ApiError(
+                    400,
+                    f"Invalid value for 'dimensions' = {wanted}. Must be between 1 and {dim}.",
+                    "invalid_request_error",
+                    param="dimensions",
+                )
             dim = wanted
         as_base64 = body.get("encoding_format") == "base64"
         if malformed == "not_json":
@@ -240,8 +261,12 @@ class FakeOpenAI:
         if malformed == "wrong_count":
             data = data[:-1]
         tokens = sum(len(t.split()) for t in texts)
-        reply: dict[str, Any] = {"object": "list", "data": data, "model": model,
-                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        reply: dict[str, Any] = {
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
         if malformed == "missing_data":
             del reply["data"]
         return reply
@@ -262,11 +287,23 @@ class FakeOpenAI:
             self._ids += 1
             ident = f"chatcmpl-fake{self._ids}"
         return {
-            "id": ident, "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": content, "refusal": None}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "id": ident,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                    "message": {"role": "assistant", "content": content, "refusal": None},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         }
 
 
@@ -296,7 +333,9 @@ class _Handler(BaseHTTPRequestHandler):
         except _RawReply as exc:
             status, extra, payload = 200, {"Content-Type": "text/html"}, exc.payload
         except Exception as exc:  # e.g. a failing chat_handler: answer 500 rather than drop the connection
-            status, extra, payload = _json(500, _ApiError(500, f"FakeOpenAI handler failed: {exc!r}", "server_error").body)
+            status, extra, payload = _json(
+                500, _ApiError(500, f"FakeOpenAI handler failed: {exc!r}", "server_error").body
+            )
         self.send_response(status)
         for name, value in {**extra, "Content-Length": str(len(payload)), "x-request-id": "req_fake"}.items():
             self.send_header(name, value)
