@@ -138,7 +138,8 @@ def main() -> None:
             print(f"fp32 model absent ({FP32_MODEL}): run scripts/build_local_model.py to write it; int8 only.\n")
         print(f"{len(queries)} queries one at a time, {len(docs)} docs with embed_many (batch_size 64)\n")
         print(
-            f"{'model':<16} {'threads':>7} {'load s':>7} {'median ms':>10} {'p95 ms':>8} {'docs/s':>8} {'docs/cpu-s':>10}"
+            f"{'model':<16} {'threads':>7} {'load s':>7} {'median ms':>10} {'p95 ms':>8} "
+            f"{'docs/s':>8} {'docs/cpu-s':>10}"
         )
         for label, model_dir in models.items():
             if model_dir is None:

@@ -406,9 +406,9 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
 
 
 def git_state() -> str:
-    git = lambda *a: subprocess.run(
-        ["git", *a], cwd=BENCH.parent, capture_output=True, text=True, check=False
-    ).stdout.strip()
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=BENCH.parent, capture_output=True, text=True, check=False).stdout.strip()
+
     dirty = git("status", "--porcelain", "--", "sql", "migrations", "toolstore")
     return git("rev-parse", "--short", "HEAD") + (" + uncommitted changes to core files" if dirty else "")
 

@@ -122,7 +122,10 @@ def export_fp32(model, path: Path) -> None:
 
 
 def quantize(fp32: Path, out: Path) -> None:
-    """int8 per-channel weights for the MatMuls whose names do not end with one of FP32_MATMULS, then :func:`shrink` the rest."""
+    """int8 per-channel weights for the MatMuls whose names do not end with one of FP32_MATMULS.
+
+    Then :func:`shrink` the rest.
+    """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 

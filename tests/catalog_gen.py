@@ -6,7 +6,9 @@ import random
 
 from toolstore import Tool
 
-VERBS = "send create delete update list get search find schedule cancel archive export import sync merge close open assign".split()
+VERBS = (
+    "send create delete update list get search find schedule cancel archive export import sync merge close open assign"
+).split()
 OBJECTS = (
     "email message invoice payment customer ticket issue repository branch calendar event meeting file folder "
     "document page report dashboard alert incident deployment container bucket database table record contact "

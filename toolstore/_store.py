@@ -101,7 +101,8 @@ class ToolStore:
             return
         if not auto:
             raise DatabaseError(
-                f"toolstore schema {self.schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: run `toolstore migrate`"
+                f"toolstore schema {self.schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: "
+                "run `toolstore migrate`"
             )
         migrate(self.dsn, schema=self.schema)
 

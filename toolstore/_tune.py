@@ -290,7 +290,7 @@ class TuneReport:
 
 
 def _fit(tables: Mapping[int | None, _Table], rows: np.ndarray) -> tuple[Fusion, float]:
-    """Coordinate ascent over the grids from several starts (see :data:`STRONG_STARTS`); the best fusion and its mean nDCG."""
+    """Coordinate ascent over the grids from several starts (:data:`STRONG_STARTS`): the best fusion, its mean nDCG."""
     memo: dict[tuple[Any, ...], float] = {}
     tables = {o: t.subset(rows) for o, t in tables.items()}
 
