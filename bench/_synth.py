@@ -347,7 +347,7 @@ def load_vectors(
 if __name__ == "__main__":  # python bench/_synth.py 100000: fill the vector cache ahead of a benchmark run
     import sys
 
-    from toolstore._embedders.local import LocalEmbedder
+    from toolstore import LocalEmbedder
 
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     out = Path(__file__).resolve().parent / "out"

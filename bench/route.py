@@ -1,7 +1,7 @@
 """Routing benchmark: route() and the route statement against an in-process reference, at 1k/10k/100k tools.
 
     python bench/route.py [--sizes 1000,10000,100000] [--requests 500] [--quick] [--json OUT] [--explain N]
-                          [--variants bench/prune_df_2.sql,...] [--no-import] [--prebuild]
+                          [--variants bench/control.sql,...] [--max-df F] [--no-import] [--prebuild]
 
 Catalogs come from bench/_synth.py; vectors from the shipped local model (all-MiniLM-L6-v2), cached in bench/out
 (see --embed-all). Each size gets its own database (``bench_<n>_v<generator>``), reused while the migrations are
@@ -38,15 +38,16 @@ sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 import _synth
 from _inprocess import Reference
 
-from toolstore import Embedder, HashingEmbedder, ToolStore, migrate
-from toolstore._catalog import tool_row
+from toolstore import Embedder, HashingEmbedder, LocalEmbedder, ToolStore, migrate
 from toolstore._connect import make_pool
-from toolstore._embedders.local import LocalEmbedder
-from toolstore._route import catalog_fusion, statement_params
+from toolstore._fusion import stored_fusion
+from toolstore._route import route_request, statement_params
+from toolstore._rows import tool_row
 from toolstore._sql import parse_blocks, query
 from toolstore._text import dense_text, query_identifiers, query_text
 
 OUT = BENCH / "out"
+TEST_BLOCKS = parse_blocks((BENCH.parent / "tests" / "retrievers.sql").read_text())  # each retriever alone
 BATCH = 5000
 CLIENTS = 8
 
@@ -203,11 +204,11 @@ def bench_size(
     qvecs = embedder.embed_many(texts)
     with ToolStore(dsn, embedder=embedder, catalog="bench", pool_size=CLIENTS) as store:
         info = store.info()
-        fusion = catalog_fusion(info)
-        params = [statement_params(info, t, v, fusion, k=8) for t, v in zip(texts, qvecs)]
+        fusion = stored_fusion(info.settings)
+        params = [statement_params(info, route_request(t, fusion, k=8), v) for t, v in zip(texts, qvecs)]
         with store.pool.connection() as conn:
             lexemes = [
-                [r[0] for r in conn.execute(query("query_lexemes"), {"query_text": query_text(t)})] for t in texts
+                [r[0] for r in conn.execute(TEST_BLOCKS["query_lexemes"], {"query_text": query_text(t)})] for t in texts
             ]
             log(f"{n}: loading the in-process reference")
             ref = Reference(

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from toolstore import ToolStore, load_examples, load_tools_file
 from toolstore._embedders.factory import make_embedder
-from toolstore._route import catalog_fusion, statement_params
+from toolstore._fusion import stored_fusion
+from toolstore._route import route_request, statement_params
 from toolstore._sql import query
 
 
@@ -50,12 +51,12 @@ def main() -> None:
             t = time.perf_counter()
             store.route(q, k=args.k)
             end_to_end.append((time.perf_counter() - t) * 1000)
-        fusion = catalog_fusion(info)
+        fusion = stored_fusion(info.settings)
         vectors = [embedder.embed(q) if embedder is not None else None for q in queries]
         sql_only = []
         with store.pool.connection() as conn:
             for q, v in zip(queries, vectors):
-                params = statement_params(info, q, v, fusion, k=args.k)
+                params = statement_params(info, route_request(q, fusion, k=args.k), v)
                 t = time.perf_counter()
                 conn.execute(query("route"), params).fetchall()
                 sql_only.append((time.perf_counter() - t) * 1000)

@@ -125,9 +125,6 @@ insert into embedding_cache (model, text_sha256, embedding)
 select %(model)s, r.h, r.e from unnest(%(hashes)s::bytea[], %(vectors)s::vector[]) as r (h, e)
 on conflict (model, text_sha256) do nothing;
 
--- name: all_tool_ids
-select id from tools where catalog_id = %(catalog)s order by id;
-
 -- name: all_examples
 select e.pk, e.query from intent_examples e where e.catalog_id = %(catalog)s order by e.pk;
 

@@ -23,9 +23,7 @@ stats as (
     where s.catalog_id = %(catalog)s
 ),
 bm25 as (
-    select p.field, p.tool_pk,
-           sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5))
-               * p.tf::float8 * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / st.avgdl))) as score
+    select p.field, p.tool_pk, sum(bm25_term(p.tf, p.dl, d.df, st.n, st.avgdl)) as score
     from stats st
     cross join terms q
     join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = st.field and d.lexeme = q.lexeme
@@ -40,6 +38,13 @@ ranked as (
 )
 select field, id, rank from ranked where rank <= %(n)s order by field, rank;
 
+-- name: eval_dense
+-- The nearest tools, as the `dense` part of `route` ranks them.
+select t.id, v.distance
+from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s, null, null, null) v
+join tools t on t.pk = v.tool_pk
+order by v.distance, t.id;
+
 -- name: eval_neighbours
 -- The nearest intent examples with their text (exact scan; `route` asks the HNSW index for the same
 -- rows and distances). %(limit)s rows plus one per stored example whose text is %(query)s, so that
@@ -50,8 +55,3 @@ join tools t on t.pk = e.tool_pk
 where e.catalog_id = %(catalog)s and e.embedding is not null
 order by e.embedding <=> %(qvec)s::vector, e.pk
 limit %(limit)s + (select count(*) from intent_examples x where x.catalog_id = %(catalog)s and x.query = %(query)s);
-
--- name: eval_analyze
--- Fresh planner statistics after a bulk load (a scratch evaluation catalog), so BM25 starts from the
--- query's terms instead of scanning every posting of a field.
-analyze tools, postings, lexeme_stats, field_stats, tool_vectors, intent_examples;

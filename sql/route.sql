@@ -10,6 +10,7 @@
 --   identifiers lower-cased identifier-looking query tokens: a tool whose id or name is one of them is
 --               an exact match and ranks above every fused result
 --
+-- BM25 is bm25_term() (migration 0002), summed over the query's terms per field and tool.
 -- Retrievers rank with an id tie-break, so equal scores always come out in the same order. Scores are
 -- compared at 1e-9: sums of the same terms in another order differ in the last bits, and must still tie.
 -- Fusion is UNION ALL of (signal, tool, rank) rows then GROUP BY: a FULL JOIN of ranked lists mis-scores.
@@ -31,10 +32,7 @@ stats as (
     where s.catalog_id = %(catalog)s
 ),
 bm25 as (
-    select p.field, p.tool_pk,
-           round(sum(ln(1 + (st.n - d.df::float8 + 0.5) / (d.df::float8 + 0.5))
-                     * p.tf::float8 * 2.2 / (p.tf::float8 + 1.2 * (0.25 + 0.75 * p.dl::float8 / st.avgdl))) * 1e9)
-               as score
+    select p.field, p.tool_pk, round(sum(bm25_term(p.tf, p.dl, d.df, st.n, st.avgdl)) * 1e9) as score
     from fields f
     join stats st on st.field = f.field
     cross join terms q
@@ -147,46 +145,3 @@ select t.id, t.name, t.description, t.title, t.provider, t.parameters, t.categor
 from picked p
 join tools t on t.pk = p.tool_pk
 order by p.exact desc, round(p.score * 1e9) desc, t.id;
-
--- The retrievers one at a time (explanations, tests, evaluation). Same parameters as `route`.
-
--- name: bm25_field
--- One lexical field's BM25 scores for the query (parameter `field`: 1 name, 2 description, 3 expansion).
-with
-terms as (
-    select distinct lexeme
-    from unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query_text)s::text))) as lexeme
-),
-stats as (
-    select s.n::float8 as n, s.total_len::float8 / greatest(s.n, 1) as avgdl
-    from field_stats s
-    where s.catalog_id = %(catalog)s and s.field = %(field)s
-)
-select t.id, sum(ln(1 + (st.n - d.df::float8 + 0.5) / (d.df::float8 + 0.5))
-                 * p.tf::float8 * 2.2 / (p.tf::float8 + 1.2 * (0.25 + 0.75 * p.dl::float8 / st.avgdl))) as score
-from terms q
-cross join stats st
-join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = %(field)s and d.lexeme = q.lexeme
-join postings p on p.catalog_id = %(catalog)s and p.field = %(field)s and p.lexeme = q.lexeme
-join tools t on t.pk = p.tool_pk
-group by t.id
-order by round(sum(ln(1 + (st.n - d.df::float8 + 0.5) / (d.df::float8 + 0.5))
-                   * p.tf::float8 * 2.2 / (p.tf::float8 + 1.2 * (0.25 + 0.75 * p.dl::float8 / st.avgdl))) * 1e9) desc,
-         t.id;
-
--- name: dense_list
-select t.id, v.distance
-from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s, null, null, null) v
-join tools t on t.pk = v.tool_pk
-order by v.distance, t.id;
-
--- name: neighbour_list
-select t.id, e.distance
-from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s, null, null, null) e
-join tools t on t.pk = e.tool_pk
-order by e.distance, t.id;
-
--- name: query_lexemes
-select distinct lexeme
-from unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query_text)s::text))) as lexeme
-order by lexeme;

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+from pathlib import Path
+
 import toolstore
 
 
@@ -19,3 +23,43 @@ def test_errors_share_one_base() -> None:
     errors = [getattr(toolstore, n) for n in toolstore.__all__ if n.endswith("Error")]
     assert len(errors) >= 6
     assert all(issubclass(e, toolstore.ToolstoreError) for e in errors)
+
+
+def test_public_names_say_they_come_from_toolstore() -> None:
+    for name in toolstore.__all__:
+        obj = getattr(toolstore, name)
+        if callable(obj):
+            assert obj.__module__ == "toolstore", name
+
+
+def test_annotations_of_public_classes_resolve() -> None:
+    """``__module__`` is rewritten, so ``get_type_hints`` must not need the private module's namespace."""
+    import typing
+
+    for name in toolstore.__all__:
+        obj = getattr(toolstore, name)
+        if isinstance(obj, type) and dataclasses.is_dataclass(obj):
+            assert typing.get_type_hints(obj), name
+    hints = typing.get_type_hints(toolstore.RouteResult)
+    assert hints["tools"] == list[toolstore.RoutedTool]
+
+
+def test_every_error_lives_in_errors_and_is_exported() -> None:
+    package = Path(toolstore.__file__).parent
+    defined: dict[str, str] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith("Error") for b in node.bases):
+                defined[node.name] = path.name
+    assert len(defined) >= 9
+    for name, where in defined.items():
+        assert where == "_errors.py", f"{name} is defined in {where}, not in _errors.py"
+        assert issubclass(getattr(toolstore, name), toolstore.ToolstoreError), f"{name} is not exported"
+
+
+def test_signals_match_the_signal_names() -> None:
+    assert tuple(f.name for f in dataclasses.fields(toolstore.Signals)) == toolstore.SIGNALS
+
+
+def test_py_typed_is_shipped() -> None:
+    assert (Path(toolstore.__file__).parent / "py.typed").is_file()

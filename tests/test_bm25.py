@@ -11,10 +11,10 @@ import psycopg
 import pytest
 
 from toolstore import ToolStore
-from toolstore._sql import query
 from toolstore._text import query_text
 
 from catalog_gen import generated_queries, generated_tools
+from retrievers import block
 
 FIELDS = {1: "name_tsv", 2: "description_tsv", 3: "expansion_tsv"}
 
@@ -61,12 +61,12 @@ def reference_bm25(
 
 
 def sql_bm25(conn: psycopg.Connection[Any], catalog: int, field: int, text: str) -> list[tuple[str, float]]:
-    rows = conn.execute(query("bm25_field"), {"catalog": catalog, "field": field, "query_text": text}).fetchall()
+    rows = conn.execute(block("bm25_field"), {"catalog": catalog, "field": field, "query_text": text}).fetchall()
     return [(r[0], float(r[1])) for r in rows]
 
 
 def lexemes(conn: psycopg.Connection[Any], text: str) -> list[str]:
-    return [r[0] for r in conn.execute(query("query_lexemes"), {"query_text": text}).fetchall()]
+    return [r[0] for r in conn.execute(block("query_lexemes"), {"query_text": text}).fetchall()]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+from benchdata import BENCH
 
 
 def run(dsn: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -7,8 +7,15 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from toolstore import EmbedderError, HashingEmbedder, IntentExample, ModelMismatchError, ToolStore
-from toolstore._embedders.openai import OpenAIEmbedder
+from toolstore import (
+    EmbedderError,
+    HashingEmbedder,
+    IntentExample,
+    LocalEmbedder,
+    ModelMismatchError,
+    OpenAIEmbedder,
+    ToolStore,
+)
 from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_tools
@@ -101,3 +108,14 @@ def test_openai_embedder_through_the_store_and_no_partial_catalog(dsn: str) -> N
             assert store.info().embed_model == "openai/text-embedding-3-small@256"
             result = store.route(tools[3].description)
             assert result.dense_used and tools[3].id in result.ids
+
+
+def test_routing_with_the_local_model_writes_nothing(dsn: str) -> None:
+    """The local model embeds a query faster than the Postgres cache answers: route() keeps it in process only."""
+    with ToolStore(dsn, embedder=LocalEmbedder(), catalog="local") as store:
+        store.upsert(generated_tools(10))
+        with store.pool.connection() as conn:
+            before = conn.execute("select count(*) from embedding_cache").fetchone()
+            requests = [f"send the weekly report number {i}" for i in range(5)]
+            assert all(store.route(q).dense_used for q in requests)
+            assert conn.execute("select count(*) from embedding_cache").fetchone() == before

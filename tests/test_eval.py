@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.catalog_gen import generated_queries, generated_tools
-from toolstore import IntentExample, Tool, ToolStore
-from toolstore._errors import InvalidInputError
+from toolstore import Fusion, IntentExample, InvalidInputError, Judgement, Tool, ToolStore
 from toolstore._eval import BUILTIN_CONFIGS, evaluate, select_configs
-from toolstore._metrics import METRICS, Judgement
-from toolstore._models import SIGNALS
-from toolstore._route import Fusion
-from toolstore._tune import UNIFORM, _Table, fetch_lists, fuse, load_tool_index, tune
+from toolstore._fusion import SIGNALS, UNIFORM
+from toolstore._metrics import METRICS
+from toolstore._tune import CandidateTable, fetch_lists, load_tool_index, tune
+
+from catalog_gen import generated_queries, generated_tools
+from fusion_oracle import route_ids
 
 N = 20
 
@@ -98,12 +98,12 @@ def test_client_side_fusion_reproduces_route(store: ToolStore) -> None:
         depth = fusion.depth(10)
         if depth not in fetched:
             lists = fetch_lists(store, queries, depth=depth, leave_one_out=False, tools=index)
-            fetched[depth] = lists, _Table(lists, index, judgements, depth)
+            fetched[depth] = lists, CandidateTable(lists, index, judgements, depth)
         lists, table = fetched[depth]
         top = table.top_ids([fusion.weights[s] for s in SIGNALS], fusion.k_rrf)
         for i, q in enumerate(queries):
             routed = store.route(q, k=10, weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=depth).ids
-            assert fuse(lists[i], index, fusion, k=10) == routed, (q, fusion)
+            assert route_ids(lists[i], index, fusion, k=10) == routed, (q, fusion)
             assert top[i] == routed[:10], (q, fusion)
     assert lists[-2].exact == {tools[0].id} and lists[-1].exact == {tools[7].id}
 
@@ -146,7 +146,7 @@ def test_tune_never_matches_a_query_to_its_own_example(store: ToolStore) -> None
     index = load_tool_index(store)
     leaky = fetch_lists(store, [q for q, _ in examples], depth=40, leave_one_out=False, tools=index)
     intent = Fusion({s: float(s == "intent") for s in SIGNALS})
-    assert all(fuse(lst, index, intent)[0] == j.relevant[0] for lst, (_, j) in zip(leaky, examples))
+    assert all(route_ids(lst, index, intent)[0] == j.relevant[0] for lst, (_, j) in zip(leaky, examples))
     report = tune(store, examples, seed=0, folds=3)
     assert report.train_ndcg < 0.6 and report.cv_ndcg_tuned < 0.6
 

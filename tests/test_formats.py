@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from toolstore._errors import InvalidInputError, InvalidToolError
+from toolstore import InvalidInputError, InvalidToolError, Tool
 from toolstore._formats import (
     FORMATS,
     export_catalog,
@@ -21,9 +21,9 @@ from toolstore._formats import (
     to_mcp,
     to_openai,
 )
-from toolstore._models import Tool
 
-BENCH = Path("/work/shared/bench")
+from benchdata import BENCH
+
 WEATHER_SCHEMA = {
     "type": "object",
     "properties": {"city": {"type": "string", "description": "City name"}},
@@ -455,7 +455,7 @@ def test_invalid_utf8(tmp_path: Path) -> None:
         load_tools_file(path)
 
 
-@pytest.mark.skipif(not BENCH.exists(), reason="/work/shared benchmarks not available")
+@pytest.mark.skipif(not BENCH.exists(), reason="shared benchmarks not present")
 @pytest.mark.parametrize(("name", "count"), [("metatool", 199), ("seal_tools", 4076), ("gorilla_torch", 94)])
 def test_real_benchmark_files(name: str, count: int) -> None:
     path = BENCH / name / "tools.jsonl"

@@ -20,10 +20,21 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from toolstore import EmbedderError, HashingEmbedder, IntentExample, Tool, ToolStore, export_catalog, parse_tools
-from toolstore._expand import ExpansionError, expand, offline_phrases, parse_phrases, record_of
+from toolstore import (
+    EmbedderError,
+    ExpansionError,
+    HashingEmbedder,
+    IntentExample,
+    McpSyncError,
+    Tool,
+    ToolStore,
+    export_catalog,
+    parse_tools,
+)
+from toolstore._expand import expand, offline_phrases, parse_phrases
 from toolstore._formats import FORMATS
-from toolstore._mcp_sync import McpListing, McpSyncError, fetch_stdio, sync_listing, sync_mcp_http, sync_mcp_stdio
+from toolstore._mcp_sync import McpListing, fetch_stdio, sync_listing, sync_mcp_http, sync_mcp_stdio
+from toolstore._rows import expansion_record as record_of
 from toolstore.cli import cli as main_cli
 from toolstore.testing.fake_openai import FakeOpenAI
 

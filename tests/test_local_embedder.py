@@ -7,8 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolstore._embedders.local import LocalEmbedder
-from toolstore._errors import EmbedderError
+from toolstore import EmbedderError, LocalEmbedder
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.npz"
 MIN_COSINE = 0.99

@@ -17,6 +17,8 @@ from toolstore._metrics import (
     score_query,
 )
 
+from benchdata import BENCH
+
 FILLER = [f"x{i}" for i in range(20)]  # never relevant, never acceptable
 
 SINGLE_NONE = {
@@ -369,10 +371,7 @@ def test_load_judgements_names_bad_line(tmp_path: Path, bad_line: str, message: 
     assert str(path) in str(info.value)
 
 
-BENCH = Path("/work/shared/bench")
-
-
-@pytest.mark.skipif(not BENCH.is_dir(), reason="shared bench data not present")
+@pytest.mark.skipif(not BENCH.is_dir(), reason="shared benchmarks not present")
 @pytest.mark.parametrize("name", ["metatool", "seal_tools", "gorilla_torch"])
 def test_load_real_bench_files(name: str) -> None:
     pairs = load_judgements(BENCH / name / "queries.jsonl")

@@ -12,7 +12,8 @@ from sqlalchemy import create_engine, pool, text
 
 from toolstore import HashingEmbedder, Tool, ToolStore, migrate
 from toolstore._migrate import HEAD_REVISION, VERSION_TABLE, head_revision
-from toolstore._schema import metadata
+
+from schema_models import metadata
 
 TABLES = {
     "catalogs",

@@ -11,8 +11,7 @@ import numpy as np
 import openai
 import pytest
 
-from toolstore._embedders.openai import OpenAIEmbedder
-from toolstore._errors import EmbedderError, InvalidInputError
+from toolstore import EmbedderError, InvalidInputError, OpenAIEmbedder
 from toolstore.testing.fake_openai import MALFORMED_KINDS, FakeOpenAI, fake_vector
 
 TEXTS = ["search the web", "send an email", "create a calendar event", "convert currency", "weather forecast"]

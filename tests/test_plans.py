@@ -19,7 +19,8 @@ import psycopg
 import pytest
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore
-from toolstore._route import catalog_fusion, statement_params
+from toolstore._fusion import stored_fusion
+from toolstore._route import route_request, statement_params
 from toolstore._sql import query
 
 from catalog_gen import generated_queries, generated_tools
@@ -76,7 +77,7 @@ def route_params(store: ToolStore, label: str) -> dict[str, Any]:
     filters, text = REQUESTS[label]
     info = store.info()
     qvec = store.embedder.embed(text) if store.embedder else None
-    return statement_params(info, text, qvec, catalog_fusion(info), k=8, **filters)
+    return statement_params(info, route_request(text, stored_fusion(info.settings), k=8, **filters), qvec)
 
 
 @pytest.mark.parametrize("label", sorted(REQUESTS))
@@ -89,6 +90,17 @@ def test_route_statement_uses_the_bm25_indexes_and_no_whole_table_scan(store: To
     assert any(r == "lexeme_stats" and i == "lexeme_stats_pkey" for _, r, i in found), found
     functions = [n for n in plan if n["Node Type"] == "Function Scan" and n.get("Function Name") == "knn"]
     assert len(functions) == 2, "dense and intent retrieval both go through knn()"
+
+
+@pytest.mark.parametrize("name", ["route", "eval_lexical"])
+def test_bm25_term_is_inlined(store: ToolStore, name: str) -> None:
+    """BM25 is written once, in bm25_term(); the planner must inline it (no function call per posting)."""
+    with store.pool.connection() as conn:
+        params = route_params(store, "natural language")
+        row = conn.execute("explain (verbose, format json) " + query(name), params).fetchone()
+    assert row is not None
+    text = str(row[0])
+    assert "bm25_term" not in text and "ln(" in text, "bm25_term() was not inlined"
 
 
 def knn_statements(conn: psycopg.Connection[Any]) -> list[str]:

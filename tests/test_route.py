@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from psycopg.rows import dict_row
 
 from toolstore import (
     Embedder,
@@ -19,11 +20,14 @@ from toolstore import (
     ToolStore,
     UnknownCatalogError,
 )
-from toolstore._route import NEIGHBOURS_PER_TOOL, catalog_fusion, statement_params
+from toolstore._fusion import NEIGHBOURS_PER_TOOL, SIGNALS, stored_fusion
+from toolstore._route import route_request, statement_params
 from toolstore._sql import query
 from toolstore._text import query_text
 
 from catalog_gen import generated_queries, generated_tools
+from fusion_oracle import ranked, rrf
+from retrievers import block
 
 SIGNAL_NAMES = ("name", "description", "expansion", "dense", "intent")
 
@@ -46,12 +50,12 @@ def separate_lists(store: ToolStore, text: str, qvec: np.ndarray, n: int, n_exam
     with store.pool.connection() as conn:
         for field, name in ((1, "name"), (2, "description"), (3, "expansion")):
             rows = conn.execute(
-                query("bm25_field"), {"catalog": info.id, "field": field, "query_text": text}
+                block("bm25_field"), {"catalog": info.id, "field": field, "query_text": text}
             ).fetchall()
             lists[name] = [r[0] for r in rows][:n]
         params = {"catalog": info.id, "dim": info.embed_dim, "qvec": qvec, "n": n, "n_examples": n_examples}
-        lists["dense"] = [r[0] for r in conn.execute(query("dense_list"), params).fetchall()]
-        neighbours = conn.execute(query("neighbour_list"), params).fetchall()
+        lists["dense"] = [r[0] for r in conn.execute(query("eval_dense"), params).fetchall()]
+        neighbours = conn.execute(block("neighbour_list"), params).fetchall()
     per_tool: dict[str, list[float]] = defaultdict(list)
     for tool_id, distance in neighbours:
         per_tool[tool_id].append(distance)
@@ -63,16 +67,11 @@ def separate_lists(store: ToolStore, text: str, qvec: np.ndarray, n: int, n_exam
 def python_rrf(
     lists: dict[str, list[str]], weights: dict[str, float], k_rrf: float
 ) -> list[tuple[str, float, dict[str, int]]]:
-    scores: dict[str, float] = defaultdict(float)
-    ranks: dict[str, dict[str, int]] = defaultdict(dict)
-    for signal, ids in lists.items():
-        if weights[signal] == 0:
-            continue
-        for rank, tool_id in enumerate(ids, start=1):
-            scores[tool_id] += weights[signal] / (k_rrf + rank)
-            ranks[tool_id][signal] = rank
-    ordered = sorted(scores.items(), key=lambda kv: (-round(kv[1] * 1e9), kv[0]))
-    return [(t, s, ranks[t]) for t, s in ordered]
+    """The fused list the oracle computes from separate lists: (id, score, rank per contributing signal)."""
+    ranks = ranked(lists)
+    scores = rrf(ranks, weights, k_rrf)
+    ordered = sorted(scores, key=lambda t: (-round(scores[t] * 1e9), t))
+    return [(t, scores[t], {s: ranks[s][t] for s in SIGNALS if weights[s] > 0 and t in ranks[s]}) for t in ordered]
 
 
 @pytest.mark.parametrize(
@@ -88,18 +87,19 @@ def test_fused_statement_is_exactly_the_rrf_of_separate_lists(
     catalog: ToolStore, weights: dict[str, float], k_rrf: float
 ) -> None:
     info = catalog.info()
-    fusion = replace(catalog_fusion(info), weights=weights, k_rrf=k_rrf)
+    fusion = replace(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf)
     checked = 0
     for q in generated_queries(12, seed=99):
         text = query_text(q)
         qvec = catalog.embedder.embed(q)
-        params = statement_params(info, q, qvec, fusion, k=8, token_budget=10**6)  # whole fused list
+        request = route_request(q, fusion, k=8, token_budget=10**6)  # the whole fused list
+        params = statement_params(info, request, qvec)
         lists = separate_lists(catalog, text, qvec, params["n"], params["n_examples"])
         expected = python_rrf(lists, weights, k_rrf)[: params["limit"]]
-        with catalog.pool.connection() as conn:
-            rows = conn.execute(query("route"), params).fetchall()
-        got = [(r[0], float(r[14]), r[15:20]) for r in rows]
-        assert not any(r[20] for r in rows)  # generated queries name no tool exactly
+        with catalog.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(query("route"), params).fetchall()
+        got = [(r["id"], float(r["score"]), tuple(r[f"rank_{s}"] for s in SIGNAL_NAMES)) for r in rows]
+        assert not any(r["exact"] for r in rows)  # generated queries name no tool exactly
         assert [g[0] for g in got] == [e[0] for e in expected], q
         for (tool_id, score, ranks), (_, exp_score, exp_ranks) in zip(got, expected):
             assert score == pytest.approx(exp_score, abs=1e-12)

@@ -41,9 +41,11 @@ def test_wheel_installs_and_routes(dsn: str, tmp_path: Path) -> None:
     wheel = next(dist.glob("toolstore-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "toolstore/migrations/env.py" in names
-    assert any(n.startswith("toolstore/migrations/versions/0001") for n in names)
+    assert any(n.startswith("toolstore/migrations/versions/0002") for n in names)
     assert "toolstore/sql/route.sql" in names and "toolstore/sql/catalog.sql" in names
     assert "toolstore/demo/tools.jsonl" in names
+    assert "toolstore/py.typed" in names
+    assert "toolstore/cli/__main__.py" in names
     assert "toolstore/_embedders/minilm/model.onnx" in names and "toolstore/_embedders/minilm/LICENSE" in names
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

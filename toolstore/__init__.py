@@ -3,14 +3,17 @@
 Import everything from here; the underscored modules are private.
 """
 
-from ._catalog import CatalogInfo, ImportReport
 from ._embedders.base import Embedder
 from ._embedders.hashing import HashingEmbedder
+from ._embedders.local import LocalEmbedder
+from ._embedders.openai import OpenAIEmbedder
 from ._errors import (
     DatabaseError,
     EmbedderError,
+    ExpansionError,
     InvalidInputError,
     InvalidToolError,
+    McpSyncError,
     ModelMismatchError,
     ToolstoreError,
     UnknownCatalogError,
@@ -18,26 +21,34 @@ from ._errors import (
 )
 from ._examples import load_examples
 from ._formats import export_catalog, load_tools_file, parse_tools, render, to_anthropic, to_mcp, to_openai
+from ._fusion import SIGNALS, Fusion
 from ._metrics import Judgement, load_judgements
 from ._migrate import migrate
-from ._models import IntentExample, RoutedTool, RouteResult, Signals, Tool
+from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._result import RoutedTool, RouteResult, Signals
 from ._store import ToolStore
 from ._tune import TuneReport
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "SIGNALS",
     "CatalogInfo",
     "DatabaseError",
     "Embedder",
     "EmbedderError",
+    "ExpansionError",
+    "Fusion",
     "HashingEmbedder",
     "ImportReport",
     "IntentExample",
     "InvalidInputError",
     "InvalidToolError",
     "Judgement",
+    "LocalEmbedder",
+    "McpSyncError",
     "ModelMismatchError",
+    "OpenAIEmbedder",
     "RouteResult",
     "RoutedTool",
     "Signals",
@@ -58,3 +69,9 @@ __all__ = [
     "to_mcp",
     "to_openai",
 ]
+
+# Public names say they come from `toolstore` (reprs, tracebacks, docs), as httpx does for its private modules.
+for _name in __all__:
+    if callable(globals()[_name]):
+        globals()[_name].__module__ = __name__
+del _name

@@ -7,10 +7,11 @@ from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from ._embedded import embedded_dsn
 from ._errors import DatabaseError
-from ._migrate import search_path
 
 
 def resolve_dsn(dsn: str | None) -> str:
@@ -20,9 +21,13 @@ def resolve_dsn(dsn: str | None) -> str:
     env = os.environ.get("TOOLSTORE_DSN")
     if env:
         return env
-    from ._embedded import embedded_dsn
-
     return embedded_dsn()
+
+
+def search_path(conn: Any, schema: str, ext_schema: str) -> str:
+    """The quoted search_path value: the toolstore schema, then pgvector's schema."""
+    names = [schema] if ext_schema == schema else [schema, ext_schema.strip('"')]
+    return ", ".join(sql.Identifier(n).as_string(conn) for n in names)
 
 
 def make_pool(dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4) -> ConnectionPool[Any]:
@@ -35,11 +40,11 @@ def make_pool(dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4) ->
         if ext is None:
             raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
         conn.execute("select set_config('search_path', %s, false)", [search_path(conn, schema, ext[0])])
-        # Postgres' default plan cache mode: route()'s prepared statement may reuse a generic plan, which
-        # measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md).
-        # Safe here: the vector searches, whose plan depends on the catalog and dimension, are planned
-        # afresh inside knn() with their actual values.
         register_vector(conn)
+        # plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan,
+        # which measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md).
+        # Safe here: the vector searches, whose plan depends on the catalog and dimension, are planned afresh
+        # inside knn() with their actual values.
 
     pool: ConnectionPool[Any] = ConnectionPool(
         dsn,

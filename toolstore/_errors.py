@@ -33,3 +33,11 @@ class ModelMismatchError(ToolstoreError):
 
 class DatabaseError(ToolstoreError):
     """The database is unreachable or not migrated."""
+
+
+class ExpansionError(ToolstoreError):
+    """The expansion model could not be asked (network, authentication, server error); finished batches are kept."""
+
+
+class McpSyncError(ToolstoreError):
+    """An MCP server could not be started, reached or listed."""

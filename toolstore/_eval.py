@@ -5,22 +5,25 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from tqdm import tqdm
 
 from ._errors import InvalidInputError
+from ._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM, Fusion
 from ._metrics import METRICS, Judgement, aggregate, score_query
-from ._models import SIGNALS
-from ._route import DEFAULT_K_RRF, DEFAULT_WEIGHTS, Fusion
-from ._store import ToolStore
+
+if TYPE_CHECKING:
+    from ._store import ToolStore
 
 
 def _only(*signals: str) -> Fusion:
     return Fusion(weights={s: 1.0 if s in signals else 0.0 for s in SIGNALS})
 
 
-#: Built-in configs. None means "what route() uses by default": the catalog's tuned fusion when stored.
+#: Built-in configs. ``default`` is route()'s fusion in a catalog never tuned; None (``tuned``) is the fusion the
+#: catalog has stored, what route() uses when given no weights.
 BUILTIN_CONFIGS: dict[str, Fusion | None] = {
     "name": _only("name"),
     "description": _only("description"),
@@ -28,11 +31,10 @@ BUILTIN_CONFIGS: dict[str, Fusion | None] = {
     "bm25": _only("name", "description", "expansion"),
     "dense": _only("dense"),
     "intent": _only("intent"),
-    "uniform": _only(*SIGNALS),
-    "default": Fusion(weights=dict(DEFAULT_WEIGHTS), k_rrf=DEFAULT_K_RRF),
+    "uniform": UNIFORM,
+    "default": DEFAULT_FUSION,
     "tuned": None,
 }
-SINGLE_RETRIEVERS = ("name", "description", "expansion", "dense", "intent")
 
 
 def select_configs(names: Iterable[str] | None = None, *, tuned: bool = True) -> dict[str, Fusion | None]:
@@ -73,10 +75,6 @@ def check_queries(store: ToolStore, queries: Sequence[tuple[str, Judgement]], wh
 
 def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Iterable[Any]:
     if not enabled or not sys.stderr.isatty():
-        return items
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency of the eval extra
         return items
     return tqdm(items, desc=desc, unit="q", leave=False)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ._errors import InvalidInputError
 from ._metrics import load_judgements
 from ._models import IntentExample
 
@@ -18,7 +19,5 @@ def load_examples(path: str | os.PathLike[str]) -> list[IntentExample]:
         IntentExample(tool_id=tool_id, query=query) for query, j in load_judgements(path) for tool_id in j.relevant
     ]
     if not examples:
-        from ._errors import InvalidInputError
-
         raise InvalidInputError(f"{os.fspath(path)}: no intent examples found")
     return examples

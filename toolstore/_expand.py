@@ -22,8 +22,8 @@ change together, and an interrupted run keeps every finished batch.
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -32,17 +32,19 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from tqdm import tqdm
 
-from ._catalog import CatalogInfo, embed_cached, list_tools, upsert_tools
-from ._errors import ToolstoreError
-from ._models import Tool
+from ._catalog import list_tools, upsert_tools
+from ._errors import ExpansionError
+from ._models import CatalogInfo, Tool
+from ._rows import EXPANSION_RECORD, expansion_record, expansion_sha, is_generated
 from ._sql import query
 from ._text import dense_text, split_identifier
+from ._vectors import embed_cached
 
 if TYPE_CHECKING:
     from ._store import ToolStore
 
-RECORD_KEY = "x-toolstore-expansion"
 PROMPT_VERSION = 1
 DEFAULT_MODEL = "gpt-4o-mini"
 MAX_LLM_PHRASES = 24
@@ -60,10 +62,6 @@ Parameters: {parameters}
 
 Write up to 20 short phrases (3 to 12 words each) a user might type when they need this tool: everyday \
 requests, synonyms of its key terms, and related tasks it handles. No numbering, no explanations."""
-
-
-class ExpansionError(ToolstoreError):
-    """The model could not be asked (network, authentication, server error); finished batches are kept."""
 
 
 @dataclass
@@ -93,25 +91,10 @@ class ExpandReport:
 # -- records --------------------------------------------------------------------------------------------
 
 
-def _text_sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def record_of(tool: Tool) -> dict[str, Any] | None:
-    record = (tool.spec or {}).get(RECORD_KEY)
-    return record if isinstance(record, dict) else None
-
-
 def source_hash(tool: Tool) -> str:
     """The content hash of everything an expansion is generated from: the tool without expansion and record."""
-    spec = {k: v for k, v in (tool.spec or {}).items() if k != RECORD_KEY} or None
+    spec = {k: v for k, v in (tool.spec or {}).items() if k != EXPANSION_RECORD} or None
     return replace(tool, expansion="", spec=spec).content_hash()
-
-
-def is_generated(tool: Tool) -> bool:
-    """True when the tool's expansion is exactly what toolstore last wrote."""
-    record = record_of(tool)
-    return record is not None and bool(tool.expansion) and record.get("sha") == _text_sha(tool.expansion)
 
 
 def with_expansion(
@@ -119,27 +102,9 @@ def with_expansion(
 ) -> Tool:
     """The tool with its expansion (LLM phrases, then offline phrases) and the record of what it came from."""
     text = "\n".join(dedupe([*llm, *offline]))
-    record = {"v": PROMPT_VERSION, "source": source, "model": model, "llm": list(llm), "sha": _text_sha(text)}
-    spec = {**(tool.spec or {}), RECORD_KEY: record}
+    record = {"v": PROMPT_VERSION, "source": source, "model": model, "llm": list(llm), "sha": expansion_sha(text)}
+    spec = {**(tool.spec or {}), EXPANSION_RECORD: record}
     return replace(tool, expansion=text, spec=spec)
-
-
-def carry_expansions(conn: psycopg.Connection[Any], info: CatalogInfo, tools: Sequence[Tool]) -> list[Tool]:
-    """Give incoming tools without an expansion the one toolstore generated for the stored tool of that id.
-
-    A re-sync of an unchanged server then matches the stored content hash and writes nothing; a changed
-    tool keeps its (now stale) expansion until the next ``expand`` regenerates it.
-    """
-    ids = [t.id for t in tools if not t.expansion]
-    stored = {t.id: t for t in list_tools(conn, info, ids)} if ids else {}
-    out = []
-    for tool in tools:
-        old = stored.get(tool.id)
-        if not tool.expansion and old is not None and is_generated(old):
-            spec = {**(tool.spec or {}), RECORD_KEY: record_of(old)}
-            tool = replace(tool, expansion=old.expansion, spec=spec)
-        out.append(tool)
-    return out
 
 
 # -- phrases --------------------------------------------------------------------------------------------
@@ -254,9 +219,7 @@ def make_client(
     *, base_url: str | None = None, api_key: str | None = None, timeout: float = 60.0, max_retries: int = 3
 ) -> Any:
     """An ``openai.OpenAI`` client; a custom ``base_url`` (a local server) works without a key."""
-    import os
-
-    import openai
+    import openai  # imported on use: it takes a while and offline runs never need it
 
     key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
     if key is None:
@@ -300,7 +263,7 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 def _offline_refresh(tool: Tool, intents: dict[str, list[str]]) -> Tool:
     """The tool with fresh offline phrases and its recorded LLM phrases (if any) kept as they are."""
-    record = record_of(tool) or {}
+    record = expansion_record(tool) or {}
     llm = [p for p in record.get("llm", []) if isinstance(p, str)]
     offline = offline_phrases(tool, intents.get(tool.id, ()))
     return with_expansion(tool, llm, offline, source=record.get("source"), model=record.get("model"))
@@ -337,7 +300,7 @@ def expand(
     refresh: list[tuple[Tool, Tool]] = []
     need: list[Tool] = []
     for tool in tools:
-        record = record_of(tool) or {}
+        record = expansion_record(tool) or {}
         if tool.expansion and not is_generated(tool) and not force:
             report.handwritten += 1
             continue
@@ -372,7 +335,6 @@ def _expand_with_model(
     concurrency: int,
     progress: bool | None,
 ) -> None:
-    from tqdm import tqdm
 
     show = sys.stderr.isatty() if progress is None else progress
     with (

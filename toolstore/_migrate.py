@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
 
+from ._connect import resolve_dsn, search_path
 from ._errors import DatabaseError, InvalidInputError
+from ._sql import resource_dir
 
 if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: importing toolstore stays fast
     from alembic.config import Config
@@ -16,17 +17,8 @@ if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: impor
 
 VERSION_TABLE = "toolstore_alembic_version"
 DEFAULT_SCHEMA = "toolstore"
-HEAD_REVISION = "0001"  # kept equal to alembic's head by a test
+HEAD_REVISION = "0002"  # kept equal to alembic's head by a test
 _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations
-
-
-def resource_dir(name: str) -> Path:
-    """``migrations`` or ``sql``: inside the installed package (wheel), else at the repository root."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / name, here.parent / name):
-        if candidate.is_dir():
-            return candidate
-    raise DatabaseError(f"toolstore's {name}/ directory is missing from the installation ({here})")
 
 
 def check_schema_name(schema: str) -> str:
@@ -49,12 +41,6 @@ def prepare_connection(connection: Connection, schema: str) -> None:
     connection.execute(
         text("select set_config('search_path', :path, true)"), {"path": search_path(raw, schema, ext_schema)}
     )
-
-
-def search_path(conn: Any, schema: str, ext_schema: str) -> str:
-    """The quoted search_path value: the toolstore schema, then pgvector's schema."""
-    names = [schema] if ext_schema == schema else [schema, ext_schema.strip('"')]
-    return ", ".join(sql.Identifier(n).as_string(conn) for n in names)
 
 
 def alembic_config(connection: Connection, schema: str) -> Config:
@@ -97,8 +83,6 @@ def migrate(
         _run(connection, schema, revision, downgrade)
         return
     from sqlalchemy import create_engine, pool
-
-    from ._connect import resolve_dsn
 
     target = resolve_dsn(dsn)
     engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=pool.NullPool)

@@ -1,13 +1,15 @@
-"""The data toolstore stores and returns: tools, intent examples, route results."""
+"""The data toolstore stores: tools, intent examples, catalogs, and what an import changed.
 
-from __future__ import annotations
+Annotations here are evaluated (no ``from __future__ import annotations``) so ``typing.get_type_hints`` works on
+these classes after ``toolstore`` re-exports them under its own name.
+"""
 
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-SIGNALS = ("name", "description", "expansion", "dense", "intent")
+from ._errors import ModelMismatchError
 
 
 @dataclass(frozen=True)
@@ -49,55 +51,42 @@ class IntentExample:
 
 
 @dataclass(frozen=True)
-class Signals:
-    """1-based rank of a tool in each retriever's list, None where the retriever did not return it."""
+class CatalogInfo:
+    """A catalog's row: id, name, embedding model and dimension (None before the first vector), settings
+    (the tuned fusion), and the tool and example counts when asked for."""
 
-    name: int | None = None
-    description: int | None = None
-    expansion: int | None = None
-    dense: int | None = None
-    intent: int | None = None
+    id: int
+    name: str
+    embed_model: str | None
+    embed_dim: int | None
+    settings: dict[str, Any]
+    n_tools: int = 0
+    n_examples: int = 0
 
-
-@dataclass(frozen=True)
-class RoutedTool:
-    """One routed tool: the tool, its fused RRF score and its rank in every signal.
-
-    ``exact`` is True when the request names the tool's id or name verbatim; such tools rank first.
-    """
-
-    tool: Tool
-    score: float
-    signals: Signals
-    always_on: bool = False
-    exact: bool = False
-    tokens: int = 0
+    def require_model(self, model: str) -> None:
+        """Raise ModelMismatchError when the catalog is embedded with another model than ``model``."""
+        if self.embed_model is not None and self.embed_model != model:
+            raise ModelMismatchError(
+                f"catalog {self.name!r} is embedded with {self.embed_model!r} but the embedder is {model!r}; "
+                "use the same model or switch the catalog with `toolstore reembed --model ...`"
+            )
 
 
-@dataclass(frozen=True)
-class RouteResult:
-    """What ``ToolStore.route`` returns: packed tools in order, and what was left out."""
+@dataclass
+class ImportReport:
+    """What an import changed."""
 
-    query: str
-    tools: list[RoutedTool]
-    skipped: list[RoutedTool] = field(default_factory=list)
-    token_budget: int | None = None
-    tokens_used: int = 0
-    dense_used: bool = True
-    degraded_reason: str | None = None
+    inserted: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+    embedded: int = 0
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self.tools)
-
-    def __len__(self) -> int:
-        return len(self.tools)
-
-    @property
-    def ids(self) -> list[str]:
-        return [r.tool.id for r in self.tools]
-
-    def definitions(self, fmt: str = "openai") -> list[dict[str, Any]]:
-        """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``."""
-        from ._formats import render
-
-        return render([r.tool for r in self.tools], fmt)  # type: ignore[arg-type]
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "inserted": len(self.inserted),
+            "updated": len(self.updated),
+            "unchanged": self.unchanged,
+            "removed": len(self.removed),
+            "embedded": self.embedded,
+        }

@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
-from ._models import RoutedTool, Tool
+from ._formats import to_openai
+from ._models import Tool
+from ._result import RoutedTool
 
 ENCODING = "o200k_base"
 
@@ -33,8 +35,6 @@ def count_tokens(text: str) -> int:
 
 def tool_tokens(tool: Tool) -> int:
     """Token cost of a tool: its OpenAI function definition, serialised as JSON."""
-    from ._formats import to_openai
-
     definition: Any = to_openai(tool)
     return count_tokens(json.dumps(definition, ensure_ascii=False, separators=(",", ":")))
 

@@ -6,10 +6,12 @@ from typing import Any
 
 import psycopg
 
-from ._catalog import CatalogInfo, embed_cached, list_tools
+from ._catalog import list_tools
 from ._embedders.base import Embedder
+from ._models import CatalogInfo
 from ._sql import query
 from ._text import dense_text
+from ._vectors import embed_cached
 
 
 def reembed(conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Embedder) -> dict[str, Any]:

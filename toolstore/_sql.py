@@ -1,13 +1,24 @@
-"""A tiny loader for the named SQL blocks in ``sql/*.sql`` (``-- name: block_name`` starts a block)."""
+"""Packaged SQL: the named blocks of ``sql/*.sql`` (``-- name: block_name`` starts a block) and where the packaged
+``sql/`` and ``migrations/`` directories are."""
 
 from __future__ import annotations
 
 import re
 from functools import cache
+from pathlib import Path
 
-from ._migrate import resource_dir
+from ._errors import DatabaseError
 
 _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+
+
+def resource_dir(name: str) -> Path:
+    """``migrations`` or ``sql``: inside the installed package (wheel), else at the repository root."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / name, here.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise DatabaseError(f"toolstore's {name}/ directory is missing from the installation ({here})")
 
 
 def parse_blocks(text: str) -> dict[str, str]:

@@ -1,55 +1,32 @@
-"""ToolStore: a catalog of tools in Postgres, and route() over it."""
+"""ToolStore: a catalog of tools in Postgres, and route() over it. The sync driver of the route core."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
-from . import _catalog
-from ._catalog import CatalogInfo, ImportReport
+from . import _catalog, _sql
 from ._connect import make_pool, resolve_dsn
 from ._embedders.base import Embedder
-from ._errors import (
-    DatabaseError,
-    InvalidInputError,
-    UnknownCatalogError,
-    UnknownToolError,
-)
+from ._embedders.local import LocalEmbedder
+from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
+from ._fusion import DEFAULT_K_RRF, check_weights, stored_fusion
 from ._metrics import Judgement, load_judgements
-from ._migrate import (
-    DEFAULT_SCHEMA,
-    HEAD_REVISION,
-    check_schema_name,
-    current_revision,
-    migrate,
-)
-from ._models import IntentExample, RouteResult, Tool
-from ._route import (
-    DEFAULT_K_RRF,
-    QueryVectors,
-    catalog_fusion,
-    check_weights,
-    route,
-)
-from ._sql import query
+from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
+from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._reembed import reembed
+from ._result import RouteResult
+from ._route import embedder_failed, override, route_request, route_result, statement_params, vector_plan
+from ._tune import TuneReport, tune
+from ._vectors import QueryVectors
 
 DEFAULT = "default"
-
-if TYPE_CHECKING:
-    from ._tune import TuneReport
-
-
-def default_embedder() -> Embedder:
-    """The shipped local model (all-MiniLM-L6-v2 on onnxruntime): no network, no torch."""
-    from ._embedders.local import LocalEmbedder
-
-    return LocalEmbedder()
 
 
 class ToolStore:
@@ -79,7 +56,7 @@ class ToolStore:
         self.schema = check_schema_name(schema)
         self.catalog = catalog
         if embedder == "default":
-            embedder = default_embedder()
+            embedder = LocalEmbedder()
         elif isinstance(embedder, str):
             raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
         self.embedder: Embedder | None = embedder
@@ -89,7 +66,7 @@ class ToolStore:
         self.pool = make_pool(self.dsn, schema=self.schema, max_size=pool_size)
         if create:
             with self.pool.connection() as conn:
-                conn.execute(query("ensure_catalog"), {"name": catalog})
+                conn.execute(_sql.query("ensure_catalog"), {"name": catalog})
 
     def _ensure_schema(self, *, auto: bool) -> None:
         try:
@@ -123,7 +100,7 @@ class ToolStore:
         """This catalog's id, model, dimension, settings and (unless ``counts=False``) tool and example counts."""
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             block = "get_catalog" if counts else "get_catalog_light"
-            row = cur.execute(query(block), {"name": self.catalog}).fetchone()
+            row = cur.execute(_sql.query(block), {"name": self.catalog}).fetchone()
         if row is None:
             raise UnknownCatalogError(f"no catalog named {self.catalog!r}; create it by importing tools into it")
         return CatalogInfo(
@@ -139,15 +116,15 @@ class ToolStore:
     def catalogs(self) -> list[dict[str, Any]]:
         """Every catalog in the database with its model and counts."""
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(query("list_catalogs")).fetchall()
+            return cur.execute(_sql.query("list_catalogs")).fetchall()
 
     def drop_catalog(self) -> None:
         """Delete this catalog with its tools, vectors, examples and statistics."""
         with self.pool.connection() as conn:
             info = self.info(counts=False)
             with conn.transaction():
-                conn.execute(query("drop_vector_indexes"), {"catalog": info.id})
-                conn.execute(query("drop_catalog"), {"name": self.catalog})
+                conn.execute(_sql.query("drop_vector_indexes"), {"catalog": info.id})
+                conn.execute(_sql.query("drop_catalog"), {"name": self.catalog})
 
     def set_fusion(
         self, *, weights: Mapping[str, float], k_rrf: float = DEFAULT_K_RRF, overfetch: int | None = None
@@ -155,18 +132,15 @@ class ToolStore:
         """Store fusion settings in the catalog; route() uses them when not given weights explicitly."""
         fusion = {"weights": check_weights(weights), "k_rrf": float(k_rrf), "overfetch": overfetch}
         info = self.info(counts=False)
-        settings = dict(info.settings)
-        settings["fusion"] = fusion
+        settings = {**info.settings, "fusion": fusion}
         with self.pool.connection() as conn:
-            conn.execute(query("set_catalog_settings"), {"catalog": info.id, "settings": json.dumps(settings)})
+            conn.execute(_sql.query("set_catalog_settings"), {"catalog": info.id, "settings": json.dumps(settings)})
 
     def reembed(self, embedder: Embedder) -> dict[str, Any]:
         """Switch the catalog to ``embedder``'s model: every tool and example re-embedded, nothing dropped.
 
         The store routes with ``embedder`` afterwards.
         """
-        from ._reembed import reembed
-
         with self.pool.connection() as conn:
             report = reembed(conn, self.info(counts=False), embedder)
         self.embedder = embedder
@@ -184,11 +158,14 @@ class ToolStore:
 
         ``examples``: a ``train.jsonl`` path or ``(query, Judgement)`` pairs. See ``toolstore tune``.
         """
-        from ._tune import tune
-
         if isinstance(examples, (str, os.PathLike)):
             examples = load_judgements(examples)
         return tune(self, examples, seed=seed, folds=folds, save=save)
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of toolstore's tables (writes of more than a few hundred rows do it)."""
+        with self.pool.connection() as conn:
+            _catalog.analyze(conn)
 
     # -- tools -----------------------------------------------------------------------------------------
 
@@ -215,6 +192,7 @@ class ToolStore:
             return _catalog.list_tools(conn, self.info(counts=False), ids)
 
     def get(self, tool_id: str) -> Tool:
+        """One tool by id; UnknownToolError when the catalog has no such tool."""
         found = self.tools([tool_id])
         if not found:
             raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
@@ -224,8 +202,7 @@ class ToolStore:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
         info = self.info(counts=False)
         with self.pool.connection() as conn:
-            if conn.execute(query("delete_tool"), {"catalog": info.id, "id": tool_id}).fetchone() is None:
-                raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
+            _catalog.remove_tool(conn, info, tool_id)
 
     # -- routing -----------------------------------------------------------------------------------
 
@@ -250,24 +227,18 @@ class ToolStore:
         keeps tools in any of the given categories.
         """
         info = self.info(counts=False)
-        fusion = catalog_fusion(info)
-        fusion = replace(
-            fusion,
-            weights=fusion.weights if weights is None else check_weights(weights),
-            k_rrf=fusion.k_rrf if k_rrf is None else k_rrf,
-            overfetch=fusion.overfetch if overfetch is None else overfetch,
+        fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
+        request = route_request(
+            query, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
         )
+        reason = vector_plan(request, info, self.embedder)
         with self.pool.connection() as conn:
-            return route(
-                conn,
-                info,
-                query,
-                embedder=self.embedder,
-                vectors=self._query_vectors,
-                fusion=fusion,
-                k=k,
-                token_budget=token_budget,
-                allow=allow,
-                block=block,
-                categories=categories,
-            )
+            qvec: np.ndarray | None = None
+            if reason is None and self.embedder is not None:
+                try:
+                    qvec = self._query_vectors.get(conn, self.embedder, query)
+                except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                    reason = embedder_failed(exc)
+            with conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
+        return route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)

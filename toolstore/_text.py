@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ._errors import InvalidInputError
 from ._models import Tool
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -97,8 +98,6 @@ def query_identifiers(query: str) -> list[str]:
 
 def query_text(query: str) -> str:
     """Validate a routing query and prepare it for lexical matching."""
-    from ._errors import InvalidInputError
-
     if not isinstance(query, str):
         raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
     if "\x00" in query:

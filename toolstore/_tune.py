@@ -1,9 +1,9 @@
 """Learned fusion weights: fetch each retriever's ranked list once per example, fuse client-side for every
 candidate weighting, pick the best by cross-validated nDCG@10 and store it in the catalog.
 
-The client-side fusion mirrors ``sql/route.sql`` exactly (the test suite checks ids against ``route()``):
-BM25 and intent ranks come from the same rounding and id tie-break, intent scores a tool by the sum of
-``1 - distance`` over its nearest :data:`NEIGHBOURS_PER_TOOL` of the ``depth * EXAMPLES_PER_CANDIDATE``
+The client-side fusion (:class:`CandidateTable`) mirrors ``sql/route.sql`` exactly (the test suite checks ids
+against ``route()``): BM25 and intent ranks come from the same rounding and id tie-break, intent scores a tool by
+the sum of ``1 - distance`` over its nearest :data:`NEIGHBOURS_PER_TOOL` of the ``depth * EXAMPLES_PER_CANDIDATE``
 nearest examples, the fused score is ``sum_j w_j / (k_rrf + rank_j)`` summed in signal order and ordered
 (exact match, score, id), and always-on tools go first as ``pack`` puts them.
 """
@@ -14,27 +14,36 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from psycopg.rows import dict_row
 
-from ._catalog import embed_cached
 from ._errors import InvalidInputError
 from ._eval import check_queries
+from ._fusion import (
+    DEFAULT_FUSION,
+    DEFAULT_K_RRF,
+    EXAMPLES_PER_CANDIDATE,
+    NEIGHBOURS_PER_TOOL,
+    SIGNALS,
+    Fusion,
+)
 from ._metrics import CUTOFF, Judgement
-from ._models import SIGNALS
-from ._route import DEFAULT_K_RRF, EXAMPLES_PER_CANDIDATE, NEIGHBOURS_PER_TOOL, Fusion
+from ._models import CatalogInfo
 from ._sql import query
-from ._store import ToolStore
 from ._text import query_identifiers, query_text
+from ._vectors import embed_cached
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from ._store import ToolStore
 
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 K_RRF_GRID = (5.0, 15.0, 30.0, 60.0, 100.0)
-OVERFETCH_GRID: tuple[int | None, ...] = (None,)
 MAX_ROUNDS = 6
 FETCH_THREADS = 2  # connections fetching retriever lists in parallel (the server does the work)
-UNIFORM = Fusion(weights={s: 1.0 for s in SIGNALS}, k_rrf=DEFAULT_K_RRF)
 #: Coordinate ascent starts from uniform weights and from the best STRONG_STARTS retrievers alone (weight
 #: 4, others off): from uniform, adding a little of a second retriever to a dominant one is rarely a single
 #: improving move.
@@ -87,7 +96,8 @@ def load_tool_index(store: ToolStore) -> ToolIndex:
 def fetch_lists(
     store: ToolStore, queries: Sequence[str], *, depth: int, leave_one_out: bool = True, tools: ToolIndex | None = None
 ) -> list[Lists]:
-    """Each retriever's ranked list for every query, ``depth`` deep (intent: ``depth * 3`` neighbours).
+    """Each retriever's ranked list for every query, ``depth`` deep (intent: ``depth * EXAMPLES_PER_CANDIDATE``
+    neighbours).
 
     ``leave_one_out`` drops the stored intent examples whose text equals the query, so a training query
     is never matched to itself. Dense and intent lists are empty when the store has no embedder or the
@@ -113,7 +123,13 @@ def fetch_lists(
 
 
 def _fetch_one(
-    conn: Any, info: Any, raw: str, qvec: np.ndarray | None, depth: int, leave_one_out: bool, tools: ToolIndex
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    raw: str,
+    qvec: np.ndarray | None,
+    depth: int,
+    leave_one_out: bool,
+    tools: ToolIndex,
 ) -> Lists:
     params: dict[str, Any] = {"catalog": info.id, "dim": info.embed_dim, "query_text": query_text(raw), "n": depth}
     lexical: list[list[str]] = [[], [], []]
@@ -124,7 +140,7 @@ def _fetch_one(
     n_examples = depth * EXAMPLES_PER_CANDIDATE
     if qvec is not None:
         params["qvec"] = qvec
-        dense = tuple(r[0] for r in conn.execute(query("dense_list"), params))
+        dense = tuple(r[0] for r in conn.execute(query("eval_dense"), params))
         params.update(limit=n_examples, query=raw)
         for tool_id, text, distance in conn.execute(query("eval_neighbours"), params):
             if not (leave_one_out and text == raw):
@@ -150,36 +166,12 @@ def signal_ranks(lists: Lists, tools: ToolIndex, depth: int) -> tuple[dict[str, 
     return tuple(ranks)
 
 
-def fuse(lists: Lists, tools: ToolIndex, fusion: Fusion, *, k: int = CUTOFF) -> list[str]:
-    """The ids ``route(lists.query, k=k)`` returns under ``fusion`` (no filters, no token budget)."""
-    depth = fusion.depth(k)
-    weights = [fusion.weights[s] for s in SIGNALS]
-    ranks = signal_ranks(lists, tools, depth)
-    scores: dict[str, float] = {}
-    for w, signal in zip(weights, ranks):
-        if w > 0:
-            for tool_id, rank in signal.items():
-                scores[tool_id] = scores.get(tool_id, 0.0) + w / (fusion.k_rrf + rank)
-
-    def key(t: str) -> tuple[bool, float, int]:
-        return (t not in lists.exact, -round(scores.get(t, 0.0) * 1e9), tools.position[t])
-
-    top = sorted(scores, key=key)[:depth]
-    extra = (lists.exact | tools.always_on) - set(top)
-    for t in extra:
-        scores[t] = 0.0
-    picked = sorted([*top, *extra], key=key)
-    ordered = [t for t in picked if t in tools.always_on] + [t for t in picked if t not in tools.always_on]
-    n_on = sum(1 for t in ordered if t in tools.always_on)
-    return ordered[: n_on + k]
-
-
-class _Table:
+class CandidateTable:
     """Every example's candidates at one depth as padded arrays, for fast fusion under many weightings.
 
     Columns of a row are its candidate tools (any signal within ``depth``, exact matches, always-on
     tools) sorted by id position; ``ranks[j]`` holds signal j's rank or inf. Fusing gives the same top
-    ``k`` as :func:`fuse`.
+    ``k`` as the route statement orders them (:meth:`top`).
     """
 
     def __init__(
@@ -208,9 +200,9 @@ class _Table:
         ideal = [sum(1 / np.log2(r + 2) for r in range(min(len(j.relevant), CUTOFF))) for j in judgements]
         self.ideal = np.asarray(ideal)
 
-    def subset(self, rows: np.ndarray) -> _Table:
+    def subset(self, rows: np.ndarray) -> CandidateTable:
         """The same table restricted to ``rows`` (copied once, so repeated fusions skip the indexing)."""
-        sub = object.__new__(_Table)
+        sub = object.__new__(CandidateTable)
         sub.candidates = [self.candidates[r] for r in rows]
         sub.ranks, sub.group, sub.position = self.ranks[:, rows], self.group[rows], self.position[rows]
         sub.gain, sub.ideal = self.gain[rows], self.ideal[rows]
@@ -270,12 +262,9 @@ class TuneReport:
     fold_fusions: list[Fusion] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        def f(x: Fusion) -> dict[str, Any]:
-            return {"weights": dict(x.weights), "k_rrf": x.k_rrf, "overfetch": x.overfetch}
-
         return {
-            "fusion": f(self.fusion),
-            "tuned": f(self.tuned),
+            "fusion": self.fusion.as_dict(),
+            "tuned": self.tuned.as_dict(),
             "cv_ndcg_uniform": round(self.cv_ndcg_uniform, 4),
             "cv_ndcg_tuned": round(self.cv_ndcg_tuned, 4),
             "train_ndcg": round(self.train_ndcg, 4),
@@ -285,48 +274,43 @@ class TuneReport:
             "seed": self.seed,
             "seconds": round(self.seconds, 2),
             "fetch_seconds": round(self.fetch_seconds, 2),
-            "fold_fusions": [f(x) for x in self.fold_fusions],
+            "fold_fusions": [x.as_dict() for x in self.fold_fusions],
         }
 
 
-def _fit(tables: Mapping[int | None, _Table], rows: np.ndarray) -> tuple[Fusion, float]:
-    """Coordinate ascent over the grids from several starts (:data:`STRONG_STARTS`): the best fusion, its mean nDCG."""
-    memo: dict[tuple[Any, ...], float] = {}
-    tables = {o: t.subset(rows) for o, t in tables.items()}
+def _fit(table: CandidateTable, rows: np.ndarray) -> tuple[Fusion, float]:
+    """Coordinate ascent over :data:`WEIGHT_GRID` and :data:`K_RRF_GRID` from several starts (the default fusion
+    and the :data:`STRONG_STARTS` best retrievers alone): the best fusion on ``rows`` and its mean nDCG."""
+    memo: dict[tuple[tuple[float, ...], float], float] = {}
+    table = table.subset(rows)
 
-    def score(weights: tuple[float, ...], k_rrf: float, overfetch: int | None) -> float:
-        key = (weights, k_rrf, overfetch)
-        if key not in memo:
-            memo[key] = float(tables[overfetch].ndcg(weights, k_rrf).mean()) if any(weights) else -1.0
-        return memo[key]
+    def score(weights: tuple[float, ...], k_rrf: float) -> float:
+        if (weights, k_rrf) not in memo:
+            memo[weights, k_rrf] = float(table.ndcg(weights, k_rrf).mean()) if any(weights) else -1.0
+        return memo[weights, k_rrf]
 
     alone = [tuple(4.0 * (s == one) for s in SIGNALS) for one in SIGNALS]
-    strong = sorted(alone, key=lambda w: -score(w, DEFAULT_K_RRF, None))[:STRONG_STARTS]
+    strong = sorted(alone, key=lambda w: -score(w, DEFAULT_K_RRF))[:STRONG_STARTS]
     found = []
-    for start in [tuple(UNIFORM.weights.values()), *strong]:
-        best = (start, DEFAULT_K_RRF, None)
+    for start in [tuple(DEFAULT_FUSION.weights[s] for s in SIGNALS), *strong]:
+        best = (start, DEFAULT_K_RRF)
         best_score = score(*best)
         for _ in range(MAX_ROUNDS):
             before = best
-            for axis in range(len(SIGNALS) + 2):
-                for value in (
-                    WEIGHT_GRID if axis < len(SIGNALS) else K_RRF_GRID if axis == len(SIGNALS) else list(tables)
-                ):
-                    w, kr, o = best
+            for axis in range(len(SIGNALS) + 1):
+                for value in WEIGHT_GRID if axis < len(SIGNALS) else K_RRF_GRID:
+                    w, kr = best
                     if axis < len(SIGNALS):
-                        w = w[:axis] + (float(value),) + w[axis + 1 :]  # type: ignore[arg-type]
-                    elif axis == len(SIGNALS):
-                        kr = float(value)  # type: ignore[arg-type]
+                        w = w[:axis] + (value,) + w[axis + 1 :]
                     else:
-                        o = value  # type: ignore[assignment]
-                    if score(w, kr, o) > best_score + 1e-12:
-                        best, best_score = (w, kr, o), score(w, kr, o)
+                        kr = value
+                    if score(w, kr) > best_score + 1e-12:
+                        best, best_score = (w, kr), score(w, kr)
             if best == before:
                 break
         found.append((best_score, best))
-    best_score, best = max(found, key=lambda f: f[0])  # first start wins ties
-    weights, k_rrf, overfetch = best
-    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf, overfetch=overfetch), best_score
+    best_score, (weights, k_rrf) = max(found, key=lambda f: f[0])  # first start wins ties
+    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf), best_score
 
 
 def _folds(n: int, folds: int, seed: int) -> np.ndarray:
@@ -345,13 +329,13 @@ def tune(
     k: int = CUTOFF,
     save: bool = True,
 ) -> TuneReport:
-    """Fit fusion weights, ``k_rrf`` (and over-fetch) on labelled ``examples``; store them unless ``save=False``.
+    """Fit fusion weights and ``k_rrf`` on labelled ``examples``; store them unless ``save=False``.
 
     Each example's retriever lists are fetched once (leave-one-out: its own stored intent examples are
-    dropped), then coordinate ascent over :data:`WEIGHT_GRID` x :data:`K_RRF_GRID` x :data:`OVERFETCH_GRID`
-    maximises mean nDCG@k. ``folds``-fold cross-validation (folds dealt by ``seed``) scores the procedure
-    on held-out examples; the stored weights are fit on all examples, or uniform when tuning did not
-    beat uniform under cross-validation. Deterministic for a given catalog, examples and seed.
+    dropped), then coordinate ascent over :data:`WEIGHT_GRID` x :data:`K_RRF_GRID` maximises mean nDCG@k.
+    ``folds``-fold cross-validation (folds dealt by ``seed``) scores the procedure on held-out examples; the
+    stored weights are fit on all examples, or the default fusion (uniform weights) when tuning did not beat it
+    under cross-validation. Deterministic for a given catalog, examples and seed.
     """
     started = time.perf_counter()
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
@@ -362,31 +346,29 @@ def tune(
     if len(examples) < 2:
         raise InvalidInputError(f"tuning needs at least 2 examples, got {len(examples)}")
     folds = min(folds, len(examples))
-    depths = {o: Fusion(UNIFORM.weights, overfetch=o).depth(k) for o in OVERFETCH_GRID}
-    lists = fetch_lists(store, [q for q, _ in examples], depth=max(depths.values()), tools=tools)
+    depth = DEFAULT_FUSION.depth(k)
+    lists = fetch_lists(store, [q for q, _ in examples], depth=depth, tools=tools)
     fetched = time.perf_counter()
-    judgements = [j for _, j in examples]
-    tables = {o: _Table(lists, tools, judgements, d) for o, d in depths.items()}
+    table = CandidateTable(lists, tools, [j for _, j in examples], depth)
     fold = _folds(len(examples), folds, seed)
     held_tuned = np.zeros(len(examples))
     fold_fusions = []
     for f in range(folds):
-        fusion, _ = _fit(tables, np.flatnonzero(fold != f))
+        fusion, _ = _fit(table, np.flatnonzero(fold != f))
         fold_fusions.append(fusion)
         test = np.flatnonzero(fold == f)
-        held_tuned[test] = tables[fusion.overfetch].subset(test).ndcg(list(fusion.weights.values()), fusion.k_rrf)
-    everything = np.arange(len(examples))
-    uniform = tables[None].ndcg(list(UNIFORM.weights.values()), UNIFORM.k_rrf)
-    tuned, train = _fit(tables, everything)
-    cv_tuned, cv_uniform = float(held_tuned.mean()), float(uniform.mean())
-    fell_back = not cv_tuned > cv_uniform
-    chosen = UNIFORM if fell_back else tuned
+        held_tuned[test] = table.subset(test).ndcg([fusion.weights[s] for s in SIGNALS], fusion.k_rrf)
+    default = table.ndcg([DEFAULT_FUSION.weights[s] for s in SIGNALS], DEFAULT_FUSION.k_rrf)
+    tuned, train = _fit(table, np.arange(len(examples)))
+    cv_tuned, cv_default = float(held_tuned.mean()), float(default.mean())
+    fell_back = not cv_tuned > cv_default
+    chosen = DEFAULT_FUSION if fell_back else tuned
     if save:
         store.set_fusion(weights=chosen.weights, k_rrf=chosen.k_rrf, overfetch=chosen.overfetch)
     return TuneReport(
         fusion=chosen,
         tuned=tuned,
-        cv_ndcg_uniform=cv_uniform,
+        cv_ndcg_uniform=cv_default,
         cv_ndcg_tuned=cv_tuned,
         train_ndcg=train,
         fell_back=fell_back,

@@ -18,8 +18,9 @@ class Embedder(ABC):
     model: str
     dim: int
     batch_size: int = 64
-    #: route() looks query vectors up in (and adds them to) the Postgres embedding cache. Worth a round
-    #: trip for remote models; a local model computes a query vector faster than the cache returns it.
+    #: route() looks query vectors up in (and adds them to) the Postgres embedding cache, besides its in-process
+    #: LRU. Worth a round trip (and a write) for remote models; local models set it False: they compute a query
+    #: vector faster than the cache returns it, and route() then writes nothing.
     cache_queries: bool = True
 
     @abstractmethod

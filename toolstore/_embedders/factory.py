@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from .._errors import InvalidInputError
 from .base import Embedder
+from .hashing import HashingEmbedder
+from .local import LocalEmbedder
+from .openai import OpenAIEmbedder
 
 SPECS = "local | hashing[-DIM] | openai/MODEL[@DIMENSIONS] | none"
 
@@ -13,19 +16,13 @@ def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None
     if spec == "none":
         return None
     if spec in ("local", "local/all-MiniLM-L6-v2"):
-        from .local import LocalEmbedder
-
         return LocalEmbedder()
     if spec == "hashing" or spec.startswith("hashing-"):
-        from .hashing import HashingEmbedder
-
         dim = spec.partition("-")[2] or "256"
         if not dim.isdigit():
             raise InvalidInputError(f"embedder {spec!r}: the hashing dimension must be a number")
         return HashingEmbedder(int(dim))
     if spec.startswith("openai/"):
-        from .openai import OpenAIEmbedder
-
         model, _, dims = spec[len("openai/") :].partition("@")
         if dims and not dims.isdigit():
             raise InvalidInputError(f"embedder {spec!r}: dimensions after '@' must be a number")

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from toolstore._embedders.base import Embedder, batches, normalise
-from toolstore._errors import EmbedderError
+from .._errors import EmbedderError
+from .base import Embedder, batches, normalise
 
 MODEL_DIR = Path(__file__).resolve().parent / "minilm"
 MODEL_FILES = ("model.onnx", "tokenizer.json")
@@ -38,6 +38,7 @@ class LocalEmbedder(Embedder):
 
     model = "local/all-MiniLM-L6-v2"
     dim = 384
+    cache_queries = False  # a query embeds in a few ms: faster than a cache round trip, and route() stays read-only
 
     def __init__(self, *, threads: int | None = None, batch_size: int = 64, model_dir: Path | None = None) -> None:
         if threads is not None and threads < 1:

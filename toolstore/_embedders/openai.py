@@ -7,13 +7,15 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import openai
 
 from .._errors import EmbedderError, InvalidInputError
 from .base import Embedder, normalise
+
+if TYPE_CHECKING:  # the SDK is imported when an embedder is made: it takes most of a second
+    import openai
 
 KNOWN_DIMS: dict[str, int] = {
     "text-embedding-3-small": 1536,
@@ -106,6 +108,8 @@ class OpenAIEmbedder(Embedder):
     # -- internals -------------------------------------------------------------------------------
 
     def _create(self, texts: list[str]) -> Any:
+        import openai
+
         kwargs: dict[str, Any] = {"model": self.openai_model, "input": texts, "encoding_format": "float"}
         if self.dimensions is not None:
             kwargs["dimensions"] = self.dimensions
@@ -166,6 +170,8 @@ class OpenAIEmbedder(Embedder):
 
 
 def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:
+    import openai
+
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
         raise EmbedderError(
@@ -179,6 +185,8 @@ def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> o
 
 
 def _retryable(exc: Exception) -> bool:
+    import openai
+
     if isinstance(exc, openai.APIConnectionError):  # includes timeouts
         return True
     status = getattr(exc, "status_code", 0)

@@ -8,10 +8,16 @@ from typing import Any
 
 import click
 
-from ._errors import InvalidInputError
-from ._metrics import Judgement, load_judgements
+from .._errors import InvalidInputError
+from .._eval import evaluate, format_table, select_configs
+from .._examples import load_examples
+from .._formats import load_tools_file
+from .._metrics import Judgement, load_judgements
+from .._tune import tune
+from .app import command, emit, open_store, options
 
 CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
+FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def _judgements(path: Path) -> list[tuple[str, Judgement]]:
@@ -38,8 +44,6 @@ def _tune_summary(report: dict[str, Any]) -> str:
 
 def write_report(directory: Path, result: dict[str, Any], title: str) -> list[str]:
     """Write ``eval.md`` (and ``eval.png`` when matplotlib is installed) into ``directory``; returns notes."""
-    from ._eval import format_table
-
     directory.mkdir(parents=True, exist_ok=True)
     text = [
         f"# {title}",
@@ -74,31 +78,25 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
     return []
 
 
-@click.command("eval")
-@click.option("--tools", "tools_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@command("eval")
+@click.option("--tools", "tools_file", required=True, type=FILE)
+@click.option("--queries", "queries_file", required=True, type=FILE)
 @click.option(
     "--train",
     "train_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FILE,
     help="Labelled requests (train.jsonl format): stored as intent examples, and tuned on with --tune.",
 )
-@click.option(
-    "--config", "config_names", multiple=True, help="Config to evaluate (repeatable); default: all built-ins."
-)
+@click.option("--config", "config_names", multiple=True, help="Config to evaluate (repeatable); default: all.")
 @click.option(
     "--tune", "do_tune", is_flag=True, help="Fit fusion weights on --train (never on --queries) and add config 'tuned'."
 )
-@click.option("--k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Tools routed per query.")
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Tools per query.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the tuning folds.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option(
-    "--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md and eval.png here."
-)
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md here.")
 @click.option("--keep", is_flag=True, help="Keep the scratch catalog (its name is printed) instead of dropping it.")
-@click.option("--embedder", type=click.Choice(["local", "hashing", "none"]), help="Overrides the global --embedder.")
 @click.pass_context
-def eval_cmd(
+def eval_(
     ctx: click.Context,
     tools_file: Path,
     queries_file: Path,
@@ -107,20 +105,10 @@ def eval_cmd(
     do_tune: bool,
     k: int,
     seed: int,
-    as_json: bool,
     report_dir: Path | None,
     keep: bool,
-    embedder: str | None,
 ) -> None:
     """Evaluate routing on labelled queries in a scratch catalog, under several fusion configs."""
-    from ._eval import evaluate, format_table, select_configs
-    from ._examples import load_examples
-    from ._formats import load_tools_file
-    from ._sql import query
-    from ._store import ToolStore
-    from ._tune import tune
-    from .cli import _embedder, emit
-
     if do_tune and train_file is None:
         raise InvalidInputError("--tune needs --train: weights are fitted on training queries, never on --queries")
     configs = select_configs(config_names or None, tuned=do_tune)
@@ -130,41 +118,31 @@ def eval_cmd(
     queries = _judgements(queries_file)
     train = _judgements(train_file) if train_file else None
     examples = load_examples(train_file) if train_file else None
-    opts = ctx.obj
-    if as_json:
-        opts["json"] = True
     catalog = f"eval-{uuid.uuid4().hex[:12]}"
-    store = ToolStore(opts["dsn"], catalog=catalog, embedder=_embedder(embedder or opts["embedder"]))
-    try:
-        store.upsert(tools)
-        if examples:
-            if store.embedder is None:
-                raise InvalidInputError("--train stores intent examples, which need an embedder (not --embedder none)")
-            store.add_examples(examples)
-        with store.pool.connection() as conn:
-            conn.execute(query("eval_analyze"))
-        tuned = tune(store, train, seed=seed) if do_tune and train else None
-        result = evaluate(store, queries, configs=configs, k=k, progress=True)
-        if tuned is not None:
-            result["tune"] = tuned.as_dict()
-        if keep:
-            result["catalog"] = catalog
-    finally:
-        if not keep:
-            store.drop_catalog()
-        store.close()
-    notes = (
-        write_report(report_dir, result, f"{tools_file.parent.name or 'eval'}: {queries_file.name}")
-        if report_dir
-        else []
-    )
-    for note in notes:
+    with open_store(ctx, catalog=catalog) as store:
+        try:
+            store.upsert(tools)
+            if examples:
+                if store.embedder is None:
+                    raise InvalidInputError("--train stores intent examples, which need an embedder (not 'none')")
+                store.add_examples(examples)
+            store.analyze()
+            tuned = tune(store, train, seed=seed) if do_tune and train else None
+            result = evaluate(store, queries, configs=configs, k=k, progress=True)
+            if tuned is not None:
+                result["tune"] = tuned.as_dict()
+            if keep:
+                result["catalog"] = catalog
+        finally:
+            if not keep:
+                store.drop_catalog()
+    title = f"{tools_file.parent.name or 'eval'}: {queries_file.name}"
+    for note in write_report(report_dir, result, title) if report_dir else []:
         click.echo(f"note: {note}", err=True)
 
     def human() -> None:
-        click.echo(
-            f"{result['n_queries']} queries, {result['n_tools']} tools" + (f", catalog kept: {catalog}" if keep else "")
-        )
+        kept = f", catalog kept: {catalog}" if keep else ""
+        click.echo(f"{result['n_queries']} queries, {result['n_tools']} tools{kept}")
         click.echo(format_table(result))
         if tuned is not None:
             click.echo(_tune_summary(result["tune"]))
@@ -172,26 +150,27 @@ def eval_cmd(
     emit(ctx, result, human)
 
 
-@click.command("tune")
+@command("tune")
 @click.option(
     "--examples",
     "examples_file",
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FILE,
     help="Labelled requests, train.jsonl format ({qid, query, relevant, acceptable}).",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the cross-validation folds.")
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2))
 @click.option("--dry-run", is_flag=True, help="Report what would be stored without storing it.")
 @click.pass_context
-def tune_cmd(ctx: click.Context, examples_file: Path, seed: int, folds: int, dry_run: bool) -> None:
+def tune_(ctx: click.Context, examples_file: Path, seed: int, folds: int, dry_run: bool) -> None:
     """Learn the catalog's fusion weights from labelled requests (-c/--catalog) and store them."""
-    from ._tune import tune
-    from .cli import emit, open_store
-
     examples = _judgements(examples_file)
     with open_store(ctx, create=False) as store:
         report = tune(store, examples, seed=seed, folds=folds, save=not dry_run).as_dict()
-    report["catalog"] = ctx.obj["catalog"]
+    report["catalog"] = options(ctx)["catalog"]
     report["stored"] = not dry_run
-    emit(ctx, report, lambda: click.echo(_tune_summary(report) + ("\n  (dry run: nothing stored)" if dry_run else "")))
+    note = "\n  (dry run: nothing stored)" if dry_run else ""
+    emit(ctx, report, lambda: click.echo(_tune_summary(report) + note))
+
+
+COMMANDS = (eval_, tune_)

@@ -1,13 +1,12 @@
-"""CLI commands for ingestion and enrichment: ``sync mcp``, ``expand`` and ``export``."""
+"""Ingestion and enrichment: ``sync mcp`` and ``expand``."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import click
 
-from ._formats import FORMATS
+from .._expand import DEFAULT_MODEL, expand, make_client
+from .._mcp_sync import fetch_http, fetch_stdio, sync_listing
+from .app import command, emit, open_store, summary
 
 
 def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:
@@ -25,7 +24,7 @@ def sync_group() -> None:
     """Sync tools from live sources into the catalog."""
 
 
-@sync_group.command("mcp", context_settings={"ignore_unknown_options": True})
+@command("mcp", context_settings={"ignore_unknown_options": True})
 @click.option("--url", help="Streamable-HTTP endpoint of the MCP server (instead of a command).")
 @click.option("--header", "headers", multiple=True, help="HTTP header 'Name: value' for --url (repeatable).")
 @click.option("--provider", help="Namespace for the server's tools; default: the server's name (serverInfo.name).")
@@ -46,9 +45,6 @@ def sync_mcp_cmd(
 
     Unchanged tools are skipped (nothing embedded); one transaction, so on any error nothing is written.
     """
-    from ._mcp_sync import fetch_http, fetch_stdio, sync_listing
-    from .cli import emit, open_store
-
     if bool(url) == bool(command):
         raise click.UsageError("give either --url URL or -- COMMAND ARGS... (one of them)")
     if headers and not url:
@@ -60,15 +56,15 @@ def sync_mcp_cmd(
     with open_store(ctx) as store:
         report = sync_listing(store, listing, provider=provider, prune=prune)
     data = {
-        "catalog": ctx.obj["catalog"],
+        "catalog": store.catalog,
         "server": listing.server_name,
         "provider": provider or listing.server_name,
         **report.as_dict(),
     }
-    emit(ctx, data, lambda: click.echo(", ".join(f"{k}: {v}" for k, v in data.items())))
+    emit(ctx, data, summary(data))
 
 
-@click.command("expand")
+@command("expand")
 @click.option("--offline", is_flag=True, help="No model: phrases from names, parameters, examples and intent examples.")
 @click.option("--model", default=None, help="Chat model for LLM phrases (default: gpt-4o-mini).")
 @click.option("--base-url", help="OpenAI-compatible endpoint, e.g. a local server; the key is then optional.")
@@ -89,9 +85,6 @@ def expand_cmd(
 
     The model is asked once per new or changed tool; finished batches are committed, so a re-run resumes.
     """
-    from ._expand import DEFAULT_MODEL, expand, make_client
-    from .cli import emit, open_store
-
     if offline and (model or base_url):
         raise click.UsageError("--offline does not call a model; drop --model/--base-url")
     client = None if offline else make_client(base_url=base_url)
@@ -105,27 +98,9 @@ def expand_cmd(
             force=force,
             concurrency=concurrency,
         )
-    data = {"catalog": ctx.obj["catalog"], **report.as_dict()}
-    emit(ctx, data, lambda: click.echo(", ".join(f"{k}: {v}" for k, v in data.items())))
+    data = {"catalog": store.catalog, **report.as_dict()}
+    emit(ctx, data, summary(data))
 
 
-@click.command("export")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="openai", show_default=True)
-@click.option("--with-metadata", is_flag=True, help="Add an x-toolstore block so every field survives re-import.")
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout)."
-)
-@click.pass_context
-def export_cmd(ctx: click.Context, fmt: str, with_metadata: bool, output: Path | None) -> None:
-    """Write the whole catalog as {"tools": [...]} in an SDK's format; `toolstore import` reads it back."""
-    from ._formats import export_catalog
-    from .cli import open_store
-
-    with open_store(ctx, create=False) as store:
-        tools = store.tools()
-    text = json.dumps(export_catalog(tools, fmt, with_metadata=with_metadata), indent=2, ensure_ascii=False) + "\n"  # type: ignore[arg-type]
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
-        click.echo(f"{len(tools)} tools written to {output}", err=True)
+sync_group.add_command(sync_mcp_cmd)
+COMMANDS = (sync_group, expand_cmd)

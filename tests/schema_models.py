@@ -1,7 +1,9 @@
-"""SQLAlchemy description of toolstore's tables, for host applications and for the migrations test.
+"""An independent description of toolstore's tables (SQLAlchemy), which the migrations must reproduce.
 
-The migrations are the source of truth; a test runs alembic's ``compare_metadata`` against a migrated
-database and expects no difference. Per-catalog HNSW indexes are created at run time and are not here.
+The migrations are the source of truth and toolstore itself never uses this: ``test_migrations`` runs alembic's
+``compare_metadata`` between a migrated database and these tables and expects no difference, so a migration that
+changes a table without the change being written down here too fails. Per-catalog HNSW indexes are created at run
+time and are not here.
 """
 
 from __future__ import annotations

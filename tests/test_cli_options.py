@@ -1,0 +1,77 @@
+"""Global options before or after the subcommand, ``--schema`` on every command, and the demo command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from click.testing import CliRunner
+
+from toolstore.cli import cli
+from toolstore.cli.demo import demo_requests
+
+TOOLS = [
+    {"id": "gmail.send_email", "name": "send_email", "description": "Send an email to a recipient"},
+    {"id": "github.create_issue", "name": "create_issue", "description": "Open an issue in a GitHub repository"},
+    {"id": "weather.forecast", "name": "forecast", "description": "Weather forecast for a city"},
+]
+
+
+def invoke(*args: str) -> Any:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout) if result.stdout.strip() else None
+
+
+def tools_file(tmp_path: Path) -> str:
+    path = tmp_path / "tools.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in TOOLS))
+    return str(path)
+
+
+def test_global_options_work_after_the_subcommand(dsn: str, tmp_path: Path) -> None:
+    late = ("--dsn", dsn, "--embedder", "hashing", "--catalog", "late")
+    assert invoke("import", tools_file(tmp_path), *late, "--json")["inserted"] == 3
+    routed = invoke("route", "send an email to bob", *late, "-k", "1")
+    assert [t["id"] for t in routed["tools"]] == ["gmail.send_email"]
+    # after the subcommand wins over before it
+    routed = invoke(
+        "--catalog", "nope", "--dsn", dsn, "route", "weather in Paris", "-c", "late", "--embedder", "hashing"
+    )
+    assert routed["tools"][0]["id"] == "weather.forecast"
+    listed = invoke("list", "-c", "late", "--dsn", dsn, "--embedder", "none")
+    assert len(listed) == 3
+
+
+def test_schema_option_is_honoured_by_every_command(empty_dsn: str, tmp_path: Path) -> None:
+    opts = ("--dsn", empty_dsn, "--embedder", "hashing", "-c", "s", "--schema", "agent_tools")
+    assert invoke("migrate", *opts)["schema"] == "agent_tools"
+    invoke("import", tools_file(tmp_path), *opts)
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps({"qid": "1", "query": "mail bob", "relevant": ["gmail.send_email"]}) + "\n")
+    assert invoke("examples", str(train), *opts)["examples"] == 1
+    assert invoke("route", "mail bob", *opts, "-k", "1")["tools"][0]["id"] == "gmail.send_email"
+    assert len(invoke("list", *opts)) == 3
+    assert [c["name"] for c in invoke("catalogs", *opts)] == ["s"]
+    export = tmp_path / "export.json"
+    invoke("export", *opts, "-o", str(export))
+    assert len(json.loads(export.read_text())["tools"]) == 3
+    invoke("remove", "github.create_issue", *opts)
+    with psycopg.connect(empty_dsn) as conn:
+        schemas = {r[0] for r in conn.execute("select nspname from pg_namespace")}
+        assert "agent_tools" in schemas and "toolstore" not in schemas
+        assert conn.execute("select count(*) from agent_tools.tools").fetchone() == (2,)
+
+
+def test_demo_loads_the_bundled_catalog_and_routes_its_requests(dsn: str) -> None:
+    out = invoke("--dsn", dsn, "--embedder", "hashing", "demo", "-k", "3")
+    assert out["catalog"] == "demo"
+    assert out["loaded"]["inserted"] == 115 and out["loaded"]["examples"] > 300
+    assert len(out["routes"]) == len(demo_requests()) >= 5
+    for route in out["routes"]:
+        routed = [t for t in route["tools"] if not t["always_on"]]
+        assert len(routed) == 3 and route["tokens_used"] <= route["token_budget"], route["query"]
+    again = invoke("--dsn", dsn, "--embedder", "hashing", "demo")
+    assert again["loaded"]["unchanged"] == 115 and again["loaded"]["examples"] == 0

@@ -1,0 +1,5 @@
+"""``python -m toolstore``: the command line."""
+
+from .cli.main import main
+
+main()

@@ -1,0 +1,65 @@
+"""What route() returns: the routed tools with their rank in every signal, packed, and what was left out.
+
+Annotations here are evaluated (see ``_models``).
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._formats import Format, render
+from ._models import Tool
+
+
+@dataclass(frozen=True)
+class Signals:
+    """1-based rank of a tool in each retriever's list (see ``SIGNALS``), None where it did not return it."""
+
+    name: int | None = None
+    description: int | None = None
+    expansion: int | None = None
+    dense: int | None = None
+    intent: int | None = None
+
+
+@dataclass(frozen=True)
+class RoutedTool:
+    """One routed tool: the tool, its fused RRF score and its rank in every signal.
+
+    ``exact`` is True when the request names the tool's id or name verbatim; such tools rank first.
+    ``tokens`` is the tool's cost in the prompt (its OpenAI definition).
+    """
+
+    tool: Tool
+    score: float
+    signals: Signals
+    always_on: bool = False
+    exact: bool = False
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class RouteResult:
+    """What ``ToolStore.route`` returns: packed tools in order, and what was left out."""
+
+    query: str
+    tools: list[RoutedTool]
+    skipped: list[RoutedTool] = field(default_factory=list)
+    token_budget: int | None = None
+    tokens_used: int = 0
+    dense_used: bool = True
+    degraded_reason: str | None = None
+
+    def __iter__(self) -> Iterator[RoutedTool]:
+        return iter(self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.tool.id for r in self.tools]
+
+    def definitions(self, fmt: Format = "openai") -> list[dict[str, Any]]:
+        """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``."""
+        return render([r.tool for r in self.tools], fmt)

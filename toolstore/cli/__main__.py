@@ -1,0 +1,5 @@
+"""``python -m toolstore.cli``."""
+
+from .main import main
+
+main()

@@ -1,0 +1,158 @@
+"""The ``toolstore`` group, its global options and what every command shares: opening the store, printing.
+
+Global options (``--dsn``, ``--catalog/-c``, ``--schema``, ``--embedder``, ``--json``) work before the subcommand
+and after it; a value given after the subcommand wins.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+from .. import _formats
+from .._embedders.factory import SPECS, make_embedder
+from .._migrate import DEFAULT_SCHEMA
+from .._store import DEFAULT, ToolStore
+
+F = TypeVar("F", bound=Callable[..., Any])
+#: What ``route --format`` prints: JSON, a table, or tool definitions in one of the SDK formats.
+ROUTE_FORMATS = ("json", "table", *_formats.FORMATS)
+
+
+def _remember(name: str, *, group: bool) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """An option callback that records the value in the shared ``ctx.obj``: every value at the group level (its
+    default included), only values the user gave at the subcommand level."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        obj = ctx.ensure_object(dict)
+        given = ctx.get_parameter_source(param.name or "") not in (click.core.ParameterSource.DEFAULT, None)
+        if group or given:
+            obj[name] = value
+        return value
+
+    return callback
+
+
+def global_options(*, group: bool = False) -> Callable[[F], F]:
+    """The global options, for the group (with defaults and environment variables) or for one subcommand."""
+
+    def defaults(value: Any) -> Any:
+        return value if group else None
+
+    options = [
+        click.option(
+            "--dsn",
+            envvar="TOOLSTORE_DSN" if group else None,
+            help="Postgres DSN; default: $TOOLSTORE_DSN, else the embedded server.",
+            callback=_remember("dsn", group=group),
+            expose_value=False,
+        ),
+        click.option(
+            "--catalog",
+            "-c",
+            envvar="TOOLSTORE_CATALOG" if group else None,
+            default=defaults(DEFAULT),
+            show_default=group,
+            help="Catalog to work on.",
+            callback=_remember("catalog", group=group),
+            expose_value=False,
+        ),
+        click.option(
+            "--schema",
+            envvar="TOOLSTORE_SCHEMA" if group else None,
+            default=defaults(DEFAULT_SCHEMA),
+            show_default=group,
+            help="Postgres schema holding toolstore's tables.",
+            callback=_remember("schema", group=group),
+            expose_value=False,
+        ),
+        click.option(
+            "--embedder",
+            envvar="TOOLSTORE_EMBEDDER" if group else None,
+            default=defaults("local"),
+            show_default=group,
+            help=f"{SPECS}: local is the shipped MiniLM, hashing a test double, none lexical only.",
+            callback=_remember("embedder", group=group),
+            expose_value=False,
+        ),
+        click.option(
+            "--json",
+            "json_",
+            is_flag=True,
+            help="Always print JSON (the default when stdout is not a terminal).",
+            callback=_remember("json", group=group),
+            expose_value=False,
+        ),
+    ]
+
+    def decorate(fn: F) -> F:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
+
+@click.group()
+@global_options(group=True)
+def cli() -> None:
+    """toolstore: Postgres as the tool router for AI agents."""
+
+
+def command(name: str | None = None, **settings: Any) -> Callable[[Callable[..., Any]], click.Command]:
+    """``click.command`` with the global options accepted after the subcommand too."""
+
+    def decorate(fn: Callable[..., Any]) -> click.Command:
+        return click.command(name, **settings)(global_options()(fn))
+
+    return decorate
+
+
+def options(ctx: click.Context) -> dict[str, Any]:
+    """The global options in effect for this command."""
+    return ctx.ensure_object(dict)
+
+
+def embedder_option(ctx: click.Context) -> Any:
+    """The embedder the global ``--embedder`` names (None for ``none``)."""
+    return make_embedder(options(ctx)["embedder"])
+
+
+@contextmanager
+def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None = None) -> Iterator[ToolStore]:
+    """A ToolStore on the global options' database, schema, catalog (or ``catalog``) and embedder, closed after."""
+    opts = options(ctx)
+    store = ToolStore(
+        opts["dsn"],
+        catalog=catalog or opts["catalog"],
+        schema=opts["schema"],
+        embedder=embedder_option(ctx),
+        create=create,
+    )
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def wants_json(ctx: click.Context) -> bool:
+    """JSON when ``--json`` was given or stdout is not a terminal."""
+    return bool(options(ctx)["json"]) or not sys.stdout.isatty()
+
+
+def emit(ctx: click.Context, data: Any, human: Callable[[], None] | None = None) -> None:
+    """JSON when asked or when stdout is not a terminal; else the human rendering."""
+    if human is None or wants_json(ctx):
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    else:
+        human()
+
+
+def summary(data: dict[str, Any]) -> Callable[[], None]:
+    """A human rendering of a flat report: ``key: value, key: value``."""
+    return lambda: click.echo(", ".join(f"{k}: {v}" for k, v in data.items()))

@@ -1,0 +1,130 @@
+"""Catalog housekeeping: migrate, catalogs, import, examples, list, remove, export, reembed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .. import _formats
+from .._embedders.factory import make_embedder
+from .._errors import InvalidInputError
+from .._examples import load_examples
+from .._migrate import migrate as run_migrations
+from .app import command, emit, open_store, options, summary
+
+FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@command()
+@click.option("--revision", default="head", show_default=True)
+@click.option("--downgrade", is_flag=True, help="Downgrade to --revision instead of upgrading.")
+@click.pass_context
+def migrate(ctx: click.Context, revision: str, downgrade: bool) -> None:
+    """Create or upgrade toolstore's schema (--schema; its own alembic version table)."""
+    schema = options(ctx)["schema"]
+    run_migrations(options(ctx)["dsn"], schema=schema, revision=revision, downgrade=downgrade)
+    data = {"migrated": revision, "schema": schema, "downgrade": downgrade}
+    emit(ctx, data, lambda: click.echo(f"{schema}: at {revision}"))
+
+
+@command()
+@click.pass_context
+def catalogs(ctx: click.Context) -> None:
+    """List catalogs with their model and counts."""
+    with open_store(ctx, create=False) as store:
+        rows = store.catalogs()
+
+    def human() -> None:
+        for r in rows:
+            model = r["embed_model"] or "-"
+            click.echo(f"{r['name']:<24} {r['n_tools']:>6} tools {r['n_examples']:>6} examples  {model}")
+
+    emit(ctx, rows, human)
+
+
+@command("import")
+@click.argument("file", type=FILE)
+@click.option("--provider", help="Provider (namespace) for tools that do not name one.")
+@click.option("--prune", is_flag=True, help="Remove tools of the catalog that are not in FILE.")
+@click.pass_context
+def import_(ctx: click.Context, file: Path, provider: str | None, prune: bool) -> None:
+    """Import tools from JSON/JSONL (benchmark rows, OpenAI, Anthropic, MCP, OpenAPI): all or nothing."""
+    tools = _formats.load_tools_file(file, provider=provider)
+    with open_store(ctx) as store:
+        report = store.upsert(tools, prune=prune)
+    data = {"catalog": store.catalog, "file": str(file), **report.as_dict()}
+    emit(ctx, data, summary(data))
+
+
+@command()
+@click.argument("file", type=FILE)
+@click.pass_context
+def examples(ctx: click.Context, file: Path) -> None:
+    """Add intent examples from JSONL ({"query", "relevant": [tool ids]} per line): all or nothing."""
+    found = load_examples(file)
+    with open_store(ctx, create=False) as store:
+        written = store.add_examples(found)
+    data = {"catalog": store.catalog, "file": str(file), "examples": written}
+    emit(ctx, data, lambda: click.echo(f"{written} intent examples in {store.catalog}"))
+
+
+@command("list")
+@click.pass_context
+def list_(ctx: click.Context) -> None:
+    """List the catalog's tools."""
+    with open_store(ctx, create=False) as store:
+        tools = store.tools()
+    rows = [{"id": t.id, "name": t.name, "provider": t.provider, "always_on": t.always_on} for t in tools]
+
+    def human() -> None:
+        for r in rows:
+            click.echo(f"{r['id']:<48} {r['provider'] or ''}")
+
+    emit(ctx, rows, human)
+
+
+@command()
+@click.argument("tool_id")
+@click.pass_context
+def remove(ctx: click.Context, tool_id: str) -> None:
+    """Remove one tool from the catalog."""
+    with open_store(ctx, create=False) as store:
+        store.remove(tool_id)
+    emit(ctx, {"removed": tool_id}, lambda: click.echo(f"removed {tool_id}"))
+
+
+@command("export")
+@click.option("--format", "fmt", type=click.Choice(_formats.FORMATS), default="openai", show_default=True)
+@click.option("--with-metadata", is_flag=True, help="Add an x-toolstore block so every field survives re-import.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (else stdout).")
+@click.pass_context
+def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output: Path | None) -> None:
+    """Write the whole catalog as {"tools": [...]} in an SDK's format; `toolstore import` reads it back."""
+    with open_store(ctx, create=False) as store:
+        tools = store.tools()
+    document = _formats.export_catalog(tools, fmt, with_metadata=with_metadata)
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"{len(tools)} tools written to {output}", err=True)
+
+
+@command()
+@click.option("--model", "spec", required=True, help="Target embedder: local, hashing[-DIM], openai/MODEL[@DIMS].")
+@click.option("--base-url", help="OpenAI-compatible server (Azure OpenAI, vLLM, Ollama).")
+@click.pass_context
+def reembed(ctx: click.Context, spec: str, base_url: str | None) -> None:
+    """Switch the catalog to another embedding model; tools and examples are kept."""
+    embedder = make_embedder(spec, base_url=base_url)
+    if embedder is None:
+        raise InvalidInputError("reembed needs a model, not 'none'")
+    with open_store(ctx, create=False) as store:
+        report = store.reembed(embedder)
+    emit(ctx, report, summary(report))
+
+
+COMMANDS = (migrate, catalogs, import_, examples, list_, remove, export, reembed)

@@ -1,0 +1,38 @@
+"""The ``toolstore`` entry point: every command on the group, and library errors turned into one line."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import psycopg
+
+from .._errors import ToolstoreError
+from . import catalog, demo, ingest, quality, route
+from .app import cli
+
+for _module in (catalog, route, demo, ingest, quality):
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
+
+
+def main() -> None:
+    """Run the command line: library errors become one line on stderr and exit status 1, never a traceback."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ToolstoreError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        click.echo(f"database error: {first}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
+        sys.exit(1)

@@ -1,0 +1,125 @@
+"""``toolstore route``: route one request; and how a RouteResult is printed (JSON or a table)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from .. import _formats
+from .._errors import InvalidInputError
+from .._fusion import SIGNALS
+from .._result import RoutedTool, RouteResult
+from .app import ROUTE_FORMATS, command, open_store, wants_json
+
+
+def parse_weights(spec: str | None) -> dict[str, float] | None:
+    """``name=1,dense=0.5`` as a weights mapping (None when not given)."""
+    if not spec:
+        return None
+    weights: dict[str, float] = {}
+    for part in spec.split(","):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise InvalidInputError(f"--weights wants name=value pairs separated by commas, got {part!r}")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise InvalidInputError(f"--weights: {value!r} is not a number (for {name.strip()!r})") from None
+    return weights
+
+
+def result_json(result: RouteResult) -> dict[str, Any]:
+    """A RouteResult as the JSON the CLI prints."""
+
+    def item(r: RoutedTool) -> dict[str, Any]:
+        return {
+            "id": r.tool.id,
+            "name": r.tool.name,
+            "provider": r.tool.provider,
+            "score": round(r.score, 6),
+            "always_on": r.always_on,
+            "exact": r.exact,
+            "tokens": r.tokens,
+            "signals": {s: getattr(r.signals, s) for s in SIGNALS},
+        }
+
+    return {
+        "query": result.query,
+        "tools": [item(r) for r in result.tools],
+        "skipped": [item(r) for r in result.skipped],
+        "tokens_used": result.tokens_used,
+        "token_budget": result.token_budget,
+        "dense_used": result.dense_used,
+        "degraded_reason": result.degraded_reason,
+    }
+
+
+def print_table(result: RouteResult, *, explain: bool) -> None:
+    """A RouteResult as a table: rank, tool, score, and with ``explain`` each signal's rank."""
+    if result.degraded_reason:
+        click.echo(f"note: {result.degraded_reason}")
+    head = f"{'#':>2}  {'tool':<40} {'score':>7}"
+    if explain:
+        head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
+    click.echo(head)
+    for i, r in enumerate(result.tools, 1):
+        line = f"{'*' if r.always_on else i:>2}  {r.tool.id[:40]:<40} {r.score:7.4f}"
+        if explain:
+            line += "  " + " ".join(f"{getattr(r.signals, s) or '-':>5}" for s in SIGNALS)
+        click.echo(line)
+    for r in result.skipped:
+        click.echo(f"    skipped (does not fit the budget): {r.tool.id} ({r.tokens} tokens)")
+    budget = f" of {result.token_budget}" if result.token_budget is not None else ""
+    click.echo(f"tokens: {result.tokens_used}{budget}")
+
+
+@command("route")
+@click.argument("request")
+@click.option("-k", "--k", "k", default=8, show_default=True, type=int, help="Routed tools (always-on ones on top).")
+@click.option("--budget", type=int, help="Token budget for the packed tool definitions.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(ROUTE_FORMATS),
+    help="Output: json (default off a terminal), table, or tool definitions.",
+)
+@click.option("--explain", is_flag=True, help="Show each signal's rank per tool in the table.")
+@click.option("--weights", help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1")
+@click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")
+@click.option("--allow", multiple=True, help="Only these tool ids (repeatable).")
+@click.option("--block", multiple=True, help="Never these tool ids (repeatable).")
+@click.pass_context
+def route(
+    ctx: click.Context,
+    request: str,
+    k: int,
+    budget: int | None,
+    fmt: str | None,
+    explain: bool,
+    weights: str | None,
+    categories: tuple[str, ...],
+    allow: tuple[str, ...],
+    block: tuple[str, ...],
+) -> None:
+    """Route REQUEST: the tools that matter, best first."""
+    with open_store(ctx, create=False) as store:
+        result = store.route(
+            request,
+            k=k,
+            token_budget=budget,
+            weights=parse_weights(weights),
+            categories=list(categories) or None,
+            allow=list(allow) or None,
+            block=list(block) or None,
+        )
+    if fmt in _formats.FORMATS:
+        click.echo(json.dumps({"tools": result.definitions(fmt)}, indent=2, ensure_ascii=False))  # type: ignore[arg-type]
+    elif fmt == "table" or (fmt is None and not wants_json(ctx)):
+        print_table(result, explain=explain)
+    else:
+        click.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))
+
+
+COMMANDS = (route,)
