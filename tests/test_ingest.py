@@ -34,7 +34,7 @@ from toolstore import (
 from toolstore._expand import expand, offline_phrases, parse_phrases
 from toolstore._formats import FORMATS
 from toolstore._mcp_sync import McpListing, fetch_stdio, sync_listing, sync_mcp_http, sync_mcp_stdio
-from toolstore._rows import expansion_record as record_of
+from toolstore._rows import expansion_record
 from toolstore.cli import cli as main_cli
 from toolstore.testing.fake_openai import FakeOpenAI
 
@@ -232,7 +232,7 @@ def test_llm_expansion_is_stored_indexed_and_rerun_only_for_changed_tools(store:
     assert (report.generated, len(report.updated), chat_calls(fake)) == (6, 6, 6)
     frob = store.get("acme.frobnicate")
     assert frob.expansion.splitlines()[:3] == ["reticulate the splines", "spline reticulation", "frobnicate"]
-    assert record_of(frob)["model"] == "fake-chat"  # type: ignore[index]
+    assert expansion_record(frob)["model"] == "fake-chat"  # type: ignore[index]
     assert store.route("reticulate splines", k=3, weights=lexical).ids[0] == "acme.frobnicate"
     assert store.route("reticulate splines", k=3).ids[0] == "acme.frobnicate"
 
@@ -259,7 +259,7 @@ def test_expansion_is_resumable_after_a_failure(store: ToolStore, fake: FakeOpen
     assert done == {"acme.frobnicate", "acme.list_widgets"}  # the first batch was committed
     report = run_expand(store, fake, batch_size=2)
     assert report.generated == 4 and chat_calls(fake) == 4 + 4
-    assert all(record_of(t) and record_of(t)["llm"] for t in store.tools())  # type: ignore[index]
+    assert all(expansion_record(t) and expansion_record(t)["llm"] for t in store.tools())  # type: ignore[index]
 
 
 def test_max_tools_caps_model_calls(store: ToolStore, fake: FakeOpenAI) -> None:
