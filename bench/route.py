@@ -39,12 +39,14 @@ import _synth
 from _inprocess import Reference
 
 from toolstore import Embedder, HashingEmbedder, LocalEmbedder, ToolStore, migrate
-from toolstore._connect import make_pool
+from toolstore._catalog import catalog_info
+from toolstore._connect import Connector
 from toolstore._fusion import stored_fusion
 from toolstore._route import route_request, statement_params
 from toolstore._rows import tool_row
 from toolstore._sql import parse_blocks, query
 from toolstore._text import dense_text, query_identifiers, query_text
+from toolstore._vectors import ensure_indexes
 
 OUT = BENCH / "out"
 TEST_BLOCKS = parse_blocks((BENCH.parent / "tests" / "retrievers.sql").read_text())  # each retriever alone
@@ -111,10 +113,11 @@ def built_database(
     log(f"building {name}: {n} tools, {len(cat.examples)} examples")
     started = time.perf_counter()
     dsn = fresh_database(admin, name)
-    ToolStore(dsn, embedder=None, catalog="bench").close()
-    pool = make_pool(dsn, schema="toolstore", max_size=1)
+    ToolStore(dsn, embedder=None, catalog="bench").close()  # migrates
+    pool = Connector(dsn, schema="toolstore", max_size=1).pool
     # The library's own write statements, batched, with the HNSW indexes built once at the end.
     with pool.connection() as conn:
+        conn.execute(query("ensure_catalog"), {"name": "bench"})
         catalog = conn.execute("select id from catalogs where name = 'bench'").fetchone()[0]
         conn.execute("set maintenance_work_mem = '1GB'")
         conn.execute("set max_parallel_maintenance_workers = 2")
@@ -135,7 +138,7 @@ def built_database(
                 "vectors": list(ev[start : start + 4 * BATCH]),
             }
             conn.execute(query("insert_examples"), params)
-        conn.execute(query("ensure_vector_indexes"), {"catalog": catalog})
+        ensure_indexes(conn, catalog_info(conn, "bench"))
         conn.execute("vacuum analyze")
         conn.execute("create table public.bench_meta as select %s::text as schema", [schema])
     pool.close()
@@ -218,7 +221,8 @@ def bench_size(
                 sum(len(f.index[x].tools) for f in ref.fields.values() for x in q if x in f.index) for q in lexemes
             ]
 
-            spool = make_pool(dsn, schema="toolstore", max_size=1)  # a fresh session: see PROFILE.md on the A/A control
+            # a fresh session: see PROFILE.md on the A/A control
+            spool = Connector(dsn, schema="toolstore", max_size=1).pool
             sconn = spool.getconn()
 
             def statement(i: int, text: str = query("route")) -> list[str]:
@@ -253,7 +257,7 @@ def bench_size(
             variant_out = {}
             for name, blocks in variants.items():
                 log(f"{n}: variant {name}")
-                vpool = make_pool(dsn, schema="toolstore", max_size=1)  # its own session: `setup` may SET things
+                vpool = Connector(dsn, schema="toolstore", max_size=1).pool  # its own session: `setup` may SET things
                 vconn = vpool.getconn()
                 if "setup" in blocks:
                     vconn.execute(blocks["setup"])

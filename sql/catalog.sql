@@ -18,7 +18,11 @@ from catalogs c
 where c.name = %(name)s;
 
 -- name: lock_catalog
-select id, embed_model, embed_dim from catalogs where id = %(catalog)s for update;
+-- Every write to a catalog takes its row lock first, so writers of one catalog queue in one order (no deadlock).
+select id, name, embed_model, embed_dim, settings, 0 as n_tools, 0 as n_examples
+from catalogs
+where name = %(name)s
+for update;
 
 -- name: list_catalogs
 select c.name, c.embed_model, c.embed_dim,
@@ -37,15 +41,6 @@ where id = %(catalog)s;
 
 -- name: set_catalog_settings
 update catalogs set settings = %(settings)s::jsonb, updated_at = now() where id = %(catalog)s;
-
--- name: ensure_vector_indexes
-select ensure_vector_indexes(%(catalog)s);
-
--- name: drop_vector_indexes
-select drop_vector_indexes(%(catalog)s);
-
--- name: vector_index_exists
-select to_regclass(('tool_vectors_hnsw_' || %(catalog)s::text)) is not null as present;
 
 -- name: tool_hashes
 select id, content_hash from tools where catalog_id = %(catalog)s;
@@ -72,15 +67,18 @@ on conflict (catalog_id, id) do update set
 where tools.content_hash is distinct from excluded.content_hash
 returning id, (xmax = 0) as inserted;
 
--- name: upsert_tool_vectors
-insert into tool_vectors (tool_pk, catalog_id, embedding)
-select t.pk, t.catalog_id, r.embedding
-from unnest(%(ids)s::text[], %(vectors)s::vector[]) as r (id, embedding)
-join tools t on t.catalog_id = %(catalog)s and t.id = r.id
-on conflict (tool_pk) do update set embedding = excluded.embedding;
+-- name: tools_without_vectors
+select t.id
+from tools t
+where t.catalog_id = %(catalog)s and t.id = any (%(ids)s::text[])
+  and not exists (select 1 from tool_vectors v where v.tool_pk = t.pk);
 
 -- name: prune_tools
-delete from tools where catalog_id = %(catalog)s and id <> all (%(keep)s::text[]) returning id;
+-- The catalog's tools not kept; with a provider, only that provider's (a sync owns its server's tools only).
+delete from tools
+where catalog_id = %(catalog)s and id <> all (%(keep)s::text[])
+  and (%(provider)s::text is null or provider = %(provider)s::text)
+returning id;
 
 -- name: delete_tool
 delete from tools where catalog_id = %(catalog)s and id = %(id)s returning id;
@@ -116,25 +114,8 @@ from tools
 where catalog_id = %(catalog)s and id = any (%(ids)s::text[])
 order by id;
 
--- name: cache_lookup
-select text_sha256, embedding from embedding_cache
-where model = %(model)s and text_sha256 = any (%(hashes)s::bytea[]);
-
--- name: cache_store
-insert into embedding_cache (model, text_sha256, embedding)
-select %(model)s, r.h, r.e from unnest(%(hashes)s::bytea[], %(vectors)s::vector[]) as r (h, e)
-on conflict (model, text_sha256) do nothing;
-
 -- name: all_examples
 select e.pk, e.query from intent_examples e where e.catalog_id = %(catalog)s order by e.pk;
-
--- name: clear_tool_vectors
-delete from tool_vectors where catalog_id = %(catalog)s;
-
--- name: set_example_vectors
-update intent_examples e set embedding = r.embedding
-from unnest(%(pks)s::bigint[], %(vectors)s::vector[]) as r (pk, embedding)
-where e.pk = r.pk and e.catalog_id = %(catalog)s;
 
 -- name: analyze_tables
 -- Fresh statistics after a bulk load: without them the BM25 joins start from the postings, not the terms.

@@ -1,10 +1,4 @@
--- Ingestion and enrichment: scoped pruning for MCP syncs, intent examples for offline expansions.
-
--- name: prune_provider_tools
--- A sync owns the tools of its provider only: other servers' tools in the same catalog stay.
-delete from tools
-where catalog_id = %(catalog)s and provider = %(provider)s and id <> all (%(keep)s::text[])
-returning id;
+-- Ingestion and enrichment: intent examples for offline expansions.
 
 -- name: intent_queries
 -- The labelled example requests of every tool of a catalog, oldest first per tool.

@@ -15,25 +15,7 @@ from toolstore._text import query_text
 
 from catalog_gen import generated_queries, generated_tools
 from retrievers import block
-
-FIELDS = {1: "name_tsv", 2: "description_tsv", 3: "expansion_tsv"}
-
-
-def field_docs(conn: psycopg.Connection[Any], catalog: int, field: int) -> dict[str, dict[str, int]]:
-    """{tool id: {lexeme: tf}} read straight from the stored tsvectors."""
-    column = FIELDS[field]
-    docs: dict[str, dict[str, int]] = {}
-    rows = conn.execute(f"select id, {column} from tools where catalog_id = %s", [catalog]).fetchall()  # noqa: S608 - test-only constant column
-    for tool_id, _ in rows:
-        docs[tool_id] = {}
-    lexemes = conn.execute(
-        f"select t.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) "  # noqa: S608
-        f"from tools t cross join lateral unnest(t.{column}) u where t.catalog_id = %s",
-        [catalog],
-    ).fetchall()
-    for tool_id, lexeme, tf in lexemes:
-        docs[tool_id][lexeme] = tf
-    return docs
+from statistics_check import field_docs, recomputed_stats, stats_snapshot
 
 
 def reference_bm25(
@@ -93,41 +75,6 @@ def test_sql_bm25_equals_python_reference(big: ToolStore, field: int) -> None:
                 assert abs(s1 - s2) <= 1e-9, q
             compared += len(got)
     assert compared > 1000  # the comparison covered real work, not empty lists
-
-
-def stats_snapshot(conn: psycopg.Connection[Any], catalog: int) -> dict[str, Any]:
-    return {
-        "postings": sorted(
-            conn.execute(
-                "select field, lexeme, t.id, tf, dl from postings p join tools t on t.pk = p.tool_pk "
-                "where p.catalog_id = %s",
-                [catalog],
-            ).fetchall()
-        ),
-        "df": sorted(
-            conn.execute("select field, lexeme, df from lexeme_stats where catalog_id = %s", [catalog]).fetchall()
-        ),
-        "fields": sorted(
-            conn.execute("select field, n, total_len from field_stats where catalog_id = %s", [catalog]).fetchall()
-        ),
-    }
-
-
-def recomputed_stats(conn: psycopg.Connection[Any], catalog: int) -> dict[str, Any]:
-    postings, df, fields = [], defaultdict(int), {}
-    for field in FIELDS:
-        docs = field_docs(conn, catalog, field)
-        for tool_id, tf in docs.items():
-            dl = sum(tf.values())
-            for lexeme, count in tf.items():
-                postings.append((field, lexeme, tool_id, count, dl))
-                df[(field, lexeme)] += 1
-        fields[field] = (field, len(docs), sum(sum(tf.values()) for tf in docs.values()))
-    return {
-        "postings": sorted(postings),
-        "df": sorted((f, lex, n) for (f, lex), n in df.items()),
-        "fields": sorted(v for v in fields.values() if v[1] > 0),
-    }
 
 
 def test_statistics_stay_exact_after_upserts_and_deletes(dsn: str) -> None:

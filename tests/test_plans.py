@@ -134,7 +134,7 @@ def test_knn_inner_statements_use_the_catalogs_hnsw_index(store: ToolStore, tabl
             params |= {"p3": None, "p4": ["slack.send_email_0"], "p5": ["finance"]}
         plan = explain(conn, inner_statement(template, table, info.id, DIM), params)
     assert_no_whole_table_scans(plan)
-    assert (("Index Scan", table, f"{table}_hnsw_{info.id}")) in scans(plan), sorted(scans(plan))
+    assert (("Index Scan", table, f"{table}_hnsw_{info.id}_{DIM}")) in scans(plan), sorted(scans(plan))
 
 
 def test_knn_plans_of_a_real_route_call_use_hnsw(store: ToolStore) -> None:
@@ -164,7 +164,7 @@ def test_knn_plans_of_a_real_route_call_use_hnsw(store: ToolStore) -> None:
         plans = [m for m in inner if f" on {table} " in m or f"from {table} v" in m]
         assert plans, f"no nested knn() plan over {table} was captured"
         for m in plans:
-            assert f"{table}_hnsw_{info.id}" in m, m
+            assert f"{table}_hnsw_{info.id}_{DIM}" in m, m
             assert f"Seq Scan on {table}" not in m, m
     for m in messages:
         for relation in WHOLE_TABLE_FORBIDDEN:

@@ -1,112 +1,264 @@
 """The write path and listings: tools, vectors and intent examples go in as one transaction, all or nothing.
 
-Connection-level functions; :class:`toolstore.ToolStore` says when to call them. What a row looks like and what
-input is refused lives in ``_rows``, vectors and their indexes in ``_vectors``.
+Connection-level functions; :class:`toolstore.ToolStore` says when to call them. Every write takes the catalog's row
+lock first (``lock_catalog``), creating the catalog in that same transaction when allowed, so writers of one catalog
+queue in one order, a failed first write leaves no empty catalog behind, and what changed is decided under the lock
+(two concurrent imports end as one of them, never a mix). Work that may be slow (embedding) happens before the lock,
+from a first unlocked look; the locked look only embeds what changed in between. What a row looks like and what input
+is refused lives in ``_rows``; vectors and their indexes in ``_vectors``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
+from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._errors import UnknownToolError
+from ._errors import UnknownCatalogError, UnknownToolError
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._rows import carry_expansions, check_examples, check_tools, tool_from_row, tool_row
 from ._sql import query
 from ._text import dense_text
-from ._vectors import embed_cached, write_vectors
+from ._vectors import BULK_VECTORS, drop_indexes, embed_cached, ensure_indexes, in_transaction, record_model
 
 #: A write changing more rows than this refreshes the planner's statistics (ANALYZE).
 ANALYZE_AFTER = 500
 
 
+def catalog_info(conn: psycopg.Connection[Any], name: str, *, counts: bool = False) -> CatalogInfo | None:
+    """The catalog's row (with tool and example counts when ``counts``), or None when it does not exist."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(query("get_catalog" if counts else "get_catalog_light"), {"name": name}).fetchone()
+    return None if row is None else _info(row)
+
+
+def _info(row: Mapping[str, Any]) -> CatalogInfo:
+    return CatalogInfo(
+        id=row["id"],
+        name=row["name"],
+        embed_model=row["embed_model"],
+        embed_dim=row["embed_dim"],
+        settings=row["settings"] or {},
+        n_tools=row["n_tools"],
+        n_examples=row["n_examples"],
+    )
+
+
+def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = False) -> CatalogInfo:
+    """Inside a transaction: the catalog's row, locked for this transaction (created first when ``create``)."""
+    if create:
+        conn.execute(query("ensure_catalog"), {"name": name})
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
+    if row is None:
+        raise UnknownCatalogError(f"no catalog named {name!r}; create it by importing tools into it")
+    return _info(row)
+
+
+@dataclass(frozen=True)
+class _Changes:
+    tools: list[Tool]  # the incoming tools, generated expansions carried over
+    changed: list[Tool]  # new or different from the stored row
+    repair: list[Tool]  # unchanged but without a vector (stored while no embedder was at hand)
+
+
+def _changes(
+    conn: psycopg.Connection[Any], info: CatalogInfo, tools: Sequence[Tool], embedder: Embedder | None
+) -> _Changes:
+    bare = [t.id for t in tools if not t.expansion]
+    tools = carry_expansions(tools, {t.id: t for t in list_tools(conn, info, bare)} if bare else {})
+    existing = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
+    changed = [t for t in tools if existing.get(t.id) != t.content_hash()]
+    repair: list[Tool] = []
+    changed_ids = {t.id for t in changed}
+    same = {t.id: t for t in tools if t.id not in changed_ids}
+    if embedder is not None and same:
+        missing = conn.execute(query("tools_without_vectors"), {"catalog": info.id, "ids": list(same)})
+        repair = [same[r[0]] for r in missing]
+    return _Changes(tools, changed, repair)
+
+
 def upsert_tools(
     conn: psycopg.Connection[Any],
-    info: CatalogInfo,
+    catalog: str,
     tools: Sequence[Tool],
     embedder: Embedder | None,
     *,
     prune: bool = False,
+    prune_provider: str | None = None,
+    if_unchanged: Mapping[str, str] | None = None,
+    create: bool = True,
 ) -> ImportReport:
-    """Insert new tools, update changed ones (by content hash), optionally remove absent ones.
+    """Insert new tools, update changed ones (by content hash), optionally remove the catalog's others.
 
-    Incoming tools without an expansion keep the one ``toolstore expand`` generated for them. Embeddings of
-    new and changed tools are computed before the transaction starts, so an embedder failure writes nothing;
-    the rest happens in one transaction (a savepoint when the caller has one open).
+    ``prune`` removes the catalog's tools absent from ``tools`` (only those of ``prune_provider`` when given).
+    ``if_unchanged`` (id -> content hash when read) skips tools changed or removed by someone else since.
+    Incoming tools without an expansion keep the one ``toolstore expand`` generated for them. With an embedder,
+    new and changed tools are embedded, and so are unchanged ones that have no vector (repair); without one, a
+    changed tool's old vector is deleted (never left stale) and the report counts it in ``unembedded``.
+    One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim.
     """
     check_tools(tools)
-    if embedder is not None:
+    info = catalog_info(conn, catalog)
+    if info is None and not create:
+        raise UnknownCatalogError(f"no catalog named {catalog!r}; create it by importing tools into it")
+    if embedder is not None and info is not None:
         info.require_model(embedder.model)
-    bare = [t.id for t in tools if not t.expansion]
-    tools = carry_expansions(tools, {t.id: t for t in list_tools(conn, info, bare)} if bare else {})
-    existing = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
-    hashes = {t.id: t.content_hash() for t in tools}
-    changed = [t for t in tools if existing.get(t.id) != hashes[t.id]]
-    vectors = None
-    if embedder is not None and changed:
-        vectors = embed_cached(conn, embedder, [dense_text(t) for t in changed])
-    report = ImportReport(unchanged=len(tools) - len(changed))
-    with conn.transaction():
-        conn.execute(query("lock_catalog"), {"catalog": info.id})
-        if changed:
-            rows = json.dumps([tool_row(t, hashes[t.id]) for t in changed], ensure_ascii=False)
-            for tool_id, inserted in conn.execute(query("upsert_tools"), {"catalog": info.id, "rows": rows}):
-                (report.inserted if inserted else report.updated).append(tool_id)
-        if vectors is not None and embedder is not None:
-            params = {"catalog": info.id, "ids": [t.id for t in changed], "vectors": list(vectors)}
-            write_vectors(
-                conn, info, embedder, len(changed), lambda: conn.execute(query("upsert_tool_vectors"), params)
-            )
-            report.embedded = len(changed)
-        if prune:
-            keep = [t.id for t in tools]
-            report.removed = [r[0] for r in conn.execute(query("prune_tools"), {"catalog": info.id, "keep": keep})]
-    if len(changed) + len(report.removed) > ANALYZE_AFTER:
+    guess = _changes(conn, info, tools, embedder) if info is not None else _Changes(list(tools), list(tools), [])
+    texts = [dense_text(t) for t in guess.changed + guess.repair] if embedder is not None else []
+    vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if embedder is not None and texts else {}
+    dropped = info is not None and info.embed_dim is not None and len(texts) > BULK_VECTORS and not in_transaction(conn)
+    if dropped:
+        drop_indexes(conn, info.id)  # concurrently: one build after the load beats thousands of row inserts
+    try:
+        prune_scope = (prune, prune_provider)
+        report = retry_conflicts(
+            lambda: _write_tools(conn, catalog, tools, embedder, vectors, prune_scope, if_unchanged, create)
+        )
+    except BaseException:
+        if dropped:
+            restore_indexes(conn, catalog)
+        raise
+    ensure_catalog_indexes(conn, catalog)  # also repairs an index a killed concurrent build left invalid
+    if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
         analyze(conn)
     return report
 
 
+def _write_tools(
+    conn: psycopg.Connection[Any],
+    catalog: str,
+    tools: Sequence[Tool],
+    embedder: Embedder | None,
+    vectors: dict[str, np.ndarray],
+    prune_scope: tuple[bool, str | None],
+    if_unchanged: Mapping[str, str] | None,
+    create: bool,
+) -> ImportReport:
+    with conn.transaction():
+        info = lock_catalog(conn, catalog, create=create)
+        if embedder is not None:
+            info.require_model(embedder.model)
+        if if_unchanged is not None:
+            current = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
+            tools = [t for t in tools if t.id in if_unchanged and current.get(t.id) == if_unchanged[t.id]]
+        changes = _changes(conn, info, tools, embedder)
+        report = ImportReport(unchanged=len(changes.tools) - len(changes.changed))
+        if changes.changed:
+            rows = json.dumps([tool_row(t) for t in changes.changed], ensure_ascii=False)
+            for tool_id, inserted in conn.execute(query("upsert_tools"), {"catalog": info.id, "rows": rows}):
+                (report.inserted if inserted else report.updated).append(tool_id)
+        embed = changes.changed + changes.repair
+        if embedder is not None and embed:
+            texts = [dense_text(t) for t in embed]
+            missing = [t for t in dict.fromkeys(texts) if t not in vectors]  # changed by someone since the first look
+            if missing:
+                vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
+            record_model(conn, info, embedder)
+            params = {"catalog": info.id, "ids": [t.id for t in embed], "vectors": [vectors[t] for t in texts]}
+            conn.execute(query("upsert_tool_vectors"), params)
+            report.embedded = len(embed)
+        elif embedder is None and info.embed_model is not None and changes.changed:
+            ids = [t.id for t in changes.changed]
+            conn.execute(query("delete_tool_vectors"), {"catalog": info.id, "ids": ids})
+            report.unembedded = len(ids)
+        prune, provider = prune_scope
+        if prune:
+            params = {"catalog": info.id, "keep": [t.id for t in changes.tools], "provider": provider}
+            report.removed = [r[0] for r in conn.execute(query("prune_tools"), params)]
+    return report
+
+
 def add_examples(
-    conn: psycopg.Connection[Any], info: CatalogInfo, examples: Sequence[IntentExample], embedder: Embedder
+    conn: psycopg.Connection[Any], catalog: str, examples: Sequence[IntentExample], embedder: Embedder
 ) -> int:
     """Store new intent examples (embedded) for tools of the catalog; returns how many were added.
 
     Examples already stored are skipped (nothing re-embedded); unknown tools are an error and then
     nothing is written.
     """
-    info.require_model(embedder.model)
     examples = list(dict.fromkeys(examples))
     check_examples(examples)
+    info = catalog_info(conn, catalog)
+    if info is None:
+        raise UnknownCatalogError(f"no catalog named {catalog!r}; create it by importing tools into it")
+    info.require_model(embedder.model)
+    _check_known(conn, info, examples)  # before embedding anything for a write that cannot succeed
+    existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
+    texts = list(dict.fromkeys(ex.query for ex in examples if (ex.tool_id, ex.query) not in existing))
+    vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
+    dropped = info.embed_dim is not None and len(texts) > BULK_VECTORS and not in_transaction(conn)
+    if dropped:
+        drop_indexes(conn, info.id)
+    try:
+        written = retry_conflicts(lambda: _write_examples(conn, catalog, examples, embedder, vectors))
+    except BaseException:
+        if dropped:
+            restore_indexes(conn, catalog)
+        raise
+    ensure_catalog_indexes(conn, catalog)
+    if written > ANALYZE_AFTER:
+        analyze(conn)
+    return written
+
+
+def _write_examples(
+    conn: psycopg.Connection[Any],
+    catalog: str,
+    examples: Sequence[IntentExample],
+    embedder: Embedder,
+    vectors: dict[str, np.ndarray],
+) -> int:
+    with conn.transaction():
+        info = lock_catalog(conn, catalog)
+        info.require_model(embedder.model)
+        _check_known(conn, info, examples)
+        existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
+        new = [ex for ex in examples if (ex.tool_id, ex.query) not in existing]
+        if not new:
+            return 0
+        missing = [q for q in dict.fromkeys(ex.query for ex in new) if q not in vectors]
+        if missing:
+            vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
+        record_model(conn, info, embedder)
+        params = {
+            "catalog": info.id,
+            "ids": [ex.tool_id for ex in new],
+            "queries": [ex.query for ex in new],
+            "vectors": [vectors[ex.query] for ex in new],
+        }
+        return len(conn.execute(query("insert_examples"), params).fetchall())
+
+
+def _check_known(conn: psycopg.Connection[Any], info: CatalogInfo, examples: Sequence[IntentExample]) -> None:
     ids = sorted({ex.tool_id for ex in examples})
     known = {r[0] for r in conn.execute(query("tool_pks"), {"catalog": info.id, "ids": ids})}
     unknown = [i for i in ids if i not in known]
     if unknown:
         shown = ", ".join(repr(u) for u in unknown[:5])
         raise UnknownToolError(f"intent examples name {len(unknown)} tool(s) not in catalog {info.name!r}: {shown}")
-    existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
-    new = [ex for ex in examples if (ex.tool_id, ex.query) not in existing]
-    if not new:
-        return 0
-    vectors = embed_cached(conn, embedder, [ex.query for ex in new])
-    params = {
-        "catalog": info.id,
-        "ids": [ex.tool_id for ex in new],
-        "queries": [ex.query for ex in new],
-        "vectors": list(vectors),
-    }
-    with conn.transaction():
-        conn.execute(query("lock_catalog"), {"catalog": info.id})
-        written = write_vectors(
-            conn, info, embedder, len(new), lambda: len(conn.execute(query("insert_examples"), params).fetchall())
-        )
-    if written > ANALYZE_AFTER:
-        analyze(conn)
-    return written
+
+
+def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
+    info = catalog_info(conn, catalog)
+    if info is not None:
+        ensure_indexes(conn, info)
+
+
+def restore_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
+    """After a failed bulk write: put back the indexes dropped before it, if the database still answers (the
+    write's own error is what the caller sees)."""
+    try:
+        ensure_catalog_indexes(conn, catalog)
+    except psycopg.Error:
+        pass
 
 
 def list_tools(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[str] | None = None) -> list[Tool]:
@@ -119,10 +271,40 @@ def list_tools(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[s
         return [tool_from_row(r) for r in cur.fetchall()]
 
 
-def remove_tool(conn: psycopg.Connection[Any], info: CatalogInfo, tool_id: str) -> None:
-    """Delete one tool (its vector, examples and BM25 statistics go with it)."""
-    if conn.execute(query("delete_tool"), {"catalog": info.id, "id": tool_id}).fetchone() is None:
-        raise UnknownToolError(f"no tool {tool_id!r} in catalog {info.name!r}")
+def remove_tool(conn: psycopg.Connection[Any], catalog: str, tool_id: str) -> None:
+    """Delete one tool (its vector, examples and BM25 statistics go with it), under the catalog's lock."""
+
+    def write() -> None:
+        with conn.transaction():
+            info = lock_catalog(conn, catalog)
+            if conn.execute(query("delete_tool"), {"catalog": info.id, "id": tool_id}).fetchone() is None:
+                raise UnknownToolError(f"no tool {tool_id!r} in catalog {catalog!r}")
+
+    retry_conflicts(write)
+
+
+def drop_catalog(conn: psycopg.Connection[Any], catalog: str) -> None:
+    """Delete the catalog with its tools, vectors, examples and statistics; then its indexes, concurrently."""
+
+    def write() -> int:
+        with conn.transaction():
+            info = lock_catalog(conn, catalog)
+            conn.execute(query("drop_catalog"), {"name": catalog})
+            return info.id
+
+    drop_indexes(conn, retry_conflicts(write))
+
+
+def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[str, Any]) -> None:
+    """Merge ``updates`` into the catalog's settings, under its lock (no concurrent update is lost)."""
+
+    def write() -> None:
+        with conn.transaction():
+            info = lock_catalog(conn, catalog)
+            settings = {**info.settings, **updates}
+            conn.execute(query("set_catalog_settings"), {"catalog": info.id, "settings": json.dumps(settings)})
+
+    retry_conflicts(write)
 
 
 def analyze(conn: psycopg.Connection[Any]) -> None:

@@ -1,17 +1,30 @@
-"""Where the database is: an explicit DSN, ``TOOLSTORE_DSN``, or the embedded server; and connection setup."""
+"""Talking to Postgres: where the database is (a DSN, ``$TOOLSTORE_DSN`` or the embedded server), pooled connections
+set up for toolstore, and every driver failure turned into :class:`DatabaseError` within a bounded time."""
 
 from __future__ import annotations
 
+import math
 import os
-from typing import Any
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
-from psycopg import sql
-from psycopg_pool import ConnectionPool
+from psycopg import errors, sql
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ._embedded import embedded_dsn
-from ._errors import DatabaseError
+from ._errors import DatabaseError, InvalidInputError
+
+T = TypeVar("T")
+#: Seconds a call may wait for a database connection before it raises DatabaseError.
+DEFAULT_TIMEOUT = 5.0
+#: Attempts of a write transaction that Postgres chose as a deadlock (or serialization) victim.
+CONFLICT_ATTEMPTS = 4
+_LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 
 
 def resolve_dsn(dsn: str | None) -> str:
@@ -30,33 +43,96 @@ def search_path(conn: Any, schema: str, ext_schema: str) -> str:
     return ", ".join(sql.Identifier(n).as_string(conn) for n in names)
 
 
-def make_pool(dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4) -> ConnectionPool[Any]:
-    """A pool whose connections have pgvector registered and the toolstore schema on their search_path."""
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
-    def configure(conn: psycopg.Connection[Any]) -> None:
-        ext = conn.execute(
-            "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
-        ).fetchone()
-        if ext is None:
-            raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
-        conn.execute("select set_config('search_path', %s, false)", [search_path(conn, schema, ext[0])])
-        register_vector(conn)
-        # plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan,
-        # which measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md).
-        # Safe here: the vector searches, whose plan depends on the catalog and dimension, are planned afresh
-        # inside knn() with their actual values.
 
-    pool: ConnectionPool[Any] = ConnectionPool(
-        dsn,
-        min_size=min_size,
-        max_size=max_size,
-        configure=configure,
-        kwargs={"autocommit": True},
-        open=False,
-    )
-    try:
-        pool.open(wait=True, timeout=15)
-    except Exception as exc:
-        pool.close()
-        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
-    return pool
+def connection_lost(exc: BaseException) -> bool:
+    """True for errors that mean the connection is gone (server stopped, restarted, network), not the statement."""
+    return isinstance(exc, _LOST) or (isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None)
+
+
+def retry_conflicts(write: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS) -> T:
+    """Run a write transaction again (bounded, with jittered backoff) when Postgres aborts it as a deadlock or
+    serialization victim; the last failure is a DatabaseError."""
+    for attempt in range(attempts):
+        try:
+            return write()
+        except (errors.DeadlockDetected, errors.SerializationFailure) as exc:
+            if attempt == attempts - 1:
+                raise DatabaseError(f"a concurrent write kept conflicting: {first_line(exc)}") from exc
+            time.sleep(0.02 * 2**attempt * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+class Connector:
+    """A pool of connections set up for toolstore (pgvector registered, the schema first on the search_path).
+
+    :meth:`run` hands a function a connection for at most ``timeout`` seconds of waiting, turns psycopg's errors into
+    :class:`DatabaseError`, and after a lost connection (a restarted server) discards the pool's dead connections and
+    tries once more, so a store recovers by itself when the server is back.
+    """
+
+    def __init__(
+        self, dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+            raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        self.timeout = float(timeout)
+
+        def configure(conn: psycopg.Connection[Any]) -> None:
+            query = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
+            ext = conn.execute(query).fetchone()
+            if ext is None:
+                raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
+            conn.execute("select set_config('search_path', %s, false)", [search_path(conn, schema, ext[0])])
+            register_vector(conn)
+            # plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan,
+            # which measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md).
+            # Safe here: the vector searches, whose plan depends on the catalog and dimension, are planned afresh
+            # inside knn() with their actual values.
+
+        self.pool: ConnectionPool[Any] = ConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            configure=configure,
+            kwargs={"autocommit": True, "connect_timeout": max(1, math.ceil(self.timeout))},
+            timeout=self.timeout,
+            reconnect_timeout=max(60.0, self.timeout),
+            open=False,
+        )
+        try:
+            self.pool.open(wait=True, timeout=max(self.timeout, 15.0))
+        except Exception as exc:
+            self.pool.close()
+            raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection, waited for at most ``timeout`` seconds; psycopg's failures become DatabaseError."""
+        try:
+            with self.pool.connection(timeout=self.timeout) as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise DatabaseError(f"no database connection within {self.timeout:g} s: is the server up?") from exc
+        except psycopg.Error as exc:
+            if connection_lost(exc):
+                self.pool.check()  # drop the pool's other dead connections too
+            raise DatabaseError(f"database error: {first_line(exc)}") from exc
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
+        server); every psycopg failure is a DatabaseError."""
+        for attempt in range(2):
+            try:
+                with self.connection() as conn:
+                    return work(conn)
+            except DatabaseError as exc:
+                if attempt == 0 and exc.__cause__ is not None and connection_lost(exc.__cause__):
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.pool.close()

@@ -39,8 +39,7 @@ from ._errors import ExpansionError
 from ._models import CatalogInfo, Tool
 from ._rows import EXPANSION_RECORD, expansion_record, expansion_sha, is_generated
 from ._sql import query
-from ._text import dense_text, split_identifier
-from ._vectors import embed_cached
+from ._text import split_identifier
 
 if TYPE_CHECKING:
     from ._store import ToolStore
@@ -244,15 +243,9 @@ def _write(store: ToolStore, pairs: Sequence[tuple[str, Tool]]) -> list[str]:
     was read, and a tool changed (or removed) by someone else since is skipped."""
     if not pairs:
         return []
-    info = store.info()
-    with store.pool.connection() as conn:
-        if store.embedder is not None:  # warm the embedding cache before taking the catalog lock
-            embed_cached(conn, store.embedder, [dense_text(new) for _, new in pairs])
-        with conn.transaction():
-            conn.execute(query("lock_catalog"), {"catalog": info.id})
-            current = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
-            fresh = [new for read_hash, new in pairs if current.get(new.id) == read_hash]
-            report = upsert_tools(conn, info, fresh, store.embedder)
+    read = {new.id: read_hash for read_hash, new in pairs}
+    with store.connection() as conn:
+        report = upsert_tools(conn, store.catalog, [new for _, new in pairs], store.embedder, if_unchanged=read)
     return report.inserted + report.updated
 
 
@@ -291,7 +284,7 @@ def expand(
     if not offline and client is None:
         client = make_client()
     info = store.info()
-    with store.pool.connection() as conn, conn.transaction():  # one snapshot of tools, hashes and examples
+    with store.connection() as conn, conn.transaction():  # one snapshot of tools, hashes and examples
         conn.execute("set transaction isolation level repeatable read")
         tools = list_tools(conn, info)
         hashes: dict[str, str] = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())

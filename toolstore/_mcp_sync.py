@@ -24,7 +24,6 @@ from ._catalog import upsert_tools
 from ._errors import InvalidInputError, McpSyncError
 from ._formats import parse_tools
 from ._models import ImportReport
-from ._sql import query
 
 if TYPE_CHECKING:
     from ._store import ToolStore
@@ -180,15 +179,10 @@ def sync_listing(
     if not provider or not provider.strip():
         raise InvalidInputError("the MCP server did not report a name (serverInfo.name); pass a provider")
     tools = parse_tools({"tools": listing.tools}, provider=provider)
-    info = store.info()
-    with store.pool.connection() as conn, conn.transaction():
-        conn.execute(query("lock_catalog"), {"catalog": info.id})
-        report = upsert_tools(conn, info, tools, store.embedder)
-        if prune:
-            keep = [t.id for t in tools]
-            params = {"catalog": info.id, "provider": provider, "keep": keep}
-            report.removed = [r[0] for r in conn.execute(query("prune_provider_tools"), params)]
-    return report
+    with store.connection() as conn:
+        return upsert_tools(
+            conn, store.catalog, tools, store.embedder, prune=prune, prune_provider=provider, create=store.create
+        )
 
 
 def sync_mcp_stdio(

@@ -81,6 +81,9 @@ class ImportReport:
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
     embedded: int = 0
+    #: Changed tools of an embedded catalog written without an embedder: their old vectors were deleted, and they
+    #: get new ones from the next upsert that has the catalog's embedder.
+    unembedded: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,4 +92,5 @@ class ImportReport:
             "unchanged": self.unchanged,
             "removed": len(self.removed),
             "embedded": self.embedded,
+            "unembedded": self.unembedded,
         }

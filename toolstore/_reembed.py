@@ -6,41 +6,75 @@ from typing import Any
 
 import psycopg
 
-from ._catalog import list_tools
+from ._catalog import catalog_info, ensure_catalog_indexes, list_tools, lock_catalog, restore_indexes
+from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._models import CatalogInfo
+from ._errors import UnknownCatalogError
+from ._models import Tool
 from ._sql import query
 from ._text import dense_text
-from ._vectors import embed_cached
+from ._vectors import BULK_VECTORS, drop_indexes, embed_cached, in_transaction
 
 
-def reembed(conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Embedder) -> dict[str, Any]:
+def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> dict[str, Any]:
     """Embed every tool and intent example with ``embedder`` and make it the catalog's model.
 
-    Vectors are computed first (cached ones reused); then one transaction swaps them in, records the
-    new model and dimension, and rebuilds the catalog's HNSW indexes. On any error nothing changes.
+    Vectors are computed first (cached ones reused); then one transaction swaps them in and records the new model
+    and dimension; then the catalog's HNSW indexes for the new dimension are built and the old ones dropped (both
+    concurrently). On any error the catalog keeps its old model and vectors.
     """
-    tools = list_tools(conn, info)
-    examples = conn.execute(query("all_examples"), {"catalog": info.id}).fetchall()
-    tool_vectors = embed_cached(conn, embedder, [dense_text(t) for t in tools])
-    example_vectors = embed_cached(conn, embedder, [q for _, q in examples])
-    with conn.transaction():
-        conn.execute(query("lock_catalog"), {"catalog": info.id})
-        conn.execute(query("drop_vector_indexes"), {"catalog": info.id})
-        conn.execute(query("set_catalog_model"), {"catalog": info.id, "model": embedder.model, "dim": embedder.dim})
-        conn.execute(query("clear_tool_vectors"), {"catalog": info.id})
-        if tools:
-            params = {"catalog": info.id, "ids": [t.id for t in tools], "vectors": list(tool_vectors)}
-            conn.execute(query("upsert_tool_vectors"), params)
-        if examples:
-            params = {"catalog": info.id, "pks": [pk for pk, _ in examples], "vectors": list(example_vectors)}
-            conn.execute(query("set_example_vectors"), params)
-        conn.execute(query("ensure_vector_indexes"), {"catalog": info.id})
+    info = catalog_info(conn, catalog)
+    if info is None:
+        raise UnknownCatalogError(f"no catalog named {catalog!r}; create it by importing tools into it")
+    texts = _texts(conn, info.id, list_tools(conn, info))
+    vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
+    if info.embed_dim == embedder.dim and len(texts) > BULK_VECTORS and not in_transaction(conn):
+        drop_indexes(conn, info.id)  # else every new vector would go into the old index row by row
+    counts: dict[str, int] = {}
+
+    def write() -> None:
+        with conn.transaction():
+            locked = lock_catalog(conn, catalog)
+            tools = list_tools(conn, locked)
+            examples = conn.execute(query("all_examples"), {"catalog": locked.id}).fetchall()
+            missing = [t for t in _texts(conn, locked.id, tools) if t not in vectors]  # written since the first look
+            if missing:
+                vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
+            params: dict[str, Any] = {"catalog": locked.id, "model": embedder.model, "dim": embedder.dim}
+            conn.execute(query("set_catalog_model"), params)
+            conn.execute(query("clear_tool_vectors"), {"catalog": locked.id})
+            if tools:
+                params = {
+                    "catalog": locked.id,
+                    "ids": [t.id for t in tools],
+                    "vectors": [vectors[dense_text(t)] for t in tools],
+                }
+                conn.execute(query("upsert_tool_vectors"), params)
+            if examples:
+                params = {
+                    "catalog": locked.id,
+                    "pks": [pk for pk, _ in examples],
+                    "vectors": [vectors[q] for _, q in examples],
+                }
+                conn.execute(query("set_example_vectors"), params)
+            counts.update(tools=len(tools), examples=len(examples))
+
+    try:
+        retry_conflicts(write)
+    except BaseException:
+        restore_indexes(conn, catalog)
+        raise
+    ensure_catalog_indexes(conn, catalog)
     return {
         "catalog": info.name,
         "from_model": info.embed_model,
         "to_model": embedder.model,
         "dim": embedder.dim,
-        "tools": len(tools),
-        "examples": len(examples),
+        **counts,
     }
+
+
+def _texts(conn: psycopg.Connection[Any], catalog_id: int, tools: list[Tool]) -> list[str]:
+    """Every text a catalog embeds: its tools' dense texts, then its intent examples, without repeats."""
+    examples = [q for _, q in conn.execute(query("all_examples"), {"catalog": catalog_id})]
+    return list(dict.fromkeys([dense_text(t) for t in tools] + examples))

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import json
+import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
 from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
 
 from . import _catalog, _sql
-from ._connect import make_pool, resolve_dsn
+from ._connect import DEFAULT_TIMEOUT, Connector, first_line, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF, check_weights, stored_fusion
+from ._fusion import DEFAULT_K_RRF, Fusion, check_fusion, check_weights, stored_fusion
 from ._metrics import Judgement, load_judgements
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
@@ -24,9 +26,12 @@ from ._reembed import reembed
 from ._result import RouteResult
 from ._route import embedder_failed, override, route_request, route_result, statement_params, vector_plan
 from ._tune import TuneReport, tune
-from ._vectors import QueryVectors
+from ._vectors import BREAKER_COOLDOWN, QueryVectors
+
+T = TypeVar("T")
 
 DEFAULT = "default"
+MAX_CATALOG_CHARS = 200
 
 
 class ToolStore:
@@ -34,8 +39,13 @@ class ToolStore:
 
     ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server.
     ``embedder``: the model for dense and intent retrieval; ``"default"`` is the shipped local model,
-    None turns both off (lexical only). ``catalog`` is created on first use unless ``create=False``.
+    None turns both off (lexical only). ``catalog`` is created by the first write (in that write's transaction,
+    so a failed first write leaves nothing behind) unless ``create=False``.
     ``migrate``: bring toolstore's schema to head when it is behind (``False``: raise instead).
+    ``timeout``: seconds any call may wait for the database before it raises :class:`DatabaseError`; after a
+    server restart the store reconnects by itself.
+    ``embedder_cooldown``: after the embedder fails at route time, routes answer lexically (and say so) without
+    asking it for this many seconds; then one route probes it again.
     """
 
     def __init__(
@@ -48,32 +58,28 @@ class ToolStore:
         create: bool = True,
         migrate: bool = True,
         pool_size: int = 4,
+        timeout: float = DEFAULT_TIMEOUT,
+        embedder_cooldown: float = BREAKER_COOLDOWN,
     ) -> None:
-        if not isinstance(catalog, str) or not catalog.strip() or "\x00" in catalog or len(catalog) > 200:
-            raise InvalidInputError(
-                f"catalog name must be a non-empty string of at most 200 characters, got {catalog!r}"
-            )
+        self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
-        self.catalog = catalog
+        self.create = create
         if embedder == "default":
             embedder = LocalEmbedder()
         elif isinstance(embedder, str):
             raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
         self.embedder: Embedder | None = embedder
-        self._query_vectors = QueryVectors()
+        self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self.dsn = resolve_dsn(dsn)
-        self._ensure_schema(auto=migrate)
-        self.pool = make_pool(self.dsn, schema=self.schema, max_size=pool_size)
-        if create:
-            with self.pool.connection() as conn:
-                conn.execute(_sql.query("ensure_catalog"), {"name": catalog})
+        self._ensure_schema(auto=migrate, timeout=timeout)
+        self._db = Connector(self.dsn, schema=self.schema, max_size=pool_size, timeout=timeout)
 
-    def _ensure_schema(self, *, auto: bool) -> None:
+    def _ensure_schema(self, *, auto: bool, timeout: float) -> None:
         try:
-            with psycopg.connect(self.dsn, autocommit=True) as conn:
+            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeout))) as conn:
                 revision = current_revision(conn, self.schema)
-        except psycopg.OperationalError as exc:
-            raise DatabaseError(f"cannot connect to the database: {str(exc).strip().splitlines()[0]}") from exc
+        except psycopg.Error as exc:
+            raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
         if revision == HEAD_REVISION:
             return
         if not auto:
@@ -83,10 +89,23 @@ class ToolStore:
             )
         migrate(self.dsn, schema=self.schema)
 
+    @property
+    def pool(self) -> ConnectionPool[Any]:
+        """The connection pool (connections have pgvector registered and the schema on their search_path)."""
+        return self._db.pool
+
+    def connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """A pooled connection (autocommit, pgvector registered, toolstore's schema first on the search_path),
+        waited for at most ``timeout`` seconds; psycopg's failures inside the block become DatabaseError."""
+        return self._db.connection()
+
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        return self._db.run(work)
+
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def close(self) -> None:
-        self.pool.close()
+        self._db.close()
 
     def __enter__(self) -> ToolStore:
         return self
@@ -98,51 +117,40 @@ class ToolStore:
 
     def info(self, *, counts: bool = True) -> CatalogInfo:
         """This catalog's id, model, dimension, settings and (unless ``counts=False``) tool and example counts."""
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            block = "get_catalog" if counts else "get_catalog_light"
-            row = cur.execute(_sql.query(block), {"name": self.catalog}).fetchone()
-        if row is None:
+        return self._run(lambda conn: self._info(conn, counts=counts))
+
+    def _info(self, conn: psycopg.Connection[Any], *, counts: bool = False) -> CatalogInfo:
+        info = _catalog.catalog_info(conn, self.catalog, counts=counts)
+        if info is None:
             raise UnknownCatalogError(f"no catalog named {self.catalog!r}; create it by importing tools into it")
-        return CatalogInfo(
-            id=row["id"],
-            name=row["name"],
-            embed_model=row["embed_model"],
-            embed_dim=row["embed_dim"],
-            settings=row["settings"] or {},
-            n_tools=row["n_tools"],
-            n_examples=row["n_examples"],
-        )
+        return info
 
     def catalogs(self) -> list[dict[str, Any]]:
         """Every catalog in the database with its model and counts."""
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            return cur.execute(_sql.query("list_catalogs")).fetchall()
+
+        def work(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+            with conn.cursor(row_factory=dict_row) as cur:
+                return cur.execute(_sql.query("list_catalogs")).fetchall()
+
+        return self._run(work)
 
     def drop_catalog(self) -> None:
         """Delete this catalog with its tools, vectors, examples and statistics."""
-        with self.pool.connection() as conn:
-            info = self.info(counts=False)
-            with conn.transaction():
-                conn.execute(_sql.query("drop_vector_indexes"), {"catalog": info.id})
-                conn.execute(_sql.query("drop_catalog"), {"name": self.catalog})
+        self._run(lambda conn: _catalog.drop_catalog(conn, self.catalog))
 
     def set_fusion(
         self, *, weights: Mapping[str, float], k_rrf: float = DEFAULT_K_RRF, overfetch: int | None = None
     ) -> None:
         """Store fusion settings in the catalog; route() uses them when not given weights explicitly."""
-        fusion = {"weights": check_weights(weights), "k_rrf": float(k_rrf), "overfetch": overfetch}
-        info = self.info(counts=False)
-        settings = {**info.settings, "fusion": fusion}
-        with self.pool.connection() as conn:
-            conn.execute(_sql.query("set_catalog_settings"), {"catalog": info.id, "settings": json.dumps(settings)})
+        fusion = check_fusion(Fusion(weights=check_weights(weights), k_rrf=float(k_rrf), overfetch=overfetch))
+        self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
 
     def reembed(self, embedder: Embedder) -> dict[str, Any]:
         """Switch the catalog to ``embedder``'s model: every tool and example re-embedded, nothing dropped.
 
         The store routes with ``embedder`` afterwards.
         """
-        with self.pool.connection() as conn:
-            report = reembed(conn, self.info(counts=False), embedder)
+        report = self._run(lambda conn: reembed(conn, self.catalog, embedder))
         self.embedder = embedder
         return report
 
@@ -164,8 +172,7 @@ class ToolStore:
 
     def analyze(self) -> None:
         """Refresh the planner's statistics of toolstore's tables (writes of more than a few hundred rows do it)."""
-        with self.pool.connection() as conn:
-            _catalog.analyze(conn)
+        self._run(_catalog.analyze)
 
     # -- tools -----------------------------------------------------------------------------------------
 
@@ -175,21 +182,23 @@ class ToolStore:
         One transaction: on any error nothing is written.
         """
         tools = list(tools)
-        with self.pool.connection() as conn:
-            return _catalog.upsert_tools(conn, self.info(counts=False), tools, self.embedder, prune=prune)
+        return self._run(
+            lambda conn: _catalog.upsert_tools(
+                conn, self.catalog, tools, self.embedder, prune=prune, create=self.create
+            )
+        )
 
     def add_examples(self, examples: Iterable[IntentExample]) -> int:
         """Add labelled example requests (intent examples); returns how many were written."""
         examples = list(examples)
         if self.embedder is None:
             raise InvalidInputError("intent examples need an embedder; this ToolStore has embedder=None")
-        with self.pool.connection() as conn:
-            return _catalog.add_examples(conn, self.info(counts=False), examples, self.embedder)
+        embedder = self.embedder
+        return self._run(lambda conn: _catalog.add_examples(conn, self.catalog, examples, embedder))
 
     def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
         """All tools of the catalog (or those with the given ids), ordered by id."""
-        with self.pool.connection() as conn:
-            return _catalog.list_tools(conn, self.info(counts=False), ids)
+        return self._run(lambda conn: _catalog.list_tools(conn, self._info(conn), ids))
 
     def get(self, tool_id: str) -> Tool:
         """One tool by id; UnknownToolError when the catalog has no such tool."""
@@ -200,9 +209,7 @@ class ToolStore:
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
-        info = self.info(counts=False)
-        with self.pool.connection() as conn:
-            _catalog.remove_tool(conn, info, tool_id)
+        self._run(lambda conn: _catalog.remove_tool(conn, self.catalog, tool_id))
 
     # -- routing -----------------------------------------------------------------------------------
 
@@ -226,19 +233,39 @@ class ToolStore:
         override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
         keeps tools in any of the given categories.
         """
-        info = self.info(counts=False)
-        fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
-        request = route_request(
-            query, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
-        )
-        reason = vector_plan(request, info, self.embedder)
-        with self.pool.connection() as conn:
+
+        def work(conn: psycopg.Connection[Any]) -> RouteResult:
+            info = self._info(conn)
+            fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
+            request = route_request(
+                query, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
+            )
+            reason = vector_plan(request, info, self.embedder)
             qvec: np.ndarray | None = None
             if reason is None and self.embedder is not None:
                 try:
                     qvec = self._query_vectors.get(conn, self.embedder, query)
+                except psycopg.Error:
+                    raise
                 except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
                     reason = embedder_failed(exc)
             with conn.cursor(row_factory=dict_row) as cur:
                 rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
-        return route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+            return route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+
+        return self._run(work)
+
+
+def check_catalog_name(name: object) -> str:
+    """A catalog name: a non-empty string of at most 200 characters, without control characters."""
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or len(name) > MAX_CATALOG_CHARS
+        or any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in name)
+    ):
+        raise InvalidInputError(
+            f"catalog name must be a non-empty string of at most {MAX_CATALOG_CHARS} printable characters, "
+            f"got {name!r:.80}"
+        )
+    return name

@@ -81,7 +81,7 @@ class Lists:
 def load_tool_index(store: ToolStore) -> ToolIndex:
     """Every tool of ``store``'s catalog, in the database's id order."""
     info = store.info()
-    with store.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+    with store.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(query("eval_tools"), {"catalog": info.id}).fetchall()
     by_identifier: dict[str, set[str]] = {}
     for r in rows:
@@ -107,11 +107,11 @@ def fetch_lists(
     tools = tools or load_tool_index(store)
     vectors = None
     if store.embedder is not None and info.embed_model is not None:
-        with store.pool.connection() as conn:
+        with store.connection() as conn:
             vectors = embed_cached(conn, store.embedder, list(queries))
 
     def chunk(part: int) -> list[Lists]:  # every FETCH_THREADS-th query, on its own connection
-        with store.pool.connection() as conn:
+        with store.connection() as conn:
             return [
                 _fetch_one(conn, info, queries[i], None if vectors is None else vectors[i], depth, leave_one_out, tools)
                 for i in range(part, len(queries), FETCH_THREADS)

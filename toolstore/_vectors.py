@@ -3,27 +3,37 @@
 Every vector toolstore computes goes through :func:`embed_cached` (keyed by model and sha256 of the text), except
 query vectors of embedders that compute faster than a round trip (``Embedder.cache_queries`` False), which only
 live in :class:`QueryVectors`' in-process LRU.
+
+Each catalog has two partial HNSW indexes (tools, intent examples) for its dimension, built and dropped outside
+write transactions (``CONCURRENTLY``): a DROP INDEX inside a transaction would lock the shared vector tables, and
+so every other catalog's routes, until commit. Inside a caller's open transaction no index is dropped, and a
+missing one is built in place (that blocks other catalogs' writes to the table, never their routes).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from ._embedders.base import Embedder
-from ._errors import EmbedderError
+from ._errors import EmbedderError, redact
 from ._models import CatalogInfo
 from ._sql import query
 
-T = TypeVar("T")
-#: Above this many new vectors in one write, the catalog's HNSW indexes are rebuilt rather than updated row by row.
+#: Above this many new vectors in one write, the catalog's HNSW indexes are dropped before it and built once after,
+#: rather than updated row by row.
 BULK_VECTORS = 1000
+#: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
+BREAKER_COOLDOWN = 30.0
 
 
 def as_array(vector: Any) -> np.ndarray:
@@ -37,10 +47,17 @@ def text_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
 
-def embed_cached(conn: psycopg.Connection[Any], embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+def embed_cached(
+    conn: psycopg.Connection[Any],
+    embedder: Embedder,
+    texts: Sequence[str],
+    *,
+    embed: Callable[[Sequence[str]], np.ndarray] | None = None,
+) -> np.ndarray:
     """Vectors for ``texts``, from the Postgres cache keyed by (model, sha256) where present.
 
-    Misses are embedded (all of them, or an error and nothing stored) and added to the cache.
+    Misses are embedded with ``embed`` (default ``embedder.embed_many``: all of them, or an error and nothing
+    stored) and added to the cache.
     """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
@@ -51,22 +68,33 @@ def embed_cached(conn: psycopg.Connection[Any], embedder: Embedder, texts: Seque
     missing = [h for h in unique if h not in found]
     if missing:
         first_text = {h: t for h, t in zip(hashes, texts)}
-        vectors = embedder.embed_many([first_text[h] for h in missing])
+        vectors = (embed or embedder.embed_many)([first_text[h] for h in missing])
         if vectors.shape != (len(missing), embedder.dim):
             raise EmbedderError(f"embedder returned shape {vectors.shape}, expected ({len(missing)}, {embedder.dim})")
-        conn.execute(query("cache_store"), {"model": embedder.model, "hashes": missing, "vectors": list(vectors)})
+        params = {"model": embedder.model, "hashes": missing, "vectors": list(vectors)}
+        conn.execute(query("cache_store"), params)
         found.update(zip(missing, vectors))
     return np.stack([found[h] for h in hashes])
 
 
 class QueryVectors:
-    """Query embeddings: an in-process LRU of ``size`` entries, then the Postgres cache for embedders that ask
-    for it (``cache_queries``), else the embedder itself. Thread-safe."""
+    """Query embeddings for route(): an in-process LRU of ``size`` entries, then the Postgres cache for embedders
+    that ask for it (``cache_queries``), else :meth:`Embedder.embed_query`. Thread-safe.
 
-    def __init__(self, size: int = 2048) -> None:
+    A circuit breaker guards the embedder: after a failure, :meth:`get` raises at once for ``cooldown`` seconds
+    (route() answers lexically and says why), then lets one call through to probe it again.
+    """
+
+    def __init__(
+        self, size: int = 2048, *, cooldown: float = BREAKER_COOLDOWN, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.size = size
+        self.cooldown = cooldown
+        self._clock = clock
         self._lru: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._open_until = 0.0
+        self._failure = ""
 
     def get(self, conn: psycopg.Connection[Any], embedder: Embedder, text: str) -> np.ndarray:
         key = (embedder.model, text)
@@ -74,27 +102,77 @@ class QueryVectors:
             if key in self._lru:
                 self._lru.move_to_end(key)
                 return self._lru[key]
-        vector = embed_cached(conn, embedder, [text])[0] if embedder.cache_queries else embedder.embed(text)
+            if self._failure:  # the breaker tripped: wait out the cooldown, then let one call probe
+                wait = self._open_until - self._clock()
+                if wait > 0:
+                    raise EmbedderError(f"{self._failure} (not retried for another {wait:.0f} s)")
+                self._open_until = self._clock() + self.cooldown
+        try:
+            if embedder.cache_queries:
+                probe = embedder.embed_query
+                vector = embed_cached(conn, embedder, [text], embed=lambda texts: probe(texts[0])[None])[0]
+            else:
+                vector = embedder.embed_query(text)
+        except psycopg.Error:  # the database failed, not the embedder: no reason to stop asking it
+            with self._lock:
+                self._open_until = 0.0 if not self._failure else self._open_until
+            raise
+        except Exception as exc:
+            with self._lock:
+                self._open_until = self._clock() + self.cooldown
+                self._failure = redact(f"{type(exc).__name__}: {exc}")
+            raise
         with self._lock:
+            self._failure = ""
             self._lru[key] = vector
             while len(self._lru) > self.size:
                 self._lru.popitem(last=False)
         return vector
 
 
-def write_vectors(
-    conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Embedder, count: int, write: Callable[[], T]
-) -> T:
-    """Run ``write`` (statements storing ``count`` vectors of ``embedder``) inside the caller's transaction, keeping
-    the catalog's HNSW indexes right: the catalog's model is recorded on first use, and above :data:`BULK_VECTORS`
-    the indexes are dropped before and built once after."""
+def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Embedder) -> None:
+    """Inside the write transaction of a catalog's first vectors: record its model and dimension."""
     if info.embed_model is None:
         conn.execute(query("set_catalog_model"), {"catalog": info.id, "model": embedder.model, "dim": embedder.dim})
-    bulk = count > BULK_VECTORS
-    if bulk:
-        conn.execute(query("drop_vector_indexes"), {"catalog": info.id})
-    result = write()
-    present = conn.execute(query("vector_index_exists"), {"catalog": info.id}).fetchone()
-    if bulk or info.embed_model is None or not (present and present[0]):
-        conn.execute(query("ensure_vector_indexes"), {"catalog": info.id})
-    return result
+
+
+def in_transaction(conn: psycopg.Connection[Any]) -> bool:
+    """True inside a transaction block, where CREATE/DROP INDEX CONCURRENTLY cannot run."""
+    return conn.info.transaction_status != TransactionStatus.IDLE or not conn.autocommit
+
+
+def _index_ddl(block: str, *, name: str, concurrently: bool, **parts: Any) -> sql.Composed:
+    return sql.SQL(query(block)).format(
+        concurrently=sql.SQL("concurrently" if concurrently else ""),
+        name=sql.Identifier(name),
+        **{k: sql.Identifier(v) if isinstance(v, str) else sql.Literal(v) for k, v in parts.items()},
+    )
+
+
+def drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, *, keep_dim: int | None = None) -> None:
+    """Drop the catalog's HNSW indexes (all, or all but those of ``keep_dim``), concurrently unless inside a
+    transaction, where nothing is dropped (that would lock every catalog's routes until commit)."""
+    if in_transaction(conn):
+        return
+    keep = {f"{t}_hnsw_{catalog_id}_{keep_dim}" for t in ("tool_vectors", "intent_examples")}
+    for name, _, _ in conn.execute(query("vector_indexes"), {"catalog": catalog_id}).fetchall():
+        if keep_dim is None or name not in keep:
+            conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
+
+
+def ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
+    """Make the catalog's two HNSW indexes for its dimension exist and be valid, and drop those of other dimensions
+    (a model switch). Concurrently outside a transaction; inside one, missing indexes are built in place."""
+    if info.embed_dim is None:
+        return
+    concurrently = not in_transaction(conn)
+    found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
+    for table in ("tool_vectors", "intent_examples"):
+        name = f"{table}_hnsw_{info.id}_{info.embed_dim}"
+        if found.get(name) is False and concurrently:  # an interrupted concurrent build left it invalid
+            conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
+            found.pop(name)
+        if name not in found:
+            parts = {"table": table, "dim": info.embed_dim, "catalog": info.id}
+            conn.execute(_index_ddl("create_vector_index", name=name, concurrently=concurrently, **parts))
+    drop_indexes(conn, info.id, keep_dim=info.embed_dim)

@@ -1,0 +1,56 @@
+-- Vectors: the embedding cache, tool vectors, and each catalog's HNSW indexes.
+
+-- name: cache_lookup
+select text_sha256, embedding from embedding_cache
+where model = %(model)s and text_sha256 = any (%(hashes)s::bytea[]);
+
+-- name: cache_store
+-- Rows go in hash order: two writers caching overlapping texts lock the same keys in the same order.
+insert into embedding_cache (model, text_sha256, embedding)
+select %(model)s, r.h, r.e from unnest(%(hashes)s::bytea[], %(vectors)s::vector[]) as r (h, e)
+order by r.h
+on conflict (model, text_sha256) do nothing;
+
+-- name: upsert_tool_vectors
+insert into tool_vectors (tool_pk, catalog_id, embedding)
+select t.pk, t.catalog_id, r.embedding
+from unnest(%(ids)s::text[], %(vectors)s::vector[]) as r (id, embedding)
+join tools t on t.catalog_id = %(catalog)s and t.id = r.id
+on conflict (tool_pk) do update set embedding = excluded.embedding;
+
+-- name: delete_tool_vectors
+-- Vectors of tools whose content changed without an embedder to re-embed them: none is better than a stale one.
+delete from tool_vectors v
+using tools t
+where t.pk = v.tool_pk and t.catalog_id = %(catalog)s and t.id = any (%(ids)s::text[]);
+
+-- name: clear_tool_vectors
+delete from tool_vectors where catalog_id = %(catalog)s;
+
+-- name: set_example_vectors
+update intent_examples e set embedding = r.embedding
+from unnest(%(pks)s::bigint[], %(vectors)s::vector[]) as r (pk, embedding)
+where e.pk = r.pk and e.catalog_id = %(catalog)s;
+
+-- name: vector_indexes
+-- A catalog's HNSW indexes on both tables, of any dimension, with whether each is valid (an interrupted
+-- CREATE INDEX CONCURRENTLY leaves an invalid one behind).
+select c.relname as name, t.relname as table_name, i.indisvalid as valid
+from pg_index i
+join pg_class c on c.oid = i.indexrelid
+join pg_class t on t.oid = i.indrelid
+where t.relnamespace = (select oid from pg_namespace where nspname = current_schema())
+  and t.relname in ('tool_vectors', 'intent_examples')
+  and c.relname ~ ('^(tool_vectors|intent_examples)_hnsw_' || %(catalog)s::text || '(_[0-9]+)?$');
+
+-- DDL cannot take bind parameters, and the planner matches a partial index only when the catalog id and the
+-- dimension are spelled in: the two templates below are composed with psycopg.sql (Identifier for the names,
+-- Literal for the integers) in toolstore/_vectors.py, never with string formatting.
+
+-- name: create_vector_index
+create index {concurrently} if not exists {name} on {table}
+using hnsw ((embedding::vector({dim})) vector_cosine_ops)
+where catalog_id = {catalog} and vector_dims(embedding) = {dim};
+
+-- name: drop_vector_index
+drop index {concurrently} if exists {name};
