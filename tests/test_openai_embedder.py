@@ -164,10 +164,14 @@ def test_other_client_errors_are_not_retried(server, delays):
     assert len(server.requests) == 1 and delays == []
 
 
-def test_missing_api_key_is_a_clear_error(monkeypatch):
+def test_missing_api_key_is_a_clear_error_when_embedding(monkeypatch):
+    """Making the embedder needs no key (route() then answers lexically); embedding without one is an error."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    embedder = OpenAIEmbedder()
     with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
-        OpenAIEmbedder()
+        embedder.embed("hello")
+    with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
+        embedder.embed_query("hello")
 
 
 def test_api_key_falls_back_to_environment(server, delays, monkeypatch):

@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
+# API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value).
+_SECRETS = re.compile(
+    r"(?i)(sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+|((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)"
+    r"[^\s'\",]+"
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with anything that looks like a credential replaced by ``[redacted]``."""
+    return _SECRETS.sub(lambda m: (m.group(2) or m.group(3) or "") + "[redacted]", text)
+
 
 class ToolstoreError(Exception):
     """Base class of every error toolstore raises on purpose."""

@@ -31,6 +31,11 @@ class Embedder(ABC):
         """Embed one text."""
         return self.embed_batch([text])[0]
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a request at route time. Like :meth:`embed`, but an embedder that can fail slowly (a remote API)
+        fails fast instead: route() then answers lexically at once rather than wait for retries."""
+        return self.embed(text)
+
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
         """Embed any number of texts, ``batch_size`` at a time."""
         if not texts:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._errors import EmbedderError, InvalidInputError
+from .._errors import EmbedderError, InvalidInputError, redact
 from .base import Embedder, normalise
 
 if TYPE_CHECKING:  # the SDK is imported when an embedder is made: it takes most of a second
@@ -39,7 +39,11 @@ class OpenAIEmbedder(Embedder):
     connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
     jitter (honouring a numeric ``Retry-After``) before raising; any other API error, or a
     malformed response, raises at once. The SDK's own retries are disabled. :meth:`embed_many`
-    returns all vectors or raises: nothing partial.
+    returns all vectors or raises: nothing partial. :meth:`embed_query` (route time) makes one
+    attempt of at most ``query_timeout`` seconds. Error messages never carry the API key.
+
+    The key is ``api_key`` or ``$OPENAI_API_KEY``, looked up on the first request: without one,
+    embedding raises :class:`EmbedderError` (and route() answers lexically, saying why).
 
     ``client`` injects a ready SDK client (e.g. ``openai.AzureOpenAI(...)`` for Azure's versioned
     API); its own retries are switched off too, and ``api_key``/``base_url``/``timeout`` are then
@@ -54,6 +58,7 @@ class OpenAIEmbedder(Embedder):
         api_key: str | None = None,
         base_url: str | None = None,
         timeout: float = 30.0,
+        query_timeout: float = 2.0,
         max_retries: int = 5,
         batch_size: int = MAX_BATCH_SIZE,
         client: Any = None,
@@ -80,11 +85,20 @@ class OpenAIEmbedder(Embedder):
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.query_timeout = query_timeout
         self._sleep = sleep
         self._dim: int | None = dimensions if dimensions is not None else KNOWN_DIMS.get(model)
         if client is not None and hasattr(client, "with_options"):
             client = client.with_options(max_retries=0)  # retries are ours, see the class docstring
-        self._client = client if client is not None else _make_client(api_key, base_url, timeout)
+        self._client_options = (api_key, base_url, timeout)
+        self._sdk_client = client
+
+    @property
+    def _client(self) -> Any:
+        """The SDK client, made on first use (so a missing key is an error of the call that needs it)."""
+        if self._sdk_client is None:
+            self._sdk_client = _make_client(*self._client_options)
+        return self._sdk_client
 
     @property  # type: ignore[override]
     def dim(self) -> int:
@@ -99,20 +113,29 @@ class OpenAIEmbedder(Embedder):
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) > MAX_BATCH_SIZE:
             raise InvalidInputError(f"at most {MAX_BATCH_SIZE} texts per request, got {len(texts)}; use embed_many")
-        response = self._create(texts)
-        vectors = self._parse(response, len(texts))
+        return self._vectors(self._create(texts), len(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One attempt of at most ``query_timeout`` seconds, no retries (see :meth:`Embedder.embed_query`)."""
+        return self._vectors(self._create([text], retries=0, timeout=self.query_timeout), 1)[0]
+
+    def _vectors(self, response: Any, count: int) -> np.ndarray:
+        vectors = self._parse(response, count)
         if self._dim is None:
             self._dim = vectors.shape[1]
         return normalise(vectors)
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _create(self, texts: list[str]) -> Any:
+    def _create(self, texts: list[str], *, retries: int | None = None, timeout: float | None = None) -> Any:
         import openai
 
         kwargs: dict[str, Any] = {"model": self.openai_model, "input": texts, "encoding_format": "float"}
         if self.dimensions is not None:
             kwargs["dimensions"] = self.dimensions
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        retries = self.max_retries if retries is None else retries
         attempt = 0
         while True:
             try:
@@ -125,7 +148,7 @@ class OpenAIEmbedder(Embedder):
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 if not _retryable(exc):
                     raise EmbedderError(f"OpenAI embeddings request failed: {_describe(exc)}") from exc
-                if attempt >= self.max_retries:
+                if attempt >= retries:
                     raise EmbedderError(
                         f"OpenAI embeddings request failed after {attempt + 1} attempt{'s' if attempt else ''}: "
                         f"{_describe(exc)}"
@@ -133,7 +156,7 @@ class OpenAIEmbedder(Embedder):
                 self._sleep(self._delay(attempt, exc))
                 attempt += 1
             except openai.OpenAIError as exc:  # e.g. a response the SDK cannot read
-                raise EmbedderError(f"OpenAI embeddings request failed: {exc}") from exc
+                raise EmbedderError(f"OpenAI embeddings request failed: {redact(str(exc))}") from exc
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         """Exponential backoff with jitter: ``base * 2**attempt`` scaled by [0.5, 1), capped; at least Retry-After."""
@@ -199,8 +222,8 @@ def _message(exc: Exception) -> str:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         body = body["error"]
     if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"]
-    return getattr(exc, "message", None) or str(exc)
+        return redact(body["message"])
+    return redact(getattr(exc, "message", None) or str(exc))
 
 
 def _describe(exc: Exception) -> str:

@@ -1,0 +1,145 @@
+"""Faults: the database stopping and coming back, the embedding provider failing or hanging, secrets in errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from toolstore import DatabaseError, EmbedderError, HashingEmbedder, OpenAIEmbedder, ToolStore
+from toolstore.testing.fake_openai import FakeOpenAI
+
+from catalog_gen import generated_queries, generated_tools
+from servers import migrated_dsn, private_server, start, stop
+
+TIMEOUT = 2.0
+#: Generous: a call must fail within about its timeout, not after the 30 s a blocked pool used to wait.
+BOUND = 3 * TIMEOUT + 4
+
+
+def test_every_call_fails_fast_while_the_server_is_down_and_the_store_recovers() -> None:
+    tools = generated_tools(30, seed=12)
+    query = generated_queries(1)[0]
+    with private_server() as server:
+        dsn = migrated_dsn(server)
+        with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="r", timeout=TIMEOUT) as store:
+            store.upsert(tools)
+            before = store.route(query).ids
+            stop(server)
+            calls = {
+                "route": lambda: store.route(query),
+                "upsert": lambda: store.upsert(tools),
+                "tools": store.tools,
+                "info": store.info,
+                "remove": lambda: store.remove(tools[0].id),
+            }
+            for name, call in calls.items():
+                started = time.monotonic()
+                with pytest.raises(DatabaseError):
+                    call()
+                assert time.monotonic() - started < BOUND, name
+            start(server)
+            deadline = time.monotonic() + 60
+            while True:  # the pool reconnects in the background: the first calls may still time out
+                try:
+                    assert store.route(query).ids == before
+                    break
+                except DatabaseError:
+                    assert time.monotonic() < deadline, "the store did not recover"
+                    time.sleep(0.5)
+            assert store.upsert(tools).unchanged == 30
+
+
+def test_a_restart_between_calls_is_invisible(dsn: str) -> None:
+    """Connections the server dropped (a restart, or terminated backends) are replaced, the call retried once."""
+    with ToolStore(dsn, embedder=None, catalog="t", timeout=TIMEOUT, pool_size=2) as store:
+        store.upsert(generated_tools(5))
+        with store.connection() as conn:
+            conn.execute("select 1")
+        with ToolStore(dsn, embedder=None, catalog="t") as admin, admin.connection() as conn:
+            conn.execute(
+                "select pg_terminate_backend(pid) from pg_stat_activity "
+                "where datname = current_database() and pid <> pg_backend_pid()"
+            )
+        assert len(store.route("send a message")) > 0
+
+
+def openai_store(dsn: str, server: FakeOpenAI, **options: object) -> ToolStore:
+    embedder = OpenAIEmbedder(
+        model="text-embedding-3-small",
+        dimensions=64,
+        api_key=server.api_key,
+        base_url=server.base_url,
+        sleep=lambda _: None,
+        query_timeout=1.0,
+    )
+    return ToolStore(dsn, embedder=embedder, catalog="oa", **options)  # type: ignore[arg-type]
+
+
+def test_an_embedding_outage_routes_lexically_at_once_and_recovers(dsn: str) -> None:
+    tools = generated_tools(30, seed=13)
+    queries = iter(generated_queries(40, seed=14))
+    with FakeOpenAI() as server, openai_store(dsn, server, embedder_cooldown=1.0) as store:
+        store.upsert(tools)
+        assert store.route(next(queries)).dense_used
+        server.fail_next(status=500, times=1000)
+        first = store.route(next(queries))
+        assert not first.dense_used and "500" in (first.degraded_reason or "")
+        asked = len(server.requests_to("/embeddings"))
+        for _ in range(5):  # the breaker is open: lexical at once, the provider is not asked
+            started = time.monotonic()
+            result = store.route(next(queries))
+            assert not result.dense_used and len(result) > 0
+            assert time.monotonic() - started < 1.0
+        assert len(server.requests_to("/embeddings")) == asked
+        server._script.clear()  # the provider is back
+        time.sleep(1.1)
+        assert store.route(next(queries)).dense_used  # probed after the cool-down, no restart
+
+
+def test_a_hanging_provider_costs_one_query_timeout(dsn: str) -> None:
+    with FakeOpenAI() as server, openai_store(dsn, server) as store:
+        store.upsert(generated_tools(10))
+        server.stall_next(seconds=8)
+        started = time.monotonic()
+        result = store.route("send the weekly report")
+        assert not result.dense_used and "Timeout" in (result.degraded_reason or "")
+        assert time.monotonic() - started < 4.0  # query_timeout is 1 s; 188 s before the fix
+        started = time.monotonic()
+        assert not store.route("another request").dense_used
+        assert time.monotonic() - started < 1.0
+
+
+def test_provider_errors_never_carry_the_api_key(dsn: str) -> None:
+    secret = "sk-live-0123456789abcdefghij"
+    body = {"error": {"message": f"proxy rejected header Authorization: Bearer {secret}", "type": "server_error"}}
+    with FakeOpenAI() as server, openai_store(dsn, server) as store:
+        store.upsert(generated_tools(5))
+        server.fail_next(status=400, body=body, times=2)
+        result = store.route("send the weekly report")
+        assert result.degraded_reason and secret not in result.degraded_reason
+        assert "[redacted]" in result.degraded_reason
+        with pytest.raises(EmbedderError) as info:
+            store.embedder.embed("hello")  # type: ignore[union-attr]
+        assert secret not in str(info.value)
+
+
+def test_cli_routes_lexically_without_an_api_key(dsn: str) -> None:
+    with FakeOpenAI() as server, openai_store(dsn, server) as store:
+        store.upsert(generated_tools(10))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env |= {"TOOLSTORE_DSN": dsn, "TOOLSTORE_EMBEDDER": "openai/text-embedding-3-small@64", "TOOLSTORE_CATALOG": "oa"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolstore", "route", "send the weekly report"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    routed = json.loads(proc.stdout)
+    assert not routed["dense_used"] and "OPENAI_API_KEY" in routed["degraded_reason"] and routed["tools"]
