@@ -16,7 +16,7 @@ MAX_LINES = 400
 
 #: Bottom to top. A module may import modules of its own layer or of lower layers.
 LAYERS: list[set[str]] = [
-    {"_errors", "_models"},
+    {"_errors", "_input", "_models"},
     {"_text", "_fusion", "_formats", "_packing", "_sql", "_metrics", "_examples", "_embedders", "_result", "_rows"},
     {"_embedded", "_connect", "_migrate"},
     {"_vectors", "_catalog", "_route", "_reembed"},

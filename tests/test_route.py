@@ -207,6 +207,33 @@ def test_bad_options_are_clear_errors(catalog: ToolStore, kwargs: dict[str, Any]
         catalog.route("send email", **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"k": 10**9}, "k must be an integer from 1 to 1000"),
+        ({"overfetch": 10**9}, "overfetch must be an integer from 1 to"),
+        ({"weights": {"dense": 1e308}}, "weight for 'dense'"),
+        ({"k_rrf": 1e308}, "k_rrf"),
+        ({"token_budget": 10**12}, "token_budget"),
+        ({"allow": ["a\x00b"]}, "allow value contains a NUL byte"),
+        ({"block": ["\ud800"]}, "block value is not valid Unicode"),
+        ({"categories": ["x" * 300]}, "categories value is 300 characters long"),
+        ({"allow": [f"t{i}" for i in range(10_001)]}, "allow holds 10,001 values"),
+    ],
+)
+def test_out_of_range_options_are_refused_before_the_database(
+    catalog: ToolStore, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        catalog.route("send email", **kwargs)
+
+
+@pytest.mark.parametrize(("query", "message"), [("send \udcff email", "not valid Unicode"), ("x\x00", "NUL")])
+def test_queries_that_cannot_be_encoded_are_refused(catalog: ToolStore, query: str, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        catalog.route(query)
+
+
 def test_unknown_catalog(dsn: str) -> None:
     with ToolStore(dsn, embedder=None, catalog="nope", create=False) as store:
         with pytest.raises(UnknownCatalogError, match="nope"):

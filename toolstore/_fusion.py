@@ -7,12 +7,12 @@ computed in one place per side: ``sql/route.sql`` (the ``fused`` part) for route
 Annotations here are evaluated (no ``from __future__ import annotations``): see ``_models``.
 """
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ._errors import InvalidInputError
+from ._input import MAX_OVERFETCH, MAX_WEIGHT
 
 #: The retrievers, in the order the statement numbers them (1 name ... 5 intent).
 SIGNALS = ("name", "description", "expansion", "dense", "intent")
@@ -57,8 +57,10 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
         raise InvalidInputError(f"unknown signal(s) in weights: {', '.join(unknown)}; known: {', '.join(SIGNALS)}")
     out = dict(DEFAULT_FUSION.weights)
     for name, value in weights.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise InvalidInputError(f"weight for {name!r} must be a finite number >= 0, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_WEIGHT:
+            raise InvalidInputError(
+                f"weight for {name!r} must be a finite number from 0 to {MAX_WEIGHT:g}, got {value!r}"
+            )
         out[name] = float(value)
     if not any(out.values()):
         raise InvalidInputError("every weight is 0: at least one retriever must be on")
@@ -67,11 +69,14 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
 
 def check_fusion(fusion: Fusion) -> Fusion:
     """Raise InvalidInputError unless ``k_rrf`` and ``overfetch`` are usable."""
-    if fusion.k_rrf < 0 or not math.isfinite(fusion.k_rrf):
-        raise InvalidInputError(f"k_rrf must be a finite number >= 0, got {fusion.k_rrf!r}")
+    k_rrf = fusion.k_rrf
+    if isinstance(k_rrf, bool) or not isinstance(k_rrf, (int, float)) or not 0 <= k_rrf <= MAX_WEIGHT:
+        raise InvalidInputError(f"k_rrf must be a finite number from 0 to {MAX_WEIGHT:g}, got {k_rrf!r}")
     overfetch = fusion.overfetch
-    if overfetch is not None and (isinstance(overfetch, bool) or not isinstance(overfetch, int) or overfetch < 1):
-        raise InvalidInputError(f"overfetch must be a positive integer, got {overfetch!r}")
+    if overfetch is not None and (
+        isinstance(overfetch, bool) or not isinstance(overfetch, int) or not 1 <= overfetch <= MAX_OVERFETCH
+    ):
+        raise InvalidInputError(f"overfetch must be an integer from 1 to {MAX_OVERFETCH}, got {overfetch!r}")
     return fusion
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import InvalidInputError
+from ._input import MAX_ID_CHARS, MAX_QUERY_CHARS, check_text, parse_json, read_text_file
 
 __all__ = [
     "CUTOFF",
@@ -190,6 +191,11 @@ def _id_list(where: str, record: dict[str, Any], field: str) -> list[str]:
     value = record[field]
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise InvalidInputError(f"{where}: {field!r} must be a list of non-empty strings")
+    for v in value:
+        try:
+            check_text(v, f"{field!r} value", max_chars=MAX_ID_CHARS)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: {exc}") from None
     return value
 
 
@@ -203,31 +209,37 @@ def load_judgements(path: str | os.PathLike[str]) -> list[tuple[str, Judgement]]
     """
     pairs: list[tuple[str, Judgement]] = []
     first_line: dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{os.fspath(path)}, line {lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{where}: invalid JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise InvalidInputError(f"{where}: expected a JSON object")
-            missing = [key for key in ("qid", "query", "relevant") if key not in record]
-            if missing:
-                raise InvalidInputError(f"{where}: missing field(s) {', '.join(missing)}")
-            qid, query = record["qid"], record["query"]
-            if not isinstance(qid, str) or not qid:
-                raise InvalidInputError(f"{where}: 'qid' must be a non-empty string")
-            if not isinstance(query, str) or not query.strip():
-                raise InvalidInputError(f"{where}: 'query' must be a non-empty string")
-            relevant = _id_list(where, record, "relevant")
-            if not relevant:
-                raise InvalidInputError(f"{where}: 'relevant' is empty")
-            acceptable = _id_list(where, record, "acceptable") if "acceptable" in record else []
-            if qid in first_line:
-                raise InvalidInputError(f"{where}: qid {qid!r} already used on line {first_line[qid]}")
-            first_line[qid] = lineno
-            pairs.append((query, Judgement(qid, tuple(relevant), tuple(acceptable))))
+    for lineno, line in enumerate(read_text_file(path, "queries file").split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{os.fspath(path)}, line {lineno}"
+        try:
+            record = parse_json(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{where}: invalid JSON ({exc.msg})") from exc
+        except ValueError as exc:
+            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from exc
+        if not isinstance(record, dict):
+            raise InvalidInputError(f"{where}: expected a JSON object")
+        missing = [key for key in ("qid", "query", "relevant") if key not in record]
+        if missing:
+            raise InvalidInputError(f"{where}: missing field(s) {', '.join(missing)}")
+        qid, query = record["qid"], record["query"]
+        if not isinstance(qid, str) or not qid:
+            raise InvalidInputError(f"{where}: 'qid' must be a non-empty string")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError(f"{where}: 'query' must be a non-empty string")
+        try:
+            check_text(qid, "'qid'", max_chars=MAX_ID_CHARS)
+            check_text(query, "'query'", max_chars=MAX_QUERY_CHARS)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: {exc}") from None
+        relevant = _id_list(where, record, "relevant")
+        if not relevant:
+            raise InvalidInputError(f"{where}: 'relevant' is empty")
+        acceptable = _id_list(where, record, "acceptable") if "acceptable" in record else []
+        if qid in first_line:
+            raise InvalidInputError(f"{where}: qid {qid!r} already used on line {first_line[qid]}")
+        first_line[qid] = lineno
+        pairs.append((query, Judgement(qid, tuple(relevant), tuple(acceptable))))
     return pairs

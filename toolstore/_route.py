@@ -17,6 +17,7 @@ import numpy as np
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError
 from ._fusion import EXAMPLES_PER_CANDIDATE, NEIGHBOURS_PER_TOOL, Fusion, check_fusion, check_weights
+from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, check_text
 from ._models import CatalogInfo
 from ._packing import pack, tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
@@ -48,12 +49,14 @@ def route_request(
     categories: Sequence[str] | None = None,
 ) -> RouteRequest:
     """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
     if token_budget is not None and (
-        isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
+        isinstance(token_budget, bool) or not isinstance(token_budget, int) or not 0 <= token_budget <= MAX_TOKEN_BUDGET
     ):
-        raise InvalidInputError(f"token_budget must be a non-negative integer or None, got {token_budget!r}")
+        raise InvalidInputError(
+            f"token_budget must be None or an integer from 0 to {MAX_TOKEN_BUDGET:,}, got {token_budget!r}"
+        )
     query_text(query)  # validates the text before any embedding work
     return RouteRequest(
         query=query,
@@ -85,9 +88,11 @@ def override(
 def _ids(name: str, values: Sequence[str] | None) -> list[str] | None:
     if values is None:
         return None
-    if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, set, frozenset)):
         raise InvalidInputError(f"{name} must be a list of strings")
-    return list(values)
+    if len(values) > MAX_FILTER_VALUES:
+        raise InvalidInputError(f"{name} holds {len(values):,} values; the limit is {MAX_FILTER_VALUES:,}")
+    return [check_text(v, f"{name} value", max_chars=MAX_ID_CHARS) for v in values]
 
 
 def vector_plan(request: RouteRequest, info: CatalogInfo, embedder: Embedder | None) -> str | None:

@@ -7,17 +7,26 @@ refused, and the record by which a re-import keeps the expansion ``toolstore exp
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 from ._errors import InvalidInputError, InvalidToolError
+from ._input import (
+    MAX_DOC_CHARS,
+    MAX_ID_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
+    check_text,
+    json_problem,
+)
 from ._models import IntentExample, Tool
 from ._text import description_doc, expansion_doc, name_doc
 
 #: Where a generated expansion records what it came from, inside the tool's ``spec``.
 EXPANSION_RECORD = "x-toolstore-expansion"
+#: An intent example request, in characters.
 MAX_EXAMPLE_CHARS = 2000
 
 
@@ -66,51 +75,61 @@ def tool_from_row(row: Mapping[str, Any]) -> Tool:
 
 
 def check_tools(tools: Sequence[Tool]) -> None:
-    """Reject what the database would reject later, naming the tool: duplicates, NUL bytes, bad types."""
+    """Reject what the database would reject later (or should never hold), naming the tool and the field:
+    duplicate ids, NUL bytes and lone surrogates, values over the limits of ``_input``, non-JSON values."""
     seen: set[str] = set()
     for index, tool in enumerate(tools):
-        label = f"tool #{index + 1} ({tool.id!r})" if isinstance(tool, Tool) else f"tool #{index + 1}"
+        label = f"tool #{index + 1}"
         if not isinstance(tool, Tool):
             raise InvalidToolError(f"{label}: expected a toolstore.Tool, got {type(tool).__name__}")
-        if not tool.id or not tool.id.strip():
-            raise InvalidToolError(f"{label}: id is empty")
-        if not tool.name or not tool.name.strip():
-            raise InvalidToolError(f"{label}: name is empty")
+        try:
+            check_text(tool.id, "id", max_chars=MAX_ID_CHARS)
+            label = f"tool #{index + 1} ({tool.id!r})"
+            check_text(tool.name, "name", max_chars=MAX_NAME_CHARS)
+            _check_fields(tool)
+        except InvalidInputError as exc:
+            raise InvalidToolError(f"{label}: {exc}") from None
         if tool.id in seen:
             raise InvalidToolError(f"{label}: id {tool.id!r} appears twice")
         seen.add(tool.id)
-        if tool.parameters is not None and not isinstance(tool.parameters, dict):
-            raise InvalidToolError(f"{label}: parameters must be a JSON object or None")
-        try:
-            json.dumps(tool.parameters)
-            json.dumps(tool.spec)
-        except (TypeError, ValueError) as exc:
-            raise InvalidToolError(f"{label}: not JSON-serialisable: {exc}") from exc
-        if has_nul([getattr(tool, f.name) for f in fields(tool)]):
-            raise InvalidToolError(f"{label}: contains a NUL byte")
+
+
+def _check_fields(tool: Tool) -> None:
+    for name in ("description", "expansion", "avoid_when"):
+        check_text(getattr(tool, name), name, max_chars=MAX_TEXT_CHARS, empty=True)
+    for name in ("title", "provider"):
+        if getattr(tool, name) is not None:
+            check_text(getattr(tool, name), name, max_chars=MAX_TEXT_CHARS, empty=True)
+    for name in ("categories", "tags", "keywords", "examples"):
+        values = getattr(tool, name)
+        if not isinstance(values, (tuple, list)) or len(values) > MAX_LIST_ITEMS:
+            raise InvalidInputError(f"{name} must be a list of at most {MAX_LIST_ITEMS} strings")
+        for i, value in enumerate(values):
+            check_text(value, f"{name}[{i}]", max_chars=MAX_TEXT_CHARS, empty=True)
+    if not isinstance(tool.always_on, bool):
+        raise InvalidInputError(f"always_on must be true or false, got {tool.always_on!r:.40}")
+    if tool.parameters is not None and not isinstance(tool.parameters, dict):
+        raise InvalidInputError("parameters must be a JSON object or None")
+    for name in ("parameters", "spec"):
+        problem = json_problem(getattr(tool, name))
+        if problem:
+            raise InvalidInputError(f"{name} {problem}")
+    for name, doc in (("name", name_doc), ("description", description_doc), ("expansion", expansion_doc)):
+        if len(doc(tool)) > MAX_DOC_CHARS:
+            raise InvalidInputError(
+                f"the text indexed for its {name} field is over {MAX_DOC_CHARS:,} characters (description, "
+                "parameter schema, examples and the like together)"
+            )
 
 
 def check_examples(examples: Sequence[IntentExample]) -> None:
-    """Reject empty, over-long or NUL-holding example requests, naming the example."""
+    """Reject empty, over-long or unstorable example requests, naming the example."""
     for index, ex in enumerate(examples):
-        where = f"intent example #{index + 1} for {ex.tool_id!r}"
-        if not isinstance(ex.query, str) or not ex.query.strip():
-            raise InvalidInputError(f"{where}: query is empty")
-        if "\x00" in ex.query:
-            raise InvalidInputError(f"{where}: query contains a NUL byte")
-        if len(ex.query) > MAX_EXAMPLE_CHARS:
-            raise InvalidInputError(f"{where}: query longer than {MAX_EXAMPLE_CHARS} characters")
-
-
-def has_nul(value: Any) -> bool:
-    """True when a NUL character hides anywhere in a (nested) JSON-like value."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(has_nul(k) or has_nul(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(has_nul(v) for v in value)
-    return False
+        if not isinstance(ex, IntentExample):
+            raise InvalidInputError(f"intent example #{index + 1}: expected an IntentExample, got {type(ex).__name__}")
+        where = f"intent example #{index + 1} for {ex.tool_id!r:.80}"
+        check_text(ex.tool_id, f"{where}: tool id", max_chars=MAX_ID_CHARS)
+        check_text(ex.query, f"{where}: query", max_chars=MAX_EXAMPLE_CHARS)
 
 
 # -- the expansion record -------------------------------------------------------------------------------

@@ -6,13 +6,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ._errors import InvalidInputError
+from ._input import MAX_QUERY_CHARS, check_text
 from ._models import Tool
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[_\.\-/:]+")
 _IDENTIFIER = re.compile(r"\b\w*(?:[a-z][A-Z]|[_\.\-/:]\w)[\w\.\-/:]*")
-MAX_QUERY_CHARS = 20_000
 
 
 def split_identifier(name: str) -> str:
@@ -98,12 +97,4 @@ def query_identifiers(query: str) -> list[str]:
 
 def query_text(query: str) -> str:
     """Validate a routing query and prepare it for lexical matching."""
-    if not isinstance(query, str):
-        raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-    if "\x00" in query:
-        raise InvalidInputError("query contains a NUL byte")
-    if not query.strip():
-        raise InvalidInputError("query is empty")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidInputError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
-    return with_split_identifiers(query)
+    return with_split_identifiers(check_text(query, "query", max_chars=MAX_QUERY_CHARS))

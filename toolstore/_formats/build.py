@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import InvalidToolError
+from .._input import MAX_NAME_CHARS
 from .._models import Tool
 
-MAX_NAME_LENGTH = 128
 META_KEY = "x-toolstore"
 _META_LIST_KEYS = ("categories", "tags", "keywords", "examples")
 _META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id")
@@ -157,15 +157,15 @@ def check_str_list(value: object, field_name: str) -> tuple[str, ...]:
 
 
 def check_name(name: object) -> str:
-    """Validate a tool name: a non-empty string of at most 128 characters."""
+    """Validate a tool name: a non-empty string of at most :data:`MAX_NAME_CHARS` characters."""
     if name is None:
         raise ValueError("name is missing")
     if not isinstance(name, str):
         raise ValueError(f"name must be a string, got {type_name(name)}")
     if not name.strip():
         raise ValueError("name must not be empty")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ValueError(f"name is {len(name)} characters long, the limit is {MAX_NAME_LENGTH}")
+    if len(name) > MAX_NAME_CHARS:
+        raise ValueError(f"name is {len(name)} characters long, the limit is {MAX_NAME_CHARS}")
     return name
 
 

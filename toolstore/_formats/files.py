@@ -6,7 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from .._errors import InvalidToolError
+from .._errors import InvalidInputError, InvalidToolError
+from .._input import parse_json, read_text_file
 from .._models import Tool
 from .parse import Located, check_unique, parse_located
 
@@ -22,8 +23,9 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
     the default provider, as for :func:`parse_tools`.
 
     Raises :class:`InvalidToolError` naming the file, the line (for JSONL) and the tool when any
-    definition is invalid, the JSON is malformed, two tools share an id or the file holds no tools;
-    nothing is returned on error. ``OSError`` propagates when the file cannot be read.
+    definition is invalid, the JSON is malformed (NaN and Infinity included), two tools share an id, the file
+    holds no tools, or it cannot be read, is not a regular file or is over the size limit; nothing is returned
+    on error.
     """
     name = str(path)
     suffix = Path(path).suffix.lower()
@@ -41,12 +43,10 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
 
 
 def _read_text(path: Path, name: str) -> str:
-    raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InvalidToolError(f"{name} line {line}: not valid UTF-8 ({exc.reason})") from None
+        text = read_text_file(path, "tools file")
+    except InvalidInputError as exc:
+        raise InvalidToolError(str(exc)) from None
     if not text.strip():
         raise InvalidToolError(f"{name}: file is empty")
     return text
@@ -54,9 +54,11 @@ def _read_text(path: Path, name: str) -> str:
 
 def _parse_json(text: str, name: str, provider: str | None) -> list[Located]:
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as exc:
         raise InvalidToolError(f"{name} line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+    except ValueError as exc:
+        raise InvalidToolError(f"{name}: invalid JSON: {exc}") from None
     try:
         return parse_located(data, provider=provider)
     except InvalidToolError as exc:
@@ -70,9 +72,11 @@ def _parse_jsonl(text: str, name: str, provider: str | None) -> list[Located]:
             continue
         where = f"{name} line {lineno}"
         try:
-            data = json.loads(line)
+            data = parse_json(line)
         except json.JSONDecodeError as exc:
             raise InvalidToolError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
+        except ValueError as exc:
+            raise InvalidToolError(f"{where}: invalid JSON: {exc}") from None
         try:
             tools = parse_located(data, provider=provider)
         except InvalidToolError as exc:

@@ -1,0 +1,99 @@
+"""Bad input through the command line and the library: one clear line, a non-zero exit, nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolstore import InvalidInputError, InvalidToolError, Tool, ToolStore, load_judgements, load_tools_file
+
+
+def run(dsn: str, *args: str | bytes) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "TOOLSTORE_DSN": dsn, "TOOLSTORE_EMBEDDER": "hashing"}
+    return subprocess.run([sys.executable, "-m", "toolstore", *args], capture_output=True, env=env, timeout=120)
+
+
+def one_clear_line(proc: subprocess.CompletedProcess[bytes], needle: str) -> None:
+    err = proc.stderr.decode(errors="replace")
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert needle in err, err
+
+
+def nested(depth: int) -> dict[str, object]:
+    schema: dict[str, object] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"x": schema}}
+    return schema
+
+
+def tool_line(**fields: object) -> str:
+    return json.dumps({"name": "send_email", "description": "Send an email", **fields})
+
+
+BAD_FILES = {
+    "deep schema": (tool_line(parameters=nested(40)), "parameters is nested deeper than 64 levels"),
+    "deep document": (tool_line(parameters=nested(400)), "nested deeper than 100 levels"),
+    "deeper than the parser": ('{"name": "x", "parameters": ' + "[" * 100_000 + "]" * 100_000 + "}", "deeper than 100"),
+    "lone surrogate": ('{"name": "send_email", "description": "bad \\ud800 text"}', "not valid Unicode"),
+    "huge integer": ('{"name": "x", "parameters": {"type": "object", "maximum": ' + "9" * 5000 + "}}", "invalid JSON"),
+    "NaN": ('{"name": "x", "parameters": {"type": "object", "default": NaN}}', "NaN is not valid JSON"),
+    "Infinity": ('{"name": "x", "parameters": {"type": "object", "maximum": Infinity}}', "Infinity is not valid"),
+    "huge description": (tool_line(description="word " * 400_000), "the limit is 100,000"),
+    "huge id": (json.dumps({"id": "x" * 100_000, "name": "x", "description": "y"}), "the limit is 256"),
+    "NUL": (tool_line(description="a\u0000b"), "NUL"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_tool_files_are_one_line_and_write_nothing(dsn: str, tmp_path: Path, case: str) -> None:
+    text, needle = BAD_FILES[case]
+    path = tmp_path / "tools.jsonl"
+    path.write_text(text + "\n", encoding="utf-8")
+    one_clear_line(run(dsn, "-c", "bad", "import", str(path)), needle)
+    with ToolStore(dsn, embedder=None, catalog="x") as store:
+        assert "bad" not in [c["name"] for c in store.catalogs()]
+
+
+def test_only_regular_files_are_read(dsn: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "tools.jsonl"
+    os.mkfifo(fifo)
+    one_clear_line(run(dsn, "-c", "bad", "import", str(fifo)), "not a regular file")
+    device = tmp_path / "random.json"
+    device.symlink_to("/dev/urandom")
+    with pytest.raises(InvalidToolError, match="not a regular file"):
+        load_tools_file(device)
+    with pytest.raises(InvalidInputError, match="not a regular file"):
+        load_judgements("/dev/zero")
+
+
+def test_bad_command_line_text_is_one_line(dsn: str, tmp_path: Path) -> None:
+    path = tmp_path / "tools.jsonl"
+    path.write_text(tool_line() + "\n")
+    assert run(dsn, "-c", "good", "import", str(path)).returncode == 0
+    one_clear_line(run(dsn, "-c", "good", "route", b"send \xff\xfe email"), "not valid Unicode")
+    one_clear_line(run(dsn, "-c", "bad\x01name", "import", str(path)), "catalog name must be")
+    one_clear_line(run(dsn, "-c", "good", "route", "x", "-k", str(10**9)), "k must be an integer from 1 to 1000")
+    one_clear_line(run(dsn, "-c", "good", "route", "x", "--weights", "dense=1e308"), "weight for 'dense'")
+
+
+def test_the_library_refuses_bad_tools_naming_them(dsn: str) -> None:
+    with ToolStore(dsn, embedder=None, catalog="lib") as store:
+        cases = [
+            (Tool(id="a", name="n", parameters=nested(100)), "parameters is nested deeper"),
+            (Tool(id="a", name="n", parameters={"type": "object", "default": float("nan")}), "NaN"),
+            (Tool(id="a", name="n", parameters={"type": "object", "maximum": 10**5000}), "integer over"),
+            (Tool(id="a", name="n", description="\udcff"), "description is not valid Unicode"),
+            (Tool(id="a" * 300, name="n"), "id is 300 characters long"),
+            (Tool(id="a", name="n", keywords=("k",) * 2000), "keywords must be a list of at most 1000"),
+            (Tool(id="a", name="n", spec={"x": object()}), "spec holds a object"),
+        ]
+        for tool, message in cases:
+            with pytest.raises(InvalidToolError, match=message):
+                store.upsert([tool])
+        assert "lib" not in [c["name"] for c in store.catalogs()]

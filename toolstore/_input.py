@@ -1,0 +1,138 @@
+"""Bad input: the documented limits, and the checks every entry point shares (text, JSON values, files).
+
+Everything a caller hands toolstore is checked here or against these limits before it reaches Postgres, so bad
+input is always an :class:`InvalidInputError` (or :class:`InvalidToolError`) naming what is wrong, never a driver
+error, a RecursionError or a half-written catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from ._errors import InvalidInputError
+
+MAX_ID_CHARS = 256  # a tool id
+MAX_NAME_CHARS = 128  # a tool name (OpenAI and Anthropic accept at most 64; MCP names may be longer)
+MAX_TEXT_CHARS = 100_000  # any one text field of a tool (description, expansion, ...)
+MAX_DOC_CHARS = 200_000  # the text indexed for one lexical field (Postgres caps a tsvector at 1 MB)
+MAX_LIST_ITEMS = 1_000  # categories, tags, keywords or examples of one tool
+MAX_JSON_DEPTH = 64  # nesting of a parameter schema or spec
+MAX_DOCUMENT_DEPTH = 100  # nesting of a JSON document read from a file (an OpenAPI spec wraps schemas in ~10 levels)
+MAX_INT_BITS = 1_000  # integers in JSON values (about 300 digits)
+MAX_FILE_BYTES = 256 * 2**20  # a file to import
+MAX_QUERY_CHARS = 20_000  # a request to route
+MAX_K = 1_000  # tools routed per request
+MAX_OVERFETCH = 10_000  # candidates per retriever
+MAX_WEIGHT = 1e6  # a fusion weight or k_rrf
+MAX_TOKEN_BUDGET = 10_000_000
+MAX_FILTER_VALUES = 10_000  # ids or categories in one filter
+
+
+def text_problem(text: str) -> str | None:
+    """Why a string cannot be stored (a NUL byte, a lone surrogate: not encodable as UTF-8), or None."""
+    if "\x00" in text:
+        return "contains a NUL byte"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode (a lone surrogate, e.g. from undecodable bytes)"
+    return None
+
+
+def check_text(value: object, what: str, *, max_chars: int, empty: bool = False) -> str:
+    """``value`` as a storable string of at most ``max_chars`` characters; InvalidInputError naming ``what``."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
+    if not empty and not value.strip():
+        raise InvalidInputError(f"{what} is empty")
+    if len(value) > max_chars:
+        raise InvalidInputError(f"{what} is {len(value):,} characters long; the limit is {max_chars:,}")
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInputError(f"{what} {problem}")
+    return value
+
+
+def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why a JSON-like value cannot be stored (too deep, NaN, a huge integer, bad text, a non-JSON type), or None.
+
+    Iterative, so any depth is safe to inspect.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            return f"is nested deeper than {max_depth} levels"
+        if isinstance(item, str):
+            problem = text_problem(item)
+            if problem:
+                return problem
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if item.bit_length() > MAX_INT_BITS:
+                return f"holds an integer over {MAX_INT_BITS} bits"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "holds NaN or Infinity (not JSON)"
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    return f"has a non-string key {key!r:.40}"
+                stack.append((key, depth + 1))
+                stack.append((sub, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((sub, depth + 1) for sub in item)
+        else:
+            return f"holds a {type(item).__name__}, which is not JSON"
+    return None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` that refuses NaN/Infinity and reports huge integers and nesting deeper than
+    :data:`MAX_DOCUMENT_DEPTH` as ValueError (before anything recursive walks the document)."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels") from None
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DOCUMENT_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return data
+
+
+def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
+    """The UTF-8 text of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs and devices are refused)."""
+    name = os.fspath(path)
+    try:
+        info = os.stat(name)
+    except OSError as exc:
+        raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidInputError(f"{name}: not a regular file")
+    if info.st_size > MAX_FILE_BYTES:
+        raise InvalidInputError(f"{name}: {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+    try:
+        raw = Path(name).read_bytes()[: MAX_FILE_BYTES + 1]
+    except OSError as exc:
+        raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InvalidInputError(f"{name} line {line}: not valid UTF-8 ({exc.reason})") from None
