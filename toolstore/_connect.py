@@ -6,9 +6,9 @@ import os
 from typing import Any
 
 import psycopg
-from pgvector.psycopg import register_vector
+from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import sql
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError
@@ -30,21 +30,27 @@ def search_path(conn: Any, schema: str, ext_schema: str) -> str:
     return ", ".join(sql.Identifier(n).as_string(conn) for n in names)
 
 
+EXTENSION_SCHEMA = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
+SET_SEARCH_PATH = "select set_config('search_path', %s, false)"
+# plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan,
+# which measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md).
+# Safe here: the vector searches, whose plan depends on the catalog and dimension, are planned afresh
+# inside knn() with their actual values.
+
+
+def _extension_schema(row: Any) -> str:
+    if row is None:
+        raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
+    return str(row[0])
+
+
 def make_pool(dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4) -> ConnectionPool[Any]:
     """A pool whose connections have pgvector registered and the toolstore schema on their search_path."""
 
     def configure(conn: psycopg.Connection[Any]) -> None:
-        ext = conn.execute(
-            "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
-        ).fetchone()
-        if ext is None:
-            raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
-        conn.execute("select set_config('search_path', %s, false)", [search_path(conn, schema, ext[0])])
+        ext = _extension_schema(conn.execute(EXTENSION_SCHEMA).fetchone())
+        conn.execute(SET_SEARCH_PATH, [search_path(conn, schema, ext)])
         register_vector(conn)
-        # plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan,
-        # which measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md).
-        # Safe here: the vector searches, whose plan depends on the catalog and dimension, are planned afresh
-        # inside knn() with their actual values.
 
     pool: ConnectionPool[Any] = ConnectionPool(
         dsn,
@@ -58,5 +64,29 @@ def make_pool(dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4) ->
         pool.open(wait=True, timeout=15)
     except Exception as exc:
         pool.close()
+        raise DatabaseError(f"cannot connect to the database: {exc}") from exc
+    return pool
+
+
+async def make_async_pool(dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4) -> AsyncConnectionPool[Any]:
+    """:func:`make_pool` for asyncio: the same connection setup on psycopg's async pool, opened."""
+
+    async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+        ext = _extension_schema(await (await conn.execute(EXTENSION_SCHEMA)).fetchone())
+        await conn.execute(SET_SEARCH_PATH, [search_path(conn, schema, ext)])
+        await register_vector_async(conn)
+
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        configure=configure,
+        kwargs={"autocommit": True},
+        open=False,
+    )
+    try:
+        await pool.open(wait=True, timeout=15)
+    except Exception as exc:
+        await pool.close()
         raise DatabaseError(f"cannot connect to the database: {exc}") from exc
     return pool

@@ -36,9 +36,12 @@ class Tool:
     spec: dict[str, Any] | None = None
 
     def content_hash(self) -> str:
-        """sha256 over every field, so an unchanged tool is recognised on re-import."""
+        """sha256 over every field, so an unchanged tool is recognised on re-import.
+
+        Key order counts (a schema whose properties were reordered is a changed tool): models read schemas in order.
+        """
         data = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict() would deep-copy
-        payload = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()
 
 

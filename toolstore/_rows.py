@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from ._errors import InvalidInputError, InvalidToolError
-from ._models import IntentExample, Tool
+from ._errors import InvalidInputError, InvalidToolError, UnknownCatalogError
+from ._models import CatalogInfo, IntentExample, Tool
 from ._text import description_doc, expansion_doc, name_doc
 
 #: Where a generated expansion records what it came from, inside the tool's ``spec``.
@@ -29,7 +29,6 @@ def tool_row(tool: Tool, content_hash: str | None = None) -> dict[str, Any]:
         "title": tool.title,
         "provider": tool.provider,
         "description": tool.description,
-        "parameters": tool.parameters,
         "categories": list(tool.categories),
         "tags": list(tool.tags),
         "keywords": list(tool.keywords),
@@ -37,12 +36,29 @@ def tool_row(tool: Tool, content_hash: str | None = None) -> dict[str, Any]:
         "expansion": tool.expansion,
         "avoid_when": tool.avoid_when,
         "always_on": tool.always_on,
-        "spec": tool.spec,
+        # JSON text, not objects: the batch travels as jsonb, which would sort these schemas' keys
+        "parameters_json": None if tool.parameters is None else json.dumps(tool.parameters, ensure_ascii=False),
+        "spec_json": None if tool.spec is None else json.dumps(tool.spec, ensure_ascii=False),
         "content_hash": content_hash or tool.content_hash(),
         "name_doc": name_doc(tool),
         "description_doc": description_doc(tool),
         "expansion_doc": expansion_doc(tool),
     }
+
+
+def catalog_info(row: Mapping[str, Any] | None, name: str) -> CatalogInfo:
+    """The CatalogInfo of a ``get_catalog`` / ``get_catalog_light`` row; UnknownCatalogError when there is none."""
+    if row is None:
+        raise UnknownCatalogError(f"no catalog named {name!r}; create it by importing tools into it")
+    return CatalogInfo(
+        id=row["id"],
+        name=row["name"],
+        embed_model=row["embed_model"],
+        embed_dim=row["embed_dim"],
+        settings=row["settings"] or {},
+        n_tools=row["n_tools"],
+        n_examples=row["n_examples"],
+    )
 
 
 def tool_from_row(row: Mapping[str, Any]) -> Tool:
@@ -63,6 +79,11 @@ def tool_from_row(row: Mapping[str, Any]) -> Tool:
         always_on=row["always_on"],
         spec=row["spec"],
     )
+
+
+def name_row(row: Mapping[str, Any]) -> Tool:
+    """A ``tool_names`` row as a Tool carrying only what names it (id, name, provider)."""
+    return Tool(id=row["id"], name=row["name"], provider=row["provider"])
 
 
 def check_tools(tools: Sequence[Tool]) -> None:

@@ -15,18 +15,27 @@ from . import _catalog, _sql
 from ._connect import make_pool, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF, check_weights, stored_fusion
+from ._errors import DatabaseError, InvalidInputError, UnknownToolError
+from ._fusion import DEFAULT_K_RRF, check_weights
 from ._metrics import Judgement, load_judgements
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._names import resolve_among, resolve_name
+from ._observe import RouteTrace, logger, span
 from ._reembed import reembed
 from ._result import RouteResult
-from ._route import embedder_failed, override, route_request, route_result, statement_params, vector_plan
+from ._route import embedder_failed, prepare_route, route_result, statement_params
+from ._rows import catalog_info, name_row
 from ._tune import TuneReport, tune
 from ._vectors import QueryVectors
 
 DEFAULT = "default"
+
+
+def check_catalog_name(catalog: object) -> str:
+    if not isinstance(catalog, str) or not catalog.strip() or "\x00" in catalog or len(catalog) > 200:
+        raise InvalidInputError(f"catalog name must be a non-empty string of at most 200 characters, got {catalog!r}")
+    return catalog
 
 
 class ToolStore:
@@ -49,12 +58,8 @@ class ToolStore:
         migrate: bool = True,
         pool_size: int = 4,
     ) -> None:
-        if not isinstance(catalog, str) or not catalog.strip() or "\x00" in catalog or len(catalog) > 200:
-            raise InvalidInputError(
-                f"catalog name must be a non-empty string of at most 200 characters, got {catalog!r}"
-            )
+        self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
-        self.catalog = catalog
         if embedder == "default":
             embedder = LocalEmbedder()
         elif isinstance(embedder, str):
@@ -62,26 +67,28 @@ class ToolStore:
         self.embedder: Embedder | None = embedder
         self._query_vectors = QueryVectors()
         self.dsn = resolve_dsn(dsn)
-        self._ensure_schema(auto=migrate)
+        self.ensure_schema(self.dsn, self.schema, auto=migrate)
         self.pool = make_pool(self.dsn, schema=self.schema, max_size=pool_size)
         if create:
             with self.pool.connection() as conn:
                 conn.execute(_sql.query("ensure_catalog"), {"name": catalog})
 
-    def _ensure_schema(self, *, auto: bool) -> None:
+    @staticmethod
+    def ensure_schema(dsn: str, schema: str, *, auto: bool) -> None:
+        """Migrate ``schema`` to head when behind (``auto``), else raise DatabaseError naming the revision."""
         try:
-            with psycopg.connect(self.dsn, autocommit=True) as conn:
-                revision = current_revision(conn, self.schema)
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                revision = current_revision(conn, schema)
         except psycopg.OperationalError as exc:
             raise DatabaseError(f"cannot connect to the database: {str(exc).strip().splitlines()[0]}") from exc
         if revision == HEAD_REVISION:
             return
         if not auto:
             raise DatabaseError(
-                f"toolstore schema {self.schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: "
+                f"toolstore schema {schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: "
                 "run `toolstore migrate`"
             )
-        migrate(self.dsn, schema=self.schema)
+        migrate(dsn, schema=schema)
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -101,17 +108,7 @@ class ToolStore:
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             block = "get_catalog" if counts else "get_catalog_light"
             row = cur.execute(_sql.query(block), {"name": self.catalog}).fetchone()
-        if row is None:
-            raise UnknownCatalogError(f"no catalog named {self.catalog!r}; create it by importing tools into it")
-        return CatalogInfo(
-            id=row["id"],
-            name=row["name"],
-            embed_model=row["embed_model"],
-            embed_dim=row["embed_dim"],
-            settings=row["settings"] or {},
-            n_tools=row["n_tools"],
-            n_examples=row["n_examples"],
-        )
+        return catalog_info(row, self.catalog)
 
     def catalogs(self) -> list[dict[str, Any]]:
         """Every catalog in the database with its model and counts."""
@@ -175,8 +172,10 @@ class ToolStore:
         One transaction: on any error nothing is written.
         """
         tools = list(tools)
-        with self.pool.connection() as conn:
-            return _catalog.upsert_tools(conn, self.info(counts=False), tools, self.embedder, prune=prune)
+        with span("toolstore.import", catalog=self.catalog, tools=len(tools)), self.pool.connection() as conn:
+            report = _catalog.upsert_tools(conn, self.info(counts=False), tools, self.embedder, prune=prune)
+        logger.debug("import catalog=%s %s", self.catalog, report.as_dict())
+        return report
 
     def add_examples(self, examples: Iterable[IntentExample]) -> int:
         """Add labelled example requests (intent examples); returns how many were written."""
@@ -197,6 +196,19 @@ class ToolStore:
         if not found:
             raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
         return found[0]
+
+    def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
+        """The tool a model called by ``name`` in any turn: a name ``RouteResult.definitions`` gave (``provider__name``
+        when namespaced), the tool's id or its own name. ``among``: the ids of the tools the model was offered, in
+        the order offered (``result.ids``), which makes any offered name exact. UnknownToolError when no tool (or
+        more than one) matches."""
+        info = self.info(counts=False)
+        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            if among is not None:
+                return resolve_among(name, _catalog.list_tools(conn, info, list(among)), among)
+            rows = cur.execute(_sql.query("tool_names"), {"catalog": info.id}).fetchall()
+            found = resolve_name(name, [name_row(r) for r in rows], offered=False)
+            return _catalog.list_tools(conn, info, [found.id])[0]
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
@@ -227,18 +239,29 @@ class ToolStore:
         keeps tools in any of the given categories.
         """
         info = self.info(counts=False)
-        fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
-        request = route_request(
-            query, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
+        request, reason = prepare_route(
+            info,
+            self.embedder,
+            query,
+            k=k,
+            token_budget=token_budget,
+            weights=weights,
+            k_rrf=k_rrf,
+            overfetch=overfetch,
+            allow=allow,
+            block=block,
+            categories=categories,
         )
-        reason = vector_plan(request, info, self.embedder)
-        with self.pool.connection() as conn:
+        with RouteTrace(self.catalog, query, k) as trace, self.pool.connection() as conn:
             qvec: np.ndarray | None = None
             if reason is None and self.embedder is not None:
                 try:
-                    qvec = self._query_vectors.get(conn, self.embedder, query)
+                    with trace.stage("embed"):
+                        qvec = self._query_vectors.get(conn, self.embedder, query)
                 except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
                     reason = embedder_failed(exc)
-            with conn.cursor(row_factory=dict_row) as cur:
+            with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
                 rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
-        return route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+            with trace.stage("pack"):
+                result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+            return trace.done(result)

@@ -69,17 +69,26 @@ class QueryVectors:
         self._lock = threading.Lock()
 
     def get(self, conn: psycopg.Connection[Any], embedder: Embedder, text: str) -> np.ndarray:
+        vector = self.cached(embedder, text)
+        if vector is None:
+            vector = embed_cached(conn, embedder, [text])[0] if embedder.cache_queries else embedder.embed(text)
+            self.remember(embedder, text, vector)
+        return vector
+
+    def cached(self, embedder: Embedder, text: str) -> np.ndarray | None:
+        """The in-process vector of ``text`` (None on a miss); the async driver fetches misses itself."""
         key = (embedder.model, text)
         with self._lock:
             if key in self._lru:
                 self._lru.move_to_end(key)
                 return self._lru[key]
-        vector = embed_cached(conn, embedder, [text])[0] if embedder.cache_queries else embedder.embed(text)
+        return None
+
+    def remember(self, embedder: Embedder, text: str, vector: np.ndarray) -> None:
         with self._lock:
-            self._lru[key] = vector
+            self._lru[(embedder.model, text)] = vector
             while len(self._lru) > self.size:
                 self._lru.popitem(last=False)
-        return vector
 
 
 def write_vectors(
