@@ -161,6 +161,7 @@ mcp_upstreams = Table(
     Column("transport", Text, nullable=False),
     Column("command", Text),
     Column("args", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("env", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("url", Text),
     Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("updated_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),

@@ -10,8 +10,8 @@ Create Date: 2026-11-23
 Existing rows are filled from the ``jsonb`` columns (their original order is lost already; a re-import restores it).
 
 ``mcp_upstreams`` is written by ``toolstore sync mcp``: per catalog and provider, the command (stdio) or URL
-(streamable HTTP) the gateway forwards ``call_tool`` to. Header values may be ``${VAR}`` references, expanded from
-the gateway's environment at call time, so a secret need not be stored.
+(streamable HTTP) the gateway forwards ``call_tool`` to. Header and env values may be ``${VAR}`` references, expanded
+from the gateway's environment at call time, so a secret need not be stored.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def upgrade() -> None:
             transport text not null check (transport in ('stdio', 'http')),
             command text,
             args text[] not null default '{}',
+            env jsonb not null default '{}'::jsonb,
             url text,
             headers jsonb not null default '{}'::jsonb,
             updated_at timestamptz not null default now(),
