@@ -20,6 +20,7 @@ from ._formats import render
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_sync import _leaf, _mcp, open_session, upstream_from_row
+from ._models import JSON_VERSION
 from ._names import model_names
 from ._observe import logger, span
 from ._result import RouteResult
@@ -29,8 +30,6 @@ from ._sql import query
 if TYPE_CHECKING:
     from ._async_store import AsyncToolStore
 
-#: The version of ``find_tools``' JSON (and of the CLI's JSON output): bumped when a field changes meaning.
-JSON_VERSION = 1
 DEFAULT_CALL_TIMEOUT = 30.0
 
 

@@ -11,6 +11,10 @@ from typing import Any
 
 from ._errors import ModelMismatchError
 
+#: The version of toolstore's JSON documents (the CLI's JSON output, ``find_tools``' answer): first field of each,
+#: bumped when a field changes meaning or goes away.
+JSON_VERSION = 1
+
 
 @dataclass(frozen=True)
 class Tool:
