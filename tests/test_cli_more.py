@@ -8,9 +8,9 @@ import json
 import os
 import pty
 import struct
-import termios
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import psycopg
