@@ -113,6 +113,8 @@ def test_read_messages_in_three_dialects() -> None:
         }
     )
     assert read_messages([message], "anthropic").tool_calls[0].arguments == {"city": "Oslo"}
+    appended = [{"role": "user", "content": "weather?"}, {"role": "assistant", "content": message.content}]
+    assert read_messages(appended).tool_calls[0].id == "t9"  # content blocks appended as the SDK returned them
 
 
 @pytest.mark.parametrize(
@@ -146,7 +148,9 @@ def test_openai_chat_loop_through_the_sdk(issues: ToolStore) -> None:
             "type": "function",
             "function": {"name": "linear__create_issue", "arguments": '{"title": "login bug"}'},
         }
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        if body["messages"][-1]["role"] == "tool":  # the tool's answer is in: the model replies in words
+            message = {"role": "assistant", "content": f"done: {body['messages'][-1]['content']}"}
         reply = {
             "id": "c",
             "object": "chat.completion",
@@ -173,6 +177,10 @@ def test_openai_chat_loop_through_the_sdk(issues: ToolStore) -> None:
     messages += [reply.choices[0].message, {"role": "tool", "tool_call_id": "call_1", "content": "LIN-7"}]
     assert read_messages(messages).tool_calls[0].name == "linear__create_issue"
     assert issues.resolve("linear__create_issue", among=result.ids).id == "linear.create_issue"
+    again = ts_openai.route_messages(issues, messages, k=4)  # the SDK's message object reads like a dict
+    final = client.chat.completions.create(model="gpt-test", messages=messages, tools=again.definitions("openai"))
+    assert seen[-1]["messages"][1]["tool_calls"][0]["function"]["name"] == "linear__create_issue"
+    assert final.choices[0].message.content == "done: LIN-7" and ts_openai.calls(again, final) == []
 
 
 def test_openai_responses_loop_through_the_sdk(issues: ToolStore) -> None:
@@ -234,7 +242,12 @@ def test_anthropic_loop_through_the_sdk(issues: ToolStore) -> None:
             return httpx2.Response(
                 400, json={"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}}
             )
-        content = [{"type": "tool_use", "id": "toolu_1", "name": "github__create_issue", "input": {"title": "login"}}]
+        content: list[dict[str, Any]] = [
+            {"type": "tool_use", "id": "toolu_1", "name": "github__create_issue", "input": {"title": "login"}}
+        ]
+        last = body["messages"][-1]["content"]
+        if isinstance(last, list) and last[0]["type"] == "tool_result":
+            content = [{"type": "text", "text": f"created {last[0]['content']}"}]
         reply = {
             "id": "msg_1",
             "type": "message",
@@ -268,6 +281,15 @@ def test_anthropic_loop_through_the_sdk(issues: ToolStore) -> None:
         ts_anthropic.calls(
             result, {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "nope", "input": {}}]}
         )
+    # the README's loop: the reply's blocks go back as they are, then the tool results
+    messages.append({"role": "assistant", "content": reply.content})  # type: ignore[dict-item]
+    results = [{"type": "tool_result", "tool_use_id": call.id, "content": "GH-42"}]
+    messages.append({"role": "user", "content": results})  # type: ignore[dict-item]
+    again = ts_anthropic.route_messages(issues, messages, k=4)
+    assert again.ids == result.ids  # still the user's request, not the tool result
+    tools = again.definitions("anthropic")
+    final = client.messages.create(model="claude-test", max_tokens=100, messages=messages, tools=tools)
+    assert final.content[0].text == "created GH-42" and ts_anthropic.calls(again, final) == []
 
 
 def test_anthropic_tool_references(issues: ToolStore) -> None:

@@ -19,7 +19,7 @@ from ._errors import InvalidInputError, McpSyncError, ToolstoreError
 from ._formats import render
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
-from ._mcp_sync import _leaf, _mcp, open_session, upstream_from_row
+from ._mcp_sync import leaf_error, open_session, require_mcp, upstream_from_row
 from ._models import JSON_VERSION
 from ._names import model_names
 from ._observe import logger, span
@@ -74,7 +74,7 @@ def find_tools_json(result: RouteResult, names: list[str]) -> dict[str, Any]:
 
 def _sdk() -> tuple[Any, type[Exception]]:
     """The SDK's server class and the error a tool raises for an anticipated failure (its text reaches the client)."""
-    _mcp()
+    require_mcp()
     try:  # mcp 2.x
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -172,7 +172,7 @@ async def forward_call(
     except McpSyncError:
         raise
     except Exception as exc:
-        leaf = _leaf(exc)
+        leaf = leaf_error(exc)
         if isinstance(leaf, TimeoutError) or isinstance(exc, TimeoutError):
             raise McpSyncError(f"{where} did not answer {tool.name!r} within {timeout:g} s") from None
         message = str(leaf).strip().splitlines()[0] if str(leaf).strip() else type(leaf).__name__

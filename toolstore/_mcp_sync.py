@@ -78,7 +78,7 @@ class McpListing:
 # -- sessions and listing -----------------------------------------------------------------------------
 
 
-def _mcp() -> Any:
+def require_mcp() -> Any:
     try:
         import mcp
     except ImportError:  # pragma: no cover - depends on the installation
@@ -101,7 +101,7 @@ def expand_vars(values: Mapping[str, str], what: str) -> dict[str, str]:
 @asynccontextmanager
 async def open_session(upstream: Upstream) -> AsyncIterator[tuple[Any, dict[str, Any]]]:
     """An initialized ``mcp.ClientSession`` to ``upstream`` and its ``initialize`` result (JSON form)."""
-    mcp = _mcp()
+    mcp = require_mcp()
     async with AsyncExitStack() as stack:
         if upstream.transport == "stdio":
             env = expand_vars(upstream.env, "the server's environment") or None
@@ -154,7 +154,7 @@ async def _list_page(session: Any, cursor: str | None) -> dict[str, Any]:
     if cursor is None:
         result = await session.list_tools()
     else:
-        params = _mcp().types.PaginatedRequestParams(cursor=cursor)
+        params = require_mcp().types.PaginatedRequestParams(cursor=cursor)
         try:
             result = await session.list_tools(params=params)
         except TypeError:  # mcp 1.x before `params=`
@@ -187,7 +187,7 @@ async def list_tools_http(url: str, *, headers: Mapping[str, str] | None = None)
     return await list_upstream(Upstream("http", url=url, headers=dict(headers or {})))
 
 
-def _leaf(exc: BaseException) -> BaseException:
+def leaf_error(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups raised by anyio task groups."""
     while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore[attr-defined]
         exc = exc.exceptions[0]  # type: ignore[attr-defined]
@@ -207,7 +207,7 @@ def _run(where: str, coro_fn: Any, *args: Any, timeout: float, **kwargs: Any) ->
     except McpSyncError:
         raise
     except Exception as exc:
-        leaf = _leaf(exc)
+        leaf = leaf_error(exc)
         if isinstance(leaf, McpSyncError):
             raise leaf from None
         if isinstance(leaf, TimeoutError):

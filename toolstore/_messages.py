@@ -64,11 +64,21 @@ def read_messages(messages: object, dialect: str = "auto") -> Conversation:
 
 
 def _plain(message: object, index: int) -> dict[str, Any]:
-    if hasattr(message, "model_dump"):
-        message = message.model_dump(mode="json", exclude_none=True)
+    message = _jsonable(message)
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"messages[{index}]: expected an object, got {type(message).__name__}")
     return dict(message)
+
+
+def _jsonable(value: object) -> object:
+    """SDK objects (pydantic models, e.g. a reply's content blocks appended as they came) as plain dicts."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 def _detect(items: list[dict[str, Any]]) -> str:
