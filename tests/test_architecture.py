@@ -35,7 +35,7 @@ LAYERS: list[set[str]] = [
     {"_embedded", "_connect", "_migrate"},
     {"_vectors", "_catalog", "_route", "_reembed"},
     {"_store", "_async_store"},
-    {"_tune", "_eval", "_expand", "_mcp_sync", "_agents", "_mcp_server", "integrations"},
+    {"_tune", "_eval", "_expand", "_mcp_sync", "_agents", "_mcp_server", "_mcp_sessions", "integrations"},
     {"__init__", "testing"},
     {"cli", "__main__"},
 ]

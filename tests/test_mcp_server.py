@@ -182,3 +182,47 @@ def test_session_log_hook_and_secret_free_descriptions(gateway_catalog: str) -> 
         "http", url="https://user:pw@mcp.example.com/mcp?token=abc", headers={"Authorization": "Bearer x"}
     )
     assert secret.describe() == "http: https://mcp.example.com/mcp (headers: Authorization)"
+
+
+def test_upstream_sessions_are_kept_and_renewed() -> None:
+    """One session per upstream across calls; when the upstream restarts, the broken session is dropped and the
+    next call reconnects."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    port = _free_port()
+    cmd = [sys.executable, SERVER, "--name", "web", "--http", str(port)]
+    upstream = Upstream("http", url=f"http://127.0.0.1:{port}/mcp")
+    outcomes: list[str] = []
+
+    async def main(restart: Any) -> None:
+        async with UpstreamSessions() as sessions:
+            first = await sessions.call(upstream, "search", {"query": "a"})
+            held = list(sessions._held.values())
+            second = await sessions.call(upstream, "search", {"query": "b"})
+            assert list(sessions._held.values()) == held and len(held) == 1  # the same session, still open
+            assert (_text(first), _text(second)) == ("results for a (max 10)", "results for b (max 10)")
+            await anyio.to_thread.run_sync(restart)
+            for query in ("c", "d"):
+                try:
+                    with anyio.fail_after(20):
+                        outcomes.append(_text(await sessions.call(upstream, "search", {"query": query})))
+                except Exception as exc:  # the old session's id is unknown to the new server process
+                    outcomes.append(f"error: {type(exc).__name__}")
+        assert sessions._held == {}
+
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+
+    def restart() -> None:
+        procs[-1].terminate()
+        procs[-1].wait(timeout=10)
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        _wait_for_port(port, procs[-1])
+
+    try:
+        _wait_for_port(port, procs[0])
+        anyio.run(main, restart)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+    assert outcomes[-1] == "results for d (max 10)", outcomes

@@ -3,8 +3,8 @@ upstream MCP server that owns the tool (recorded by ``toolstore sync mcp``).
 
 This is the two-tool pattern MCP gateways use: a client with hundreds of upstream tools sees two, asks
 ``find_tools`` for the few that matter, and calls them through ``call_tool``. Each forwarded call opens a session to
-the upstream (stdio or streamable HTTP), bounded by ``call_timeout``, and closes it. A failing call is an MCP error
-result; the server stays up.
+the upstream (stdio or streamable HTTP) on first use and keeps it (``_mcp_sessions``); each call is bounded by
+``call_timeout``. A failing call is an MCP error result; the server stays up.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ._errors import InvalidInputError, McpSyncError, ToolstoreError
 from ._formats import render
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
+from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import leaf_error, open_session, require_mcp, upstream_from_row
 from ._models import JSON_VERSION
 from ._names import model_names
@@ -91,9 +92,11 @@ def build_server(
     k: int = 8,
     call_timeout: float = DEFAULT_CALL_TIMEOUT,
     call_log: CallLog | None = None,
+    sessions: UpstreamSessions | None = None,
     name: str = "toolstore",
 ) -> Any:
-    """An MCP server (the SDK's ``MCPServer`` / ``FastMCP``) over an open :class:`AsyncToolStore`."""
+    """An MCP server (the SDK's ``MCPServer`` / ``FastMCP``) over an open :class:`AsyncToolStore`; the gateway
+    forwards calls over ``sessions`` (open ones, kept across calls) or, without, a session per call."""
     server_class, tool_error = _sdk()
     server = server_class(name, instructions=_instructions(gateway))
 
@@ -114,7 +117,9 @@ def build_server(
         async def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
             """Call a tool that find_tools returned, by its name, with its arguments (a JSON object)."""
             try:
-                return await forward_call(store, name, arguments or {}, timeout=call_timeout, call_log=call_log)
+                return await forward_call(
+                    store, name, arguments or {}, timeout=call_timeout, call_log=call_log, sessions=sessions
+                )
             except ToolstoreError as exc:
                 raise tool_error(str(exc)) from exc
 
@@ -145,9 +150,12 @@ async def forward_call(
     *,
     timeout: float = DEFAULT_CALL_TIMEOUT,
     call_log: CallLog | None = None,
+    sessions: UpstreamSessions | None = None,
 ) -> Any:
     """Resolve ``name`` in the catalog and call the tool on its upstream server; returns the upstream's
-    ``CallToolResult``. McpSyncError (or UnknownToolError) when the tool, its upstream or the call fails."""
+    ``CallToolResult``. McpSyncError (or UnknownToolError) when the tool, its upstream or the call fails.
+
+    ``sessions``: long-lived upstream sessions (the server's); without, the call opens and closes its own."""
     import anyio
 
     if not isinstance(arguments, dict):
@@ -165,8 +173,11 @@ async def forward_call(
     failed = True
     try:
         with span("toolstore.mcp.call_tool", catalog=store.catalog, tool=tool.id), anyio.fail_after(timeout):
-            async with open_session(upstream) as (session, _):
-                result = await session.call_tool(tool.name, arguments)
+            if sessions is not None:
+                result = await sessions.call(upstream, tool.name, arguments)
+            else:
+                async with open_session(upstream) as (session, _):
+                    result = await session.call_tool(tool.name, arguments)
         failed = bool(getattr(result, "is_error", getattr(result, "isError", False)))
         return result
     except McpSyncError:
@@ -189,15 +200,17 @@ async def forward_call(
 async def serve(
     store: AsyncToolStore, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000, **options: Any
 ) -> None:
-    """Run :func:`build_server` on ``transport`` (``stdio`` or ``http``: streamable HTTP at ``/mcp``) until stopped."""
-    server = build_server(store, **options)
-    if transport == "stdio":
-        await server.run_stdio_async()
-    elif transport == "http":
+    """Run :func:`build_server` on ``transport`` (``stdio`` or ``http``: streamable HTTP at ``/mcp``) until stopped,
+    with upstream sessions kept open across calls and closed on the way out."""
+    if transport not in ("stdio", "http"):
+        raise InvalidInputError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    async with UpstreamSessions() as sessions:
+        server = build_server(store, sessions=sessions, **options)
+        if transport == "stdio":
+            await server.run_stdio_async()
+            return
         try:
             await server.run_streamable_http_async(host=host, port=port)
         except TypeError:  # mcp 1.x: host and port are settings
             server.settings.host, server.settings.port = host, port
             await server.run_streamable_http_async()
-    else:
-        raise InvalidInputError(f"transport must be 'stdio' or 'http', got {transport!r}")
