@@ -2,8 +2,8 @@
 upstream MCP server that owns the tool (recorded by ``toolstore sync mcp``).
 
 This is the two-tool pattern MCP gateways use: a client with hundreds of upstream tools sees two, asks
-``find_tools`` for the few that matter, and calls them through ``call_tool``. Each forwarded call opens a session to
-the upstream (stdio or streamable HTTP) on first use and keeps it (``_mcp_sessions``); each call is bounded by
+``find_tools`` for the few that matter, and calls them through ``call_tool``. The server opens a session to each
+upstream (stdio or streamable HTTP) on first use and keeps it (``_mcp_sessions``); each call is bounded by
 ``call_timeout``. A failing call is an MCP error result; the server stays up.
 """
 

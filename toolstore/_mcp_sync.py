@@ -229,7 +229,8 @@ def fetch_http(url: str, *, headers: Mapping[str, str] | None = None, timeout: f
     """Blocking :func:`list_tools_http` with a time limit; errors are :class:`McpSyncError`."""
     if not url.startswith(("http://", "https://")):
         raise InvalidInputError(f"MCP server URL must start with http:// or https://, got {url!r}")
-    return _run(f"MCP server {url}", list_tools_http, url, headers=headers, timeout=timeout)
+    where = f"MCP server {Upstream('http', url=url).describe()[len('http: ') :]}"  # no credentials or query
+    return _run(where, list_tools_http, url, headers=headers, timeout=timeout)
 
 
 # -- writing ------------------------------------------------------------------------------------------
