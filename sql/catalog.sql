@@ -47,22 +47,24 @@ select id, content_hash from tools where catalog_id = %(catalog)s;
 
 -- name: upsert_tools
 -- One statement for the whole batch: the statement-level BM25 triggers fire once, set-based.
+-- parameters_json and spec_json arrive as JSON text inside the row, so their key order survives the jsonb batch.
 insert into tools (catalog_id, id, name, title, provider, description, parameters, categories, tags, keywords,
-                   examples, expansion, avoid_when, always_on, spec, content_hash,
+                   examples, expansion, avoid_when, always_on, spec, parameters_json, spec_json, content_hash,
                    name_doc, description_doc, expansion_doc)
-select %(catalog)s, r.id, r.name, r.title, r.provider, r.description, r.parameters, r.categories, r.tags,
-       r.keywords, r.examples, r.expansion, r.avoid_when, r.always_on, r.spec, r.content_hash,
-       r.name_doc, r.description_doc, r.expansion_doc
+select %(catalog)s, r.id, r.name, r.title, r.provider, r.description, r.parameters_json::jsonb, r.categories, r.tags,
+       r.keywords, r.examples, r.expansion, r.avoid_when, r.always_on, r.spec_json::jsonb, r.parameters_json::json,
+       r.spec_json::json, r.content_hash, r.name_doc, r.description_doc, r.expansion_doc
 from jsonb_to_recordset(%(rows)s::jsonb) as r (
-    id text, name text, title text, provider text, description text, parameters jsonb, categories text[],
+    id text, name text, title text, provider text, description text, categories text[],
     tags text[], keywords text[], examples text[], expansion text, avoid_when text, always_on boolean,
-    spec jsonb, content_hash text, name_doc text, description_doc text, expansion_doc text)
+    parameters_json text, spec_json text, content_hash text, name_doc text, description_doc text, expansion_doc text)
 on conflict (catalog_id, id) do update set
     name = excluded.name, title = excluded.title, provider = excluded.provider,
     description = excluded.description, parameters = excluded.parameters, categories = excluded.categories,
     tags = excluded.tags, keywords = excluded.keywords, examples = excluded.examples,
     expansion = excluded.expansion, avoid_when = excluded.avoid_when, always_on = excluded.always_on,
-    spec = excluded.spec, content_hash = excluded.content_hash, name_doc = excluded.name_doc,
+    spec = excluded.spec, parameters_json = excluded.parameters_json, spec_json = excluded.spec_json,
+    content_hash = excluded.content_hash, name_doc = excluded.name_doc,
     description_doc = excluded.description_doc, expansion_doc = excluded.expansion_doc, updated_at = now()
 where tools.content_hash is distinct from excluded.content_hash
 returning id, (xmax = 0) as inserted;
@@ -101,15 +103,15 @@ join tools t on t.pk = e.tool_pk
 where e.catalog_id = %(catalog)s and e.embedding is not null;
 
 -- name: list_tools
-select id, name, description, title, provider, parameters, categories, tags, keywords, examples, expansion,
-       avoid_when, always_on, spec
+select id, name, description, title, provider, parameters_json as parameters, categories, tags, keywords, examples,
+       expansion, avoid_when, always_on, spec_json as spec
 from tools
 where catalog_id = %(catalog)s
 order by id;
 
 -- name: get_tools
-select id, name, description, title, provider, parameters, categories, tags, keywords, examples, expansion,
-       avoid_when, always_on, spec
+select id, name, description, title, provider, parameters_json as parameters, categories, tags, keywords, examples,
+       expansion, avoid_when, always_on, spec_json as spec
 from tools
 where catalog_id = %(catalog)s and id = any (%(ids)s::text[])
 order by id;
@@ -120,3 +122,7 @@ select e.pk, e.query from intent_examples e where e.catalog_id = %(catalog)s ord
 -- name: analyze_tables
 -- Fresh statistics after a bulk load: without them the BM25 joins start from the postings, not the terms.
 analyze tools, postings, lexeme_stats, field_stats, tool_vectors, intent_examples;
+
+-- name: tool_names
+-- What resolving a model's tool name needs: every way a tool can be named (narrow rows, no documents).
+select id, name, provider from tools where catalog_id = %(catalog)s order by id;

@@ -7,3 +7,16 @@ from intent_examples e
 join tools t on t.pk = e.tool_pk
 where e.catalog_id = %(catalog)s
 order by t.id, e.pk;
+
+-- name: save_upstream
+-- How a synced provider's MCP server is reached, for the gateway's call_tool (one row per catalog and provider).
+insert into mcp_upstreams (catalog_id, provider, transport, command, args, env, url, headers)
+values (%(catalog)s, %(provider)s, %(transport)s, %(command)s, %(args)s, %(env)s::jsonb, %(url)s, %(headers)s::jsonb)
+on conflict (catalog_id, provider) do update set
+    transport = excluded.transport, command = excluded.command, args = excluded.args, env = excluded.env,
+    url = excluded.url, headers = excluded.headers, updated_at = now();
+
+-- name: get_upstream
+select transport, command, args, env, url, headers
+from mcp_upstreams
+where catalog_id = %(catalog)s and provider = %(provider)s;

@@ -139,8 +139,8 @@ picked as (
       and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
       and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
 )
-select t.id, t.name, t.description, t.title, t.provider, t.parameters, t.categories, t.tags, t.keywords,
-       t.examples, t.expansion, t.avoid_when, t.always_on, t.spec,
+select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
+       t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.exact
 from picked p
 join tools t on t.pk = p.tool_pk

@@ -29,7 +29,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, TIMESTAMP, TSVECTOR
 
 metadata = MetaData()
 
@@ -72,6 +72,8 @@ tools = Table(
     Column("avoid_when", Text, nullable=False, server_default=""),
     Column("always_on", Boolean, nullable=False, server_default=text("false")),
     Column("spec", JSONB),
+    Column("parameters_json", JSON),
+    Column("spec_json", JSON),
     Column("content_hash", Text, nullable=False),
     Column("name_doc", Text, nullable=False, server_default=""),
     Column("description_doc", Text, nullable=False, server_default=""),
@@ -149,4 +151,24 @@ embedding_cache = Table(
     Column("embedding", Vector(), nullable=False),
     Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("model", "text_sha256", name="embedding_cache_pkey"),
+)
+
+mcp_upstreams = Table(
+    "mcp_upstreams",
+    metadata,
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("provider", Text, nullable=False),
+    Column("transport", Text, nullable=False),
+    Column("command", Text),
+    Column("args", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("env", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("url", Text),
+    Column("headers", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("updated_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("catalog_id", "provider", name="mcp_upstreams_pkey"),
+    CheckConstraint("transport in ('stdio', 'http')"),
+    CheckConstraint(
+        "(transport = 'stdio' and command is not null) or (transport = 'http' and url is not null)",
+        name="mcp_upstreams_target_check",
+    ),
 )

@@ -16,12 +16,26 @@ MAX_LINES = 400
 
 #: Bottom to top. A module may import modules of its own layer or of lower layers.
 LAYERS: list[set[str]] = [
-    {"_errors", "_input", "_models"},
-    {"_text", "_fusion", "_formats", "_packing", "_sql", "_metrics", "_examples", "_embedders", "_result", "_rows"},
+    {"_errors", "_input", "_models", "_progress"},
+    {
+        "_text",
+        "_fusion",
+        "_formats",
+        "_packing",
+        "_sql",
+        "_metrics",
+        "_examples",
+        "_embedders",
+        "_result",
+        "_rows",
+        "_names",
+        "_observe",
+        "_messages",
+    },
     {"_embedded", "_connect", "_migrate"},
     {"_vectors", "_catalog", "_route", "_reembed"},
-    {"_store"},
-    {"_tune", "_eval", "_expand", "_mcp_sync"},
+    {"_store", "_async_store"},
+    {"_tune", "_eval", "_expand", "_mcp_sync", "_agents", "_mcp_server", "_mcp_sessions", "integrations"},
     {"__init__", "testing"},
     {"cli", "__main__"},
 ]

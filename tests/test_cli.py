@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -80,13 +81,14 @@ def test_cli_round_trip(dsn: str, tmp_path: Path) -> None:
     table = run(dsn, "-c", "cli", "route", "open a github issue", "--format", "table", "--explain").stdout
     assert "create_issue" in table and "inten" in table
     listed = json.loads(run(dsn, "-c", "cli", "list").stdout)
-    assert [t["id"] for t in listed] == ["create_issue", "send_email", "weather.forecast"]
+    assert listed["version"] == 1 and list(listed)[0] == "version"
+    assert [t["id"] for t in listed["tools"]] == ["create_issue", "send_email", "weather.forecast"]
     run(dsn, "-c", "cli", "remove", "create_issue")
-    assert len(json.loads(run(dsn, "-c", "cli", "list").stdout)) == 2
-    catalogs = json.loads(run(dsn, "catalogs").stdout)
-    assert {"name": "cli", "n_tools": 2, "n_examples": 1}.items() <= next(
-        c for c in catalogs if c["name"] == "cli"
-    ).items()
+    assert len(json.loads(run(dsn, "-c", "cli", "list").stdout)["tools"]) == 2
+    catalogs = json.loads(run(dsn, "catalogs").stdout)["catalogs"]
+    entry = next(c for c in catalogs if c["name"] == "cli")
+    assert {"name": "cli", "n_tools": 2, "n_examples": 1}.items() <= entry.items()
+    assert datetime.fromisoformat(entry["created_at"]).tzinfo is not None  # ISO 8601 with a zone
 
 
 def test_cli_errors_are_one_line(dsn: str, tmp_path: Path) -> None:
@@ -97,7 +99,7 @@ def test_cli_errors_are_one_line(dsn: str, tmp_path: Path) -> None:
     assert "line 2" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     # nothing was written: not even the catalog exists
-    assert "bad" not in [c["name"] for c in json.loads(run(dsn, "catalogs").stdout)]
+    assert "bad" not in [c["name"] for c in json.loads(run(dsn, "catalogs").stdout)["catalogs"]]
     run(dsn, "-c", "bad", "import", str(write_jsonl(tmp_path / "ok.jsonl", TOOLS)))
     for args, needle in [
         (("-c", "bad", "route", "   "), "query is empty"),

@@ -42,7 +42,7 @@ def test_global_options_work_after_the_subcommand(dsn: str, tmp_path: Path) -> N
     )
     assert routed["tools"][0]["id"] == "weather.forecast"
     listed = invoke("list", "-c", "late", "--dsn", dsn, "--embedder", "none")
-    assert len(listed) == 3
+    assert len(listed["tools"]) == 3
 
 
 def test_schema_option_is_honoured_by_every_command(empty_dsn: str, tmp_path: Path) -> None:
@@ -53,8 +53,8 @@ def test_schema_option_is_honoured_by_every_command(empty_dsn: str, tmp_path: Pa
     train.write_text(json.dumps({"qid": "1", "query": "mail bob", "relevant": ["gmail.send_email"]}) + "\n")
     assert invoke("examples", str(train), *opts)["examples"] == 1
     assert invoke("route", "mail bob", *opts, "-k", "1")["tools"][0]["id"] == "gmail.send_email"
-    assert len(invoke("list", *opts)) == 3
-    assert [c["name"] for c in invoke("catalogs", *opts)] == ["s"]
+    assert len(invoke("list", *opts)["tools"]) == 3
+    assert [c["name"] for c in invoke("catalogs", *opts)["catalogs"]] == ["s"]
     export = tmp_path / "export.json"
     invoke("export", *opts, "-o", str(export))
     assert len(json.loads(export.read_text())["tools"]) == 3

@@ -350,8 +350,8 @@ def test_same_name_from_two_providers() -> None:
         ),
         ({"name": "x", "input_schema": None, "cache_control": {"x": "\x00"}}, "NUL byte in spec.cache_control.x"),
         (
-            {"openapi": "3.0.3", "info": {"title": "a\x00b"}, "paths": {"/a": {"get": {}}}},
-            "tool (GET /a) 'get_a': NUL byte in provider",
+            {"openapi": "3.0.3", "info": {"title": "a"}, "paths": {"/a": {"get": {"summary": "b\x00"}}}},
+            "tool (GET /a) 'get_a': NUL byte in description",
         ),
         ({"server": "x", "version": 2}, "unrecognised tool shape (keys seen: 'server', 'version')"),
         ({"type": "web_search_20250305", "name": "web_search"}, "unsupported tool type 'web_search_20250305'"),
@@ -438,7 +438,10 @@ def test_json_file(tmp_path: Path) -> None:
         ("blank.jsonl", "\n  \n", "file is empty"),
         ("empty.json", "", "file is empty"),
         ("nothing.json", "[]", "no tools found"),
-        ("tools.yaml", "name: a", "unsupported file type '.yaml'"),
+        ("tools.toml", "name = 'a'", "unsupported file type '.toml'"),
+        ("tools.yaml", "name: a", "not an OpenAPI document"),
+        ("tools.yml", "- name: a", "not an OpenAPI document"),
+        ("bad.yaml", "openapi: [3.0", "line 1 column 14: invalid YAML"),
     ],
 )
 def test_empty_and_unsupported_files(tmp_path: Path, name: str, content: str, message: str) -> None:

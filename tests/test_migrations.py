@@ -17,6 +17,7 @@ from schema_models import metadata
 
 TABLES = {
     "catalogs",
+    "mcp_upstreams",
     "tools",
     "postings",
     "lexeme_stats",

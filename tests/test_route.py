@@ -250,5 +250,6 @@ def test_token_budget_packs_greedily(catalog: ToolStore) -> None:
     assert packed.ids[:3] == unlimited.ids[:3]
     assert packed.tokens_used == sum(r.tokens for r in packed)
     definitions = packed.definitions("anthropic")
-    assert [d["name"] for d in definitions] == [r.tool.name for r in packed]
+    assert [d["name"] for d in definitions] == packed.names  # model-facing: valid, unique
+    assert [packed.resolve(d["name"]) for d in definitions] == [r.tool for r in packed]
     assert all("input_schema" in d for d in definitions)

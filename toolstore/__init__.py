@@ -3,6 +3,8 @@
 Import everything from here; the underscored modules are private.
 """
 
+from ._agents import ResolvedCall
+from ._async_store import AsyncToolStore
 from ._embedders.base import Embedder
 from ._embedders.hashing import HashingEmbedder
 from ._embedders.local import LocalEmbedder
@@ -22,6 +24,7 @@ from ._errors import (
 from ._examples import load_examples
 from ._formats import export_catalog, load_tools_file, parse_tools, render, to_anthropic, to_mcp, to_openai
 from ._fusion import SIGNALS, Fusion
+from ._messages import Conversation, ToolCall, read_messages
 from ._metrics import Judgement, load_judgements
 from ._migrate import migrate
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
@@ -33,7 +36,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "SIGNALS",
+    "AsyncToolStore",
     "CatalogInfo",
+    "Conversation",
     "DatabaseError",
     "Embedder",
     "EmbedderError",
@@ -49,10 +54,12 @@ __all__ = [
     "McpSyncError",
     "ModelMismatchError",
     "OpenAIEmbedder",
+    "ResolvedCall",
     "RouteResult",
     "RoutedTool",
     "Signals",
     "Tool",
+    "ToolCall",
     "ToolStore",
     "ToolstoreError",
     "TuneReport",
@@ -64,6 +71,7 @@ __all__ = [
     "load_tools_file",
     "migrate",
     "parse_tools",
+    "read_messages",
     "render",
     "to_anthropic",
     "to_mcp",

@@ -21,9 +21,17 @@ from psycopg.rows import dict_row
 
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._errors import UnknownCatalogError, UnknownToolError
+from ._errors import UnknownToolError
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
-from ._rows import carry_expansions, check_examples, check_tools, tool_from_row, tool_row
+from ._rows import (
+    carry_expansions,
+    check_examples,
+    check_tools,
+    info_from_row,
+    tool_from_row,
+    tool_row,
+    unknown_catalog,
+)
 from ._sql import query
 from ._text import dense_text
 from ._vectors import BULK_VECTORS, drop_indexes, embed_cached, ensure_indexes, in_transaction, record_model
@@ -36,19 +44,7 @@ def catalog_info(conn: psycopg.Connection[Any], name: str, *, counts: bool = Fal
     """The catalog's row (with tool and example counts when ``counts``), or None when it does not exist."""
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(query("get_catalog" if counts else "get_catalog_light"), {"name": name}).fetchone()
-    return None if row is None else _info(row)
-
-
-def _info(row: Mapping[str, Any]) -> CatalogInfo:
-    return CatalogInfo(
-        id=row["id"],
-        name=row["name"],
-        embed_model=row["embed_model"],
-        embed_dim=row["embed_dim"],
-        settings=row["settings"] or {},
-        n_tools=row["n_tools"],
-        n_examples=row["n_examples"],
-    )
+    return None if row is None else info_from_row(row)
 
 
 def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = False) -> CatalogInfo:
@@ -58,8 +54,8 @@ def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = Fal
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
     if row is None:
-        raise UnknownCatalogError(f"no catalog named {name!r}; create it by importing tools into it")
-    return _info(row)
+        raise unknown_catalog(name)
+    return info_from_row(row)
 
 
 @dataclass(frozen=True)
@@ -108,7 +104,7 @@ def upsert_tools(
     check_tools(tools)
     info = catalog_info(conn, catalog)
     if info is None and not create:
-        raise UnknownCatalogError(f"no catalog named {catalog!r}; create it by importing tools into it")
+        raise unknown_catalog(catalog)
     if embedder is not None and info is not None:
         info.require_model(embedder.model)
     guess = _changes(conn, info, tools, embedder) if info is not None else _Changes(list(tools), list(tools), [])
@@ -188,7 +184,7 @@ def add_examples(
     check_examples(examples)
     info = catalog_info(conn, catalog)
     if info is None:
-        raise UnknownCatalogError(f"no catalog named {catalog!r}; create it by importing tools into it")
+        raise unknown_catalog(catalog)
     info.require_model(embedder.model)
     _check_known(conn, info, examples)  # before embedding anything for a write that cannot succeed
     existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}

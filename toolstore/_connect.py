@@ -7,14 +7,14 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import psycopg
-from pgvector.psycopg import register_vector
+from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import errors, sql
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError
@@ -25,6 +25,12 @@ DEFAULT_TIMEOUT = 5.0
 #: Attempts of a write transaction that Postgres chose as a deadlock (or serialization) victim.
 CONFLICT_ATTEMPTS = 4
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
+EXTENSION_SCHEMA = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
+SET_SEARCH_PATH = "select set_config('search_path', %s, false)"
+# plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan, which
+# measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md). Safe here: the
+# vector searches, whose plan depends on the catalog and dimension, are planned afresh inside knn() with their
+# actual values.
 
 
 def resolve_dsn(dsn: str | None) -> str:
@@ -45,6 +51,34 @@ def search_path(conn: Any, schema: str, ext_schema: str) -> str:
 
 def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _extension_schema(row: Any) -> str:
+    if row is None:
+        raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
+    return str(row[0])
+
+
+def _check_timeout(timeout: float) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
+def _pool_options(timeout: float) -> dict[str, Any]:
+    """What both pools share: autocommit connections, bounded connects, waits and reconnection."""
+    return {
+        "kwargs": {"autocommit": True, "connect_timeout": max(1, math.ceil(timeout))},
+        "timeout": timeout,
+        "reconnect_timeout": max(60.0, timeout),
+        "open": False,
+    }
+
+
+def _translate(exc: BaseException, timeout: float) -> DatabaseError:
+    if isinstance(exc, PoolTimeout):
+        return DatabaseError(f"no database connection within {timeout:g} s: is the server up?")
+    return DatabaseError(f"database error: {first_line(exc)}")
 
 
 def connection_lost(exc: BaseException) -> bool:
@@ -76,31 +110,15 @@ class Connector:
     def __init__(
         self, dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4, timeout: float = DEFAULT_TIMEOUT
     ) -> None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
-            raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        self.timeout = float(timeout)
+        self.timeout = _check_timeout(timeout)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
-            query = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
-            ext = conn.execute(query).fetchone()
-            if ext is None:
-                raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
-            conn.execute("select set_config('search_path', %s, false)", [search_path(conn, schema, ext[0])])
+            ext = _extension_schema(conn.execute(EXTENSION_SCHEMA).fetchone())
+            conn.execute(SET_SEARCH_PATH, [search_path(conn, schema, ext)])
             register_vector(conn)
-            # plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan,
-            # which measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md).
-            # Safe here: the vector searches, whose plan depends on the catalog and dimension, are planned afresh
-            # inside knn() with their actual values.
 
         self.pool: ConnectionPool[Any] = ConnectionPool(
-            dsn,
-            min_size=min_size,
-            max_size=max_size,
-            configure=configure,
-            kwargs={"autocommit": True, "connect_timeout": max(1, math.ceil(self.timeout))},
-            timeout=self.timeout,
-            reconnect_timeout=max(60.0, self.timeout),
-            open=False,
+            dsn, min_size=min_size, max_size=max_size, configure=configure, **_pool_options(self.timeout)
         )
         try:
             self.pool.open(wait=True, timeout=max(self.timeout, 15.0))
@@ -114,12 +132,10 @@ class Connector:
         try:
             with self.pool.connection(timeout=self.timeout) as conn:
                 yield conn
-        except PoolTimeout as exc:
-            raise DatabaseError(f"no database connection within {self.timeout:g} s: is the server up?") from exc
-        except psycopg.Error as exc:
+        except (PoolTimeout, psycopg.Error) as exc:
             if connection_lost(exc):
                 self.pool.check()  # drop the pool's other dead connections too
-            raise DatabaseError(f"database error: {first_line(exc)}") from exc
+            raise _translate(exc, self.timeout) from exc
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
@@ -136,3 +152,57 @@ class Connector:
 
     def close(self) -> None:
         self.pool.close()
+
+
+class AsyncConnector:
+    """:class:`Connector` for asyncio, on psycopg's async pool: the same connection setup, bounded waits, errors
+    and one retry after a lost connection. Made with :meth:`open`."""
+
+    def __init__(self, pool: AsyncConnectionPool[Any], timeout: float) -> None:
+        self.pool = pool
+        self.timeout = timeout
+
+    @classmethod
+    async def open(
+        cls, dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4, timeout: float = DEFAULT_TIMEOUT
+    ) -> AsyncConnector:
+        timeout = _check_timeout(timeout)
+
+        async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+            ext = _extension_schema(await (await conn.execute(EXTENSION_SCHEMA)).fetchone())
+            await conn.execute(SET_SEARCH_PATH, [search_path(conn, schema, ext)])
+            await register_vector_async(conn)
+
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            dsn, min_size=min_size, max_size=max_size, configure=configure, **_pool_options(timeout)
+        )
+        try:
+            await pool.open(wait=True, timeout=max(timeout, 15.0))
+        except Exception as exc:
+            await pool.close()
+            raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
+        return cls(pool, timeout)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        try:
+            async with self.pool.connection(timeout=self.timeout) as conn:
+                yield conn
+        except (PoolTimeout, psycopg.Error) as exc:
+            if connection_lost(exc):
+                await self.pool.check()
+            raise _translate(exc, self.timeout) from exc
+
+    async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
+        for attempt in range(2):
+            try:
+                async with self.connection() as conn:
+                    return await work(conn)
+            except DatabaseError as exc:
+                if attempt == 0 and exc.__cause__ is not None and connection_lost(exc.__cause__):
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        await self.pool.close()

@@ -11,6 +11,10 @@ from typing import Any
 
 from ._errors import ModelMismatchError
 
+#: The version of toolstore's JSON documents (the CLI's JSON output, ``find_tools``' answer): first field of each,
+#: bumped when a field changes meaning or goes away.
+JSON_VERSION = 1
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -36,9 +40,12 @@ class Tool:
     spec: dict[str, Any] | None = None
 
     def content_hash(self) -> str:
-        """sha256 over every field, so an unchanged tool is recognised on re-import."""
+        """sha256 over every field, so an unchanged tool is recognised on re-import.
+
+        Key order counts (a schema whose properties were reordered is a changed tool): models read schemas in order.
+        """
         data = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict() would deep-copy
-        payload = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -9,8 +9,8 @@ import psycopg
 from ._catalog import catalog_info, ensure_catalog_indexes, list_tools, lock_catalog, restore_indexes
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._errors import UnknownCatalogError
 from ._models import Tool
+from ._rows import unknown_catalog
 from ._sql import query
 from ._text import dense_text
 from ._vectors import BULK_VECTORS, drop_indexes, embed_cached, in_transaction
@@ -25,7 +25,7 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
     """
     info = catalog_info(conn, catalog)
     if info is None:
-        raise UnknownCatalogError(f"no catalog named {catalog!r}; create it by importing tools into it")
+        raise unknown_catalog(catalog)
     texts = _texts(conn, info.id, list_tools(conn, info))
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
     if info.embed_dim == embedder.dim and len(texts) > BULK_VECTORS and not in_transaction(conn):

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._formats import Format, render
 from ._models import Tool
+from ._names import model_names, resolve_name
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,19 @@ class RouteResult:
     def ids(self) -> list[str]:
         return [r.tool.id for r in self.tools]
 
+    @property
+    def names(self) -> list[str]:
+        """The model-facing name of each packed tool: its own, or ``provider__name`` when two tools share it."""
+        return model_names([r.tool for r in self.tools])
+
     def definitions(self, fmt: Format = "openai") -> list[dict[str, Any]]:
-        """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``."""
-        return render([r.tool for r in self.tools], fmt)
+        """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``.
+
+        Names are unique and valid for every provider (see :attr:`names`); :meth:`resolve` maps a call back.
+        """
+        tools = [r.tool for r in self.tools]
+        return render(tools, fmt, names=model_names(tools))
+
+    def resolve(self, name: str) -> Tool:
+        """The tool a model called by ``name`` (a name from :meth:`definitions`); UnknownToolError otherwise."""
+        return resolve_name(name, [r.tool for r in self.tools], offered=True)

@@ -16,7 +16,14 @@ import numpy as np
 
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError
-from ._fusion import EXAMPLES_PER_CANDIDATE, NEIGHBOURS_PER_TOOL, Fusion, check_fusion, check_weights
+from ._fusion import (
+    EXAMPLES_PER_CANDIDATE,
+    NEIGHBOURS_PER_TOOL,
+    Fusion,
+    check_fusion,
+    check_weights,
+    stored_fusion,
+)
 from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, check_text
 from ._models import CatalogInfo
 from ._packing import pack, tool_tokens
@@ -67,6 +74,29 @@ def route_request(
         block=_ids("block", block),
         categories=_ids("categories", categories),
     )
+
+
+def prepare_route(
+    info: CatalogInfo,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    k: int = 8,
+    token_budget: int | None = None,
+    weights: Mapping[str, float] | None = None,
+    k_rrf: float | None = None,
+    overfetch: int | None = None,
+    allow: Sequence[str] | None = None,
+    block: Sequence[str] | None = None,
+    categories: Sequence[str] | None = None,
+) -> tuple[RouteRequest, str | None]:
+    """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
+    validated request, and :func:`vector_plan`'s answer (None: embed the query)."""
+    fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
+    request = route_request(
+        query, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
+    )
+    return request, vector_plan(request, info, embedder)
 
 
 def override(

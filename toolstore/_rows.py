@@ -7,11 +7,12 @@ refused, and the record by which a re-import keeps the expansion ``toolstore exp
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ._errors import InvalidInputError, InvalidToolError
+from ._errors import InvalidInputError, InvalidToolError, UnknownCatalogError
 from ._input import (
     MAX_DOC_CHARS,
     MAX_ID_CHARS,
@@ -21,7 +22,7 @@ from ._input import (
     check_text,
     json_problem,
 )
-from ._models import IntentExample, Tool
+from ._models import CatalogInfo, IntentExample, Tool
 from ._text import description_doc, expansion_doc, name_doc
 
 #: Where a generated expansion records what it came from, inside the tool's ``spec``.
@@ -38,7 +39,6 @@ def tool_row(tool: Tool, content_hash: str | None = None) -> dict[str, Any]:
         "title": tool.title,
         "provider": tool.provider,
         "description": tool.description,
-        "parameters": tool.parameters,
         "categories": list(tool.categories),
         "tags": list(tool.tags),
         "keywords": list(tool.keywords),
@@ -46,12 +46,31 @@ def tool_row(tool: Tool, content_hash: str | None = None) -> dict[str, Any]:
         "expansion": tool.expansion,
         "avoid_when": tool.avoid_when,
         "always_on": tool.always_on,
-        "spec": tool.spec,
+        # JSON text, not objects: the batch travels as jsonb, which would sort these schemas' keys
+        "parameters_json": None if tool.parameters is None else json.dumps(tool.parameters, ensure_ascii=False),
+        "spec_json": None if tool.spec is None else json.dumps(tool.spec, ensure_ascii=False),
         "content_hash": content_hash or tool.content_hash(),
         "name_doc": name_doc(tool),
         "description_doc": description_doc(tool),
         "expansion_doc": expansion_doc(tool),
     }
+
+
+def unknown_catalog(name: str) -> UnknownCatalogError:
+    return UnknownCatalogError(f"no catalog named {name!r}; create it by importing tools into it")
+
+
+def info_from_row(row: Mapping[str, Any]) -> CatalogInfo:
+    """The CatalogInfo of a ``get_catalog`` / ``get_catalog_light`` / ``lock_catalog`` row."""
+    return CatalogInfo(
+        id=row["id"],
+        name=row["name"],
+        embed_model=row["embed_model"],
+        embed_dim=row["embed_dim"],
+        settings=row["settings"] or {},
+        n_tools=row["n_tools"],
+        n_examples=row["n_examples"],
+    )
 
 
 def tool_from_row(row: Mapping[str, Any]) -> Tool:
@@ -72,6 +91,11 @@ def tool_from_row(row: Mapping[str, Any]) -> Tool:
         always_on=row["always_on"],
         spec=row["spec"],
     )
+
+
+def name_row(row: Mapping[str, Any]) -> Tool:
+    """A ``tool_names`` row as a Tool carrying only what names it (id, name, provider)."""
+    return Tool(id=row["id"], name=row["name"], provider=row["provider"])
 
 
 def check_tools(tools: Sequence[Tool]) -> None:

@@ -17,14 +17,17 @@ from . import _catalog, _sql
 from ._connect import DEFAULT_TIMEOUT, Connector, first_line, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF, Fusion, check_fusion, check_weights, stored_fusion
+from ._errors import DatabaseError, InvalidInputError, UnknownToolError
+from ._fusion import DEFAULT_K_RRF, Fusion, check_fusion, check_weights
 from ._metrics import Judgement, load_judgements
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._names import resolve_among, resolve_name
+from ._observe import RouteTrace, logger, span
 from ._reembed import reembed
 from ._result import RouteResult
-from ._route import embedder_failed, override, route_request, route_result, statement_params, vector_plan
+from ._route import embedder_failed, prepare_route, route_result, statement_params
+from ._rows import name_row, unknown_catalog
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
@@ -71,23 +74,25 @@ class ToolStore:
         self.embedder: Embedder | None = embedder
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self.dsn = resolve_dsn(dsn)
-        self._ensure_schema(auto=migrate, timeout=timeout)
+        self.ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
         self._db = Connector(self.dsn, schema=self.schema, max_size=pool_size, timeout=timeout)
 
-    def _ensure_schema(self, *, auto: bool, timeout: float) -> None:
+    @staticmethod
+    def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Migrate ``schema`` to head when behind (``auto``), else raise DatabaseError naming the revision."""
         try:
-            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeout))) as conn:
-                revision = current_revision(conn, self.schema)
+            with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeout))) as conn:
+                revision = current_revision(conn, schema)
         except psycopg.Error as exc:
             raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
         if revision == HEAD_REVISION:
             return
         if not auto:
             raise DatabaseError(
-                f"toolstore schema {self.schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: "
+                f"toolstore schema {schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: "
                 "run `toolstore migrate`"
             )
-        migrate(self.dsn, schema=self.schema)
+        migrate(dsn, schema=schema)
 
     @property
     def pool(self) -> ConnectionPool[Any]:
@@ -122,7 +127,7 @@ class ToolStore:
     def _info(self, conn: psycopg.Connection[Any], *, counts: bool = False) -> CatalogInfo:
         info = _catalog.catalog_info(conn, self.catalog, counts=counts)
         if info is None:
-            raise UnknownCatalogError(f"no catalog named {self.catalog!r}; create it by importing tools into it")
+            raise unknown_catalog(self.catalog)
         return info
 
     def catalogs(self) -> list[dict[str, Any]]:
@@ -182,11 +187,14 @@ class ToolStore:
         One transaction: on any error nothing is written.
         """
         tools = list(tools)
-        return self._run(
-            lambda conn: _catalog.upsert_tools(
-                conn, self.catalog, tools, self.embedder, prune=prune, create=self.create
+        with span("toolstore.import", catalog=self.catalog, tools=len(tools)):
+            report = self._run(
+                lambda conn: _catalog.upsert_tools(
+                    conn, self.catalog, tools, self.embedder, prune=prune, create=self.create
+                )
             )
-        )
+        logger.debug("import catalog=%s %s", self.catalog, report.as_dict())
+        return report
 
     def add_examples(self, examples: Iterable[IntentExample]) -> int:
         """Add labelled example requests (intent examples); returns how many were written."""
@@ -206,6 +214,23 @@ class ToolStore:
         if not found:
             raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
         return found[0]
+
+    def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
+        """The tool a model called by ``name`` in any turn: a name ``RouteResult.definitions`` gave (``provider__name``
+        when namespaced), the tool's id or its own name. ``among``: the ids of the tools the model was offered, in
+        the order offered (``result.ids``), which makes any offered name exact. UnknownToolError when no tool (or
+        more than one) matches."""
+
+        def work(conn: psycopg.Connection[Any]) -> Tool:
+            info = self._info(conn)
+            if among is not None:
+                return resolve_among(name, _catalog.list_tools(conn, info, list(among)), among)
+            with conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(_sql.query("tool_names"), {"catalog": info.id}).fetchall()
+            found = resolve_name(name, [name_row(r) for r in rows], offered=False)
+            return _catalog.list_tools(conn, info, [found.id])[0]
+
+        return self._run(work)
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
@@ -236,22 +261,34 @@ class ToolStore:
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
             info = self._info(conn)
-            fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
-            request = route_request(
-                query, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
+            request, reason = prepare_route(
+                info,
+                self.embedder,
+                query,
+                k=k,
+                token_budget=token_budget,
+                weights=weights,
+                k_rrf=k_rrf,
+                overfetch=overfetch,
+                allow=allow,
+                block=block,
+                categories=categories,
             )
-            reason = vector_plan(request, info, self.embedder)
-            qvec: np.ndarray | None = None
-            if reason is None and self.embedder is not None:
-                try:
-                    qvec = self._query_vectors.get(conn, self.embedder, query)
-                except psycopg.Error:
-                    raise
-                except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                    reason = embedder_failed(exc)
-            with conn.cursor(row_factory=dict_row) as cur:
-                rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
-            return route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+            with RouteTrace(self.catalog, query, k) as trace:
+                qvec: np.ndarray | None = None
+                if reason is None and self.embedder is not None:
+                    try:
+                        with trace.stage("embed"):
+                            qvec = self._query_vectors.get(conn, self.embedder, query)
+                    except psycopg.Error:
+                        raise
+                    except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                        reason = embedder_failed(exc)
+                with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
+                    rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
+                with trace.stage("pack"):
+                    result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+                return trace.done(result)
 
         return self._run(work)
 

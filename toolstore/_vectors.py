@@ -81,8 +81,10 @@ class QueryVectors:
     """Query embeddings for route(): an in-process LRU of ``size`` entries, then the Postgres cache for embedders
     that ask for it (``cache_queries``), else :meth:`Embedder.embed_query`. Thread-safe.
 
-    A circuit breaker guards the embedder: after a failure, :meth:`get` raises at once for ``cooldown`` seconds
-    (route() answers lexically and says why), then lets one call through to probe it again.
+    A circuit breaker guards the embedder: after a failure, :meth:`admit` raises at once for ``cooldown`` seconds
+    (route() answers lexically and says why), then lets one call through to probe it again. :meth:`get` is the
+    sync driver's path; the async driver composes :meth:`cached`, :meth:`admit`, :meth:`failed`, :meth:`release`
+    and :meth:`remember` around its own awaits.
     """
 
     def __init__(
@@ -97,37 +99,63 @@ class QueryVectors:
         self._failure = ""
 
     def get(self, conn: psycopg.Connection[Any], embedder: Embedder, text: str) -> np.ndarray:
-        key = (embedder.model, text)
-        with self._lock:
-            if key in self._lru:
-                self._lru.move_to_end(key)
-                return self._lru[key]
-            if self._failure:  # the breaker tripped: wait out the cooldown, then let one call probe
-                wait = self._open_until - self._clock()
-                if wait > 0:
-                    raise EmbedderError(f"{self._failure} (not retried for another {wait:.0f} s)")
-                self._open_until = self._clock() + self.cooldown
+        vector = self.cached(embedder, text)
+        if vector is not None:
+            return vector
+        self.admit()
         try:
             if embedder.cache_queries:
                 probe = embedder.embed_query
                 vector = embed_cached(conn, embedder, [text], embed=lambda texts: probe(texts[0])[None])[0]
             else:
                 vector = embedder.embed_query(text)
-        except psycopg.Error:  # the database failed, not the embedder: no reason to stop asking it
-            with self._lock:
-                self._open_until = 0.0 if not self._failure else self._open_until
+        except psycopg.Error:  # the database failed, not the embedder
+            self.release()
             raise
         except Exception as exc:
-            with self._lock:
-                self._open_until = self._clock() + self.cooldown
-                self._failure = redact(f"{type(exc).__name__}: {exc}")
+            self.failed(exc)
             raise
+        self.remember(embedder, text, vector)
+        return vector
+
+    def cached(self, embedder: Embedder, text: str) -> np.ndarray | None:
+        """The in-process vector of ``text``, or None."""
+        with self._lock:
+            vector = self._lru.get((embedder.model, text))
+            if vector is not None:
+                self._lru.move_to_end((embedder.model, text))
+            return vector
+
+    def admit(self) -> None:
+        """Before asking the embedder: raise EmbedderError while the breaker is open; after the cool-down, let this
+        call probe (others still skip until it answers)."""
+        with self._lock:
+            if not self._failure:
+                return
+            wait = self._open_until - self._clock()
+            if wait > 0:
+                raise EmbedderError(f"{self._failure} (not retried for another {wait:.0f} s)")
+            self._open_until = self._clock() + self.cooldown
+
+    def failed(self, exc: BaseException) -> None:
+        """The embedder failed: open the breaker for ``cooldown`` seconds, remembering why (redacted)."""
+        with self._lock:
+            self._open_until = self._clock() + self.cooldown
+            self._failure = redact(f"{type(exc).__name__}: {exc}")
+
+    def release(self) -> None:
+        """The call failed for another reason than the embedder: the next call may probe at once."""
+        with self._lock:
+            if self._failure:
+                self._open_until = 0.0
+
+    def remember(self, embedder: Embedder, text: str, vector: np.ndarray) -> None:
+        """The embedder answered: keep the vector and close the breaker."""
         with self._lock:
             self._failure = ""
-            self._lru[key] = vector
+            self._lru[(embedder.model, text)] = vector
             while len(self._lru) > self.size:
                 self._lru.popitem(last=False)
-        return vector
 
 
 def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Embedder) -> None:

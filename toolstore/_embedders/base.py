@@ -7,6 +7,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from .._progress import report
+
 
 class Embedder(ABC):
     """Turns texts into L2-normalised float32 vectors of a fixed dimension.
@@ -37,10 +39,14 @@ class Embedder(ABC):
         return self.embed(text)
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed any number of texts, ``batch_size`` at a time."""
+        """Embed any number of texts, ``batch_size`` at a time (progress reported per batch, see ``_progress``)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.concatenate([self.embed_batch(chunk) for chunk in batches(texts, self.batch_size)])
+        parts = []
+        for chunk in batches(texts, self.batch_size):
+            parts.append(self.embed_batch(chunk))
+            report(sum(len(p) for p in parts), len(texts))
+        return np.concatenate(parts)
 
 
 def batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:

@@ -7,7 +7,6 @@ onnxruntime and tokenizers are imported, and the model loaded, on first use, so 
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,12 +15,11 @@ from typing import Any
 import numpy as np
 
 from .._errors import EmbedderError
-from .base import Embedder, batches, normalise
+from .base import Embedder, normalise
 
 MODEL_DIR = Path(__file__).resolve().parent / "minilm"
 MODEL_FILES = ("model.onnx", "tokenizer.json")
 MAX_TOKENS = 256
-PROGRESS_THRESHOLD = 300
 
 # One intra-op thread by default: a short query takes a few ms either way, a second thread gains ~1.4x at best,
 # and a router usually runs next to other work (web server, database) that the extra thread would compete with.
@@ -79,19 +77,6 @@ class LocalEmbedder(Embedder):
                 raise EmbedderError(f"local embedder: onnxruntime failed: {exc}") from exc
             out[chunk] = vectors
         return normalise(out)
-
-    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
-        """Like :meth:`Embedder.embed_many`, with a tqdm progress bar for more than 300 texts on a terminal."""
-        if len(texts) <= PROGRESS_THRESHOLD or not sys.stderr.isatty():
-            return super().embed_many(texts)
-        from tqdm import tqdm
-
-        rows = []
-        with tqdm(total=len(texts), desc="embedding", unit="text") as bar:
-            for chunk in batches(texts, self.batch_size):
-                rows.append(self.embed_batch(chunk))
-                bar.update(len(chunk))
-        return np.concatenate(rows)
 
     def _load(self) -> tuple[Any, Any]:
         """The onnxruntime session and tokenizer, created on first call (thread-safe)."""

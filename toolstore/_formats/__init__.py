@@ -10,6 +10,7 @@ from .render import (
     FORMATS,
     Format,
     export_catalog,
+    http_endpoint,
     input_schema,
     metadata_block,
     render,
@@ -20,6 +21,7 @@ from .render import (
 
 __all__ = [
     "FORMATS",
+    "http_endpoint",
     "META_KEY",
     "Format",
     "export_catalog",

@@ -17,7 +17,7 @@ from .._models import Tool
 META_KEY = "x-toolstore"
 _META_LIST_KEYS = ("categories", "tags", "keywords", "examples")
 _META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id")
-META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on",))
+META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http"))
 
 
 @dataclass
@@ -135,6 +135,9 @@ def check_meta(value: object) -> dict[str, Any]:
             if not isinstance(item, bool):
                 raise ValueError(f"{META_KEY}.always_on must be true or false, got {type_name(item)}")
             meta[key] = item
+        elif key == "http":  # an OpenAPI operation's method and path: kept in the spec, not a Tool field
+            if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("method", "path"))):
+                raise ValueError(f'{META_KEY}.http must be {{"method": str, "path": str}}, got {item!r:.80}')
         elif key == "title" and item is None:
             meta[key] = None
         else:

@@ -1,10 +1,11 @@
-"""Read tool definitions from ``.json`` and ``.jsonl`` files, all or nothing."""
+"""Read tool definitions from ``.json``, ``.jsonl`` and (OpenAPI only) ``.yaml`` / ``.yml`` files, all or nothing."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from .._errors import InvalidInputError, InvalidToolError
 from .._input import parse_json, read_text_file
@@ -13,13 +14,15 @@ from .parse import Located, check_unique, parse_located
 
 JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
+YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None) -> list[Tool]:
     """Parse every tool in a ``.json`` or ``.jsonl`` file (see :func:`parse_tools` for formats).
 
     A ``.json`` file holds one JSON value of any supported shape; a ``.jsonl`` file holds one
-    JSON value per line (blank lines are skipped), each of any supported shape. ``provider`` is
+    JSON value per line (blank lines are skipped), each of any supported shape; a ``.yaml`` / ``.yml`` file
+    holds one OpenAPI 3.x document. ``provider`` is
     the default provider, as for :func:`parse_tools`.
 
     Raises :class:`InvalidToolError` naming the file, the line (for JSONL) and the tool when any
@@ -29,11 +32,13 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
     """
     name = str(path)
     suffix = Path(path).suffix.lower()
-    if suffix not in JSON_SUFFIXES + JSONL_SUFFIXES:
-        raise InvalidToolError(f"{name}: unsupported file type {suffix!r}; expected .json or .jsonl")
+    if suffix not in JSON_SUFFIXES + JSONL_SUFFIXES + YAML_SUFFIXES:
+        raise InvalidToolError(f"{name}: unsupported file type {suffix!r}; expected .json, .jsonl or .yaml")
     text = _read_text(Path(path), name)
     if suffix in JSONL_SUFFIXES:
         located = _parse_jsonl(text, name, provider)
+    elif suffix in YAML_SUFFIXES:
+        located = _parse_yaml(text, name, provider)
     else:
         located = _parse_json(text, name, provider)
     if not located:
@@ -83,3 +88,40 @@ def _parse_jsonl(text: str, name: str, provider: str | None) -> list[Located]:
             raise InvalidToolError(f"{where}: {exc}") from None
         located.extend((tool, f"line {lineno} ({label})") for tool, label in tools)
     return located
+
+
+def _parse_yaml(text: str, name: str, provider: str | None) -> list[Located]:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """SafeLoader without aliases: a few lines of anchors can expand to gigabytes (billion laughs)."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(None, None, "YAML aliases are not accepted", event.start_mark)
+            return super().compose_node(parent, index)
+
+    try:
+        data = yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise InvalidToolError(f"{name}: invalid YAML: nested too deeply") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InvalidToolError(f"{name}{where}: invalid YAML: {problem}") from None
+    if not isinstance(data, dict) or not ("openapi" in data or "swagger" in data):
+        kind = f"a YAML {type(data).__name__}" if not isinstance(data, dict) else "a mapping without an 'openapi' key"
+        raise InvalidToolError(
+            f"{name}: not an OpenAPI document ({kind}); YAML files must hold an OpenAPI 3.x document"
+        )
+    # YAML has what JSON has not (integer keys such as response codes, dates): make it the JSON an OpenAPI file means.
+    try:
+        data = parse_json(json.dumps(data, default=str))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidToolError(f"{name}: YAML that has no JSON equivalent: {exc}") from None
+    try:
+        return parse_located(data, provider=provider)
+    except InvalidToolError as exc:
+        raise InvalidToolError(f"{name}: {exc}") from None

@@ -38,7 +38,7 @@ def openapi_drafts(doc: dict[str, Any], loc: str) -> list[tuple[Draft, str]]:
         raise ValueError(f"OpenAPI paths must be a JSON object, got {type_name(paths)}")
     info = doc.get("info")
     title = info.get("title") if isinstance(info, dict) else None
-    doc_provider = title if isinstance(title, str) and title.strip() else None
+    doc_provider = slug(title) if isinstance(title, str) else None
     resolver = _Resolver(doc)
     drafts = []
     for path, item in paths.items():
@@ -61,6 +61,12 @@ def openapi_drafts(doc: dict[str, Any], loc: str) -> list[tuple[Draft, str]]:
     return drafts
 
 
+def slug(text: str) -> str | None:
+    """``"Petclinic API"`` -> ``"petclinic_api"``: lower case, runs of anything but ``[a-z0-9_-]`` as one ``_``
+    (None when nothing is left). Provider namespaces of OpenAPI tools, so ids hold no spaces."""
+    return re.sub(r"[^a-z0-9_-]+", "_", text.lower()).strip("_") or None
+
+
 def operation_name(method: str, path: str) -> str:
     """The name of an operation without ``operationId``: ``get /pets/{petId}`` -> ``get_pets_petId``."""
     return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{method}/{path}").strip("_")
@@ -68,6 +74,8 @@ def operation_name(method: str, path: str) -> str:
 
 def _operation_draft(resolver: _Resolver, path: str, method: str, item: dict[str, Any], op: dict[str, Any]) -> Draft:
     name = op.get("operationId") or operation_name(method, path)
+    if isinstance(name, str) and re.search(r"[^A-Za-z0-9_.-]", name):  # "add pet" -> "add_pet"; spec keeps it
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or operation_name(method, path)
     text = [op.get(key) for key in ("summary", "description")]
     parts = [t.strip() for t in text if isinstance(t, str) and t.strip()]
     if len(parts) == 2 and parts[1].startswith(parts[0]):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from .._errors import InvalidInputError
@@ -21,6 +21,72 @@ def input_schema(tool: Tool) -> dict[str, Any]:
     if tool.parameters is None:
         return {"type": "object", "properties": {}}
     return tool.parameters
+
+
+#: The fields each format's definition is built from; any other key of a tool's source definition in the same
+#: format (MCP ``annotations``, ``outputSchema``, ``_meta``, ``icons``; Anthropic ``cache_control``; OpenAI
+#: ``strict``, ...) is carried through as it was.
+_RENDERED = {
+    "openai": ("name", "description", "parameters"),
+    "openai-responses": ("type", "name", "description", "parameters"),
+    "anthropic": ("name", "description", "input_schema"),
+    "mcp": ("name", "title", "description", "inputSchema"),
+}
+
+
+def source_format(spec: dict[str, Any] | None) -> str | None:
+    """The format a tool was imported from, read off its source definition (None: another or none)."""
+    if not isinstance(spec, dict):
+        return None
+    if "inputSchema" in spec:
+        return "mcp"
+    if "input_schema" in spec:
+        return "anthropic"
+    if spec.get("type") == "function" and isinstance(spec.get("function"), dict):
+        return "openai"
+    if spec.get("type") == "function" and "name" in spec:
+        return "openai-responses"
+    return None
+
+
+def http_endpoint(tool: Tool) -> dict[str, str] | None:
+    """``{"method": "POST", "path": "/pets/{petId}"}`` for a tool imported from OpenAPI (or a definition that kept
+    it in its ``x-toolstore.http``), else None."""
+    spec = tool.spec if isinstance(tool.spec, dict) else {}
+    if isinstance(spec.get("method"), str) and isinstance(spec.get("path"), str) and "operation" in spec:
+        return {"method": spec["method"].upper(), "path": spec["path"]}
+    holder = spec.get("function") if isinstance(spec.get("function"), dict) else spec
+    meta = holder.get(META_KEY) if isinstance(holder, dict) else None
+    http = meta.get("http") if isinstance(meta, dict) else None
+    if isinstance(http, dict) and isinstance(http.get("method"), str) and isinstance(http.get("path"), str):
+        return {"method": http["method"].upper(), "path": http["path"]}
+    return None
+
+
+def _source(tool: Tool, fmt: str) -> dict[str, Any] | None:
+    """The tool's source definition when it is in ``fmt`` (the ``function`` object for OpenAI chat)."""
+    if source_format(tool.spec) != fmt or tool.spec is None:
+        return None
+    return tool.spec["function"] if fmt == "openai" else tool.spec
+
+
+def _faithful(tool: Tool, fmt: str, rendered: dict[str, Any], schema_key: str) -> dict[str, Any]:
+    """``rendered`` laid out as the tool's source definition in ``fmt`` was: its key order, its extra keys, and its
+    own spelling of an empty schema. Unchanged fields come back exactly as imported."""
+    source = _source(tool, fmt)
+    if source is None:
+        return rendered
+    if tool.parameters is None and isinstance(source.get(schema_key), dict):
+        rendered[schema_key] = source[schema_key]
+    out: dict[str, Any] = {}
+    for key, value in source.items():
+        if key in _RENDERED[fmt]:
+            if key in rendered:
+                out[key] = rendered[key]
+        elif not key.startswith(META_KEY):
+            out[key] = value
+    out.update({k: v for k, v in rendered.items() if k not in out})
+    return out
 
 
 def metadata_block(tool: Tool, *, include_title: bool = True) -> dict[str, Any]:
@@ -45,25 +111,35 @@ def metadata_block(tool: Tool, *, include_title: bool = True) -> dict[str, Any]:
             meta[key] = getattr(tool, key)
     if tool.always_on:
         meta["always_on"] = True
+    http = http_endpoint(tool)
+    if http is not None:
+        meta["http"] = http
     return meta
 
 
 def to_openai(
-    tool: Tool, *, shape: Literal["chat", "responses"] = "chat", with_metadata: bool = False
+    tool: Tool,
+    *,
+    shape: Literal["chat", "responses"] = "chat",
+    with_metadata: bool = False,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """An OpenAI function tool: Chat Completions ``{"type", "function": {...}}`` or Responses shape.
 
     ``with_metadata`` adds an ``x-toolstore`` block (inside ``function`` for the chat shape) so the
-    definition parses back to the same Tool; the API itself does not accept that key.
+    definition parses back to the same Tool; the API itself does not accept that key. ``name`` replaces the
+    tool's name (the model-facing name ``RouteResult.definitions`` gives it). A tool imported from this shape keeps
+    its other keys (``strict``, ...) and their order.
     """
-    fn: dict[str, Any] = {"name": tool.name}
+    fn: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fn["description"] = tool.description
     fn["parameters"] = input_schema(tool)
     if shape == "responses":
-        definition = {"type": "function", **fn, "strict": False}
+        definition = _faithful(tool, "openai-responses", {"type": "function", **fn, "strict": False}, "parameters")
         target = definition
     elif shape == "chat":
+        fn = _faithful(tool, "openai", fn, "parameters")
         definition = {"type": "function", "function": fn}
         target = fn
     else:
@@ -73,46 +149,58 @@ def to_openai(
     return definition
 
 
-def to_anthropic(tool: Tool, *, with_metadata: bool = False) -> dict[str, Any]:
+def to_anthropic(tool: Tool, *, with_metadata: bool = False, name: str | None = None) -> dict[str, Any]:
     """An Anthropic Messages API tool ``{"name", "description", "input_schema"}``.
 
-    ``with_metadata`` adds an ``x-toolstore`` block (not accepted by the API itself).
+    ``with_metadata`` adds an ``x-toolstore`` block (not accepted by the API itself); ``name`` as for
+    :func:`to_openai`. A tool imported from this shape keeps its other keys (``cache_control``, ...).
     """
-    definition: dict[str, Any] = {"name": tool.name}
+    definition: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         definition["description"] = tool.description
     definition["input_schema"] = input_schema(tool)
+    definition = _faithful(tool, "anthropic", definition, "input_schema")
     if with_metadata:
         _add_metadata(definition, tool, include_title=True)
     return definition
 
 
-def to_mcp(tool: Tool, *, with_metadata: bool = False) -> dict[str, Any]:
+def to_mcp(tool: Tool, *, with_metadata: bool = False, name: str | None = None) -> dict[str, Any]:
     """An MCP tool ``{"name", "title"?, "description"?, "inputSchema"}``.
 
-    ``with_metadata`` adds an ``x-toolstore`` block (clients ignore unknown keys).
+    ``with_metadata`` adds an ``x-toolstore`` block (clients ignore unknown keys); ``name`` as for
+    :func:`to_openai`. A tool imported from MCP keeps ``annotations``, ``outputSchema``, ``_meta``, ``icons``
+    and any other key, in their order.
     """
-    definition: dict[str, Any] = {"name": tool.name}
+    definition: dict[str, Any] = {"name": name or tool.name}
     if tool.title is not None:
         definition["title"] = tool.title
     if tool.description:
         definition["description"] = tool.description
     definition["inputSchema"] = input_schema(tool)
+    definition = _faithful(tool, "mcp", definition, "inputSchema")
     if with_metadata:
         _add_metadata(definition, tool, include_title=False)
     return definition
 
 
-def render(tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False) -> list[dict[str, Any]]:
-    """Every tool rendered in ``fmt`` (``openai``, ``openai-responses``, ``anthropic``, ``mcp``)."""
+def render(
+    tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False, names: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every tool rendered in ``fmt`` (``openai``, ``openai-responses``, ``anthropic``, ``mcp``); ``names``, when
+    given, are the names the definitions carry (one per tool, e.g. from :func:`toolstore._names.model_names`)."""
+    tools = list(tools)
+    if names is not None and len(names) != len(tools):
+        raise InvalidInputError(f"render: {len(names)} names for {len(tools)} tools")
+    given: list[str | None] = list(names) if names is not None else [None] * len(tools)
     if fmt == "openai":
-        return [to_openai(t, with_metadata=with_metadata) for t in tools]
+        return [to_openai(t, with_metadata=with_metadata, name=n) for t, n in zip(tools, given)]
     if fmt == "openai-responses":
-        return [to_openai(t, shape="responses", with_metadata=with_metadata) for t in tools]
+        return [to_openai(t, shape="responses", with_metadata=with_metadata, name=n) for t, n in zip(tools, given)]
     if fmt == "anthropic":
-        return [to_anthropic(t, with_metadata=with_metadata) for t in tools]
+        return [to_anthropic(t, with_metadata=with_metadata, name=n) for t, n in zip(tools, given)]
     if fmt == "mcp":
-        return [to_mcp(t, with_metadata=with_metadata) for t in tools]
+        return [to_mcp(t, with_metadata=with_metadata, name=n) for t, n in zip(tools, given)]
     raise InvalidInputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 

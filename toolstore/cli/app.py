@@ -10,6 +10,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import date, datetime
 from typing import Any, TypeVar
 
 import click
@@ -17,6 +18,8 @@ import click
 from .. import _formats
 from .._embedders.factory import SPECS, make_embedder
 from .._migrate import DEFAULT_SCHEMA
+from .._models import JSON_VERSION
+from .._progress import reporting
 from .._store import DEFAULT, ToolStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -88,6 +91,14 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             callback=_remember("json", group=group),
             expose_value=False,
         ),
+        click.option(
+            "--quiet",
+            "-q",
+            is_flag=True,
+            help="No progress bars or notes on stderr (errors still print).",
+            callback=_remember("quiet", group=group),
+            expose_value=False,
+        ),
     ]
 
     def decorate(fn: F) -> F:
@@ -145,12 +156,54 @@ def wants_json(ctx: click.Context) -> bool:
     return bool(options(ctx)["json"]) or not sys.stdout.isatty()
 
 
-def emit(ctx: click.Context, data: Any, human: Callable[[], None] | None = None) -> None:
-    """JSON when asked or when stdout is not a terminal; else the human rendering."""
+def json_text(data: Any) -> str:
+    """JSON as the CLI prints it: indented, UTF-8, timestamps in ISO 8601."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return str(value)
+
+
+def emit(ctx: click.Context, data: Any, human: Callable[[], None] | None = None, *, key: str = "items") -> None:
+    """JSON when asked or when stdout is not a terminal; else the human rendering.
+
+    The JSON is an object whose first field is ``version`` (:data:`JSON_VERSION`); a list is put under ``key``."""
     if human is None or wants_json(ctx):
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        body = data if isinstance(data, dict) else {key: data}
+        click.echo(json_text({"version": JSON_VERSION, **body}))
     else:
         human()
+
+
+def note(ctx: click.Context, text: str) -> None:
+    """A remark on stderr, unless ``--quiet``."""
+    if not options(ctx).get("quiet"):
+        click.echo(text, err=True)
+
+
+@contextmanager
+def progress(ctx: click.Context, desc: str, unit: str = "text") -> Iterator[None]:
+    """A tqdm bar on stderr for the library's progress reports inside the block: only on a terminal, never with
+    ``--quiet``."""
+    if options(ctx).get("quiet") or not sys.stderr.isatty():
+        yield
+        return
+    from tqdm import tqdm
+
+    with tqdm(desc=desc, unit=unit, file=sys.stderr, leave=False) as bar:
+
+        def update(done: int, total: int) -> None:
+            if bar.total != total:
+                bar.reset(total=total)
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.refresh()  # the final count, even within tqdm's minimum interval
+
+        with reporting(update):
+            yield
 
 
 def summary(data: dict[str, Any]) -> Callable[[], None]:

@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from .. import _formats
+from .._connect import resolve_dsn
 from .._embedders.factory import make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._migrate import migrate as run_migrations
-from .app import command, emit, open_store, options, summary
+from .app import command, emit, note, open_store, options, progress, summary
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -41,7 +42,7 @@ def catalogs(ctx: click.Context) -> None:
             model = r["embed_model"] or "-"
             click.echo(f"{r['name']:<24} {r['n_tools']:>6} tools {r['n_examples']:>6} examples  {model}")
 
-    emit(ctx, rows, human)
+    emit(ctx, rows, human, key="catalogs")
 
 
 @command("import")
@@ -50,9 +51,10 @@ def catalogs(ctx: click.Context) -> None:
 @click.option("--prune", is_flag=True, help="Remove tools of the catalog that are not in FILE.")
 @click.pass_context
 def import_(ctx: click.Context, file: Path, provider: str | None, prune: bool) -> None:
-    """Import tools from JSON/JSONL (benchmark rows, OpenAI, Anthropic, MCP, OpenAPI): all or nothing."""
+    """Import tools from JSON/JSONL (benchmark rows, OpenAI, Anthropic, MCP, OpenAPI; OpenAPI also as YAML): all
+    or nothing."""
     tools = _formats.load_tools_file(file, provider=provider)
-    with open_store(ctx) as store:
+    with open_store(ctx) as store, progress(ctx, "embedding tools"):
         report = store.upsert(tools, prune=prune)
     data = {"catalog": store.catalog, "file": str(file), **report.as_dict()}
     emit(ctx, data, summary(data))
@@ -64,25 +66,36 @@ def import_(ctx: click.Context, file: Path, provider: str | None, prune: bool) -
 def examples(ctx: click.Context, file: Path) -> None:
     """Add intent examples from JSONL ({"query", "relevant": [tool ids]} per line): all or nothing."""
     found = load_examples(file)
-    with open_store(ctx, create=False) as store:
+    with open_store(ctx, create=False) as store, progress(ctx, "embedding examples"):
         written = store.add_examples(found)
     data = {"catalog": store.catalog, "file": str(file), "examples": written}
     emit(ctx, data, lambda: click.echo(f"{written} intent examples in {store.catalog}"))
 
 
 @command("list")
+@click.option("--long", "-l", "long_", is_flag=True, help="Show each tool's description (and title, endpoint).")
 @click.pass_context
-def list_(ctx: click.Context) -> None:
+def list_(ctx: click.Context, long_: bool) -> None:
     """List the catalog's tools."""
     with open_store(ctx, create=False) as store:
         tools = store.tools()
-    rows = [{"id": t.id, "name": t.name, "provider": t.provider, "always_on": t.always_on} for t in tools]
+    rows = []
+    for t in tools:
+        row: dict[str, object] = {"id": t.id, "name": t.name, "provider": t.provider, "always_on": t.always_on}
+        if long_:
+            row.update(title=t.title, description=t.description, http=_formats.http_endpoint(t))
+        rows.append(row)
 
     def human() -> None:
         for r in rows:
             click.echo(f"{r['id']:<48} {r['provider'] or ''}")
+            if long_:
+                http = r["http"]
+                endpoint = f"{http['method']} {http['path']}  " if isinstance(http, dict) else ""
+                text = " ".join(str(r["description"] or r["title"] or "").split())
+                click.echo(f"    {endpoint}{text[:200]}")
 
-    emit(ctx, rows, human)
+    emit(ctx, rows, human, key="tools")
 
 
 @command()
@@ -110,7 +123,7 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
         click.echo(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
-        click.echo(f"{len(tools)} tools written to {output}", err=True)
+        note(ctx, f"{len(tools)} tools written to {output}")
 
 
 @command()
@@ -122,9 +135,19 @@ def reembed(ctx: click.Context, spec: str, base_url: str | None) -> None:
     embedder = make_embedder(spec, base_url=base_url)
     if embedder is None:
         raise InvalidInputError("reembed needs a model, not 'none'")
-    with open_store(ctx, create=False) as store:
+    with open_store(ctx, create=False) as store, progress(ctx, "re-embedding"):
         report = store.reembed(embedder)
     emit(ctx, report, summary(report))
 
 
-COMMANDS = (migrate, catalogs, import_, examples, list_, remove, export, reembed)
+@command("dsn")
+@click.pass_context
+def dsn(ctx: click.Context) -> None:
+    """Print the DSN in use (for the embedded server, one psql accepts while it runs)."""
+    given = options(ctx)["dsn"]
+    source = "option or $TOOLSTORE_DSN" if given else "embedded"
+    value = resolve_dsn(given)
+    emit(ctx, {"dsn": value, "source": source}, lambda: click.echo(value))
+
+
+COMMANDS = (migrate, catalogs, import_, examples, list_, remove, export, reembed, dsn)

@@ -11,9 +11,10 @@ import click
 from .._examples import load_examples
 from .._formats import load_tools_file
 from .._fusion import SIGNALS
+from .._models import JSON_VERSION
 from .._result import RouteResult
 from .._store import DEFAULT, ToolStore
-from .app import command, open_store, options, wants_json
+from .app import command, open_store, options, progress, wants_json
 from .route import result_json
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
@@ -53,11 +54,13 @@ def demo(ctx: click.Context, k: int, budget: int) -> None:
     """Load the bundled demo catalog (115 tools, 18 providers) and route a few real requests."""
     catalog = "demo" if options(ctx)["catalog"] == DEFAULT else None
     with open_store(ctx, catalog=catalog) as store:
-        loaded = load_demo(store)
+        with progress(ctx, "embedding demo catalog"):
+            loaded = load_demo(store)
         results = [store.route(q, k=k, token_budget=budget) for q in demo_requests()]
         model = store.embedder.model if store.embedder is not None else "none (lexical only)"
     if wants_json(ctx):
-        data = {"catalog": store.catalog, "loaded": loaded, "routes": [result_json(r) for r in results]}
+        data = {"version": JSON_VERSION, "catalog": store.catalog, "loaded": loaded}
+        data["routes"] = [result_json(r) for r in results]
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(f"catalog {store.catalog!r}: {loaded}; embedder: {model}")

@@ -6,7 +6,7 @@ import click
 
 from .._expand import DEFAULT_MODEL, expand, make_client
 from .._mcp_sync import fetch_http, fetch_stdio, sync_listing
-from .app import command, emit, open_store, summary
+from .app import command, emit, open_store, options, progress, summary
 
 
 def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:
@@ -30,6 +30,12 @@ def sync_group() -> None:
 @click.option("--provider", help="Namespace for the server's tools; default: the server's name (serverInfo.name).")
 @click.option("--prune", is_flag=True, help="Remove this provider's tools that the server no longer offers.")
 @click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds for the whole listing.")
+@click.option(
+    "--env",
+    "env_pairs",
+    multiple=True,
+    help="NAME=VALUE for a COMMAND server's environment (repeatable); VALUE may be ${VAR}, expanded at each start.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def sync_mcp_cmd(
@@ -39,21 +45,32 @@ def sync_mcp_cmd(
     provider: str | None,
     prune: bool,
     timeout: float,
+    env_pairs: tuple[str, ...],
     command: tuple[str, ...],
 ) -> None:
     """List an MCP server's tools and upsert them: `sync mcp -- COMMAND ARGS...` or `sync mcp --url URL`.
 
-    Unchanged tools are skipped (nothing embedded); one transaction, so on any error nothing is written.
+    Unchanged tools are skipped (nothing embedded); one transaction, so on any error nothing is written. How the
+    server is reached is recorded for `toolstore serve mcp --gateway`: header and env values are stored as given,
+    so write secrets as ${VAR} references (single-quoted in the shell) to keep them out of the database.
     """
     if bool(url) == bool(command):
         raise click.UsageError("give either --url URL or -- COMMAND ARGS... (one of them)")
     if headers and not url:
         raise click.UsageError("--header only applies with --url")
+    if env_pairs and url:
+        raise click.UsageError("--env only applies to a COMMAND server")
+    env: dict[str, str] = {}
+    for pair in env_pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--env")
+        env[name.strip()] = value
     if url:
         listing = fetch_http(url, headers=_parse_headers(headers), timeout=timeout)
     else:
-        listing = fetch_stdio(command[0], command[1:], timeout=timeout)
-    with open_store(ctx) as store:
+        listing = fetch_stdio(command[0], command[1:], env=env, timeout=timeout)
+    with open_store(ctx) as store, progress(ctx, "embedding tools"):
         report = sync_listing(store, listing, provider=provider, prune=prune)
     data = {
         "catalog": store.catalog,
@@ -97,6 +114,7 @@ def expand_cmd(
             max_tools=max_tools,
             force=force,
             concurrency=concurrency,
+            progress=False if options(ctx).get("quiet") else None,
         )
     data = {"catalog": store.catalog, **report.as_dict()}
     emit(ctx, data, summary(data))

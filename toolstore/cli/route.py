@@ -10,6 +10,7 @@ import click
 from .. import _formats
 from .._errors import InvalidInputError
 from .._fusion import SIGNALS
+from .._models import JSON_VERSION
 from .._result import RoutedTool, RouteResult
 from .app import ROUTE_FORMATS, command, open_store, wants_json
 
@@ -43,9 +44,11 @@ def result_json(result: RouteResult) -> dict[str, Any]:
             "exact": r.exact,
             "tokens": r.tokens,
             "signals": {s: getattr(r.signals, s) for s in SIGNALS},
+            **({"http": http} if (http := _formats.http_endpoint(r.tool)) else {}),
         }
 
     return {
+        "version": JSON_VERSION,
         "query": result.query,
         "tools": [item(r) for r in result.tools],
         "skipped": [item(r) for r in result.skipped],

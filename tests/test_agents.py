@@ -1,0 +1,354 @@
+"""Agent loops through the real SDKs: message lists read (three dialects), tools routed for the next call, the
+model's calls resolved; Anthropic tool references; langgraph-bigtool retrieval. The providers' HTTP APIs are
+played by handlers on the SDKs' own mock transport, which check what the real APIs check (valid, unique names)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+from pydantic import TypeAdapter
+
+from toolstore import AsyncToolStore, InvalidInputError, Tool, ToolStore, UnknownToolError, read_messages
+from toolstore.integrations import anthropic as ts_anthropic
+from toolstore.integrations import langgraph as ts_langgraph
+from toolstore.integrations import openai as ts_openai
+
+VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+PARAMS = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+TOOLS = [
+    Tool(
+        id=f"{p}.create_issue",
+        name="create_issue",
+        provider=p,
+        description=f"Create an issue in {p}",
+        parameters=PARAMS,
+    )
+    for p in ("github", "jira", "linear")
+] + [
+    Tool(id="slack.send_message", name="send_message", provider="slack", description="Post a message to Slack"),
+    Tool(id="weather.forecast", name="forecast", provider="weather", description="Weather forecast for a city"),
+]
+
+
+@pytest.fixture
+def issues(store: ToolStore) -> ToolStore:
+    store.upsert(TOOLS)
+    return store
+
+
+def _check_tools(tools: list[dict[str, Any]], key: Any) -> None:
+    names = [key(t) for t in tools]
+    if len(set(names)) != len(names):
+        raise AssertionError("400: Tool names must be unique")
+    assert all(VALID.match(n) for n in names), names
+
+
+# -- reading message lists --------------------------------------------------------------------------------
+
+
+def test_read_messages_in_three_dialects() -> None:
+    chat = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "file a bug about login"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "jira__create_issue", "arguments": '{"title": "login"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "JIRA-1"},
+        {"role": "user", "content": [{"type": "text", "text": "now tell the team"}]},
+    ]
+    conv = read_messages(chat)
+    assert (conv.dialect, conv.request, conv.request_index) == ("openai-chat", "now tell the team", 4)
+    assert [(c.name, c.arguments, c.id, c.index) for c in conv.tool_calls] == [
+        ("jira__create_issue", {"title": "login"}, "c1", 2)
+    ]
+    responses = [
+        {"role": "user", "content": [{"type": "input_text", "text": "what's the weather"}]},
+        {"type": "function_call", "call_id": "c2", "name": "forecast", "arguments": "{bad json"},
+        {"type": "function_call_output", "call_id": "c2", "output": "sunny"},
+    ]
+    conv = read_messages(responses)
+    assert (conv.dialect, conv.request) == ("openai-responses", "what's the weather")
+    assert conv.tool_calls[0].arguments == "{bad json"  # kept raw: the model's own output
+    assert read_messages("just a string").request == "just a string"
+    claude = [
+        {"role": "user", "content": "open an issue"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "linear__create_issue", "input": {"title": "x"}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]},
+    ]
+    conv = read_messages(claude)
+    assert (conv.dialect, conv.request, conv.request_index) == (
+        "anthropic",
+        "open an issue",
+        0,
+    )  # a tool result is no request
+    assert conv.tool_calls[0].arguments == {"title": "x"}
+    # SDK objects read like dicts
+    message = anthropic.types.Message.model_validate(
+        {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "x",
+            "stop_reason": "tool_use",
+            "content": [{"type": "tool_use", "id": "t9", "name": "forecast", "input": {"city": "Oslo"}}],
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    )
+    assert read_messages([message], "anthropic").tool_calls[0].arguments == {"city": "Oslo"}
+    appended = [{"role": "user", "content": "weather?"}, {"role": "assistant", "content": message.content}]
+    assert read_messages(appended).tool_calls[0].id == "t9"  # content blocks appended as the SDK returned them
+
+
+@pytest.mark.parametrize(
+    ("messages", "error"),
+    [
+        ({"role": "user"}, "messages must be a list"),
+        ([{"role": "user", "content": "hi"}, 3], r"messages\[1\]: expected an object, got int"),
+        ([{"content": "hi"}], r"messages\[0\].role: expected a non-empty string, got nothing"),
+        ([{"role": "user", "content": 5}], r"messages\[0\].content: expected a string or a list of parts, got int"),
+        ([{"role": "user", "content": [{"type": "text"}]}], r"messages\[0\].content\[0\].text: expected a non-empty"),
+        ([{"role": "assistant", "tool_calls": [{"id": "x"}]}], r"messages\[0\].tool_calls\[0\].function: expected"),
+    ],
+)
+def test_read_messages_names_the_bad_field(messages: Any, error: str) -> None:
+    with pytest.raises(InvalidInputError, match=error):
+        read_messages(messages)
+
+
+# -- OpenAI ------------------------------------------------------------------------------------------------
+
+
+def test_openai_chat_loop_through_the_sdk(issues: ToolStore) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        _check_tools(body["tools"], lambda t: t["function"]["name"])
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "linear__create_issue", "arguments": '{"title": "login bug"}'},
+        }
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        if body["messages"][-1]["role"] == "tool":  # the tool's answer is in: the model replies in words
+            message = {"role": "assistant", "content": f"done: {body['messages'][-1]['content']}"}
+        reply = {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+        }
+        return httpx2.Response(200, json=reply)
+
+    client = openai.OpenAI(
+        api_key="sk-test",
+        base_url="http://api.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+    messages: list[Any] = [{"role": "user", "content": "create an issue for the login bug"}]
+    result = ts_openai.route_messages(issues, messages, k=4)
+    reply = client.chat.completions.create(model="gpt-test", messages=messages, tools=result.definitions("openai"))
+    calls = ts_openai.calls(result, reply)
+    assert [(c.tool.id, c.arguments, c.id) for c in calls] == [
+        ("linear.create_issue", {"title": "login bug"}, "call_1")
+    ]
+    assert "linear__create_issue" in [t["function"]["name"] for t in seen[0]["tools"]]
+    # the next turn: the reply joins the list, and the store resolves the name without the old result
+    messages += [reply.choices[0].message, {"role": "tool", "tool_call_id": "call_1", "content": "LIN-7"}]
+    assert read_messages(messages).tool_calls[0].name == "linear__create_issue"
+    assert issues.resolve("linear__create_issue", among=result.ids).id == "linear.create_issue"
+    again = ts_openai.route_messages(issues, messages, k=4)  # the SDK's message object reads like a dict
+    final = client.chat.completions.create(model="gpt-test", messages=messages, tools=again.definitions("openai"))
+    assert seen[-1]["messages"][1]["tool_calls"][0]["function"]["name"] == "linear__create_issue"
+    assert final.choices[0].message.content == "done: LIN-7" and ts_openai.calls(again, final) == []
+
+
+def test_openai_responses_loop_through_the_sdk(issues: ToolStore) -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        _check_tools(body["tools"], lambda t: t["name"])
+        output = [
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_9",
+                "name": "forecast",
+                "arguments": '{"city": "Oslo"}',
+                "status": "completed",
+            }
+        ]
+        reply = {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 0,
+            "model": body["model"],
+            "status": "completed",
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": body["tools"],
+        }
+        return httpx2.Response(200, json=reply)
+
+    client = openai.OpenAI(
+        api_key="sk-test",
+        base_url="http://api.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+    items = [{"role": "user", "content": [{"type": "input_text", "text": "weather forecast for Oslo"}]}]
+    result = ts_openai.route_messages(issues, items, k=3)
+    response = client.responses.create(model="gpt-test", input=items, tools=result.definitions("openai-responses"))
+    [call] = ts_openai.calls(result, response)
+    assert (call.tool.id, call.arguments, call.id) == ("weather.forecast", {"city": "Oslo"}, "call_9")
+
+
+# -- Anthropic ---------------------------------------------------------------------------------------------
+
+
+def _anthropic(handler: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        api_key="sk-ant-test",
+        base_url="http://api.test",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+
+
+def test_anthropic_loop_through_the_sdk(issues: ToolStore) -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        try:
+            _check_tools(body["tools"], lambda t: t["name"])
+        except AssertionError as exc:
+            return httpx2.Response(
+                400, json={"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}}
+            )
+        content: list[dict[str, Any]] = [
+            {"type": "tool_use", "id": "toolu_1", "name": "github__create_issue", "input": {"title": "login"}}
+        ]
+        last = body["messages"][-1]["content"]
+        if isinstance(last, list) and last[0]["type"] == "tool_result":
+            content = [{"type": "text", "text": f"created {last[0]['content']}"}]
+        reply = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+        return httpx2.Response(200, json=reply)
+
+    client = _anthropic(handler)
+    messages = [{"role": "user", "content": "create an issue for the login bug"}]
+    result = ts_anthropic.route_messages(issues, messages, k=4)
+    raw = [r.tool.name for r in result]
+    assert raw.count("create_issue") == 3  # what the API would refuse as tool names ...
+    with pytest.raises(anthropic.BadRequestError, match="unique"):
+        client.messages.create(
+            model="claude-test",
+            max_tokens=100,
+            messages=messages,
+            tools=[{"name": n, "input_schema": PARAMS} for n in raw],
+        )
+    reply = client.messages.create(
+        model="claude-test", max_tokens=100, messages=messages, tools=result.definitions("anthropic")
+    )
+    [call] = ts_anthropic.calls(result, reply)  # ... and what it accepts
+    assert (call.tool.id, call.arguments) == ("github.create_issue", {"title": "login"})
+    with pytest.raises(UnknownToolError):
+        ts_anthropic.calls(
+            result, {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": "nope", "input": {}}]}
+        )
+    # the README's loop: the reply's blocks go back as they are, then the tool results
+    messages.append({"role": "assistant", "content": reply.content})  # type: ignore[dict-item]
+    results = [{"type": "tool_result", "tool_use_id": call.id, "content": "GH-42"}]
+    messages.append({"role": "user", "content": results})  # type: ignore[dict-item]
+    again = ts_anthropic.route_messages(issues, messages, k=4)
+    assert again.ids == result.ids  # still the user's request, not the tool result
+    tools = again.definitions("anthropic")
+    final = client.messages.create(model="claude-test", max_tokens=100, messages=messages, tools=tools)
+    assert final.content[0].text == "created GH-42" and ts_anthropic.calls(again, final) == []
+
+
+def test_anthropic_tool_references(issues: ToolStore) -> None:
+    everything = issues.tools()
+    deferred = ts_anthropic.deferred_definitions(everything)
+    assert all(d["defer_loading"] is True for d in deferred)
+    TypeAdapter(list[anthropic.types.ToolParam]).validate_python(deferred)
+    result = issues.route("post to slack that the issue is fixed", k=2)
+    block = ts_anthropic.tool_search_result(result, "toolu_search", deferred=everything)
+    TypeAdapter(anthropic.types.ToolResultBlockParam).validate_python(block)
+    names = {d["name"] for d in deferred}
+    assert [ref["tool_name"] for ref in block["content"]] == [
+        n
+        for n in (dict(zip([t.id for t in everything], [d["name"] for d in deferred])).get(i) for i in result.ids)
+        if n
+    ]
+    assert all(ref["tool_name"] in names and ref["type"] == "tool_reference" for ref in block["content"])
+
+
+# -- langgraph-bigtool ---------------------------------------------------------------------------------------
+
+
+def test_langgraph_bigtool_retrieves_from_the_store(issues: ToolStore) -> None:
+    """create_agent's tool selection runs our retriever. (Executing the selected tool afterwards is left out:
+    langgraph-bigtool 0.0.3 calls ToolNode.inject_tool_args, which langgraph-prebuilt 1.1 no longer has.)"""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import StructuredTool
+    from langgraph_bigtool import create_agent
+
+    bound: list[list[str]] = []
+
+    class FakeModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            bound.append([getattr(t, "name", "") for t in tools])
+            return self
+
+    def make(tool: Tool) -> StructuredTool:
+        def call(title: str = "") -> str:
+            return f"{tool.id} done"
+
+        return StructuredTool.from_function(call, name=tool.id.replace(".", "_"), description=tool.description)
+
+    registry = {tool.id: make(tool) for tool in issues.tools()}
+    retrieve = {"name": "retrieve_tools", "args": {"query": "post a message to slack"}, "id": "r1"}
+    script = iter([AIMessage(content="", tool_calls=[retrieve]), AIMessage(content="found it")])
+    retriever = ts_langgraph.bigtool_retriever(issues, k=2)
+    assert retriever("post a message to slack")[0] == "slack.send_message"
+    model = FakeModel(messages=script)
+    agent = create_agent(model, registry, retrieve_tools_function=retriever).compile()
+    state = agent.invoke({"messages": [{"role": "user", "content": "tell slack hello"}]})
+    assert state["selected_tool_ids"] == retriever("post a message to slack")
+    assert state["messages"][-1].content == "found it"
+    assert "slack_send_message" in bound[-1]  # the next model call was given the retrieved tool
+
+
+def test_langgraph_bigtool_coroutine_over_the_async_store(dsn: str, issues: ToolStore) -> None:
+    async def main() -> list[str]:
+        async with AsyncToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+            return await ts_langgraph.bigtool_coroutine(store, k=1)("post a message to slack")
+
+    assert asyncio.run(main()) == ["slack.send_message"]

@@ -1,0 +1,114 @@
+"""AsyncToolStore: the same answers as ToolStore, under concurrent gather, with embedding off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from toolstore import (
+    AsyncToolStore,
+    EmbedderError,
+    HashingEmbedder,
+    IntentExample,
+    InvalidInputError,
+    Tool,
+    ToolStore,
+    UnknownCatalogError,
+    UnknownToolError,
+)
+
+TOOLS = [
+    Tool(id="slack.send_message", name="send_message", provider="slack", description="Post a message to a channel"),
+    Tool(id="gmail.send_email", name="send_email", provider="gmail", description="Send an email to someone"),
+    Tool(id="cal.create_event", name="create_event", provider="cal", description="Create a calendar event"),
+    Tool(id="gh.create_issue", name="create_issue", provider="gh", description="Open an issue in a repository"),
+    Tool(id="jira.create_issue", name="create_issue", provider="jira", description="Create a Jira ticket"),
+    Tool(id="weather.forecast", name="forecast", provider="weather", description="Weather forecast for a city"),
+]
+QUERIES = [
+    "let the team know the build is green",
+    "email my landlord",
+    "schedule a meeting tomorrow",
+    "file a bug about the login page",
+    "will it rain in Paris",
+    "send_email",
+]
+
+
+class ThreadRecorder(HashingEmbedder):
+    """A local-style embedder (no Postgres query cache) that records the threads it ran on."""
+
+    cache_queries = False
+
+    def __init__(self, dim: int = 64) -> None:
+        super().__init__(dim)
+        self.threads: set[int] = set()
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.threads.add(threading.get_ident())
+        return super().embed_batch(texts)
+
+
+def test_async_store_matches_the_sync_store_under_gather(dsn: str) -> None:
+    embedder = ThreadRecorder()
+
+    async def main() -> tuple[list[list[str]], list[list[float]], int]:
+        async with AsyncToolStore(dsn, embedder=embedder, catalog="async") as store:
+            report = await store.upsert(TOOLS)
+            assert sorted(report.inserted) == sorted(t.id for t in TOOLS)
+            await store.add_examples([IntentExample("weather.forecast", "do I need an umbrella")])
+            loop_thread = threading.get_ident()
+            embedder.threads.clear()
+            results = await asyncio.gather(*[store.route(q, k=3, token_budget=500) for q in QUERIES * 4])
+            assert loop_thread not in embedder.threads  # embedding ran in worker threads
+            assert (await store.get("gh.create_issue")).provider == "gh"
+            assert [t.id for t in await store.tools()] == sorted(t.id for t in TOOLS)
+            assert (await store.resolve("jira__create_issue")).id == "jira.create_issue"
+            info = await store.info()
+            assert (info.n_tools, info.n_examples) == (6, 1)
+            await store.remove("cal.create_event")
+            with pytest.raises(UnknownToolError):
+                await store.get("cal.create_event")
+            return [r.ids for r in results], [[x.score for x in r] for r in results], len(results)
+
+    ids, scores, n = asyncio.run(main())
+    assert n == len(QUERIES) * 4
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="async") as sync:
+        sync.upsert([t for t in TOOLS if t.id == "cal.create_event"])  # put back what the async store removed
+        expected = [sync.route(q, k=3, token_budget=500) for q in QUERIES * 4]
+    assert ids == [r.ids for r in expected]
+    assert sum(scores, []) == pytest.approx([x.score for r in expected for x in r])
+    assert ids[5][0] == "gmail.send_email"  # exact name first, as in the sync store
+
+
+def test_async_store_degrades_and_reports_errors(dsn: str) -> None:
+    class Failing(HashingEmbedder):
+        fail = False
+
+        def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+            if self.fail:
+                raise EmbedderError("provider down")
+            return super().embed_batch(texts)
+
+    embedder = Failing(64)
+
+    async def main() -> None:
+        store = AsyncToolStore(dsn, embedder=embedder, catalog="degrade")
+        with pytest.raises(InvalidInputError, match="not open"):
+            await store.route("x")
+        async with store:
+            await store.upsert(TOOLS)
+            embedder.fail = True
+            result = await store.route("a brand new request never embedded", k=2)
+            assert not result.dense_used and "provider down" in (result.degraded_reason or "")
+            with pytest.raises(InvalidInputError, match="k must be"):
+                await store.route("x", k=0)
+        async with AsyncToolStore(dsn, embedder=None, catalog="missing", create=False) as missing:
+            with pytest.raises(UnknownCatalogError):
+                await missing.route("x")
+
+    asyncio.run(main())

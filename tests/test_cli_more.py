@@ -1,0 +1,107 @@
+"""The friendlier CLI: progress bars only on a terminal (and never with --quiet), `dsn`, `list --long`, YAML
+import, `sync mcp --env`, and JSON output that carries its version."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import psycopg
+
+from toolstore.cli.demo import DEMO_DIR
+
+PETSTORE = """\
+openapi: 3.0.3
+info: {title: Pet Store, version: "1"}
+paths:
+  /pets:
+    post:
+      operationId: addPet
+      summary: Add a pet to the store
+      responses: {200: {description: ok}}
+"""
+
+
+def cli(dsn: str, *args: str, terminal: bool = False) -> tuple[int, str, str]:
+    """Run the CLI; with ``terminal`` its stderr is a pseudo-terminal (where progress bars show)."""
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
+    if not terminal:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        return proc.returncode, proc.stdout, proc.stderr
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    code = proc.wait(timeout=300)
+    os.close(leader)
+    return code, out, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_only_on_a_terminal_and_never_quiet(dsn: str) -> None:
+    tools = str(DEMO_DIR / "tools.jsonl")
+    code, out, err = cli(dsn, "-c", "a", "import", tools, terminal=True)
+    assert code == 0 and "embedding tools" in err and "115/115" in err
+    assert json.loads(out)["inserted"] == 115
+    code, out, err = cli(dsn, "-c", "b", "--quiet", "import", tools, terminal=True)
+    assert code == 0 and "embedding" not in err
+    code, _, err = cli(dsn, "-c", "c", "import", tools)  # stderr not a terminal
+    assert code == 0 and err == ""
+    code, _, err = cli(dsn, "-c", "a", "examples", str(DEMO_DIR / "examples.jsonl"), terminal=True)
+    assert code == 0 and "embedding examples" in err
+
+
+def test_dsn_list_long_yaml_and_versioned_json(dsn: str, tmp_path: Path) -> None:
+    code, out, _ = cli(dsn, "dsn")
+    data = json.loads(out)
+    assert code == 0 and data["version"] == 1 and data["dsn"] == dsn
+    with psycopg.connect(data["dsn"]) as conn:  # a DSN a client accepts
+        assert conn.execute("select 1").fetchone() == (1,)
+    spec = tmp_path / "petstore.yaml"
+    spec.write_text(PETSTORE, encoding="utf-8")
+    code, out, err = cli(dsn, "-c", "pets", "import", str(spec))
+    assert code == 0 and json.loads(out)["inserted"] == 1, err
+    code, out, _ = cli(dsn, "-c", "pets", "list", "--long")
+    [tool] = json.loads(out)["tools"]
+    assert tool["id"] == "pet_store.addPet" and tool["description"] == "Add a pet to the store"
+    assert tool["http"] == {"method": "POST", "path": "/pets"}
+    code, out, _ = cli(dsn, "-c", "pets", "route", "add a pet")
+    routed = json.loads(out)
+    assert routed["version"] == 1 and routed["tools"][0]["http"]["path"] == "/pets"
+    bad = tmp_path / "notes.yml"
+    bad.write_text("- just\n- a list\n", encoding="utf-8")
+    code, _, err = cli(dsn, "-c", "pets", "import", str(bad))
+    assert code == 1 and "not an OpenAPI document" in err and len(err.strip().splitlines()) == 1
+
+
+def test_sync_env_is_recorded_for_the_gateway(dsn: str, monkeypatch: object) -> None:
+    server = str(Path(__file__).with_name("mcp_server.py"))
+    env = {**os.environ, "WX_NAME": "weather"}
+    args = ["-c", "gw", "sync", "mcp", "--env", "WX_TOKEN=${WX_NAME}", "--", sys.executable, server]
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("select transport, command, args, env from toolstore.mcp_upstreams").fetchone()
+    assert row == ("stdio", sys.executable, [server], {"WX_TOKEN": "${WX_NAME}"})  # the reference, not its value

@@ -1,0 +1,238 @@
+"""Definitions models accept: faithful round trips (key order, extra fields), OpenAPI ids and endpoints, YAML,
+and unique valid model-facing names with resolve() for every format, checked against the SDKs' own types."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from toolstore import InvalidToolError, Tool, ToolStore, UnknownToolError, export_catalog, load_tools_file, parse_tools
+from toolstore._names import model_names
+
+VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+OPENAI_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "book_flight",
+        "description": "Book a flight",
+        "parameters": {
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "from": {"type": "string"}, "date": {"type": "string"}},
+            "required": ["to", "from"],
+            "additionalProperties": False,
+        },
+        "strict": True,
+    },
+}
+MCP_TOOL = {
+    "name": "delete_file",
+    "title": "Delete a file",
+    "description": "Delete a file from the workspace",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "force": {"type": "boolean"}, "after": {"type": "integer"}},
+        "required": ["path"],
+    },
+    "outputSchema": {"type": "object", "properties": {"deleted": {"type": "boolean"}}},
+    "annotations": {"title": "Delete a file", "destructiveHint": True, "idempotentHint": False},
+    "_meta": {"vendor/x": 1},
+}
+ANTHROPIC_TOOL = {
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "input_schema": {"type": "object", "properties": {"unit": {"type": "string"}, "city": {"type": "string"}}},
+    "cache_control": {"type": "ephemeral"},
+}
+NO_ARGS_MCP = {"name": "ping_server", "description": "Ping the server", "inputSchema": {"type": "object"}}
+
+
+def _only(definitions: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(d for d in definitions if d.get("name", d.get("function", {}).get("name")) == name)
+
+
+def test_definitions_round_trip_exactly_through_the_database(store: ToolStore) -> None:
+    tools = parse_tools([OPENAI_TOOL, MCP_TOOL, ANTHROPIC_TOOL, NO_ARGS_MCP])
+    store.upsert(tools)
+    flight = store.get("book_flight")
+    assert list(flight.parameters["properties"]) == ["to", "from", "date"]  # not jsonb's sorted order
+    assert store.tools() == sorted(tools, key=lambda t: t.id)
+    mcp = store.route("delete a file from the workspace", k=4)
+    assert _only(mcp.definitions("mcp"), "delete_file") == MCP_TOOL  # annotations, outputSchema, _meta kept
+    assert json.dumps(_only(mcp.definitions("mcp"), "delete_file")) == json.dumps(MCP_TOOL)  # key order too
+    assert _only(mcp.definitions("mcp"), "ping_server") == NO_ARGS_MCP  # its own empty schema, not a placeholder
+    flights = store.route("book a flight", k=4)
+    assert json.dumps(_only(flights.definitions("openai"), "book_flight")) == json.dumps(OPENAI_TOOL)
+    weather = store.route("weather for a city", k=4)
+    assert json.dumps(_only(weather.definitions("anthropic"), "get_weather")) == json.dumps(ANTHROPIC_TOOL)
+    # into another format, only what that API accepts
+    anthropic_mcp = _only(mcp.definitions("anthropic"), "delete_file")
+    assert set(anthropic_mcp) == {"name", "description", "input_schema"}
+    assert list(anthropic_mcp["input_schema"]["properties"]) == ["path", "force", "after"]
+    # export and import back: the same tools (metadata included)
+    for fmt in ("openai", "openai-responses", "anthropic", "mcp"):
+        again = parse_tools(export_catalog(store.tools(), fmt, with_metadata=True))
+        assert [(t.id, t.parameters) for t in again] == [(t.id, t.parameters) for t in store.tools()]
+
+
+def test_reordered_parameters_are_a_change(store: ToolStore) -> None:
+    store.upsert(parse_tools([OPENAI_TOOL]))
+    reordered = copy.deepcopy(OPENAI_TOOL)
+    props = reordered["function"]["parameters"]["properties"]
+    reordered["function"]["parameters"]["properties"] = dict(reversed(list(props.items())))
+    report = store.upsert(parse_tools([reordered]))
+    assert report.updated == ["book_flight"]
+    assert list(store.get("book_flight").parameters["properties"]) == ["date", "from", "to"]
+
+
+PETCLINIC = {
+    "openapi": "3.0.3",
+    "info": {"title": "Petclinic API", "version": "1"},
+    "paths": {
+        "/pets/{petId}": {
+            "post": {
+                "operationId": "addPet",
+                "summary": "Add a pet",
+                "parameters": [{"name": "petId", "in": "path", "schema": {"type": "integer"}}],
+                "responses": {"200": {"description": "ok"}},
+            },
+            "delete": {"operationId": "remove pet", "summary": "Remove a pet", "responses": {}},
+        }
+    },
+}
+PETCLINIC_YAML = """\
+openapi: 3.0.3
+info: {title: Petclinic API, version: "1"}
+paths:
+  /pets/{petId}:
+    post:
+      operationId: addPet
+      summary: Add a pet
+      parameters:
+        - {name: petId, in: path, schema: {type: integer}}
+      responses:
+        200: {description: ok}
+    delete:
+      operationId: remove pet
+      summary: Remove a pet
+      responses: {}
+"""
+
+
+def test_openapi_ids_are_slugs_with_method_and_path(tmp_path: Path) -> None:
+    tools = parse_tools(PETCLINIC)
+    assert [t.id for t in tools] == ["petclinic_api.addPet", "petclinic_api.remove_pet"]
+    assert all(" " not in t.id for t in tools)
+    exported = export_catalog(tools, "openai", with_metadata=True)["tools"]
+    assert exported[0]["function"]["x-toolstore"]["http"] == {"method": "POST", "path": "/pets/{petId}"}
+    assert exported[1]["function"]["x-toolstore"]["http"] == {"method": "DELETE", "path": "/pets/{petId}"}
+    again = parse_tools({"tools": exported})
+    assert [t.id for t in again] == [t.id for t in tools]
+    assert export_catalog(again, "mcp", with_metadata=True)["tools"][0]["x-toolstore"]["http"]["method"] == "POST"
+    yaml_file = tmp_path / "petclinic.yaml"
+    yaml_file.write_text(PETCLINIC_YAML, encoding="utf-8")
+    assert load_tools_file(yaml_file) == tools  # integer response codes become the strings JSON has
+    not_openapi = tmp_path / "compose.yml"
+    not_openapi.write_text("services:\n  db: {image: postgres}\n", encoding="utf-8")
+    with pytest.raises(InvalidToolError, match="compose.yml: not an OpenAPI document"):
+        load_tools_file(not_openapi)
+
+
+# -- model-facing names -----------------------------------------------------------------------------------
+
+
+def _issue_tools() -> list[Tool]:
+    params = {"type": "object", "properties": {"title": {"type": "string"}}}
+    return [
+        Tool(
+            id=f"{p}.create_issue",
+            name="create_issue",
+            provider=p,
+            description=f"Create a {p} issue",
+            parameters=params,
+        )
+        for p in ("github", "jira", "linear")
+    ] + [
+        Tool(id="slack.send_message", name="send_message", provider="slack", description="Send a message"),
+        Tool(id="weird.name", name="get weather.now!", description="Weather now"),
+        Tool(id="long.one", name="x" * 100, description="A tool with a very long name"),
+        Tool(id="long.two", name="x" * 100 + "y", description="Another tool with a very long name"),
+        Tool(id="a.dup", name="dup", provider="a"),
+        Tool(id="a.dup2", name="dup", provider="a"),
+    ]
+
+
+def test_names_are_unique_valid_deterministic_and_only_namespaced_when_needed() -> None:
+    tools = _issue_tools()
+    names = model_names(tools)
+    assert names[:4] == ["github__create_issue", "jira__create_issue", "linear__create_issue", "send_message"]
+    assert names[4] == "get_weather_now"
+    assert len(set(names)) == len(names) and all(VALID.match(n) for n in names)
+    assert names == model_names(list(tools))  # the same every time
+    assert model_names(tools[2:4]) == ["create_issue", "send_message"]  # no collision, no namespace
+    assert names[7] != names[8] and all(n.startswith("a__dup_") for n in names[7:9])
+
+
+SDK_TYPES = {
+    "openai": "openai.types.chat.ChatCompletionFunctionToolParam",
+    "openai-responses": "openai.types.responses.FunctionToolParam",
+    "anthropic": "anthropic.types.ToolParam",
+    "mcp": "mcp.types.Tool",
+}
+
+
+def _sdk_type(path: str) -> Any:
+    module, _, name = path.rpartition(".")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+@pytest.mark.parametrize("fmt", sorted(SDK_TYPES))
+def test_definitions_names_and_resolve_in_every_format(store: ToolStore, fmt: str) -> None:
+    store.upsert(_issue_tools())
+    result = store.route("create an issue for the login bug", k=20)
+    assert {"github.create_issue", "jira.create_issue", "linear.create_issue"} <= set(result.ids)
+    definitions = result.definitions(fmt)  # type: ignore[arg-type]
+    names = [d["function"]["name"] if fmt == "openai" else d["name"] for d in definitions]
+    assert len(set(names)) == len(names) and all(VALID.match(n) for n in names)
+    assert "linear__create_issue" in names
+    sdk_type = _sdk_type(SDK_TYPES[fmt])
+    for definition in definitions:  # each one is what the SDK's type accepts
+        if hasattr(sdk_type, "model_validate"):
+            sdk_type.model_validate(definition)
+        else:
+            TypeAdapter(sdk_type).validate_python(definition)
+    assert [result.resolve(n).id for n in names] == result.ids
+    assert store.resolve("linear__create_issue").id == "linear.create_issue"  # a later turn, no result at hand
+    with pytest.raises(UnknownToolError):
+        result.resolve("create_issue")
+
+
+def test_store_resolve_in_a_later_turn(store: ToolStore) -> None:
+    store.upsert(_issue_tools())
+    assert store.resolve("send_message").id == "slack.send_message"  # plain and unique in the catalog
+    assert store.resolve("jira.create_issue").id == "jira.create_issue"  # the id
+    assert store.resolve("get_weather_now").id == "weird.name"  # a sanitised name
+    offered = store.route("create an issue", k=3, allow=["linear.create_issue", "slack.send_message"])
+    assert store.resolve("create_issue", among=offered.ids).id == "linear.create_issue"
+    with pytest.raises(UnknownToolError, match="ambiguous"):
+        store.resolve("create_issue")  # three tools in the catalog: the offered set decides
+    with pytest.raises(UnknownToolError, match="no tool named"):
+        store.resolve("nope")
+
+
+def test_demo_catalog_issue_request_gets_unique_anthropic_names(store: ToolStore) -> None:
+    from toolstore.cli.demo import DEMO_DIR
+
+    store.upsert(load_tools_file(DEMO_DIR / "tools.jsonl"))
+    result = store.route("create an issue for the login bug", k=8)
+    creators = [r.tool.id for r in result if r.tool.name == "create_issue"]
+    assert len(creators) == 3, result.ids
+    names = [d["name"] for d in result.definitions("anthropic")]
+    assert len(set(names)) == len(names)
+    assert {result.resolve(n).id for n in names if n.endswith("__create_issue")} == set(creators)

@@ -1,0 +1,228 @@
+"""The MCP server and gateway end to end, through the official client SDK: find_tools, call_tool forwarded to
+FastMCP upstream servers the tests start (stdio and streamable HTTP on loopback), and bad input answered with MCP
+errors while the server stays up."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types
+import pytest
+
+from toolstore import AsyncToolStore, HashingEmbedder, ToolStore
+from toolstore._mcp_server import CallRecord, forward_call
+from toolstore._mcp_sync import McpListing, Upstream, open_session, sync_listing, sync_mcp_http, sync_mcp_stdio
+
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+EMBEDDER = "hashing-64"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail(f"server on port {port} did not start")
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def http_upstream() -> Iterator[str]:
+    """tests/mcp_server.py as a streamable-HTTP server named "web" on loopback."""
+    port = _free_port()
+    cmd = [sys.executable, SERVER, "--name", "web", "--http", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def gateway_catalog(dsn: str, http_upstream: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A catalog synced from three upstreams: weather and docs over stdio (same tool names), web over HTTP, plus
+    a provider whose server is down and one whose server never answers."""
+    monkeypatch.setenv("TOOLSTORE_TEST_TOKEN", "s3cret")
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="gw") as store:
+        sync_mcp_stdio(store, sys.executable, [SERVER, "--name", "weather"])
+        sync_mcp_stdio(store, sys.executable, [SERVER, "--name", "docs"])
+        sync_mcp_http(store, http_upstream, headers={"X-Token": "${TOOLSTORE_TEST_TOKEN}"})
+        ghost = {"name": "ghost_lookup", "description": "Look up a ghost", "inputSchema": {"type": "object"}}
+        down = Upstream("http", url=f"http://127.0.0.1:{_free_port()}/mcp")
+        sync_listing(store, McpListing("ghost", [ghost], down))
+        sleepy = {"name": "sleepy_nap", "description": "Take a nap", "inputSchema": {"type": "object"}}
+        hang = Upstream("stdio", command=sys.executable, args=("-c", "import time; time.sleep(60)"))
+        sync_listing(store, McpListing("sleepy", [sleepy], hang))
+    return dsn
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def _is_error(result: Any) -> bool:
+    return bool(getattr(result, "is_error", getattr(result, "isError", False)))
+
+
+async def _session_checks(upstream: Upstream) -> None:
+    async with open_session(upstream) as (session, init):
+        assert init["serverInfo"]["name"] == "toolstore"
+        listed = await session.list_tools()
+        assert sorted(t.name for t in listed.tools) == ["call_tool", "find_tools"]
+
+        found = await session.call_tool("find_tools", {"query": "weather forecast for a city", "k": 4})
+        data = json.loads(_text(found))
+        assert data["version"] == 1 and len(data["tools"]) == 4
+        for tool in data["tools"]:
+            mcp.types.Tool.model_validate(tool)  # each one is an MCP tool definition
+        names = [t["name"] for t in data["tools"]]
+        assert "weather__get_forecast" in names and "docs__get_forecast" in names  # namespaced: names collide
+        assert [r["name"] for r in data["ranks"]] == names and all("signals" in r for r in data["ranks"])
+
+        answer = await session.call_tool("call_tool", {"name": "weather__get_forecast", "arguments": {"city": "Paris"}})
+        assert not _is_error(answer) and _text(answer) == "sunny in Paris for 3 days"
+        answer = await session.call_tool("call_tool", {"name": "web__search", "arguments": {"query": "pg"}})
+        assert _text(answer) == "results for pg (max 10)"  # forwarded over HTTP, ${VAR} header expanded
+
+        # bad input: MCP errors, and the server stays up
+        for name, arguments, message in [
+            ("find_tools", {"query": "x", "k": "many"}, "k"),
+            ("find_tools", {"query": "x", "k": 0}, "k must be an integer from 1 to 1000"),
+            ("find_tools", {"query": ""}, "query"),
+            ("call_tool", {"name": "nope", "arguments": {}}, "no tool named 'nope'"),
+            ("call_tool", {"name": "get_forecast", "arguments": {}}, "ambiguous"),
+            ("call_tool", {"name": "weather__get_forecast", "arguments": {"days": 2}}, "city"),
+            ("call_tool", {"name": "ghost_lookup", "arguments": {}}, "upstream 'ghost' (http: http://127.0.0.1:"),
+        ]:
+            bad = await session.call_tool(name, arguments)
+            assert _is_error(bad) and message in _text(bad), (name, arguments, _text(bad))
+        start = time.monotonic()
+        slow = await session.call_tool("call_tool", {"name": "sleepy_nap", "arguments": {}})
+        assert _is_error(slow) and "did not answer 'sleepy_nap' within 3 s" in _text(slow)
+        assert time.monotonic() - start < 15
+        again = await session.call_tool("call_tool", {"name": "docs__search", "arguments": {"query": "ok"}})
+        assert _text(again) == "results for ok (max 10)"
+
+
+def _cli(dsn: str, *args: str) -> list[str]:
+    return ["-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "gw", "serve", "mcp", *args]
+
+
+def test_gateway_over_stdio(gateway_catalog: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLSTORE_TEST_TOKEN", "s3cret")
+    args = _cli(gateway_catalog, "--gateway", "--call-timeout", "3")
+    anyio.run(
+        _session_checks,
+        Upstream("stdio", command=sys.executable, args=tuple(args), env={"TOOLSTORE_TEST_TOKEN": "s3cret"}),
+    )
+
+
+def test_gateway_over_streamable_http(gateway_catalog: str) -> None:
+    port = _free_port()
+    args = _cli(gateway_catalog, "--gateway", "--call-timeout", "3", "--transport", "http", "--port", str(port))
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        env={**__import__("os").environ, "TOOLSTORE_TEST_TOKEN": "s3cret"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for_port(port, proc)
+        anyio.run(_session_checks, Upstream("http", url=f"http://127.0.0.1:{port}/mcp"))
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert b"s3cret" not in err  # no secret in the server's logs
+
+
+def test_find_tools_only_without_gateway(gateway_catalog: str) -> None:
+    async def check() -> None:
+        args = tuple(_cli(gateway_catalog))
+        async with open_session(Upstream("stdio", command=sys.executable, args=args)) as (session, _):
+            listed = await session.list_tools()
+            assert [t.name for t in listed.tools] == ["find_tools"]
+            data = json.loads(_text(await session.call_tool("find_tools", {"query": "active storm alerts", "k": 1})))
+            assert data["ranks"][0]["id"].endswith(".list_alerts")
+
+    anyio.run(check)
+
+
+def test_session_log_hook_and_secret_free_descriptions(gateway_catalog: str) -> None:
+    records: list[CallRecord] = []
+
+    async def main() -> None:
+        async with AsyncToolStore(gateway_catalog, embedder=HashingEmbedder(64), catalog="gw") as store:
+            await forward_call(store, "weather__search", {"query": "q"}, call_log=records.append)
+            with pytest.raises(Exception, match="within 1 s"):
+                await forward_call(store, "sleepy_nap", {}, timeout=1, call_log=records.append)
+
+    asyncio.run(main())
+    assert [(r.tool_id, r.is_error) for r in records] == [("weather.search", False), ("sleepy.sleepy_nap", True)]
+    secret = Upstream(
+        "http", url="https://user:pw@mcp.example.com/mcp?token=abc", headers={"Authorization": "Bearer x"}
+    )
+    assert secret.describe() == "http: https://mcp.example.com/mcp (headers: Authorization)"
+
+
+def test_upstream_sessions_are_kept_and_renewed() -> None:
+    """One session per upstream across calls; when the upstream restarts, the broken session is dropped and the
+    next call reconnects."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    port = _free_port()
+    cmd = [sys.executable, SERVER, "--name", "web", "--http", str(port)]
+    upstream = Upstream("http", url=f"http://127.0.0.1:{port}/mcp")
+    outcomes: list[str] = []
+
+    async def main(restart: Any) -> None:
+        async with UpstreamSessions() as sessions:
+            first = await sessions.call(upstream, "search", {"query": "a"})
+            held = list(sessions._held.values())
+            second = await sessions.call(upstream, "search", {"query": "b"})
+            assert list(sessions._held.values()) == held and len(held) == 1  # the same session, still open
+            assert (_text(first), _text(second)) == ("results for a (max 10)", "results for b (max 10)")
+            await anyio.to_thread.run_sync(restart)
+            for query in ("c", "d"):
+                try:
+                    with anyio.fail_after(20):
+                        outcomes.append(_text(await sessions.call(upstream, "search", {"query": query})))
+                except Exception as exc:  # the old session's id is unknown to the new server process
+                    outcomes.append(f"error: {type(exc).__name__}")
+        assert sessions._held == {}
+
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+
+    def restart() -> None:
+        procs[-1].terminate()
+        procs[-1].wait(timeout=10)
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        _wait_for_port(port, procs[-1])
+
+    try:
+        _wait_for_port(port, procs[0])
+        anyio.run(main, restart)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+    assert outcomes[-1] == "results for d (max 10)", outcomes

@@ -1,0 +1,318 @@
+"""AsyncToolStore: ToolStore's methods for asyncio, the async driver of the same route core.
+
+Reads and routing run on psycopg's async pool (``_connect.AsyncConnector``: the same connection setup, bounded waits,
+errors and reconnection as the sync store's) through the sans-I/O core in ``_route``, ``_rows`` and ``_names``; the
+embedder runs off the event loop (``asyncio.to_thread``), behind the same circuit breaker (``_vectors.QueryVectors``).
+Writes (upsert, examples, reembed, tune, ...) are bulk, transactional and rare: they run the sync write path of a
+:class:`ToolStore` on the same database in a worker thread, so the write path exists once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+
+from . import _sql
+from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
+from ._embedders.base import Embedder
+from ._embedders.local import LocalEmbedder
+from ._errors import EmbedderError, InvalidInputError, UnknownToolError
+from ._fusion import DEFAULT_K_RRF
+from ._metrics import Judgement
+from ._migrate import DEFAULT_SCHEMA, check_schema_name
+from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._names import resolve_among, resolve_name
+from ._observe import RouteTrace
+from ._result import RouteResult
+from ._route import embedder_failed, prepare_route, route_result, statement_params
+from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
+from ._store import DEFAULT, ToolStore, check_catalog_name
+from ._vectors import BREAKER_COOLDOWN, QueryVectors, as_array, text_hash
+
+if TYPE_CHECKING:
+    from ._tune import TuneReport
+
+
+class AsyncToolStore:
+    """:class:`ToolStore` for asyncio: ``async with AsyncToolStore(...) as store: await store.route(...)``.
+
+    Arguments as for ToolStore. Nothing touches the database until :meth:`open` (``async with`` calls it).
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        embedder: Embedder | str | None = "default",
+        catalog: str = DEFAULT,
+        schema: str = DEFAULT_SCHEMA,
+        create: bool = True,
+        migrate: bool = True,
+        pool_size: int = 4,
+        timeout: float = DEFAULT_TIMEOUT,
+        embedder_cooldown: float = BREAKER_COOLDOWN,
+    ) -> None:
+        self.catalog = check_catalog_name(catalog)
+        self.schema = check_schema_name(schema)
+        if embedder == "default":
+            embedder = LocalEmbedder()
+        elif isinstance(embedder, str):
+            raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
+        self.embedder: Embedder | None = embedder
+        self._dsn = dsn
+        self._create = create
+        self._migrate = migrate
+        self._pool_size = pool_size
+        self._timeout = timeout
+        self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
+        self._db: AsyncConnector | None = None
+        self._writer: ToolStore | None = None
+        self._writer_lock = asyncio.Lock()
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def open(self) -> AsyncToolStore:
+        """Resolve the DSN, migrate when behind (in a thread: alembic is sync) and open the async pool."""
+        if self._db is not None:
+            return self
+        self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
+        await asyncio.to_thread(
+            ToolStore.ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout
+        )
+        self._db = await AsyncConnector.open(
+            self.dsn, schema=self.schema, max_size=self._pool_size, timeout=self._timeout
+        )
+        return self
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+        if self._writer is not None:
+            await asyncio.to_thread(self._writer.close)
+            self._writer = None
+
+    async def __aenter__(self) -> AsyncToolStore:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def db(self) -> AsyncConnector:
+        if self._db is None:
+            raise InvalidInputError(
+                "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
+            )
+        return self._db
+
+    @property
+    def pool(self) -> Any:
+        """The async connection pool (as ToolStore.pool)."""
+        return self.db.pool
+
+    async def _write(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run ToolStore.<method> (the one write path) in a worker thread, on a sync store opened on first use."""
+        async with self._writer_lock:
+            if self._writer is None:
+                self._writer = await asyncio.to_thread(
+                    ToolStore,
+                    self.dsn,
+                    embedder=self.embedder,
+                    catalog=self.catalog,
+                    schema=self.schema,
+                    create=self._create,
+                    migrate=False,
+                    pool_size=2,
+                    timeout=self._timeout,
+                )
+        self._writer.embedder = self.embedder
+        result = await asyncio.to_thread(getattr(self._writer, method), *args, **kwargs)
+        self.embedder = self._writer.embedder  # reembed switches it
+        return result
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    async def _info(self, conn: psycopg.AsyncConnection[Any], *, counts: bool = False) -> CatalogInfo:
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(_sql.query("get_catalog" if counts else "get_catalog_light"), {"name": self.catalog})
+            row = await cur.fetchone()
+        if row is None:
+            raise unknown_catalog(self.catalog)
+        return info_from_row(row)
+
+    async def info(self, *, counts: bool = True) -> CatalogInfo:
+        return await self.db.run(lambda conn: self._info(conn, counts=counts))
+
+    async def catalogs(self) -> list[dict[str, Any]]:
+        async def work(conn: psycopg.AsyncConnection[Any]) -> list[dict[str, Any]]:
+            async with conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(_sql.query("list_catalogs"))
+                return await cur.fetchall()
+
+        return await self.db.run(work)
+
+    async def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
+        async def work(conn: psycopg.AsyncConnection[Any]) -> list[Tool]:
+            return await self._tools(conn, await self._info(conn), ids)
+
+        return await self.db.run(work)
+
+    async def _tools(
+        self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, ids: Sequence[str] | None
+    ) -> list[Tool]:
+        async with conn.cursor(row_factory=dict_row) as cur:
+            if ids is None:
+                await cur.execute(_sql.query("list_tools"), {"catalog": info.id})
+            else:
+                await cur.execute(_sql.query("get_tools"), {"catalog": info.id, "ids": list(ids)})
+            return [tool_from_row(r) for r in await cur.fetchall()]
+
+    async def get(self, tool_id: str) -> Tool:
+        found = await self.tools([tool_id])
+        if not found:
+            raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
+        return found[0]
+
+    async def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
+        """See :meth:`ToolStore.resolve`."""
+
+        async def work(conn: psycopg.AsyncConnection[Any]) -> Tool:
+            info = await self._info(conn)
+            if among is not None:
+                return resolve_among(name, await self._tools(conn, info, list(among)), among)
+            async with conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(_sql.query("tool_names"), {"catalog": info.id})
+                found = resolve_name(name, [name_row(r) for r in await cur.fetchall()], offered=False)
+            return (await self._tools(conn, info, [found.id]))[0]
+
+        return await self.db.run(work)
+
+    # -- routing -------------------------------------------------------------------------------------
+
+    async def route(
+        self,
+        query: str,
+        *,
+        k: int = 8,
+        token_budget: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        k_rrf: float | None = None,
+        overfetch: int | None = None,
+        allow: Sequence[str] | None = None,
+        block: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
+    ) -> RouteResult:
+        """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation."""
+
+        async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
+            info = await self._info(conn)
+            request, reason = prepare_route(
+                info,
+                self.embedder,
+                query,
+                k=k,
+                token_budget=token_budget,
+                weights=weights,
+                k_rrf=k_rrf,
+                overfetch=overfetch,
+                allow=allow,
+                block=block,
+                categories=categories,
+            )
+            with RouteTrace(self.catalog, query, k) as trace:
+                qvec: np.ndarray | None = None
+                if reason is None and self.embedder is not None:
+                    try:
+                        with trace.stage("embed"):
+                            qvec = await self._query_vector(conn, self.embedder, query)
+                    except psycopg.Error:
+                        raise
+                    except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                        reason = embedder_failed(exc)
+                with trace.stage("statement"):
+                    async with conn.cursor(row_factory=dict_row) as cur:
+                        await cur.execute(_sql.query("route"), statement_params(info, request, qvec))
+                        rows = await cur.fetchall()
+                with trace.stage("pack"):
+                    result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+                return trace.done(result)
+
+        return await self.db.run(work)
+
+    async def _query_vector(self, conn: psycopg.AsyncConnection[Any], embedder: Embedder, text: str) -> np.ndarray:
+        """``QueryVectors.get`` for asyncio: the in-process LRU, then (``cache_queries``) the Postgres cache, then
+        :meth:`Embedder.embed_query` in a worker thread, behind the same circuit breaker."""
+        vectors = self._query_vectors
+        vector = vectors.cached(embedder, text)
+        if vector is not None:
+            return vector
+        vectors.admit()
+        try:
+            if not embedder.cache_queries:
+                vector = await asyncio.to_thread(embedder.embed_query, text)
+            else:
+                key = text_hash(text)
+                cur = await conn.execute(_sql.query("cache_lookup"), {"model": embedder.model, "hashes": [key]})
+                row = await cur.fetchone()
+                if row is not None:
+                    vector = as_array(row[1])
+                else:
+                    vector = await asyncio.to_thread(embedder.embed_query, text)
+                    if vector.shape != (embedder.dim,):
+                        raise EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
+                    params = {"model": embedder.model, "hashes": [key], "vectors": [vector]}
+                    await conn.execute(_sql.query("cache_store"), params)
+        except psycopg.Error:
+            vectors.release()
+            raise
+        except Exception as exc:
+            vectors.failed(exc)
+            raise
+        vectors.remember(embedder, text, vector)
+        return vector
+
+    # -- writes (the sync write path, in a worker thread) ----------------------------------------------
+
+    async def upsert(self, tools: Iterable[Tool], *, prune: bool = False) -> ImportReport:
+        result: ImportReport = await self._write("upsert", list(tools), prune=prune)
+        return result
+
+    async def add_examples(self, examples: Iterable[IntentExample]) -> int:
+        result: int = await self._write("add_examples", list(examples))
+        return result
+
+    async def remove(self, tool_id: str) -> None:
+        await self._write("remove", tool_id)
+
+    async def drop_catalog(self) -> None:
+        await self._write("drop_catalog")
+
+    async def set_fusion(
+        self, *, weights: Mapping[str, float], k_rrf: float = DEFAULT_K_RRF, overfetch: int | None = None
+    ) -> None:
+        await self._write("set_fusion", weights=weights, k_rrf=k_rrf, overfetch=overfetch)
+
+    async def reembed(self, embedder: Embedder) -> dict[str, Any]:
+        result: dict[str, Any] = await self._write("reembed", embedder)
+        return result
+
+    async def tune(
+        self,
+        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]],
+        *,
+        seed: int = 0,
+        folds: int = 5,
+        save: bool = True,
+    ) -> TuneReport:
+        result: TuneReport = await self._write("tune", examples, seed=seed, folds=folds, save=save)
+        return result
+
+    async def analyze(self) -> None:
+        await self._write("analyze")

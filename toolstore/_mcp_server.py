@@ -1,0 +1,216 @@
+"""toolstore as an MCP server: ``find_tools`` over a catalog and, in gateway mode, ``call_tool`` forwarded to the
+upstream MCP server that owns the tool (recorded by ``toolstore sync mcp``).
+
+This is the two-tool pattern MCP gateways use: a client with hundreds of upstream tools sees two, asks
+``find_tools`` for the few that matter, and calls them through ``call_tool``. The server opens a session to each
+upstream (stdio or streamable HTTP) on first use and keeps it (``_mcp_sessions``); each call is bounded by
+``call_timeout``. A failing call is an MCP error result; the server stays up.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._errors import InvalidInputError, McpSyncError, ToolstoreError
+from ._formats import render
+from ._formats.render import http_endpoint
+from ._fusion import SIGNALS
+from ._mcp_sessions import UpstreamSessions
+from ._mcp_sync import leaf_error, open_session, require_mcp, upstream_from_row
+from ._models import JSON_VERSION
+from ._names import model_names
+from ._observe import logger, span
+from ._result import RouteResult
+from ._rows import name_row
+from ._sql import query
+
+if TYPE_CHECKING:
+    from ._async_store import AsyncToolStore
+
+DEFAULT_CALL_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One forwarded ``call_tool``: what the session-log hook receives."""
+
+    tool_id: str
+    name: str
+    provider: str
+    arguments: dict[str, Any]
+    is_error: bool
+    ms: float
+
+
+#: The session-log hook: called after every forwarded call. The conversations work records calls in its session
+#: log through it; until then nothing is recorded unless a caller passes one.
+CallLog = Callable[[CallRecord], Awaitable[None] | None]
+
+
+def find_tools_json(result: RouteResult, names: list[str]) -> dict[str, Any]:
+    """``find_tools``' answer: the routed tools as MCP definitions (under ``names``) and explain-lite ranks."""
+    tools = [r.tool for r in result.tools]
+    ranks = []
+    for r, name in zip(result.tools, names):
+        rank: dict[str, Any] = {"name": name, "id": r.tool.id, "score": round(r.score, 6)}
+        rank["signals"] = {s: getattr(r.signals, s) for s in SIGNALS if getattr(r.signals, s) is not None}
+        rank.update({k: True for k in ("exact", "always_on") if getattr(r, k)})
+        http = http_endpoint(r.tool)
+        if http is not None:
+            rank["http"] = http
+        ranks.append(rank)
+    return {
+        "version": JSON_VERSION,
+        "query": result.query,
+        "tools": render(tools, "mcp", names=names),
+        "ranks": ranks,
+        "tokens_used": result.tokens_used,
+        "degraded_reason": result.degraded_reason,
+    }
+
+
+def _sdk() -> tuple[Any, type[Exception]]:
+    """The SDK's server class and the error a tool raises for an anticipated failure (its text reaches the client)."""
+    require_mcp()
+    try:  # mcp 2.x
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:  # mcp 1.x
+        from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef]
+        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+    return MCPServer, ToolError
+
+
+def build_server(
+    store: AsyncToolStore,
+    *,
+    gateway: bool = False,
+    k: int = 8,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    call_log: CallLog | None = None,
+    sessions: UpstreamSessions | None = None,
+    name: str = "toolstore",
+) -> Any:
+    """An MCP server (the SDK's ``MCPServer`` / ``FastMCP``) over an open :class:`AsyncToolStore`; the gateway
+    forwards calls over ``sessions`` (open ones, kept across calls) or, without, a session per call."""
+    server_class, tool_error = _sdk()
+    server = server_class(name, instructions=_instructions(gateway))
+
+    async def find_tools(query: str, k: int = k, token_budget: int | None = None) -> str:
+        """Find the tools for a task: describe what you need to do in plain words. Returns JSON: the tools'
+        MCP definitions, best first, and why each was picked (its rank in every retriever)."""
+        try:
+            with span("toolstore.mcp.find_tools", catalog=store.catalog):
+                result = await store.route(query, k=k, token_budget=token_budget)
+                names = await _catalog_names(store, result) if gateway else result.names
+                return json.dumps(find_tools_json(result, names), ensure_ascii=False)
+        except ToolstoreError as exc:
+            raise tool_error(str(exc)) from exc
+
+    server.add_tool(find_tools)
+    if gateway:
+
+        async def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
+            """Call a tool that find_tools returned, by its name, with its arguments (a JSON object)."""
+            try:
+                return await forward_call(
+                    store, name, arguments or {}, timeout=call_timeout, call_log=call_log, sessions=sessions
+                )
+            except ToolstoreError as exc:
+                raise tool_error(str(exc)) from exc
+
+        server.add_tool(call_tool)
+    return server
+
+
+def _instructions(gateway: bool) -> str:
+    text = "Call find_tools with what you need to do; it returns the few tools that fit, best first."
+    return text + (" Then call them through call_tool(name, arguments)." if gateway else "")
+
+
+async def _catalog_names(store: AsyncToolStore, result: RouteResult) -> list[str]:
+    """Names unique across the whole catalog, so a later ``call_tool`` resolves them without this result."""
+    info = await store.info(counts=False)
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(query("tool_names"), {"catalog": info.id})
+        rows = [dict(zip(("id", "name", "provider"), r)) for r in await cur.fetchall()]
+    tools = [name_row(r) for r in rows]
+    by_id = dict(zip((t.id for t in tools), model_names(tools)))
+    return [by_id.get(r.tool.id, n) for r, n in zip(result.tools, result.names)]
+
+
+async def forward_call(
+    store: AsyncToolStore,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    timeout: float = DEFAULT_CALL_TIMEOUT,
+    call_log: CallLog | None = None,
+    sessions: UpstreamSessions | None = None,
+) -> Any:
+    """Resolve ``name`` in the catalog and call the tool on its upstream server; returns the upstream's
+    ``CallToolResult``. McpSyncError (or UnknownToolError) when the tool, its upstream or the call fails.
+
+    ``sessions``: long-lived upstream sessions (the server's); without, the call opens and closes its own."""
+    import anyio
+
+    if not isinstance(arguments, dict):
+        raise InvalidInputError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+    tool = await store.resolve(name)
+    info = await store.info(counts=False)
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(query("get_upstream"), {"catalog": info.id, "provider": tool.provider or ""})
+        row = await cur.fetchone()
+    if row is None:
+        raise McpSyncError(f"tool {tool.id!r} has no upstream MCP server recorded: sync it with `toolstore sync mcp`")
+    upstream = upstream_from_row(dict(zip(("transport", "command", "args", "env", "url", "headers"), row)))
+    where = f"upstream {tool.provider!r} ({upstream.describe()})"
+    start = time.perf_counter()
+    failed = True
+    try:
+        with span("toolstore.mcp.call_tool", catalog=store.catalog, tool=tool.id), anyio.fail_after(timeout):
+            if sessions is not None:
+                result = await sessions.call(upstream, tool.name, arguments)
+            else:
+                async with open_session(upstream) as (session, _):
+                    result = await session.call_tool(tool.name, arguments)
+        failed = bool(getattr(result, "is_error", getattr(result, "isError", False)))
+        return result
+    except McpSyncError:
+        raise
+    except Exception as exc:
+        leaf = leaf_error(exc)
+        if isinstance(leaf, TimeoutError) or isinstance(exc, TimeoutError):
+            raise McpSyncError(f"{where} did not answer {tool.name!r} within {timeout:g} s") from None
+        message = str(leaf).strip().splitlines()[0] if str(leaf).strip() else type(leaf).__name__
+        raise McpSyncError(f"{where} failed on {tool.name!r}: {message}") from None
+    finally:
+        ms = (time.perf_counter() - start) * 1000
+        logger.debug("call_tool %s -> %s %.1f ms%s", tool.id, upstream.describe(), ms, " (error)" if failed else "")
+        if call_log is not None:
+            outcome = call_log(CallRecord(tool.id, name, tool.provider or "", arguments, failed, ms))
+            if outcome is not None:
+                await outcome
+
+
+async def serve(
+    store: AsyncToolStore, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000, **options: Any
+) -> None:
+    """Run :func:`build_server` on ``transport`` (``stdio`` or ``http``: streamable HTTP at ``/mcp``) until stopped,
+    with upstream sessions kept open across calls and closed on the way out."""
+    if transport not in ("stdio", "http"):
+        raise InvalidInputError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    async with UpstreamSessions() as sessions:
+        server = build_server(store, sessions=sessions, **options)
+        if transport == "stdio":
+            await server.run_stdio_async()
+            return
+        try:
+            await server.run_streamable_http_async(host=host, port=port)
+        except TypeError:  # mcp 1.x: host and port are settings
+            server.settings.host, server.settings.port = host, port
+            await server.run_streamable_http_async()

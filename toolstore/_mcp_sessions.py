@@ -1,0 +1,91 @@
+"""Long-lived sessions to upstream MCP servers, for the gateway: one per upstream, opened on first use.
+
+The SDK's clients run task groups that must be entered and left by one task, so each session is held by its own
+task in the gateway's task group (:meth:`UpstreamSessions.__aenter__`); requests use the session from their own
+tasks. A session that fails (the server exited, the connection dropped) is closed and the call is retried once on a
+fresh one. Closing the pool stops every upstream (stdio processes exit).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from ._mcp_sync import Upstream, open_session
+from ._observe import logger
+
+
+class UpstreamSessions:
+    """``async with UpstreamSessions() as sessions: await sessions.call(upstream, name, arguments)``."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[Any, anyio.Event]] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self._group: TaskGroup | None = None
+
+    async def __aenter__(self) -> UpstreamSessions:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        assert self._group is not None
+        for _, stop in list(self._held.values()):
+            stop.set()
+        self._group.cancel_scope.cancel()
+        result = await self._group.__aexit__(*exc)
+        self._group = None
+        return result
+
+    async def call(self, upstream: Upstream, name: str, arguments: dict[str, Any]) -> Any:
+        """``tools/call`` on the upstream's session (opened if needed). Any failure closes the session (the next
+        call reconnects); a request that could not even be sent (the session was already dead) is retried once on
+        a fresh session, never one that may have reached the server. The caller bounds the time."""
+        key = json.dumps(asdict(upstream), sort_keys=True, default=dict)
+        for attempt in (1, 2):
+            session = await self._session(key, upstream)
+            try:
+                return await session.call_tool(name, arguments)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._drop(key, session)
+                if attempt == 2:
+                    raise
+                logger.debug("upstream session %s was closed; reconnecting", upstream.describe())
+            except Exception:
+                self._drop(key, session)
+                raise
+        raise AssertionError("unreachable")
+
+    async def _session(self, key: str, upstream: Upstream) -> Any:
+        if self._group is None:
+            raise RuntimeError("UpstreamSessions is not open: use `async with`")
+        lock = self._locks.setdefault(key, anyio.Lock())
+        async with lock:
+            if key not in self._held:
+                self._held[key] = await self._group.start(self._hold, key, upstream)
+            return self._held[key][0]
+
+    def _drop(self, key: str, session: Any) -> None:
+        held = self._held.get(key)
+        if held is not None and held[0] is session:
+            del self._held[key]
+            held[1].set()
+
+    async def _hold(self, key: str, upstream: Upstream, *, task_status: TaskStatus[Any]) -> None:
+        """Open the session, hand it out and keep it until stopped; a failure after that ends this session only."""
+        session = None
+        try:
+            async with open_session(upstream) as (session, _):
+                stop = anyio.Event()
+                task_status.started((session, stop))
+                await stop.wait()
+        except Exception as exc:
+            if session is None:
+                raise  # before started(): the caller of start() gets it
+            logger.debug("upstream session %s ended: %s", upstream.describe(), type(exc).__name__)
+        finally:
+            self._drop(key, session)

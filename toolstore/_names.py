@@ -1,0 +1,110 @@
+"""Model-facing tool names: unique, valid for every provider, deterministic, namespaced only when needed.
+
+Every provider accepts ``^[a-zA-Z0-9_-]{1,64}$`` as a function name (Anthropic rejects duplicates, OpenAI rejects
+dots). A tool is offered under its own name when that name is valid and no other offered tool has it; colliding
+tools get ``provider__name`` (``linear__create_issue``); a name that still collides, or is too long, gets a short
+hash of the tool id. The same set of tools always gets the same names, and :func:`resolve_name` maps a name a model
+called back to its tool: among the offered tools (``RouteResult.resolve``), or across a catalog in a later turn
+(``ToolStore.resolve``), where any of a tool's name forms is accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from ._errors import UnknownToolError
+from ._models import Tool
+
+MAX_LENGTH = 64
+VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+SEPARATOR = "__"
+_INVALID = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+def _clean(text: str) -> str:
+    return _INVALID.sub("_", text).strip("_") or "tool"
+
+
+def _fit(text: str, tool_id: str) -> str:
+    """``text`` when it fits 64 characters, else its head and a hash of the tool id (still unique per tool)."""
+    if len(text) <= MAX_LENGTH:
+        return text
+    return f"{text[: MAX_LENGTH - 9]}_{_digest(tool_id)}"
+
+
+def _digest(tool_id: str) -> str:
+    return hashlib.sha256(tool_id.encode()).hexdigest()[:8]
+
+
+def plain_name(tool: Tool) -> str:
+    """The tool's own name, made valid (invalid characters as ``_``, at most 64 characters)."""
+    return _fit(_clean(tool.name), tool.id)
+
+
+def qualified_name(tool: Tool) -> str:
+    """``provider__name`` (the id's dots as ``__`` without a provider), made valid."""
+    base = f"{tool.provider}{SEPARATOR}{tool.name}" if tool.provider else tool.id.replace(".", SEPARATOR)
+    return _fit(SEPARATOR.join(_clean(part) for part in base.split(SEPARATOR) if part), tool.id)
+
+
+def hashed_name(tool: Tool) -> str:
+    """The qualified name with a hash of the tool id: unique even for two tools of one provider and name."""
+    suffix = f"_{_digest(tool.id)}"
+    return _clean(qualified_name(tool))[: MAX_LENGTH - len(suffix)] + suffix
+
+
+def name_forms(tool: Tool) -> tuple[str, str, str]:
+    """Every name the tool may be offered under, from the plainest."""
+    return plain_name(tool), qualified_name(tool), hashed_name(tool)
+
+
+def model_names(tools: Sequence[Tool]) -> list[str]:
+    """One valid, unique name per tool, in order; a tool keeps its plain name unless another tool shares it."""
+    plain = [plain_name(t) for t in tools]
+    counts = Counter(plain)
+    names = [p if counts[p] == 1 else qualified_name(t) for p, t in zip(plain, tools)]
+    counts = Counter(names)
+    names = [n if counts[n] == 1 else hashed_name(t) for n, t in zip(names, tools)]
+    taken = Counter(names)
+    if len(taken) != len(names):  # a plain name equal to another tool's qualified one: hash both
+        names = [n if taken[n] == 1 else hashed_name(t) for n, t in zip(names, tools)]
+    return names
+
+
+def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
+    """The tool a model's call ``name`` means.
+
+    ``offered``: ``tools`` are exactly the tools the model was given (names from :func:`model_names`); otherwise
+    they are a catalog's candidates, and any name form, the id or the raw name, matched unambiguously, is accepted.
+    Raises UnknownToolError when no tool (or, across a catalog, more than one) matches.
+    """
+    if not isinstance(name, str) or not name:
+        raise UnknownToolError(f"tool name must be a non-empty string, got {name!r}")
+    if offered:
+        for tool, given in zip(tools, model_names(tools)):
+            if given == name:
+                return tool
+        raise UnknownToolError(f"no offered tool is named {name!r} (offered: {', '.join(model_names(tools))})")
+    by_id = [t for t in tools if t.id == name]
+    if by_id:
+        return by_id[0]
+    for form in (lambda t: name_forms(t)[1:], lambda t: (plain_name(t), t.name)):
+        found = {t.id: t for t in tools if name in form(t)}
+        if len(found) == 1:
+            return next(iter(found.values()))
+        if len(found) > 1:
+            ids = ", ".join(sorted(found))
+            raise UnknownToolError(f"tool name {name!r} is ambiguous ({ids}); pass the ids that were offered")
+    raise UnknownToolError(f"no tool named {name!r}")
+
+
+def resolve_among(name: str, tools: Sequence[Tool], ids: Sequence[str]) -> Tool:
+    """:func:`resolve_name` among the tools a model was offered, given their ids in the order offered."""
+    by_id = {t.id: t for t in tools}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise UnknownToolError(f"offered tool(s) no longer in the catalog: {', '.join(map(repr, missing[:5]))}")
+    return resolve_name(name, [by_id[i] for i in ids], offered=True)

@@ -1,0 +1,52 @@
+"""``toolstore serve mcp``: the catalog as an MCP server (``find_tools``), or a gateway (``call_tool`` too)."""
+
+from __future__ import annotations
+
+import click
+
+from .._async_store import AsyncToolStore
+from .._mcp_server import DEFAULT_CALL_TIMEOUT, serve
+from .app import command, embedder_option, options
+
+
+@click.group("serve")
+def serve_group() -> None:
+    """Serve the catalog to agents."""
+
+
+@command("mcp")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address for --transport http.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port for http.")
+@click.option("--gateway", is_flag=True, help="Also expose call_tool, forwarding to the synced upstream servers.")
+@click.option("-k", "--k", "k", default=8, show_default=True, type=click.IntRange(min=1), help="find_tools' default k.")
+@click.option(
+    "--call-timeout", default=DEFAULT_CALL_TIMEOUT, show_default=True, type=float, help="Seconds per forwarded call."
+)
+@click.pass_context
+def serve_mcp(
+    ctx: click.Context, transport: str, host: str, port: int, gateway: bool, k: int, call_timeout: float
+) -> None:
+    """Run an MCP server over the catalog (-c): find_tools(query, k?, token_budget?), and with --gateway
+    call_tool(name, arguments) for tools synced by `toolstore sync mcp`. Streamable HTTP serves at /mcp."""
+    import anyio
+
+    opts = options(ctx)
+    store = AsyncToolStore(
+        opts["dsn"], catalog=opts["catalog"], schema=opts["schema"], embedder=embedder_option(ctx), create=False
+    )
+
+    async def main() -> None:
+        async with store:
+            await store.info(counts=False)  # an unknown catalog fails now, not on the first request
+            await serve(
+                store, transport=transport, host=host, port=port, gateway=gateway, k=k, call_timeout=call_timeout
+            )
+
+    if transport == "http" and not opts.get("quiet"):
+        click.echo(f"toolstore MCP server on http://{host}:{port}/mcp (catalog {store.catalog!r})", err=True)
+    anyio.run(main)
+
+
+serve_group.add_command(serve_mcp)
+COMMANDS = (serve_group,)
