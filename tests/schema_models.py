@@ -172,3 +172,22 @@ mcp_upstreams = Table(
         name="mcp_upstreams_target_check",
     ),
 )
+
+catalog_grants = Table(
+    "catalog_grants",
+    metadata,
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("role", Text, nullable=False),
+    Column("can_write", Boolean, nullable=False, server_default=text("false")),
+    Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("catalog_id", "role", name="catalog_grants_pkey"),
+)
+
+tenant_roles = Table(
+    "tenant_roles",
+    metadata,
+    Column("role", Text, nullable=False),
+    Column("can_write", Boolean, nullable=False, server_default=text("false")),
+    Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("role", name="tenant_roles_pkey"),
+)

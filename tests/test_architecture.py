@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
         "_messages",
     },
     {"_embedded", "_connect", "_migrate"},
-    {"_vectors", "_catalog", "_route", "_reembed"},
+    {"_vectors", "_catalog", "_route", "_reembed", "_access"},
     {"_store", "_async_store"},
     {"_tune", "_eval", "_expand", "_mcp_sync", "_agents", "_mcp_server", "_mcp_sessions", "integrations"},
     {"__init__", "testing"},

@@ -17,6 +17,8 @@ from schema_models import metadata
 
 TABLES = {
     "catalogs",
+    "catalog_grants",
+    "tenant_roles",
     "mcp_upstreams",
     "tools",
     "postings",

@@ -86,7 +86,7 @@ class AsyncToolStore:
             ToolStore.ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout
         )
         self._db = await AsyncConnector.open(
-            self.dsn, schema=self.schema, max_size=self._pool_size, timeout=self._timeout
+            self.dsn, schema=self.schema, tenant=self.catalog, max_size=self._pool_size, timeout=self._timeout
         )
         return self
 

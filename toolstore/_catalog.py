@@ -21,8 +21,9 @@ from psycopg.rows import dict_row
 
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._errors import UnknownToolError
+from ._errors import DatabaseError, UnknownToolError
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._observe import logger
 from ._rows import (
     carry_expansions,
     check_examples,
@@ -48,11 +49,13 @@ def catalog_info(conn: psycopg.Connection[Any], name: str, *, counts: bool = Fal
 
 
 def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = False) -> CatalogInfo:
-    """Inside a transaction: the catalog's row, locked for this transaction (created first when ``create``)."""
-    if create:
-        conn.execute(query("ensure_catalog"), {"name": name})
+    """Inside a transaction: the catalog's row, locked for this transaction (created first when ``create`` and it
+    does not exist: only the owner role may create catalogs under row-level security)."""
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
+        if row is None and create:
+            conn.execute(query("ensure_catalog"), {"name": name})
+            row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
     if row is None:
         raise unknown_catalog(name)
     return info_from_row(row)
@@ -112,7 +115,7 @@ def upsert_tools(
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if embedder is not None and texts else {}
     dropped = info is not None and info.embed_dim is not None and len(texts) > BULK_VECTORS and not in_transaction(conn)
     if dropped:
-        drop_indexes(conn, info.id)  # concurrently: one build after the load beats thousands of row inserts
+        retry_conflicts(lambda: drop_indexes(conn, info.id))  # one build after the load beats row-by-row inserts
     try:
         prune_scope = (prune, prune_provider)
         report = retry_conflicts(
@@ -192,7 +195,7 @@ def add_examples(
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
     dropped = info.embed_dim is not None and len(texts) > BULK_VECTORS and not in_transaction(conn)
     if dropped:
-        drop_indexes(conn, info.id)
+        retry_conflicts(lambda: drop_indexes(conn, info.id))
     try:
         written = retry_conflicts(lambda: _write_examples(conn, catalog, examples, embedder, vectors))
     except BaseException:
@@ -243,9 +246,15 @@ def _check_known(conn: psycopg.Connection[Any], info: CatalogInfo, examples: Seq
 
 
 def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
-    info = catalog_info(conn, catalog)
-    if info is not None:
-        ensure_indexes(conn, info)
+    """The catalog's HNSW indexes built (or repaired); a concurrent build can be a deadlock victim (against an
+    ANALYZE or another catalog's build on the same table), so it is retried: each try starts from what exists."""
+
+    def build() -> None:
+        info = catalog_info(conn, catalog)
+        if info is not None:
+            ensure_indexes(conn, info)
+
+    retry_conflicts(build)
 
 
 def restore_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
@@ -288,7 +297,8 @@ def drop_catalog(conn: psycopg.Connection[Any], catalog: str) -> None:
             conn.execute(query("drop_catalog"), {"name": catalog})
             return info.id
 
-    drop_indexes(conn, retry_conflicts(write))
+    catalog_id = retry_conflicts(write)
+    retry_conflicts(lambda: drop_indexes(conn, catalog_id))
 
 
 def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[str, Any]) -> None:
@@ -304,5 +314,12 @@ def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[s
 
 
 def analyze(conn: psycopg.Connection[Any]) -> None:
-    """Fresh planner statistics after a bulk write: without them the BM25 joins start from the postings."""
-    conn.execute(query("analyze_tables"))
+    """Fresh planner statistics after a bulk write: without them the BM25 joins start from the postings.
+
+    Best effort after a committed write: ANALYZE can be a deadlock victim against a concurrent index build on the
+    same table; it is retried, and then skipped (autovacuum catches up) rather than failing the write.
+    """
+    try:
+        retry_conflicts(lambda: conn.execute(query("analyze_tables")))
+    except DatabaseError as exc:
+        logger.info("ANALYZE after a bulk write skipped: %s", exc)

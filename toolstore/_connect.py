@@ -27,6 +27,8 @@ CONFLICT_ATTEMPTS = 4
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 EXTENSION_SCHEMA = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
 SET_SEARCH_PATH = "select set_config('search_path', %s, false)"
+#: The catalog a connection works for: row-level security shows a tenant role only that catalog (migration 0005).
+SET_TENANT = "select set_config('toolstore.tenant', %s, false)"
 # plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan, which
 # measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md). Safe here: the
 # vector searches, whose plan depends on the catalog and dimension, are planned afresh inside knn() with their
@@ -108,13 +110,21 @@ class Connector:
     """
 
     def __init__(
-        self, dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4, timeout: float = DEFAULT_TIMEOUT
+        self,
+        dsn: str,
+        *,
+        schema: str,
+        tenant: str = "",
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.timeout = _check_timeout(timeout)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             ext = _extension_schema(conn.execute(EXTENSION_SCHEMA).fetchone())
             conn.execute(SET_SEARCH_PATH, [search_path(conn, schema, ext)])
+            conn.execute(SET_TENANT, [tenant])
             register_vector(conn)
 
         self.pool: ConnectionPool[Any] = ConnectionPool(
@@ -164,13 +174,21 @@ class AsyncConnector:
 
     @classmethod
     async def open(
-        cls, dsn: str, *, schema: str, min_size: int = 1, max_size: int = 4, timeout: float = DEFAULT_TIMEOUT
+        cls,
+        dsn: str,
+        *,
+        schema: str,
+        tenant: str = "",
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> AsyncConnector:
         timeout = _check_timeout(timeout)
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
             ext = _extension_schema(await (await conn.execute(EXTENSION_SCHEMA)).fetchone())
             await conn.execute(SET_SEARCH_PATH, [search_path(conn, schema, ext)])
+            await conn.execute(SET_TENANT, [tenant])
             await register_vector_async(conn)
 
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(

@@ -29,7 +29,7 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
     texts = _texts(conn, info.id, list_tools(conn, info))
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
     if info.embed_dim == embedder.dim and len(texts) > BULK_VECTORS and not in_transaction(conn):
-        drop_indexes(conn, info.id)  # else every new vector would go into the old index row by row
+        retry_conflicts(lambda: drop_indexes(conn, info.id))  # else every vector would go into the old index
     counts: dict[str, int] = {}
 
     def write() -> None:

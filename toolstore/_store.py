@@ -13,7 +13,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from . import _catalog, _sql
+from . import _access, _catalog, _sql
 from ._connect import DEFAULT_TIMEOUT, Connector, first_line, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
@@ -75,7 +75,7 @@ class ToolStore:
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self.dsn = resolve_dsn(dsn)
         self.ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
-        self._db = Connector(self.dsn, schema=self.schema, max_size=pool_size, timeout=timeout)
+        self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, max_size=pool_size, timeout=timeout)
 
     @staticmethod
     def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -174,6 +174,23 @@ class ToolStore:
         if isinstance(examples, (str, os.PathLike)):
             examples = load_judgements(examples)
         return tune(self, examples, seed=seed, folds=folds, save=save)
+
+    def grant(self, role: str, *, write: bool = False, tenant: bool = False) -> None:
+        """Let database role ``role`` see this catalog (``write``: and change it), enforced by row-level security.
+
+        ``tenant``: instead make ``role`` a tenant role, which sees whichever catalog its connection names
+        (``ToolStore`` names its own catalog on every connection); for applications with one login role.
+        Run as the role that owns toolstore's tables.
+        """
+        self._run(lambda conn: _access.grant(conn, self.schema, None if tenant else self.catalog, role, write=write))
+
+    def revoke(self, role: str, *, tenant: bool = False) -> bool:
+        """Take this catalog (``tenant``: the tenant role) away from ``role``; False when it had no such grant."""
+        return self._run(lambda conn: _access.revoke(conn, self.schema, None if tenant else self.catalog, role))
+
+    def grants(self) -> list[dict[str, Any]]:
+        """Every grant in the database: ``{"catalog": name (None for a tenant role), "role", "write"}``."""
+        return self._run(_access.grants)
 
     def analyze(self) -> None:
         """Refresh the planner's statistics of toolstore's tables (writes of more than a few hundred rows do it)."""

@@ -1,0 +1,53 @@
+-- Tenants: which roles see which catalogs under row-level security (migration 0005).
+
+-- name: role_exists
+select 1 from pg_roles where rolname = %(role)s;
+
+-- name: grant_catalog
+insert into catalog_grants (catalog_id, role, can_write) values (%(catalog)s, %(role)s, %(write)s)
+on conflict (catalog_id, role) do update set can_write = excluded.can_write;
+
+-- name: grant_tenant
+insert into tenant_roles (role, can_write) values (%(role)s, %(write)s)
+on conflict (role) do update set can_write = excluded.can_write;
+
+-- name: revoke_catalog
+delete from catalog_grants where catalog_id = %(catalog)s and role = %(role)s returning role;
+
+-- name: revoke_tenant
+delete from tenant_roles where role = %(role)s returning role;
+
+-- name: list_grants
+select c.name as catalog, g.role, g.can_write as write
+from catalog_grants g
+join catalogs c on c.id = g.catalog_id
+union all
+select null, t.role, t.can_write from tenant_roles t
+order by 2, 1 nulls first;
+
+-- name: role_access
+-- Whether a role still has any grant, and any grant to write: what its table privileges must allow.
+select exists (select 1 from catalog_grants where role = %(role)s)
+       or exists (select 1 from tenant_roles where role = %(role)s) as reads,
+       exists (select 1 from catalog_grants where role = %(role)s and can_write)
+       or exists (select 1 from tenant_roles where role = %(role)s and can_write) as writes;
+
+-- Table privileges that go with the grants. GRANT takes no bind parameters: the two templates below are composed
+-- with psycopg.sql (Identifier for the schema and the role) in toolstore/_access.py.
+
+-- name: privileges_revoke
+revoke all on all tables in schema {schema} from {role};
+revoke all on all sequences in schema {schema} from {role};
+revoke usage on schema {schema} from {role};
+
+-- name: privileges_read
+grant usage on schema {schema} to {role};
+grant select on all tables in schema {schema} to {role};
+revoke select on {schema}.catalog_grants, {schema}.tenant_roles from {role};
+grant insert on {schema}.embedding_cache to {role};
+
+-- name: privileges_write
+grant insert, update, delete on {schema}.tools, {schema}.postings, {schema}.lexeme_stats, {schema}.field_stats,
+    {schema}.tool_vectors, {schema}.intent_examples, {schema}.mcp_upstreams to {role};
+grant update on {schema}.catalogs to {role};
+grant usage on all sequences in schema {schema} to {role};

@@ -1,0 +1,96 @@
+"""Tenants enforced by Postgres: real roles see and change only the catalogs granted to them."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from toolstore import DatabaseError, HashingEmbedder, InvalidInputError, ToolStore, UnknownCatalogError
+
+from catalog_gen import generated_queries, generated_tools
+
+
+@pytest.fixture
+def roles(dsn: str) -> Iterator[dict[str, str]]:
+    """Login roles (cluster-wide, so uniquely named and dropped afterwards): name -> a DSN that logs in as it."""
+    names = {k: f"ts_{k}_{uuid.uuid4().hex[:8]}" for k in ("reader", "writer", "tenant", "nobody")}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name in names.values():
+            conn.execute(sql.SQL("create role {} login").format(sql.Identifier(name)))
+    yield {k: make_conninfo(dsn, user=v) for k, v in names.items()} | {f"{k}_name": v for k, v in names.items()}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name in names.values():
+            conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(name)))
+            conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
+
+
+def store_as(dsn: str, catalog: str, **options: object) -> ToolStore:
+    return ToolStore(dsn, embedder=HashingEmbedder(32), catalog=catalog, migrate=False, **options)  # type: ignore[arg-type]
+
+
+def test_a_granted_role_sees_only_its_catalogs(dsn: str, roles: dict[str, str]) -> None:
+    query = generated_queries(1)[0]
+    with store_as(dsn, "alpha") as alpha, store_as(dsn, "beta") as beta:
+        alpha.upsert(generated_tools(30, seed=1))
+        beta.upsert(generated_tools(30, seed=2))
+        alpha.grant(roles["reader_name"])
+        beta.grant(roles["writer_name"], write=True)
+        assert {(g["catalog"], g["role"], g["write"]) for g in alpha.grants()} >= {
+            ("alpha", roles["reader_name"], False),
+            ("beta", roles["writer_name"], True),
+        }
+    with store_as(roles["reader"], "alpha", create=False) as reader:
+        assert len(reader.route(query)) > 0 and reader.info().n_tools == 30
+        with pytest.raises(DatabaseError):  # read-only: no write privilege
+            reader.upsert(generated_tools(2, seed=9))
+    with store_as(roles["reader"], "beta", create=False) as reader:
+        with pytest.raises(UnknownCatalogError, match="no catalog named 'beta'"):
+            reader.route(query)
+        assert [c["name"] for c in reader.catalogs()] == ["alpha"]
+    with psycopg.connect(roles["reader"]) as conn:  # raw SQL sees only alpha's rows, in every table
+        for table in ("tools", "postings", "lexeme_stats", "field_stats", "tool_vectors"):
+            ids = conn.execute(sql.SQL("select distinct catalog_id from toolstore.{}").format(sql.Identifier(table)))
+            assert len(ids.fetchall()) == 1, table
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select * from toolstore.catalog_grants")
+    with store_as(roles["writer"], "beta", create=False) as writer:
+        report = writer.upsert(generated_tools(5, seed=3))
+        assert report.inserted and writer.info().n_tools == 35
+        writer.remove(generated_tools(5, seed=3)[0].id)
+    with store_as(roles["writer"], "gamma") as writer, pytest.raises(DatabaseError):
+        writer.upsert(generated_tools(2))  # only the owner creates catalogs
+    with pytest.raises(DatabaseError, match="permission denied"):
+        store_as(roles["nobody"], "alpha", create=False)  # no grant at all: not even the schema
+
+
+def test_a_tenant_role_sees_the_catalog_its_connection_names(dsn: str, roles: dict[str, str]) -> None:
+    with store_as(dsn, "alpha") as alpha, store_as(dsn, "beta") as beta:
+        alpha.upsert(generated_tools(20, seed=1))
+        beta.upsert(generated_tools(10, seed=2))
+        alpha.grant(roles["tenant_name"], tenant=True)
+    for catalog, n in (("alpha", 20), ("beta", 10)):
+        with store_as(roles["tenant"], catalog, create=False) as tenant:
+            assert tenant.info().n_tools == n
+            assert [c["name"] for c in tenant.catalogs()] == [catalog]
+    with psycopg.connect(roles["tenant"]) as conn:
+        conn.execute("set toolstore.tenant = 'alpha'")
+        assert conn.execute("select count(distinct catalog_id) from toolstore.tools").fetchone() == (1,)
+        conn.execute("set toolstore.tenant = 'nope'")
+        assert conn.execute("select count(*) from toolstore.tools").fetchone() == (0,)
+
+
+def test_revoking_the_last_grant_takes_the_privileges_away(dsn: str, roles: dict[str, str]) -> None:
+    with store_as(dsn, "alpha") as alpha:
+        alpha.upsert(generated_tools(5))
+        alpha.grant(roles["reader_name"])
+        assert alpha.revoke(roles["reader_name"]) is True
+        assert alpha.revoke(roles["reader_name"]) is False
+        with pytest.raises(InvalidInputError, match="no database role named"):
+            alpha.grant("no_such_role_here")
+    with pytest.raises(DatabaseError, match="permission denied"):
+        store_as(roles["reader"], "alpha", create=False)

@@ -1,0 +1,72 @@
+"""Tenants enforced by Postgres (migration 0005): grant a database role one catalog, read-only or read-write, or make
+it a tenant role that sees the catalog its connection names; row-level security does the rest.
+
+Run as the role that owns toolstore's tables (the one that ran the migrations). Table privileges follow the grants:
+a role with any grant may read toolstore's tables (rows of its catalogs only), a role with a write grant may change
+them (rows of its writable catalogs only), a role whose last grant is revoked loses its privileges.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from ._catalog import lock_catalog
+from ._errors import InvalidInputError
+from ._input import check_text
+from ._sql import query
+
+MAX_ROLE_CHARS = 63  # Postgres truncates identifiers beyond this
+
+
+def _role(conn: psycopg.Connection[Any], role: str) -> str:
+    check_text(role, "role", max_chars=MAX_ROLE_CHARS)
+    if conn.execute(query("role_exists"), {"role": role}).fetchone() is None:
+        raise InvalidInputError(f"no database role named {role!r} (create it first: CREATE ROLE ... LOGIN)")
+    return role
+
+
+def _privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
+    """Table privileges as the role's grants require (inside the caller's transaction)."""
+    access = conn.execute(query("role_access"), {"role": role}).fetchone()
+    reads, writes = access if access else (False, False)
+    names = {"schema": sql.Identifier(schema), "role": sql.Identifier(role)}
+    conn.execute(sql.SQL(query("privileges_revoke")).format(**names))
+    if reads:
+        conn.execute(sql.SQL(query("privileges_read")).format(**names))
+    if writes:
+        conn.execute(sql.SQL(query("privileges_write")).format(**names))
+
+
+def grant(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role: str, *, write: bool) -> None:
+    """Let ``role`` see (``write``: and change) ``catalog``; with ``catalog`` None, make it a tenant role."""
+    with conn.transaction():
+        role = _role(conn, role)
+        if catalog is None:
+            conn.execute(query("grant_tenant"), {"role": role, "write": write})
+        else:
+            info = lock_catalog(conn, catalog)
+            conn.execute(query("grant_catalog"), {"catalog": info.id, "role": role, "write": write})
+        _privileges(conn, schema, role)
+
+
+def revoke(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role: str) -> bool:
+    """Take ``catalog`` (None: the tenant role) away from ``role``; False when there was no such grant."""
+    with conn.transaction():
+        role = _role(conn, role)
+        if catalog is None:
+            gone = conn.execute(query("revoke_tenant"), {"role": role}).fetchone()
+        else:
+            info = lock_catalog(conn, catalog)
+            gone = conn.execute(query("revoke_catalog"), {"catalog": info.id, "role": role}).fetchone()
+        _privileges(conn, schema, role)
+    return gone is not None
+
+
+def grants(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """Every grant: ``{"catalog": name or None (a tenant role), "role", "write"}``."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query("list_grants")).fetchall()
