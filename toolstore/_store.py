@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
@@ -17,7 +18,7 @@ from . import _access, _catalog, _sql
 from ._connect import DEFAULT_TIMEOUT, Connector, first_line, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import DatabaseError, InvalidInputError, UnknownToolError
+from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, Fusion, check_fusion, check_weights
 from ._metrics import Judgement, load_judgements
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
@@ -49,6 +50,10 @@ class ToolStore:
     server restart the store reconnects by itself.
     ``embedder_cooldown``: after the embedder fails at route time, routes answer lexically (and say so) without
     asking it for this many seconds; then one route probes it again.
+    ``read_dsn``: one or several read replicas (hot standbys). route(), info(), tools(), get(), resolve() and
+    catalogs() read from them in turn; writes go to ``dsn``. A replica that is down, or that has not yet replayed a
+    catalog, hands the read to the next replica and finally to the primary; otherwise a read may lag the primary
+    by the replica's replay delay.
     """
 
     def __init__(
@@ -63,6 +68,7 @@ class ToolStore:
         pool_size: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
         embedder_cooldown: float = BREAKER_COOLDOWN,
+        read_dsn: str | Sequence[str] | None = None,
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
@@ -76,6 +82,15 @@ class ToolStore:
         self.dsn = resolve_dsn(dsn)
         self.ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
         self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, max_size=pool_size, timeout=timeout)
+        replicas = [read_dsn] if isinstance(read_dsn, str) else list(read_dsn or [])
+        try:
+            self._replicas = [
+                Connector(d, schema=self.schema, tenant=catalog, max_size=pool_size, timeout=timeout) for d in replicas
+            ]
+        except BaseException:
+            self._db.close()
+            raise
+        self._turn, self._turn_lock = -1, threading.Lock()
 
     @staticmethod
     def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -107,10 +122,27 @@ class ToolStore:
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         return self._db.run(work)
 
+    def _read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """A read on the replicas in turn, then on the primary: a replica that is down, or has not replayed this
+        catalog yet (UnknownCatalogError), hands the read on."""
+        if self._replicas:
+            with self._turn_lock:
+                self._turn = (self._turn + 1) % len(self._replicas)
+                first = self._turn
+            for offset in range(len(self._replicas)):
+                replica = self._replicas[(first + offset) % len(self._replicas)]
+                try:
+                    return replica.run(work)
+                except (UnknownCatalogError, DatabaseError) as exc:
+                    logger.debug("read on a replica failed, trying the next: %s", exc)
+        return self._db.run(work)
+
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def close(self) -> None:
         self._db.close()
+        for replica in self._replicas:
+            replica.close()
 
     def __enter__(self) -> ToolStore:
         return self
@@ -122,7 +154,7 @@ class ToolStore:
 
     def info(self, *, counts: bool = True) -> CatalogInfo:
         """This catalog's id, model, dimension, settings and (unless ``counts=False``) tool and example counts."""
-        return self._run(lambda conn: self._info(conn, counts=counts))
+        return self._read(lambda conn: self._info(conn, counts=counts))
 
     def _info(self, conn: psycopg.Connection[Any], *, counts: bool = False) -> CatalogInfo:
         info = _catalog.catalog_info(conn, self.catalog, counts=counts)
@@ -137,7 +169,7 @@ class ToolStore:
             with conn.cursor(row_factory=dict_row) as cur:
                 return cur.execute(_sql.query("list_catalogs")).fetchall()
 
-        return self._run(work)
+        return self._read(work)
 
     def drop_catalog(self) -> None:
         """Delete this catalog with its tools, vectors, examples and statistics."""
@@ -223,7 +255,7 @@ class ToolStore:
 
     def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
         """All tools of the catalog (or those with the given ids), ordered by id."""
-        return self._run(lambda conn: _catalog.list_tools(conn, self._info(conn), ids))
+        return self._read(lambda conn: _catalog.list_tools(conn, self._info(conn), ids))
 
     def get(self, tool_id: str) -> Tool:
         """One tool by id; UnknownToolError when the catalog has no such tool."""
@@ -247,7 +279,7 @@ class ToolStore:
             found = resolve_name(name, [name_row(r) for r in rows], offered=False)
             return _catalog.list_tools(conn, info, [found.id])[0]
 
-        return self._run(work)
+        return self._read(work)
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
@@ -296,9 +328,7 @@ class ToolStore:
                 if reason is None and self.embedder is not None:
                     try:
                         with trace.stage("embed"):
-                            qvec = self._query_vectors.get(conn, self.embedder, query)
-                    except psycopg.Error:
-                        raise
+                            qvec = self._query_vectors.get(self.embedder, query)
                     except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
                         reason = embedder_failed(exc)
                 with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
@@ -307,7 +337,7 @@ class ToolStore:
                     result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
                 return trace.done(result)
 
-        return self._run(work)
+        return self._read(work)
 
 
 def check_catalog_name(name: object) -> str:

@@ -1,8 +1,8 @@
 """Vectors in Postgres: the embedding cache, query vectors for route(), tool vectors and the HNSW indexes.
 
-Every vector toolstore computes goes through :func:`embed_cached` (keyed by model and sha256 of the text), except
-query vectors of embedders that compute faster than a round trip (``Embedder.cache_queries`` False), which only
-live in :class:`QueryVectors`' in-process LRU.
+Every tool and example vector toolstore computes goes through :func:`embed_cached` (keyed by model and sha256 of the
+text). Query vectors never touch Postgres: they live in :class:`QueryVectors`' in-process LRU, so route() writes
+nothing and runs on a read-only connection (a hot standby).
 
 Each catalog has two partial HNSW indexes (tools, intent examples) for its dimension, built and dropped outside
 write transactions (``CONCURRENTLY``): a DROP INDEX inside a transaction would lock the shared vector tables, and
@@ -78,13 +78,13 @@ def embed_cached(
 
 
 class QueryVectors:
-    """Query embeddings for route(): an in-process LRU of ``size`` entries, then the Postgres cache for embedders
-    that ask for it (``cache_queries``), else :meth:`Embedder.embed_query`. Thread-safe.
+    """Query embeddings for route(): an in-process LRU of ``size`` entries in front of :meth:`Embedder.embed_query`.
+    Thread-safe.
 
     A circuit breaker guards the embedder: after a failure, :meth:`admit` raises at once for ``cooldown`` seconds
     (route() answers lexically and says why), then lets one call through to probe it again. :meth:`get` is the
-    sync driver's path; the async driver composes :meth:`cached`, :meth:`admit`, :meth:`failed`, :meth:`release`
-    and :meth:`remember` around its own awaits.
+    sync driver's path; the async driver composes :meth:`cached`, :meth:`admit`, :meth:`failed` and
+    :meth:`remember` around its own await.
     """
 
     def __init__(
@@ -98,20 +98,15 @@ class QueryVectors:
         self._open_until = 0.0
         self._failure = ""
 
-    def get(self, conn: psycopg.Connection[Any], embedder: Embedder, text: str) -> np.ndarray:
+    def get(self, embedder: Embedder, text: str) -> np.ndarray:
         vector = self.cached(embedder, text)
         if vector is not None:
             return vector
         self.admit()
         try:
-            if embedder.cache_queries:
-                probe = embedder.embed_query
-                vector = embed_cached(conn, embedder, [text], embed=lambda texts: probe(texts[0])[None])[0]
-            else:
-                vector = embedder.embed_query(text)
-        except psycopg.Error:  # the database failed, not the embedder
-            self.release()
-            raise
+            vector = embedder.embed_query(text)
+            if vector.shape != (embedder.dim,):
+                raise EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
         except Exception as exc:
             self.failed(exc)
             raise
@@ -142,12 +137,6 @@ class QueryVectors:
         with self._lock:
             self._open_until = self._clock() + self.cooldown
             self._failure = redact(f"{type(exc).__name__}: {exc}")
-
-    def release(self) -> None:
-        """The call failed for another reason than the embedder: the next call may probe at once."""
-        with self._lock:
-            if self._failure:
-                self._open_until = 0.0
 
     def remember(self, embedder: Embedder, text: str, vector: np.ndarray) -> None:
         """The embedder answered: keep the vector and close the breaker."""

@@ -20,10 +20,6 @@ class Embedder(ABC):
     model: str
     dim: int
     batch_size: int = 64
-    #: route() looks query vectors up in (and adds them to) the Postgres embedding cache, besides its in-process
-    #: LRU. Worth a round trip (and a write) for remote models; local models set it False: they compute a query
-    #: vector faster than the cache returns it, and route() then writes nothing.
-    cache_queries: bool = True
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

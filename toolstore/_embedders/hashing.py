@@ -20,8 +20,6 @@ class HashingEmbedder(Embedder):
     never to claim semantic retrieval.
     """
 
-    cache_queries = False
-
     def __init__(self, dim: int = 256) -> None:
         if dim < 8:
             raise ValueError(f"HashingEmbedder dim must be >= 8, got {dim}")

@@ -36,7 +36,6 @@ class LocalEmbedder(Embedder):
 
     model = "local/all-MiniLM-L6-v2"
     dim = 384
-    cache_queries = False  # a query embeds in a few ms: faster than a cache round trip, and route() stays read-only
 
     def __init__(self, *, threads: int | None = None, batch_size: int = 64, model_dir: Path | None = None) -> None:
         if threads is not None and threads < 1:

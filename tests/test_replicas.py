@@ -1,0 +1,55 @@
+"""Read replicas: routes on a real streaming replica of the embedded server, writes on the primary, and a catalog the
+replica has not replayed yet read from the primary instead."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+
+from toolstore import DatabaseError, HashingEmbedder, ToolStore
+
+from catalog_gen import generated_queries, generated_tools
+from servers import migrated_dsn, private_server, stop, streaming_replica
+
+
+def wait_for(replica: str, catalog: str, n_tools: int) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        with psycopg.connect(replica) as conn:
+            row = conn.execute(
+                "select count(*) from toolstore.tools t join toolstore.catalogs c on c.id = t.catalog_id "
+                "where c.name = %s",
+                [catalog],
+            ).fetchone()
+        if row == (n_tools,):
+            return
+        assert time.monotonic() < deadline, "the replica never caught up"
+        time.sleep(0.2)
+
+
+def test_reads_go_to_the_replica_and_a_lagging_one_hands_them_to_the_primary() -> None:
+    tools = generated_tools(40, seed=21)
+    query = generated_queries(1, seed=3)[0]
+    with private_server() as server:
+        dsn = migrated_dsn(server)
+        with streaming_replica(server) as template:
+            replica = template.format(db="postgres")
+            embedder = HashingEmbedder(32)
+            with ToolStore(dsn, embedder=embedder, catalog="a", read_dsn=[replica], timeout=3) as store:
+                store.upsert(tools)
+                wait_for(replica, "a", 40)
+                expected = store.route(query).ids
+                with psycopg.connect(replica, autocommit=True) as conn:  # the replica stops replaying
+                    conn.execute("select pg_wal_replay_pause()")
+                with ToolStore(dsn, embedder=embedder, catalog="late", read_dsn=replica, timeout=3) as late:
+                    late.upsert(tools[:10])  # a catalog only the primary has
+                    assert len(late.route(query)) > 0 and late.info().n_tools == 10
+                with psycopg.connect(replica, autocommit=True) as conn:
+                    conn.execute("select pg_wal_replay_resume()")
+                stop(server)  # the primary goes away: reads go on, writes fail
+                assert store.route(query).ids == expected
+                assert [t.id for t in store.tools()] == sorted(t.id for t in tools)
+                with pytest.raises(DatabaseError):
+                    store.upsert(tools[:1] and [tools[0].__class__(**{**tools[0].__dict__, "description": "x"})])
