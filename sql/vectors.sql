@@ -43,6 +43,13 @@ where t.relnamespace = (select oid from pg_namespace where nspname = current_sch
   and t.relname in ('tool_vectors', 'intent_examples')
   and c.relname ~ ('^(tool_vectors|intent_examples)_hnsw_' || %(catalog)s::text || '(_[0-9]+)?$');
 
+-- name: maintenance_try_lock
+-- One index build or ANALYZE at a time per toolstore schema (see toolstore/_vectors.py: maintenance_lock).
+select pg_try_advisory_lock(hashtext('toolstore maintenance ' || current_schema()));
+
+-- name: maintenance_unlock
+select pg_advisory_unlock(hashtext('toolstore maintenance ' || current_schema()));
+
 -- DDL cannot take bind parameters, and the planner matches a partial index only when the catalog id and the
 -- dimension are spelled in: the two templates below are composed with psycopg.sql (Identifier for the names,
 -- Literal for the integers) in toolstore/_vectors.py, never with string formatting.

@@ -35,7 +35,15 @@ from ._rows import (
 )
 from ._sql import query
 from ._text import dense_text
-from ._vectors import BULK_VECTORS, drop_indexes, embed_cached, ensure_indexes, in_transaction, record_model
+from ._vectors import (
+    BULK_VECTORS,
+    drop_indexes,
+    embed_cached,
+    ensure_indexes,
+    in_transaction,
+    maintenance_lock,
+    record_model,
+)
 
 #: A write changing more rows than this refreshes the planner's statistics (ANALYZE).
 ANALYZE_AFTER = 500
@@ -319,7 +327,12 @@ def analyze(conn: psycopg.Connection[Any]) -> None:
     Best effort after a committed write: ANALYZE can be a deadlock victim against a concurrent index build on the
     same table; it is retried, and then skipped (autovacuum catches up) rather than failing the write.
     """
+
+    def run() -> None:
+        with maintenance_lock(conn):
+            conn.execute(query("analyze_tables"))
+
     try:
-        retry_conflicts(lambda: conn.execute(query("analyze_tables")))
+        retry_conflicts(run)
     except DatabaseError as exc:
         logger.info("ANALYZE after a bulk write skipped: %s", exc)

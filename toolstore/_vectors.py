@@ -13,10 +13,12 @@ missing one is built in place (that blocks other catalogs' writes to the table, 
 from __future__ import annotations
 
 import hashlib
+import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -25,13 +27,15 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from ._embedders.base import Embedder
-from ._errors import EmbedderError, redact
+from ._errors import DatabaseError, EmbedderError, redact
 from ._models import CatalogInfo
 from ._sql import query
 
 #: Above this many new vectors in one write, the catalog's HNSW indexes are dropped before it and built once after,
 #: rather than updated row by row.
 BULK_VECTORS = 1000
+#: Seconds a write waits for another session's index build or ANALYZE before it gives up.
+MAINTENANCE_WAIT = 600.0
 #: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
 BREAKER_COOLDOWN = 30.0
 
@@ -166,11 +170,46 @@ def _index_ddl(block: str, *, name: str, concurrently: bool, **parts: Any) -> sq
     )
 
 
+@contextmanager
+def maintenance_lock(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Serialize toolstore's index builds and ANALYZEs across sessions and catalogs (one schema's): two of them on the
+    same shared table deadlock or fail ("tuple concurrently updated") when run at once. Routes never take it.
+
+    The (session-level) advisory lock is tried, never waited for inside a statement or a transaction: a CREATE
+    INDEX CONCURRENTLY waits for every open transaction, a blocked lock request included, which would deadlock.
+    Inside the caller's own transaction nothing is taken (Postgres' deadlock detection covers the rare clash).
+    """
+    if in_transaction(conn):
+        yield
+        return
+    deadline = time.monotonic() + MAINTENANCE_WAIT
+    pause = 0.02
+    while not conn.execute(query("maintenance_try_lock")).fetchone()[0]:  # type: ignore[index]
+        if time.monotonic() > deadline:
+            raise DatabaseError(
+                f"another index build or ANALYZE held toolstore's maintenance lock for {MAINTENANCE_WAIT:g} s"
+            )
+        time.sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, 0.5)
+    try:
+        yield
+    finally:
+        try:
+            conn.execute(query("maintenance_unlock"))
+        except psycopg.Error:  # the connection is gone, and the session's lock with it
+            pass
+
+
 def drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, *, keep_dim: int | None = None) -> None:
     """Drop the catalog's HNSW indexes (all, or all but those of ``keep_dim``), concurrently unless inside a
     transaction, where nothing is dropped (that would lock every catalog's routes until commit)."""
     if in_transaction(conn):
         return
+    with maintenance_lock(conn):
+        _drop_indexes(conn, catalog_id, keep_dim)
+
+
+def _drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, keep_dim: int | None) -> None:
     keep = {f"{t}_hnsw_{catalog_id}_{keep_dim}" for t in ("tool_vectors", "intent_examples")}
     for name, _, _ in conn.execute(query("vector_indexes"), {"catalog": catalog_id}).fetchall():
         if keep_dim is None or name not in keep:
@@ -182,6 +221,16 @@ def ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
     (a model switch). Concurrently outside a transaction; inside one, missing indexes are built in place."""
     if info.embed_dim is None:
         return
+    found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
+    wanted = {f"{table}_hnsw_{info.id}_{info.embed_dim}" for table in ("tool_vectors", "intent_examples")}
+    if found == dict.fromkeys(wanted, True):
+        return  # the usual case, decided without the maintenance lock
+    with maintenance_lock(conn):
+        _ensure_indexes(conn, info)
+
+
+def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
+    assert info.embed_dim is not None
     concurrently = not in_transaction(conn)
     found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
     for table in ("tool_vectors", "intent_examples"):
@@ -192,4 +241,5 @@ def ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
         if name not in found:
             parts = {"table": table, "dim": info.embed_dim, "catalog": info.id}
             conn.execute(_index_ddl("create_vector_index", name=name, concurrently=concurrently, **parts))
-    drop_indexes(conn, info.id, keep_dim=info.embed_dim)
+    if concurrently:
+        _drop_indexes(conn, info.id, info.embed_dim)
