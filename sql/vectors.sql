@@ -11,6 +11,29 @@ select %(model)s, r.h, r.e from unnest(%(hashes)s::bytea[], %(vectors)s::vector[
 order by r.h
 on conflict (model, text_sha256) do nothing;
 
+-- name: copy_cache
+copy embedding_cache (model, text_sha256, embedding) from stdin (format binary);
+
+-- name: copy_tool_vectors
+-- After delete_tool_vectors of the same tools, in the writer's transaction.
+copy tool_vectors (tool_pk, catalog_id, embedding) from stdin (format binary);
+
+-- name: copy_examples
+-- Examples not stored yet (checked under the catalog lock).
+copy intent_examples (catalog_id, tool_pk, query, embedding) from stdin (format binary);
+
+-- name: copy_example_vectors
+-- New vectors of a catalog's examples (a model switch), into a table update_example_vectors then reads.
+copy example_vectors_in (pk, embedding) from stdin (format binary);
+
+-- name: example_vectors_in
+create temp table if not exists example_vectors_in (pk bigint primary key, embedding vector) on commit delete rows;
+
+-- name: update_example_vectors
+update intent_examples e set embedding = n.embedding
+from example_vectors_in n
+where e.pk = n.pk and e.catalog_id = %(catalog)s;
+
 -- name: upsert_tool_vectors
 insert into tool_vectors (tool_pk, catalog_id, embedding)
 select t.pk, t.catalog_id, r.embedding
@@ -26,11 +49,6 @@ where t.pk = v.tool_pk and t.catalog_id = %(catalog)s and t.id = any (%(ids)s::t
 
 -- name: clear_tool_vectors
 delete from tool_vectors where catalog_id = %(catalog)s;
-
--- name: set_example_vectors
-update intent_examples e set embedding = r.embedding
-from unnest(%(pks)s::bigint[], %(vectors)s::vector[]) as r (pk, embedding)
-where e.pk = r.pk and e.catalog_id = %(catalog)s;
 
 -- name: vector_indexes
 -- A catalog's HNSW indexes on both tables, of any dimension, with whether each is valid (an interrupted

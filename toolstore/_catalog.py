@@ -43,6 +43,8 @@ from ._vectors import (
     in_transaction,
     maintenance_lock,
     record_model,
+    write_examples,
+    write_tool_vectors,
 )
 
 #: A write changing more rows than this refreshes the planner's statistics (ANALYZE).
@@ -169,8 +171,7 @@ def _write_tools(
             if missing:
                 vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
             record_model(conn, info, embedder)
-            params = {"catalog": info.id, "ids": [t.id for t in embed], "vectors": [vectors[t] for t in texts]}
-            conn.execute(query("upsert_tool_vectors"), params)
+            write_tool_vectors(conn, info.id, [t.id for t in embed], [vectors[t] for t in texts])
             report.embedded = len(embed)
         elif embedder is None and info.embed_model is not None and changes.changed:
             ids = [t.id for t in changes.changed]
@@ -235,13 +236,8 @@ def _write_examples(
         if missing:
             vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
         record_model(conn, info, embedder)
-        params = {
-            "catalog": info.id,
-            "ids": [ex.tool_id for ex in new],
-            "queries": [ex.query for ex in new],
-            "vectors": [vectors[ex.query] for ex in new],
-        }
-        return len(conn.execute(query("insert_examples"), params).fetchall())
+        write_examples(conn, info.id, [(ex.tool_id, ex.query, vectors[ex.query]) for ex in new])
+        return len(new)
 
 
 def _check_known(conn: psycopg.Connection[Any], info: CatalogInfo, examples: Sequence[IntentExample]) -> None:

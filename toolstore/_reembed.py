@@ -13,7 +13,14 @@ from ._models import Tool
 from ._rows import unknown_catalog
 from ._sql import query
 from ._text import dense_text
-from ._vectors import BULK_VECTORS, drop_indexes, embed_cached, in_transaction
+from ._vectors import (
+    BULK_VECTORS,
+    drop_indexes,
+    embed_cached,
+    in_transaction,
+    replace_example_vectors,
+    write_tool_vectors,
+)
 
 
 def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> dict[str, Any]:
@@ -44,19 +51,9 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
             conn.execute(query("set_catalog_model"), params)
             conn.execute(query("clear_tool_vectors"), {"catalog": locked.id})
             if tools:
-                params = {
-                    "catalog": locked.id,
-                    "ids": [t.id for t in tools],
-                    "vectors": [vectors[dense_text(t)] for t in tools],
-                }
-                conn.execute(query("upsert_tool_vectors"), params)
+                write_tool_vectors(conn, locked.id, [t.id for t in tools], [vectors[dense_text(t)] for t in tools])
             if examples:
-                params = {
-                    "catalog": locked.id,
-                    "pks": [pk for pk, _ in examples],
-                    "vectors": [vectors[q] for _, q in examples],
-                }
-                conn.execute(query("set_example_vectors"), params)
+                replace_example_vectors(conn, locked.id, [(pk, vectors[q]) for pk, q in examples])
             counts.update(tools=len(tools), examples=len(examples))
 
     try:
