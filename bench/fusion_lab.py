@@ -196,6 +196,13 @@ class Table:
     def rrf(self, weights: Sequence[float], k: float) -> np.ndarray:
         return sum(w / (k + self.rank[s]) for s, w in enumerate(weights) if w)
 
+    def margin(self, s: int, m: int = 5) -> np.ndarray:
+        """Signal s's confidence per query: (top score - m-th score) / top score, in [0, 1] (0 without a list)."""
+        ranked = np.sort(np.nan_to_num(self.score[s], nan=-np.inf), axis=1)[:, ::-1]
+        mth = np.where(np.isfinite(ranked[:, m - 1 : m]), ranked[:, m - 1 : m], 0.0)
+        top = self.top[s]
+        return np.where(top > 0, (top - mth) / np.where(top > 0, top, 1), 0.0)
+
     def normalised(self, s: int, how: str) -> np.ndarray:
         """Signal s's scores scaled per query: ``minmax`` over its list, or ``max`` (divided by the top score)."""
         floor = self.last[s] if how == "minmax" else 0.0
@@ -207,19 +214,27 @@ Fuse = Callable[[Table], np.ndarray]
 
 
 def families() -> dict[str, dict[str, Fuse]]:
-    """Zero-shot fusion candidates over (name, description, expansion, dense): weighted RRF with its constant,
+    """Zero-shot fusion candidates over (name, description, expansion, dense): weighted RRF with its constant
+    (dense-leaning and per-field weights included), RRF whose votes a retriever's score margin at the top scales,
     and a convex combination of per-query normalised scores (score-aware fusion)."""
     grid = list(itertools.product((0, 0.25, 0.5, 1), (0.5, 1, 1.5), (0.5, 1, 1.5, 2, 3)))
     rrf: dict[str, Fuse] = {}
     convex: dict[str, Fuse] = {}
+    confident: dict[str, Fuse] = {}
     for wn, wd, wv in grid:
+        for k, a in itertools.product((2, 5, 10), (1, 4)):
+            confident[f"rrf*(1+{a}*margin) k={k} name={wn} desc={wd} dense={wv}"] = (
+                lambda t, w=(wn, wd, 1, wv), k=k, a=a: sum(
+                    x * (1 + a * t.margin(s)) / (k + t.rank[s]) for s, x in enumerate(w) if x
+                )
+            )
         for k in (2, 5, 10, 20, 60):
             rrf[f"rrf k={k} name={wn} desc={wd} dense={wv}"] = lambda t, w=(wn, wd, 1, wv), k=k: t.rrf(w, k)
         for how in ("minmax", "max"):
             convex[f"convex {how} name={wn} desc={wd} dense={wv}"] = lambda t, w=(wn, wd, 1, wv), how=how: sum(
                 x * t.normalised(s, how) for s, x in enumerate(w)
             )
-    return {"weighted RRF": rrf, "score-aware (convex)": convex}
+    return {"weighted RRF": rrf, "RRF scaled by confidence": confident, "score-aware (convex)": convex}
 
 
 def loso(queries: dict[str, Table], train: dict[str, Table], family: dict[str, Fuse]) -> list[str]:
