@@ -31,6 +31,9 @@ MAX_OVERFETCH = 10_000  # candidates per retriever
 MAX_WEIGHT = 1e6  # a fusion weight or k_rrf
 MAX_TOKEN_BUDGET = 10_000_000
 MAX_FILTER_VALUES = 10_000  # ids or categories in one filter
+MAX_SESSION_CHARS = 200  # a session id
+MAX_CALLS_PER_WRITE = 10_000  # tool calls logged by one record_calls
+MAX_TURNS = 100  # user turns of a message list route() reads
 
 
 def text_problem(text: str) -> str | None:
@@ -56,6 +59,11 @@ def check_text(value: object, what: str, *, max_chars: int, empty: bool = False)
     if problem:
         raise InvalidInputError(f"{what} {problem}")
     return value
+
+
+def check_session(value: object) -> str:
+    """A session id: a non-empty string of at most :data:`MAX_SESSION_CHARS` characters, without NUL."""
+    return check_text(value, "session id", max_chars=MAX_SESSION_CHARS)
 
 
 def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:

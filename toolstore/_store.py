@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 import numpy as np
@@ -13,20 +14,28 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from . import _catalog, _sql
+from . import _catalog, _sessions, _sql
 from ._connect import DEFAULT_TIMEOUT, Connector, first_line, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import DatabaseError, InvalidInputError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF, Fusion, check_fusion, check_weights
+from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._metrics import Judgement, load_judgements
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
-from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import RouteTrace, logger, span
 from ._reembed import reembed
 from ._result import RouteResult
-from ._route import embedder_failed, prepare_route, route_result, statement_params
+from ._route import (
+    context_texts,
+    context_vector,
+    embedder_failed,
+    prepare_route,
+    route_result,
+    statement_params,
+    with_calls,
+)
 from ._rows import name_row, unknown_catalog
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
@@ -240,8 +249,11 @@ class ToolStore:
 
     def route(
         self,
-        query: str,
+        query: str | None = None,
         *,
+        messages: object = None,
+        session: str | None = None,
+        turns: int = DEFAULT_TURNS,
         k: int = 8,
         token_budget: int | None = None,
         weights: Mapping[str, float] | None = None,
@@ -253,9 +265,13 @@ class ToolStore:
     ) -> RouteResult:
         """The tools for one request, best first, packed into ``token_budget`` tokens when given.
 
-        ``k`` routed tools at most, plus the catalog's always-on tools first. ``weights`` (per signal:
-        name, description, expansion, dense, intent; 0 switches one off), ``k_rrf`` and ``overfetch``
-        override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
+        ``k`` routed tools at most, plus the catalog's always-on tools first. The request is ``query``, or the latest
+        user turn of ``messages`` (OpenAI Chat Completions messages, Responses input items or Anthropic messages;
+        dicts or SDK objects), whose last ``turns`` turns are read: earlier turns' text feeds ``context``, and their
+        tool calls (resolved by id or name; ``result.unresolved`` lists those that match nothing) feed ``recent``
+        and ``transition``. With ``session``, those calls come from the session's log instead (see
+        :meth:`record_calls`). ``weights`` (per signal of ``SIGNALS``; 0 switches one off), ``k_rrf`` and
+        ``overfetch`` override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
         keeps tools in any of the given categories.
         """
 
@@ -265,6 +281,9 @@ class ToolStore:
                 info,
                 self.embedder,
                 query,
+                messages=messages,
+                session=session,
+                turns=turns,
                 k=k,
                 token_budget=token_budget,
                 weights=weights,
@@ -274,23 +293,81 @@ class ToolStore:
                 block=block,
                 categories=categories,
             )
-            with RouteTrace(self.catalog, query, k) as trace:
+            if request.call_names:
+                request = with_calls(request, _sessions.resolve_tools(conn, info, request.call_names))
+            with RouteTrace(self.catalog, request.query, k) as trace:
                 qvec: np.ndarray | None = None
+                cvec: np.ndarray | None = None
                 if reason is None and self.embedder is not None:
                     try:
                         with trace.stage("embed"):
-                            qvec = self._query_vectors.get(conn, self.embedder, query)
+                            embed = self._query_vectors.get
+                            qvec = embed(conn, self.embedder, request.query)
+                            earlier = [embed(conn, self.embedder, text) for text in context_texts(request)]
+                            cvec = context_vector(qvec, earlier)
                     except psycopg.Error:
                         raise
                     except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                        reason = embedder_failed(exc)
+                        qvec, reason = None, embedder_failed(exc)
                 with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
-                    rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
+                    rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec)).fetchall()
                 with trace.stage("pack"):
                     result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
                 return trace.done(result)
 
         return self._run(work)
+
+    # -- the session log ---------------------------------------------------------------------------------
+
+    def record_calls(self, session: str, calls: Iterable[object]) -> int:
+        """Append tool calls (oldest first) to ``session``'s log; ``route(..., session=...)`` looks back on them and
+        the catalog's transition counts learn from them. A call is a tool id (or a name a model called it by), a
+        :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
+        already logged is skipped. Returns how many were written; UnknownToolError (nothing written) when a call
+        names no tool of the catalog."""
+        return self._run(lambda conn: _sessions.record_calls(conn, self._info(conn), session, calls))
+
+    def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
+        """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction."""
+        sessions = list(sessions)
+        return self._run(lambda conn: _sessions.import_sessions(conn, self._info(conn), sessions))
+
+    def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        """The catalog's logged sessions, most recently written first, with call counts and times."""
+        return self._run(lambda conn: _sessions.list_sessions(conn, self._info(conn), limit=limit))
+
+    def session_log(self, session: str) -> list[LoggedCall]:
+        """Every logged call of ``session``, oldest first."""
+        return self._run(lambda conn: _sessions.session_log(conn, self._info(conn), session))
+
+    def transitions(self, *, prev: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The catalog's learned transition counts (from ``prev`` when given), most frequent first."""
+        return self._run(lambda conn: _sessions.transitions(conn, self._info(conn), prev=prev, limit=limit))
+
+    def prune_sessions(self, *, older_than: timedelta | None = None, session: str | None = None) -> dict[str, int]:
+        """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
+        ``session``; sessions left empty go too, and the transition counts follow."""
+        keep = _sessions.retention(self.info(counts=False).settings)
+        if older_than is None and session is None:
+            older_than = keep.max_age
+            if older_than is None:
+                raise InvalidInputError("give older_than or a session, or set a retention age (set_session_retention)")
+        if older_than is not None and (not isinstance(older_than, timedelta) or older_than < timedelta(0)):
+            raise InvalidInputError(f"older_than must be a non-negative timedelta, got {older_than!r}")
+        before = None if older_than is None else datetime.now(timezone.utc) - older_than
+        return self._run(lambda conn: _sessions.prune(conn, self._info(conn), before=before, session=session))
+
+    def set_session_retention(
+        self, *, max_calls: int | None = _sessions.DEFAULT_MAX_CALLS, max_age_days: float | None = None
+    ) -> None:
+        """Keep at most ``max_calls`` calls per session and none older than ``max_age_days`` (None: no limit),
+        applied to a session at each write to it and to every session by :meth:`prune_sessions`."""
+        keep = _sessions.check_retention(max_calls, max_age_days)
+        self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {_sessions.RETENTION_KEY: keep.as_dict()}))
+
+    def session_retention(self) -> dict[str, Any]:
+        """The catalog's retention of its session log: ``max_calls`` per session and ``max_age_days``."""
+        return _sessions.retention(self.info(counts=False).settings).as_dict()
 
 
 def check_catalog_name(name: object) -> str:
