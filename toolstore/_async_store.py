@@ -24,6 +24,7 @@ from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import EmbedderError, InvalidInputError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS
+from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement
 from ._migrate import DEFAULT_SCHEMA, check_schema_name
 from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
@@ -40,7 +41,7 @@ from ._route import (
     with_calls,
 )
 from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
-from ._store import DEFAULT, ToolStore, check_catalog_name
+from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors, as_array, text_hash
 
 if TYPE_CHECKING:
@@ -241,7 +242,7 @@ class AsyncToolStore:
                 categories=categories,
             )
             if request.call_names:
-                request = with_calls(request, await self._resolve_tools(conn, info, request.call_names))
+                request = with_calls(request, await self._resolve(conn, info, request.call_names))
             with RouteTrace(self.catalog, request.query, k) as trace:
                 qvec: np.ndarray | None = None
                 cvec: np.ndarray | None = None
@@ -265,7 +266,16 @@ class AsyncToolStore:
 
         return await self.db.run(work)
 
-    async def _resolve_tools(
+    async def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
+        """See :meth:`ToolStore.resolve_calls`."""
+        names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
+
+        async def work(conn: psycopg.AsyncConnection[Any]) -> list[str | None]:
+            return await self._resolve(conn, await self._info(conn), names)
+
+        return await self.db.run(work)
+
+    async def _resolve(
         self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, names: Sequence[str]
     ) -> list[str | None]:
         """``_sessions.resolve_tools`` on the async pool: by index first, the full name list only when needed."""

@@ -271,6 +271,11 @@ class LabelledSession:
     sid: str
     turns: tuple[SessionTurn, ...]
 
+    @property
+    def calls(self) -> list[str]:
+        """Every call of the session, in order (what its log holds)."""
+        return [c for turn in self.turns for c in turn.calls]
+
     def judgement(self, index: int) -> Judgement | None:
         """The judgement of turn ``index`` (0-based), None when the turn needs no tool."""
         turn = self.turns[index]

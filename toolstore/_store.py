@@ -20,6 +20,7 @@ from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import DatabaseError, InvalidInputError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS, Fusion, check_fusion, check_weights
+from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, load_judgements
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
 from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
@@ -43,7 +44,6 @@ from ._vectors import BREAKER_COOLDOWN, QueryVectors
 T = TypeVar("T")
 
 DEFAULT = "default"
-MAX_CATALOG_CHARS = 200
 
 
 class ToolStore:
@@ -241,6 +241,12 @@ class ToolStore:
 
         return self._run(work)
 
+    def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
+        """The tool id each name a model called means across the catalog (as :meth:`resolve`), None for a name that
+        matches no tool or several."""
+        names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
+        return self._run(lambda conn: _sessions.resolve_tools(conn, self._info(conn), names))
+
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
         self._run(lambda conn: _catalog.remove_tool(conn, self.catalog, tool_id))
@@ -368,18 +374,3 @@ class ToolStore:
     def session_retention(self) -> dict[str, Any]:
         """The catalog's retention of its session log: ``max_calls`` per session and ``max_age_days``."""
         return _sessions.retention(self.info(counts=False).settings).as_dict()
-
-
-def check_catalog_name(name: object) -> str:
-    """A catalog name: a non-empty string of at most 200 characters, without control characters."""
-    if (
-        not isinstance(name, str)
-        or not name.strip()
-        or len(name) > MAX_CATALOG_CHARS
-        or any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in name)
-    ):
-        raise InvalidInputError(
-            f"catalog name must be a non-empty string of at most {MAX_CATALOG_CHARS} printable characters, "
-            f"got {name!r:.80}"
-        )
-    return name

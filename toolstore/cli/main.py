@@ -8,10 +8,10 @@ import click
 import psycopg
 
 from .._errors import ToolstoreError
-from . import catalog, demo, ingest, quality, route, serve
+from . import catalog, demo, ingest, quality, route, serve, sessions
 from .app import cli
 
-for _module in (catalog, route, demo, ingest, quality, serve):
+for _module in (catalog, route, demo, ingest, quality, serve, sessions):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 
