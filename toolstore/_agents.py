@@ -50,7 +50,7 @@ def route_messages(
     if session is not None:
         conv = read_messages(messages, dialect, turns=turns)
         ids = _call_ids(conv, offered, store.resolve_calls)
-        unresolved = _record(conv, ids)
+        unresolved = _unresolved(conv, ids)
         if any(ids):
             store.record_calls(session, _session_calls(conv, ids))
     result = store.route(messages=messages, session=session, turns=turns, **options)
@@ -74,7 +74,7 @@ async def aroute_messages(
         pending = [c.name for c in conv.tool_calls if c.id and _offered(offered, c.name) is None]
         resolved = dict(zip(pending, await store.resolve_calls(pending))) if pending else {}
         ids = _call_ids(conv, offered, lambda names: [resolved[n] for n in names])
-        unresolved = _record(conv, ids)
+        unresolved = _unresolved(conv, ids)
         if any(ids):
             await store.record_calls(session, _session_calls(conv, ids))
     result = await store.route(messages=messages, session=session, turns=turns, **options)
@@ -100,7 +100,7 @@ def _call_ids(conv: Conversation, offered: RouteResult | None, resolve: Any) -> 
     return ids
 
 
-def _record(conv: Conversation, ids: Sequence[str | None]) -> list[str]:
+def _unresolved(conv: Conversation, ids: Sequence[str | None]) -> list[str]:
     """The names of calls with a call id that resolved to no tool."""
     return list(dict.fromkeys(c.name for c, i in zip(conv.tool_calls, ids) if c.id and i is None))
 

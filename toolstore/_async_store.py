@@ -25,7 +25,7 @@ from ._embedders.local import LocalEmbedder
 from ._errors import EmbedderError, InvalidInputError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
-from ._metrics import Judgement
+from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name
 from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import call_keys, resolve_among, resolve_calls, resolve_name
@@ -347,13 +347,14 @@ class AsyncToolStore:
 
     async def tune(
         self,
-        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]],
+        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]] = (),
         *,
+        sessions: str | os.PathLike[str] | Sequence[LabelledSession] = (),
         seed: int = 0,
         folds: int = 5,
         save: bool = True,
     ) -> TuneReport:
-        result: TuneReport = await self._write("tune", examples, seed=seed, folds=folds, save=save)
+        result: TuneReport = await self._write("tune", examples, sessions=sessions, seed=seed, folds=folds, save=save)
         return result
 
     async def analyze(self) -> None:

@@ -21,7 +21,7 @@ from ._embedders.local import LocalEmbedder
 from ._errors import DatabaseError, InvalidInputError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
-from ._metrics import Judgement, load_judgements
+from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
 from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
@@ -170,19 +170,24 @@ class ToolStore:
 
     def tune(
         self,
-        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]],
+        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]] = (),
         *,
+        sessions: str | os.PathLike[str] | Sequence[LabelledSession] = (),
         seed: int = 0,
         folds: int = 5,
         save: bool = True,
     ) -> TuneReport:
-        """Learn this catalog's fusion weights from labelled requests and (unless ``save=False``) store them.
+        """Learn this catalog's fusion weights from labelled requests and/or labelled sessions (which tune the
+        conversation signals too) and (unless ``save=False``) store them.
 
-        ``examples``: a ``train.jsonl`` path or ``(query, Judgement)`` pairs. See ``toolstore tune``.
+        ``examples``: a ``train.jsonl`` path or ``(query, Judgement)`` pairs; ``sessions``: a
+        ``train_sessions.jsonl`` path or LabelledSessions. See ``toolstore tune``.
         """
         if isinstance(examples, (str, os.PathLike)):
             examples = load_judgements(examples)
-        return tune(self, examples, seed=seed, folds=folds, save=save)
+        if isinstance(sessions, (str, os.PathLike)):
+            sessions = load_sessions(sessions)
+        return tune(self, examples, sessions=sessions, seed=seed, folds=folds, save=save)
 
     def analyze(self) -> None:
         """Refresh the planner's statistics of toolstore's tables (writes of more than a few hundred rows do it)."""

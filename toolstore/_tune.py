@@ -186,7 +186,7 @@ def tune(
     fetched = time.perf_counter()
     unit_fold = _folds(len(examples) + len(sessions), folds, seed)
     fold = unit_fold[np.asarray(unit)]
-    calls = [[c for t in session.turns for c in t.calls] for session in sessions]
+    calls = [session.calls for session in sessions]
     own = [Transitions.of([c]) for c in calls]
 
     def table(counts: Transitions | None, held: int | None = None) -> CandidateTable:
