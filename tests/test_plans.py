@@ -21,7 +21,7 @@ import pytest
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
-from toolstore._route import route_request, statement_params
+from toolstore._route import context_vector, route_request, statement_params
 from toolstore._sql import query
 
 from catalog_gen import generated_queries, generated_tools
@@ -86,10 +86,12 @@ def assert_no_whole_table_scans(plan: list[dict[str, Any]]) -> None:
 
 
 def route_params(store: ToolStore, label: str) -> dict[str, Any]:
+    """The statement's parameters for one of REQUESTS; a conversation mixes an earlier turn into ``context``."""
     filters, text = REQUESTS[label]
     info = store.info()
     qvec = store.embedder.embed(text) if store.embedder else None
-    return statement_params(info, route_request(text, stored_fusion(info.settings), k=8, **filters), qvec)
+    cvec = context_vector(qvec, [store.embedder.embed("the monthly report")]) if "session" in filters else None
+    return statement_params(info, route_request(text, stored_fusion(info.settings), k=8, **filters), qvec, cvec)
 
 
 @pytest.mark.parametrize("label", sorted(REQUESTS))
@@ -101,7 +103,7 @@ def test_route_statement_uses_the_bm25_indexes_and_no_whole_table_scan(store: To
     assert any(r == "postings" and i == "postings_pkey" for _, r, i in found), found
     assert any(r == "lexeme_stats" and i == "lexeme_stats_pkey" for _, r, i in found), found
     functions = [n for n in plan if n["Node Type"] == "Function Scan" and n.get("Function Name") == "knn"]
-    assert len(functions) == 3, "dense, intent and context retrieval all go through knn()"
+    assert len(functions) == (3 if label == "conversation" else 2), "dense, intent, context go through knn()"
     if label == "conversation":
         assert any(r == "session_calls" and i == "session_calls_pkey" for _, r, i in found), found
         assert any(r == "tool_transitions" and i == "tool_transitions_pkey" for _, r, i in found), found
