@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Routing quality on the three public benchmarks: every config plus weights tuned on train.jsonl, then one
+# Routing quality on the public benchmarks: every config plus weights tuned on train.jsonl, then one
 # combined table. Each set is loaded into a scratch catalog (dropped afterwards) with the local embedder.
+# bfcl_sessions is replayed turn by turn (configs turn / session / tuned; train_sessions.jsonl logged, stored as
+# intent examples and tuned on).
 #
-#   bash bench/quality.sh                 # all three sets
+#   bash bench/quality.sh                 # all four sets
 #   bash bench/quality.sh metatool        # some of them
 #
 # Data: $TOOLSTORE_BENCH (default: ../shared/bench next to this checkout), one folder per set holding
@@ -13,7 +15,7 @@ cd "$(dirname "$0")/.."
 BENCH="${TOOLSTORE_BENCH:-$(cd .. && pwd)/shared/bench}"
 OUT="${OUT:-bench/out/quality}"
 SETS=("$@")
-[ ${#SETS[@]} -gt 0 ] || SETS=(metatool seal_tools gorilla_torch)
+[ ${#SETS[@]} -gt 0 ] || SETS=(metatool seal_tools gorilla_torch bfcl_sessions)
 
 if [ -x .venv/bin/toolstore ]; then
     TOOLSTORE=.venv/bin/toolstore
@@ -27,21 +29,27 @@ command -v "$TOOLSTORE" >/dev/null || { echo "no toolstore command: run 'bash sc
 mkdir -p "$OUT"
 for set in "${SETS[@]}"; do
     dir="$BENCH/$set"
-    for f in tools.jsonl queries.jsonl train.jsonl; do
+    if [ -f "$dir/sessions.jsonl" ]; then
+        files=(tools.jsonl sessions.jsonl train_sessions.jsonl)
+        data=(--sessions "$dir/sessions.jsonl" --train-sessions "$dir/train_sessions.jsonl")
+    else
+        files=(tools.jsonl queries.jsonl train.jsonl)
+        data=(--queries "$dir/queries.jsonl" --train "$dir/train.jsonl")
+    fi
+    for f in "${files[@]}"; do
         [ -f "$dir/$f" ] || { echo "missing $dir/$f (set TOOLSTORE_BENCH)" >&2; exit 1; }
     done
     echo "== $set" >&2
     start=$(date +%s)
-    "$TOOLSTORE" eval --tools "$dir/tools.jsonl" --queries "$dir/queries.jsonl" --train "$dir/train.jsonl" \
-        --tune --json --report "$OUT/$set" > "$OUT/$set.json"
+    "$TOOLSTORE" eval --tools "$dir/tools.jsonl" "${data[@]}" --tune --json --report "$OUT/$set" > "$OUT/$set.json"
     echo "   $(( $(date +%s) - start )) s" >&2
 done
 
 "$PYTHON" - "$OUT" "${SETS[@]}" <<'EOF'
 import json, sys
 out, sets = sys.argv[1], sys.argv[2:]
-cols = ("nDCG@10", "R@10", "MRR@10", "multi comp@10", "latency_ms_p50")
-heads = ("nDCG@10", "R@10", "MRR@10", "comp@10", "p50 ms")
+cols = ("nDCG@10", "R@10", "MRR@10", "comp@5", "comp@10", "multi comp@10", "latency_ms_p50")
+heads = ("nDCG@10", "R@10", "MRR@10", "comp@5", "comp@10", "mcomp@10", "p50 ms")
 print(f"{'set':<14} {'config':<12} " + " ".join(f"{h:>8}" for h in heads))
 for s in sets:
     r = json.load(open(f"{out}/{s}.json"))
@@ -51,7 +59,7 @@ for s in sets:
     t = r.get("tune")
     if t:
         w = ", ".join(f"{k}={v:g}" for k, v in t["fusion"]["weights"].items())
-        print(f"{'':<14} tuned in {t['seconds']:.0f} s on {t['n_examples']} examples: CV nDCG uniform "
+        print(f"{'':<14} tuned in {t['seconds']:.0f} s on {t['n_examples']} examples: CV nDCG default "
               f"{t['cv_ndcg_uniform']:.3f} -> tuned {t['cv_ndcg_tuned']:.3f}; {w}, k_rrf={t['fusion']['k_rrf']:g}, "
               f"overfetch={t['fusion']['overfetch']}" + (" (fell back to uniform)" if t["fell_back"] else ""))
 EOF
