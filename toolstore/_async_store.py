@@ -360,7 +360,7 @@ class AsyncToolStore:
     async def analyze(self) -> None:
         await self._write("analyze")
 
-    # -- the session log (see ToolStore) ----------------------------------------------------------------
+    # -- the session log (see ToolStore; its listings also run in the writer's thread) -----------------------
 
     async def record_calls(self, session: str, calls: Iterable[object]) -> int:
         result: int = await self._write("record_calls", session, list(calls))
@@ -381,3 +381,10 @@ class AsyncToolStore:
     async def prune_sessions(self, **options: Any) -> dict[str, int]:
         result: dict[str, int] = await self._write("prune_sessions", **options)
         return result
+
+    async def transitions(self, **options: Any) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._write("transitions", **options)
+        return result
+
+    async def set_session_retention(self, **limits: Any) -> None:
+        await self._write("set_session_retention", **limits)

@@ -59,7 +59,8 @@ CallLog = Callable[[CallRecord], Awaitable[None] | None]
 
 
 class ClientSessions:
-    """A session id of the catalog's log per MCP client connection (its SDK session object), made up on first use."""
+    """A session id of the catalog's log per MCP client connection, made up on first use. The connection is the SDK's
+    session object (mcp 1.x), or the connection that object serves (mcp 2.x makes a session object per message)."""
 
     def __init__(self) -> None:
         self._ids: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
@@ -68,9 +69,10 @@ class ClientSessions:
         session = getattr(ctx, "session", None) if ctx is not None else None
         if session is None:
             return None
-        if session not in self._ids:
-            self._ids[session] = f"mcp-{uuid.uuid4().hex[:16]}"
-        return self._ids[session]
+        connection = getattr(session, "_connection", None) or session
+        if connection not in self._ids:
+            self._ids[connection] = f"mcp-{uuid.uuid4().hex[:16]}"
+        return self._ids[connection]
 
 
 def logging_hook(store: AsyncToolStore, then: CallLog | None = None) -> CallLog:
