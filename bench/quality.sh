@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# Routing quality on the three public benchmarks, two tables:
+# Routing quality on the public benchmarks, two tables:
 #  1. zero-shot (no labelled examples: `toolstore eval` without --train) for every candidate embedder: the
 #     shipped local model and every model exported with scripts/build_candidate_model.py into
 #     bench/out/models/NAME (or the specs in $EMBEDDERS, e.g. EMBEDDERS="local local:/models/x");
 #  2. with train.jsonl as intent examples, every config plus weights tuned on train.jsonl, local model.
+#     bfcl_sessions is replayed turn by turn (configs turn / session / tuned; train_sessions.jsonl logged, stored
+#     as intent examples and tuned on); it has no zero-shot row in table 1.
 # Each set is loaded into a scratch catalog (dropped afterwards).
 #
-#   bash bench/quality.sh                 # all three sets
+#   bash bench/quality.sh                 # all four sets
 #   bash bench/quality.sh metatool        # some of them
 #   ZERO_SHOT_ONLY=1 bash bench/quality.sh
 #
 # Data: $TOOLSTORE_BENCH (default: ../shared/bench next to this checkout), one folder per set holding
-# tools.jsonl, queries.jsonl and train.jsonl. Results: $OUT (default bench/out/quality), one JSON per run.
+# tools.jsonl, queries.jsonl and train.jsonl (or sessions.jsonl and train_sessions.jsonl). Results: $OUT (default bench/out/quality), one JSON per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BENCH="${TOOLSTORE_BENCH:-$(cd .. && pwd)/shared/bench}"
 OUT="${OUT:-bench/out/quality}"
 SETS=("$@")
-[ ${#SETS[@]} -gt 0 ] || SETS=(metatool seal_tools gorilla_torch)
+[ ${#SETS[@]} -gt 0 ] || SETS=(metatool seal_tools gorilla_torch bfcl_sessions)
 
 if [ -x .venv/bin/toolstore ]; then
     TOOLSTORE=.venv/bin/toolstore
@@ -37,9 +39,13 @@ if [ -z "${EMBEDDERS:-}" ]; then
 fi
 
 mkdir -p "$OUT"
+QUERY_SETS=()
+for set in "${SETS[@]}"; do
+    [ -f "$BENCH/$set/sessions.jsonl" ] || QUERY_SETS+=("$set")
+done
 for spec in $EMBEDDERS; do
     tag=$(basename "${spec#local:}")
-    for set in "${SETS[@]}"; do
+    for set in ${QUERY_SETS[@]+"${QUERY_SETS[@]}"}; do
         dir="$BENCH/$set"
         [ -f "$dir/tools.jsonl" ] && [ -f "$dir/queries.jsonl" ] || { echo "missing $dir (set TOOLSTORE_BENCH)" >&2; exit 1; }
         echo "== zero-shot $set, embedder $spec" >&2
@@ -51,7 +57,7 @@ for spec in $EMBEDDERS; do
     done
 done
 
-"$PYTHON" - "$OUT" "$EMBEDDERS" "${SETS[@]}" <<'EOF'
+"$PYTHON" - "$OUT" "$EMBEDDERS" ${QUERY_SETS[@]+"${QUERY_SETS[@]}"} <<'EOF'
 import json, sys
 out, specs, sets = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
 cols = ("nDCG@10", "R@10", "MRR@10", "multi comp@10", "latency_ms_p50")
@@ -73,21 +79,27 @@ EOF
 
 for set in "${SETS[@]}"; do
     dir="$BENCH/$set"
-    for f in tools.jsonl queries.jsonl train.jsonl; do
+    if [ -f "$dir/sessions.jsonl" ]; then
+        files=(tools.jsonl sessions.jsonl train_sessions.jsonl)
+        data=(--sessions "$dir/sessions.jsonl" --train-sessions "$dir/train_sessions.jsonl")
+    else
+        files=(tools.jsonl queries.jsonl train.jsonl)
+        data=(--queries "$dir/queries.jsonl" --train "$dir/train.jsonl")
+    fi
+    for f in "${files[@]}"; do
         [ -f "$dir/$f" ] || { echo "missing $dir/$f (set TOOLSTORE_BENCH)" >&2; exit 1; }
     done
     echo "== $set" >&2
     start=$(date +%s)
-    "$TOOLSTORE" eval --tools "$dir/tools.jsonl" --queries "$dir/queries.jsonl" --train "$dir/train.jsonl" \
-        --tune --json --report "$OUT/$set" > "$OUT/$set.json"
+    "$TOOLSTORE" eval --tools "$dir/tools.jsonl" "${data[@]}" --tune --json --report "$OUT/$set" > "$OUT/$set.json"
     echo "   $(( $(date +%s) - start )) s" >&2
 done
 
 "$PYTHON" - "$OUT" "${SETS[@]}" <<'EOF'
 import json, sys
 out, sets = sys.argv[1], sys.argv[2:]
-cols = ("nDCG@10", "R@10", "MRR@10", "multi comp@10", "latency_ms_p50")
-heads = ("nDCG@10", "R@10", "MRR@10", "comp@10", "p50 ms")
+cols = ("nDCG@10", "R@10", "MRR@10", "comp@5", "comp@10", "multi comp@10", "latency_ms_p50")
+heads = ("nDCG@10", "R@10", "MRR@10", "comp@5", "comp@10", "mcomp@10", "p50 ms")
 print("with train.jsonl as intent examples (local model)")
 print(f"{'set':<14} {'config':<12} " + " ".join(f"{h:>8}" for h in heads))
 for s in sets:
@@ -98,7 +110,7 @@ for s in sets:
     t = r.get("tune")
     if t:
         w = ", ".join(f"{k}={v:g}" for k, v in t["fusion"]["weights"].items())
-        print(f"{'':<14} tuned in {t['seconds']:.0f} s on {t['n_examples']} examples: CV nDCG uniform "
+        print(f"{'':<14} tuned in {t['seconds']:.0f} s on {t['n_examples']} examples: CV nDCG default "
               f"{t['cv_ndcg_uniform']:.3f} -> tuned {t['cv_ndcg_tuned']:.3f}; {w}, k_rrf={t['fusion']['k_rrf']:g}, "
               f"overfetch={t['fusion']['overfetch']}" + (" (fell back to uniform)" if t["fell_back"] else ""))
 EOF

@@ -114,6 +114,6 @@ def query_identifiers(query: str) -> list[str]:
     return sorted(t for t in found if t)[:64]
 
 
-def query_text(query: str) -> str:
-    """Validate a routing query and prepare it for lexical matching."""
-    return with_split_identifiers(check_text(query, "query", max_chars=MAX_QUERY_CHARS))
+def query_text(query: str, what: str = "query") -> str:
+    """Validate a routing query (``what`` names it in errors) and prepare it for lexical matching."""
+    return with_split_identifiers(check_text(query, what, max_chars=MAX_QUERY_CHARS))
