@@ -221,11 +221,11 @@ def prune(
 
     def write() -> dict[str, int]:
         with conn.transaction():
-            sessions = [r[0] for r in conn.execute(query("sessions_to_prune"), params)]
-            if session is not None and session not in sessions:
-                sessions.append(session)  # an empty session goes too
+            sessions = (
+                [session] if session is not None else [r[0] for r in conn.execute(query("sessions_to_prune"), params)]
+            )
             locked = {**params, "sessions": sessions}
-            conn.execute(query("lock_sessions"), locked)
+            conn.execute(query("lock_sessions"), locked)  # then the deletes see every call committed before
             calls = conn.execute(query("prune_calls"), locked).rowcount
             dropped = len(conn.execute(query("drop_empty_sessions"), locked).fetchall())
         return {"calls": calls, "sessions": dropped}
