@@ -30,6 +30,7 @@ from toolstore import (
 from toolstore import _sessions as sessions_module
 from toolstore._catalog import lock_catalog
 from toolstore._sessions import Retention
+from toolstore.cli.sessions import parse_duration
 
 TOOLS = [Tool(id=f"app.t{i}", name=f"t{i}", provider="app", description=f"tool number {i}") for i in range(8)]
 
@@ -278,8 +279,9 @@ def test_retention_limits(logged: ToolStore) -> None:
     for bad in ({"max_calls": 0}, {"max_calls": 1.5}, {"max_age_days": -1}, {"max_age_days": float("nan")}):
         with pytest.raises(InvalidInputError):
             logged.set_session_retention(**bad)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="older_than"):
-        logged.prune_sessions(older_than=timedelta(days=-1))
+    for bad_age in (timedelta(days=-1), timedelta(days=10**6)):  # the second would overflow a datetime
+        with pytest.raises(InvalidInputError, match="older_than"):
+            logged.prune_sessions(older_than=bad_age)
 
 
 def test_import_replaces_sessions(logged: ToolStore) -> None:
@@ -340,3 +342,5 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 1 and "--older-than wants a duration" in bad.stderr and "Traceback" not in bad.stderr
+    with pytest.raises(InvalidInputError, match="too long"):
+        parse_duration("99999999999d")

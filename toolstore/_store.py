@@ -380,8 +380,10 @@ class ToolStore:
             older_than = keep.max_age
             if older_than is None:
                 raise InvalidInputError("give older_than or a session, or set a retention age (set_session_retention)")
-        if older_than is not None and (not isinstance(older_than, timedelta) or older_than < timedelta(0)):
-            raise InvalidInputError(f"older_than must be a non-negative timedelta, got {older_than!r}")
+        if older_than is not None and (
+            not isinstance(older_than, timedelta) or not timedelta(0) <= older_than <= timedelta(days=100_000)
+        ):
+            raise InvalidInputError(f"older_than must be a timedelta from 0 to 100,000 days, got {older_than!r}")
         before = None if older_than is None else datetime.now(timezone.utc) - older_than
         return self._run(lambda conn: _sessions.prune(conn, self._info(conn), before=before, session=session))
 

@@ -20,9 +20,12 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 def parse_duration(text: str) -> timedelta:
     """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days)."""
     match = _DURATION.match(text)
-    if not match:
-        raise InvalidInputError(f"--older-than wants a duration like 30d, 12h, 90m or 2w, got {text!r}")
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        if match:
+            return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    except OverflowError:
+        raise InvalidInputError(f"--older-than {text!r} is too long: at most 100,000 days") from None
+    raise InvalidInputError(f"--older-than wants a duration like 30d, 12h, 90m or 2w, got {text!r}")
 
 
 def _limit(value: str | None, what: str) -> float | None:
