@@ -11,8 +11,6 @@ import venv
 import zipfile
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent(
@@ -29,7 +27,6 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.slow
 def test_wheel_installs_and_routes(dsn: str, tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
