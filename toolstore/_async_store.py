@@ -22,7 +22,7 @@ from . import _sql
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import EmbedderError, InvalidInputError, UnknownToolError
+from ._errors import EmbedderError, InvalidInputError, ModelMismatchError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF
 from ._metrics import Judgement
 from ._migrate import DEFAULT_SCHEMA, check_schema_name
@@ -30,7 +30,7 @@ from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import RouteTrace
 from ._result import RouteResult
-from ._route import embedder_failed, prepare_route, route_result, statement_params
+from ._route import ROUTE_ATTEMPTS, catalog_changed, embedder_failed, prepare_route, route_result, statement_params
 from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
 from ._store import DEFAULT, ToolStore, check_catalog_name
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
@@ -74,6 +74,7 @@ class AsyncToolStore:
         self._db: AsyncConnector | None = None
         self._writer: ToolStore | None = None
         self._writer_lock = asyncio.Lock()
+        self._routing: CatalogInfo | None = None  # the catalog row route() routes with, as ToolStore's
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -212,35 +213,51 @@ class AsyncToolStore:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation."""
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
-            info = await self._info(conn)
-            request, reason = prepare_route(
-                info,
-                self.embedder,
-                query,
-                k=k,
-                token_budget=token_budget,
-                weights=weights,
-                k_rrf=k_rrf,
-                overfetch=overfetch,
-                allow=allow,
-                block=block,
-                categories=categories,
-            )
-            with RouteTrace(self.catalog, query, k) as trace:
-                qvec: np.ndarray | None = None
-                if reason is None and self.embedder is not None:
+            for attempt in range(ROUTE_ATTEMPTS):  # the sync driver's loop: see ToolStore.route
+                fresh = attempt > 0 or self._routing is None
+                if fresh:
+                    self._routing = await self._info(conn)
+                info = self._routing
+                assert info is not None
+                try:
+                    request, reason = prepare_route(
+                        info,
+                        self.embedder,
+                        query,
+                        k=k,
+                        token_budget=token_budget,
+                        weights=weights,
+                        k_rrf=k_rrf,
+                        overfetch=overfetch,
+                        allow=allow,
+                        block=block,
+                        categories=categories,
+                    )
+                except ModelMismatchError:
+                    if fresh:
+                        raise
+                    continue
+                with RouteTrace(self.catalog, query, k) as trace:
+                    qvec: np.ndarray | None = None
+                    if reason is None and self.embedder is not None:
+                        try:
+                            with trace.stage("embed"):
+                                qvec = await self._query_vector(self.embedder, query)
+                        except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                            reason = embedder_failed(exc)
                     try:
-                        with trace.stage("embed"):
-                            qvec = await self._query_vector(self.embedder, query)
-                    except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                        reason = embedder_failed(exc)
-                with trace.stage("statement"):
-                    async with conn.cursor(row_factory=dict_row) as cur:
-                        await cur.execute(_sql.query("route"), statement_params(info, request, qvec))
-                        rows = await cur.fetchall()
-                with trace.stage("pack"):
-                    result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-                return trace.done(result)
+                        with trace.stage("statement"):
+                            async with conn.cursor(row_factory=dict_row) as cur:
+                                await cur.execute(_sql.query("route"), statement_params(info, request, qvec))
+                                rows = await cur.fetchall()
+                    except psycopg.Error as exc:
+                        if catalog_changed(exc) and attempt + 1 < ROUTE_ATTEMPTS:
+                            continue
+                        raise
+                    with trace.stage("pack"):
+                        result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+                    return trace.done(result)
+            raise AssertionError("unreachable")
 
         return await self.db.run(work)
 

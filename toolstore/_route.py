@@ -1,9 +1,11 @@
 """What route() computes, without I/O: the validated request, the route statement's parameters, and the
 :class:`RouteResult` its rows become (packing included).
 
-A driver (``ToolStore.route``) does the talking: it reads the catalog, embeds the query when
-:func:`vector_plan` says so, runs ``sql/route.sql`` with :func:`statement_params` and hands the rows to
-:func:`route_result`.
+A driver (``ToolStore.route``) does the talking: it takes the catalog's row from its cache (reading it on first use),
+embeds the query when :func:`vector_plan` says so, runs ``sql/route.sql`` with :func:`statement_params` and hands the
+rows to :func:`route_result`: one round trip. The statement checks the cached row's version first; when the catalog
+changed since (:func:`catalog_changed`), the driver reads the row again and retries, at most :data:`ROUTE_ATTEMPTS`
+times in all.
 """
 
 from __future__ import annotations
@@ -30,6 +32,22 @@ from ._packing import pack, tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._rows import tool_from_row
 from ._text import query_identifiers, query_text
+
+#: SQLSTATE that ``route_catalog()`` (migration 0006) raises when the catalog changed since its row was read.
+STALE_CATALOG = "TS001"
+#: Tries of one route() whose cached catalog row keeps going stale (each retry re-reads the row first).
+ROUTE_ATTEMPTS = 3
+#: Postings read per query term and field, highest impact first; None reads them all (exact BM25). See
+#: bench/PROFILE.md (bounded lexical retrieval) for what a cap costs in overlap with exact BM25 and what it saves.
+LEXICAL_CAP: int | None = None
+#: With a cap that cut a term, this many best partial sums per field (at least the over-fetch) are completed exactly.
+RESCORE_FACTOR = 2
+
+
+def catalog_changed(exc: BaseException) -> bool:
+    """True when the route statement refused to run because the catalog changed (or went away) since its row was
+    read: re-read the row and route again."""
+    return getattr(exc, "sqlstate", None) == STALE_CATALOG
 
 
 @dataclass(frozen=True)
@@ -149,8 +167,10 @@ def statement_params(info: CatalogInfo, request: RouteRequest, qvec: np.ndarray 
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
+    filtered = request.allow is not None or request.block is not None or request.categories is not None
     return {
         "catalog": info.id,
+        "version": info.version,
         "dim": info.embed_dim,
         "query_text": query_text(request.query),
         "identifiers": query_identifiers(request.query),
@@ -167,7 +187,10 @@ def statement_params(info: CatalogInfo, request: RouteRequest, qvec: np.ndarray 
         "allow": request.allow,
         "block": request.block,
         "categories": request.categories,
-        "filtered": request.allow is not None or request.block is not None or request.categories is not None,
+        "filtered": filtered,
+        # A filter may keep few of a term's postings, and those need not be among its highest-impact ones.
+        "lexical_cap": None if filtered else LEXICAL_CAP,
+        "rescore": RESCORE_FACTOR * n,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
         "limit": n if request.token_budget is not None else request.k,
     }

@@ -18,7 +18,7 @@ from . import _access, _catalog, _sql
 from ._connect import DEFAULT_TIMEOUT, Connector, first_line, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import DatabaseError, InvalidInputError, UnknownCatalogError, UnknownToolError
+from ._errors import DatabaseError, InvalidInputError, ModelMismatchError, UnknownCatalogError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, Fusion, check_fusion, check_weights
 from ._metrics import Judgement, load_judgements
 from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
@@ -27,7 +27,7 @@ from ._names import resolve_among, resolve_name
 from ._observe import RouteTrace, logger, span
 from ._reembed import reembed
 from ._result import RouteResult
-from ._route import embedder_failed, prepare_route, route_result, statement_params
+from ._route import ROUTE_ATTEMPTS, catalog_changed, embedder_failed, prepare_route, route_result, statement_params
 from ._rows import name_row, unknown_catalog
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
@@ -91,6 +91,7 @@ class ToolStore:
             self._db.close()
             raise
         self._turn, self._turn_lock = -1, threading.Lock()
+        self._routing: CatalogInfo | None = None  # the catalog row route() routes with (see _routing_info)
 
     @staticmethod
     def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -309,35 +310,55 @@ class ToolStore:
         """
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
-            info = self._info(conn)
-            request, reason = prepare_route(
-                info,
-                self.embedder,
-                query,
-                k=k,
-                token_budget=token_budget,
-                weights=weights,
-                k_rrf=k_rrf,
-                overfetch=overfetch,
-                allow=allow,
-                block=block,
-                categories=categories,
-            )
-            with RouteTrace(self.catalog, query, k) as trace:
-                qvec: np.ndarray | None = None
-                if reason is None and self.embedder is not None:
+            for attempt in range(ROUTE_ATTEMPTS):
+                info, fresh = self._routing_info(conn, refresh=attempt > 0)
+                try:
+                    request, reason = prepare_route(
+                        info,
+                        self.embedder,
+                        query,
+                        k=k,
+                        token_budget=token_budget,
+                        weights=weights,
+                        k_rrf=k_rrf,
+                        overfetch=overfetch,
+                        allow=allow,
+                        block=block,
+                        categories=categories,
+                    )
+                except ModelMismatchError:
+                    if fresh:
+                        raise
+                    continue  # the cached row may predate a model switch
+                with RouteTrace(self.catalog, query, k) as trace:
+                    qvec: np.ndarray | None = None
+                    if reason is None and self.embedder is not None:
+                        try:
+                            with trace.stage("embed"):
+                                qvec = self._query_vectors.get(self.embedder, query)
+                        except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                            reason = embedder_failed(exc)
                     try:
-                        with trace.stage("embed"):
-                            qvec = self._query_vectors.get(self.embedder, query)
-                    except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                        reason = embedder_failed(exc)
-                with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
-                    rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
-                with trace.stage("pack"):
-                    result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-                return trace.done(result)
+                        with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
+                            rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
+                    except psycopg.Error as exc:
+                        if catalog_changed(exc) and attempt + 1 < ROUTE_ATTEMPTS:
+                            continue
+                        raise
+                    with trace.stage("pack"):
+                        result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+                    return trace.done(result)
+            raise AssertionError("unreachable")
 
         return self._read(work)
+
+    def _routing_info(self, conn: psycopg.Connection[Any], *, refresh: bool) -> tuple[CatalogInfo, bool]:
+        """The catalog row route() uses: the cached one, or (first use, ``refresh``) read now and cached; and whether
+        it was read now. The route statement checks the cached row's version, so a stale one is never routed with."""
+        if not refresh and self._routing is not None:
+            return self._routing, False
+        self._routing = self._info(conn)
+        return self._routing, True
 
 
 def check_catalog_name(name: object) -> str:
