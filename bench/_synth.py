@@ -257,6 +257,23 @@ def queries(cat: Catalog, count: int, seed: int = 1) -> list[Query]:
     return out
 
 
+def sessions(cat: Catalog, count: int, seed: int = 1) -> list[tuple[str, list[str]]]:
+    """Logged sessions for the session log: walks of 5 to 25 calls where each tool has 4 habitual successors among
+    its neighbours in the catalog (taken 7 times in 10), so transition counts have structure, as real logs do."""
+    rng = random.Random(f"sessions-{GENERATOR_VERSION}-{seed}")
+    n = len(cat.tools)
+    ids = [t.id for t in cat.tools]
+    habit = [[ids[(i + rng.randint(-50, 50)) % n] for _ in range(4)] for i in range(n)]
+    position = {t: i for i, t in enumerate(ids)}
+    out = []
+    for s in range(count):
+        calls = [rng.choice(ids)]
+        for _ in range(rng.randint(4, 24)):
+            calls.append(rng.choice(habit[position[calls[-1]]]) if rng.random() < 0.7 else rng.choice(ids))
+        out.append((f"bench-{s}", calls))
+    return out
+
+
 # -- vectors: embedded once per generator version, in chunks of CHUNK tools, reused by every size ----------
 
 CHUNK = 10_000

@@ -1,12 +1,13 @@
 """Benchmark the local embedder: shipped int8 model vs the fp32 export, in one run.
 
-    PYTHONPATH=. python bench/embed.py [--docs 10000] [--queries 200]
+    PYTHONPATH=. python bench/embed.py [--docs 10000] [--queries 200] [--model-dir DIR ...]
 
 Prints, per model and thread count: load time, per-query latency (median and p95 over short requests, one text at
 a time) and batch throughput (docs per wall-clock and per CPU second over short tool-like texts, ``embed_many``),
 then the installed size of the
 runtime dependencies. The fp32 model is not shipped: ``scripts/build_local_model.py`` writes it to
-``bench/out/minilm-fp32.onnx``; without it only the int8 model is measured.
+``bench/out/minilm-fp32.onnx``; without it only the int8 model is measured. ``--model-dir`` adds candidate models
+exported by ``scripts/build_candidate_model.py`` (``--embedder local:DIR``), each with its size on disk.
 """
 
 from __future__ import annotations
@@ -128,17 +129,19 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="short requests embedded one at a time")
     parser.add_argument("--docs", type=int, default=10_000, help="tool-like texts embedded in batches")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="intra-op thread counts to measure")
+    parser.add_argument("--model-dir", type=Path, action="append", default=[], help="a candidate model directory")
     args = parser.parse_args()
 
     rng = random.Random(7)
     queries, docs = short_requests(args.queries, rng), tool_texts(args.docs, rng)
     with tempfile.TemporaryDirectory() as tmp:
         models = {"int8 (shipped)": MODEL_DIR, "fp32": fp32_dir(Path(tmp))}
+        models.update({LocalEmbedder(model_dir=d).model.removeprefix("local/"): d for d in args.model_dir})
         if models["fp32"] is None:
             print(f"fp32 model absent ({FP32_MODEL}): run scripts/build_local_model.py to write it; int8 only.\n")
         print(f"{len(queries)} queries one at a time, {len(docs)} docs with embed_many (batch_size 64)\n")
         print(
-            f"{'model':<16} {'threads':>7} {'load s':>7} {'median ms':>10} {'p95 ms':>8} "
+            f"{'model':<18} {'MB':>6} {'threads':>7} {'load s':>7} {'median ms':>10} {'p95 ms':>8} "
             f"{'docs/s':>8} {'docs/cpu-s':>10}"
         )
         for label, model_dir in models.items():
@@ -146,8 +149,9 @@ def main() -> None:
                 continue
             for threads in args.threads:
                 r = measure(model_dir, threads, queries, docs)
+                size = directory_size(model_dir.resolve()) if label != "fp32" else FP32_MODEL.stat().st_size
                 print(
-                    f"{label:<16} {threads:>7} {r['load_s']:>7.2f} {r['median_ms']:>10.2f} "
+                    f"{label:<18} {size / 1e6:>6.0f} {threads:>7} {r['load_s']:>7.2f} {r['median_ms']:>10.2f} "
                     f"{r['p95_ms']:>8.2f} {r['docs_s']:>8.0f} {r['docs_cpu_s']:>10.0f}",
                     flush=True,
                 )

@@ -148,6 +148,13 @@ def built_database(
             with conn.transaction():
                 write_examples(conn, catalog, [(e.tool_id, e.query, v) for e, v in ex])
         ensure_indexes(conn, catalog_info(conn, "bench"))
+    pool.close()
+    with ToolStore(dsn, embedder=None, catalog="bench") as store:  # a session log: the library's own write path
+        logs = _synth.sessions(cat, max(1000, n // 2))
+        for start in range(0, len(logs), 500):
+            store.import_sessions(logs[start : start + 500])
+    pool = Connector(dsn, schema="toolstore", max_size=1).pool
+    with pool.connection() as conn:
         conn.execute("vacuum analyze")
         conn.execute("create table public.bench_meta as select %s::text as schema", [schema])
     pool.close()
@@ -307,6 +314,9 @@ def bench_size(
             spool.putconn(sconn)
             spool.close()
 
+        log(f"{n}: route() with a session vs without")
+        session_out = bench_sessions(store, dsn, texts, qvecs, cat)
+
         def pooled_statement(i: int) -> None:
             with store.pool.connection() as c:
                 c.execute(query("route"), params[i % requests]).fetchall()
@@ -332,6 +342,7 @@ def bench_size(
         "statements_per_s": rps_statement,
         "variants": variant_out,
         "explain": explained,
+        "sessions": session_out,
     }
 
 
@@ -343,7 +354,7 @@ def lexical_overlap(
     total, count = 0.0, 0
     for p in params:
         for field in ("w_name", "w_description", "w_expansion"):
-            alone = p | {"w_name": 0.0, "w_description": 0.0, "w_expansion": 0.0, "w_dense": 0.0, "w_intent": 0.0}
+            alone = p | {w: 0.0 for w in p if w.startswith("w_")}
             alone |= {field: 1.0, "limit": 10, "identifiers": []}
             base = [r[0] for r in conn.execute(query("route"), alone).fetchall()]
             var = [r[0] for r in conn.execute(text, alone | over).fetchall()]
@@ -351,6 +362,60 @@ def lexical_overlap(
                 total += len(set(base) & set(var)) / len(base)
                 count += 1
     return total / max(1, count)
+
+
+def bench_sessions(
+    store: ToolStore, dsn: str, texts: Sequence[str], qvecs: np.ndarray, cat: _synth.Catalog
+) -> dict[str, Any]:
+    """route() without a conversation, with a session (its logged calls: recent and transition), and with messages
+    (an earlier turn and calls: context too), on the same requests, interleaved in rotating order, every query
+    vector already in route()'s cache; then the statement alone with and without the session on one connection."""
+    sids = [sid for sid, _ in _synth.sessions(cat, max(1000, len(cat.tools) // 2))]
+    calls = dict(_synth.sessions(cat, max(1000, len(cat.tools) // 2)))
+    earlier = texts[-1]
+
+    def messages(i: int) -> list[dict[str, Any]]:
+        made = [
+            {"id": f"c{j}", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+            for j, tool in enumerate(calls[sids[i % len(sids)]][-5:])
+        ]
+        return [
+            {"role": "user", "content": earlier},
+            {"role": "assistant", "content": None, "tool_calls": made},
+            {"role": "user", "content": texts[i]},
+        ]
+
+    runs: dict[str, Callable[[int], Any]] = {
+        "plain": lambda i: store.route(texts[i]),
+        "session": lambda i: store.route(texts[i], session=sids[i % len(sids)]),
+        "messages": lambda i: store.route(messages=messages(i)),
+    }
+    for i in range(len(texts)):  # warm: every text embedded once, so no timed call embeds
+        runs["plain"](i), runs["messages"](i)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for i in range(len(texts)):
+        order = list(runs)[i % 3 :] + list(runs)[: i % 3]
+        for name in order:
+            times[name].append(timed(runs[name], i)[0])
+    info = store.info()
+    fusion = stored_fusion(info.settings)
+    spool = Connector(dsn, schema="toolstore", max_size=1).pool
+    sconn = spool.getconn()
+    statement: dict[str, list[float]] = {"plain": [], "session": []}
+    for i, (text, qvec) in enumerate(zip(texts, qvecs)):
+        params = {
+            "plain": statement_params(info, route_request(text, fusion, k=8), qvec),
+            "session": statement_params(info, route_request(text, fusion, k=8, session=sids[i % len(sids)]), qvec),
+        }
+        for name in ("plain", "session") if i % 2 else ("session", "plain"):
+            statement[name].append(timed(lambda p=params[name]: sconn.execute(query("route"), p).fetchall())[0])
+    spool.putconn(sconn)
+    spool.close()
+    out = {f"route_{name}": stats_ms(t) for name, t in times.items()}
+    out.update({f"statement_{name}": stats_ms(t) for name, t in statement.items()})
+    out["logged_calls"] = sum(len(c) for c in calls.values())
+    out["transition_rows"] = len(store.transitions(limit=10**7))
+    return out
 
 
 def explain_profile(conn: psycopg.Connection[Any], params: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -452,6 +517,21 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
         ("route() hit@8 (targeted queries)", lambda r: f"{r['route_hit8_targeted']:.2f}"),
         (f"route() /s, {CLIENTS} clients", lambda r: f"{r['routes_per_s']:.0f}"),
         (f"statement /s, {CLIENTS} clients", lambda r: f"{r['statements_per_s']:.0f}"),
+        (
+            "route() p50 ms: plain / session / messages",
+            lambda r: " / ".join(f"{r['sessions'][f'route_{x}']['p50']:.1f}" for x in ("plain", "session", "messages")),
+        ),
+        (
+            "  session - plain, p50 ms (statement alone)",
+            lambda r: (
+                f"{r['sessions']['route_session']['p50'] - r['sessions']['route_plain']['p50']:+.2f} "
+                f"({r['sessions']['statement_session']['p50'] - r['sessions']['statement_plain']['p50']:+.2f})"
+            ),
+        ),
+        (
+            "  log: calls / transition rows",
+            lambda r: f"{r['sessions']['logged_calls']:,} / {r['sessions']['transition_rows']:,}",
+        ),
         ("postings rows / touched per query", lambda r: f"{r['postings_rows']} / {r['postings_touched_mean']:.0f}"),
     ]
     for name in results[0]["variants"] if results else []:

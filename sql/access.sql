@@ -1,4 +1,4 @@
--- Tenants: which roles see which catalogs under row-level security (migration 0005).
+-- Tenants: which roles see which catalogs under row-level security (migrations 0005, 0006).
 
 -- name: role_exists
 select 1 from pg_roles where rolname = %(role)s;
@@ -48,6 +48,7 @@ grant insert on {schema}.embedding_cache to {role};
 
 -- name: privileges_write
 grant insert, update, delete on {schema}.tools, {schema}.postings, {schema}.lexeme_stats, {schema}.field_stats,
-    {schema}.tool_vectors, {schema}.intent_examples, {schema}.mcp_upstreams to {role};
+    {schema}.tool_vectors, {schema}.intent_examples, {schema}.mcp_upstreams, {schema}.sessions,
+    {schema}.session_calls, {schema}.tool_transitions to {role};
 grant update on {schema}.catalogs to {role};
 grant usage on all sequences in schema {schema} to {role};

@@ -19,10 +19,12 @@ where c.name = %(name)s;
 
 -- name: lock_catalog
 -- Every write to a catalog takes its row lock first, so writers of one catalog queue in one order (no deadlock).
+-- `no key update`: the key stays, so the session log's rows, whose foreign keys share-lock the catalog's key, are
+-- written while a catalog write is in progress (logging calls never waits for an import).
 select id, name, embed_model, embed_dim, settings, version, 0 as n_tools, 0 as n_examples
 from catalogs
 where name = %(name)s
-for update;
+for no key update;
 
 -- name: list_catalogs
 select c.name, c.embed_model, c.embed_dim,

@@ -47,11 +47,12 @@ order by v.distance, t.id;
 
 -- name: eval_neighbours
 -- The nearest intent examples with their text (exact scan; `route` asks the HNSW index for the same
--- rows and distances). %(limit)s rows plus one per stored example whose text is %(query)s, so that
--- leave-one-out can drop those and still keep %(limit)s.
+-- rows and distances). %(limit)s rows plus one per stored example whose text is in %(exclude)s, so that
+-- leaving those out (a request's own example, its session's) still keeps %(limit)s.
 select t.id, e.query, e.embedding <=> %(qvec)s::vector as distance
 from intent_examples e
 join tools t on t.catalog_id = e.catalog_id and t.pk = e.tool_pk
 where e.catalog_id = %(catalog)s and e.embedding is not null
 order by e.embedding <=> %(qvec)s::vector, e.pk
-limit %(limit)s + (select count(*) from intent_examples x where x.catalog_id = %(catalog)s and x.query = %(query)s);
+limit %(limit)s + (select count(*) from intent_examples x
+                   where x.catalog_id = %(catalog)s and x.query = any (%(exclude)s::text[]));

@@ -12,6 +12,14 @@
 --               an exact match and ranks above every fused result
 --   lexical_cap postings read per query term and field, highest impact first (null: all, exact BM25)
 --   rescore     with a cap that cut a term: partial sums completed exactly, per field
+-- The conversation (signals 6-8; each list is empty without one):
+--   session     the session whose logged calls are looked back on (or null)
+--   calls       tool ids called earlier, oldest first, looked back on after the session's (or null)
+--   history     calls looked back on                recent_calls   of which recent ranks the latest ones
+--   recent_decay   weight of a call d back: recent_decay ^ d
+--   transition_calls   latest calls transitions are followed from    smoothing   added to a call's count
+--   cvec        the request's vector mixed with the earlier turns' (or null: no context)
+--   w_recent, w_transition, w_context   their weights
 --
 -- BM25 is bm25_term() (migrations 0002, 0006), summed over the query's terms per field and tool.
 -- Every table is read with its catalog_id (the key a distributed database routes by: docs/SCALING.md).
@@ -130,12 +138,85 @@ intent as (
     ) s
     join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
+-- The calls looked back on, latest first (distance 0): the session's last ones from its log, then those passed in.
+history as (
+    select h.tool_id, (row_number() over (order by h.source desc, h.pos desc) - 1)::integer as distance
+    from (
+        select 1 as source, c.seq as pos, c.tool_id
+        from (select l.seq, l.tool_id
+              from session_calls l
+              where l.catalog_id = %(catalog)s and l.session_id = %(session)s::text
+              order by l.seq desc
+              limit %(history)s) c
+        union all
+        select 2, u.pos, u.tool_id
+        from unnest(%(calls)s::text[]) with ordinality as u (tool_id, pos)
+    ) h
+    order by distance
+    limit %(history)s
+),
+recent as (
+    select 6::smallint as signal, t.pk as tool_pk,
+           row_number() over (order by round(r.score * 1e9) desc, t.id) as rank
+    from (select tool_id, sum(power(%(recent_decay)s::float8, distance)) as score
+          from history
+          where distance < %(recent_calls)s
+          group by tool_id) r
+    join tools t on t.catalog_id = %(catalog)s and t.id = r.tool_id
+    where %(w_recent)s::float8 > 0
+      and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+),
+-- P(next | call) from the catalog's transition counts, smoothed, summed over the latest calls (decayed).
+transition as (
+    select 7::smallint as signal, t.pk as tool_pk,
+           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
+    from (
+        select x.next_tool, sum(power(%(recent_decay)s::float8, x.distance) * x.n / (x.total + %(smoothing)s::float8))
+               as score
+        from (select h.distance, tr.next_tool, tr.n::float8 as n,
+                     sum(tr.n) over (partition by h.distance)::float8 as total
+              from history h
+              join tool_transitions tr on tr.catalog_id = %(catalog)s and tr.prev_tool = h.tool_id
+              where h.distance < %(transition_calls)s and %(w_transition)s::float8 > 0) x
+        group by x.next_tool
+    ) s
+    join tools t on t.catalog_id = %(catalog)s and t.id = s.next_tool
+    where (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+),
+context_neighbours as (
+    select e.tool_pk, e.distance,
+           row_number() over (partition by e.tool_pk order by e.distance) as nth
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)s::vector, %(n_examples)s,
+             %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) e
+    where %(w_context)s::float8 > 0
+),
+context as (
+    select 8::smallint as signal, s.tool_pk,
+           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
+    from (
+        select tool_pk, sum(1 - distance) as score
+        from context_neighbours
+        where nth <= %(per_tool)s
+        group by tool_pk
+    ) s
+    join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
+),
 signals as (
     select signal, tool_pk, rank from lexical where rank <= %(n)s
     union all
     select signal, tool_pk, rank from dense
     union all
     select signal, tool_pk, rank from intent where rank <= %(n)s
+    union all
+    select signal, tool_pk, rank from recent where rank <= %(n)s
+    union all
+    select signal, tool_pk, rank from transition where rank <= %(n)s
+    union all
+    select signal, tool_pk, rank from context where rank <= %(n)s
 ),
 fused as (
     select s.tool_pk,
@@ -144,13 +225,19 @@ fused as (
                    when 2 then %(w_description)s::float8
                    when 3 then %(w_expansion)s::float8
                    when 4 then %(w_dense)s::float8
-                   else %(w_intent)s::float8
+                   when 5 then %(w_intent)s::float8
+                   when 6 then %(w_recent)s::float8
+                   when 7 then %(w_transition)s::float8
+                   else %(w_context)s::float8
                end / (%(k_rrf)s::float8 + s.rank)) as score,
            min(s.rank) filter (where s.signal = 1) as rank_name,
            min(s.rank) filter (where s.signal = 2) as rank_description,
            min(s.rank) filter (where s.signal = 3) as rank_expansion,
            min(s.rank) filter (where s.signal = 4) as rank_dense,
-           min(s.rank) filter (where s.signal = 5) as rank_intent
+           min(s.rank) filter (where s.signal = 5) as rank_intent,
+           min(s.rank) filter (where s.signal = 6) as rank_recent,
+           min(s.rank) filter (where s.signal = 7) as rank_transition,
+           min(s.rank) filter (where s.signal = 8) as rank_context
     from signals s
     group by s.tool_pk
 ),
@@ -174,11 +261,11 @@ top as (
 picked as (
     select * from top
     union all
-    select e.tool_pk, 0.0::float8, null, null, null, null, null, true
+    select e.tool_pk, 0.0::float8, null, null, null, null, null, null, null, null, true
     from exact e
     where e.tool_pk not in (select tool_pk from top)
     union all
-    select t.pk, 0.0::float8, null, null, null, null, null, false
+    select t.pk, 0.0::float8, null, null, null, null, null, null, null, null, false
     from tools t
     where t.catalog_id = %(catalog)s and t.always_on
       and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
@@ -186,7 +273,8 @@ picked as (
 )
 select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
        t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
-       p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.exact
+       p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
+       p.rank_transition, p.rank_context, p.exact
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
 where (select ok from checked)

@@ -1,22 +1,23 @@
 """The tests' one fusion oracle: weighted RRF written out plainly, to hold the route statement and the tuner's
-vectorised fusion (``toolstore._tune.CandidateTable``) to."""
+vectorised fusion (``toolstore._candidates.CandidateTable``) to."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from toolstore._candidates import Lists, ToolIndex, Transitions, signal_ranks
 from toolstore._fusion import SIGNALS, Fusion
-from toolstore._tune import Lists, ToolIndex, signal_ranks
 
 
 def rrf(ranks: Mapping[str, Mapping[str, int]], weights: Mapping[str, float], k_rrf: float) -> dict[str, float]:
     """``sum_j w_j / (k_rrf + rank_j)`` per tool, summed in signal order as the statement sums; signals weighted 0
-    contribute nothing."""
+    (or not in ``weights``) contribute nothing."""
     scores: dict[str, float] = {}
     for signal in SIGNALS:
-        if weights[signal] > 0:
+        weight = weights.get(signal, 0.0)
+        if weight > 0:
             for tool_id, rank in ranks.get(signal, {}).items():
-                scores[tool_id] = scores.get(tool_id, 0.0) + weights[signal] / (k_rrf + rank)
+                scores[tool_id] = scores.get(tool_id, 0.0) + weight / (k_rrf + rank)
     return scores
 
 
@@ -25,11 +26,14 @@ def ranked(lists: Mapping[str, Sequence[str]]) -> dict[str, dict[str, int]]:
     return {signal: {t: r for r, t in enumerate(ids, start=1)} for signal, ids in lists.items()}
 
 
-def route_ids(lists: Lists, tools: ToolIndex, fusion: Fusion, *, k: int = 10) -> list[str]:
+def route_ids(
+    lists: Lists, tools: ToolIndex, fusion: Fusion, *, k: int = 10, transitions: Transitions | None = None
+) -> list[str]:
     """The ids ``route(lists.query, k=k)`` returns under ``fusion`` (no filters, no token budget): always-on tools
-    first, then exact matches, then by fused score (compared at 1e-9), ties by the database's id order."""
+    first, then exact matches, then by fused score (compared at 1e-9), ties by the database's id order.
+    ``transitions``: the catalog's transition counts, for the ``transition`` signal."""
     depth = fusion.depth(k)
-    scores = rrf(dict(zip(SIGNALS, signal_ranks(lists, tools, depth))), fusion.weights, fusion.k_rrf)
+    scores = rrf(dict(zip(SIGNALS, signal_ranks(lists, tools, depth, transitions))), fusion.weights, fusion.k_rrf)
 
     def key(t: str) -> tuple[bool, float, int]:
         return (t not in lists.exact, -round(scores.get(t, 0.0) * 1e9), tools.position[t])

@@ -91,7 +91,7 @@ tools = Table(
     Index("tools_lower_name_idx", "catalog_id", func.lower(text("name"))),
 )
 
-# The BM25 statistics are derived data kept by triggers: no foreign keys (migration 0006).
+# The BM25 statistics are derived data kept by triggers: no foreign keys (migration 0007).
 postings = Table(
     "postings",
     metadata,
@@ -203,4 +203,47 @@ tenant_roles = Table(
     Column("can_write", Boolean, nullable=False, server_default=text("false")),
     Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("role", name="tenant_roles_pkey"),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("last_seq", BigInteger, nullable=False, server_default=text("0")),
+    *_timestamps(),
+    PrimaryKeyConstraint("catalog_id", "session_id", name="sessions_pkey"),
+)
+
+session_calls = Table(
+    "session_calls",
+    metadata,
+    Column("catalog_id", Integer, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("tool_id", Text, nullable=False),
+    Column("ok", Boolean, nullable=False, server_default=text("true")),
+    Column("called_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+    Column("call_id", Text),
+    PrimaryKeyConstraint("catalog_id", "session_id", "seq", name="session_calls_pkey"),
+    UniqueConstraint("catalog_id", "session_id", "call_id", name="session_calls_call_id_key"),
+    ForeignKeyConstraint(
+        ["catalog_id", "session_id"],
+        ["sessions.catalog_id", "sessions.session_id"],
+        name="session_calls_session_fkey",
+        ondelete="CASCADE",
+    ),
+    CheckConstraint("seq > 0"),
+    Index("session_calls_called_at_idx", "catalog_id", "called_at"),
+)
+
+tool_transitions = Table(
+    "tool_transitions",
+    metadata,
+    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("prev_tool", Text, nullable=False),
+    Column("next_tool", Text, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    PrimaryKeyConstraint("catalog_id", "prev_tool", "next_tool", name="tool_transitions_pkey"),
+    CheckConstraint("n >= 0"),
 )

@@ -62,10 +62,39 @@ def test_a_granted_role_sees_only_its_catalogs(dsn: str, roles: dict[str, str]) 
         report = writer.upsert(generated_tools(5, seed=3))
         assert report.inserted and writer.info().n_tools == 35
         writer.remove(generated_tools(5, seed=3)[0].id)
+        first, second = (t.id for t in generated_tools(30, seed=2)[:2])
+        assert writer.record_calls("s1", [first, second]) == 2  # the session log is the writer's too
+        assert [c.tool_id for c in writer.session_log("s1")] == [first, second]
+        looked_back = writer.route(query, session="s1", k=40, weights={"recent": 1.0})
+        assert looked_back.session == "s1" and any(r.signals.recent for r in looked_back)
+    with store_as(roles["reader"], "alpha", create=False) as reader:
+        with pytest.raises(DatabaseError):  # read-only: it cannot log calls either
+            reader.record_calls("s1", [generated_tools(30, seed=1)[0].id])
+    with psycopg.connect(roles["reader"]) as conn:  # and sees no session of beta
+        for table in ("sessions", "session_calls", "tool_transitions"):
+            n = conn.execute(sql.SQL("select count(*) from toolstore.{}").format(sql.Identifier(table))).fetchone()
+            assert n == (0,), table
     with store_as(roles["writer"], "gamma") as writer, pytest.raises(DatabaseError):
         writer.upsert(generated_tools(2))  # only the owner creates catalogs
     with pytest.raises(DatabaseError, match="permission denied"):
         store_as(roles["nobody"], "alpha", create=False)  # no grant at all: not even the schema
+
+
+def test_every_catalog_scoped_table_has_row_level_security(dsn: str) -> None:
+    """A table that holds a catalog's rows and has no policy would leak them to every granted role."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            """
+            select c.relname, c.relrowsecurity
+            from pg_class c join pg_namespace n on n.oid = c.relnamespace
+            where n.nspname = 'toolstore' and c.relkind = 'r'
+              and (c.relname = 'catalogs' or exists (
+                  select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'catalog_id'))
+            """
+        ).fetchall()
+    private = {"catalog_grants"}  # no privilege for granted roles at all
+    assert {name for name, _ in rows} >= {"tools", "sessions", "session_calls", "tool_transitions"}
+    assert [name for name, rls in rows if not rls and name not in private] == []
 
 
 def test_a_tenant_role_sees_the_catalog_its_connection_names(dsn: str, roles: dict[str, str]) -> None:

@@ -122,7 +122,7 @@ def test_read_messages_in_three_dialects() -> None:
     [
         ({"role": "user"}, "messages must be a list"),
         ([{"role": "user", "content": "hi"}, 3], r"messages\[1\]: expected an object, got int"),
-        ([{"content": "hi"}], r"messages\[0\].role: expected a non-empty string, got nothing"),
+        ([{"content": "hi"}], r"messages\[0\].role: expected one of .*, got nothing"),
         ([{"role": "user", "content": 5}], r"messages\[0\].content: expected a string or a list of parts, got int"),
         ([{"role": "user", "content": [{"type": "text"}]}], r"messages\[0\].content\[0\].text: expected a non-empty"),
         ([{"role": "assistant", "tool_calls": [{"id": "x"}]}], r"messages\[0\].tool_calls\[0\].function: expected"),

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from toolstore import SIGNALS
+
 from benchdata import BENCH
 
 
@@ -71,7 +73,7 @@ def test_cli_round_trip(dsn: str, tmp_path: Path) -> None:
     assert json.loads(run(dsn, "-c", "cli", "examples", str(examples)).stdout)["examples"] == 1
     routed = json.loads(run(dsn, "-c", "cli", "route", "send an email to bob", "--k", "2").stdout)
     assert routed["tools"][0]["id"] == "send_email"
-    assert set(routed["tools"][0]["signals"]) == {"name", "description", "expansion", "dense", "intent"}
+    assert set(routed["tools"][0]["signals"]) == set(SIGNALS)
     openai = json.loads(run(dsn, "-c", "cli", "route", "weather tomorrow", "--k", "1", "--format", "openai").stdout)
     assert openai["tools"][0]["function"]["name"] == "forecast"
     anthropic = json.loads(

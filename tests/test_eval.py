@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from toolstore import Fusion, IntentExample, InvalidInputError, Judgement, Tool, ToolStore
+from toolstore._candidates import CandidateTable, fetch_lists, load_tool_index
 from toolstore._eval import BUILTIN_CONFIGS, evaluate, select_configs
-from toolstore._fusion import SIGNALS, UNIFORM
+from toolstore._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM
 from toolstore._metrics import METRICS
-from toolstore._tune import CandidateTable, fetch_lists, load_tool_index, tune
+from toolstore._tune import tune
 
 from catalog_gen import generated_queries, generated_tools
 from fusion_oracle import route_ids
@@ -151,15 +152,15 @@ def test_tune_never_matches_a_query_to_its_own_example(store: ToolStore) -> None
     assert report.train_ndcg < 0.6 and report.cv_ndcg_tuned < 0.6
 
 
-def test_tune_falls_back_to_uniform_when_nothing_beats_it(dsn: str) -> None:
+def test_tune_falls_back_to_the_default_when_nothing_beats_it(dsn: str) -> None:
     """Lexical only, and only the description field matches: every weighting ranks alike, so tuning cannot win."""
     with ToolStore(dsn, embedder=None, catalog="lexical") as store:
         store.upsert(Tool(id=f"t{i:02d}", name=f"t{i:02d}", description=f"handles k{i}x") for i in range(N))
         examples = [(f"handle k{i}x", Judgement(f"q{i}", (f"t{i:02d}",))) for i in range(N)]
         report = tune(store, examples, folds=4)
-        assert report.fell_back and report.fusion == UNIFORM
+        assert report.fell_back and report.fusion == DEFAULT_FUSION
         assert report.cv_ndcg_tuned == report.cv_ndcg_uniform
-        assert store.info().settings["fusion"]["weights"] == dict(UNIFORM.weights)
+        assert store.info().settings["fusion"]["weights"] == dict(DEFAULT_FUSION.weights)
 
 
 def test_tune_rejects_bad_input(store: ToolStore) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from toolstore import EmbedderError, LocalEmbedder
+from toolstore import EmbedderError, InvalidInputError, LocalEmbedder
+from toolstore._embedders.factory import make_embedder
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.npz"
 MIN_COSINE = 0.99
@@ -101,3 +103,46 @@ def test_identity() -> None:
     assert embedder.batch_size == 8
     with pytest.raises(ValueError):
         LocalEmbedder(threads=0)
+
+
+def exported_copy(tmp_path: Path, config: object) -> Path:
+    """A model directory as scripts/build_candidate_model.py writes it, here the shipped model under another name."""
+    from toolstore._embedders.local import MODEL_DIR, MODEL_FILES
+
+    for name in MODEL_FILES:
+        (tmp_path / name).symlink_to(MODEL_DIR / name)
+    (tmp_path / "embedder.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+def test_local_dir_spec_runs_an_exported_model_under_its_own_name(
+    tmp_path: Path, reference: dict[str, np.ndarray]
+) -> None:
+    directory = exported_copy(tmp_path, {"model": "local/minilm-copy", "dim": 384, "max_tokens": 8})
+    copy = make_embedder(f"local:{directory}")
+    assert isinstance(copy, LocalEmbedder)
+    assert (copy.model, copy.dim, copy.max_tokens) == ("local/minilm-copy", 384, 8)
+    sample = texts(reference, "texts")[:3]
+    short = copy.embed_many(sample)
+    # max_tokens applies: 8 tokens are not the shipped model's 256, so long texts embed differently ...
+    assert float(short[2] @ reference["vectors"][2]) < 0.99
+    # ... and the first 8 tokens are all that count.
+    assert float(copy.embed(sample[2]) @ copy.embed(sample[2] + " and then much more text")) > 0.9999
+
+
+def test_local_dir_spec_names_what_is_missing_or_malformed(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match=r"lacks model\.onnx, tokenizer\.json, embedder\.json"):
+        make_embedder(f"local:{tmp_path}")
+    for config, problem in (
+        ({"model": "all-mpnet", "dim": 768, "max_tokens": 384}, "'model' must be"),
+        ({"model": "local/x", "dim": "768", "max_tokens": 384}, "'dim' must be a positive integer"),
+        ({"model": "local/x", "dim": 768}, "'max_tokens' must be a positive integer"),
+        ([], "'model' must be"),
+    ):
+        directory = tmp_path / str(abs(hash(str(config))))
+        directory.mkdir()
+        with pytest.raises(InvalidInputError, match=problem):
+            make_embedder(f"local:{exported_copy(directory, config)}")
+    (directory / "embedder.json").write_text("{not json")
+    with pytest.raises(InvalidInputError, match="cannot read"):
+        LocalEmbedder(model_dir=directory)

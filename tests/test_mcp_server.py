@@ -122,6 +122,27 @@ async def _session_checks(upstream: Upstream) -> None:
         assert time.monotonic() - start < 15
         again = await session.call_tool("call_tool", {"name": "docs__search", "arguments": {"query": "ok"}})
         assert _text(again) == "results for ok (max 10)"
+        # every forwarded call went to this connection's session log: find_tools ranks what followed get_forecast
+        await session.call_tool("call_tool", {"name": "weather__get_forecast", "arguments": {"city": "Oslo"}})
+        found = json.loads(_text(await session.call_tool("find_tools", {"query": "search the web", "k": 8})))
+        web = [r for r in found["ranks"] if r["id"] == "web.search"]
+        assert web and "transition" in web[0]["signals"], found["ranks"]
+
+
+LOGGED = [
+    ("weather.get_forecast", True),
+    ("web.search", True),
+    ("weather.get_forecast", False),  # the upstream refused the arguments
+    ("ghost.ghost_lookup", False),
+    ("sleepy.sleepy_nap", False),
+    ("docs.search", True),
+    ("weather.get_forecast", True),
+]
+
+
+def _logged(dsn: str) -> list[list[tuple[str, bool]]]:
+    with ToolStore(dsn, embedder=None, catalog="gw", create=False) as store:
+        return [[(c.tool_id, c.ok) for c in store.session_log(s["session_id"])] for s in store.sessions()]
 
 
 def _cli(dsn: str, *args: str) -> list[str]:
@@ -135,6 +156,7 @@ def test_gateway_over_stdio(gateway_catalog: str, monkeypatch: pytest.MonkeyPatc
         _session_checks,
         Upstream("stdio", command=sys.executable, args=tuple(args), env={"TOOLSTORE_TEST_TOKEN": "s3cret"}),
     )
+    assert _logged(gateway_catalog) == [LOGGED]
 
 
 def test_gateway_over_streamable_http(gateway_catalog: str) -> None:
@@ -153,6 +175,7 @@ def test_gateway_over_streamable_http(gateway_catalog: str) -> None:
         proc.terminate()
         _, err = proc.communicate(timeout=10)
     assert b"s3cret" not in err  # no secret in the server's logs
+    assert _logged(gateway_catalog) == [LOGGED]
 
 
 def test_find_tools_only_without_gateway(gateway_catalog: str) -> None:

@@ -52,6 +52,8 @@ def test_metric_names_and_order() -> None:
         "single hit@10",
         "lenient hit@1",
         "lenient hit@10",
+        "comp@5",
+        "comp@10",
     )
 
 
@@ -71,6 +73,8 @@ def test_single_tool_hit_at_rank_3() -> None:
             "single hit@10": 1.0,
             "lenient hit@1": 0.0,
             "lenient hit@10": 1.0,
+            "comp@5": 1.0,
+            "comp@10": 1.0,
         },
     )
     assert scores["nDCG@10"] == pytest.approx(0.5)
@@ -91,6 +95,8 @@ def test_single_tool_hit_at_rank_1() -> None:
             "single hit@10": 1.0,
             "lenient hit@1": 1.0,
             "lenient hit@10": 1.0,
+            "comp@5": 1.0,
+            "comp@10": 1.0,
         },
     )
 
@@ -108,6 +114,8 @@ def test_miss_including_hit_beyond_rank_10() -> None:
         "single hit@10": 0.0,
         "lenient hit@1": 0.0,
         "lenient hit@10": 0.0,
+        "comp@5": 0.0,
+        "comp@10": 0.0,
     }
     check(score_query(FILLER[:10], j), zeros)
     check(score_query([], j), zeros)
@@ -117,7 +125,7 @@ def test_miss_including_hit_beyond_rank_10() -> None:
 
 def test_rank_6_counts_for_r10_but_not_r5() -> None:
     scores = score_query([*FILLER[:5], "t"], Judgement("q", ("t",)))
-    assert scores["R@5"] == 0.0
+    assert scores["R@5"] == 0.0 and (scores["comp@5"], scores["comp@10"]) == (0.0, 1.0)
     assert scores["R@10"] == 1.0
     assert scores["MRR@10"] == pytest.approx(1 / 6)
     assert scores["nDCG@10"] == pytest.approx(1 / math.log2(7))
@@ -136,6 +144,8 @@ def test_two_tool_query_hits_at_ranks_1_and_4() -> None:
             "multi R@10": 2 / 2,
             "multi comp@10": 1.0,
             **SINGLE_NONE,
+            "comp@5": 1.0,
+            "comp@10": 1.0,
         },
     )
 
@@ -155,6 +165,8 @@ def test_three_tool_query_two_found() -> None:
             "multi R@10": 2 / 3,
             "multi comp@10": 0.0,
             **SINGLE_NONE,
+            "comp@5": 0.0,
+            "comp@10": 0.0,
         },
     )
 
@@ -174,6 +186,8 @@ def test_acceptable_alternative_is_lenient_hit_only() -> None:
             "single hit@10": 1.0,
             "lenient hit@1": 1.0,
             "lenient hit@10": 1.0,
+            "comp@5": 1.0,
+            "comp@10": 1.0,
         },
     )
     # Only the alternative is returned: a lenient hit, a strict miss.

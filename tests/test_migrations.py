@@ -27,6 +27,9 @@ TABLES = {
     "tool_vectors",
     "intent_examples",
     "embedding_cache",
+    "sessions",
+    "session_calls",
+    "tool_transitions",
 }
 
 

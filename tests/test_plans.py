@@ -9,6 +9,7 @@ function does, and (2) where the server allows ``LOAD 'auto_explain'``, from the
 
 from __future__ import annotations
 
+import random
 import re
 import uuid
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ import pytest
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
-from toolstore._route import route_request, statement_params
+from toolstore._route import context_vector, route_request, statement_params
 from toolstore._sql import query
 
 from catalog_gen import generated_queries, generated_tools
@@ -28,12 +29,21 @@ from conftest import TEMPLATE, create_database, drop_database
 
 N_TOOLS = 10_000
 DIM = 32
-WHOLE_TABLE_FORBIDDEN = {"tools", "postings", "lexeme_stats", "tool_vectors", "intent_examples"}
+WHOLE_TABLE_FORBIDDEN = {
+    "tools",
+    "postings",
+    "lexeme_stats",
+    "tool_vectors",
+    "intent_examples",
+    "session_calls",
+    "tool_transitions",
+}
 
 REQUESTS = {
     "natural language": ({}, "send the weekly invoice summary to the finance team"),
     "identifier": ({}, "use send_email_3 for the urgent message"),
     "filtered": ({"categories": ["finance"], "block": ["slack.send_email_0"]}, "refund a failed payment"),
+    "conversation": ({"session": "log-7"}, "and now mail the same report"),
 }
 
 
@@ -45,6 +55,8 @@ def store(server_dsn: str, template_dsn: str) -> Iterator[ToolStore]:
     with ToolStore(dsn, embedder=HashingEmbedder(DIM), catalog="plans") as s:
         s.upsert(tools)
         s.add_examples([IntentExample(t.id, q) for t, q in zip(tools[::2], generated_queries(N_TOOLS // 2, seed=4))])
+        rng = random.Random(5)
+        s.import_sessions((f"log-{i}", [rng.choice(tools).id for _ in range(12)]) for i in range(2000))
         with s.pool.connection() as conn:
             conn.execute("analyze")
         yield s
@@ -74,10 +86,12 @@ def assert_no_whole_table_scans(plan: list[dict[str, Any]]) -> None:
 
 
 def route_params(store: ToolStore, label: str) -> dict[str, Any]:
+    """The statement's parameters for one of REQUESTS; a conversation mixes an earlier turn into ``context``."""
     filters, text = REQUESTS[label]
     info = store.info()
     qvec = store.embedder.embed(text) if store.embedder else None
-    return statement_params(info, route_request(text, stored_fusion(info.settings), k=8, **filters), qvec)
+    cvec = context_vector(qvec, [store.embedder.embed("the monthly report")]) if "session" in filters else None
+    return statement_params(info, route_request(text, stored_fusion(info.settings), k=8, **filters), qvec, cvec)
 
 
 @pytest.mark.parametrize("label", sorted(REQUESTS))
@@ -89,7 +103,10 @@ def test_route_statement_uses_the_bm25_indexes_and_no_whole_table_scan(store: To
     assert any(r == "postings" and i == "postings_pkey" for _, r, i in found), found
     assert any(r == "lexeme_stats" and i == "lexeme_stats_pkey" for _, r, i in found), found
     functions = [n for n in plan if n["Node Type"] == "Function Scan" and n.get("Function Name") == "knn"]
-    assert len(functions) == 2, "dense and intent retrieval both go through knn()"
+    assert len(functions) == (3 if label == "conversation" else 2), "dense, intent, context go through knn()"
+    if label == "conversation":
+        assert any(r == "session_calls" and i == "session_calls_pkey" for _, r, i in found), found
+        assert any(r == "tool_transitions" and i == "tool_transitions_pkey" for _, r, i in found), found
 
 
 @pytest.mark.parametrize("name", ["route", "eval_lexical"])

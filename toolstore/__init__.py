@@ -24,10 +24,10 @@ from ._errors import (
 from ._examples import load_examples
 from ._formats import export_catalog, load_tools_file, parse_tools, render, to_anthropic, to_mcp, to_openai
 from ._fusion import SIGNALS, Fusion
-from ._messages import Conversation, ToolCall, read_messages
-from ._metrics import Judgement, load_judgements
+from ._messages import Conversation, ToolCall, Turn, read_messages
+from ._metrics import Judgement, LabelledSession, SessionTurn, load_judgements, load_sessions
 from ._migrate import migrate
-from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, SessionCall, Tool
 from ._result import RoutedTool, RouteResult, Signals
 from ._store import ToolStore
 from ._tune import TuneReport
@@ -50,24 +50,30 @@ __all__ = [
     "InvalidInputError",
     "InvalidToolError",
     "Judgement",
+    "LabelledSession",
     "LocalEmbedder",
+    "LoggedCall",
     "McpSyncError",
     "ModelMismatchError",
     "OpenAIEmbedder",
     "ResolvedCall",
     "RouteResult",
     "RoutedTool",
+    "SessionCall",
+    "SessionTurn",
     "Signals",
     "Tool",
     "ToolCall",
     "ToolStore",
     "ToolstoreError",
     "TuneReport",
+    "Turn",
     "UnknownCatalogError",
     "UnknownToolError",
     "export_catalog",
     "load_examples",
     "load_judgements",
+    "load_sessions",
     "load_tools_file",
     "migrate",
     "parse_tools",

@@ -1,14 +1,15 @@
-"""Agent loops: route the next model call's tools from a message list, and map the calls the model made back
-to tools (annotations evaluated, as in ``_models``). Shared by the SDK adapters in ``toolstore.integrations``;
-message reading itself is ``_messages``."""
+"""Agent loops: route the next model call's tools from a message list (the conversation as context), record the
+calls the model made in the session log, and map the calls back to tools (annotations evaluated, as in ``_models``).
+Shared by the SDK adapters in ``toolstore.integrations``; message reading itself is ``_messages``."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InvalidInputError
-from ._messages import read_messages
-from ._models import Tool
+from ._errors import UnknownToolError
+from ._fusion import DEFAULT_TURNS
+from ._messages import Conversation, read_messages
+from ._models import SessionCall, Tool
 from ._result import RouteResult
 
 if TYPE_CHECKING:
@@ -26,24 +27,88 @@ class ResolvedCall:
     id: str | None
 
 
-def latest_request(messages: object, dialect: str = "auto") -> str:
-    """The latest user request of a message list; InvalidInputError when no user message holds text."""
-    request = read_messages(messages, dialect).request
-    if request is None:
-        raise InvalidInputError("no user message with text in messages: nothing to route")
-    return request
+def route_messages(
+    store: "ToolStore",
+    messages: object,
+    *,
+    session: str | None = None,
+    offered: RouteResult | None = None,
+    dialect: str = "auto",
+    turns: int = DEFAULT_TURNS,
+    **options: Any,
+) -> RouteResult:
+    """The tools for the next model call of a conversation: ``store.route`` of the latest user request of
+    ``messages``, with the conversation so far as context (``options``: k, token_budget, ...).
 
-
-def route_messages(store: "ToolStore", messages: object, *, dialect: str = "auto", **options: Any) -> RouteResult:
-    """``store.route`` for the latest user request of ``messages`` (``options``: k, token_budget, ...)."""
-    return store.route(latest_request(messages, dialect), **options)
+    With a ``session``, first records in its log the tool calls of ``messages`` it does not hold yet (by call id:
+    passing the whole list at every step records each call once; a call without an id is not recorded; a tool
+    result marked as an error records a failed call), then routes with the session's calls. ``offered``: the
+    RouteResult the model was given when it made those calls, which resolves their names exactly; other names are
+    resolved across the catalog, and those that match no tool (or several) are listed in ``result.unresolved``.
+    """
+    unresolved: list[str] = []
+    if session is not None:
+        conv = read_messages(messages, dialect, turns=turns)
+        ids = _call_ids(conv, offered, store.resolve_calls)
+        unresolved = _unresolved(conv, ids)
+        if any(ids):
+            store.record_calls(session, _session_calls(conv, ids))
+    result = store.route(messages=messages, session=session, turns=turns, **options)
+    return replace(result, unresolved=unresolved) if unresolved else result
 
 
 async def aroute_messages(
-    store: "AsyncToolStore", messages: object, *, dialect: str = "auto", **options: Any
+    store: "AsyncToolStore",
+    messages: object,
+    *,
+    session: str | None = None,
+    offered: RouteResult | None = None,
+    dialect: str = "auto",
+    turns: int = DEFAULT_TURNS,
+    **options: Any,
 ) -> RouteResult:
     """:func:`route_messages` for an :class:`AsyncToolStore`."""
-    return await store.route(latest_request(messages, dialect), **options)
+    unresolved: list[str] = []
+    if session is not None:
+        conv = read_messages(messages, dialect, turns=turns)
+        pending = [c.name for c in conv.tool_calls if c.id and _offered(offered, c.name) is None]
+        resolved = dict(zip(pending, await store.resolve_calls(pending))) if pending else {}
+        ids = _call_ids(conv, offered, lambda names: [resolved[n] for n in names])
+        unresolved = _unresolved(conv, ids)
+        if any(ids):
+            await store.record_calls(session, _session_calls(conv, ids))
+    result = await store.route(messages=messages, session=session, turns=turns, **options)
+    return replace(result, unresolved=unresolved) if unresolved else result
+
+
+def _offered(offered: RouteResult | None, name: str) -> str | None:
+    if offered is None:
+        return None
+    try:
+        return offered.resolve(name).id
+    except UnknownToolError:
+        return None
+
+
+def _call_ids(conv: Conversation, offered: RouteResult | None, resolve: Any) -> list[str | None]:
+    """The tool id of each call of ``conv`` that has a call id (None: unresolved or no call id): among the offered
+    tools first, then across the catalog (``resolve``: names -> ids)."""
+    ids = [_offered(offered, c.name) if c.id else None for c in conv.tool_calls]
+    pending = [i for i, c in enumerate(conv.tool_calls) if c.id and ids[i] is None]
+    for i, found in zip(pending, resolve([conv.tool_calls[i].name for i in pending]) if pending else []):
+        ids[i] = found
+    return ids
+
+
+def _unresolved(conv: Conversation, ids: Sequence[str | None]) -> list[str]:
+    """The names of calls with a call id that resolved to no tool."""
+    return list(dict.fromkeys(c.name for c, i in zip(conv.tool_calls, ids) if c.id and i is None))
+
+
+def _session_calls(conv: Conversation, ids: Sequence[str | None]) -> list[SessionCall]:
+    return [
+        SessionCall(i, ok=c.id not in conv.failed, call_id=c.id) for c, i in zip(conv.tool_calls, ids) if i is not None
+    ]
 
 
 def resolve_calls(result: RouteResult, items: Sequence[object], *, dialect: str = "auto") -> list[ResolvedCall]:

@@ -23,16 +23,26 @@ from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import EmbedderError, InvalidInputError, ModelMismatchError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF
-from ._metrics import Judgement
-from ._migrate import DEFAULT_SCHEMA, check_schema_name
-from ._models import CatalogInfo, ImportReport, IntentExample, Tool
-from ._names import resolve_among, resolve_name
+from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS
+from ._input import MAX_ID_CHARS, check_catalog_name, check_text
+from ._metrics import Judgement, LabelledSession
+from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
+from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
+from ._names import call_keys, resolve_among, resolve_calls, resolve_name
 from ._observe import RouteTrace
 from ._result import RouteResult
-from ._route import ROUTE_ATTEMPTS, catalog_changed, embedder_failed, prepare_route, route_result, statement_params
+from ._route import (
+    CatalogCache,
+    context_texts,
+    context_vector,
+    embedder_failed,
+    prepare_route,
+    route_result,
+    statement_params,
+    with_calls,
+)
 from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
-from ._store import DEFAULT, ToolStore, check_catalog_name
+from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
 if TYPE_CHECKING:
@@ -74,7 +84,7 @@ class AsyncToolStore:
         self._db: AsyncConnector | None = None
         self._writer: ToolStore | None = None
         self._writer_lock = asyncio.Lock()
-        self._routing: CatalogInfo | None = None  # the catalog row route() routes with, as ToolStore's
+        self._routing = CatalogCache()  # the catalog row route() routes with, as ToolStore's
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -83,9 +93,7 @@ class AsyncToolStore:
         if self._db is not None:
             return self
         self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
-        await asyncio.to_thread(
-            ToolStore.ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout
-        )
+        await asyncio.to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
         self._db = await AsyncConnector.open(
             self.dsn, schema=self.schema, tenant=self.catalog, max_size=self._pool_size, timeout=self._timeout
         )
@@ -199,8 +207,11 @@ class AsyncToolStore:
 
     async def route(
         self,
-        query: str,
+        query: str | None = None,
         *,
+        messages: object = None,
+        session: str | None = None,
+        turns: int = DEFAULT_TURNS,
         k: int = 8,
         token_budget: int | None = None,
         weights: Mapping[str, float] | None = None,
@@ -211,55 +222,69 @@ class AsyncToolStore:
         categories: Sequence[str] | None = None,
     ) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation."""
+        options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
+        options |= dict(
+            weights=weights, k_rrf=k_rrf, overfetch=overfetch, allow=allow, block=block, categories=categories
+        )
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
-            for attempt in range(ROUTE_ATTEMPTS):  # the sync driver's loop: see ToolStore.route
-                fresh = attempt > 0 or self._routing is None
-                if fresh:
-                    self._routing = await self._info(conn)
-                info = self._routing
-                assert info is not None
+            for read in self._routing.attempts():  # the sync driver's tries: see ToolStore.route
+                info = self._routing.keep(await self._info(conn)) if read else self._routing.cached
                 try:
-                    request, reason = prepare_route(
-                        info,
-                        self.embedder,
-                        query,
-                        k=k,
-                        token_budget=token_budget,
-                        weights=weights,
-                        k_rrf=k_rrf,
-                        overfetch=overfetch,
-                        allow=allow,
-                        block=block,
-                        categories=categories,
-                    )
-                except ModelMismatchError:
-                    if fresh:
+                    return await self._route_once(conn, info, query, options)
+                except (ModelMismatchError, psycopg.Error) as exc:
+                    if not self._routing.retry(exc, read=read):
                         raise
-                    continue
-                with RouteTrace(self.catalog, query, k) as trace:
-                    qvec: np.ndarray | None = None
-                    if reason is None and self.embedder is not None:
-                        try:
-                            with trace.stage("embed"):
-                                qvec = await self._query_vector(self.embedder, query)
-                        except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                            reason = embedder_failed(exc)
-                    try:
-                        with trace.stage("statement"):
-                            async with conn.cursor(row_factory=dict_row) as cur:
-                                await cur.execute(_sql.query("route"), statement_params(info, request, qvec))
-                                rows = await cur.fetchall()
-                    except psycopg.Error as exc:
-                        if catalog_changed(exc) and attempt + 1 < ROUTE_ATTEMPTS:
-                            continue
-                        raise
-                    with trace.stage("pack"):
-                        result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-                    return trace.done(result)
-            raise AssertionError("unreachable")
+            raise self._routing.exhausted(self.catalog)
 
         return await self.db.run(work)
+
+    async def _route_once(
+        self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, query: str | None, options: dict[str, Any]
+    ) -> RouteResult:
+        request, reason = prepare_route(info, self.embedder, query, **options)
+        if request.call_names:
+            request = with_calls(request, await self._resolve(conn, info, request.call_names))
+        with RouteTrace(self.catalog, request.query, request.k) as trace:
+            qvec: np.ndarray | None = None
+            cvec: np.ndarray | None = None
+            if reason is None and self.embedder is not None:
+                try:
+                    with trace.stage("embed"):
+                        qvec = await self._query_vector(self.embedder, request.query)
+                        earlier = [await self._query_vector(self.embedder, t) for t in context_texts(request)]
+                        cvec = context_vector(qvec, earlier)
+                except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                    qvec, reason = None, embedder_failed(exc)
+            with trace.stage("statement"):
+                async with conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec))
+                    rows = await cur.fetchall()
+            with trace.stage("pack"):
+                result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+            return trace.done(result)
+
+    async def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
+        """See :meth:`ToolStore.resolve_calls`."""
+        names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
+
+        async def work(conn: psycopg.AsyncConnection[Any]) -> list[str | None]:
+            return await self._resolve(conn, await self._info(conn), names)
+
+        return await self.db.run(work)
+
+    async def _resolve(
+        self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, names: Sequence[str]
+    ) -> list[str | None]:
+        """``_sessions.resolve_tools`` on the async pool: by index first, the full name list only when needed."""
+        params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(_sql.query("call_candidates"), params)
+            resolved = resolve_calls(names, [name_row(r) for r in await cur.fetchall()])
+            if None in resolved:
+                await cur.execute(_sql.query("tool_names"), {"catalog": info.id})
+                resolved = resolve_calls(names, [name_row(r) for r in await cur.fetchall()])
+        return resolved
 
     async def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
         """``QueryVectors.get`` for asyncio: the in-process LRU, then :meth:`Embedder.embed_query` in a worker thread,
@@ -306,14 +331,44 @@ class AsyncToolStore:
 
     async def tune(
         self,
-        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]],
+        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]] = (),
         *,
+        sessions: str | os.PathLike[str] | Sequence[LabelledSession] = (),
         seed: int = 0,
         folds: int = 5,
         save: bool = True,
     ) -> TuneReport:
-        result: TuneReport = await self._write("tune", examples, seed=seed, folds=folds, save=save)
+        result: TuneReport = await self._write("tune", examples, sessions=sessions, seed=seed, folds=folds, save=save)
         return result
 
     async def analyze(self) -> None:
         await self._write("analyze")
+
+    # -- the session log (see ToolStore; its listings also run in the writer's thread) -----------------------
+
+    async def record_calls(self, session: str, calls: Iterable[object]) -> int:
+        result: int = await self._write("record_calls", session, list(calls))
+        return result
+
+    async def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
+        result: dict[str, int] = await self._write("import_sessions", list(sessions))
+        return result
+
+    async def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._write("sessions", limit=limit)
+        return result
+
+    async def session_log(self, session: str) -> list[LoggedCall]:
+        result: list[LoggedCall] = await self._write("session_log", session)
+        return result
+
+    async def prune_sessions(self, **options: Any) -> dict[str, int]:
+        result: dict[str, int] = await self._write("prune_sessions", **options)
+        return result
+
+    async def transitions(self, **options: Any) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._write("transitions", **options)
+        return result
+
+    async def set_session_retention(self, **limits: Any) -> None:
+        await self._write("set_session_retention", **limits)

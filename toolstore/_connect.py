@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 import os
 import random
+import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -18,6 +19,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError
+from ._observe import logger
 
 T = TypeVar("T")
 #: Seconds a call may wait for a database connection before it raises DatabaseError.
@@ -162,6 +164,39 @@ class Connector:
 
     def close(self) -> None:
         self.pool.close()
+
+
+class Replicas:
+    """Read replicas taken in turn: :meth:`run` tries each from the next one round, and returns None when every
+    replica failed (down, or it has not replayed the catalog yet: ``handover`` errors) so the caller reads from the
+    primary."""
+
+    def __init__(self, dsns: Sequence[str], *, handover: tuple[type[Exception], ...], **options: Any) -> None:
+        self.connectors: list[Connector] = []
+        try:
+            for dsn in dsns:
+                self.connectors.append(Connector(dsn, **options))
+        except BaseException:
+            self.close()
+            raise
+        self._handover = (DatabaseError, *handover)
+        self._turn, self._lock = -1, threading.Lock()
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> tuple[bool, T | None]:
+        """(True, result) from the first replica that answered, or (False, None) when none did."""
+        n = len(self.connectors)
+        with self._lock:
+            self._turn = first = (self._turn + 1) % n if n else 0
+        for offset in range(n):
+            try:
+                return True, self.connectors[(first + offset) % n].run(work)
+            except self._handover as exc:
+                logger.debug("read on a replica failed, trying the next: %s", exc)
+        return False, None
+
+    def close(self) -> None:
+        for connector in self.connectors:
+            connector.close()
 
 
 class AsyncConnector:

@@ -1,4 +1,5 @@
-"""evaluate(): route labelled queries through the real ``store.route()`` under several fusion configs and score them."""
+"""evaluate(): route labelled queries through the real ``store.route()`` under several fusion configs and score them;
+evaluate_sessions(): replay labelled sessions turn by turn, routing each with the conversation so far."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import numpy as np
 from tqdm import tqdm
 
 from ._errors import InvalidInputError
-from ._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM, Fusion
-from ._metrics import METRICS, Judgement, aggregate, score_query
+from ._fusion import DEFAULT_FUSION, DEFAULT_TURNS, SIGNALS, UNIFORM, Fusion
+from ._metrics import METRICS, Judgement, LabelledSession, aggregate, score_query
 
 if TYPE_CHECKING:
     from ._store import ToolStore
@@ -73,6 +74,24 @@ def check_queries(store: ToolStore, queries: Sequence[tuple[str, Judgement]], wh
     return known
 
 
+def check_sessions(store: ToolStore, sessions: Sequence[LabelledSession]) -> set[str]:
+    """Raise InvalidInputError unless ``sessions`` are LabelledSessions whose tools are all in the catalog."""
+    if not sessions:
+        raise InvalidInputError("no sessions given")
+    known = {t.id for t in store.tools()}
+    for session in sessions:
+        if not isinstance(session, LabelledSession):
+            raise InvalidInputError(f"sessions must be LabelledSession objects, got {type(session).__name__}")
+        for i, turn in enumerate(session.turns):
+            unknown = sorted({*turn.relevant, *turn.calls} - known)
+            if unknown:
+                raise InvalidInputError(
+                    f"session {session.sid!r} turn {i + 1} names tool(s) not in catalog {store.catalog!r}: "
+                    + ", ".join(map(repr, unknown[:5]))
+                )
+    return known
+
+
 def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Iterable[Any]:
     if not enabled or not sys.stderr.isatty():
         return items
@@ -120,6 +139,82 @@ def evaluate(
         row["latency_ms_p95"] = float(np.percentile(latencies, 95))
         results[name] = row
     return {"configs": results, "n_queries": len(queries), "n_tools": len(known)}
+
+
+#: Session configs: (fusion, with the conversation). ``turn`` routes each turn alone with the default fusion (what
+#: route() did before conversations), ``session`` with the conversation so far and the default fusion, ``tuned``
+#: with the conversation and the catalog's stored fusion.
+SESSION_CONFIGS: dict[str, tuple[Fusion | None, bool]] = {
+    "turn": (DEFAULT_FUSION, False),
+    "session": (DEFAULT_FUSION, True),
+    "tuned": (None, True),
+}
+
+
+def replay_messages(session: LabelledSession, index: int) -> list[dict[str, Any]]:
+    """The OpenAI Chat Completions messages of ``session`` up to turn ``index`` (0-based; its request last): each
+    earlier request followed by the assistant's calls of that turn's tools (by id) and their results."""
+    messages: list[dict[str, Any]] = []
+    for i, turn in enumerate(session.turns[:index]):
+        messages.append({"role": "user", "content": turn.query})
+        if turn.calls:
+            calls = [
+                {"id": f"call_{i}_{j}", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+                for j, tool in enumerate(turn.calls)
+            ]
+            messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+            messages += [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls]
+        messages.append({"role": "assistant", "content": "Done."})
+    messages.append({"role": "user", "content": session.turns[index].query})
+    return messages
+
+
+def evaluate_sessions(
+    store: ToolStore,
+    sessions: Sequence[LabelledSession],
+    *,
+    configs: Sequence[str] = tuple(SESSION_CONFIGS),
+    k: int = 10,
+    turns: int = DEFAULT_TURNS,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Replay every session through the real ``store.route()``: turn i is routed with the conversation so far (the
+    earlier requests and the calls that followed them, as messages; nothing is written to the session log, so
+    transitions come only from what the catalog logged before), under each of ``configs`` (see
+    :data:`SESSION_CONFIGS`). Turns that need no tool are context but not scored.
+
+    Returns ``{"configs": {name: {metric: value, ..., "latency_ms_p50", "latency_ms_p95"}}, "n_sessions",
+    "n_turns", "n_tools"}``.
+    """
+    unknown = [c for c in configs if c not in SESSION_CONFIGS]
+    if unknown or not configs:
+        raise InvalidInputError(f"unknown session config(s) {unknown!r}; known: {', '.join(SESSION_CONFIGS)}")
+    sessions = list(sessions)
+    known = check_sessions(store, sessions)
+    turns_to_score = [(s, i) for s in sessions for i in range(len(s.turns)) if s.turns[i].relevant]
+    results: dict[str, dict[str, Any]] = {}
+    for name in configs:
+        fusion, with_context = SESSION_CONFIGS[name]
+        options: dict[str, Any] = {"k": k}
+        if fusion is not None:
+            options.update(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k))
+        per_turn, latencies = [], []
+        for session, i in _progress(turns_to_score, name, progress):
+            started = time.perf_counter()
+            if with_context:
+                result = store.route(messages=replay_messages(session, i), turns=turns, **options)
+            else:
+                result = store.route(session.turns[i].query, **options)
+            latencies.append((time.perf_counter() - started) * 1000)
+            judgement = session.judgement(i)
+            assert judgement is not None
+            per_turn.append(score_query(result.ids, judgement))
+        summary = aggregate(per_turn)
+        row: dict[str, Any] = {m: summary[m] for m in METRICS}
+        row["latency_ms_p50"] = float(np.percentile(latencies, 50))
+        row["latency_ms_p95"] = float(np.percentile(latencies, 95))
+        results[name] = row
+    return {"configs": results, "n_sessions": len(sessions), "n_turns": len(turns_to_score), "n_tools": len(known)}
 
 
 TABLE_COLUMNS = ("R@1", "R@10", "MRR@10", "nDCG@10", "multi R@10", "multi comp@10", "latency_ms_p50", "latency_ms_p95")

@@ -1,11 +1,12 @@
-"""Intent examples from JSONL files in the benchmark ``train.jsonl`` format."""
+"""Intent examples from labelled data: JSONL files in the benchmark ``train.jsonl`` format, or labelled sessions."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from ._errors import InvalidInputError
-from ._metrics import load_judgements
+from ._metrics import LabelledSession, load_judgements
 from ._models import IntentExample
 
 
@@ -21,3 +22,9 @@ def load_examples(path: str | os.PathLike[str]) -> list[IntentExample]:
     if not examples:
         raise InvalidInputError(f"{os.fspath(path)}: no intent examples found")
     return examples
+
+
+def session_examples(sessions: Sequence[LabelledSession]) -> list[IntentExample]:
+    """One intent example per (turn, relevant tool) of labelled sessions, without repeats."""
+    found = (IntentExample(tool_id, turn.query) for s in sessions for turn in s.turns for tool_id in turn.relevant)
+    return list(dict.fromkeys(found))

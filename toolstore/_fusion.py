@@ -2,20 +2,23 @@
 
 The fused score of a tool is ``sum_j w_j / (k_rrf + rank_j)`` over the signals that returned it. That sum is
 computed in one place per side: ``sql/route.sql`` (the ``fused`` part) for route(), and
-:meth:`toolstore._tune.CandidateTable.top` for tuning, which a test holds to the statement's results.
+:meth:`toolstore._candidates.CandidateTable.top` for tuning, which a test holds to the statement's results.
 
 Annotations here are evaluated (no ``from __future__ import annotations``): see ``_models``.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._errors import InvalidInputError
 from ._input import MAX_OVERFETCH, MAX_WEIGHT
 
-#: The retrievers, in the order the statement numbers them (1 name ... 5 intent).
-SIGNALS = ("name", "description", "expansion", "dense", "intent")
+#: The signals, in the order the statement numbers them (1 name ... 8 context): five retrievers over the request,
+#: then three over the conversation, whose lists are empty without a session or messages.
+SIGNALS = ("name", "description", "expansion", "dense", "intent", "recent", "transition", "context")
+#: The retrievers over the request itself: at least one must be on.
+REQUEST_SIGNALS = SIGNALS[:5]
 #: The RRF constant: 5 beat the classic 60 on all three shared benchmarks (README, Quality).
 DEFAULT_K_RRF = 5.0
 #: Each retriever returns max(4 k, MIN_OVERFETCH) tools unless an over-fetch is given.
@@ -24,6 +27,23 @@ MIN_OVERFETCH = 40
 EXAMPLES_PER_CANDIDATE = 3
 #: ... and a tool scores the sum of ``1 - distance`` over at most this many of its own.
 NEIGHBOURS_PER_TOOL = 3
+#: ``recent``: the session's last RECENT_CALLS calls; a tool scores the sum of RECENT_DECAY ** d over its calls,
+#: d calls back (0 = the latest).
+RECENT_CALLS = 5
+RECENT_DECAY = 0.6
+#: ``transition``: tools that followed the last TRANSITION_CALLS calls in the catalog's logged sessions; a tool
+#: scores the sum over those calls A (d back) of RECENT_DECAY ** d * n(A, tool) / (n(A) + TRANSITION_SMOOTHING).
+#: Following only the latest call beat 2 and 3 on bfcl_sessions' train split.
+TRANSITION_CALLS = 1
+TRANSITION_SMOOTHING = 1.0
+#: ``context``: intent retrieval (as ``intent``) with the request's vector mixed with the earlier turns':
+#: normalize(q + CONTEXT_MIX * sum_j CONTEXT_DECAY ** j * e_j) over the last CONTEXT_TURNS earlier turns (unit
+#: vectors, j = 0 the turn just before).
+CONTEXT_TURNS = 3
+CONTEXT_MIX = 0.5
+CONTEXT_DECAY = 0.5
+#: User turns of a message list route() reads by default (the request and the turns before it).
+DEFAULT_TURNS = 4
 
 
 @dataclass(frozen=True)
@@ -44,8 +64,13 @@ class Fusion:
 
 #: Every signal weighted 1.
 UNIFORM = Fusion(weights=dict.fromkeys(SIGNALS, 1.0), k_rrf=DEFAULT_K_RRF)
-#: What route() fuses with when the catalog has no tuned fusion (``toolstore tune``).
-DEFAULT_FUSION = UNIFORM
+#: What route() fuses with when the catalog has no tuned fusion (``toolstore tune``): the five retrievers weighted 1;
+#: transitions 1, context 0.5 and recent 0 (recent lowered nDCG@10 at every weight tried on bfcl_sessions' train
+#: split; ``tune`` turns it on where it helps). Without a conversation the last three have nothing to rank, so a
+#: route without one ranks as uniform weights do.
+DEFAULT_FUSION = Fusion(
+    weights={**dict.fromkeys(SIGNALS, 1.0), "recent": 0.0, "transition": 1.0, "context": 0.5}, k_rrf=DEFAULT_K_RRF
+)
 
 
 def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
@@ -62,13 +87,16 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
                 f"weight for {name!r} must be a finite number from 0 to {MAX_WEIGHT:g}, got {value!r}"
             )
         out[name] = float(value)
-    if not any(out.values()):
-        raise InvalidInputError("every weight is 0: at least one retriever must be on")
+    if not any(out[s] for s in REQUEST_SIGNALS):
+        raise InvalidInputError(
+            f"every weight of {', '.join(REQUEST_SIGNALS)} is 0: at least one retriever of the request must be on"
+        )
     return out
 
 
 def check_fusion(fusion: Fusion) -> Fusion:
-    """Raise InvalidInputError unless ``k_rrf`` and ``overfetch`` are usable."""
+    """``fusion`` with its weights completed (:func:`check_weights`); InvalidInputError unless ``k_rrf`` and
+    ``overfetch`` are usable."""
     k_rrf = fusion.k_rrf
     if isinstance(k_rrf, bool) or not isinstance(k_rrf, (int, float)) or not 0 <= k_rrf <= MAX_WEIGHT:
         raise InvalidInputError(f"k_rrf must be a finite number from 0 to {MAX_WEIGHT:g}, got {k_rrf!r}")
@@ -77,7 +105,7 @@ def check_fusion(fusion: Fusion) -> Fusion:
         isinstance(overfetch, bool) or not isinstance(overfetch, int) or not 1 <= overfetch <= MAX_OVERFETCH
     ):
         raise InvalidInputError(f"overfetch must be an integer from 1 to {MAX_OVERFETCH}, got {overfetch!r}")
-    return fusion
+    return replace(fusion, weights=check_weights(fusion.weights))
 
 
 def stored_fusion(settings: Mapping[str, Any]) -> Fusion:

@@ -31,6 +31,10 @@ MAX_OVERFETCH = 10_000  # candidates per retriever
 MAX_WEIGHT = 1e6  # a fusion weight or k_rrf
 MAX_TOKEN_BUDGET = 10_000_000
 MAX_FILTER_VALUES = 10_000  # ids or categories in one filter
+MAX_SESSION_CHARS = 200  # a session id
+MAX_CATALOG_CHARS = 200  # a catalog name
+MAX_CALLS_PER_WRITE = 10_000  # tool calls logged by one record_calls
+MAX_TURNS = 100  # user turns of a message list route() reads
 
 
 def text_problem(text: str) -> str | None:
@@ -56,6 +60,26 @@ def check_text(value: object, what: str, *, max_chars: int, empty: bool = False)
     if problem:
         raise InvalidInputError(f"{what} {problem}")
     return value
+
+
+def check_catalog_name(name: object) -> str:
+    """A catalog name: a non-empty string of at most 200 characters, without control characters."""
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or len(name) > MAX_CATALOG_CHARS
+        or any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in name)
+    ):
+        raise InvalidInputError(
+            f"catalog name must be a non-empty string of at most {MAX_CATALOG_CHARS} printable characters, "
+            f"got {name!r:.80}"
+        )
+    return name
+
+
+def check_session(value: object) -> str:
+    """A session id: a non-empty string of at most :data:`MAX_SESSION_CHARS` characters, without NUL."""
+    return check_text(value, "session id", max_chars=MAX_SESSION_CHARS)
 
 
 def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:

@@ -5,14 +5,20 @@ This is the two-tool pattern MCP gateways use: a client with hundreds of upstrea
 ``find_tools`` for the few that matter, and calls them through ``call_tool``. The server opens a session to each
 upstream (stdio or streamable HTTP) on first use and keeps it (``_mcp_sessions``); each call is bounded by
 ``call_timeout``. A failing call is an MCP error result; the server stays up.
+
+With ``session_log``, each client connection is a session of the catalog's log: every forwarded call is recorded
+there (tool id, outcome, time), and ``find_tools`` routes with that session's calls, so the tools that usually come
+next rank higher. A failed log write is logged and never fails the call.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
+import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInputError, McpSyncError, ToolstoreError
@@ -21,7 +27,7 @@ from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import leaf_error, open_session, require_mcp, upstream_from_row
-from ._models import JSON_VERSION
+from ._models import JSON_VERSION, SessionCall
 from ._names import model_names
 from ._observe import logger, span
 from ._result import RouteResult
@@ -44,11 +50,46 @@ class CallRecord:
     arguments: dict[str, Any]
     is_error: bool
     ms: float
+    session: str | None = None
 
 
-#: The session-log hook: called after every forwarded call. The conversations work records calls in its session
-#: log through it; until then nothing is recorded unless a caller passes one.
+#: A hook called after every forwarded call (``build_server(session_log=True)`` records the call in the catalog's
+#: session log before calling it).
 CallLog = Callable[[CallRecord], Awaitable[None] | None]
+
+
+class ClientSessions:
+    """A session id of the catalog's log per MCP client connection, made up on first use. The connection is the SDK's
+    session object (mcp 1.x), or the connection that object serves (mcp 2.x makes a session object per message)."""
+
+    def __init__(self) -> None:
+        self._ids: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+
+    def of(self, ctx: Any) -> str | None:
+        session = getattr(ctx, "session", None) if ctx is not None else None
+        if session is None:
+            return None
+        connection = getattr(session, "_connection", None) or session
+        if connection not in self._ids:
+            self._ids[connection] = f"mcp-{uuid.uuid4().hex[:16]}"
+        return self._ids[connection]
+
+
+def logging_hook(store: AsyncToolStore, then: CallLog | None = None) -> CallLog:
+    """A CallLog that records each call in ``store``'s session log (its ``session``), then calls ``then``."""
+
+    async def log(record: CallRecord) -> None:
+        if record.session is not None:
+            try:
+                await store.record_calls(record.session, [SessionCall(record.tool_id, ok=not record.is_error)])
+            except ToolstoreError as exc:
+                logger.warning("session log: could not record %s: %s", record.tool_id, exc)
+        if then is not None:
+            outcome = then(record)
+            if outcome is not None:
+                await outcome
+
+    return log
 
 
 def find_tools_json(result: RouteResult, names: list[str]) -> dict[str, Any]:
@@ -73,16 +114,18 @@ def find_tools_json(result: RouteResult, names: list[str]) -> dict[str, Any]:
     }
 
 
-def _sdk() -> tuple[Any, type[Exception]]:
-    """The SDK's server class and the error a tool raises for an anticipated failure (its text reaches the client)."""
+def _sdk() -> tuple[Any, type[Exception], type]:
+    """The SDK's server class, the error a tool raises for an anticipated failure (its text reaches the client) and
+    the request context class a tool receives when it asks for one."""
     require_mcp()
     try:  # mcp 2.x
-        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:  # mcp 1.x
+        from mcp.server.fastmcp import Context  # type: ignore[no-redef]
         from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef]
         from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
-    return MCPServer, ToolError
+    return MCPServer, ToolError, Context
 
 
 def build_server(
@@ -94,37 +137,51 @@ def build_server(
     call_log: CallLog | None = None,
     sessions: UpstreamSessions | None = None,
     name: str = "toolstore",
+    session_log: bool = False,
 ) -> Any:
     """An MCP server (the SDK's ``MCPServer`` / ``FastMCP``) over an open :class:`AsyncToolStore`; the gateway
-    forwards calls over ``sessions`` (open ones, kept across calls) or, without, a session per call."""
-    server_class, tool_error = _sdk()
+    forwards calls over ``sessions`` (open ones, kept across calls) or, without, a session per call.
+    ``session_log``: record the gateway's calls in the catalog's session log, one session per client connection,
+    and route ``find_tools`` with them."""
+    server_class, tool_error, context_class = _sdk()
     server = server_class(name, instructions=_instructions(gateway))
+    clients = ClientSessions()
+    hook = logging_hook(store, call_log) if session_log else call_log
 
-    async def find_tools(query: str, k: int = k, token_budget: int | None = None) -> str:
+    async def find_tools(query: str, k: int = k, token_budget: int | None = None, ctx: Any = None) -> str:
         """Find the tools for a task: describe what you need to do in plain words. Returns JSON: the tools'
         MCP definitions, best first, and why each was picked (its rank in every retriever)."""
         try:
             with span("toolstore.mcp.find_tools", catalog=store.catalog):
-                result = await store.route(query, k=k, token_budget=token_budget)
+                session = clients.of(ctx) if session_log else None
+                result = await store.route(query, k=k, token_budget=token_budget, session=session)
                 names = await _catalog_names(store, result) if gateway else result.names
                 return json.dumps(find_tools_json(result, names), ensure_ascii=False)
         except ToolstoreError as exc:
             raise tool_error(str(exc)) from exc
 
+    find_tools.__annotations__["ctx"] = context_class  # the SDK passes the request context to a parameter of its type
     server.add_tool(find_tools)
     if gateway:
 
-        async def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
+        async def call_tool(name: str, arguments: dict[str, Any] | None = None, ctx: Any = None) -> Any:
             """Call a tool that find_tools returned, by its name, with its arguments (a JSON object)."""
+            session = clients.of(ctx) if session_log else None
+            log = None if hook is None else _with_session(hook, session)
             try:
                 return await forward_call(
-                    store, name, arguments or {}, timeout=call_timeout, call_log=call_log, sessions=sessions
+                    store, name, arguments or {}, timeout=call_timeout, call_log=log, sessions=sessions
                 )
             except ToolstoreError as exc:
                 raise tool_error(str(exc)) from exc
 
+        call_tool.__annotations__["ctx"] = context_class
         server.add_tool(call_tool)
     return server
+
+
+def _with_session(hook: CallLog, session: str | None) -> CallLog:
+    return lambda record: hook(replace(record, session=session))
 
 
 def _instructions(gateway: bool) -> str:

@@ -1,10 +1,15 @@
-"""Agent message lists read into one shape: the latest user request and the tool calls made so far.
+"""Agent message lists read into one shape: the user turns (requests) and the tool calls made in them.
 
 Three dialects: OpenAI Chat Completions messages, OpenAI Responses input items, Anthropic Messages. Items may be
 dicts or the SDKs' own objects (anything with ``model_dump``). ``dialect="auto"`` tells them apart by what only one
 of them has (``function_call`` items, ``tool_use`` blocks, ``tool_calls`` / ``role: tool``); plain text
 conversations read the same in all three. Annotations are evaluated (see ``_models``).
-Bad input is an InvalidInputError naming the message index and field.
+
+A turn starts at a user message that holds text (a message of only tool results is no request) and runs to the next
+one. ``turns=N`` reads (and checks) only the last N turns, so the work is bounded however long the list grows.
+Bad input is an InvalidInputError naming the message index and field: an item that is no object, a role that is not
+a string or no known role, an item with neither role nor type, content that is neither text nor a list of parts, a
+tool call without a name.
 """
 
 import json
@@ -16,7 +21,11 @@ from ._errors import InvalidInputError
 
 Dialect = Literal["openai-chat", "openai-responses", "anthropic"]
 DIALECTS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic")
+#: Roles a message may have in any of the three dialects.
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _TEXT_PARTS = ("text", "input_text", "output_text")
+#: Responses items (no role) that are tool calls the model made.
+_CALL_ITEMS = ("function_call", "custom_tool_call")
 
 
 @dataclass(frozen=True)
@@ -31,36 +40,99 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One user turn: its request, the index of its message, and the tool calls made after it (before the next)."""
+
+    request: str
+    index: int
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Conversation:
     """What a message list says: the latest user request (None when no user message holds text) and its index,
-    and every tool call, in order."""
+    every tool call in order, the user turns (oldest first; only the last ``turns`` when bounded), and the ids of
+    calls whose results say they failed (Anthropic ``is_error``)."""
 
     dialect: Dialect
     request: str | None
     request_index: int | None
     tool_calls: list[ToolCall] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    failed: frozenset[str] = frozenset()
 
 
-def read_messages(messages: object, dialect: str = "auto") -> Conversation:
-    """Read a message list (a Responses ``input`` may also be one string)."""
+def read_messages(messages: object, dialect: str = "auto", *, turns: int | None = None) -> Conversation:
+    """Read a message list (a Responses ``input`` may also be one string); ``turns``: read only the last N turns."""
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
     if isinstance(messages, (bytes, Mapping)) or not isinstance(messages, Sequence):
         raise InvalidInputError(f"messages must be a list of messages, got {type(messages).__name__}")
-    items = [_plain(m, i) for i, m in enumerate(messages)]
+    if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
+        raise InvalidInputError(f"turns must be a positive integer, got {turns!r}")
+    start, items = _window(messages, turns)
     if dialect == "auto":
         dialect = _detect(items)
     if dialect not in DIALECTS:
         raise InvalidInputError(f"unknown message dialect {dialect!r}; expected auto or one of {', '.join(DIALECTS)}")
-    request: str | None = None
-    request_index: int | None = None
     calls: list[ToolCall] = []
-    for index, item in enumerate(items):
-        text, found = _read(item, index, dialect)
-        calls.extend(found)
+    found: list[Turn] = []
+    failed: set[str] = set()
+    for offset, item in enumerate(items):
+        index = start + offset
+        text, made = _read(item, index, dialect, failed)
         if text is not None and text.strip():
-            request, request_index = text, index
-    return Conversation(dialect, request, request_index, calls)  # type: ignore[arg-type]
+            found.append(Turn(text, index))
+        calls.extend(made)
+        if found and made:
+            found[-1].tool_calls.extend(made)
+    last = found[-1] if found else None
+    return Conversation(
+        dialect,  # type: ignore[arg-type]
+        None if last is None else last.request,
+        None if last is None else last.index,
+        calls,
+        found,
+        frozenset(failed),
+    )
+
+
+def _window(messages: Sequence[object], turns: int | None) -> tuple[int, list[dict[str, Any]]]:
+    """The index of the first message read and the items from there, as plain dicts: everything, or from the
+    ``turns``-th user turn from the end (the list is walked backwards, so earlier messages are never converted)."""
+    if turns is None:
+        return 0, [_plain(m, i) for i, m in enumerate(messages)]
+    items: list[dict[str, Any]] = []
+    seen = 0
+    for index in range(len(messages) - 1, -1, -1):
+        item = _plain(messages[index], index)
+        items.append(item)
+        if _is_request(item):
+            seen += 1
+            if seen == turns:
+                return index, items[::-1]
+    return 0, items[::-1]
+
+
+def _is_request(item: Mapping[str, Any]) -> bool:
+    """A user message holding text (in any dialect)."""
+    if item.get("role") != "user":
+        return False
+    content = item.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    if not isinstance(content, list):
+        return False
+    return any(
+        (isinstance(p, str) and p.strip())
+        or (
+            isinstance(p, Mapping)
+            and p.get("type") in _TEXT_PARTS
+            and isinstance(p.get("text"), str)
+            and p["text"].strip()
+        )
+        for p in content
+    )
 
 
 def _plain(message: object, index: int) -> dict[str, Any]:
@@ -96,17 +168,19 @@ def _detect(items: list[dict[str, Any]]) -> str:
     return "openai-chat"
 
 
-def _read(item: dict[str, Any], index: int, dialect: str) -> tuple[str | None, list[ToolCall]]:
+def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> tuple[str | None, list[ToolCall]]:
     """The user text of one message (None when it is not a user request) and the tool calls it holds."""
     where = f"messages[{index}]"
-    if dialect == "openai-responses" and "role" not in item:
-        kind = item.get("type")
-        if kind == "function_call":
-            name = _string(item, "name", where)
-            call_id = item.get("call_id")
-            return None, [ToolCall(name, _arguments(item.get("arguments"), where), call_id, index)]
+    kind = item.get("type")
+    if "role" not in item and dialect == "openai-responses" and isinstance(kind, str) and kind:
+        if kind in _CALL_ITEMS:
+            raw = item.get("arguments") if kind == "function_call" else item.get("input")
+            return None, [ToolCall(_string(item, "name", where), _arguments(raw, where), item.get("call_id"), index)]
         return None, []  # function_call_output, reasoning and other items hold no request
-    role = _string(item, "role", where)
+    role = item.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        got = "nothing" if role is None else repr(role) if isinstance(role, str) else type(role).__name__
+        raise InvalidInputError(f"{where}.role: expected one of {', '.join(sorted(ROLES))}, got {got}")
     calls: list[ToolCall] = []
     if dialect == "openai-chat" and role == "assistant":
         tool_calls = item.get("tool_calls") or []
@@ -131,13 +205,16 @@ def _read(item: dict[str, Any], index: int, dialect: str) -> tuple[str | None, l
         if isinstance(part, str):
             texts.append(part)
             continue
-        if not isinstance(part, Mapping):
-            raise InvalidInputError(f"{part_where}: expected an object, got {type(part).__name__}")
-        kind = part.get("type")
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            got = type(part).__name__ if not isinstance(part, Mapping) else "no type"
+            raise InvalidInputError(f"{part_where}: expected a string or an object with a type, got {got}")
+        kind = part["type"]
         if kind in _TEXT_PARTS:
             texts.append(_string(part, "text", part_where))
         elif kind == "tool_use" and dialect == "anthropic":
             calls.append(ToolCall(_string(part, "name", part_where), _input(part, part_where), part.get("id"), index))
+        elif kind == "tool_result" and part.get("is_error") is True and isinstance(part.get("tool_use_id"), str):
+            failed.add(part["tool_use_id"])
     if role != "user":
         return None, calls
     return ("\n".join(texts) if texts else None), calls

@@ -16,6 +16,8 @@ ranking and then averaged over the queries it applies to:
 ``single hit@K`` / ``lenient hit@K`` (K = 1, 10)
     only for queries with exactly one relevant tool: 1 if that tool (strict) or
     any ``acceptable`` tool (lenient) is in the top K.  ``None`` otherwise.
+``comp@5`` / ``comp@10``
+    1 if every relevant tool is in the top 5 / 10, else 0 (all queries).
 
 Duplicates in a ranking count once, at their first occurrence: the ranking is
 de-duplicated first and the top 10 are taken from what remains, so a repeated
@@ -38,8 +40,11 @@ __all__ = [
     "CUTOFF",
     "METRICS",
     "Judgement",
+    "LabelledSession",
+    "SessionTurn",
     "aggregate",
     "load_judgements",
+    "load_sessions",
     "score_query",
 ]
 
@@ -59,6 +64,8 @@ METRICS: tuple[str, ...] = (
     "single hit@10",
     "lenient hit@1",
     "lenient hit@10",
+    "comp@5",
+    "comp@10",
 )
 
 
@@ -144,6 +151,8 @@ def score_query(ranked: Sequence[str], j: Judgement) -> dict[str, float | None]:
     ideal = _dcg(range(1, min(n_rel, CUTOFF) + 1))
     scores["nDCG@10"] = _dcg(hit_ranks) / ideal
 
+    scores["comp@5"] = 1.0 if sum(1 for rank in hit_ranks if rank <= 5) == n_rel else 0.0
+    scores["comp@10"] = 1.0 if len(hit_ranks) == n_rel else 0.0
     if n_rel > 1:
         scores["multi R@10"] = scores["R@10"]
         scores["multi comp@10"] = 1.0 if len(hit_ranks) == n_rel else 0.0
@@ -243,3 +252,71 @@ def load_judgements(path: str | os.PathLike[str]) -> list[tuple[str, Judgement]]
         first_line[qid] = lineno
         pairs.append((query, Judgement(qid, tuple(relevant), tuple(acceptable))))
     return pairs
+
+
+@dataclass(frozen=True)
+class SessionTurn:
+    """One user turn of a labelled session: the request, the tools it needs (may be empty: a turn that calls
+    nothing is not scored) and the calls made for it, in order, repeats kept."""
+
+    query: str
+    relevant: tuple[str, ...]
+    calls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LabelledSession:
+    """A conversation for evaluating or tuning routing with context (``bfcl_sessions`` format)."""
+
+    sid: str
+    turns: tuple[SessionTurn, ...]
+
+    @property
+    def calls(self) -> list[str]:
+        """Every call of the session, in order (what its log holds)."""
+        return [c for turn in self.turns for c in turn.calls]
+
+    def judgement(self, index: int) -> Judgement | None:
+        """The judgement of turn ``index`` (0-based), None when the turn needs no tool."""
+        turn = self.turns[index]
+        return Judgement(f"{self.sid}#{index + 1}", turn.relevant) if turn.relevant else None
+
+
+def load_sessions(path: str | os.PathLike[str]) -> list[LabelledSession]:
+    """Read labelled sessions: one JSON object per line, ``{"sid", "turns": [{"query", "relevant": [ids],
+    "calls": [ids in call order]}, ...]}`` (``calls`` defaults to ``relevant``). Raises InvalidInputError naming
+    the file, line and field on malformed input or a repeated ``sid``."""
+    sessions: list[LabelledSession] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(read_text_file(path, "sessions file").split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{os.fspath(path)}, line {lineno}"
+        try:
+            record = parse_json(line)
+        except ValueError as exc:
+            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("turns"), list) or not record["turns"]:
+            raise InvalidInputError(f"{where}: expected an object with 'sid' and a non-empty 'turns' list")
+        sid = record.get("sid")
+        try:
+            check_text(sid, "'sid'", max_chars=MAX_ID_CHARS)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: {exc}") from None
+        if sid in first_line:
+            raise InvalidInputError(f"{where}: sid {sid!r} already used on line {first_line[sid]}")
+        first_line[sid] = lineno
+        turns = []
+        for i, turn in enumerate(record["turns"]):
+            at = f"{where}, turn {i + 1}"
+            if not isinstance(turn, dict):
+                raise InvalidInputError(f"{at}: expected an object")
+            try:
+                query = check_text(turn.get("query"), "'query'", max_chars=MAX_QUERY_CHARS)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{at}: {exc}") from None
+            relevant = _id_list(at, {"relevant": turn.get("relevant", [])}, "relevant")
+            calls = _id_list(at, {"calls": turn.get("calls", relevant)}, "calls")
+            turns.append(SessionTurn(query, tuple(dict.fromkeys(relevant)), tuple(calls)))
+        sessions.append(LabelledSession(sid, tuple(turns)))
+    return sessions

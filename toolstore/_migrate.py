@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
 
-from ._connect import resolve_dsn, search_path
+from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, search_path
 from ._errors import DatabaseError, InvalidInputError
 from ._sql import resource_dir
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: impor
 
 VERSION_TABLE = "toolstore_alembic_version"
 DEFAULT_SCHEMA = "toolstore"
-HEAD_REVISION = "0006"  # kept equal to alembic's head by a test
+HEAD_REVISION = "0007"  # kept equal to alembic's head by a test
 _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations
 
 
@@ -112,3 +113,19 @@ def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
         return None
     row = conn.execute(sql.SQL("select version_num from {}").format(sql.Identifier(schema, VERSION_TABLE))).fetchone()
     return row[0] if row else None
+
+
+def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Migrate ``schema`` to head when behind (``auto``), else raise DatabaseError naming the revision."""
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeout))) as conn:
+            revision = current_revision(conn, schema)
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
+    if revision == HEAD_REVISION:
+        return
+    if not auto:
+        raise DatabaseError(
+            f"toolstore schema {schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: run `toolstore migrate`"
+        )
+    migrate(dsn, schema=schema)

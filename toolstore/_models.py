@@ -7,6 +7,7 @@ these classes after ``toolstore`` re-exports them under its own name.
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from typing import Any
 
 from ._errors import ModelMismatchError
@@ -55,6 +56,28 @@ class IntentExample:
 
     tool_id: str
     query: str
+
+
+@dataclass(frozen=True)
+class SessionCall:
+    """One tool call for a session's log: the tool (its id, or a name a model called it by), whether it succeeded,
+    when it was made (None: now) and the provider's call id (a call id already logged in the session is skipped)."""
+
+    tool: str
+    ok: bool = True
+    at: datetime | None = None
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class LoggedCall:
+    """A call as the session log holds it: its position in the session (from 1) and the tool's id."""
+
+    seq: int
+    tool_id: str
+    ok: bool
+    at: datetime
+    call_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -108,3 +108,29 @@ def resolve_among(name: str, tools: Sequence[Tool], ids: Sequence[str]) -> Tool:
     if missing:
         raise UnknownToolError(f"offered tool(s) no longer in the catalog: {', '.join(map(repr, missing[:5]))}")
     return resolve_name(name, [by_id[i] for i in ids], offered=True)
+
+
+_HASH_SUFFIX = re.compile(r"_[0-9a-f]{8}$")
+
+
+def call_keys(names: Sequence[str]) -> list[str]:
+    """Lower-cased tool names under which the tools a model called ``names`` may be found (``call_candidates``):
+    each name and, for ``provider__name`` forms, its part after the provider, both without a hash suffix."""
+    keys: set[str] = set()
+    for name in names:
+        for part in (name, name.partition(SEPARATOR)[2]):
+            if part:
+                keys.update((part.lower(), _HASH_SUFFIX.sub("", part).lower()))
+    return sorted(keys)
+
+
+def resolve_calls(names: Sequence[str], candidates: Sequence[Tool]) -> list[str | None]:
+    """The tool id each called name means among a catalog's ``candidates`` (:func:`resolve_name` across a catalog),
+    or None for a name that no tool, or more than one, answers to."""
+    out: list[str | None] = []
+    for name in names:
+        try:
+            out.append(resolve_name(name, candidates, offered=False).id)
+        except UnknownToolError:
+            out.append(None)
+    return out

@@ -21,6 +21,9 @@ class Signals:
     expansion: int | None = None
     dense: int | None = None
     intent: int | None = None
+    recent: int | None = None
+    transition: int | None = None
+    context: int | None = None
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,11 @@ class RoutedTool:
 
 @dataclass(frozen=True)
 class RouteResult:
-    """What ``ToolStore.route`` returns: packed tools in order, and what was left out."""
+    """What ``ToolStore.route`` returns: packed tools in order, and what was left out.
+
+    ``session``: the session whose calls were looked back on; ``unresolved``: names of tool calls in the messages
+    that matched no tool of the catalog (or more than one), so they were not looked back on.
+    """
 
     query: str
     tools: list[RoutedTool]
@@ -50,6 +57,8 @@ class RouteResult:
     tokens_used: int = 0
     dense_used: bool = True
     degraded_reason: str | None = None
+    session: str | None = None
+    unresolved: list[str] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[RoutedTool]:
         return iter(self.tools)

@@ -1,39 +1,49 @@
-"""What route() computes, without I/O: the validated request, the route statement's parameters, and the
-:class:`RouteResult` its rows become (packing included).
+"""What route() computes, without I/O: the validated request and its conversation, the route statement's
+parameters, and the :class:`RouteResult` its rows become (packing included).
 
-A driver (``ToolStore.route``) does the talking: it takes the catalog's row from its cache (reading it on first use),
-embeds the query when :func:`vector_plan` says so, runs ``sql/route.sql`` with :func:`statement_params` and hands the
-rows to :func:`route_result`: one round trip. The statement checks the cached row's version first; when the catalog
-changed since (:func:`catalog_changed`), the driver reads the row again and retries, at most :data:`ROUTE_ATTEMPTS`
-times in all.
+A driver (``ToolStore.route``) does the talking: it takes the catalog's row from its :class:`CatalogCache` (reading
+it on first use), resolves the tool calls the messages name (:func:`with_calls`), embeds the request (and the
+earlier turns, for ``context``) when :func:`vector_plan` says so, runs ``sql/route.sql`` with
+:func:`statement_params` and hands the rows to :func:`route_result`: one round trip once the row is cached (two when
+the messages carry tool calls). The statement checks the cached row's version first; when the catalog changed since,
+the cache says to read the row again and retry, at most :data:`ROUTE_ATTEMPTS` tries in all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ._embedders.base import Embedder
-from ._errors import InvalidInputError
+from ._errors import DatabaseError, InvalidInputError, ModelMismatchError
 from ._fusion import (
+    CONTEXT_DECAY,
+    CONTEXT_MIX,
+    CONTEXT_TURNS,
+    DEFAULT_TURNS,
     EXAMPLES_PER_CANDIDATE,
     NEIGHBOURS_PER_TOOL,
+    RECENT_CALLS,
+    RECENT_DECAY,
+    TRANSITION_CALLS,
+    TRANSITION_SMOOTHING,
     Fusion,
     check_fusion,
     check_weights,
     stored_fusion,
 )
-from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, check_text
+from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
+from ._messages import read_messages
 from ._models import CatalogInfo
 from ._packing import pack, tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._rows import tool_from_row
 from ._text import query_identifiers, query_text
 
-#: SQLSTATE that ``route_catalog()`` (migration 0006) raises when the catalog changed since its row was read.
+#: SQLSTATE that ``route_catalog()`` (migration 0007) raises when the catalog changed since its row was read.
 STALE_CATALOG = "TS001"
 #: Tries of one route() whose cached catalog row keeps going stale (each retry re-reads the row first).
 ROUTE_ATTEMPTS = 3
@@ -50,9 +60,46 @@ def catalog_changed(exc: BaseException) -> bool:
     return getattr(exc, "sqlstate", None) == STALE_CATALOG
 
 
+class CatalogCache:
+    """The catalog row a store routes with, kept between route() calls; no I/O. A driver runs the tries
+    :meth:`attempts` yields (each says whether to read the row first, then :meth:`keep` it); when a try fails it goes
+    on only if :meth:`retry` says so, and raises :meth:`exhausted` when no try is left. The route statement checks
+    the row's version first, so a stale row never routes: the next try reads the row again."""
+
+    def __init__(self) -> None:
+        self.info: CatalogInfo | None = None
+
+    def attempts(self) -> Iterator[bool]:
+        """Per try, whether the catalog's row must be read first: the first try only when none is cached."""
+        yield self.info is None
+        yield from (True,) * (ROUTE_ATTEMPTS - 1)
+
+    @property
+    def cached(self) -> CatalogInfo:
+        """The cached row (only when :meth:`attempts` said no read was needed)."""
+        assert self.info is not None
+        return self.info
+
+    def keep(self, info: CatalogInfo) -> CatalogInfo:
+        self.info = info
+        return info
+
+    @staticmethod
+    def retry(exc: BaseException, *, read: bool) -> bool:
+        """Whether a try that raised ``exc`` is worth another with the row read again: the statement found the
+        catalog changed, or the cached (not just read) row names another model than the embedder's."""
+        return catalog_changed(exc) or (isinstance(exc, ModelMismatchError) and not read)
+
+    def exhausted(self, catalog: str) -> DatabaseError:
+        return DatabaseError(f"catalog {catalog!r} changed during each of {ROUTE_ATTEMPTS} tries to route; try again")
+
+
 @dataclass(frozen=True)
 class RouteRequest:
-    """One validated route() call."""
+    """One validated route() call. Its conversation: ``session`` (whose logged calls the statement reads), the
+    earlier turns' text (oldest first), the names of the tool calls in the messages (oldest first; looked back on
+    only without a session) and, once resolved (:func:`with_calls`), their tool ids and the names that matched none.
+    """
 
     query: str
     fusion: Fusion
@@ -61,6 +108,38 @@ class RouteRequest:
     allow: list[str] | None = None
     block: list[str] | None = None
     categories: list[str] | None = None
+    session: str | None = None
+    earlier: tuple[str, ...] = ()
+    call_names: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+
+
+def conversation(
+    query: str | None, messages: object, session: str | None, turns: int, dialect: str = "auto"
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The request, the earlier turns' text and the call names to look back on, from route()'s arguments.
+
+    Without ``query`` the request is the latest user turn of ``messages``; with one, the messages' turns are all
+    earlier ones (a latest turn equal to ``query`` is the request itself). Only the last ``turns`` turns are read.
+    With a session the calls come from its log, so the messages' are not looked back on.
+    """
+    if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= MAX_TURNS:
+        raise InvalidInputError(f"turns must be an integer from 1 to {MAX_TURNS}, got {turns!r}")
+    if messages is None:
+        if query is None:
+            raise InvalidInputError("route() needs a query string or messages")
+        return query, (), ()
+    conv = read_messages(messages, dialect, turns=turns)
+    texts = [t.request for t in conv.turns]
+    if query is None:
+        if conv.request is None:
+            raise InvalidInputError("no user message with text in messages: nothing to route")
+        query, texts = conv.request, texts[:-1]
+    elif texts and texts[-1] == query:
+        texts = texts[:-1]
+    names = () if session is not None else tuple(c.name for c in conv.tool_calls)
+    return query, tuple(texts), names
 
 
 def route_request(
@@ -72,6 +151,9 @@ def route_request(
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
+    session: str | None = None,
+    earlier: Sequence[str] = (),
+    call_names: Sequence[str] = (),
 ) -> RouteRequest:
     """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -83,6 +165,8 @@ def route_request(
             f"token_budget must be None or an integer from 0 to {MAX_TOKEN_BUDGET:,}, got {token_budget!r}"
         )
     query_text(query)  # validates the text before any embedding work
+    for i, text in enumerate(earlier):
+        query_text(text, f"earlier turn #{i + 1}")
     return RouteRequest(
         query=query,
         fusion=check_fusion(fusion),
@@ -91,14 +175,27 @@ def route_request(
         allow=_ids("allow", allow),
         block=_ids("block", block),
         categories=_ids("categories", categories),
+        session=None if session is None else check_session(session),
+        earlier=tuple(earlier),
+        call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
     )
+
+
+def with_calls(request: RouteRequest, ids: Sequence[str | None]) -> RouteRequest:
+    """``request`` with its call names resolved (``ids`` aligned with ``call_names``; None: matched no tool)."""
+    found = tuple(i for i in ids if i is not None)
+    missing = tuple(dict.fromkeys(n for n, i in zip(request.call_names, ids) if i is None))
+    return replace(request, calls=found, unresolved=missing)
 
 
 def prepare_route(
     info: CatalogInfo,
     embedder: Embedder | None,
-    query: str,
+    query: str | None,
     *,
+    messages: object = None,
+    session: str | None = None,
+    turns: int = DEFAULT_TURNS,
     k: int = 8,
     token_budget: int | None = None,
     weights: Mapping[str, float] | None = None,
@@ -109,10 +206,20 @@ def prepare_route(
     categories: Sequence[str] | None = None,
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
-    validated request, and :func:`vector_plan`'s answer (None: embed the query)."""
+    validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query)."""
     fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
+    text, earlier, names = conversation(query, messages, session, turns)
     request = route_request(
-        query, fusion, k=k, token_budget=token_budget, allow=allow, block=block, categories=categories
+        text,
+        fusion,
+        k=k,
+        token_budget=token_budget,
+        allow=allow,
+        block=block,
+        categories=categories,
+        session=session,
+        earlier=earlier,
+        call_names=names,
     )
     return request, vector_plan(request, info, embedder)
 
@@ -147,7 +254,7 @@ def vector_plan(request: RouteRequest, info: CatalogInfo, embedder: Embedder | N
     """None when the query must be embedded; else why dense and intent retrieval are off for this call
     (an empty string when no weight asks for them). Raises ModelMismatchError for the wrong model."""
     weights = request.fusion.weights
-    if weights["dense"] == 0 and weights["intent"] == 0:
+    if weights["dense"] == 0 and weights["intent"] == 0 and not context_texts(request):
         return ""
     if embedder is None:
         return "no embedder configured: lexical retrieval only"
@@ -162,7 +269,28 @@ def embedder_failed(exc: Exception) -> str:
     return f"embedder failed ({type(exc).__name__}: {exc}): lexical retrieval only"
 
 
-def statement_params(info: CatalogInfo, request: RouteRequest, qvec: np.ndarray | None) -> dict[str, Any]:
+def context_texts(request: RouteRequest) -> tuple[str, ...]:
+    """The earlier turns mixed into the ``context`` vector (none when context is weighted 0)."""
+    if request.fusion.weights["context"] == 0:
+        return ()
+    return request.earlier[-CONTEXT_TURNS:]
+
+
+def context_vector(qvec: np.ndarray, earlier: Sequence[np.ndarray]) -> np.ndarray | None:
+    """The ``context`` signal's query vector: normalize(q + CONTEXT_MIX * sum_j CONTEXT_DECAY ** j * e_j), over the
+    earlier turns' vectors oldest first (j = 0 is the last one), each made unit length; None without any."""
+    if not len(earlier):
+        return None
+    unit = lambda v: np.asarray(v, dtype=np.float64) / max(float(np.linalg.norm(v)), 1e-12)  # noqa: E731
+    mixed = unit(qvec)
+    for j, vector in enumerate(reversed(earlier)):
+        mixed = mixed + CONTEXT_MIX * CONTEXT_DECAY**j * unit(vector)
+    return unit(mixed).astype(np.float32)
+
+
+def statement_params(
+    info: CatalogInfo, request: RouteRequest, qvec: np.ndarray | None, cvec: np.ndarray | None = None
+) -> dict[str, Any]:
     """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql)."""
     fusion = request.fusion
     n = fusion.depth(request.k)
@@ -184,6 +312,17 @@ def statement_params(info: CatalogInfo, request: RouteRequest, qvec: np.ndarray 
         "w_expansion": w["expansion"],
         "w_dense": w["dense"] if qvec is not None else 0.0,
         "w_intent": w["intent"] if qvec is not None else 0.0,
+        "session": request.session,
+        "calls": list(request.calls),
+        "history": max(RECENT_CALLS, TRANSITION_CALLS),
+        "recent_calls": RECENT_CALLS,
+        "recent_decay": RECENT_DECAY,
+        "transition_calls": TRANSITION_CALLS,
+        "smoothing": TRANSITION_SMOOTHING,
+        "cvec": cvec,
+        "w_recent": w["recent"],
+        "w_transition": w["transition"],
+        "w_context": w["context"] if cvec is not None else 0.0,
         "allow": request.allow,
         "block": request.block,
         "categories": request.categories,
@@ -215,6 +354,8 @@ def route_result(
         tokens_used=used,
         dense_used=dense_used,
         degraded_reason=degraded_reason or None,
+        session=request.session,
+        unresolved=list(request.unresolved),
     )
 
 
@@ -226,6 +367,9 @@ def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
         expansion=row["rank_expansion"],
         dense=row["rank_dense"],
         intent=row["rank_intent"],
+        recent=row["rank_recent"],
+        transition=row["rank_transition"],
+        context=row["rank_context"],
     )
     return RoutedTool(
         tool=tool_from_row(row),

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 import os
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 import numpy as np
@@ -14,20 +13,30 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from . import _access, _catalog, _sql
-from ._connect import DEFAULT_TIMEOUT, Connector, first_line, resolve_dsn
+from . import _access, _catalog, _sessions, _sql
+from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import DatabaseError, InvalidInputError, ModelMismatchError, UnknownCatalogError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF, Fusion, check_fusion, check_weights
-from ._metrics import Judgement, load_judgements
-from ._migrate import DEFAULT_SCHEMA, HEAD_REVISION, check_schema_name, current_revision, migrate
-from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._errors import InvalidInputError, ModelMismatchError, UnknownCatalogError, UnknownToolError
+from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS, Fusion, check_fusion, check_weights
+from ._input import MAX_ID_CHARS, check_catalog_name, check_text
+from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
+from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
+from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import RouteTrace, logger, span
 from ._reembed import reembed
 from ._result import RouteResult
-from ._route import ROUTE_ATTEMPTS, catalog_changed, embedder_failed, prepare_route, route_result, statement_params
+from ._route import (
+    CatalogCache,
+    context_texts,
+    context_vector,
+    embedder_failed,
+    prepare_route,
+    route_result,
+    statement_params,
+    with_calls,
+)
 from ._rows import name_row, unknown_catalog
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
@@ -35,7 +44,6 @@ from ._vectors import BREAKER_COOLDOWN, QueryVectors
 T = TypeVar("T")
 
 DEFAULT = "default"
-MAX_CATALOG_CHARS = 200
 
 
 class ToolStore:
@@ -80,35 +88,18 @@ class ToolStore:
         self.embedder: Embedder | None = embedder
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self.dsn = resolve_dsn(dsn)
-        self.ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
-        self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, max_size=pool_size, timeout=timeout)
+        ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
+        pool_options: dict[str, Any] = {"max_size": pool_size, "timeout": timeout}
+        self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
         replicas = [read_dsn] if isinstance(read_dsn, str) else list(read_dsn or [])
         try:
-            self._replicas = [
-                Connector(d, schema=self.schema, tenant=catalog, max_size=pool_size, timeout=timeout) for d in replicas
-            ]
+            self._replicas = Replicas(
+                replicas, handover=(UnknownCatalogError,), schema=self.schema, tenant=catalog, **pool_options
+            )
         except BaseException:
             self._db.close()
             raise
-        self._turn, self._turn_lock = -1, threading.Lock()
-        self._routing: CatalogInfo | None = None  # the catalog row route() routes with (see _routing_info)
-
-    @staticmethod
-    def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Migrate ``schema`` to head when behind (``auto``), else raise DatabaseError naming the revision."""
-        try:
-            with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeout))) as conn:
-                revision = current_revision(conn, schema)
-        except psycopg.Error as exc:
-            raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
-        if revision == HEAD_REVISION:
-            return
-        if not auto:
-            raise DatabaseError(
-                f"toolstore schema {schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: "
-                "run `toolstore migrate`"
-            )
-        migrate(dsn, schema=schema)
+        self._routing = CatalogCache()  # the catalog row route() routes with
 
     @property
     def pool(self) -> ConnectionPool[Any]:
@@ -124,26 +115,15 @@ class ToolStore:
         return self._db.run(work)
 
     def _read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """A read on the replicas in turn, then on the primary: a replica that is down, or has not replayed this
-        catalog yet (UnknownCatalogError), hands the read on."""
-        if self._replicas:
-            with self._turn_lock:
-                self._turn = (self._turn + 1) % len(self._replicas)
-                first = self._turn
-            for offset in range(len(self._replicas)):
-                replica = self._replicas[(first + offset) % len(self._replicas)]
-                try:
-                    return replica.run(work)
-                except (UnknownCatalogError, DatabaseError) as exc:
-                    logger.debug("read on a replica failed, trying the next: %s", exc)
-        return self._db.run(work)
+        """A read on the replicas in turn, then on the primary."""
+        answered, result = self._replicas.run(work)
+        return result if answered else self._db.run(work)  # type: ignore[return-value]
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def close(self) -> None:
         self._db.close()
-        for replica in self._replicas:
-            replica.close()
+        self._replicas.close()
 
     def __enter__(self) -> ToolStore:
         return self
@@ -194,19 +174,24 @@ class ToolStore:
 
     def tune(
         self,
-        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]],
+        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]] = (),
         *,
+        sessions: str | os.PathLike[str] | Sequence[LabelledSession] = (),
         seed: int = 0,
         folds: int = 5,
         save: bool = True,
     ) -> TuneReport:
-        """Learn this catalog's fusion weights from labelled requests and (unless ``save=False``) store them.
+        """Learn this catalog's fusion weights from labelled requests and/or labelled sessions (which tune the
+        conversation signals too) and (unless ``save=False``) store them.
 
-        ``examples``: a ``train.jsonl`` path or ``(query, Judgement)`` pairs. See ``toolstore tune``.
+        ``examples``: a ``train.jsonl`` path or ``(query, Judgement)`` pairs; ``sessions``: a
+        ``train_sessions.jsonl`` path or LabelledSessions. See ``toolstore tune``.
         """
         if isinstance(examples, (str, os.PathLike)):
             examples = load_judgements(examples)
-        return tune(self, examples, seed=seed, folds=folds, save=save)
+        if isinstance(sessions, (str, os.PathLike)):
+            sessions = load_sessions(sessions)
+        return tune(self, examples, sessions=sessions, seed=seed, folds=folds, save=save)
 
     def grant(self, role: str, *, write: bool = False, tenant: bool = False) -> None:
         """Let database role ``role`` see this catalog (``write``: and change it), enforced by row-level security.
@@ -282,6 +267,12 @@ class ToolStore:
 
         return self._read(work)
 
+    def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
+        """The tool id each name a model called means across the catalog (as :meth:`resolve`), None for a name that
+        matches no tool or several."""
+        names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
+        return self._run(lambda conn: _sessions.resolve_tools(conn, self._info(conn), names))
+
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
         self._run(lambda conn: _catalog.remove_tool(conn, self.catalog, tool_id))
@@ -290,8 +281,11 @@ class ToolStore:
 
     def route(
         self,
-        query: str,
+        query: str | None = None,
         *,
+        messages: object = None,
+        session: str | None = None,
+        turns: int = DEFAULT_TURNS,
         k: int = 8,
         token_budget: int | None = None,
         weights: Mapping[str, float] | None = None,
@@ -303,74 +297,104 @@ class ToolStore:
     ) -> RouteResult:
         """The tools for one request, best first, packed into ``token_budget`` tokens when given.
 
-        ``k`` routed tools at most, plus the catalog's always-on tools first. ``weights`` (per signal:
-        name, description, expansion, dense, intent; 0 switches one off), ``k_rrf`` and ``overfetch``
-        override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
+        ``k`` routed tools at most, plus the catalog's always-on tools first. The request is ``query``, or the latest
+        user turn of ``messages`` (OpenAI Chat Completions messages, Responses input items or Anthropic messages;
+        dicts or SDK objects), whose last ``turns`` turns are read: earlier turns' text feeds ``context``, and their
+        tool calls (resolved by id or name; ``result.unresolved`` lists those that match nothing) feed ``recent``
+        and ``transition``. With ``session``, those calls come from the session's log instead (see
+        :meth:`record_calls`). ``weights`` (per signal of ``SIGNALS``; 0 switches one off), ``k_rrf`` and
+        ``overfetch`` override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
         keeps tools in any of the given categories.
         """
+        options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
+        options |= dict(
+            weights=weights, k_rrf=k_rrf, overfetch=overfetch, allow=allow, block=block, categories=categories
+        )
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
-            for attempt in range(ROUTE_ATTEMPTS):
-                info, fresh = self._routing_info(conn, refresh=attempt > 0)
+            for read in self._routing.attempts():
+                info = self._routing.keep(self._info(conn)) if read else self._routing.cached
                 try:
-                    request, reason = prepare_route(
-                        info,
-                        self.embedder,
-                        query,
-                        k=k,
-                        token_budget=token_budget,
-                        weights=weights,
-                        k_rrf=k_rrf,
-                        overfetch=overfetch,
-                        allow=allow,
-                        block=block,
-                        categories=categories,
-                    )
-                except ModelMismatchError:
-                    if fresh:
+                    return self._route_once(conn, info, query, options)
+                except (ModelMismatchError, psycopg.Error) as exc:
+                    if not self._routing.retry(exc, read=read):
                         raise
-                    continue  # the cached row may predate a model switch
-                with RouteTrace(self.catalog, query, k) as trace:
-                    qvec: np.ndarray | None = None
-                    if reason is None and self.embedder is not None:
-                        try:
-                            with trace.stage("embed"):
-                                qvec = self._query_vectors.get(self.embedder, query)
-                        except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                            reason = embedder_failed(exc)
-                    try:
-                        with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
-                            rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec)).fetchall()
-                    except psycopg.Error as exc:
-                        if catalog_changed(exc) and attempt + 1 < ROUTE_ATTEMPTS:
-                            continue
-                        raise
-                    with trace.stage("pack"):
-                        result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-                    return trace.done(result)
-            raise AssertionError("unreachable")
+            raise self._routing.exhausted(self.catalog)
 
         return self._read(work)
 
-    def _routing_info(self, conn: psycopg.Connection[Any], *, refresh: bool) -> tuple[CatalogInfo, bool]:
-        """The catalog row route() uses: the cached one, or (first use, ``refresh``) read now and cached; and whether
-        it was read now. The route statement checks the cached row's version, so a stale one is never routed with."""
-        if not refresh and self._routing is not None:
-            return self._routing, False
-        self._routing = self._info(conn)
-        return self._routing, True
+    def _route_once(
+        self, conn: psycopg.Connection[Any], info: CatalogInfo, query: str | None, options: dict[str, Any]
+    ) -> RouteResult:
+        """One try of route() with the catalog's row ``info``."""
+        request, reason = prepare_route(info, self.embedder, query, **options)
+        if request.call_names:
+            request = with_calls(request, _sessions.resolve_tools(conn, info, request.call_names))
+        with RouteTrace(self.catalog, request.query, request.k) as trace:
+            qvec: np.ndarray | None = None
+            cvec: np.ndarray | None = None
+            if reason is None and self.embedder is not None:
+                try:
+                    with trace.stage("embed"):
+                        qvec = self._query_vectors.get(self.embedder, request.query)
+                        earlier = [self._query_vectors.get(self.embedder, t) for t in context_texts(request)]
+                        cvec = context_vector(qvec, earlier)
+                except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                    qvec, reason = None, embedder_failed(exc)
+            with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec)).fetchall()
+            with trace.stage("pack"):
+                result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+            return trace.done(result)
 
+    # -- the session log ---------------------------------------------------------------------------------
 
-def check_catalog_name(name: object) -> str:
-    """A catalog name: a non-empty string of at most 200 characters, without control characters."""
-    if (
-        not isinstance(name, str)
-        or not name.strip()
-        or len(name) > MAX_CATALOG_CHARS
-        or any(ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF for c in name)
-    ):
-        raise InvalidInputError(
-            f"catalog name must be a non-empty string of at most {MAX_CATALOG_CHARS} printable characters, "
-            f"got {name!r:.80}"
-        )
-    return name
+    def record_calls(self, session: str, calls: Iterable[object]) -> int:
+        """Append tool calls (oldest first) to ``session``'s log; ``route(..., session=...)`` looks back on them and
+        the catalog's transition counts learn from them. A call is a tool id (or a name a model called it by), a
+        :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
+        already logged is skipped. Returns how many were written; UnknownToolError (nothing written) when a call
+        names no tool of the catalog."""
+        return self._run(lambda conn: _sessions.record_calls(conn, self._info(conn), session, calls))
+
+    def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
+        """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction."""
+        sessions = list(sessions)
+        return self._run(lambda conn: _sessions.import_sessions(conn, self._info(conn), sessions))
+
+    def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        """The catalog's logged sessions, most recently written first, with call counts and times."""
+        return self._run(lambda conn: _sessions.list_sessions(conn, self._info(conn), limit=limit))
+
+    def session_log(self, session: str) -> list[LoggedCall]:
+        """Every logged call of ``session``, oldest first."""
+        return self._run(lambda conn: _sessions.session_log(conn, self._info(conn), session))
+
+    def transitions(self, *, prev: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The catalog's learned transition counts (from ``prev`` when given), most frequent first."""
+        return self._run(lambda conn: _sessions.transitions(conn, self._info(conn), prev=prev, limit=limit))
+
+    def prune_sessions(self, *, older_than: timedelta | None = None, session: str | None = None) -> dict[str, int]:
+        """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
+        ``session``; sessions left empty go too, and the transition counts follow."""
+        keep = _sessions.retention(self.info(counts=False).settings)
+        if older_than is None and session is None:
+            older_than = keep.max_age
+            if older_than is None:
+                raise InvalidInputError("give older_than or a session, or set a retention age (set_session_retention)")
+        if older_than is not None and (not isinstance(older_than, timedelta) or older_than < timedelta(0)):
+            raise InvalidInputError(f"older_than must be a non-negative timedelta, got {older_than!r}")
+        before = None if older_than is None else datetime.now(timezone.utc) - older_than
+        return self._run(lambda conn: _sessions.prune(conn, self._info(conn), before=before, session=session))
+
+    def set_session_retention(
+        self, *, max_calls: int | None = _sessions.DEFAULT_MAX_CALLS, max_age_days: float | None = None
+    ) -> None:
+        """Keep at most ``max_calls`` calls per session and none older than ``max_age_days`` (None: no limit),
+        applied to a session at each write to it and to every session by :meth:`prune_sessions`."""
+        keep = _sessions.check_retention(max_calls, max_age_days)
+        self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {_sessions.RETENTION_KEY: keep.as_dict()}))
+
+    def session_retention(self) -> dict[str, Any]:
+        """The catalog's retention of its session log: ``max_calls`` per session and ``max_age_days``."""
+        return _sessions.retention(self.info(counts=False).settings).as_dict()

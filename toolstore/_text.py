@@ -79,10 +79,29 @@ def expansion_doc(tool: Tool) -> str:
     return with_split_identifiers(tool.expansion)
 
 
+def _parameters_line(schema: Any) -> str:
+    """``Parameters: city (the city to look up); units`` from a JSON schema's top-level properties."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return ""
+    items = []
+    for name, sub in properties.items():
+        description = sub.get("description") if isinstance(sub, dict) else None
+        described = isinstance(description, str) and description.strip()
+        items.append(split_identifier(str(name)) + (f" ({description.strip()})" if described else ""))
+    return "Parameters: " + "; ".join(items)
+
+
 def dense_text(tool: Tool) -> str:
-    """The text embedded for a tool's dense vector."""
+    """The text embedded for a tool's dense vector: what it does first, then where it belongs and what it takes.
+
+    ``title or split name: description``, then ``Category: ...``, ``Parameters: name (description); ...`` and the
+    expansion, one per line. Categories and parameters raised zero-shot dense nDCG@10 through route() on seal_tools
+    (.626 -> .656) and gorilla_torch (.242 -> .274) and left metatool (no parameters) unchanged (README, Quality).
+    """
     head = tool.title or split_identifier(tool.name)
-    parts = [f"{head}: {tool.description}".strip(), tool.expansion]
+    categories = f"Category: {', '.join(tool.categories)}" if tool.categories else ""
+    parts = [f"{head}: {tool.description}".strip(), categories, _parameters_line(tool.parameters), tool.expansion]
     return "\n".join(p for p in parts if p)
 
 
@@ -95,6 +114,6 @@ def query_identifiers(query: str) -> list[str]:
     return sorted(t for t in found if t)[:64]
 
 
-def query_text(query: str) -> str:
-    """Validate a routing query and prepare it for lexical matching."""
-    return with_split_identifiers(check_text(query, "query", max_chars=MAX_QUERY_CHARS))
+def query_text(query: str, what: str = "query") -> str:
+    """Validate a routing query (``what`` names it in errors) and prepare it for lexical matching."""
+    return with_split_identifiers(check_text(query, what, max_chars=MAX_QUERY_CHARS))

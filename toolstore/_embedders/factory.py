@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .._errors import InvalidInputError
 from .base import Embedder
 from .hashing import HashingEmbedder
-from .local import LocalEmbedder
+from .local import CONFIG_FILE, MODEL_FILES, LocalEmbedder
 from .openai import OpenAIEmbedder
 
-SPECS = "local | hashing[-DIM] | openai/MODEL[@DIMENSIONS] | none"
+SPECS = "local | local:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS] | none"
 
 
 def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Embedder | None:
-    """``local`` (shipped MiniLM), ``hashing-256`` (test double), ``openai/text-embedding-3-small@512``, ``none``."""
+    """``local`` (shipped MiniLM), ``local:DIR`` (a model exported by ``scripts/build_candidate_model.py``),
+    ``hashing-256`` (test double), ``openai/text-embedding-3-small@512``, ``none``."""
     if spec == "none":
         return None
     if spec in ("local", "local/all-MiniLM-L6-v2"):
         return LocalEmbedder()
+    if spec.startswith("local:"):
+        directory = Path(spec[len("local:") :]).expanduser()
+        missing = [name for name in (*MODEL_FILES, CONFIG_FILE) if not (directory / name).is_file()]
+        if missing:
+            raise InvalidInputError(
+                f"embedder {spec!r}: {directory} lacks {', '.join(missing)}; export a model there with "
+                "scripts/build_candidate_model.py"
+            )
+        return LocalEmbedder(model_dir=directory)
     if spec == "hashing" or spec.startswith("hashing-"):
         dim = spec.partition("-")[2] or "256"
         if not dim.isdigit():

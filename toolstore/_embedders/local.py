@@ -3,10 +3,15 @@
 The model files ship in ``toolstore/_embedders/minilm/`` (int8 ONNX graph with mean pooling and normalisation
 inside, ``tokenizer.json`` truncating at 256 tokens); ``scripts/build_local_model.py`` regenerates them.
 onnxruntime and tokenizers are imported, and the model loaded, on first use, so importing this module is cheap.
+
+Any other model exported the same way (``scripts/build_candidate_model.py``) runs through the same class: its
+directory holds ``model.onnx``, ``tokenizer.json`` and ``embedder.json`` (``{"model": "local/NAME", "dim": D,
+"max_tokens": T}``), and ``--embedder local:DIR`` selects it.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,12 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import EmbedderError
+from .._errors import EmbedderError, InvalidInputError
 from .base import Embedder, normalise
 
 MODEL_DIR = Path(__file__).resolve().parent / "minilm"
 MODEL_FILES = ("model.onnx", "tokenizer.json")
 MAX_TOKENS = 256
+#: In a model directory other than the shipped one: the identifier a catalog records, the dimension, the truncation.
+CONFIG_FILE = "embedder.json"
 
 # One intra-op thread by default: a short query takes a few ms either way, a second thread gains ~1.4x at best,
 # and a router usually runs next to other work (web server, database) that the extra thread would compete with.
@@ -31,11 +38,13 @@ class LocalEmbedder(Embedder):
 
     ``threads`` sets onnxruntime's intra-op threads (default 1); ``batch_size`` how many texts one
     :meth:`embed_batch` call of :meth:`embed_many` gets; ``model_dir`` a directory holding ``model.onnx`` and
-    ``tokenizer.json`` instead of the shipped ones.
+    ``tokenizer.json`` instead of the shipped ones, and ``embedder.json`` when it is another model (its
+    ``model`` name, ``dim`` and ``max_tokens``).
     """
 
     model = "local/all-MiniLM-L6-v2"
     dim = 384
+    max_tokens = MAX_TOKENS
 
     def __init__(self, *, threads: int | None = None, batch_size: int = 64, model_dir: Path | None = None) -> None:
         if threads is not None and threads < 1:
@@ -45,6 +54,8 @@ class LocalEmbedder(Embedder):
         self.threads = DEFAULT_THREADS if threads is None else threads
         self.batch_size = batch_size
         self.model_dir = Path(model_dir) if model_dir is not None else MODEL_DIR
+        if (self.model_dir / CONFIG_FILE).is_file():
+            self.model, self.dim, self.max_tokens = read_config(self.model_dir / CONFIG_FILE)
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -103,7 +114,7 @@ class LocalEmbedder(Embedder):
             tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         except Exception as exc:
             raise EmbedderError(f"local embedder: cannot read {self.model_dir / 'tokenizer.json'}: {exc}") from exc
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.enable_truncation(max_length=self.max_tokens)
         tokenizer.no_padding()  # embed_batch pads each length-sorted chunk itself
         return tokenizer
 
@@ -120,3 +131,20 @@ class LocalEmbedder(Embedder):
             )
         except Exception as exc:
             raise EmbedderError(f"local embedder: cannot load {self.model_dir / 'model.onnx'}: {exc}") from exc
+
+
+def read_config(path: Path) -> tuple[str, int, int]:
+    """``(model, dim, max_tokens)`` from a model directory's ``embedder.json``; InvalidInputError when malformed."""
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc}") from exc
+    model, dim, max_tokens = (
+        config.get(key) if isinstance(config, dict) else None for key in ("model", "dim", "max_tokens")
+    )
+    if not (isinstance(model, str) and model.startswith("local/") and len(model) > len("local/")):
+        raise InvalidInputError(f"{path}: 'model' must be a name like 'local/all-mpnet-base-v2', got {model!r}")
+    for key, value in (("dim", dim), ("max_tokens", max_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(f"{path}: {key!r} must be a positive integer, got {value!r}")
+    return model, dim, max_tokens

@@ -79,7 +79,10 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             envvar="TOOLSTORE_EMBEDDER" if group else None,
             default=defaults("local"),
             show_default=group,
-            help=f"{SPECS}: local is the shipped MiniLM, hashing a test double, none lexical only.",
+            help=(
+                f"{SPECS}: local is the shipped MiniLM, local:DIR a model exported by "
+                "scripts/build_candidate_model.py, hashing a test double, none lexical only."
+            ),
             callback=_remember("embedder", group=group),
             expose_value=False,
         ),

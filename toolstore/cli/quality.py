@@ -1,4 +1,5 @@
-"""``toolstore eval`` and ``toolstore tune``: benchmark routing quality and learn fusion weights."""
+"""``toolstore eval`` and ``toolstore tune``: benchmark routing quality (labelled queries, or labelled sessions replayed
+turn by turn) and learn fusion weights."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ from typing import Any
 import click
 
 from .._errors import InvalidInputError
-from .._eval import evaluate, format_table, select_configs
-from .._examples import load_examples
+from .._eval import SESSION_CONFIGS, evaluate, evaluate_sessions, format_table, select_configs
+from .._examples import load_examples, session_examples
 from .._formats import load_tools_file
-from .._metrics import Judgement, load_judgements
+from .._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from .._tune import tune
 from .app import command, emit, open_store, options
 
 CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
+SESSION_CHART_METRICS = ("nDCG@10", "comp@5", "comp@10")
+SESSION_COLUMNS = ("R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "comp@5", "comp@10", "latency_ms_p50", "latency_ms_p95")
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
@@ -29,6 +32,19 @@ def _judgements(path: Path) -> list[tuple[str, Judgement]]:
     if not pairs:
         raise InvalidInputError(f"{path}: no queries found")
     return pairs
+
+
+def _sessions(path: Path) -> list[LabelledSession]:
+    sessions = load_sessions(path)
+    if not sessions:
+        raise InvalidInputError(f"{path}: no sessions found")
+    return sessions
+
+
+def _summary_line(result: dict[str, Any]) -> str:
+    if "n_sessions" in result:
+        return f"{result['n_turns']} turns in {result['n_sessions']} sessions, {result['n_tools']} tools"
+    return f"{result['n_queries']} queries, {result['n_tools']} tools"
 
 
 def _tune_summary(report: dict[str, Any]) -> str:
@@ -45,13 +61,9 @@ def _tune_summary(report: dict[str, Any]) -> str:
 def write_report(directory: Path, result: dict[str, Any], title: str) -> list[str]:
     """Write ``eval.md`` (and ``eval.png`` when matplotlib is installed) into ``directory``; returns notes."""
     directory.mkdir(parents=True, exist_ok=True)
-    text = [
-        f"# {title}",
-        "",
-        f"{result['n_queries']} queries, {result['n_tools']} tools",
-        "",
-        format_table(result, markdown=True),
-    ]
+    columns, chart = (SESSION_COLUMNS, SESSION_CHART_METRICS) if "n_sessions" in result else (None, CHART_METRICS)
+    table = format_table(result, columns, markdown=True) if columns else format_table(result, markdown=True)
+    text = [f"# {title}", "", _summary_line(result), "", table]
     if "tune" in result:
         text += ["", "```", _tune_summary(result["tune"]), "```"]
     (directory / "eval.md").write_text("\n".join(text) + "\n", encoding="utf-8")
@@ -64,8 +76,8 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
         return ["matplotlib is not installed (pip install 'toolstore[plot]'): wrote eval.md without the chart"]
     names = list(result["configs"])
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(names)), 4))
-    width = 0.8 / len(CHART_METRICS)
-    for i, metric in enumerate(CHART_METRICS):
+    width = 0.8 / len(chart)
+    for i, metric in enumerate(chart):
         values = [result["configs"][n].get(metric) or 0.0 for n in names]
         ax.bar([x + i * width for x in range(len(names))], values, width, label=metric)
     ax.set_xticks([x + width for x in range(len(names))], names, rotation=30, ha="right")
@@ -80,16 +92,29 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
 
 @command("eval")
 @click.option("--tools", "tools_file", required=True, type=FILE)
-@click.option("--queries", "queries_file", required=True, type=FILE)
+@click.option("--queries", "queries_file", type=FILE, help="Labelled requests (queries.jsonl format).")
+@click.option(
+    "--sessions", "sessions_file", type=FILE, help="Labelled sessions (bfcl_sessions format), replayed turn by turn."
+)
 @click.option(
     "--train",
     "train_file",
     type=FILE,
     help="Labelled requests (train.jsonl format): stored as intent examples, and tuned on with --tune.",
 )
+@click.option(
+    "--train-sessions",
+    "train_sessions_file",
+    type=FILE,
+    help="Labelled sessions: logged (transitions), their turns stored as intent examples, tuned on with --tune.",
+)
+@click.option("--no-examples", is_flag=True, help="Do not store --train-sessions' turns as intent examples.")
 @click.option("--config", "config_names", multiple=True, help="Config to evaluate (repeatable); default: all.")
 @click.option(
-    "--tune", "do_tune", is_flag=True, help="Fit fusion weights on --train (never on --queries) and add config 'tuned'."
+    "--tune",
+    "do_tune",
+    is_flag=True,
+    help="Fit fusion weights on --train / --train-sessions (never on what is evaluated) and add config 'tuned'.",
 )
 @click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Tools per query.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the tuning folds.")
@@ -99,8 +124,11 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
 def eval_(
     ctx: click.Context,
     tools_file: Path,
-    queries_file: Path,
+    queries_file: Path | None,
+    sessions_file: Path | None,
     train_file: Path | None,
+    train_sessions_file: Path | None,
+    no_examples: bool,
     config_names: tuple[str, ...],
     do_tune: bool,
     k: int,
@@ -108,27 +136,49 @@ def eval_(
     report_dir: Path | None,
     keep: bool,
 ) -> None:
-    """Evaluate routing on labelled queries in a scratch catalog, under several fusion configs."""
-    if do_tune and train_file is None:
-        raise InvalidInputError("--tune needs --train: weights are fitted on training queries, never on --queries")
-    configs = select_configs(config_names or None, tuned=do_tune)
+    """Evaluate routing in a scratch catalog: labelled queries under several fusion configs, or labelled sessions
+    replayed turn by turn (configs turn, session, tuned)."""
+    if (queries_file is None) == (sessions_file is None):
+        raise InvalidInputError("give --queries or --sessions (one of them)")
+    if do_tune and train_file is None and train_sessions_file is None:
+        raise InvalidInputError(
+            "--tune needs --train or --train-sessions: weights are never fitted on what is evaluated"
+        )
+    if sessions_file is not None:
+        names = list(dict.fromkeys(config_names)) or [c for c in SESSION_CONFIGS if do_tune or c != "tuned"]
+        unknown = [n for n in names if n not in SESSION_CONFIGS]
+        if unknown:
+            raise InvalidInputError(f"unknown config(s) {unknown!r} for sessions; known: {', '.join(SESSION_CONFIGS)}")
+        configs: Any = names
+    else:
+        configs = select_configs(config_names or None, tuned=do_tune)
     if "tuned" in configs and not do_tune:
-        raise InvalidInputError("config 'tuned' needs --tune (and --train)")
+        raise InvalidInputError("config 'tuned' needs --tune (and --train or --train-sessions)")
     tools = load_tools_file(tools_file)
-    queries = _judgements(queries_file)
-    train = _judgements(train_file) if train_file else None
-    examples = load_examples(train_file) if train_file else None
+    queries = _judgements(queries_file) if queries_file else None
+    sessions = _sessions(sessions_file) if sessions_file else None
+    train = _judgements(train_file) if train_file else []
+    train_sessions = _sessions(train_sessions_file) if train_sessions_file else []
+    examples = load_examples(train_file) if train_file else []
+    if train_sessions and not no_examples:
+        examples += session_examples(train_sessions)
     catalog = f"eval-{uuid.uuid4().hex[:12]}"
     with open_store(ctx, catalog=catalog) as store:
         try:
             store.upsert(tools)
             if examples:
                 if store.embedder is None:
-                    raise InvalidInputError("--train stores intent examples, which need an embedder (not 'none')")
+                    raise InvalidInputError("training data is stored as intent examples, which need an embedder")
                 store.add_examples(examples)
+            if train_sessions:
+                store.import_sessions((s.sid, s.calls) for s in train_sessions)
             store.analyze()
-            tuned = tune(store, train, seed=seed) if do_tune and train else None
-            result = evaluate(store, queries, configs=configs, k=k, progress=True)
+            tuned = tune(store, train, sessions=train_sessions, seed=seed) if do_tune else None
+            if sessions is not None:
+                result = evaluate_sessions(store, sessions, configs=configs, k=k, progress=True)
+            else:
+                assert queries is not None
+                result = evaluate(store, queries, configs=configs, k=k, progress=True)
             if tuned is not None:
                 result["tune"] = tuned.as_dict()
             if keep:
@@ -136,14 +186,14 @@ def eval_(
         finally:
             if not keep:
                 store.drop_catalog()
-    title = f"{tools_file.parent.name or 'eval'}: {queries_file.name}"
+    title = f"{tools_file.parent.name or 'eval'}: {(queries_file or sessions_file).name}"  # type: ignore[union-attr]
     for note in write_report(report_dir, result, title) if report_dir else []:
         click.echo(f"note: {note}", err=True)
 
     def human() -> None:
         kept = f", catalog kept: {catalog}" if keep else ""
-        click.echo(f"{result['n_queries']} queries, {result['n_tools']} tools{kept}")
-        click.echo(format_table(result))
+        click.echo(_summary_line(result) + kept)
+        click.echo(format_table(result, SESSION_COLUMNS) if sessions is not None else format_table(result))
         if tuned is not None:
             click.echo(_tune_summary(result["tune"]))
 
@@ -154,19 +204,30 @@ def eval_(
 @click.option(
     "--examples",
     "examples_file",
-    required=True,
     type=FILE,
     help="Labelled requests, train.jsonl format ({qid, query, relevant, acceptable}).",
+)
+@click.option(
+    "--sessions",
+    "sessions_file",
+    type=FILE,
+    help="Labelled sessions, train_sessions.jsonl format: turns tuned on with the conversation so far.",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the cross-validation folds.")
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2))
 @click.option("--dry-run", is_flag=True, help="Report what would be stored without storing it.")
 @click.pass_context
-def tune_(ctx: click.Context, examples_file: Path, seed: int, folds: int, dry_run: bool) -> None:
-    """Learn the catalog's fusion weights from labelled requests (-c/--catalog) and store them."""
-    examples = _judgements(examples_file)
+def tune_(
+    ctx: click.Context, examples_file: Path | None, sessions_file: Path | None, seed: int, folds: int, dry_run: bool
+) -> None:
+    """Learn the catalog's fusion weights from labelled requests and/or sessions (-c/--catalog) and store them.
+    Sessions tune the conversation signals too; their transitions come from the file, not the catalog's log."""
+    if examples_file is None and sessions_file is None:
+        raise InvalidInputError("give --examples or --sessions (or both)")
+    examples = _judgements(examples_file) if examples_file else []
+    sessions = _sessions(sessions_file) if sessions_file else []
     with open_store(ctx, create=False) as store:
-        report = tune(store, examples, seed=seed, folds=folds, save=not dry_run).as_dict()
+        report = tune(store, examples, sessions=sessions, seed=seed, folds=folds, save=not dry_run).as_dict()
     report["catalog"] = options(ctx)["catalog"]
     report["stored"] = not dry_run
     note = "\n  (dry run: nothing stored)" if dry_run else ""

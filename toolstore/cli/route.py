@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
 
 from .. import _formats
 from .._errors import InvalidInputError
-from .._fusion import SIGNALS
+from .._fusion import DEFAULT_TURNS, SIGNALS
+from .._input import parse_json, read_text_file
 from .._models import JSON_VERSION
 from .._result import RoutedTool, RouteResult
 from .app import ROUTE_FORMATS, command, open_store, wants_json
@@ -56,6 +58,8 @@ def result_json(result: RouteResult) -> dict[str, Any]:
         "token_budget": result.token_budget,
         "dense_used": result.dense_used,
         "degraded_reason": result.degraded_reason,
+        "session": result.session,
+        "unresolved": result.unresolved,
     }
 
 
@@ -63,6 +67,8 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
     """A RouteResult as a table: rank, tool, score, and with ``explain`` each signal's rank."""
     if result.degraded_reason:
         click.echo(f"note: {result.degraded_reason}")
+    if result.unresolved:
+        click.echo(f"note: tool calls that match no tool: {', '.join(result.unresolved)}")
     head = f"{'#':>2}  {'tool':<40} {'score':>7}"
     if explain:
         head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
@@ -78,8 +84,21 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
     click.echo(f"tokens: {result.tokens_used}{budget}")
 
 
+def read_messages_file(path: Path) -> Any:
+    """A message list from a JSON file (a list of messages, or an object with ``messages`` or ``input``)."""
+    try:
+        data = parse_json(read_text_file(path, "messages file"))
+    except ValueError as exc:
+        raise InvalidInputError(f"{path}: invalid JSON ({exc})") from None
+    if isinstance(data, dict):
+        data = data.get("messages", data.get("input"))
+    if not isinstance(data, list):
+        raise InvalidInputError(f"{path}: expected a JSON list of messages (or an object with 'messages')")
+    return data
+
+
 @command("route")
-@click.argument("request")
+@click.argument("request", required=False)
 @click.option("-k", "--k", "k", default=8, show_default=True, type=int, help="Routed tools (always-on ones on top).")
 @click.option("--budget", type=int, help="Token budget for the packed tool definitions.")
 @click.option(
@@ -93,10 +112,19 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
 @click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")
 @click.option("--allow", multiple=True, help="Only these tool ids (repeatable).")
 @click.option("--block", multiple=True, help="Never these tool ids (repeatable).")
+@click.option("--session", help="Look back on this session's logged calls (see `toolstore sessions`).")
+@click.option(
+    "--messages",
+    "messages_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A JSON message list (OpenAI or Anthropic): without REQUEST its latest user turn is routed, with its "
+    "conversation as context.",
+)
+@click.option("--turns", default=DEFAULT_TURNS, show_default=True, type=int, help="User turns of --messages read.")
 @click.pass_context
 def route(
     ctx: click.Context,
-    request: str,
+    request: str | None,
     k: int,
     budget: int | None,
     fmt: str | None,
@@ -105,11 +133,20 @@ def route(
     categories: tuple[str, ...],
     allow: tuple[str, ...],
     block: tuple[str, ...],
+    session: str | None,
+    messages_file: Path | None,
+    turns: int,
 ) -> None:
-    """Route REQUEST: the tools that matter, best first."""
+    """Route REQUEST (or the latest request of --messages): the tools that matter, best first."""
+    if request is None and messages_file is None:
+        raise InvalidInputError("give a REQUEST or --messages FILE")
+    messages = read_messages_file(messages_file) if messages_file else None
     with open_store(ctx, create=False) as store:
         result = store.route(
             request,
+            messages=messages,
+            session=session,
+            turns=turns,
             k=k,
             token_budget=budget,
             weights=parse_weights(weights),

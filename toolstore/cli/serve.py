@@ -23,12 +23,25 @@ def serve_group() -> None:
 @click.option(
     "--call-timeout", default=DEFAULT_CALL_TIMEOUT, show_default=True, type=float, help="Seconds per forwarded call."
 )
+@click.option(
+    "--no-session-log",
+    is_flag=True,
+    help="With --gateway: do not record forwarded calls in the session log (one session per client connection).",
+)
 @click.pass_context
 def serve_mcp(
-    ctx: click.Context, transport: str, host: str, port: int, gateway: bool, k: int, call_timeout: float
+    ctx: click.Context,
+    transport: str,
+    host: str,
+    port: int,
+    gateway: bool,
+    k: int,
+    call_timeout: float,
+    no_session_log: bool,
 ) -> None:
     """Run an MCP server over the catalog (-c): find_tools(query, k?, token_budget?), and with --gateway
-    call_tool(name, arguments) for tools synced by `toolstore sync mcp`. Streamable HTTP serves at /mcp."""
+    call_tool(name, arguments) for tools synced by `toolstore sync mcp`, each call recorded in the session log
+    (find_tools then ranks what usually comes next higher). Streamable HTTP serves at /mcp."""
     import anyio
 
     opts = options(ctx)
@@ -40,7 +53,14 @@ def serve_mcp(
         async with store:
             await store.info(counts=False)  # an unknown catalog fails now, not on the first request
             await serve(
-                store, transport=transport, host=host, port=port, gateway=gateway, k=k, call_timeout=call_timeout
+                store,
+                transport=transport,
+                host=host,
+                port=port,
+                gateway=gateway,
+                k=k,
+                call_timeout=call_timeout,
+                session_log=gateway and not no_session_log,
             )
 
     if transport == "http" and not opts.get("quiet"):

@@ -1,7 +1,7 @@
 """Scale: catalog versions for one-round-trip routes, catalog-first keys, impact-ordered postings, lighter writes.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-24
 
 - ``catalogs.version`` goes up with every update of a catalog's row (model, dimension, settings). A store caches
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
@@ -297,7 +297,7 @@ def upgrade() -> None:
     op.execute(KNN)
 
 
-# -- downgrade: revision 0005's schema, its functions as 0001 and 0002 wrote them --------------------------------
+# -- downgrade: revision 0006's schema, its functions as 0001 and 0002 wrote them --------------------------------
 
 TRIGGERS_0001 = """
 drop trigger catalogs_purge on catalogs;

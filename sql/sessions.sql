@@ -1,0 +1,88 @@
+-- The session log: calls appended per session, read back, pruned. Transition counts follow by trigger (migration
+-- 0006). Writers of a session lock its `sessions` row first; nothing here locks the catalog.
+
+-- name: call_candidates
+-- Tools a model may have meant by the names it called (`_names.call_keys`): by id, or by name (indexed).
+select id, name, provider
+from tools
+where catalog_id = %(catalog)s and (id = any (%(names)s::text[]) or lower(name) = any (%(keys)s::text[]))
+order by id;
+
+-- name: open_session
+-- The session's row, created when new, locked for this transaction: its latest position.
+insert into sessions (catalog_id, session_id) values (%(catalog)s, %(session)s)
+on conflict (catalog_id, session_id) do update set updated_at = now()
+returning last_seq;
+
+-- name: logged_call_ids
+select call_id from session_calls
+where catalog_id = %(catalog)s and session_id = %(session)s and call_id = any (%(call_ids)s::text[]);
+
+-- name: append_calls
+insert into session_calls (catalog_id, session_id, seq, tool_id, ok, called_at, call_id)
+select %(catalog)s, %(session)s, %(last_seq)s + c.i, c.tool_id, c.ok, coalesce(c.at, now()), c.call_id
+from unnest(%(tools)s::text[], %(oks)s::boolean[], %(times)s::timestamptz[], %(call_ids)s::text[])
+     with ordinality as c (tool_id, ok, at, call_id, i);
+
+-- name: advance_session
+update sessions set last_seq = %(last_seq)s, updated_at = now()
+where catalog_id = %(catalog)s and session_id = %(session)s;
+
+-- name: trim_session
+-- The session's calls beyond the catalog's retention: more than max_calls back, or older than max_age (null: none).
+delete from session_calls
+where catalog_id = %(catalog)s and session_id = %(session)s
+  and (seq <= %(last_seq)s - %(max_calls)s::bigint or called_at < now() - %(max_age)s::interval);
+
+-- name: clear_session
+delete from session_calls where catalog_id = %(catalog)s and session_id = %(session)s;
+
+-- name: sessions_to_prune
+-- Sessions holding calls made before %(before)s (or every call of one session), to lock in id order.
+select distinct c.session_id
+from session_calls c
+where c.catalog_id = %(catalog)s
+  and (%(session)s::text is null or c.session_id = %(session)s::text)
+  and (%(before)s::timestamptz is null or c.called_at < %(before)s::timestamptz)
+order by c.session_id;
+
+-- name: lock_sessions
+select session_id from sessions
+where catalog_id = %(catalog)s and session_id = any (%(sessions)s::text[])
+order by session_id
+for update;
+
+-- name: prune_calls
+delete from session_calls
+where catalog_id = %(catalog)s and session_id = any (%(sessions)s::text[])
+  and (%(before)s::timestamptz is null or called_at < %(before)s::timestamptz);
+
+-- name: drop_empty_sessions
+delete from sessions s
+where s.catalog_id = %(catalog)s and s.session_id = any (%(sessions)s::text[])
+  and not exists (select 1 from session_calls c where c.catalog_id = s.catalog_id and c.session_id = s.session_id)
+returning s.session_id;
+
+-- name: list_sessions
+select s.session_id, count(c.seq) as calls, min(c.called_at) as first_call, max(c.called_at) as last_call,
+       s.updated_at
+from sessions s
+left join session_calls c on c.catalog_id = s.catalog_id and c.session_id = s.session_id
+where s.catalog_id = %(catalog)s
+group by s.session_id, s.updated_at
+order by s.updated_at desc, s.session_id
+limit %(limit)s;
+
+-- name: session_log
+select seq, tool_id, ok, called_at, call_id
+from session_calls
+where catalog_id = %(catalog)s and session_id = %(session)s
+order by seq;
+
+-- name: transition_counts
+-- The catalog's transition counts (from one tool when %(prev)s is given), most frequent first.
+select prev_tool, next_tool, n
+from tool_transitions
+where catalog_id = %(catalog)s and (%(prev)s::text is null or prev_tool = %(prev)s::text)
+order by n desc, prev_tool, next_tool
+limit %(limit)s;

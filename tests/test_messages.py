@@ -1,0 +1,212 @@
+"""Message lists in the three shapes agents hold (each fixture validated against the openai and anthropic SDK types):
+turns, calls, failures, bounded reading, bad input naming the message index and field; and the agent-loop helper
+recording what the model called in the session log, through the real SDKs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+from pydantic import TypeAdapter
+
+from toolstore import AsyncToolStore, InvalidInputError, Tool, ToolStore, read_messages
+from toolstore.integrations import anthropic as ts_anthropic
+from toolstore.integrations import openai as ts_openai
+
+CHAT = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "find the report"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "fs__cd", "arguments": '{"folder": "docs"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "find", "arguments": '{"name": "report"}'}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    {"role": "tool", "tool_call_id": "c2", "content": "report.txt"},
+    {"role": "assistant", "content": "Found report.txt."},
+    {"role": "user", "content": [{"type": "text", "text": "sort it by line"}]},
+]
+RESPONSES = [
+    {"role": "user", "content": [{"type": "input_text", "text": "find the report"}]},
+    {"type": "function_call", "call_id": "c1", "name": "fs__cd", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+    {"type": "reasoning", "id": "rs_1", "summary": []},
+    {"type": "function_call", "call_id": "c2", "name": "find", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c2", "output": "report.txt"},
+    {"role": "assistant", "content": "Found report.txt."},
+    {"role": "user", "content": "sort it by line"},
+]
+ANTHROPIC = [
+    {"role": "user", "content": "find the report"},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "c1", "name": "fs__cd", "input": {"folder": "docs"}},
+            {"type": "tool_use", "id": "c2", "name": "find", "input": {}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": "ok"},
+            {"type": "tool_result", "tool_use_id": "c2", "content": "no such folder", "is_error": True},
+        ],
+    },
+    {"role": "assistant", "content": [{"type": "text", "text": "Found report.txt."}]},
+    {"role": "user", "content": [{"type": "text", "text": "sort it by line"}]},
+]
+SHAPES = {
+    "openai-chat": (CHAT, TypeAdapter(list[openai.types.chat.ChatCompletionMessageParam])),
+    "openai-responses": (RESPONSES, TypeAdapter(list[openai.types.responses.ResponseInputItemParam])),
+    "anthropic": (ANTHROPIC, TypeAdapter(list[anthropic.types.MessageParam])),
+}
+
+
+@pytest.mark.parametrize("dialect", list(SHAPES))
+def test_each_shape_reads_into_turns_and_calls(dialect: str) -> None:
+    messages, sdk_type = SHAPES[dialect]
+    sdk_type.validate_python(messages)  # the fixture is what the SDK accepts
+    conv = read_messages(messages)
+    assert conv.dialect == dialect and conv.request == "sort it by line"
+    assert [t.request for t in conv.turns] == ["find the report", "sort it by line"]
+    assert [(c.name, c.id) for c in conv.turns[0].tool_calls] == [("fs__cd", "c1"), ("find", "c2")]
+    assert conv.turns[1].tool_calls == [] and [c.name for c in conv.tool_calls] == ["fs__cd", "find"]
+    assert conv.failed == (frozenset({"c2"}) if dialect == "anthropic" else frozenset())
+    last = read_messages(messages, turns=1)
+    assert [t.request for t in last.turns] == ["sort it by line"] and last.tool_calls == []
+
+
+def _bad(dialect: str) -> list[tuple[list[Any], str]]:
+    user = {"role": "user", "content": "hi"}
+    common = [
+        ([user, 7], r"messages\[1\]: expected an object, got int"),
+        ([user, {"role": 5, "content": "x"}], r"messages\[1\]\.role: expected one of .*, got int"),
+        ([user, {"role": "robot", "content": "x"}], r"messages\[1\]\.role: expected one of .*, got 'robot'"),
+        ([{"content": "no role"}], r"messages\[0\]\.role: expected one of .*, got nothing"),
+        ([user, {"role": "user", "content": 3}], r"messages\[1\]\.content: expected a string or a list of parts"),
+        ([{"role": "user", "content": [{"text": "x"}]}], r"messages\[0\]\.content\[0\]: expected .* with a type"),
+    ]
+    if dialect == "openai-chat":
+        call = {"id": "x", "type": "function", "function": {"arguments": "{}"}}
+        return [
+            *common,
+            ([user, {"role": "assistant", "tool_calls": [call]}], r"messages\[1\]\.tool_calls\[0\]\.function\.name"),
+        ]
+    if dialect == "openai-responses":
+        item = {"type": "function_call", "call_id": "x", "arguments": "{}"}
+        return [*common, ([user, item], r"messages\[1\]\.name: expected a non-empty string")]
+    block = {"type": "tool_use", "id": "x", "input": {}}
+    return [*common, ([user, {"role": "assistant", "content": [block]}], r"messages\[1\]\.content\[0\]\.name")]
+
+
+@pytest.mark.parametrize("dialect", list(SHAPES))
+def test_bad_input_names_the_message_and_field(dialect: str) -> None:
+    for messages, error in _bad(dialect):
+        with pytest.raises(InvalidInputError, match=error):
+            read_messages(messages, dialect)
+
+
+TOOLS = [
+    Tool(id="fs.cd", name="cd", provider="fs", description="Change the current directory"),
+    Tool(id="fs.find", name="find", provider="fs", description="Find files by name"),
+    Tool(id="fs.sort", name="sort", provider="fs", description="Sort the lines of a file"),
+    Tool(id="fs.cat", name="cat", provider="fs", description="Print a file"),
+    Tool(id="mail.send", name="send", provider="mail", description="Send an email"),
+]
+
+
+@pytest.fixture
+def fs(store: ToolStore) -> ToolStore:
+    store.upsert(TOOLS)
+    return store
+
+
+@pytest.mark.parametrize("dialect", list(SHAPES))
+def test_the_helper_records_each_call_once(fs: ToolStore, dialect: str) -> None:
+    messages = SHAPES[dialect][0]
+    first = ts_openai.route_messages(fs, messages, session="s1", k=3)
+    assert first.query == "sort it by line" and first.session == "s1" and first.unresolved == []
+    again = ts_openai.route_messages(fs, messages, session="s1", k=3)  # the same list again: nothing new
+    log = fs.session_log("s1")
+    assert [(c.tool_id, c.call_id, c.ok) for c in log] == [
+        ("fs.cd", "c1", True),
+        ("fs.find", "c2", dialect != "anthropic"),
+    ]
+    assert {r.tool.id: r.signals.transition for r in again}.get("fs.find") is None  # nothing follows find yet
+    fs.record_calls("s0", ["fs.find", "fs.sort"])  # another session taught find -> sort
+    ranked = {r.tool.id: r.signals.transition for r in ts_openai.route_messages(fs, messages, session="s1", k=3)}
+    assert ranked["fs.sort"] == 1
+
+
+def test_unresolved_calls_are_reported_not_recorded(fs: ToolStore) -> None:
+    messages = [
+        {"role": "user", "content": "print the file"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "u1", "name": "nope", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "?"}]},
+    ]
+    result = ts_anthropic.route_messages(fs, messages, session="s", k=2)
+    assert result.unresolved == ["nope"] and fs.session_log("s") == []
+    offered = fs.route("print the file", k=2)
+    assert "fs.cat" in offered.ids
+    messages[1]["content"][0]["name"] = offered.names[offered.ids.index("fs.cat")]  # type: ignore[index]
+    assert ts_anthropic.route_messages(fs, messages, session="s", offered=offered, k=2).unresolved == []
+    assert [c.tool_id for c in fs.session_log("s")] == ["fs.cat"]
+
+
+def test_openai_loop_with_a_session_through_the_sdk(fs: ToolStore) -> None:
+    """The README's loop: each step records what the model called since the last one, then routes."""
+    script = iter(["find", "sort", None])
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        name = next(script)
+        offered = [t["function"]["name"] for t in body["tools"]]
+        message: dict[str, Any] = {"role": "assistant", "content": "done"}
+        if name is not None:
+            assert name in offered, (name, offered)
+            call = {"id": f"call_{name}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        choice = {"index": 0, "finish_reason": "stop", "message": message}
+        return httpx2.Response(
+            200, json={"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+        )
+
+    client = openai.OpenAI(
+        api_key="sk-test",
+        base_url="http://api.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+    messages: list[Any] = [{"role": "user", "content": "find the report and sort its lines"}]
+    result = None
+    while True:
+        result = ts_openai.route_messages(fs, messages, session="chat-1", offered=result, k=3)
+        reply = client.chat.completions.create(model="m", messages=messages, tools=result.definitions("openai"))
+        messages.append(reply.choices[0].message)
+        if not reply.choices[0].message.tool_calls:
+            break
+        for call in ts_openai.calls(result, reply):
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": f"ran {call.tool.id}"})
+    assert [(c.tool_id, c.call_id) for c in fs.session_log("chat-1")] == [
+        ("fs.find", "call_find"),
+        ("fs.sort", "call_sort"),
+    ]
+    assert fs.transitions() == [{"prev_tool": "fs.find", "next_tool": "fs.sort", "n": 1}]
+
+
+def test_async_helper_records_and_routes(dsn: str, fs: ToolStore) -> None:
+    async def main() -> Any:
+        async with AsyncToolStore(dsn, embedder=fs.embedder, catalog=fs.catalog) as store:
+            result = await ts_openai.aroute_messages(store, CHAT, session="a1", k=3)
+            return result, await store.session_log("a1")
+
+    result, log = asyncio.run(main())
+    assert result.query == "sort it by line" and [c.tool_id for c in log] == ["fs.cd", "fs.find"]

@@ -1,0 +1,305 @@
+"""The session log: calls appended and read back, transition counts kept equal to the log through inserts, trims,
+prunes, imports and deletions, concurrent writers of one session, no catalog lock, all-or-nothing writes, retention,
+bad input, and ``toolstore sessions`` end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolstore import (
+    HashingEmbedder,
+    InvalidInputError,
+    SessionCall,
+    Tool,
+    ToolStore,
+    UnknownCatalogError,
+    UnknownToolError,
+)
+from toolstore import _sessions as sessions_module
+from toolstore._catalog import lock_catalog
+
+TOOLS = [Tool(id=f"app.t{i}", name=f"t{i}", provider="app", description=f"tool number {i}") for i in range(8)]
+
+
+@pytest.fixture
+def logged(store: ToolStore) -> ToolStore:
+    store.upsert(TOOLS)
+    return store
+
+
+def stored_counts(store: ToolStore) -> Counter[tuple[str, str]]:
+    return Counter({(r["prev_tool"], r["next_tool"]): r["n"] for r in store.transitions(limit=100_000)})
+
+
+def recomputed_counts(store: ToolStore) -> Counter[tuple[str, str]]:
+    """Transition counts recomputed from the log: pairs of calls at positions (s, s + 1) of one session."""
+    with store.connection() as conn:
+        rows = conn.execute(
+            "select a.tool_id, b.tool_id from session_calls a join session_calls b on b.catalog_id = a.catalog_id "
+            "and b.session_id = a.session_id and b.seq = a.seq + 1 where a.catalog_id = %s",
+            [store.info().id],
+        ).fetchall()
+    return Counter((a, b) for a, b in rows)
+
+
+def test_calls_are_appended_and_read_back(logged: ToolStore) -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    written = logged.record_calls(
+        "chat-1", ["app.t1", "t2", "app__t3", SessionCall("app.t4", ok=False, at=at, call_id="c1")]
+    )
+    assert written == 4
+    log = logged.session_log("chat-1")
+    assert [(c.seq, c.tool_id, c.ok) for c in log] == [
+        (1, "app.t1", True),
+        (2, "app.t2", True),
+        (3, "app.t3", True),
+        (4, "app.t4", False),
+    ]
+    assert log[3].at == at and log[3].call_id == "c1" and log[0].at.tzinfo is not None
+    # a call id the session already logged is skipped, within a batch too
+    assert (
+        logged.record_calls("chat-1", [SessionCall("app.t5", call_id="c1"), SessionCall("app.t6", call_id="c2")]) == 1
+    )
+    assert (
+        logged.record_calls("chat-1", [SessionCall("app.t7", call_id="c3"), SessionCall("app.t7", call_id="c3")]) == 1
+    )
+    assert [c.tool_id for c in logged.session_log("chat-1")][-2:] == ["app.t6", "app.t7"]
+    assert logged.record_calls("chat-2", ["app.t6"]) == 1  # call ids are per session: c1 is free elsewhere
+    assert (
+        stored_counts(logged)
+        == recomputed_counts(logged)
+        == Counter(
+            {
+                ("app.t1", "app.t2"): 1,
+                ("app.t2", "app.t3"): 1,
+                ("app.t3", "app.t4"): 1,
+                ("app.t4", "app.t6"): 1,
+                ("app.t6", "app.t7"): 1,
+            }
+        )
+    )
+    listed = {r["session_id"]: r["calls"] for r in logged.sessions()}
+    assert listed == {"chat-1": 6, "chat-2": 1}
+
+
+def test_transition_counts_equal_the_log_through_every_change(logged: ToolStore) -> None:
+    """Random inserts, trims, prunes, re-imports and deletions: after each, the incremental counts equal the counts
+    recomputed from the log."""
+    rng = random.Random(11)
+    ids = [t.id for t in TOOLS]
+    old = datetime.now(timezone.utc) - timedelta(days=10)
+    logged.set_session_retention(max_calls=25)
+    for step in range(60):
+        session = f"s{rng.randrange(6)}"
+        action = rng.random()
+        if action < 0.55:
+            calls = [
+                SessionCall(rng.choice(ids), at=old if rng.random() < 0.3 else None) for _ in range(rng.randint(1, 9))
+            ]
+            logged.record_calls(session, calls)
+        elif action < 0.7:
+            logged.import_sessions([(session, [rng.choice(ids) for _ in range(rng.randint(0, 12))])])
+        elif action < 0.8:
+            logged.prune_sessions(older_than=timedelta(days=5))
+        elif action < 0.9:
+            logged.prune_sessions(session=session)
+        else:
+            with logged.connection() as conn:  # a delete from the middle of a session: pairs on both sides go
+                conn.execute("delete from session_calls where session_id = %s and seq %% 3 = 1", [session])
+        assert stored_counts(logged) == recomputed_counts(logged), step
+    assert sum(stored_counts(logged).values()) > 0
+    assert all(len(logged.session_log(r["session_id"])) <= 25 for r in logged.sessions())
+
+
+def test_dropping_the_catalog_drops_its_log_and_counts(dsn: str) -> None:
+    with ToolStore(dsn, embedder=None, catalog="one") as one, ToolStore(dsn, embedder=None, catalog="two") as two:
+        for store in (one, two):
+            store.upsert(TOOLS)
+            store.record_calls("s", ["app.t1", "app.t2", "app.t1"])
+        one.drop_catalog()
+        with two.connection() as conn:
+            assert conn.execute("select count(*) from session_calls").fetchone()[0] == 3
+            assert conn.execute("select count(*) from tool_transitions").fetchone()[0] == 2
+        assert stored_counts(two) == recomputed_counts(two)
+
+
+def test_concurrent_writers_to_one_session_keep_every_call(dsn: str) -> None:
+    with ToolStore(dsn, embedder=None, catalog="busy", pool_size=8) as store:
+        store.upsert(TOOLS)
+        errors: list[BaseException] = []
+
+        def writer(w: int) -> None:
+            try:
+                for i in range(25):
+                    store.record_calls("shared", [SessionCall(TOOLS[(w + i) % 8].id, call_id=f"w{w}-{i}")])
+                    store.record_calls(f"own-{w}", [TOOLS[i % 8].id, TOOLS[(i + w) % 8].id])
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        log = store.session_log("shared")
+        assert [c.seq for c in log] == list(range(1, 201))  # gapless
+        assert sorted(c.call_id for c in log) == sorted(f"w{w}-{i}" for w in range(8) for i in range(25))
+        assert stored_counts(store) == recomputed_counts(store)
+
+
+def test_logging_never_waits_for_the_catalog_lock(logged: ToolStore) -> None:
+    """A catalog write in progress (its row lock held) does not hold up logging calls."""
+    with logged.connection() as locker, locker.transaction():
+        lock_catalog(locker, logged.catalog)  # what every catalog write does first
+        with logged.connection() as conn:
+            conn.execute("set lock_timeout = '2s'")  # would fail on the catalog lock instead of waiting forever
+            info = logged.info(counts=False)
+            assert sessions_module.record_calls(conn, info, "s", ["app.t1", "app.t2"]) == 2
+            assert sessions_module.record_calls(conn, info, "s", ["app.t3"]) == 1
+
+
+def test_a_failed_write_writes_nothing(logged: ToolStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    logged.record_calls("s", ["app.t1"])
+    before = (logged.session_log("s"), stored_counts(logged))
+    with pytest.raises(UnknownToolError, match="'ghost'"):
+        logged.record_calls("s", ["app.t2", "ghost", "app.t3"])
+    real = sessions_module.query
+
+    def failing(name: str) -> str:
+        return "select 1/0" if name == "trim_session" else real(name)
+
+    monkeypatch.setattr(sessions_module, "query", failing)  # the last statement of the write fails
+    with pytest.raises(Exception, match="division by zero"):
+        logged.record_calls("s", ["app.t2", "app.t3"])
+    with pytest.raises(Exception, match="division by zero"):
+        logged.import_sessions([("s", ["app.t4"]), ("t", ["app.t5"])])
+    monkeypatch.undo()
+    assert (logged.session_log("s"), stored_counts(logged)) == before
+    assert [r["session_id"] for r in logged.sessions()] == ["s"]
+
+
+@pytest.mark.parametrize(
+    ("session", "calls", "error"),
+    [
+        ("x" * 201, ["app.t1"], "session id is 201 characters long; the limit is 200"),
+        ("a\x00b", ["app.t1"], "session id contains a NUL byte"),
+        ("", ["app.t1"], "session id is empty"),
+        (42, ["app.t1"], "session id must be a string"),
+        ("s", "app.t1", "calls must be a list"),
+        ("s", [3], r"calls\[0\]: expected a tool id"),
+        ("s", [SessionCall("app.t1", ok="yes")], r"calls\[0\].ok"),  # type: ignore[arg-type]
+        ("s", [SessionCall("app.t1", at=datetime(2026, 1, 1))], r"calls\[0\].at: expected a datetime with a time zone"),
+        ("s", [SessionCall("app.t1", call_id="")], r"calls\[0\].call_id is empty"),
+        ("s", ["app.t1", ""], r"calls\[1\].tool is empty"),
+    ],
+)
+def test_bad_input_is_a_clear_error(logged: ToolStore, session: Any, calls: Any, error: str) -> None:
+    with pytest.raises(InvalidInputError, match=error):
+        logged.record_calls(session, calls)
+    assert logged.sessions() == []
+
+
+def test_unknown_catalog_and_route_session_checks(dsn: str, logged: ToolStore) -> None:
+    with ToolStore(dsn, embedder=None, catalog="nowhere", create=False) as missing:
+        with pytest.raises(UnknownCatalogError):
+            missing.record_calls("s", ["x"])
+    with pytest.raises(InvalidInputError, match="session id is 201 characters"):
+        logged.route("tool number", session="x" * 201)
+    with pytest.raises(InvalidInputError, match="NUL"):
+        logged.route("tool number", session="\x00")
+
+
+def test_retention_limits(logged: ToolStore) -> None:
+    assert logged.session_retention() == {"max_calls": 1000, "max_age_days": None}
+    logged.set_session_retention(max_calls=3, max_age_days=7)
+    assert logged.session_retention() == {"max_calls": 3, "max_age_days": 7.0}
+    old = datetime.now(timezone.utc) - timedelta(days=8)
+    logged.record_calls("s", [SessionCall("app.t1", at=old), "app.t2", "app.t3", "app.t4", "app.t5"])
+    assert [c.tool_id for c in logged.session_log("s")] == ["app.t3", "app.t4", "app.t5"]  # the newest 3
+    logged.set_session_retention(max_calls=None, max_age_days=7)
+    logged.record_calls("old", [SessionCall("app.t1", at=old), SessionCall("app.t2", at=old)])
+    assert logged.session_log("old") == []  # applied at the write
+    with logged.connection() as conn:  # calls that aged in place go with prune, which applies the retention age
+        conn.execute("update session_calls set called_at = called_at - interval '30 days' where session_id = 's'")
+    assert logged.prune_sessions() == {"calls": 3, "sessions": 1}
+    assert stored_counts(logged) == recomputed_counts(logged) == Counter()
+    logged.set_session_retention(max_calls=None, max_age_days=None)
+    with pytest.raises(InvalidInputError, match="retention age"):
+        logged.prune_sessions()
+    for bad in ({"max_calls": 0}, {"max_calls": 1.5}, {"max_age_days": -1}, {"max_age_days": float("nan")}):
+        with pytest.raises(InvalidInputError):
+            logged.set_session_retention(**bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="older_than"):
+        logged.prune_sessions(older_than=timedelta(days=-1))
+
+
+def test_import_replaces_sessions(logged: ToolStore) -> None:
+    assert logged.import_sessions([("a", ["app.t1", "app.t2"]), ("b", ["app.t2", "app.t1"])]) == {
+        "sessions": 2,
+        "calls": 4,
+    }
+    assert logged.import_sessions([("a", ["app.t1", "app.t2"]), ("b", ["app.t2", "app.t1"])]) == {
+        "sessions": 2,
+        "calls": 4,
+    }
+    assert stored_counts(logged) == Counter({("app.t1", "app.t2"): 1, ("app.t2", "app.t1"): 1})
+    with pytest.raises(UnknownToolError):
+        logged.import_sessions([("a", ["app.t3"]), ("c", ["nope"])])
+    assert [c.tool_id for c in logged.session_log("a")] == ["app.t1", "app.t2"]
+    with pytest.raises(InvalidInputError, match=r"session #2: session id is empty"):
+        logged.import_sessions([("a", ["app.t3"]), ("", ["app.t1"])])
+
+
+def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
+    with ToolStore(dsn, embedder=HashingEmbedder(16), catalog="cli") as store:
+        store.upsert(TOOLS)
+    file = tmp_path / "sessions.jsonl"
+    rows = [
+        {"sid": "one", "turns": [{"query": "q", "relevant": ["app.t1"], "calls": ["app.t1", "app.t2"]}]},
+        {"sid": "two", "turns": [{"query": "q", "relevant": ["app.t2"]}, {"query": "r", "relevant": ["app.t3"]}]},
+    ]
+    file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = {**os.environ, "TOOLSTORE_DSN": dsn}
+
+    def run(*args: str) -> Any:
+        cmd = [sys.executable, "-m", "toolstore", "-c", "cli", "--embedder", "hashing-16", "sessions", *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    assert run("import", str(file)) == {"version": 1, "sessions": 2, "calls": 4}
+    assert run("import", str(file))["calls"] == 4  # replaced, not doubled
+    assert {s["session_id"]: s["calls"] for s in run("list")["sessions"]} == {"one": 2, "two": 2}
+    assert [c["tool"] for c in run("show", "two")["calls"]] == ["app.t2", "app.t3"]
+    pairs = {(t["prev_tool"], t["next_tool"]): t["n"] for t in run("transitions")["transitions"]}
+    assert pairs == {("app.t1", "app.t2"): 1, ("app.t2", "app.t3"): 1}
+    assert run("transitions", "--from", "app.t2")["transitions"] == [
+        {"prev_tool": "app.t2", "next_tool": "app.t3", "n": 1}
+    ]
+    assert run("retention", "--max-age-days", "30", "--max-calls", "none") == {
+        "version": 1,
+        "max_calls": None,
+        "max_age_days": 30.0,
+    }
+    assert run("prune", "--session", "one") == {"version": 1, "calls": 2, "sessions": 1}
+    assert run("prune", "--older-than", "1h") == {"version": 1, "calls": 0, "sessions": 0}
+    bad = subprocess.run(
+        [sys.executable, "-m", "toolstore", "-c", "cli", "sessions", "prune", "--older-than", "soon"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert bad.returncode == 1 and "--older-than wants a duration" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,0 +1,340 @@
+"""Client-side fusion for tuning: each signal's ranked list fetched once per labelled request, then fused for any
+weighting exactly as ``sql/route.sql`` fuses (the test suite holds the two equal).
+
+BM25, dense and intent lists come from ``sql/eval.sql`` with the statement's rounding and id tie-break; intent scores
+a tool by the sum of ``1 - distance`` over its nearest :data:`NEIGHBOURS_PER_TOOL` of the ``depth *
+EXAMPLES_PER_CANDIDATE`` nearest examples, and ``context`` does the same from the request's vector mixed with the
+earlier turns' (``_route.context_vector``). ``recent`` and ``transition`` are computed here from the calls looked back
+on and the transition counts (:class:`Transitions`) with the statement's formulas. The fused score is ``sum_j w_j /
+(k_rrf + rank_j)`` summed in signal order and ordered (exact match, score, id); always-on tools go first as ``pack``
+puts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from psycopg.rows import dict_row
+
+from ._fusion import (
+    CONTEXT_TURNS,
+    EXAMPLES_PER_CANDIDATE,
+    NEIGHBOURS_PER_TOOL,
+    RECENT_CALLS,
+    RECENT_DECAY,
+    SIGNALS,
+    TRANSITION_CALLS,
+    TRANSITION_SMOOTHING,
+)
+from ._metrics import CUTOFF, Judgement
+from ._models import CatalogInfo
+from ._route import context_vector
+from ._sql import query
+from ._text import query_identifiers, query_text
+from ._vectors import embed_cached
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from ._store import ToolStore
+
+FETCH_THREADS = 2  # connections fetching retriever lists in parallel (the server does the work)
+
+
+@dataclass(frozen=True)
+class ToolIndex:
+    """The catalog's tools in ``route``'s tie-break order (position = rank of ``t.id`` in ``order by id``)."""
+
+    ids: tuple[str, ...]
+    position: Mapping[str, int]
+    by_identifier: Mapping[str, frozenset[str]]  # lower-cased id or name -> tool ids
+    always_on: frozenset[str]
+
+    def exact(self, raw_query: str) -> frozenset[str]:
+        """Tools the query names verbatim (id or name), as ``route``'s ``exact`` part finds them."""
+        found: set[str] = set()
+        for ident in query_identifiers(raw_query):
+            found |= self.by_identifier.get(ident, frozenset())
+        return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One labelled request as route() sees it: the request, the earlier turns' text and the tool ids called
+    before it (both oldest first), and intent example texts never to match (the request's own, its session's)."""
+
+    query: str
+    earlier: tuple[str, ...] = ()
+    history: tuple[str, ...] = ()
+    exclude: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Lists:
+    """One request's retriever outputs, each ranked best first and at least ``depth`` deep."""
+
+    query: str
+    lexical: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # name, description, expansion
+    dense: tuple[str, ...]
+    neighbours: tuple[tuple[str, float], ...]  # (tool id, distance), nearest first, excluded examples dropped
+    exact: frozenset[str]
+    history: tuple[str, ...] = ()  # tool ids called before, oldest first
+    context: tuple[tuple[str, float], ...] = ()  # neighbours of the context vector, as ``neighbours``
+
+
+class Transitions:
+    """Transition counts as the session log's triggers keep them: ``n(prev, next)``, how often ``next`` was the call
+    right after ``prev`` in one session."""
+
+    def __init__(self, counts: Mapping[tuple[str, str], int] | None = None) -> None:
+        self.following: dict[str, dict[str, int]] = {}
+        for (prev, nxt), n in (counts or {}).items():
+            if n:
+                self.following.setdefault(prev, {})[nxt] = n
+
+    @classmethod
+    def of(cls, sessions: Iterable[Sequence[str]]) -> Transitions:
+        """Counts over sessions given as their calls' tool ids, oldest first."""
+        counts: dict[tuple[str, str], int] = {}
+        for calls in sessions:
+            for pair in zip(calls, calls[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        return cls(counts)
+
+    def pairs(self) -> dict[tuple[str, str], int]:
+        return {(p, n): c for p, nxt in self.following.items() for n, c in nxt.items()}
+
+    def minus(self, other: Transitions) -> Transitions:
+        """These counts without ``other``'s (a held-out session's own pairs)."""
+        counts = self.pairs()
+        for pair, n in other.pairs().items():
+            counts[pair] = counts.get(pair, 0) - n
+        return Transitions(counts)
+
+
+def load_tool_index(store: ToolStore) -> ToolIndex:
+    """Every tool of ``store``'s catalog, in the database's id order."""
+    info = store.info()
+    with store.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(query("eval_tools"), {"catalog": info.id}).fetchall()
+    by_identifier: dict[str, set[str]] = {}
+    for r in rows:
+        by_identifier.setdefault(r["id_lower"], set()).add(r["id"])
+        by_identifier.setdefault(r["name_lower"], set()).add(r["id"])
+    ids = tuple(r["id"] for r in rows)
+    always_on = frozenset(r["id"] for r in rows if r["always_on"])
+    exact = {k: frozenset(v) for k, v in by_identifier.items()}
+    return ToolIndex(ids=ids, position={t: i for i, t in enumerate(ids)}, by_identifier=exact, always_on=always_on)
+
+
+def fetch_lists(
+    store: ToolStore,
+    queries: Sequence[str | Probe],
+    *,
+    depth: int,
+    leave_one_out: bool = True,
+    tools: ToolIndex | None = None,
+) -> list[Lists]:
+    """Each retriever's ranked list for every request, ``depth`` deep (intent and context: ``depth *
+    EXAMPLES_PER_CANDIDATE`` neighbours).
+
+    ``leave_one_out`` drops the stored intent examples whose text equals the request, so a training request is never
+    matched to itself (a Probe's ``exclude`` drops more). Dense, intent and context lists are empty when the store
+    has no embedder or the catalog no embeddings; context also without earlier turns.
+    """
+    info = store.info()
+    tools = tools or load_tool_index(store)
+    probes = [Probe(q) if isinstance(q, str) else q for q in queries]
+    if leave_one_out:
+        probes = [Probe(p.query, p.earlier, p.history, p.exclude | {p.query}) for p in probes]
+    vectors: dict[str, np.ndarray] | None = None
+    if store.embedder is not None and info.embed_model is not None:
+        texts = list(dict.fromkeys(t for p in probes for t in (p.query, *p.earlier[-CONTEXT_TURNS:])))
+        with store.connection() as conn:
+            vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts)))
+
+    def chunk(part: int) -> list[Lists]:  # every FETCH_THREADS-th request, on its own connection
+        with store.connection() as conn:
+            return [
+                _fetch_one(conn, info, probes[i], vectors, depth, tools)
+                for i in range(part, len(probes), FETCH_THREADS)
+            ]
+
+    with ThreadPoolExecutor(FETCH_THREADS) as pool:
+        parts = list(pool.map(chunk, range(FETCH_THREADS)))
+    return [parts[i % FETCH_THREADS][i // FETCH_THREADS] for i in range(len(probes))]
+
+
+def _fetch_one(
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    probe: Probe,
+    vectors: dict[str, np.ndarray] | None,
+    depth: int,
+    tools: ToolIndex,
+) -> Lists:
+    raw = probe.query
+    params: dict[str, Any] = {"catalog": info.id, "dim": info.embed_dim, "query_text": query_text(raw), "n": depth}
+    lexical: list[list[str]] = [[], [], []]
+    for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params):
+        lexical[fld - 1].append(tool_id)
+    dense: tuple[str, ...] = ()
+    neighbours: tuple[tuple[str, float], ...] = ()
+    context: tuple[tuple[str, float], ...] = ()
+    if vectors is not None:
+        qvec = vectors[raw]
+        params["qvec"] = qvec
+        dense = tuple(r[0] for r in conn.execute(query("eval_dense"), params))
+        neighbours = _neighbours(conn, params, qvec, depth, probe.exclude)
+        cvec = context_vector(qvec, [vectors[t] for t in probe.earlier[-CONTEXT_TURNS:]])
+        if cvec is not None:
+            context = _neighbours(conn, params, cvec, depth, probe.exclude)
+    lex = (tuple(lexical[0]), tuple(lexical[1]), tuple(lexical[2]))
+    return Lists(raw, lex, dense, neighbours, tools.exact(raw), probe.history, context)
+
+
+def _neighbours(
+    conn: psycopg.Connection[Any], params: dict[str, Any], vector: np.ndarray, depth: int, exclude: frozenset[str]
+) -> tuple[tuple[str, float], ...]:
+    limit = depth * EXAMPLES_PER_CANDIDATE
+    rows = conn.execute(query("eval_neighbours"), {**params, "qvec": vector, "limit": limit, "exclude": list(exclude)})
+    return tuple((tool_id, float(d)) for tool_id, text, d in rows if text not in exclude)[:limit]
+
+
+def _ranked(scores: Mapping[str, float], tools: ToolIndex, depth: int) -> dict[str, int]:
+    """Tool id -> 1-based rank by score (compared at 1e-9), ties by id order, tools of the catalog only."""
+    known = [t for t in scores if t in tools.position]
+    order = sorted(known, key=lambda t: (-round(scores[t] * 1e9), tools.position[t]))
+    return {t: r for r, t in enumerate(order[:depth], start=1)}
+
+
+def _knn_scores(neighbours: Sequence[tuple[str, float]], depth: int) -> dict[str, float]:
+    nearest: dict[str, list[float]] = {}
+    for tool_id, distance in neighbours[: depth * EXAMPLES_PER_CANDIDATE]:
+        nearest.setdefault(tool_id, []).append(distance)
+    scores: dict[str, float] = {}
+    for tool_id, distances in nearest.items():
+        total = 0.0
+        for d in sorted(distances)[:NEIGHBOURS_PER_TOOL]:
+            total += 1 - d
+        scores[tool_id] = total
+    return scores
+
+
+def recent_scores(history: Sequence[str]) -> dict[str, float]:
+    """``recent``: the sum of RECENT_DECAY ** d over a tool's calls among the last RECENT_CALLS, d back."""
+    scores: dict[str, float] = {}
+    for d, tool_id in enumerate(reversed(history[-RECENT_CALLS:])):
+        scores[tool_id] = scores.get(tool_id, 0.0) + RECENT_DECAY**d
+    return scores
+
+
+def transition_scores(history: Sequence[str], transitions: Transitions) -> dict[str, float]:
+    """``transition``: over the last TRANSITION_CALLS calls A (d back), the sum of RECENT_DECAY ** d * n(A, tool) /
+    (n(A) + TRANSITION_SMOOTHING)."""
+    scores: dict[str, float] = {}
+    for d, prev in enumerate(reversed(history[-TRANSITION_CALLS:])):
+        following = transitions.following.get(prev, {})
+        total = float(sum(following.values()))
+        for nxt, n in following.items():
+            scores[nxt] = scores.get(nxt, 0.0) + RECENT_DECAY**d * float(n) / (total + TRANSITION_SMOOTHING)
+    return scores
+
+
+def signal_ranks(
+    lists: Lists, tools: ToolIndex, depth: int, transitions: Transitions | None = None
+) -> tuple[dict[str, int], ...]:
+    """Per signal (in :data:`SIGNALS` order), tool id -> 1-based rank, ranks <= ``depth``, as ``route`` ranks."""
+    ranks = [{t: r for r, t in enumerate(ids[:depth], start=1)} for ids in (*lists.lexical, lists.dense)]
+    ranks.append(_ranked(_knn_scores(lists.neighbours, depth), tools, depth))
+    ranks.append(_ranked(recent_scores(lists.history), tools, depth))
+    ranks.append(_ranked(transition_scores(lists.history, transitions or Transitions()), tools, depth))
+    ranks.append(_ranked(_knn_scores(lists.context, depth), tools, depth))
+    return tuple(ranks)
+
+
+class CandidateTable:
+    """Every request's candidates at one depth as padded arrays, for fast fusion under many weightings.
+
+    Columns of a row are its candidate tools (any signal within ``depth``, exact matches, always-on
+    tools) sorted by id position; ``ranks[j]`` holds signal j's rank or inf. Fusing gives the same top
+    ``k`` as the route statement orders them (:meth:`top`). ``transitions``: per row, the counts its
+    ``transition`` list comes from (None: no counts).
+    """
+
+    def __init__(
+        self,
+        all_lists: Sequence[Lists],
+        tools: ToolIndex,
+        judgements: Sequence[Judgement],
+        depth: int,
+        transitions: Sequence[Transitions | None] | None = None,
+    ) -> None:
+        rows = []
+        for i, lists in enumerate(all_lists):
+            ranks = signal_ranks(lists, tools, depth, None if transitions is None else transitions[i])
+            cands = set().union(*ranks, lists.exact, tools.always_on)
+            rows.append((sorted(cands, key=tools.position.__getitem__), ranks, lists.exact))
+        self.candidates = [r[0] for r in rows]
+        n, width = len(rows), max([1, *(len(r[0]) for r in rows)])
+        self.ranks = np.full((len(SIGNALS), n, width), np.inf)
+        self.group = np.full((n, width), -1, dtype=np.int8)  # 2 always-on + 1 exact; -1 padding
+        self.position = np.full((n, width), len(tools.ids), dtype=np.int64)
+        self.gain = np.zeros((n, width))
+        for i, ((cands, ranks, exact), j) in enumerate(zip(rows, judgements)):
+            relevant = set(j.relevant)
+            for c, tool_id in enumerate(cands):
+                for s, signal in enumerate(ranks):
+                    if tool_id in signal:
+                        self.ranks[s, i, c] = signal[tool_id]
+                self.group[i, c] = 2 * (tool_id in tools.always_on) + (tool_id in exact)
+                self.position[i, c] = tools.position[tool_id]
+                self.gain[i, c] = tool_id in relevant
+        ideal = [sum(1 / np.log2(r + 2) for r in range(min(len(j.relevant), CUTOFF))) for j in judgements]
+        self.ideal = np.asarray(ideal)
+
+    def subset(self, rows: np.ndarray) -> CandidateTable:
+        """The same table restricted to ``rows`` (copied once, so repeated fusions skip the indexing)."""
+        sub = object.__new__(CandidateTable)
+        sub.candidates = [self.candidates[r] for r in rows]
+        sub.ranks, sub.group, sub.position = self.ranks[:, rows], self.group[rows], self.position[rows]
+        sub.gain, sub.ideal = self.gain[rows], self.ideal[rows]
+        return sub
+
+    def active(self) -> list[bool]:
+        """Per signal: whether any row has a rank in it (a weight on an empty signal changes nothing)."""
+        return [bool(np.isfinite(self.ranks[s]).any()) for s in range(len(SIGNALS))]
+
+    def top(self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF) -> np.ndarray:
+        """Column index of each row's top ``k`` (-1 where fewer candidates qualify)."""
+        score = np.zeros(self.group.shape)
+        present = self.group > 0
+        for s, w in enumerate(weights):
+            if w > 0:
+                score += w / (k_rrf + self.ranks[s])  # same operations, same order as the SQL sum
+                present |= self.ranks[s] < np.inf
+        group = np.where(present, self.group, -1)
+        # preselect by a float key, then order exactly by (group, score, id) among the preselected
+        pre = min(score.shape[1], k + 6)
+        rough = group * 16.0 + score
+        cols = np.argpartition(-rough, pre - 1, axis=1)[:, :pre] if pre < score.shape[1] else np.indices(score.shape)[1]
+        g, sc, pos = (np.take_along_axis(a, cols, axis=1) for a in (group, score, self.position))
+        order = np.lexsort((pos, -np.round(sc * 1e9), -g), axis=1)[:, :k]
+        top = np.take_along_axis(cols, order, axis=1)
+        return np.where(np.take_along_axis(g, order, axis=1) >= 0, top, -1)
+
+    def top_ids(self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF) -> list[list[str]]:
+        """The ids of each row's top ``k`` (what :meth:`top` points at)."""
+        top = self.top(weights, k_rrf, k)
+        return [[cands[c] for c in cols if c >= 0] for cands, cols in zip(self.candidates, top)]
+
+    def ndcg(self, weights: Sequence[float], k_rrf: float) -> np.ndarray:
+        """nDCG@10 of each row under the given fusion."""
+        top = self.top(weights, k_rrf)
+        gain = np.where(top >= 0, np.take_along_axis(self.gain, np.maximum(top, 0), axis=1), 0.0)
+        discount = 1 / np.log2(np.arange(2, top.shape[1] + 2))
+        return (gain * discount).sum(axis=1) / self.ideal

@@ -1,0 +1,253 @@
+"""The session log: tool calls appended per session, read back and pruned (``sql/sessions.sql``, migration 0006).
+
+Connection-level functions; :class:`toolstore.ToolStore` says when to call them. A write locks only its session's row
+(``open_session``), never the catalog's: writers of one session append in turn with gapless positions, writers of
+different sessions do not wait for each other. The transition counts follow by trigger in the same transaction, in
+key order. Every write is all or nothing (one transaction, retried when Postgres picks it as a deadlock victim).
+Only tool ids, outcomes, times and provider call ids are stored, never user text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ._connect import retry_conflicts
+from ._errors import InvalidInputError, UnknownToolError
+from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_session, check_text
+from ._models import CatalogInfo, LoggedCall, SessionCall, Tool
+from ._names import call_keys, resolve_calls
+from ._rows import name_row
+from ._sql import query
+
+#: Where a catalog's retention lives in its settings.
+RETENTION_KEY = "sessions"
+#: Calls kept per session unless the catalog says otherwise: the oldest go as new ones come.
+DEFAULT_MAX_CALLS = 1000
+MAX_RETENTION_CALLS = 10_000_000
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much of each session the log keeps: at most ``max_calls`` calls (the newest), none older than
+    ``max_age``; None means no limit. Applied to a session at each write to it, and to the whole catalog by
+    :func:`prune`."""
+
+    max_calls: int | None = DEFAULT_MAX_CALLS
+    max_age: timedelta | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        days = None if self.max_age is None else self.max_age.total_seconds() / 86400
+        return {"max_calls": self.max_calls, "max_age_days": days}
+
+
+def check_retention(max_calls: int | None, max_age_days: float | None) -> Retention:
+    """A Retention from its settings' form; InvalidInputError naming a bad value."""
+    if max_calls is not None and (
+        isinstance(max_calls, bool) or not isinstance(max_calls, int) or not 1 <= max_calls <= MAX_RETENTION_CALLS
+    ):
+        raise InvalidInputError(
+            f"max_calls must be None or an integer from 1 to {MAX_RETENTION_CALLS:,}, got {max_calls!r}"
+        )
+    if max_age_days is not None and (
+        isinstance(max_age_days, bool)
+        or not isinstance(max_age_days, (int, float))
+        or not math.isfinite(max_age_days)
+        or not 0 < max_age_days <= 100_000
+    ):
+        raise InvalidInputError(
+            f"max_age_days must be None or a number of days from 0 to 100,000, got {max_age_days!r}"
+        )
+    return Retention(max_calls, None if max_age_days is None else timedelta(days=max_age_days))
+
+
+def retention(settings: Mapping[str, Any]) -> Retention:
+    """The retention a catalog's settings hold, or the default."""
+    stored = settings.get(RETENTION_KEY) if settings else None
+    if not stored:
+        return Retention()
+    return check_retention(stored.get("max_calls"), stored.get("max_age_days"))
+
+
+def check_calls(calls: Iterable[object]) -> list[SessionCall]:
+    """Calls as SessionCalls: a tool id or name, a SessionCall, or a resolved call (anything with a ``tool`` Tool and
+    an ``id``, as :class:`toolstore.ResolvedCall`). InvalidInputError names the call and the field."""
+    if isinstance(calls, (str, bytes, Mapping)):
+        raise InvalidInputError("calls must be a list of tool calls, not a single value")
+    out: list[SessionCall] = []
+    for index, call in enumerate(calls):
+        where = f"calls[{index}]"
+        if index >= MAX_CALLS_PER_WRITE:
+            raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} calls in one write")
+        if isinstance(call, str):
+            call = SessionCall(call)
+        elif isinstance(getattr(call, "tool", None), Tool):
+            call = SessionCall(call.tool.id, call_id=getattr(call, "id", None))  # type: ignore[attr-defined]
+        elif not isinstance(call, SessionCall):
+            raise InvalidInputError(
+                f"{where}: expected a tool id, a SessionCall or a resolved call, got {type(call).__name__}"
+            )
+        check_text(call.tool, f"{where}.tool", max_chars=MAX_ID_CHARS)
+        if not isinstance(call.ok, bool):
+            raise InvalidInputError(f"{where}.ok: expected True or False, got {call.ok!r}")
+        if call.at is not None and (not isinstance(call.at, datetime) or call.at.utcoffset() is None):
+            raise InvalidInputError(
+                f"{where}.at: expected a datetime with a time zone (or None for now), got {call.at!r}"
+            )
+        if call.call_id is not None:
+            check_text(call.call_id, f"{where}.call_id", max_chars=MAX_ID_CHARS)
+        out.append(call)
+    return out
+
+
+def resolve_tools(conn: psycopg.Connection[Any], info: CatalogInfo, names: Sequence[str]) -> list[str | None]:
+    """The tool id each name means in the catalog (see :func:`toolstore._names.resolve_calls`), or None. Looks the
+    names up by index first; only names that found nothing there read the catalog's full name list."""
+    if not names:
+        return []
+    params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
+    with conn.cursor(row_factory=dict_row) as cur:
+        resolved = resolve_calls(names, [name_row(r) for r in cur.execute(query("call_candidates"), params)])
+        if None in resolved:
+            rows = cur.execute(query("tool_names"), {"catalog": info.id}).fetchall()
+            resolved = resolve_calls(names, [name_row(r) for r in rows])
+    return resolved
+
+
+def _resolved(conn: psycopg.Connection[Any], info: CatalogInfo, calls: list[SessionCall]) -> list[SessionCall]:
+    ids = resolve_tools(conn, info, [c.tool for c in calls])
+    unknown = list(dict.fromkeys(c.tool for c, i in zip(calls, ids) if i is None))
+    if unknown:
+        shown = ", ".join(repr(u) for u in unknown[:5])
+        raise UnknownToolError(
+            f"{len(unknown)} called tool(s) match no tool (or more than one) of catalog {info.name!r}: {shown}"
+        )
+    return [SessionCall(i, c.ok, c.at, c.call_id) for c, i in zip(calls, ids) if i is not None]
+
+
+def _append(
+    conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Sequence[SessionCall], keep: Retention
+) -> int:
+    """Inside a transaction: lock the session, append the calls whose call id it has not logged, apply retention."""
+    params: dict[str, Any] = {"catalog": info.id, "session": session}
+    last_seq = conn.execute(query("open_session"), params).fetchone()[0]  # type: ignore[index]
+    call_ids = [c.call_id for c in calls if c.call_id is not None]
+    seen = (
+        {r[0] for r in conn.execute(query("logged_call_ids"), {**params, "call_ids": call_ids})} if call_ids else set()
+    )
+    new: list[SessionCall] = []
+    for call in calls:
+        if call.call_id is None or call.call_id not in seen:
+            new.append(call)
+            if call.call_id is not None:
+                seen.add(call.call_id)
+    if new:
+        columns = {
+            "tools": [c.tool for c in new],
+            "oks": [c.ok for c in new],
+            "times": [c.at for c in new],
+            "call_ids": [c.call_id for c in new],
+        }
+        conn.execute(query("append_calls"), {**params, **columns, "last_seq": last_seq})
+        last_seq += len(new)
+        conn.execute(query("advance_session"), {**params, "last_seq": last_seq})
+    trim = {**params, "last_seq": last_seq, "max_calls": keep.max_calls, "max_age": keep.max_age}
+    conn.execute(query("trim_session"), trim)
+    return len(new)
+
+
+def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Iterable[object]) -> int:
+    """Append ``calls`` (oldest first) to the session's log; returns how many were written (a call whose call id
+    the session already logged is skipped). UnknownToolError when a call names no tool: then nothing is written."""
+    session = check_session(session)
+    checked = _resolved(conn, info, check_calls(calls))
+    if not checked:
+        return 0
+    keep = retention(info.settings)
+
+    def write() -> int:
+        with conn.transaction():
+            return _append(conn, info, session, checked, keep)
+
+    return retry_conflicts(write)
+
+
+def import_sessions(
+    conn: psycopg.Connection[Any], info: CatalogInfo, sessions: Sequence[tuple[str, Sequence[object]]]
+) -> dict[str, int]:
+    """Replace the log of each given session with its calls (oldest first), all in one transaction: a re-import
+    writes the same log. Sessions are locked in id order; an unknown tool anywhere writes nothing."""
+    prepared: dict[str, list[SessionCall]] = {}
+    for index, (session, calls) in enumerate(sessions):
+        try:
+            sid = check_session(session)
+            prepared[sid] = check_calls(calls)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"session #{index + 1}: {exc}") from None
+    flat = [c for calls in prepared.values() for c in calls]
+    resolved = iter(_resolved(conn, info, flat))
+    prepared = {sid: [next(resolved) for _ in calls] for sid, calls in prepared.items()}
+    keep = retention(info.settings)
+
+    def write() -> int:
+        written = 0
+        with conn.transaction():
+            for sid in sorted(prepared):
+                conn.execute(query("open_session"), {"catalog": info.id, "session": sid})
+                conn.execute(query("clear_session"), {"catalog": info.id, "session": sid})
+                conn.execute(query("advance_session"), {"catalog": info.id, "session": sid, "last_seq": 0})
+                written += _append(conn, info, sid, prepared[sid], keep)
+        return written
+
+    return {"sessions": len(prepared), "calls": retry_conflicts(write)}
+
+
+def prune(
+    conn: psycopg.Connection[Any], info: CatalogInfo, *, before: datetime | None = None, session: str | None = None
+) -> dict[str, int]:
+    """Delete the calls made before ``before`` (every call when None) of one session or of all, and the sessions
+    left empty; the transition counts follow. Returns how many calls and sessions went."""
+    if before is not None and (not isinstance(before, datetime) or before.utcoffset() is None):
+        raise InvalidInputError(f"before must be a datetime with a time zone, got {before!r}")
+    if session is not None:
+        session = check_session(session)
+    params: dict[str, Any] = {"catalog": info.id, "session": session, "before": before}
+
+    def write() -> dict[str, int]:
+        with conn.transaction():
+            sessions = [r[0] for r in conn.execute(query("sessions_to_prune"), params)]
+            if session is not None and session not in sessions:
+                sessions.append(session)  # an empty session goes too
+            locked = {**params, "sessions": sessions}
+            conn.execute(query("lock_sessions"), locked)
+            calls = conn.execute(query("prune_calls"), locked).rowcount
+            dropped = len(conn.execute(query("drop_empty_sessions"), locked).fetchall())
+        return {"calls": calls, "sessions": dropped}
+
+    return retry_conflicts(write)
+
+
+def list_sessions(conn: psycopg.Connection[Any], info: CatalogInfo, *, limit: int = 100) -> list[dict[str, Any]]:
+    """The catalog's sessions, most recently written first: id, number of calls, first and last call times."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query("list_sessions"), {"catalog": info.id, "limit": limit}).fetchall()
+
+
+def session_log(conn: psycopg.Connection[Any], info: CatalogInfo, session: str) -> list[LoggedCall]:
+    """Every logged call of one session, oldest first."""
+    params = {"catalog": info.id, "session": check_session(session)}
+    return [LoggedCall(*row) for row in conn.execute(query("session_log"), params)]
+
+
+def transitions(
+    conn: psycopg.Connection[Any], info: CatalogInfo, *, prev: str | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """The catalog's transition counts (``prev_tool``, ``next_tool``, ``n``), most frequent first."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query("transition_counts"), {"catalog": info.id, "prev": prev, "limit": limit}).fetchall()

@@ -1,0 +1,140 @@
+"""``toolstore sessions``: the catalog's session log (import, list, show, prune, retention) and what it taught."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import click
+
+from .._errors import InvalidInputError
+from .._metrics import load_sessions
+from .app import command, emit, open_store, summary
+
+FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks", "": "days"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days)."""
+    match = _DURATION.match(text)
+    if not match:
+        raise InvalidInputError(f"--older-than wants a duration like 30d, 12h, 90m or 2w, got {text!r}")
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+
+
+def _limit(value: str | None, what: str) -> float | None:
+    """A retention limit: a number, or ``none`` for no limit."""
+    if value is None or value.strip().lower() == "none":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise InvalidInputError(f"{what} wants a number or 'none', got {value!r}") from None
+
+
+@click.group("sessions")
+def sessions_group() -> None:
+    """The session log: the tool calls of each conversation, which route(..., session=...) looks back on and from
+    which the catalog learns tool-to-tool transitions. Only tool ids and times are stored, never user text."""
+
+
+@command("import")
+@click.argument("file", type=FILE)
+@click.pass_context
+def import_(ctx: click.Context, file: Path) -> None:
+    """Log the calls of labelled sessions from FILE (bfcl_sessions format: {"sid", "turns": [{"calls": [...]}]}).
+    A session already in the log is replaced, so importing twice logs once; all or nothing."""
+    sessions = load_sessions(file)
+    if not sessions:
+        raise InvalidInputError(f"{file}: no sessions found")
+    with open_store(ctx, create=False) as store:
+        report = store.import_sessions((s.sid, s.calls) for s in sessions)
+    emit(ctx, report, summary(report))
+
+
+@command("list")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1))
+@click.pass_context
+def list_(ctx: click.Context, limit: int) -> None:
+    """The logged sessions, most recently written first."""
+    with open_store(ctx, create=False) as store:
+        rows = store.sessions(limit=limit)
+
+    def human() -> None:
+        for r in rows:
+            last = r["last_call"].isoformat(timespec="seconds") if r["last_call"] else "-"
+            click.echo(f"{r['session_id'][:48]:<48} {r['calls']:>6} calls  last {last}")
+
+    emit(ctx, rows, human, key="sessions")
+
+
+@command("show")
+@click.argument("session")
+@click.pass_context
+def show(ctx: click.Context, session: str) -> None:
+    """The calls SESSION logged, oldest first."""
+    with open_store(ctx, create=False) as store:
+        calls = store.session_log(session)
+    rows = [{"seq": c.seq, "tool": c.tool_id, "ok": c.ok, "at": c.at.isoformat(), "call_id": c.call_id} for c in calls]
+
+    def human() -> None:
+        for c in calls:
+            click.echo(f"{c.seq:>5}  {c.at.isoformat(timespec='seconds')}  {c.tool_id}{'' if c.ok else '  (failed)'}")
+
+    emit(ctx, {"session": session, "calls": rows}, human)
+
+
+@command("prune")
+@click.option("--older-than", help="Delete calls older than this (30d, 12h, 90m, 2w); default: the retention age.")
+@click.option("--session", help="Delete this session's calls (all of them, or those --older-than).")
+@click.pass_context
+def prune(ctx: click.Context, older_than: str | None, session: str | None) -> None:
+    """Delete logged calls; sessions left empty go too, and the transition counts follow. Run it from cron when the
+    catalog has a retention age (`toolstore sessions retention --max-age-days N`)."""
+    age = parse_duration(older_than) if older_than else None
+    with open_store(ctx, create=False) as store:
+        report = store.prune_sessions(older_than=age, session=session)
+    emit(ctx, report, summary(report))
+
+
+@command("retention")
+@click.option("--max-calls", help="Calls kept per session (the newest), or 'none'.")
+@click.option("--max-age-days", help="Days a call is kept, or 'none'.")
+@click.pass_context
+def retention(ctx: click.Context, max_calls: str | None, max_age_days: str | None) -> None:
+    """Show the catalog's retention of its session log, or set it (both limits apply at each write to a session,
+    and to every session by `toolstore sessions prune`)."""
+    with open_store(ctx, create=False) as store:
+        if max_calls is not None or max_age_days is not None:
+            current = store.session_retention()
+            calls = current["max_calls"] if max_calls is None else _limit(max_calls, "--max-calls")
+            days = current["max_age_days"] if max_age_days is None else _limit(max_age_days, "--max-age-days")
+            if calls is not None and calls != int(calls):
+                raise InvalidInputError(f"--max-calls wants a whole number, got {max_calls!r}")
+            store.set_session_retention(max_calls=None if calls is None else int(calls), max_age_days=days)
+        report = store.session_retention()
+    emit(ctx, report, summary(report))
+
+
+@command("transitions")
+@click.option("--from", "prev", help="Only transitions from this tool id.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
+@click.pass_context
+def transitions(ctx: click.Context, prev: str | None, limit: int) -> None:
+    """The learned transition counts: how often one tool was called right after another, most frequent first."""
+    with open_store(ctx, create=False) as store:
+        rows = store.transitions(prev=prev, limit=limit)
+
+    def human() -> None:
+        for r in rows:
+            click.echo(f"{r['n']:>7}  {r['prev_tool']} -> {r['next_tool']}")
+
+    emit(ctx, rows, human, key="transitions")
+
+
+for _command in (import_, list_, show, prune, retention, transitions):
+    sessions_group.add_command(_command)
+COMMANDS = (sessions_group,)
