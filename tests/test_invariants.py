@@ -18,7 +18,7 @@ import pytest
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
 from toolstore._migrate import VERSION_TABLE
-from toolstore._route import route_request, statement_params
+from toolstore._route import route_request, statement_params, with_calls
 from toolstore._sql import query
 
 from catalog_gen import generated_queries, generated_tools
@@ -127,6 +127,8 @@ REQUESTS = {
     "natural language": ({}, "send the weekly invoice summary to the finance team"),
     "identifier": ({}, "use send_email_3 for the urgent message"),
     "filtered": ({"categories": ["finance"], "block": ["slack.send_email_0"]}, "refund a failed payment"),
+    # the conversation's signals: the session's log, calls passed in, transitions and the context vector
+    "conversation": ({"session": "s-1"}, "and now refund it"),
 }
 
 
@@ -136,8 +138,11 @@ def test_the_route_statement_reads_every_table_by_its_catalog(routed: ToolStore,
     filters, text = REQUESTS[label]
     info = routed.info()
     qvec = HashingEmbedder(32).embed(text)
-    params = statement_params(info, route_request(text, stored_fusion(info.settings), k=8, **filters), qvec)
-    params["lexical_cap"] = params["lexical_cap"] if filters else cap
+    request = route_request(text, stored_fusion(info.settings), k=8, **filters)
+    if request.session is not None:
+        request = with_calls(request, ["slack.send_email_0"])
+    params = statement_params(info, request, qvec, qvec if request.session else None)
+    params["lexical_cap"] = params["lexical_cap"] if params["filtered"] else cap
     with routed.connection() as conn:
         assert unscoped_scans(conn, query("route"), params) == []
 
