@@ -100,10 +100,13 @@ def test_a_cap_above_every_posting_list_changes_nothing(big: ToolStore) -> None:
                 assert field_ranking(conn, big, text, field, None) == top
 
 
-def test_filtered_routes_read_every_posting() -> None:
+def test_filtered_routes_read_every_posting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolstore import _route
     from toolstore._models import CatalogInfo
 
+    monkeypatch.setattr(_route, "LEXICAL_CAP", 50)
     info = CatalogInfo(id=1, name="x", embed_model=None, embed_dim=None, settings={})
     fusion = Fusion(weights=dict.fromkeys(("name", "description", "expansion", "dense", "intent"), 1.0))
+    assert statement_params(info, route_request("q", fusion), None)["lexical_cap"] == 50
     filtered = statement_params(info, route_request("q", fusion, categories=["a"]), None)
     assert filtered["lexical_cap"] is None

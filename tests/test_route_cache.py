@@ -7,13 +7,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import psycopg
 import pytest
 
-from toolstore import AsyncToolStore, HashingEmbedder, ModelMismatchError, ToolStore, UnknownCatalogError
+from toolstore import (
+    AsyncToolStore,
+    DatabaseError,
+    HashingEmbedder,
+    ModelMismatchError,
+    ToolStore,
+    UnknownCatalogError,
+)
 from toolstore._fusion import stored_fusion
-from toolstore._route import STALE_CATALOG, route_request, statement_params
+from toolstore._route import ROUTE_ATTEMPTS, STALE_CATALOG, CatalogCache, route_request, statement_params
 from toolstore._sql import query
 
 from catalog_gen import generated_queries, generated_tools
@@ -74,6 +82,33 @@ def test_a_model_switched_elsewhere_is_refused_not_routed_with(dsn: str) -> None
             b.reembed(HashingEmbedder(32))
         with pytest.raises(ModelMismatchError):
             a.route(query_)
+
+
+def test_a_model_switched_elsewhere_is_routed_with_by_a_store_embedding_with_it(dsn: str) -> None:
+    """The cached row names the old model; the store's embedder is the new one: the row is read again, not refused."""
+    query_ = generated_queries(1, seed=9)[0]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="m2") as a:
+        a.upsert(generated_tools(30))
+        assert a.route(query_, weights=DENSE_ONLY).dense_used
+        with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="m2") as b:
+            b.reembed(HashingEmbedder(32))
+        a.embedder = HashingEmbedder(32)
+        after = a.route(query_, weights=DENSE_ONLY)
+        assert after.dense_used and after.tools
+        with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="m2") as fresh:
+            assert after.ids == fresh.route(query_, weights=DENSE_ONLY).ids
+
+
+def test_a_catalog_that_keeps_changing_gives_up_with_a_clear_error(
+    store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every try finds the catalog changed (here: every row read comes back one version behind): bounded tries."""
+    store.upsert(generated_tools(10))
+    keep = CatalogCache.keep
+    monkeypatch.setattr(CatalogCache, "keep", lambda self, info: keep(self, replace(info, version=info.version - 1)))
+    with statements() as sent, pytest.raises(DatabaseError, match="changed during each of 3 tries"):
+        store.route("send an email")
+    assert len(sent) == 2 * ROUTE_ATTEMPTS  # per try: the row read, the refused statement
 
 
 def test_a_dropped_and_recreated_catalog_is_found_again(dsn: str) -> None:
