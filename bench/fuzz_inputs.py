@@ -5,9 +5,11 @@
 Mutates valid documents of every import format (benchmark rows, OpenAI, Anthropic, MCP, OpenAPI JSON and YAML) at
 random: truncation, byte flips, invalid UTF-8, lone surrogates, NUL, NaN/Infinity, huge integers and strings, deep
 nesting, YAML aliases, type swaps, duplicate ids. Each goes through `toolstore import` (in process, the real `main`,
-against a scratch database), then some `route` calls with hostile arguments. An outcome is `ok` (exit 0),
-`refused` (exit 1, one line on stderr) or `raw` (anything else: a traceback, an exit code other than 0/1, output of
-more than one line). Database: $TOOLSTORE_DSN's server, else the embedded one under $TOOLSTORE_HOME.
+against a scratch database), then some `route` calls with hostile arguments; then the conversation inputs the same
+way: mutated session files through `sessions import`, mutated message lists (OpenAI and Anthropic) through
+`route --messages`, hostile session ids, `--turns` and `sessions prune` / `retention` arguments. An outcome is
+`ok` (exit 0), `refused` (exit 1, one line on stderr) or `raw` (anything else: a traceback, an exit code other than
+0/1, output of more than one line). Database: $TOOLSTORE_DSN's server, else the embedded one under $TOOLSTORE_HOME.
 """
 
 from __future__ import annotations
@@ -81,6 +83,27 @@ SEEDS: dict[str, Any] = {
             }
         },
     },
+}
+
+#: Conversation inputs: a session file (bfcl_sessions rows) and message lists, all naming a.send of SEEDS.
+CONVERSATION: dict[str, Any] = {
+    "sessions.jsonl": [{"sid": "s1", "turns": [{"query": "send it", "relevant": ["a.send"], "calls": ["a.send"]}]}],
+    "openai-messages.json": [
+        {"role": "user", "content": "send a message to bob"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "send", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sent"},
+        {"role": "user", "content": "and again to alice"},
+    ],
+    "anthropic-messages.json": [
+        {"role": "user", "content": [{"type": "text", "text": "send a message"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "send", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": True}]},
+        {"role": "user", "content": "try once more"},
+    ],
 }
 
 
@@ -157,6 +180,15 @@ def run(args: list[str]) -> tuple[str, str]:
     return "raw", f"exit {code}: {err.getvalue()[:200]}"
 
 
+def serialise(name: str, document: Any) -> str:
+    return "\n".join(json.dumps(r) for r in document) if name.endswith("jsonl") else json.dumps(document)
+
+
+def write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text(serialise(path.name, rows))
+    return path
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=1000)
@@ -182,8 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         cases: list[tuple[str, bytes]] = []
         for _ in range(options.files):
             name = rng.choice(sorted(SEEDS))
-            text = "\n".join(json.dumps(r) for r in SEEDS[name]) if name.endswith("jsonl") else json.dumps(SEEDS[name])
-            cases.append((name, mutate(rng, text)))
+            cases.append((name, mutate(rng, serialise(name, SEEDS[name]))))
         cases += [("openapi.yaml", c) for c in yaml_cases()]
         for i, (name, content) in enumerate(cases):
             path = Path(tmp) / f"{i}-{name}"
@@ -205,6 +236,37 @@ def main(argv: list[str] | None = None) -> None:
             outcomes[f"route {outcome}"] += 1
             if outcome == "raw":
                 raw.append(f"route {args[len(base) :]!r:.80}: {detail}")
+        run([*base, "-c", "conv", "import", str(write(Path(tmp) / "seed.jsonl", SEEDS["bench.jsonl"]))])
+        for i in range(options.files // 3):
+            name = rng.choice(sorted(CONVERSATION))
+            path = Path(tmp) / f"conv{i}-{name}"
+            path.write_bytes(mutate(rng, serialise(name, CONVERSATION[name])))
+            if name == "sessions.jsonl":
+                args = [*base, "-c", "conv", "sessions", "import", str(path)]
+            else:
+                args = [*base, "-c", "conv", "route", "--messages", str(path)]
+                if rng.random() < 0.3:
+                    args += ["--turns", str(rng.choice([-1, 0, 1, 10**9]))]
+            outcome, detail = run(args)
+            outcomes[f"conversation {outcome}"] += 1
+            if outcome == "raw":
+                raw.append(f"{name}: {detail}")
+        hostile_ids = ["", "\x00", "x" * 300, "\udcff", "s1"]
+        for _ in range(100):
+            choice = rng.random()
+            if choice < 0.4:
+                args = [*base, "-c", "conv", "route", "send", "--session", rng.choice(hostile_ids)]
+            elif choice < 0.7:
+                value = rng.choice(["", "soon", "-1d", "1e400d", "99999999999d", "nan", "1.5h", "30d"])
+                args = [*base, "-c", "conv", "sessions", "prune", "--older-than", value]
+            else:
+                value = rng.choice(["0", "-5", "1.5", "nan", "inf", "none", "1e400", "10"])
+                limit = rng.choice(["--max-calls", "--max-age-days"])
+                args = [*base, "-c", "conv", "sessions", "retention", limit, value]
+            outcome, detail = run(args)
+            outcomes[f"session args {outcome}"] += 1
+            if outcome == "raw":
+                raw.append(f"{args[len(base) :]!r:.80}: {detail}")
     print(json.dumps({"outcomes": dict(sorted(outcomes.items())), "raw": raw[:20], "n_raw": len(raw)}, indent=2))
     sys.exit(1 if raw else 0)
 

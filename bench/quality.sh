@@ -57,7 +57,7 @@ for spec in $EMBEDDERS; do
     done
 done
 
-"$PYTHON" - "$OUT" "$EMBEDDERS" ${QUERY_SETS[@]+"${QUERY_SETS[@]}"} <<'EOF'
+[ ${#QUERY_SETS[@]} -eq 0 ] || "$PYTHON" - "$OUT" "$EMBEDDERS" "${QUERY_SETS[@]}" <<'EOF'
 import json, sys
 out, specs, sets = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
 cols = ("nDCG@10", "R@10", "MRR@10", "multi comp@10", "latency_ms_p50")

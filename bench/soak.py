@@ -3,11 +3,13 @@ every invariant checked (issue 13).
 
     python bench/soak.py [--seconds 60] [--tools 2000] [--routers 4] [--json bench/out/soak.json]
 
-Threads, all at once: routers on two catalogs; a writer changing a few tools at a time; a remover that takes tools
-away and puts them back; an examples writer; two re-importers that alternate two versions of the main catalog with
---prune (they race each other); a bulk importer into a third catalog (drops and rebuilds its HNSW indexes).
-Afterwards: BM25 statistics equal a recomputation from the stored tsvectors, no index is invalid and every tool of
-an embedded catalog has its vector. Exit status 1 on any error or broken invariant.
+Threads, all at once: routers on two catalogs, half of them with a session; a writer changing a few tools at a time;
+a remover that takes tools away and puts them back; an examples writer; two re-importers that alternate two versions
+of the main catalog with --prune (they race each other); a bulk importer into a third catalog (drops and rebuilds its
+HNSW indexes); two session loggers appending calls to a few shared sessions and a pruner trimming the log.
+Afterwards: BM25 statistics equal a recomputation from the stored tsvectors, transition counts equal the pairs in
+the session log, no index is invalid and every tool of an embedded catalog has its vector. Exit status 1 on any
+error or broken invariant.
 Database: $TOOLSTORE_DSN's server, else the embedded one under $TOOLSTORE_HOME (default bench/out/home).
 """
 
@@ -37,7 +39,7 @@ sys.path[:0] = [str(BENCH.parent), str(BENCH.parent / "tests")]
 from toolstore import HashingEmbedder, IntentExample, Tool, ToolStore, UnknownToolError, migrate
 
 from catalog_gen import generated_queries, generated_tools
-from statistics_check import statistics_exact
+from statistics_check import statistics_exact, transitions_exact
 
 OUT = BENCH / "out"
 
@@ -128,9 +130,24 @@ def main(argv: list[str] | None = None) -> None:
         stores.append(ToolStore(dsn, embedder=embedder, catalog=catalog, pool_size=2))
         return stores[-1]
 
-    def router(catalog: str) -> Callable[[random.Random], None]:
+    sessions = [f"s{i}" for i in range(8)]
+
+    def router(catalog: str, with_session: bool) -> Callable[[random.Random], None]:
         own = store(catalog)
-        return lambda rng: tally.run("route", lambda: own.route(rng.choice(queries), k=8), timed=True)
+
+        def work(rng: random.Random) -> None:
+            session = rng.choice(sessions) if with_session else None
+            tally.run("route", lambda: own.route(rng.choice(queries), k=8, session=session), timed=True)
+
+        return work
+
+    def log_calls(rng: random.Random) -> None:  # tools of version B exist whichever re-import won last
+        calls = [t.id for t in rng.sample(version_b, rng.randint(1, 4))]
+        tally.run("record calls", lambda: logger_store.record_calls(rng.choice(sessions), calls))
+
+    def prune_log(rng: random.Random) -> None:
+        time.sleep(0.2)
+        tally.run("prune sessions", lambda: pruner.prune_sessions(session=rng.choice(sessions)))
 
     def small_writes(rng: random.Random) -> None:
         picked = rng.sample(base, 5)
@@ -158,9 +175,11 @@ def main(argv: list[str] | None = None) -> None:
         tally.run("bulk import (other catalog)", lambda: bulk_store.upsert(version, prune=True))
 
     writer, remover, examiner, bulk_store = store("main"), store("main"), store("main"), store("other")
-    workers = [loop(router(("main", "other")[i % 2]), i) for i in range(args.routers)]
+    logger_store, pruner = store("main"), store("main")
+    workers = [loop(router(("main", "other")[i % 2], i % 4 < 2), i) for i in range(args.routers)]
     workers += [loop(small_writes, 100), loop(remove_and_restore, 101), loop(examples, 102)]
     workers += [loop(reimport(version_a), 103), loop(reimport(version_b), 104), loop(bulk, 105)]
+    workers += [loop(log_calls, 106), loop(log_calls, 107), loop(prune_log, 108)]
     threads = [threading.Thread(target=w) for w in workers]
     started = time.monotonic()
     for t in threads:
@@ -174,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     with ToolStore(dsn, embedder=None, catalog="main") as store, store.connection() as conn:
         catalogs = conn.execute("select id, name from catalogs order by id").fetchall()
         exact = {name: statistics_exact(conn, cid) for cid, name in catalogs}
+        transitions = {name: transitions_exact(conn, cid) for cid, name in catalogs}
+        logged = conn.execute("select count(*) from session_calls").fetchone()[0]
         invalid = [r[0] for r in conn.execute("select indexrelid::regclass::text from pg_index where not indisvalid")]
         missing = conn.execute(
             "select count(*) from tools t where not exists (select 1 from tool_vectors v where v.tool_pk = t.pk)"
@@ -187,13 +208,15 @@ def main(argv: list[str] | None = None) -> None:
         "route_ms_p50": statistics.median(tally.route_ms) if tally.route_ms else None,
         "route_ms_max": max(tally.route_ms) if tally.route_ms else None,
         "statistics_exact": exact,
+        "transitions_exact": transitions,
+        "calls_logged_at_end": logged,
         "invalid_indexes": invalid,
         "tools_without_vectors": missing,
     }
     print(json.dumps(result, indent=2))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2))
-    failed = tally.errors or not all(exact.values()) or invalid or missing
+    failed = tally.errors or not all(exact.values()) or not all(transitions.values()) or invalid or missing
     sys.exit(1 if failed else 0)
 
 

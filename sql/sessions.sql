@@ -47,10 +47,12 @@ where c.catalog_id = %(catalog)s
 order by c.session_id;
 
 -- name: lock_sessions
-select session_id from sessions
-where catalog_id = %(catalog)s and session_id = any (%(sessions)s::text[])
-order by session_id
-for update;
+-- The sessions' rows, locked in id order for this transaction, as a writer's `open_session` locks one: an insert, so
+-- it also waits for a first write to a session still in progress elsewhere (a select would not see that row and
+-- lock nothing). Rows it creates hold no call: `drop_empty_sessions` takes them away again.
+insert into sessions (catalog_id, session_id)
+select %(catalog)s, s.id from unnest(%(sessions)s::text[]) as s (id) order by s.id
+on conflict (catalog_id, session_id) do update set last_seq = sessions.last_seq;
 
 -- name: prune_calls
 delete from session_calls

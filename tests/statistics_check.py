@@ -64,3 +64,17 @@ def recomputed_stats(conn: psycopg.Connection[Any], catalog: int) -> dict[str, A
 
 def statistics_exact(conn: psycopg.Connection[Any], catalog: int) -> bool:
     return stats_snapshot(conn, catalog) == recomputed_stats(conn, catalog)
+
+
+def transitions_exact(conn: psycopg.Connection[Any], catalog: int) -> bool:
+    """Whether the stored transition counts equal the pairs of consecutive calls in the catalog's session log."""
+    stored = conn.execute(
+        "select prev_tool, next_tool, n from tool_transitions where catalog_id = %s order by 1, 2", [catalog]
+    ).fetchall()
+    recomputed = conn.execute(
+        "select a.tool_id, b.tool_id, count(*) from session_calls a join session_calls b on b.catalog_id = "
+        "a.catalog_id and b.session_id = a.session_id and b.seq = a.seq + 1 where a.catalog_id = %s "
+        "group by 1, 2 order by 1, 2",
+        [catalog],
+    ).fetchall()
+    return stored == recomputed

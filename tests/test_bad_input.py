@@ -97,3 +97,20 @@ def test_the_library_refuses_bad_tools_naming_them(dsn: str) -> None:
             with pytest.raises(InvalidToolError, match=message):
                 store.upsert([tool])
         assert "lib" not in [c["name"] for c in store.catalogs()]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("sessions", "retention", "--max-calls", "nan"), "--max-calls wants a whole number or 'none'"),
+        (("sessions", "retention", "--max-calls", "1e400"), "--max-calls wants a whole number or 'none'"),
+        (("sessions", "retention", "--max-age-days", "inf"), "--max-age-days wants a number or 'none'"),
+        (("sessions", "prune", "--older-than", "99999999999d"), "too long"),
+    ],
+    ids=["nan calls", "huge calls", "infinite days", "huge duration"],
+)
+def test_bad_session_arguments_are_one_line(dsn: str, args: tuple[str, ...], needle: str) -> None:
+    """Found by bench/fuzz_inputs.py: these were OverflowError / ValueError tracebacks."""
+    with ToolStore(dsn, embedder=None, catalog="conv") as store:
+        store.upsert([Tool(id="a.send", name="send", description="Send a message")])
+    one_clear_line(run(dsn, "-c", "conv", *args), needle)

@@ -119,3 +119,16 @@ def test_store_refuses_an_unmigrated_database_when_told_not_to_migrate(empty_dsn
 
     with pytest.raises(DatabaseError, match="toolstore migrate"):
         ToolStore(empty_dsn, embedder=None, migrate=False)
+
+
+def test_a_failing_migration_is_one_clean_error_and_changes_nothing(empty_dsn: str) -> None:
+    from toolstore import DatabaseError
+
+    migrate(empty_dsn, revision="0005")
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:  # an object in the way of migration 0006
+        conn.execute("create table toolstore.sessions (x int)")
+    with pytest.raises(DatabaseError, match=r"to head failed, nothing changed: relation \"sessions\" already exists"):
+        migrate(empty_dsn)
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute(f"select version_num from toolstore.{VERSION_TABLE}").fetchone() == ("0005",)
+        assert conn.execute("select to_regclass('toolstore.session_calls')").fetchone() == (None,)

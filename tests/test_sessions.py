@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -28,6 +29,8 @@ from toolstore import (
 )
 from toolstore import _sessions as sessions_module
 from toolstore._catalog import lock_catalog
+from toolstore._sessions import Retention
+from toolstore.cli.sessions import parse_duration
 
 TOOLS = [Tool(id=f"app.t{i}", name=f"t{i}", provider="app", description=f"tool number {i}") for i in range(8)]
 
@@ -159,6 +162,41 @@ def test_concurrent_writers_to_one_session_keep_every_call(dsn: str) -> None:
         assert stored_counts(store) == recomputed_counts(store)
 
 
+@pytest.mark.parametrize("one_session", [True, False], ids=["one session", "all sessions"])
+def test_a_prune_waits_for_a_first_write_in_progress(logged: ToolStore, one_session: bool) -> None:
+    """A prune that starts while a session's first write is uncommitted waits for it and then prunes its calls, so a
+    later write to the session cannot pair with a call the prune deleted (the soak found a leaked transition when
+    the prune locked nothing: a select does not see an uncommitted session row)."""
+    info = logged.info(counts=False)
+    if not one_session:
+        logged.record_calls("committed", ["app.t5", "app.t6"])  # the all-sessions prune lists committed sessions
+    result: dict[str, int] = {}
+    with logged.connection() as first, logged.connection() as other:
+        with first.transaction():
+            sessions_module._append(first, info, "fresh", [SessionCall("app.t1"), SessionCall("app.t2")], Retention())
+            pid = other.info.backend_pid
+            pruner = threading.Thread(
+                target=lambda: result.update(
+                    sessions_module.prune(other, info, session="fresh" if one_session else None)
+                )
+            )
+            pruner.start()
+            with logged.connection() as watcher:
+                for _ in range(200):  # until the prune waits on the write's lock (the old code never did)
+                    row = watcher.execute("select wait_event_type from pg_stat_activity where pid = %s", [pid])
+                    if row.fetchone() == ("Lock",) or not pruner.is_alive():
+                        break
+                    time.sleep(0.05)
+        pruner.join(30)
+    if one_session:  # it waited, then pruned the calls committed before it went on
+        assert result == {"calls": 2, "sessions": 1} and logged.session_log("fresh") == []
+    else:  # what was committed when it listed the sessions, and nothing of a session begun meanwhile
+        assert result == {"calls": 2, "sessions": 1} and len(logged.session_log("fresh")) == 2
+        assert logged.session_log("committed") == []
+    logged.record_calls("fresh", ["app.t3"])
+    assert stored_counts(logged) == recomputed_counts(logged)
+
+
 def test_logging_never_waits_for_the_catalog_lock(logged: ToolStore) -> None:
     """A catalog write in progress (its row lock held) does not hold up logging calls."""
     with logged.connection() as locker, locker.transaction():
@@ -241,8 +279,9 @@ def test_retention_limits(logged: ToolStore) -> None:
     for bad in ({"max_calls": 0}, {"max_calls": 1.5}, {"max_age_days": -1}, {"max_age_days": float("nan")}):
         with pytest.raises(InvalidInputError):
             logged.set_session_retention(**bad)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="older_than"):
-        logged.prune_sessions(older_than=timedelta(days=-1))
+    for bad_age in (timedelta(days=-1), timedelta(days=10**6)):  # the second would overflow a datetime
+        with pytest.raises(InvalidInputError, match="older_than"):
+            logged.prune_sessions(older_than=bad_age)
 
 
 def test_import_replaces_sessions(logged: ToolStore) -> None:
@@ -303,3 +342,5 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 1 and "--older-than wants a duration" in bad.stderr and "Traceback" not in bad.stderr
+    with pytest.raises(InvalidInputError, match="too long"):
+        parse_duration("99999999999d")

@@ -1,4 +1,5 @@
-"""A short run of bench/soak.py (routers, writers and racing re-imports together; every invariant checked after)."""
+"""A short run of bench/soak.py (routers, writers, racing re-imports and session loggers together; every invariant
+checked after)."""
 
 from __future__ import annotations
 
@@ -24,4 +25,6 @@ def test_a_short_soak_has_no_errors_and_keeps_every_invariant(server_dsn: str, t
     result = json.loads(out.read_text())
     assert proc.returncode == 0, result
     assert result["errors"] == {} and all(result["statistics_exact"].values()) and not result["invalid_indexes"]
+    assert all(result["transitions_exact"].values())
     assert result["ok"]["route"] > 50 and result["ok"].get("re-import --prune", 0) >= 1
+    assert result["ok"].get("record calls", 0) > 10 and result["ok"].get("prune sessions", 0) >= 1

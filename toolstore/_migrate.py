@@ -83,15 +83,19 @@ def migrate(
     if connection is not None:
         _run(connection, schema, revision, downgrade)
         return
-    from sqlalchemy import create_engine, pool
+    from sqlalchemy import create_engine, exc, pool
 
     target = resolve_dsn(dsn)
     engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=pool.NullPool)
     try:
         with engine.begin() as conn:
             _run(conn, schema, revision, downgrade)
-    except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to the database: {str(exc).strip().splitlines()[0]}") from exc
+    except psycopg.OperationalError as error:
+        raise DatabaseError(f"cannot connect to the database: {first_line(error)}") from error
+    except exc.DBAPIError as error:  # one transaction: nothing of the failed migration stays
+        raise DatabaseError(
+            f"migrating schema {schema!r} to {revision} failed, nothing changed: {first_line(error.orig or error)}"
+        ) from error
     finally:
         engine.dispose()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import numpy as np
@@ -378,13 +378,7 @@ class ToolStore:
         """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
         ``session``; sessions left empty go too, and the transition counts follow."""
         keep = _sessions.retention(self.info(counts=False).settings)
-        if older_than is None and session is None:
-            older_than = keep.max_age
-            if older_than is None:
-                raise InvalidInputError("give older_than or a session, or set a retention age (set_session_retention)")
-        if older_than is not None and (not isinstance(older_than, timedelta) or older_than < timedelta(0)):
-            raise InvalidInputError(f"older_than must be a non-negative timedelta, got {older_than!r}")
-        before = None if older_than is None else datetime.now(timezone.utc) - older_than
+        before = _sessions.prune_before(older_than, session, keep)
         return self._run(lambda conn: _sessions.prune(conn, self._info(conn), before=before, session=session))
 
     def set_session_retention(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -20,19 +21,26 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 def parse_duration(text: str) -> timedelta:
     """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days)."""
     match = _DURATION.match(text)
-    if not match:
-        raise InvalidInputError(f"--older-than wants a duration like 30d, 12h, 90m or 2w, got {text!r}")
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        if match:
+            return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    except OverflowError:
+        raise InvalidInputError(f"--older-than {text!r} is too long: at most 100,000 days") from None
+    raise InvalidInputError(f"--older-than wants a duration like 30d, 12h, 90m or 2w, got {text!r}")
 
 
-def _limit(value: str | None, what: str) -> float | None:
-    """A retention limit: a number, or ``none`` for no limit."""
-    if value is None or value.strip().lower() == "none":
+def _limit(value: str, what: str, kind: type[int] | type[float]) -> int | float | None:
+    """A retention limit: a whole number (``int``) or a finite number (``float``), or ``none`` for no limit."""
+    if value.strip().lower() == "none":
         return None
     try:
-        return float(value)
+        number = kind(value)
+        if math.isfinite(number):
+            return number
     except ValueError:
-        raise InvalidInputError(f"{what} wants a number or 'none', got {value!r}") from None
+        pass
+    wanted = "a whole number" if kind is int else "a number"
+    raise InvalidInputError(f"{what} wants {wanted} or 'none', got {value!r}")
 
 
 @click.group("sessions")
@@ -110,11 +118,9 @@ def retention(ctx: click.Context, max_calls: str | None, max_age_days: str | Non
     with open_store(ctx, create=False) as store:
         if max_calls is not None or max_age_days is not None:
             current = store.session_retention()
-            calls = current["max_calls"] if max_calls is None else _limit(max_calls, "--max-calls")
-            days = current["max_age_days"] if max_age_days is None else _limit(max_age_days, "--max-age-days")
-            if calls is not None and calls != int(calls):
-                raise InvalidInputError(f"--max-calls wants a whole number, got {max_calls!r}")
-            store.set_session_retention(max_calls=None if calls is None else int(calls), max_age_days=days)
+            calls = current["max_calls"] if max_calls is None else _limit(max_calls, "--max-calls", int)
+            days = current["max_age_days"] if max_age_days is None else _limit(max_age_days, "--max-age-days", float)
+            store.set_session_retention(max_calls=calls, max_age_days=days)  # type: ignore[arg-type]
         report = store.session_retention()
     emit(ctx, report, summary(report))
 
