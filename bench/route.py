@@ -1,12 +1,15 @@
 """Routing benchmark: route() and the route statement against an in-process reference, at 1k/10k/100k tools.
 
     python bench/route.py [--sizes 1000,10000,100000] [--requests 500] [--quick] [--json OUT] [--explain N]
-                          [--variants bench/control.sql,...] [--max-df F] [--no-import] [--prebuild]
+                          [--variants bench/control.sql,...] [--max-df F] [--lexical-caps 1000,...]
+                          [--no-import] [--prebuild]
+    python bench/route.py --catalogs 1000 [--catalogs-hnsw]     # many catalogs in one database (bench/_catalogs.py)
 
 Catalogs come from bench/_synth.py; vectors from the shipped local model (all-MiniLM-L6-v2), cached in bench/out
 (see --embed-all). Each size gets its own database (``bench_<n>_v<generator>``), reused while the migrations are
 unchanged, on $TOOLSTORE_DSN's server or the embedded one under $TOOLSTORE_HOME (default bench/out/home).
 All numbers of one size come from one run, requests interleaved in rotating order (in-process, statement, route()).
+The issue-15 targets are printed with the measured value of this run at the end (TARGETS).
 """
 
 from __future__ import annotations
@@ -46,9 +49,19 @@ from toolstore._route import route_request, statement_params
 from toolstore._rows import tool_row
 from toolstore._sql import parse_blocks, query
 from toolstore._text import dense_text, query_identifiers, query_text
-from toolstore._vectors import ensure_indexes
+from toolstore._vectors import ensure_indexes, write_examples, write_tool_vectors
 
 OUT = BENCH / "out"
+_sent = [0]  # statements this process sent to the server (route()'s round trips are counted with it)
+_execute = psycopg.Cursor.execute
+
+
+def _counting_execute(self: Any, *args: Any, **kwargs: Any) -> Any:
+    _sent[0] += 1
+    return _execute(self, *args, **kwargs)
+
+
+psycopg.Cursor.execute = _counting_execute  # type: ignore[method-assign]
 TEST_BLOCKS = parse_blocks((BENCH.parent / "tests" / "retrievers.sql").read_text())  # each retriever alone
 BATCH = 5000
 CLIENTS = 8
@@ -127,17 +140,13 @@ def built_database(
         tv, ev = vectors()  # may still be being embedded: the tools go in meanwhile
         conn.execute(query("set_catalog_model"), {"catalog": catalog, "model": model, "dim": tv.shape[1]})
         for start in range(0, n, BATCH):
-            ids, vecs = [t.id for t in cat.tools[start : start + BATCH]], list(tv[start : start + BATCH])
-            conn.execute(query("upsert_tool_vectors"), {"catalog": catalog, "ids": ids, "vectors": vecs})
+            with conn.transaction():
+                ids, vecs = [t.id for t in cat.tools[start : start + BATCH]], list(tv[start : start + BATCH])
+                write_tool_vectors(conn, catalog, ids, vecs)
         for start in range(0, len(cat.examples), 4 * BATCH):
-            ex = cat.examples[start : start + 4 * BATCH]
-            params = {
-                "catalog": catalog,
-                "ids": [e.tool_id for e in ex],
-                "queries": [e.query for e in ex],
-                "vectors": list(ev[start : start + 4 * BATCH]),
-            }
-            conn.execute(query("insert_examples"), params)
+            ex = zip(cat.examples[start : start + 4 * BATCH], ev[start : start + 4 * BATCH])
+            with conn.transaction():
+                write_examples(conn, catalog, [(e.tool_id, e.query, v) for e, v in ex])
         ensure_indexes(conn, catalog_info(conn, "bench"))
     pool.close()
     with ToolStore(dsn, embedder=None, catalog="bench") as store:  # a session log: the library's own write path
@@ -243,18 +252,20 @@ def bench_size(
 
             conn.execute("truncate embedding_cache")  # route() must embed every timed query
             for i, q in enumerate(warmup):  # warm the buffer cache, the plans and the model
-                statement(i), inprocess(i), store.route(q.text), store.info()
-            times: dict[str, list[float]] = {"inprocess": [], "statement": [], "route": [], "info": [], "embed": []}
+                statement(i), inprocess(i), store.route(q.text)
+            times: dict[str, list[float]] = {"inprocess": [], "statement": [], "route": [], "embed": []}
+            trips = 0
             same10, overlap10, hits, targeted = 0.0, 0.0, 0, 0
             log(f"{n}: timing {requests} requests")
             runs = {"inprocess": inprocess, "statement": statement, "route": routed}
             for i, q in enumerate(queries):
                 got: dict[str, list[str]] = {}
                 for name in list(runs)[i % 3 :] + list(runs)[: i % 3]:  # rotate: the in-process scan evicts CPU caches
+                    sent = _sent[0]
                     elapsed, got[name] = timed(runs[name], i)
                     times[name].append(elapsed)
+                    trips += (_sent[0] - sent) if name == "route" else 0
                 ref_ids, sql_ids, route_ids = got["inprocess"], got["statement"], got["route"]
-                times["info"].append(timed(store.info)[0])
                 times["embed"].append(timed(embedder.embed, texts[i])[0])
                 same10 += sql_ids[:10] == ref_ids[:10]
                 overlap10 += len(set(sql_ids[:10]) & set(ref_ids[:10])) / max(1, min(10, len(ref_ids)))
@@ -269,13 +280,14 @@ def bench_size(
                 if "setup" in blocks:
                     vconn.execute(blocks["setup"])
                 vtext = blocks.get("route", query("route"))
+                vparams = json.loads(blocks.get("params", "{}"))
 
-                def variant(i: int, vconn: Any = vconn, vtext: str = vtext) -> list[str]:
-                    return [r[0] for r in vconn.execute(vtext, params[i]).fetchall()]
+                def variant(i: int, vconn: Any = vconn, vtext: str = vtext, over: Any = vparams) -> list[str]:
+                    return [r[0] for r in vconn.execute(vtext, params[i] | over).fetchall()]
 
                 for i in range(len(warmup)):
                     variant(i)
-                vt, agree, hit_base, hit_var = [], 0.0, 0, 0
+                vt, agree, agree10, hit_base, hit_var = [], 0.0, 0.0, 0, 0
                 for i, q in enumerate(queries):
                     first, second = (statement, variant) if i % 2 else (variant, statement)  # the 2nd runs warmer
                     (t_a, ids_a), (t_b, ids_b) = timed(first, i), timed(second, i)
@@ -284,12 +296,15 @@ def bench_size(
                     )
                     vt.append((t_base, t_var))
                     agree += len(set(base_ids[:8]) & set(var_ids[:8])) / max(1, min(8, len(base_ids)))
+                    agree10 += len(set(base_ids[:10]) & set(var_ids[:10])) / max(1, min(10, len(base_ids)))
                     hit_base += q.target in base_ids[:8]
                     hit_var += q.target in var_ids[:8]
                 variant_out[name] = {
                     "baseline": stats_ms([a for a, _ in vt]),
                     "variant": stats_ms([b for _, b in vt]),
                     "top8_overlap": agree / requests,
+                    "top10_overlap": agree10 / requests,
+                    "lexical_top10_overlap": lexical_overlap(sconn, params, vtext, vparams) if vparams else None,
                     "hit8_baseline": hit_base / max(1, targeted),
                     "hit8_variant": hit_var / max(1, targeted),
                 }
@@ -316,6 +331,7 @@ def bench_size(
         "requests": requests,
         **result,
         "ratio_statement_inprocess": result["statement"]["p50"] / result["inprocess"]["p50"],
+        "round_trips_per_route": trips / requests,
         "top10_identical": same10 / requests,
         "top10_overlap": overlap10 / requests,
         "route_hit8_targeted": hits / max(1, targeted),
@@ -328,6 +344,24 @@ def bench_size(
         "explain": explained,
         "sessions": session_out,
     }
+
+
+def lexical_overlap(
+    conn: psycopg.Connection[Any], params: Sequence[dict[str, Any]], text: str, over: dict[str, Any]
+) -> float:
+    """Mean top-10 overlap of each BM25 field's own ranking, variant vs exact: the statement run with that field's
+    weight alone (its fused order is the field's order), at the over-fetch depth."""
+    total, count = 0.0, 0
+    for p in params:
+        for field in ("w_name", "w_description", "w_expansion"):
+            alone = p | {w: 0.0 for w in p if w.startswith("w_")}
+            alone |= {field: 1.0, "limit": 10, "identifiers": []}
+            base = [r[0] for r in conn.execute(query("route"), alone).fetchall()]
+            var = [r[0] for r in conn.execute(text, alone | over).fetchall()]
+            if base:
+                total += len(set(base) & set(var)) / len(base)
+                count += 1
+    return total / max(1, count)
 
 
 def bench_sessions(
@@ -420,12 +454,15 @@ def explain_profile(conn: psycopg.Connection[Any], params: Sequence[dict[str, An
 
 
 def bench_import(admin: str, embedder: Embedder, n: int = 10_000) -> dict[str, float]:
-    """ToolStore.upsert of n new tools: with precomputed vectors, then embedded by the local model."""
+    """ToolStore.upsert of n new tools: with precomputed vectors, then embedded by the local model (and the model
+    alone on the same texts, in the same run)."""
     cat = _synth.catalog(n)
     tv, ev = _synth.load_vectors(n, embedder, OUT, log=log)
     table = {dense_text(t): v for t, v in zip(cat.tools, tv)} | {e.query: v for e, v in zip(cat.examples, ev)}
     stub = Precomputed(table, embedder.model, embedder.dim)
     out: dict[str, float] = {}
+    log(f"the model alone on the {n} tools' texts")
+    out["model_alone_s"], _ = timed(lambda: embedder.embed_many([dense_text(t) for t in cat.tools]))
     for label, emb in (("precomputed", stub), ("local_model", embedder)):
         dsn = fresh_database(admin, "bench_import")
         with ToolStore(dsn, embedder=emb, catalog="bench") as store:
@@ -435,13 +472,43 @@ def bench_import(admin: str, embedder: Embedder, n: int = 10_000) -> dict[str, f
                 out["add_examples_precomputed_s"], _ = timed(lambda: store.add_examples(cat.examples))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("drop database if exists bench_import with (force)")
+    out["local_model_vs_model_alone"] = out["upsert_local_model_s"] / out["model_alone_s"]
     return out
+
+
+#: The issue's targets: (label, size or None for imports, key, bound, True when the value must be at most the bound).
+TARGETS = [
+    ("route() p50 ms at 10k (embedding included)", 10_000, ("route", "p50"), 10.0, True),
+    ("route() p50 ms at 100k", 100_000, ("route", "p50"), 30.0, True),
+    ("statement / in-process p50 at 10k", 10_000, ("ratio_statement_inprocess",), 1.5, True),
+    ("statement / in-process p50 at 100k", 100_000, ("ratio_statement_inprocess",), 1.0, True),
+    ("route() per s, 8 clients, at 10k", 10_000, ("routes_per_s",), 250.0, False),
+    ("round trips per route()", 10_000, ("round_trips_per_route",), 1.0, True),
+    ("import 10k tools, precomputed, s", None, ("upsert_precomputed_s",), 5.0, True),
+    ("import 30k intent examples, precomputed, s", None, ("add_examples_precomputed_s",), 10.0, True),
+    ("import through the local model / model alone", None, ("local_model_vs_model_alone",), 1.2, True),
+]
+
+
+def targets(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
+    """Each target with this run's value (targets whose size was not run are left out)."""
+    lines = ["| target | bound | measured | met |", "|---|---|---|---|"]
+    by_size = {r["tools"]: r for r in results}
+    for label, size, path, bound, at_most in TARGETS:
+        source: Any = imports if size is None else by_size.get(size)
+        if not source:
+            continue
+        for key in path:
+            source = source[key]
+        met = source <= bound if at_most else source >= bound
+        lines.append(f"| {label} | {'<=' if at_most else '>='} {bound:g} | {source:.2f} | {'yes' if met else 'NO'} |")
+    return "\n".join(lines)
 
 
 def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
     rows = [
         ("route() p50 / p95 ms", lambda r: f"{r['route']['p50']:.1f} / {r['route']['p95']:.1f}"),
-        ("  store.info() alone p50 ms", lambda r: f"{r['info']['p50']:.1f}"),
+        ("  round trips per route()", lambda r: f"{r['round_trips_per_route']:.2f}"),
         ("  query embedding alone p50 ms", lambda r: f"{r['embed']['p50']:.1f}"),
         ("statement p50 / p95 ms", lambda r: f"{r['statement']['p50']:.1f} / {r['statement']['p95']:.1f}"),
         ("in-process p50 / p95 ms", lambda r: f"{r['inprocess']['p50']:.2f} / {r['inprocess']['p95']:.2f}"),
@@ -470,10 +537,11 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
     for name in results[0]["variants"] if results else []:
         rows.append(
             (
-                f"{name}: p50 ms vs base, top-8 overlap, hit@8 vs base",
+                f"{name}: p50 ms vs base, top-10 overlap (route, lexical), hit@8 vs base",
                 lambda r, v=name: (
                     f"{r['variants'][v]['variant']['p50']:.1f} vs {r['variants'][v]['baseline']['p50']:.1f}, "
-                    f"{r['variants'][v]['top8_overlap']:.3f}, "
+                    f"{r['variants'][v]['top10_overlap']:.3f}, "
+                    f"{r['variants'][v]['lexical_top10_overlap'] or float('nan'):.3f}, "
                     f"{r['variants'][v]['hit8_variant']:.2f} vs {r['variants'][v]['hit8_baseline']:.2f}"
                 ),
             )
@@ -511,6 +579,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="also compare the route statement with query lexemes whose "
         "df exceeds this fraction of the field's tools dropped (the pruning lever)",
     )
+    parser.add_argument(
+        "--lexical-caps",
+        default="",
+        help="comma-separated postings caps per query term to compare with exact BM25 (route's lexical_cap)",
+    )
+    parser.add_argument("--catalogs", type=int, help="many-catalog mode: this many catalogs of 1,000 tools")
+    parser.add_argument(
+        "--catalogs-hnsw", action="store_true", help="many-catalog mode: also measure a partial HNSW index per catalog"
+    )
     parser.add_argument("--no-import", action="store_true", help="skip the 10k import timings")
     parser.add_argument("--explain", type=int, default=0, help="EXPLAIN ANALYZE this many requests per size")
     parser.add_argument("--prebuild", action="store_true", help="only build (or check) the databases, then exit")
@@ -527,16 +604,38 @@ def main(argv: Sequence[str] | None = None) -> None:
     variants = {Path(p).stem: parse_blocks(Path(p).read_text()) for p in args.variants.split(",") if p}
     if args.max_df is not None:
         variants[f"max_df_{args.max_df:g}"] = {"route": pruned_route(args.max_df)}
+    for cap in (int(c) for c in args.lexical_caps.split(",") if c):
+        variants[f"lexical_cap_{cap}"] = {"params": json.dumps({"lexical_cap": cap})}
     admin = admin_dsn()
     embedder: Embedder = HashingEmbedder(384) if args.hashing else LocalEmbedder()
+    if args.catalogs:
+        import _catalogs
+
+        many = _catalogs.run(admin, args.catalogs, requests, embedder, log, args.catalogs_hnsw)
+        print(json.dumps(many, indent=2))
+        path = args.json if args.json != OUT / "route.json" else OUT / f"catalogs_{args.catalogs}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"meta": run_meta(args), "catalogs": many}, indent=2))
+        log(f"wrote {path}")
+        return
     derive = not args.embed_all
     results = [bench_size(admin, n, requests, embedder, variants, derive, args.explain, args.prebuild) for n in sizes]
     if args.prebuild:
         return
     imports = {} if args.no_import else bench_import(admin, embedder)
     print(table(results, imports))
+    print()
+    print(targets(results, imports))
+    meta = run_meta(args)
+    load = " / ".join(f"{x:.1f}" for x in meta["load"])
+    print(f"load average at the end: {load} on {meta['cpus']} cpus")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    meta = {
+    args.json.write_text(json.dumps({"meta": meta, "sizes": results, "import": imports}, indent=2))
+    log(f"wrote {args.json}")
+
+
+def run_meta(args: argparse.Namespace) -> dict[str, Any]:
+    return {
         "generator": _synth.GENERATOR_VERSION,
         "vectors": "model" if args.embed_all else "first 10k model, rest derived",
         "git": git_state(),
@@ -545,8 +644,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    args.json.write_text(json.dumps({"meta": meta, "sizes": results, "import": imports}, indent=2))
-    log(f"wrote {args.json}")
 
 
 def pruned_route(max_df: float) -> str:

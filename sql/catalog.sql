@@ -5,7 +5,7 @@ insert into catalogs (name) values (%(name)s)
 on conflict (name) do nothing;
 
 -- name: get_catalog
-select id, name, embed_model, embed_dim, settings,
+select id, name, embed_model, embed_dim, settings, version,
        (select count(*) from tools t where t.catalog_id = c.id) as n_tools,
        (select count(*) from intent_examples e where e.catalog_id = c.id) as n_examples
 from catalogs c
@@ -13,7 +13,7 @@ where c.name = %(name)s;
 
 -- name: get_catalog_light
 -- What route() needs, without counting rows.
-select id, name, embed_model, embed_dim, settings, 0 as n_tools, 0 as n_examples
+select id, name, embed_model, embed_dim, settings, version, 0 as n_tools, 0 as n_examples
 from catalogs c
 where c.name = %(name)s;
 
@@ -21,7 +21,7 @@ where c.name = %(name)s;
 -- Every write to a catalog takes its row lock first, so writers of one catalog queue in one order (no deadlock).
 -- `no key update`: the key stays, so the session log's rows, whose foreign keys share-lock the catalog's key, are
 -- written while a catalog write is in progress (logging calls never waits for an import).
-select id, name, embed_model, embed_dim, settings, 0 as n_tools, 0 as n_examples
+select id, name, embed_model, embed_dim, settings, version, 0 as n_tools, 0 as n_examples
 from catalogs
 where name = %(name)s
 for no key update;
@@ -75,7 +75,7 @@ returning id, (xmax = 0) as inserted;
 select t.id
 from tools t
 where t.catalog_id = %(catalog)s and t.id = any (%(ids)s::text[])
-  and not exists (select 1 from tool_vectors v where v.tool_pk = t.pk);
+  and not exists (select 1 from tool_vectors v where v.catalog_id = t.catalog_id and v.tool_pk = t.pk);
 
 -- name: prune_tools
 -- The catalog's tools not kept; with a provider, only that provider's (a sync owns its server's tools only).
@@ -95,13 +95,13 @@ insert into intent_examples (catalog_id, tool_pk, query, embedding)
 select %(catalog)s, t.pk, r.query, r.embedding
 from unnest(%(ids)s::text[], %(queries)s::text[], %(vectors)s::vector[]) as r (id, query, embedding)
 join tools t on t.catalog_id = %(catalog)s and t.id = r.id
-on conflict (tool_pk, query) do nothing
+on conflict (catalog_id, tool_pk, query) do nothing
 returning pk;
 
 -- name: existing_examples
 select t.id, e.query
 from intent_examples e
-join tools t on t.pk = e.tool_pk
+join tools t on t.catalog_id = e.catalog_id and t.pk = e.tool_pk
 where e.catalog_id = %(catalog)s and e.embedding is not null;
 
 -- name: list_tools

@@ -34,7 +34,7 @@ ranked as (
     select b.field, t.id,
            row_number() over (partition by b.field order by round(b.score * 1e9) desc, t.id) as rank
     from bm25 b
-    join tools t on t.pk = b.tool_pk
+    join tools t on t.catalog_id = %(catalog)s and t.pk = b.tool_pk
 )
 select field, id, rank from ranked where rank <= %(n)s order by field, rank;
 
@@ -42,7 +42,7 @@ select field, id, rank from ranked where rank <= %(n)s order by field, rank;
 -- The nearest tools, as the `dense` part of `route` ranks them.
 select t.id, v.distance
 from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s, null, null, null) v
-join tools t on t.pk = v.tool_pk
+join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
 order by v.distance, t.id;
 
 -- name: eval_neighbours
@@ -51,7 +51,7 @@ order by v.distance, t.id;
 -- leaving those out (a request's own example, its session's) still keeps %(limit)s.
 select t.id, e.query, e.embedding <=> %(qvec)s::vector as distance
 from intent_examples e
-join tools t on t.pk = e.tool_pk
+join tools t on t.catalog_id = e.catalog_id and t.pk = e.tool_pk
 where e.catalog_id = %(catalog)s and e.embedding is not null
 order by e.embedding <=> %(qvec)s::vector, e.pk
 limit %(limit)s + (select count(*) from intent_examples x

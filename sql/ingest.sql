@@ -4,7 +4,7 @@
 -- The labelled example requests of every tool of a catalog, oldest first per tool.
 select t.id, e.query
 from intent_examples e
-join tools t on t.pk = e.tool_pk
+join tools t on t.catalog_id = e.catalog_id and t.pk = e.tool_pk
 where e.catalog_id = %(catalog)s
 order by t.id, e.pk;
 

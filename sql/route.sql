@@ -1,5 +1,6 @@
 -- The routing statement and its parts. Parameters (all bound, never formatted in):
---   catalog     catalog id                      dim        the catalog's embedding dimension (or null)
+--   catalog     catalog id                      version    the catalog's version the settings were read at
+--   dim         the catalog's embedding dimension (or null)
 --   query_text  the query, identifiers split    qvec       the query embedding (or null: no dense/intent)
 --   n           over-fetch per retriever        n_examples intent examples fetched (neighbours)
 --   per_tool    neighbours summed per tool      k_rrf      RRF constant
@@ -9,6 +10,8 @@
 --   limit       fused rows returned besides always-on tools
 --   identifiers lower-cased identifier-looking query tokens: a tool whose id or name is one of them is
 --               an exact match and ranks above every fused result
+--   lexical_cap postings read per query term and field, highest impact first (null: all, exact BM25)
+--   rescore     with a cap that cut a term: partial sums completed exactly, per field
 -- The conversation (signals 6-8; each list is empty without one):
 --   session     the session whose logged calls are looked back on (or null)
 --   calls       tool ids called earlier, oldest first, looked back on after the session's (or null)
@@ -18,13 +21,19 @@
 --   cvec        the request's vector mixed with the earlier turns' (or null: no context)
 --   w_recent, w_transition, w_context   their weights
 --
--- BM25 is bm25_term() (migration 0002), summed over the query's terms per field and tool.
+-- BM25 is bm25_term() (migrations 0002, 0006), summed over the query's terms per field and tool.
+-- Every table is read with its catalog_id (the key a distributed database routes by: docs/SCALING.md).
 -- Retrievers rank with an id tie-break, so equal scores always come out in the same order. Scores are
 -- compared at 1e-9: sums of the same terms in another order differ in the last bits, and must still tie.
 -- Fusion is UNION ALL of (signal, tool, rank) rows then GROUP BY: a FULL JOIN of ranked lists mis-scores.
 
 -- name: route
 with
+-- The caller read the catalog's settings at `version`: route_catalog() raises SQLSTATE TS001 when the catalog has
+-- changed since (or is gone), so stale weights or a switched model never route. Checked before anything else runs.
+checked as (
+    select route_catalog(%(catalog)s, %(version)s) as ok
+),
 fields (field, weight) as (
     values (1::smallint, %(w_name)s::float8),
            (2::smallint, %(w_description)s::float8),
@@ -39,15 +48,51 @@ stats as (
     from field_stats s
     where s.catalog_id = %(catalog)s
 ),
-bm25 as (
-    select p.field, p.tool_pk, round(sum(bm25_term(p.tf, p.dl, d.df, st.n, st.avgdl)) * 1e9) as score
+-- The query's terms per field. A term with more than `lexical_cap` postings is `cut`: only its lexical_cap
+-- highest-impact postings are read (lexical_cap null: every posting of every term is read, BM25 is exact).
+qterms as (
+    select f.field, q.lexeme, d.df, st.n, st.avgdl, d.df > coalesce(%(lexical_cap)s::integer, d.df) as cut
     from fields f
     join stats st on st.field = f.field
     cross join terms q
     join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = q.lexeme
-    join postings p on p.catalog_id = %(catalog)s and p.field = f.field and p.lexeme = q.lexeme
     where f.weight > 0
-    group by p.field, p.tool_pk
+),
+hits as (
+    select t.field, p.tool_pk, p.dl, t.cut, bm25_term(p.tf, p.dl, t.df, t.n, t.avgdl) as score
+    from qterms t
+    cross join lateral (
+        select p.tool_pk, p.tf, p.dl
+        from postings p
+        where p.catalog_id = %(catalog)s and p.field = t.field and p.lexeme = t.lexeme
+        order by p.impact desc, p.tool_pk desc
+        limit %(lexical_cap)s::integer
+    ) p
+),
+sums as (
+    select h.field, h.tool_pk, max(h.dl) as dl, sum(h.score) as score,
+           coalesce(sum(h.score) filter (where not h.cut), 0) as whole
+    from hits h
+    group by h.field, h.tool_pk
+),
+bm25 as (
+    -- every posting read: the sums are the scores
+    select s.field, s.tool_pk, round(s.score * 1e9) as score
+    from sums s
+    where not exists (select 1 from qterms where cut)
+    union all
+    -- else the `rescore` best partial sums per field get their cut terms from the tool's own document: exact scores
+    select c.field, c.tool_pk,
+           round((c.whole + coalesce((
+               select sum(bm25_term(coalesce(array_length(u.positions, 1), 1), c.dl, t.df, t.n, t.avgdl))
+               from qterms t
+               cross join lateral unnest(case c.field when 1 then d.name_tsv
+                                                      when 2 then d.description_tsv
+                                                      else d.expansion_tsv end) u
+               where t.field = c.field and t.cut and u.lexeme = t.lexeme), 0)) * 1e9) as score
+    from (select s.*, row_number() over (partition by s.field order by s.score desc, s.tool_pk) as nth from sums s) c
+    join tools d on d.catalog_id = %(catalog)s and d.pk = c.tool_pk
+    where exists (select 1 from qterms where cut) and c.nth <= %(rescore)s
 ),
 -- Rank with ties first (no join), then break ties by id only for the few rows that can make the cut.
 coarse as (
@@ -55,7 +100,7 @@ coarse as (
     from bm25 b
     where not %(filtered)s::boolean
        or exists (select 1 from tools t
-                  where t.pk = b.tool_pk
+                  where t.catalog_id = %(catalog)s and t.pk = b.tool_pk
                     and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
                     and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
                     and (%(categories)s::text[] is null or t.categories && %(categories)s::text[]))
@@ -64,7 +109,7 @@ lexical as (
     select c.field as signal, c.tool_pk,
            row_number() over (partition by c.field order by c.score desc, t.id) as rank
     from coarse c
-    join tools t on t.pk = c.tool_pk
+    join tools t on t.catalog_id = %(catalog)s and t.pk = c.tool_pk
     where c.coarse_rank <= %(n)s
 ),
 dense as (
@@ -72,7 +117,7 @@ dense as (
            row_number() over (order by v.distance, t.id) as rank
     from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s,
              %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) v
-    join tools t on t.pk = v.tool_pk
+    join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
     where %(w_dense)s::float8 > 0
 ),
 neighbours as (
@@ -91,7 +136,7 @@ intent as (
         where nth <= %(per_tool)s
         group by tool_pk
     ) s
-    join tools t on t.pk = s.tool_pk
+    join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
 -- The calls looked back on, latest first (distance 0): the session's last ones from its log, then those passed in.
 history as (
@@ -158,7 +203,7 @@ context as (
         where nth <= %(per_tool)s
         group by tool_pk
     ) s
-    join tools t on t.pk = s.tool_pk
+    join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
 signals as (
     select signal, tool_pk, rank from lexical where rank <= %(n)s
@@ -208,7 +253,7 @@ exact as (
 top as (
     select f.*, f.tool_pk in (select tool_pk from exact) as exact
     from fused f
-    join tools t on t.pk = f.tool_pk
+    join tools t on t.catalog_id = %(catalog)s and t.pk = f.tool_pk
     order by f.tool_pk in (select tool_pk from exact) desc, round(f.score * 1e9) desc, t.id
     -- always-on tools are packed on top of the routed ones, so they must not use up the limit
     limit %(limit)s + (select count(*) from tools a where a.catalog_id = %(catalog)s and a.always_on)
@@ -231,5 +276,6 @@ select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as pa
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
        p.rank_transition, p.rank_context, p.exact
 from picked p
-join tools t on t.pk = p.tool_pk
+join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
+where (select ok from checked)
 order by p.exact desc, round(p.score * 1e9) desc, t.id;

@@ -39,13 +39,14 @@ insert into tool_vectors (tool_pk, catalog_id, embedding)
 select t.pk, t.catalog_id, r.embedding
 from unnest(%(ids)s::text[], %(vectors)s::vector[]) as r (id, embedding)
 join tools t on t.catalog_id = %(catalog)s and t.id = r.id
-on conflict (tool_pk) do update set embedding = excluded.embedding;
+on conflict (catalog_id, tool_pk) do update set embedding = excluded.embedding;
 
 -- name: delete_tool_vectors
 -- Vectors of tools whose content changed without an embedder to re-embed them: none is better than a stale one.
 delete from tool_vectors v
 using tools t
-where t.pk = v.tool_pk and t.catalog_id = %(catalog)s and t.id = any (%(ids)s::text[]);
+where v.catalog_id = %(catalog)s and t.catalog_id = %(catalog)s and t.pk = v.tool_pk
+  and t.id = any (%(ids)s::text[]);
 
 -- name: clear_tool_vectors
 delete from tool_vectors where catalog_id = %(catalog)s;
@@ -61,6 +62,12 @@ where t.relnamespace = (select oid from pg_namespace where nspname = current_sch
   and t.relname in ('tool_vectors', 'intent_examples')
   and c.relname ~ ('^(tool_vectors|intent_examples)_hnsw_' || %(catalog)s::text || '(_[0-9]+)?$');
 
+-- name: catalog_vector_rows
+-- How many vectors the catalog has in each vector table, counted up to %(cap)s (enough to decide on an index).
+select (select count(*) from (select 1 from tool_vectors v where v.catalog_id = %(catalog)s limit %(cap)s) t),
+       (select count(*) from (select 1 from intent_examples e
+                              where e.catalog_id = %(catalog)s and e.embedding is not null limit %(cap)s) e);
+
 -- name: maintenance_try_lock
 -- One index build or ANALYZE at a time per toolstore schema (see toolstore/_vectors.py: maintenance_lock).
 select pg_try_advisory_lock(hashtext('toolstore maintenance ' || current_schema()));
@@ -74,7 +81,7 @@ select pg_advisory_unlock(hashtext('toolstore maintenance ' || current_schema())
 
 -- name: create_vector_index
 create index {concurrently} if not exists {name} on {table}
-using hnsw ((embedding::vector({dim})) vector_cosine_ops)
+using hnsw ((embedding::vector({dim})) vector_cosine_ops) with (m = 16, ef_construction = {ef_construction})
 where catalog_id = {catalog} and vector_dims(embedding) = {dim};
 
 -- name: drop_vector_index

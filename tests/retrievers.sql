@@ -19,7 +19,7 @@ scored as (
     cross join stats st
     join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = %(field)s and d.lexeme = q.lexeme
     join postings p on p.catalog_id = %(catalog)s and p.field = %(field)s and p.lexeme = q.lexeme
-    join tools t on t.pk = p.tool_pk
+    join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
     group by t.id
 )
 select id, score from scored order by round(score * 1e9) desc, id;
@@ -28,7 +28,7 @@ select id, score from scored order by round(score * 1e9) desc, id;
 -- The nearest intent examples' tools, nearest first.
 select t.id, e.distance
 from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s, null, null, null) e
-join tools t on t.pk = e.tool_pk
+join tools t on t.catalog_id = %(catalog)s and t.pk = e.tool_pk
 order by e.distance, t.id;
 
 -- name: query_lexemes

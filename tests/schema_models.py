@@ -30,7 +30,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, TIMESTAMP, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, REAL, TIMESTAMP, TSVECTOR
 
 metadata = MetaData()
 
@@ -51,13 +51,14 @@ catalogs = Table(
     Column("embed_dim", Integer),
     Column("settings", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     *_timestamps(),
+    Column("version", BigInteger, nullable=False, server_default=text("1")),
     CheckConstraint("embed_dim > 0"),
 )
 
 tools = Table(
     "tools",
     metadata,
-    Column("pk", BigInteger, Identity(always=True), primary_key=True),
+    Column("pk", BigInteger, Identity(always=True), nullable=False),
     Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
     Column("id", Text, nullable=False),
     Column("name", Text, nullable=False),
@@ -83,29 +84,31 @@ tools = Table(
     Column("description_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, description_doc)", persisted=True)),
     Column("expansion_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, expansion_doc)", persisted=True)),
     *_timestamps(),
+    PrimaryKeyConstraint("catalog_id", "pk", name="tools_pkey"),
     UniqueConstraint("catalog_id", "id", name="tools_catalog_id_id_key"),
     Index("tools_always_on_idx", "catalog_id", postgresql_where=text("always_on")),
     Index("tools_lower_id_idx", "catalog_id", func.lower(text("id"))),
     Index("tools_lower_name_idx", "catalog_id", func.lower(text("name"))),
 )
 
+# The BM25 statistics are derived data kept by triggers: no foreign keys (migration 0007).
 postings = Table(
     "postings",
     metadata,
-    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("catalog_id", Integer, nullable=False),
     Column("field", SmallInteger, nullable=False),
     Column("lexeme", Text, nullable=False),
     Column("tool_pk", BigInteger, nullable=False),
     Column("tf", Integer, nullable=False),
     Column("dl", Integer, nullable=False),
-    PrimaryKeyConstraint("catalog_id", "field", "lexeme", "tool_pk", name="postings_pkey"),
-    Index("postings_tool_pk_idx", "tool_pk"),
+    Column("impact", REAL, Computed("bm25_impact(field, tf, dl)", persisted=True), nullable=False),
+    PrimaryKeyConstraint("catalog_id", "field", "lexeme", "impact", "tool_pk", name="postings_pkey"),
 )
 
 lexeme_stats = Table(
     "lexeme_stats",
     metadata,
-    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("catalog_id", Integer, nullable=False),
     Column("field", SmallInteger, nullable=False),
     Column("lexeme", Text, nullable=False),
     Column("df", Integer, nullable=False),
@@ -115,7 +118,7 @@ lexeme_stats = Table(
 field_stats = Table(
     "field_stats",
     metadata,
-    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("catalog_id", Integer, nullable=False),
     Column("field", SmallInteger, nullable=False),
     Column("n", Integer, nullable=False),
     Column("total_len", BigInteger, nullable=False),
@@ -125,23 +128,32 @@ field_stats = Table(
 tool_vectors = Table(
     "tool_vectors",
     metadata,
-    Column("tool_pk", BigInteger, ForeignKey("tools.pk", ondelete="CASCADE"), primary_key=True),
-    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
+    Column("tool_pk", BigInteger, nullable=False),
+    Column("catalog_id", Integer, nullable=False),
     Column("embedding", Vector(), nullable=False),
-    Index("tool_vectors_catalog_id_idx", "catalog_id"),
+    PrimaryKeyConstraint("catalog_id", "tool_pk", name="tool_vectors_pkey"),
+    ForeignKeyConstraint(
+        ["catalog_id", "tool_pk"], ["tools.catalog_id", "tools.pk"], ondelete="CASCADE", name="tool_vectors_tool_fkey"
+    ),
 )
 
 intent_examples = Table(
     "intent_examples",
     metadata,
-    Column("pk", BigInteger, Identity(always=True), primary_key=True),
-    Column("catalog_id", Integer, ForeignKey("catalogs.id", ondelete="CASCADE"), nullable=False),
-    Column("tool_pk", BigInteger, ForeignKey("tools.pk", ondelete="CASCADE"), nullable=False),
+    Column("pk", BigInteger, Identity(always=True), nullable=False),
+    Column("catalog_id", Integer, nullable=False),
+    Column("tool_pk", BigInteger, nullable=False),
     Column("query", Text, nullable=False),
     Column("embedding", Vector()),
     Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
-    UniqueConstraint("tool_pk", "query", name="intent_examples_tool_query_key"),
-    Index("intent_examples_catalog_id_idx", "catalog_id"),
+    PrimaryKeyConstraint("catalog_id", "pk", name="intent_examples_pkey"),
+    UniqueConstraint("catalog_id", "tool_pk", "query", name="intent_examples_tool_query_key"),
+    ForeignKeyConstraint(
+        ["catalog_id", "tool_pk"],
+        ["tools.catalog_id", "tools.pk"],
+        ondelete="CASCADE",
+        name="intent_examples_tool_fkey",
+    ),
 )
 
 embedding_cache = Table(

@@ -22,7 +22,7 @@ from . import _sql
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import EmbedderError, InvalidInputError, UnknownToolError
+from ._errors import EmbedderError, InvalidInputError, ModelMismatchError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
@@ -32,6 +32,7 @@ from ._names import call_keys, resolve_among, resolve_calls, resolve_name
 from ._observe import RouteTrace
 from ._result import RouteResult
 from ._route import (
+    CatalogCache,
     context_texts,
     context_vector,
     embedder_failed,
@@ -83,6 +84,7 @@ class AsyncToolStore:
         self._db: AsyncConnector | None = None
         self._writer: ToolStore | None = None
         self._writer_lock = asyncio.Lock()
+        self._routing = CatalogCache()  # the catalog row route() routes with, as ToolStore's
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -220,47 +222,47 @@ class AsyncToolStore:
         categories: Sequence[str] | None = None,
     ) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation."""
+        options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
+        options |= dict(
+            weights=weights, k_rrf=k_rrf, overfetch=overfetch, allow=allow, block=block, categories=categories
+        )
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
-            info = await self._info(conn)
-            request, reason = prepare_route(
-                info,
-                self.embedder,
-                query,
-                messages=messages,
-                session=session,
-                turns=turns,
-                k=k,
-                token_budget=token_budget,
-                weights=weights,
-                k_rrf=k_rrf,
-                overfetch=overfetch,
-                allow=allow,
-                block=block,
-                categories=categories,
-            )
-            if request.call_names:
-                request = with_calls(request, await self._resolve(conn, info, request.call_names))
-            with RouteTrace(self.catalog, request.query, k) as trace:
-                qvec: np.ndarray | None = None
-                cvec: np.ndarray | None = None
-                if reason is None and self.embedder is not None:
-                    try:
-                        with trace.stage("embed"):
-                            qvec = await self._query_vector(self.embedder, request.query)
-                            earlier = [await self._query_vector(self.embedder, t) for t in context_texts(request)]
-                            cvec = context_vector(qvec, earlier)
-                    except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                        qvec, reason = None, embedder_failed(exc)
-                with trace.stage("statement"):
-                    async with conn.cursor(row_factory=dict_row) as cur:
-                        await cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec))
-                        rows = await cur.fetchall()
-                with trace.stage("pack"):
-                    result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-                return trace.done(result)
+            for read in self._routing.attempts():  # the sync driver's tries: see ToolStore.route
+                info = self._routing.keep(await self._info(conn)) if read else self._routing.cached
+                try:
+                    return await self._route_once(conn, info, query, options)
+                except (ModelMismatchError, psycopg.Error) as exc:
+                    if not self._routing.retry(exc, read=read):
+                        raise
+            raise self._routing.exhausted(self.catalog)
 
         return await self.db.run(work)
+
+    async def _route_once(
+        self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, query: str | None, options: dict[str, Any]
+    ) -> RouteResult:
+        request, reason = prepare_route(info, self.embedder, query, **options)
+        if request.call_names:
+            request = with_calls(request, await self._resolve(conn, info, request.call_names))
+        with RouteTrace(self.catalog, request.query, request.k) as trace:
+            qvec: np.ndarray | None = None
+            cvec: np.ndarray | None = None
+            if reason is None and self.embedder is not None:
+                try:
+                    with trace.stage("embed"):
+                        qvec = await self._query_vector(self.embedder, request.query)
+                        earlier = [await self._query_vector(self.embedder, t) for t in context_texts(request)]
+                        cvec = context_vector(qvec, earlier)
+                except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                    qvec, reason = None, embedder_failed(exc)
+            with trace.stage("statement"):
+                async with conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec))
+                    rows = await cur.fetchall()
+            with trace.stage("pack"):
+                result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+            return trace.done(result)
 
     async def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
         """See :meth:`ToolStore.resolve_calls`."""

@@ -125,7 +125,8 @@ def upsert_tools(
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if embedder is not None and texts else {}
     dropped = info is not None and info.embed_dim is not None and len(texts) > BULK_VECTORS and not in_transaction(conn)
     if dropped:
-        retry_conflicts(lambda: drop_indexes(conn, info.id))  # one build after the load beats row-by-row inserts
+        # one build after the load beats row-by-row inserts
+        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=["tool_vectors"]))
     try:
         prune_scope = (prune, prune_provider)
         report = retry_conflicts(
@@ -204,7 +205,7 @@ def add_examples(
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
     dropped = info.embed_dim is not None and len(texts) > BULK_VECTORS and not in_transaction(conn)
     if dropped:
-        retry_conflicts(lambda: drop_indexes(conn, info.id))
+        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=["intent_examples"]))
     try:
         written = retry_conflicts(lambda: _write_examples(conn, catalog, examples, embedder, vectors))
     except BaseException:

@@ -83,7 +83,8 @@ class LoggedCall:
 @dataclass(frozen=True)
 class CatalogInfo:
     """A catalog's row: id, name, embedding model and dimension (None before the first vector), settings
-    (the tuned fusion), and the tool and example counts when asked for."""
+    (the tuned fusion), the tool and example counts when asked for, and the row's version (it goes up with every
+    change of model or settings; route() checks it to know its cached copy is current)."""
 
     id: int
     name: str
@@ -92,6 +93,7 @@ class CatalogInfo:
     settings: dict[str, Any]
     n_tools: int = 0
     n_examples: int = 0
+    version: int = 0
 
     def require_model(self, model: str) -> None:
         """Raise ModelMismatchError when the catalog is embedded with another model than ``model``."""

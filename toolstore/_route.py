@@ -1,21 +1,24 @@
 """What route() computes, without I/O: the validated request and its conversation, the route statement's
 parameters, and the :class:`RouteResult` its rows become (packing included).
 
-A driver (``ToolStore.route``) does the talking: it reads the catalog, resolves the tool calls the messages name
-(:func:`with_calls`), embeds the request (and the earlier turns, for ``context``) when :func:`vector_plan` says so,
-runs ``sql/route.sql`` with :func:`statement_params` and hands the rows to :func:`route_result`.
+A driver (``ToolStore.route``) does the talking: it takes the catalog's row from its :class:`CatalogCache` (reading
+it on first use), resolves the tool calls the messages name (:func:`with_calls`), embeds the request (and the
+earlier turns, for ``context``) when :func:`vector_plan` says so, runs ``sql/route.sql`` with
+:func:`statement_params` and hands the rows to :func:`route_result`: one round trip once the row is cached (two when
+the messages carry tool calls). The statement checks the cached row's version first; when the catalog changed since,
+the cache says to read the row again and retry, at most :data:`ROUTE_ATTEMPTS` tries in all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ._embedders.base import Embedder
-from ._errors import InvalidInputError
+from ._errors import DatabaseError, InvalidInputError, ModelMismatchError
 from ._fusion import (
     CONTEXT_DECAY,
     CONTEXT_MIX,
@@ -39,6 +42,56 @@ from ._packing import pack, tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._rows import tool_from_row
 from ._text import query_identifiers, query_text
+
+#: SQLSTATE that ``route_catalog()`` (migration 0007) raises when the catalog changed since its row was read.
+STALE_CATALOG = "TS001"
+#: Tries of one route() whose cached catalog row keeps going stale (each retry re-reads the row first).
+ROUTE_ATTEMPTS = 3
+#: Postings read per query term and field, highest impact first; None reads them all (exact BM25). See
+#: bench/PROFILE.md (bounded lexical retrieval) for what a cap costs in overlap with exact BM25 and what it saves.
+LEXICAL_CAP: int | None = None
+#: With a cap that cut a term, this many best partial sums per field (at least the over-fetch) are completed exactly.
+RESCORE_FACTOR = 2
+
+
+def catalog_changed(exc: BaseException) -> bool:
+    """True when the route statement refused to run because the catalog changed (or went away) since its row was
+    read: re-read the row and route again."""
+    return getattr(exc, "sqlstate", None) == STALE_CATALOG
+
+
+class CatalogCache:
+    """The catalog row a store routes with, kept between route() calls; no I/O. A driver runs the tries
+    :meth:`attempts` yields (each says whether to read the row first, then :meth:`keep` it); when a try fails it goes
+    on only if :meth:`retry` says so, and raises :meth:`exhausted` when no try is left. The route statement checks
+    the row's version first, so a stale row never routes: the next try reads the row again."""
+
+    def __init__(self) -> None:
+        self.info: CatalogInfo | None = None
+
+    def attempts(self) -> Iterator[bool]:
+        """Per try, whether the catalog's row must be read first: the first try only when none is cached."""
+        yield self.info is None
+        yield from (True,) * (ROUTE_ATTEMPTS - 1)
+
+    @property
+    def cached(self) -> CatalogInfo:
+        """The cached row (only when :meth:`attempts` said no read was needed)."""
+        assert self.info is not None
+        return self.info
+
+    def keep(self, info: CatalogInfo) -> CatalogInfo:
+        self.info = info
+        return info
+
+    @staticmethod
+    def retry(exc: BaseException, *, read: bool) -> bool:
+        """Whether a try that raised ``exc`` is worth another with the row read again: the statement found the
+        catalog changed, or the cached (not just read) row names another model than the embedder's."""
+        return catalog_changed(exc) or (isinstance(exc, ModelMismatchError) and not read)
+
+    def exhausted(self, catalog: str) -> DatabaseError:
+        return DatabaseError(f"catalog {catalog!r} changed during each of {ROUTE_ATTEMPTS} tries to route; try again")
 
 
 @dataclass(frozen=True)
@@ -242,8 +295,10 @@ def statement_params(
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
+    filtered = request.allow is not None or request.block is not None or request.categories is not None
     return {
         "catalog": info.id,
+        "version": info.version,
         "dim": info.embed_dim,
         "query_text": query_text(request.query),
         "identifiers": query_identifiers(request.query),
@@ -271,7 +326,10 @@ def statement_params(
         "allow": request.allow,
         "block": request.block,
         "categories": request.categories,
-        "filtered": request.allow is not None or request.block is not None or request.categories is not None,
+        "filtered": filtered,
+        # A filter may keep few of a term's postings, and those need not be among its highest-impact ones.
+        "lexical_cap": None if filtered else LEXICAL_CAP,
+        "rescore": RESCORE_FACTOR * n,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
         "limit": n if request.token_budget is not None else request.k,
     }

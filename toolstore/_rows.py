@@ -70,6 +70,7 @@ def info_from_row(row: Mapping[str, Any]) -> CatalogInfo:
         settings=row["settings"] or {},
         n_tools=row["n_tools"],
         n_examples=row["n_examples"],
+        version=row["version"],
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
@@ -45,6 +45,20 @@ class Retention:
     def as_dict(self) -> dict[str, Any]:
         days = None if self.max_age is None else self.max_age.total_seconds() / 86400
         return {"max_calls": self.max_calls, "max_age_days": days}
+
+
+def prune_before(older_than: timedelta | None, session: str | None, keep: Retention) -> datetime | None:
+    """The time before which a prune deletes calls (None: by ``session`` alone); ``older_than`` defaults to the
+    retention age unless a session is given. InvalidInputError when nothing says what to prune or the age is bad."""
+    if older_than is None and session is None:
+        older_than = keep.max_age
+        if older_than is None:
+            raise InvalidInputError("give older_than or a session, or set a retention age (set_session_retention)")
+    if older_than is not None and (
+        not isinstance(older_than, timedelta) or not timedelta(0) <= older_than <= timedelta(days=100_000)
+    ):
+        raise InvalidInputError(f"older_than must be a timedelta from 0 to 100,000 days, got {older_than!r}")
+    return None if older_than is None else datetime.now(timezone.utc) - older_than
 
 
 def check_retention(max_calls: int | None, max_age_days: float | None) -> Retention:

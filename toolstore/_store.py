@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import numpy as np
@@ -17,7 +17,7 @@ from . import _access, _catalog, _sessions, _sql
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import InvalidInputError, UnknownCatalogError, UnknownToolError
+from ._errors import InvalidInputError, ModelMismatchError, UnknownCatalogError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
@@ -28,6 +28,7 @@ from ._observe import RouteTrace, logger, span
 from ._reembed import reembed
 from ._result import RouteResult
 from ._route import (
+    CatalogCache,
     context_texts,
     context_vector,
     embedder_failed,
@@ -98,6 +99,7 @@ class ToolStore:
         except BaseException:
             self._db.close()
             raise
+        self._routing = CatalogCache()  # the catalog row route() routes with
 
     @property
     def pool(self) -> ConnectionPool[Any]:
@@ -304,46 +306,46 @@ class ToolStore:
         ``overfetch`` override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
         keeps tools in any of the given categories.
         """
+        options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
+        options |= dict(
+            weights=weights, k_rrf=k_rrf, overfetch=overfetch, allow=allow, block=block, categories=categories
+        )
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
-            info = self._info(conn)
-            request, reason = prepare_route(
-                info,
-                self.embedder,
-                query,
-                messages=messages,
-                session=session,
-                turns=turns,
-                k=k,
-                token_budget=token_budget,
-                weights=weights,
-                k_rrf=k_rrf,
-                overfetch=overfetch,
-                allow=allow,
-                block=block,
-                categories=categories,
-            )
-            if request.call_names:
-                request = with_calls(request, _sessions.resolve_tools(conn, info, request.call_names))
-            with RouteTrace(self.catalog, request.query, k) as trace:
-                qvec: np.ndarray | None = None
-                cvec: np.ndarray | None = None
-                if reason is None and self.embedder is not None:
-                    try:
-                        with trace.stage("embed"):
-                            embed = self._query_vectors.get
-                            qvec = embed(self.embedder, request.query)
-                            earlier = [embed(self.embedder, text) for text in context_texts(request)]
-                            cvec = context_vector(qvec, earlier)
-                    except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                        qvec, reason = None, embedder_failed(exc)
-                with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
-                    rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec)).fetchall()
-                with trace.stage("pack"):
-                    result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-                return trace.done(result)
+            for read in self._routing.attempts():
+                info = self._routing.keep(self._info(conn)) if read else self._routing.cached
+                try:
+                    return self._route_once(conn, info, query, options)
+                except (ModelMismatchError, psycopg.Error) as exc:
+                    if not self._routing.retry(exc, read=read):
+                        raise
+            raise self._routing.exhausted(self.catalog)
 
         return self._read(work)
+
+    def _route_once(
+        self, conn: psycopg.Connection[Any], info: CatalogInfo, query: str | None, options: dict[str, Any]
+    ) -> RouteResult:
+        """One try of route() with the catalog's row ``info``."""
+        request, reason = prepare_route(info, self.embedder, query, **options)
+        if request.call_names:
+            request = with_calls(request, _sessions.resolve_tools(conn, info, request.call_names))
+        with RouteTrace(self.catalog, request.query, request.k) as trace:
+            qvec: np.ndarray | None = None
+            cvec: np.ndarray | None = None
+            if reason is None and self.embedder is not None:
+                try:
+                    with trace.stage("embed"):
+                        qvec = self._query_vectors.get(self.embedder, request.query)
+                        earlier = [self._query_vectors.get(self.embedder, t) for t in context_texts(request)]
+                        cvec = context_vector(qvec, earlier)
+                except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                    qvec, reason = None, embedder_failed(exc)
+            with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec)).fetchall()
+            with trace.stage("pack"):
+                result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+            return trace.done(result)
 
     # -- the session log ---------------------------------------------------------------------------------
 
@@ -376,15 +378,7 @@ class ToolStore:
         """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
         ``session``; sessions left empty go too, and the transition counts follow."""
         keep = _sessions.retention(self.info(counts=False).settings)
-        if older_than is None and session is None:
-            older_than = keep.max_age
-            if older_than is None:
-                raise InvalidInputError("give older_than or a session, or set a retention age (set_session_retention)")
-        if older_than is not None and (
-            not isinstance(older_than, timedelta) or not timedelta(0) <= older_than <= timedelta(days=100_000)
-        ):
-            raise InvalidInputError(f"older_than must be a timedelta from 0 to 100,000 days, got {older_than!r}")
-        before = None if older_than is None else datetime.now(timezone.utc) - older_than
+        before = _sessions.prune_before(older_than, session, keep)
         return self._run(lambda conn: _sessions.prune(conn, self._info(conn), before=before, session=session))
 
     def set_session_retention(

@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,6 +34,14 @@ from ._sql import query
 #: Above this many new vectors in one write, the catalog's HNSW indexes are dropped before it and built once after,
 #: rather than updated row by row.
 BULK_VECTORS = 1000
+#: A catalog's vector table gets an HNSW index from this many of the catalog's rows on (dropped below half of it).
+#: Smaller sets are searched exactly (the primary key's catalog range, then a top-n sort): as fast at that size
+#: (bench/PROFILE.md), exact, and a database of thousands of small catalogs keeps few partial indexes to plan with.
+HNSW_MIN_ROWS = 2000
+#: HNSW build effort: 32 builds in about half the time of pgvector's default 64 at the same recall (bench/PROFILE.md).
+HNSW_EF_CONSTRUCTION = 32
+#: The tables with a vector per row, each with its per-catalog HNSW index.
+VECTOR_TABLES = ("tool_vectors", "intent_examples")
 #: Seconds a write waits for another session's index build or ANALYZE before it gives up.
 MAINTENANCE_WAIT = 600.0
 #: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
@@ -222,30 +230,43 @@ def maintenance_lock(conn: psycopg.Connection[Any]) -> Iterator[None]:
             pass
 
 
-def drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, *, keep_dim: int | None = None) -> None:
-    """Drop the catalog's HNSW indexes (all, or all but those of ``keep_dim``), concurrently unless inside a
-    transaction, where nothing is dropped (that would lock every catalog's routes until commit)."""
+def drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, *, tables: Sequence[str] = VECTOR_TABLES) -> None:
+    """Drop the catalog's HNSW indexes on ``tables``, concurrently unless inside a transaction, where nothing is
+    dropped (that would lock every catalog's routes until commit)."""
     if in_transaction(conn):
         return
     with maintenance_lock(conn):
-        _drop_indexes(conn, catalog_id, keep_dim)
+        for name, table, _ in conn.execute(query("vector_indexes"), {"catalog": catalog_id}).fetchall():
+            if table in tables:
+                conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
 
 
-def _drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, keep_dim: int | None) -> None:
-    keep = {f"{t}_hnsw_{catalog_id}_{keep_dim}" for t in ("tool_vectors", "intent_examples")}
-    for name, _, _ in conn.execute(query("vector_indexes"), {"catalog": catalog_id}).fetchall():
-        if keep_dim is None or name not in keep:
-            conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
+def index_name(table: str, catalog_id: int, dim: int) -> str:
+    return f"{table}_hnsw_{catalog_id}_{dim}"
+
+
+def wanted_indexes(conn: psycopg.Connection[Any], info: CatalogInfo, found: Mapping[str, bool]) -> set[str]:
+    """The catalog's HNSW indexes that should exist: one per vector table holding at least :data:`HNSW_MIN_ROWS` of
+    its rows, kept (if it exists) down to half that (no rebuilding back and forth around the threshold)."""
+    assert info.embed_dim is not None
+    row = conn.execute(query("catalog_vector_rows"), {"catalog": info.id, "cap": HNSW_MIN_ROWS}).fetchone()
+    assert row is not None
+    wanted = set()
+    for table, rows in zip(VECTOR_TABLES, row):
+        name = index_name(table, info.id, info.embed_dim)
+        if rows >= HNSW_MIN_ROWS or (name in found and rows >= HNSW_MIN_ROWS // 2):
+            wanted.add(name)
+    return wanted
 
 
 def ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
-    """Make the catalog's two HNSW indexes for its dimension exist and be valid, and drop those of other dimensions
-    (a model switch). Concurrently outside a transaction; inside one, missing indexes are built in place."""
+    """Make the catalog's HNSW indexes for its dimension (:func:`wanted_indexes`) exist and be valid, and drop the
+    others (other dimensions after a model switch, tables grown small). Concurrently outside a transaction; inside
+    one, missing indexes are built in place and nothing is dropped."""
     if info.embed_dim is None:
         return
     found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
-    wanted = {f"{table}_hnsw_{info.id}_{info.embed_dim}" for table in ("tool_vectors", "intent_examples")}
-    if found == dict.fromkeys(wanted, True):
+    if found == dict.fromkeys(wanted_indexes(conn, info, found), True):
         return  # the usual case, decided without the maintenance lock
     with maintenance_lock(conn):
         _ensure_indexes(conn, info)
@@ -255,16 +276,20 @@ def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
     assert info.embed_dim is not None
     concurrently = not in_transaction(conn)
     found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
-    for table in ("tool_vectors", "intent_examples"):
-        name = f"{table}_hnsw_{info.id}_{info.embed_dim}"
+    wanted = wanted_indexes(conn, info, found)
+    for table in VECTOR_TABLES:
+        name = index_name(table, info.id, info.embed_dim)
+        if name not in wanted:
+            continue
         if found.get(name) is False and concurrently:  # an interrupted concurrent build left it invalid
             conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
             found.pop(name)
         if name not in found:
-            parts = {"table": table, "dim": info.embed_dim, "catalog": info.id}
+            parts = {"table": table, "dim": info.embed_dim, "catalog": info.id, "ef_construction": HNSW_EF_CONSTRUCTION}
             conn.execute(_index_ddl("create_vector_index", name=name, concurrently=concurrently, **parts))
     if concurrently:
-        _drop_indexes(conn, info.id, info.embed_dim)
+        for name in set(found) - wanted:
+            conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
 
 
 def write_tool_vectors(
