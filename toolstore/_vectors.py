@@ -35,11 +35,11 @@ from ._sql import query
 #: rather than updated row by row.
 BULK_VECTORS = 1000
 #: A catalog's vector table gets an HNSW index from this many of the catalog's rows on (dropped below half of it).
-#: Smaller sets are searched exactly (the primary key's catalog range, then a top-n sort): as fast at that size
-#: (bench/PROFILE.md), exact, and a database of thousands of small catalogs keeps few partial indexes to plan with.
+#: Smaller sets are searched exactly (the primary key's catalog range, then a top-n sort of at most 2,000 distances):
+#: exact rather than approximate, and a database of thousands of small catalogs keeps few partial indexes to plan with.
 HNSW_MIN_ROWS = 2000
-#: HNSW build effort: 32 builds in about half the time of pgvector's default 64 at the same recall (bench/PROFILE.md).
-HNSW_EF_CONSTRUCTION = 32
+#: HNSW build effort: pgvector's default. (32 halves build time, but its recall was not measured against 64 here.)
+HNSW_EF_CONSTRUCTION = 64
 #: The tables with a vector per row, each with its per-catalog HNSW index.
 VECTOR_TABLES = ("tool_vectors", "intent_examples")
 #: Seconds a write waits for another session's index build or ANALYZE before it gives up.
