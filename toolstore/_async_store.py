@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,26 +22,17 @@ from . import _sql
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import EmbedderError, InvalidInputError, ModelMismatchError, UnknownToolError
+from ._errors import EmbedderError, InvalidInputError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
-from ._names import call_keys, resolve_among, resolve_calls, resolve_name
-from ._observe import RouteTrace
+from ._names import resolve_among, resolve_name
 from ._result import RouteResult
-from ._route import (
-    CatalogCache,
-    context_texts,
-    context_vector,
-    embedder_failed,
-    prepare_route,
-    route_result,
-    statement_params,
-    with_calls,
-)
+from ._route import CatalogCache
 from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
+from ._steps import Embed, Fetch, Step, adrive, afetch_rows, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
@@ -228,63 +219,31 @@ class AsyncToolStore:
         )
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
-            for read in self._routing.attempts():  # the sync driver's tries: see ToolStore.route
-                info = self._routing.keep(await self._info(conn)) if read else self._routing.cached
-                try:
-                    return await self._route_once(conn, info, query, options)
-                except (ModelMismatchError, psycopg.Error) as exc:
-                    if not self._routing.retry(exc, read=read):
-                        raise
-            raise self._routing.exhausted(self.catalog)
+            return await adrive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
 
         return await self.db.run(work)
-
-    async def _route_once(
-        self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, query: str | None, options: dict[str, Any]
-    ) -> RouteResult:
-        request, reason = prepare_route(info, self.embedder, query, **options)
-        if request.call_names:
-            request = with_calls(request, await self._resolve(conn, info, request.call_names))
-        with RouteTrace(self.catalog, request.query, request.k) as trace:
-            qvec: np.ndarray | None = None
-            cvec: np.ndarray | None = None
-            if reason is None and self.embedder is not None:
-                try:
-                    with trace.stage("embed"):
-                        qvec = await self._query_vector(self.embedder, request.query)
-                        earlier = [await self._query_vector(self.embedder, t) for t in context_texts(request)]
-                        cvec = context_vector(qvec, earlier)
-                except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                    qvec, reason = None, embedder_failed(exc)
-            with trace.stage("statement"):
-                async with conn.cursor(row_factory=dict_row) as cur:
-                    await cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec))
-                    rows = await cur.fetchall()
-            with trace.stage("pack"):
-                result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-            return trace.done(result)
 
     async def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
         """See :meth:`ToolStore.resolve_calls`."""
         names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> list[str | None]:
-            return await self._resolve(conn, await self._info(conn), names)
+            return await adrive(resolve_steps(await self._info(conn), names), self._answer(conn))
 
         return await self.db.run(work)
 
-    async def _resolve(
-        self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, names: Sequence[str]
-    ) -> list[str | None]:
-        """``_sessions.resolve_tools`` on the async pool: by index first, the full name list only when needed."""
-        params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
-        async with conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(_sql.query("call_candidates"), params)
-            resolved = resolve_calls(names, [name_row(r) for r in await cur.fetchall()])
-            if None in resolved:
-                await cur.execute(_sql.query("tool_names"), {"catalog": info.id})
-                resolved = resolve_calls(names, [name_row(r) for r in await cur.fetchall()])
-        return resolved
+    def _answer(self, conn: psycopg.AsyncConnection[Any]) -> Callable[[Step], Awaitable[Any]]:
+        """What answers a route step (``_steps``) on ``conn``: :meth:`ToolStore._answer` for asyncio."""
+
+        async def answer(step: Step) -> Any:
+            if isinstance(step, Fetch):
+                return await afetch_rows(conn, step)
+            if isinstance(step, Embed):
+                assert self.embedder is not None
+                return await self._query_vector(self.embedder, step.text)
+            return await self._info(conn)
+
+        return answer
 
     async def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
         """``QueryVectors.get`` for asyncio: the in-process LRU, then :meth:`Embedder.embed_query` in a worker thread,

@@ -22,9 +22,8 @@ from ._connect import retry_conflicts
 from ._errors import InvalidInputError, UnknownToolError
 from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_session, check_text
 from ._models import CatalogInfo, LoggedCall, SessionCall, Tool
-from ._names import call_keys, resolve_calls
-from ._rows import name_row
 from ._sql import query
+from ._steps import drive, fetch_rows, resolve_steps
 
 #: Where a catalog's retention lives in its settings.
 RETENTION_KEY = "sessions"
@@ -121,17 +120,8 @@ def check_calls(calls: Iterable[object]) -> list[SessionCall]:
 
 
 def resolve_tools(conn: psycopg.Connection[Any], info: CatalogInfo, names: Sequence[str]) -> list[str | None]:
-    """The tool id each name means in the catalog (see :func:`toolstore._names.resolve_calls`), or None. Looks the
-    names up by index first; only names that found nothing there read the catalog's full name list."""
-    if not names:
-        return []
-    params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
-    with conn.cursor(row_factory=dict_row) as cur:
-        resolved = resolve_calls(names, [name_row(r) for r in cur.execute(query("call_candidates"), params)])
-        if None in resolved:
-            rows = cur.execute(query("tool_names"), {"catalog": info.id}).fetchall()
-            resolved = resolve_calls(names, [name_row(r) for r in rows])
-    return resolved
+    """The tool id each name means in the catalog (``_steps.resolve_steps``), or None."""
+    return drive(resolve_steps(info, names), lambda step: fetch_rows(conn, step))  # type: ignore[arg-type]
 
 
 def _resolved(conn: psycopg.Connection[Any], info: CatalogInfo, calls: list[SessionCall]) -> list[SessionCall]:

@@ -8,7 +8,6 @@ from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any, TypeVar
 
-import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
@@ -17,27 +16,19 @@ from . import _access, _catalog, _sessions, _sql
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import InvalidInputError, ModelMismatchError, UnknownCatalogError, UnknownToolError
+from ._errors import InvalidInputError, UnknownCatalogError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
-from ._observe import RouteTrace, logger, span
+from ._observe import logger, span
 from ._reembed import reembed
 from ._result import RouteResult
-from ._route import (
-    CatalogCache,
-    context_texts,
-    context_vector,
-    embedder_failed,
-    prepare_route,
-    route_result,
-    statement_params,
-    with_calls,
-)
+from ._route import CatalogCache
 from ._rows import name_row, unknown_catalog
+from ._steps import Embed, Fetch, Step, drive, fetch_rows, resolve_steps, route_steps
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
@@ -271,7 +262,7 @@ class ToolStore:
         """The tool id each name a model called means across the catalog (as :meth:`resolve`), None for a name that
         matches no tool or several."""
         names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
-        return self._run(lambda conn: _sessions.resolve_tools(conn, self._info(conn), names))
+        return self._read(lambda conn: drive(resolve_steps(self._info(conn), names), self._answer(conn)))
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
@@ -312,40 +303,22 @@ class ToolStore:
         )
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
-            for read in self._routing.attempts():
-                info = self._routing.keep(self._info(conn)) if read else self._routing.cached
-                try:
-                    return self._route_once(conn, info, query, options)
-                except (ModelMismatchError, psycopg.Error) as exc:
-                    if not self._routing.retry(exc, read=read):
-                        raise
-            raise self._routing.exhausted(self.catalog)
+            return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
 
         return self._read(work)
 
-    def _route_once(
-        self, conn: psycopg.Connection[Any], info: CatalogInfo, query: str | None, options: dict[str, Any]
-    ) -> RouteResult:
-        """One try of route() with the catalog's row ``info``."""
-        request, reason = prepare_route(info, self.embedder, query, **options)
-        if request.call_names:
-            request = with_calls(request, _sessions.resolve_tools(conn, info, request.call_names))
-        with RouteTrace(self.catalog, request.query, request.k) as trace:
-            qvec: np.ndarray | None = None
-            cvec: np.ndarray | None = None
-            if reason is None and self.embedder is not None:
-                try:
-                    with trace.stage("embed"):
-                        qvec = self._query_vectors.get(self.embedder, request.query)
-                        earlier = [self._query_vectors.get(self.embedder, t) for t in context_texts(request)]
-                        cvec = context_vector(qvec, earlier)
-                except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                    qvec, reason = None, embedder_failed(exc)
-            with trace.stage("statement"), conn.cursor(row_factory=dict_row) as cur:
-                rows = cur.execute(_sql.query("route"), statement_params(info, request, qvec, cvec)).fetchall()
-            with trace.stage("pack"):
-                result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-            return trace.done(result)
+    def _answer(self, conn: psycopg.Connection[Any]) -> Callable[[Step], Any]:
+        """What answers a route step (``_steps``) on ``conn``."""
+
+        def answer(step: Step) -> Any:
+            if isinstance(step, Fetch):
+                return fetch_rows(conn, step)
+            if isinstance(step, Embed):
+                assert self.embedder is not None
+                return self._query_vectors.get(self.embedder, step.text)
+            return self._info(conn)
+
+        return answer
 
     # -- the session log ---------------------------------------------------------------------------------
 

@@ -1,0 +1,163 @@
+"""route() as steps: the route path written once, which the sync and the async store both drive.
+
+A step generator does no I/O. It yields what it needs from outside -- the catalog's row (:data:`CATALOG`), the rows
+of a named SQL block (:class:`Fetch`) or a query vector (:class:`Embed`) -- and is sent the answer, or has the
+driver's exception thrown in at that point; it returns the result. :func:`drive` and :func:`adrive` run a generator
+with a function that answers one step (``ToolStore`` and ``AsyncToolStore`` each supply theirs, on their own
+connection, with :func:`fetch_rows` / :func:`afetch_rows` for SQL) and hold no logic of route() themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+
+from ._embedders.base import Embedder
+from ._models import CatalogInfo
+from ._names import call_keys, resolve_calls
+from ._observe import RouteTrace
+from ._result import RouteResult
+from ._route import (
+    CatalogCache,
+    context_texts,
+    context_vector,
+    embedder_failed,
+    prepare_route,
+    route_result,
+    statement_params,
+    with_calls,
+)
+from ._rows import name_row
+from ._sql import query
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """Run SQL block ``block`` (``sql/*.sql``) with ``params``; answer: its rows as dicts."""
+
+    block: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Embed:
+    """The store's embedder's vector of ``text`` (through the in-process cache and the circuit breaker)."""
+
+    text: str
+
+
+class _Catalog:
+    """Read the store's catalog row; answer: its :class:`CatalogInfo`."""
+
+
+CATALOG = _Catalog()
+Step = Fetch | Embed | _Catalog
+Steps = Generator[Step, Any, T]
+
+
+def fetch_rows(conn: psycopg.Connection[Any], step: Fetch) -> list[dict[str, Any]]:
+    """The synchronous answer to a :class:`Fetch` on ``conn``."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(query(step.block), step.params).fetchall()
+
+
+async def afetch_rows(conn: psycopg.AsyncConnection[Any], step: Fetch) -> list[dict[str, Any]]:
+    """:func:`fetch_rows` on an async connection."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query(step.block), step.params)
+        return await cur.fetchall()
+
+
+def drive(steps: Steps[T], answer: Callable[[Step], Any]) -> T:
+    """Run ``steps`` to their result, answering each step with ``answer`` (its exceptions are thrown in)."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                value = answer(step)
+            except Exception as exc:
+                step = steps.throw(exc)
+            else:
+                step = steps.send(value)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def adrive(steps: Steps[T], answer: Callable[[Step], Awaitable[Any]]) -> T:
+    """:func:`drive` with an async ``answer``."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                value = await answer(step)
+            except Exception as exc:
+                step = steps.throw(exc)
+            else:
+                step = steps.send(value)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+def resolve_steps(info: CatalogInfo, names: Sequence[str]) -> Steps[list[str | None]]:
+    """The tool id each name a model called means in the catalog (``_names.resolve_calls``), or None: by index first,
+    the catalog's whole name list only when some name found nothing there."""
+    if not names:
+        return []
+    params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
+    resolved = resolve_calls(names, [name_row(r) for r in (yield Fetch("call_candidates", params))])
+    if None in resolved:
+        rows = yield Fetch("tool_names", {"catalog": info.id})
+        resolved = resolve_calls(names, [name_row(r) for r in rows])
+    return resolved
+
+
+def route_steps(
+    cache: CatalogCache, embedder: Embedder | None, query: str | None, options: Mapping[str, Any]
+) -> Steps[RouteResult]:
+    """route() (``options``: its keyword arguments): the tries :class:`CatalogCache` allows, each with the cached
+    or a freshly read catalog row."""
+    catalog = ""
+    for read in cache.attempts():
+        info = cache.keep((yield CATALOG)) if read else cache.cached
+        catalog = info.name
+        try:
+            return (yield from _route_once(info, embedder, query, options))
+        except Exception as exc:
+            if not cache.retry(exc, read=read):
+                raise
+    raise cache.exhausted(catalog)
+
+
+def _route_once(
+    info: CatalogInfo, embedder: Embedder | None, query: str | None, options: Mapping[str, Any]
+) -> Steps[RouteResult]:
+    """One try: resolve the messages' calls, embed (degrading to lexical when the embedder fails), the statement,
+    packing; timed stage by stage."""
+    request, reason = prepare_route(info, embedder, query, **options)
+    if request.call_names:
+        request = with_calls(request, (yield from resolve_steps(info, request.call_names)))
+    with RouteTrace(info.name, request.query, request.k) as trace:
+        qvec: np.ndarray | None = None
+        cvec: np.ndarray | None = None
+        if reason is None and embedder is not None:
+            try:
+                with trace.stage("embed"):
+                    qvec = yield Embed(request.query)
+                    earlier = []
+                    for text in context_texts(request):
+                        earlier.append((yield Embed(text)))
+                    cvec = context_vector(qvec, earlier)
+            except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
+                qvec, reason = None, embedder_failed(exc)
+        with trace.stage("statement"):
+            rows = yield Fetch("route", statement_params(info, request, qvec, cvec))
+        with trace.stage("pack"):
+            result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
+        return trace.done(result)
