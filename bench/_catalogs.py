@@ -24,6 +24,7 @@ from typing import Any
 import _synth
 import numpy as np
 import psycopg
+from _harness import OUT, fresh_database, schema_hash, throughput
 from psycopg.conninfo import make_conninfo
 
 from toolstore import Embedder, ToolStore
@@ -88,7 +89,6 @@ def build(
 ) -> tuple[str, str, str]:
     """(the n-catalog database, the one-catalog database, a spare database for the control writer), built unless a
     complete one of this schema exists."""
-    from route import fresh_database, schema_hash
 
     schema = schema_hash() + f"/many{n}x{PER}"
     names = (f"bench_many_{n}", "bench_many_one", "bench_many_spare")
@@ -212,7 +212,6 @@ def knn_planning_ms(conn: psycopg.Connection[Any], cid: int, dim: int, qvec: np.
 
 def run(admin: str, n: int, requests: int, embedder: Embedder, log: Any, hnsw: bool) -> dict[str, Any]:
     """The --catalogs mode: returns the measurements (JSON-able)."""
-    from route import OUT, throughput
 
     full = _synth.catalog(SLICES * PER)
     tv, ev = _synth.load_vectors(SLICES * PER, embedder, OUT, log=log, derive=True)

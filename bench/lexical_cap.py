@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from route import BENCH, admin_dsn, fresh_database, lexical_overlap, log
+from _harness import BENCH, admin_dsn, fresh_database, log
+from _measure import lexical_overlap
 
 from toolstore import ToolStore, load_tools_file
 from toolstore._fusion import stored_fusion

@@ -1,0 +1,150 @@
+"""Measurements beside route()'s own: capped lexical rankings against exact ones, routes with a session and with
+messages, an EXPLAIN ANALYZE profile, and bulk imports."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import _synth
+import numpy as np
+import psycopg
+from _harness import OUT, Precomputed, fresh_database, log, stats_ms, timed
+
+from toolstore import Embedder, ToolStore
+from toolstore._connect import Connector
+from toolstore._fusion import stored_fusion
+from toolstore._route import route_request, statement_params
+from toolstore._sql import query
+from toolstore._text import dense_text
+
+
+def lexical_overlap(
+    conn: psycopg.Connection[Any], params: Sequence[dict[str, Any]], text: str, over: dict[str, Any]
+) -> float:
+    """Mean top-10 overlap of each BM25 field's own ranking, variant vs exact: the statement run with that field's
+    weight alone (its fused order is the field's order), at the over-fetch depth."""
+    total, count = 0.0, 0
+    for p in params:
+        for field in ("w_name", "w_description", "w_expansion"):
+            alone = p | {w: 0.0 for w in p if w.startswith("w_")}
+            alone |= {field: 1.0, "limit": 10, "identifiers": []}
+            base = [r[0] for r in conn.execute(query("route"), alone).fetchall()]
+            var = [r[0] for r in conn.execute(text, alone | over).fetchall()]
+            if base:
+                total += len(set(base) & set(var)) / len(base)
+                count += 1
+    return total / max(1, count)
+
+
+def bench_sessions(
+    store: ToolStore, dsn: str, texts: Sequence[str], qvecs: np.ndarray, cat: _synth.Catalog
+) -> dict[str, Any]:
+    """route() without a conversation, with a session (its logged calls: recent and transition), and with messages
+    (an earlier turn and calls: context too), on the same requests, interleaved in rotating order, every query
+    vector already in route()'s cache; then the statement alone with and without the session on one connection."""
+    sids = [sid for sid, _ in _synth.sessions(cat, max(1000, len(cat.tools) // 2))]
+    calls = dict(_synth.sessions(cat, max(1000, len(cat.tools) // 2)))
+    earlier = texts[-1]
+
+    def messages(i: int) -> list[dict[str, Any]]:
+        made = [
+            {"id": f"c{j}", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+            for j, tool in enumerate(calls[sids[i % len(sids)]][-5:])
+        ]
+        return [
+            {"role": "user", "content": earlier},
+            {"role": "assistant", "content": None, "tool_calls": made},
+            {"role": "user", "content": texts[i]},
+        ]
+
+    runs: dict[str, Callable[[int], Any]] = {
+        "plain": lambda i: store.route(texts[i]),
+        "session": lambda i: store.route(texts[i], session=sids[i % len(sids)]),
+        "messages": lambda i: store.route(messages=messages(i)),
+    }
+    for i in range(len(texts)):  # warm: every text embedded once, so no timed call embeds
+        runs["plain"](i), runs["messages"](i)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for i in range(len(texts)):
+        order = list(runs)[i % 3 :] + list(runs)[: i % 3]
+        for name in order:
+            times[name].append(timed(runs[name], i)[0])
+    info = store.info()
+    fusion = stored_fusion(info.settings)
+    spool = Connector(dsn, schema="toolstore", max_size=1).pool
+    sconn = spool.getconn()
+    statement: dict[str, list[float]] = {"plain": [], "session": []}
+    for i, (text, qvec) in enumerate(zip(texts, qvecs)):
+        params = {
+            "plain": statement_params(info, route_request(text, fusion, k=8), qvec),
+            "session": statement_params(info, route_request(text, fusion, k=8, session=sids[i % len(sids)]), qvec),
+        }
+        for name in ("plain", "session") if i % 2 else ("session", "plain"):
+            statement[name].append(timed(lambda p=params[name]: sconn.execute(query("route"), p).fetchall())[0])
+    spool.putconn(sconn)
+    spool.close()
+    out = {f"route_{name}": stats_ms(t) for name, t in times.items()}
+    out.update({f"statement_{name}": stats_ms(t) for name, t in statement.items()})
+    out["logged_calls"] = sum(len(c) for c in calls.values())
+    out["transition_rows"] = len(store.transitions(limit=10**7))
+    return out
+
+
+def explain_profile(conn: psycopg.Connection[Any], params: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Medians over EXPLAIN (ANALYZE, BUFFERS) runs: planning, execution, per-CTE times and rows touched."""
+    samples: dict[str, list[float]] = {}
+
+    def add(key: str, value: float) -> None:
+        samples.setdefault(key, []).append(value)
+
+    for p in params:
+        doc = conn.execute("explain (analyze, buffers, format json) " + query("route"), p).fetchone()[0][0]
+        add("planning_ms", doc["Planning Time"])
+        add("execution_ms", doc["Execution Time"])
+        per: dict[str, float] = {}
+        stack = [doc["Plan"]]
+        while stack:
+            node = stack.pop()
+            stack += node.get("Plans", [])
+            total = node.get("Actual Total Time", 0.0) * node.get("Actual Loops", 1)
+            rows = node.get("Actual Rows", 0.0) * node.get("Actual Loops", 1)
+            label = node.get("Subplan Name") or (node.get("Alias") if node["Node Type"] == "Subquery Scan" else None)
+            if label in ("CTE dense", "CTE neighbours", "CTE top", "lexical", "intent"):
+                per[f"{label.replace('CTE ', '')}_ms"] = total
+            if node["Node Type"] == "Function Scan" and node.get("Function Name") == "knn":
+                per[f"knn_{node.get('Alias')}_ms"] = total
+            if node.get("Relation Name") == "postings":
+                per["postings_rows"] = per.get("postings_rows", 0) + rows
+            if node.get("Relation Name") == "tools" and "Index" in node["Node Type"]:
+                per["tools_index_lookups"] = per.get("tools_index_lookups", 0) + node.get("Actual Loops", 1)
+            per["shared_hit_blocks"] = per.get("shared_hit_blocks", 0) + (
+                node.get("Shared Hit Blocks", 0) if node is doc["Plan"] else 0
+            )
+        for key, value in per.items():
+            add(key, value)
+    return {k: statistics.median(v) for k, v in sorted(samples.items())}
+
+
+def bench_import(admin: str, embedder: Embedder, n: int = 10_000) -> dict[str, float]:
+    """ToolStore.upsert of n new tools: with precomputed vectors, then embedded by the local model (and the model
+    alone on the same texts, in the same run)."""
+    cat = _synth.catalog(n)
+    tv, ev = _synth.load_vectors(n, embedder, OUT, log=log)
+    table = {dense_text(t): v for t, v in zip(cat.tools, tv)} | {e.query: v for e, v in zip(cat.examples, ev)}
+    stub = Precomputed(table, embedder.model, embedder.dim)
+    out: dict[str, float] = {}
+    log(f"the model alone on the {n} tools' texts")
+    out["model_alone_s"], _ = timed(lambda: embedder.embed_many([dense_text(t) for t in cat.tools]))
+    for label, emb in (("precomputed", stub), ("local_model", embedder)):
+        dsn = fresh_database(admin, "bench_import")
+        with ToolStore(dsn, embedder=emb, catalog="bench") as store:
+            log(f"import {n} tools ({label})")
+            out[f"upsert_{label}_s"], _ = timed(lambda: store.upsert(cat.tools))
+            if label == "precomputed":
+                out["add_examples_precomputed_s"], _ = timed(lambda: store.add_examples(cat.examples))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("drop database if exists bench_import with (force)")
+    out["local_model_vs_model_alone"] = out["upsert_local_model_s"] / out["model_alone_s"]
+    return out
