@@ -11,9 +11,9 @@ is refused lives in ``_rows``; vectors and their indexes in ``_vectors``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -46,6 +46,8 @@ from ._vectors import (
     write_examples,
     write_tool_vectors,
 )
+
+T = TypeVar("T")
 
 #: A write changing more rows than this refreshes the planner's statistics (ANALYZE).
 ANALYZE_AFTER = 500
@@ -123,23 +125,39 @@ def upsert_tools(
     guess = _changes(conn, info, tools, embedder) if info is not None else _Changes(list(tools), list(tools), [])
     texts = [dense_text(t) for t in guess.changed + guess.repair] if embedder is not None else []
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if embedder is not None and texts else {}
-    dropped = info is not None and info.embed_dim is not None and len(texts) > BULK_VECTORS and not in_transaction(conn)
+    prune_scope = (prune, prune_provider)
+    report = _loaded(
+        conn,
+        catalog,
+        info,
+        "tool_vectors",
+        len(texts),
+        lambda: _write_tools(conn, catalog, tools, embedder, vectors, prune_scope, if_unchanged, create),
+    )
+    if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
+        analyze(conn)
+    return report
+
+
+def _loaded(
+    conn: psycopg.Connection[Any], catalog: str, info: CatalogInfo | None, table: str, n: int, write: Callable[[], T]
+) -> T:
+    """``write()``, retried on conflicts. Loading more than BULK_VECTORS new vectors into ``table`` outside a
+    transaction drops the catalog's index there first (one build after the load beats row-by-row inserts); either
+    way the catalog's indexes are made whole afterwards, which also repairs one a killed concurrent build left
+    invalid."""
+    dropped = info is not None and info.embed_dim is not None and n > BULK_VECTORS and not in_transaction(conn)
     if dropped:
-        # one build after the load beats row-by-row inserts
-        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=["tool_vectors"]))
+        assert info is not None
+        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=[table]))
     try:
-        prune_scope = (prune, prune_provider)
-        report = retry_conflicts(
-            lambda: _write_tools(conn, catalog, tools, embedder, vectors, prune_scope, if_unchanged, create)
-        )
+        result = retry_conflicts(write)
     except BaseException:
         if dropped:
             restore_indexes(conn, catalog)
         raise
-    ensure_catalog_indexes(conn, catalog)  # also repairs an index a killed concurrent build left invalid
-    if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
-        analyze(conn)
-    return report
+    ensure_catalog_indexes(conn, catalog)
+    return result
 
 
 def _write_tools(
@@ -203,16 +221,14 @@ def add_examples(
     existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
     texts = list(dict.fromkeys(ex.query for ex in examples if (ex.tool_id, ex.query) not in existing))
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
-    dropped = info.embed_dim is not None and len(texts) > BULK_VECTORS and not in_transaction(conn)
-    if dropped:
-        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=["intent_examples"]))
-    try:
-        written = retry_conflicts(lambda: _write_examples(conn, catalog, examples, embedder, vectors))
-    except BaseException:
-        if dropped:
-            restore_indexes(conn, catalog)
-        raise
-    ensure_catalog_indexes(conn, catalog)
+    written = _loaded(
+        conn,
+        catalog,
+        info,
+        "intent_examples",
+        len(texts),
+        lambda: _write_examples(conn, catalog, examples, embedder, vectors),
+    )
     if written > ANALYZE_AFTER:
         analyze(conn)
     return written
