@@ -22,7 +22,7 @@ from . import _sql
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import EmbedderError, InvalidInputError, UnknownToolError
+from ._errors import InvalidInputError, UnknownToolError
 from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
@@ -255,13 +255,10 @@ class AsyncToolStore:
         vectors.admit()
         try:
             vector = await asyncio.to_thread(embedder.embed_query, text)
-            if vector.shape != (embedder.dim,):
-                raise EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
         except Exception as exc:
             vectors.failed(exc)
             raise
-        vectors.remember(embedder, text, vector)
-        return vector
+        return vectors.remember(embedder, text, vector)
 
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 

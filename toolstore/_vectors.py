@@ -139,13 +139,10 @@ class QueryVectors:
         self.admit()
         try:
             vector = embedder.embed_query(text)
-            if vector.shape != (embedder.dim,):
-                raise EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
         except Exception as exc:
             self.failed(exc)
             raise
-        self.remember(embedder, text, vector)
-        return vector
+        return self.remember(embedder, text, vector)
 
     def cached(self, embedder: Embedder, text: str) -> np.ndarray | None:
         """The in-process vector of ``text``, or None."""
@@ -172,13 +169,19 @@ class QueryVectors:
             self._open_until = self._clock() + self.cooldown
             self._failure = redact(f"{type(exc).__name__}: {exc}")
 
-    def remember(self, embedder: Embedder, text: str, vector: np.ndarray) -> None:
-        """The embedder answered: keep the vector and close the breaker."""
+    def remember(self, embedder: Embedder, text: str, vector: np.ndarray) -> np.ndarray:
+        """The embedder answered: keep the vector and close the breaker, and return it; a vector of the wrong shape
+        is a failure (EmbedderError, the breaker opens)."""
+        if vector.shape != (embedder.dim,):
+            error = EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
+            self.failed(error)
+            raise error
         with self._lock:
             self._failure = ""
             self._lru[(embedder.model, text)] = vector
             while len(self._lru) > self.size:
                 self._lru.popitem(last=False)
+        return vector
 
 
 def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Embedder) -> None:
