@@ -41,6 +41,7 @@ from ._models import CatalogInfo
 from ._packing import pack, tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._rows import tool_from_row
+from ._split import split_request
 from ._text import query_identifiers, query_text
 
 #: SQLSTATE that ``route_catalog()`` (migration 0007) raises when the catalog changed since its row was read.
@@ -99,6 +100,7 @@ class RouteRequest:
     """One validated route() call. Its conversation: ``session`` (whose logged calls the statement reads), the
     earlier turns' text (oldest first), the names of the tool calls in the messages (oldest first; looked back on
     only without a session) and, once resolved (:func:`with_calls`), their tool ids and the names that matched none.
+    ``parts``: the request's sub-requests (``_split``; none when it is one action or ``fusion.split`` is 0).
     """
 
     query: str
@@ -113,6 +115,7 @@ class RouteRequest:
     call_names: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
 
 
 def conversation(
@@ -167,9 +170,10 @@ def route_request(
     query_text(query)  # validates the text before any embedding work
     for i, text in enumerate(earlier):
         query_text(text, f"earlier turn #{i + 1}")
+    fusion = check_fusion(fusion)
     return RouteRequest(
         query=query,
-        fusion=check_fusion(fusion),
+        fusion=fusion,
         k=k,
         token_budget=token_budget,
         allow=_ids("allow", allow),
@@ -178,6 +182,7 @@ def route_request(
         session=None if session is None else check_session(session),
         earlier=tuple(earlier),
         call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
+        parts=split_request(query) if fusion.split > 0 else (),
     )
 
 
@@ -201,13 +206,14 @@ def prepare_route(
     weights: Mapping[str, float] | None = None,
     k_rrf: float | None = None,
     overfetch: int | None = None,
+    split: float | None = None,
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
     validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query)."""
-    fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
+    fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split)
     text, earlier, names = conversation(query, messages, session, turns)
     request = route_request(
         text,
@@ -230,6 +236,7 @@ def override(
     weights: Mapping[str, float] | None = None,
     k_rrf: float | None = None,
     overfetch: int | None = None,
+    split: float | None = None,
 ) -> Fusion:
     """``fusion`` with the given parts replaced (None keeps a part)."""
     return replace(
@@ -237,6 +244,7 @@ def override(
         weights=fusion.weights if weights is None else check_weights(weights),
         k_rrf=fusion.k_rrf if k_rrf is None else k_rrf,
         overfetch=fusion.overfetch if overfetch is None else overfetch,
+        split=fusion.split if split is None else split,
     )
 
 
@@ -289,9 +297,14 @@ def context_vector(qvec: np.ndarray, earlier: Sequence[np.ndarray]) -> np.ndarra
 
 
 def statement_params(
-    info: CatalogInfo, request: RouteRequest, qvec: np.ndarray | None, cvec: np.ndarray | None = None
+    info: CatalogInfo,
+    request: RouteRequest,
+    qvec: np.ndarray | None,
+    cvec: np.ndarray | None = None,
+    part_vecs: Sequence[np.ndarray | None] = (),
 ) -> dict[str, Any]:
-    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql)."""
+    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql);
+    ``part_vecs``: the sub-requests' vectors, aligned with ``request.parts`` (none: lexical retrieval for them)."""
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
@@ -300,9 +313,10 @@ def statement_params(
         "catalog": info.id,
         "version": info.version,
         "dim": info.embed_dim,
-        "query_text": query_text(request.query),
+        "part_texts": [query_text(text) for text in (request.query, *request.parts)],
+        "part_vecs": [qvec, *part_vecs] if qvec is not None else None,
+        "w_split": fusion.split if request.parts else 0.0,
         "identifiers": query_identifiers(request.query),
-        "qvec": qvec,
         "n": n,
         "n_examples": n * EXAMPLES_PER_CANDIDATE,
         "per_tool": NEIGHBOURS_PER_TOOL,
@@ -356,6 +370,7 @@ def route_result(
         degraded_reason=degraded_reason or None,
         session=request.session,
         unresolved=list(request.unresolved),
+        sub_requests=list(request.parts),
     )
 
 
@@ -377,4 +392,6 @@ def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
         signals=signals,
         always_on=row["always_on"],
         exact=row["exact"],
+        part=row["part"],
+        part_score=None if row["part_score"] is None else float(row["part_score"]),
     )
