@@ -13,7 +13,9 @@ from toolstore._formats import load_tools_file
 from toolstore._split import MAX_PARTS, split_request
 from toolstore.cli.demo import DEMO_DIR
 
-DEMO_REQUEST = "pull failed payments from Stripe, file a support ticket in Linear, and notify the on-call channel in Slack"
+DEMO_REQUEST = (
+    "pull failed payments from Stripe, file a support ticket in Linear, and notify the on-call channel in Slack"
+)
 
 
 def test_split_finds_the_clauses_of_a_compound_request() -> None:
@@ -71,7 +73,7 @@ def _catalog() -> list[Tool]:
         tool("billing.refund_charge", "Refund a duplicate charge to the customer"),
         tool("billing.refund_reasons", "List all the reasons a refund can be issued for"),
         tool("billing.refund_report", "Monthly report of refunds by reason for each customer"),
-        tool("tickets.create", "Open an issue in the support desk queue, assigned to the agent on duty, with a priority"),
+        tool("tickets.create", "Open an issue in the support desk queue, assigned to the agent on duty"),
         tool("chat.post_message", "Post a message to a chat channel"),
         tool("weather.forecast", "Weather forecast for a city"),
     ]
