@@ -297,14 +297,9 @@ def context_vector(qvec: np.ndarray, earlier: Sequence[np.ndarray]) -> np.ndarra
 
 
 def statement_params(
-    info: CatalogInfo,
-    request: RouteRequest,
-    qvec: np.ndarray | None,
-    cvec: np.ndarray | None = None,
-    part_vecs: Sequence[np.ndarray | None] = (),
+    info: CatalogInfo, request: RouteRequest, qvec: np.ndarray | None, cvec: np.ndarray | None = None
 ) -> dict[str, Any]:
-    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql);
-    ``part_vecs``: the sub-requests' vectors, aligned with ``request.parts`` (none: lexical retrieval for them)."""
+    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql)."""
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
@@ -314,7 +309,7 @@ def statement_params(
         "version": info.version,
         "dim": info.embed_dim,
         "part_texts": [query_text(text) for text in (request.query, *request.parts)],
-        "part_vecs": [qvec, *part_vecs] if qvec is not None else None,
+        "qvec": qvec,
         "w_split": fusion.split if request.parts else 0.0,
         "identifiers": query_identifiers(request.query),
         "n": n,
