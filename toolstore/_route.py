@@ -11,14 +11,15 @@ the cache says to read the row again and retry, at most :data:`ROUTE_ATTEMPTS` t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ._embedders.base import Embedder
-from ._errors import DatabaseError, InvalidInputError, ModelMismatchError
+from ._errors import InvalidInputError
+from ._explore import check_explore, explore_pack
 from ._fusion import (
     CONTEXT_DECAY,
     CONTEXT_MIX,
@@ -38,60 +39,19 @@ from ._fusion import (
 from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
 from ._messages import read_messages
 from ._models import CatalogInfo
-from ._packing import pack, tool_tokens
+from ._packing import tool_tokens
+from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker, reorder
 from ._result import RoutedTool, RouteResult, Signals
 from ._rows import tool_from_row
 from ._text import query_identifiers, query_text
 
-#: SQLSTATE that ``route_catalog()`` (migration 0007) raises when the catalog changed since its row was read.
-STALE_CATALOG = "TS001"
-#: Tries of one route() whose cached catalog row keeps going stale (each retry re-reads the row first).
-ROUTE_ATTEMPTS = 3
 #: Postings read per query term and field, highest impact first; None reads them all (exact BM25). See
 #: bench/PROFILE.md (bounded lexical retrieval) for what a cap costs in overlap with exact BM25 and what it saves.
 LEXICAL_CAP: int | None = None
 #: With a cap that cut a term, this many best partial sums per field (at least the over-fetch) are completed exactly.
 RESCORE_FACTOR = 2
-
-
-def catalog_changed(exc: BaseException) -> bool:
-    """True when the route statement refused to run because the catalog changed (or went away) since its row was
-    read: re-read the row and route again."""
-    return getattr(exc, "sqlstate", None) == STALE_CATALOG
-
-
-class CatalogCache:
-    """The catalog row a store routes with, kept between route() calls; no I/O. A driver runs the tries
-    :meth:`attempts` yields (each says whether to read the row first, then :meth:`keep` it); when a try fails it goes
-    on only if :meth:`retry` says so, and raises :meth:`exhausted` when no try is left. The route statement checks
-    the row's version first, so a stale row never routes: the next try reads the row again."""
-
-    def __init__(self) -> None:
-        self.info: CatalogInfo | None = None
-
-    def attempts(self) -> Iterator[bool]:
-        """Per try, whether the catalog's row must be read first: the first try only when none is cached."""
-        yield self.info is None
-        yield from (True,) * (ROUTE_ATTEMPTS - 1)
-
-    @property
-    def cached(self) -> CatalogInfo:
-        """The cached row (only when :meth:`attempts` said no read was needed)."""
-        assert self.info is not None
-        return self.info
-
-    def keep(self, info: CatalogInfo) -> CatalogInfo:
-        self.info = info
-        return info
-
-    @staticmethod
-    def retry(exc: BaseException, *, read: bool) -> bool:
-        """Whether a try that raised ``exc`` is worth another with the row read again: the statement found the
-        catalog changed, or the cached (not just read) row names another model than the embedder's."""
-        return catalog_changed(exc) or (isinstance(exc, ModelMismatchError) and not read)
-
-    def exhausted(self, catalog: str) -> DatabaseError:
-        return DatabaseError(f"catalog {catalog!r} changed during each of {ROUTE_ATTEMPTS} tries to route; try again")
+#: Statement columns (when present) added to the fused score after fusion, and their sign in ``adjustments``.
+ADJUSTMENTS = (("anchor_boost", 1.0), ("avoid_penalty", -1.0))
 
 
 @dataclass(frozen=True)
@@ -113,6 +73,10 @@ class RouteRequest:
     call_names: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
+    #: The exploration slot's seed (``check_explore``: drawn when not given); None: no exploration.
+    seed: int | None = None
+    reranker: Reranker | None = None
+    rerank_depth: int = DEFAULT_RERANK_DEPTH
 
 
 def conversation(
@@ -154,6 +118,10 @@ def route_request(
     session: str | None = None,
     earlier: Sequence[str] = (),
     call_names: Sequence[str] = (),
+    explore: bool = False,
+    seed: int | None = None,
+    reranker: Reranker | None = None,
+    rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> RouteRequest:
     """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -167,6 +135,7 @@ def route_request(
     query_text(query)  # validates the text before any embedding work
     for i, text in enumerate(earlier):
         query_text(text, f"earlier turn #{i + 1}")
+    check_reranker(reranker, rerank_depth)
     return RouteRequest(
         query=query,
         fusion=check_fusion(fusion),
@@ -178,6 +147,9 @@ def route_request(
         session=None if session is None else check_session(session),
         earlier=tuple(earlier),
         call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
+        seed=check_explore(explore, seed),
+        reranker=reranker,
+        rerank_depth=rerank_depth,
     )
 
 
@@ -204,6 +176,10 @@ def prepare_route(
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
+    explore: bool = False,
+    seed: int | None = None,
+    reranker: Reranker | None = None,
+    rerank_depth: int = DEFAULT_RERANK_DEPTH,
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
     validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query)."""
@@ -220,6 +196,10 @@ def prepare_route(
         session=session,
         earlier=earlier,
         call_names=names,
+        explore=explore,
+        seed=seed,
+        reranker=reranker,
+        rerank_depth=rerank_depth,
     )
     return request, vector_plan(request, info, embedder)
 
@@ -331,18 +311,40 @@ def statement_params(
         "lexical_cap": None if filtered else LEXICAL_CAP,
         "rescore": RESCORE_FACTOR * n,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
-        "limit": n if request.token_budget is not None else request.k,
+        # Exploration draws from ranks k+1..2k; a reranker reorders the top k * rerank_depth.
+        "limit": max(
+            n if request.token_budget is not None else request.k,
+            2 * request.k if request.seed is not None else 0,
+            request.k * request.rerank_depth if request.reranker is not None else 0,
+        ),
     }
 
 
+def applied_filters(request: RouteRequest) -> dict[str, Any]:
+    """The filters ``request`` routes under, by name (only those given)."""
+    given = {"allow": request.allow, "block": request.block, "categories": request.categories}
+    return {name: list(values) for name, values in given.items() if values is not None}
+
+
 def route_result(
-    request: RouteRequest, rows: Sequence[Mapping[str, Any]], *, dense_used: bool, degraded_reason: str | None
+    request: RouteRequest,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    dense_used: bool,
+    degraded_reason: str | None,
+    fusion: Mapping[str, Any] | None = None,
+    rerank: tuple[Sequence[int], Sequence[float]] | None = None,
 ) -> RouteResult:
-    """The statement's rows (by column name), packed into the request's ``k`` and token budget."""
-    candidates = [routed_tool(row) for row in rows]
+    """The statement's rows (by column name), reordered by the reranker's scores for the candidates at the given
+    positions (``rerank``), packed into the request's ``k`` and token budget (with the exploration slot)."""
+    candidates = fused_candidates(rows)
+    if rerank is not None:
+        candidates = reorder(candidates, *rerank)
     if request.token_budget is not None:
         candidates = [replace(c, tokens=tool_tokens(c.tool)) for c in candidates]
-    packed, skipped, used = pack(candidates, k=request.k, token_budget=request.token_budget)
+    packed, skipped, used, exploration = explore_pack(
+        candidates, k=request.k, token_budget=request.token_budget, seed=request.seed, query=request.query
+    )
     if request.token_budget is None:
         packed = [replace(c, tokens=tool_tokens(c.tool)) for c in packed]
         used = sum(c.tokens for c in packed)
@@ -356,7 +358,17 @@ def route_result(
         degraded_reason=degraded_reason or None,
         session=request.session,
         unresolved=list(request.unresolved),
+        fusion=dict(fusion or {}),
+        filters=applied_filters(request),
+        exploration=exploration,
     )
+
+
+def fused_candidates(rows: Sequence[Mapping[str, Any]]) -> list[RoutedTool]:
+    """The statement's rows as RoutedTools in its order, the routed ones numbered (``fused_rank``)."""
+    candidates = [routed_tool(row) for row in rows]
+    ranks = iter(range(1, len(candidates) + 1))
+    return [c if c.always_on else replace(c, fused_rank=next(ranks)) for c in candidates]
 
 
 def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
@@ -377,4 +389,5 @@ def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
         signals=signals,
         always_on=row["always_on"],
         exact=row["exact"],
+        adjustments={name: sign * float(row[name]) for name, sign in ADJUSTMENTS if row.get(name)},
     )
