@@ -6,7 +6,7 @@ it on first use), resolves the tool calls the messages name (:func:`with_calls`)
 earlier turns, for ``context``) when :func:`vector_plan` says so, runs ``sql/route.sql`` with
 :func:`statement_params` and hands the rows to :func:`route_result`: one round trip once the row is cached (two when
 the messages carry tool calls). The statement checks the cached row's version first; when the catalog changed since,
-the cache says to read the row again and retry, at most :data:`ROUTE_ATTEMPTS` tries in all.
+the cache says to read the row again and retry, at most ``ROUTE_ATTEMPTS`` tries in all (``_catalog_cache``).
 """
 
 from __future__ import annotations
