@@ -200,3 +200,19 @@ def test_async_store_reranks_with_a_coroutine_or_a_plain_function(store: ToolSto
     assert asyncio.run(main()) == [expected, expected]
     with pytest.raises(InvalidInputError, match="an async reranker needs AsyncToolStore"):
         store.route(q, k=4, reranker=areverse)
+
+
+def test_explore_pack_edges_without_a_database() -> None:
+    from toolstore._explore import explore_pack
+    from toolstore._result import RoutedTool, Signals
+
+    tools = [RoutedTool(Tool(id=f"t.{i}", name=f"t{i}", description="d"), 1.0 / (i + 1), Signals()) for i in range(6)]
+    packed, skipped, used, report = explore_pack(tools, k=1, token_budget=None, seed=0, query="q")
+    assert [t.tool.id for t in packed] == ["t.1"] and packed[0].explored and report is not None  # rank 2 of 1..2
+    assert report["ranks"] == [2, 2] and report["explored_rank"] == 2
+    packed, _, _, report = explore_pack(tools, k=6, token_budget=None, seed=0, query="q")  # no rank beyond k
+    assert [t.tool.id for t in packed] == [t.tool.id for t in tools] and report is not None
+    assert report["explored"] is None and not any(t.explored for t in packed)
+    draws = {explore_pack(tools, k=3, token_budget=None, seed=s, query="q")[3]["explored"] for s in range(30)}  # type: ignore[index]
+    assert draws == {"t.3", "t.4", "t.5"}  # uniform over the window, all of it reached
+    assert explore_pack(tools, k=3, token_budget=None, seed=None, query="q")[3] is None

@@ -76,9 +76,11 @@ class RouteResult:
     filters: Mapping[str, Any] = field(default_factory=dict)
     #: Milliseconds per stage (``embed``, ``statement``, ``rerank``, ``pack``) and ``total``.
     timings: Mapping[str, float] = field(default_factory=dict)
-    #: ``route(explore=True)``: the seed the draw used and the ranks drawn from; None without exploration.
+    #: ``route(explore=True)``: the draw's ``seed``, the ``ranks`` drawn from, how many were ``eligible``, the
+    #: ``explored`` tool's id (None: none fitted) and its ``explored_rank``; None without exploration.
     exploration: Mapping[str, Any] | None = None
-    #: ``route(reranker=...)``: how many candidates were reranked (``candidates``, ``depth``), or why not.
+    #: ``route(reranker=...)``: ``depth``, the ``candidates`` sent and whether their new order was ``applied``
+    #: (False: the reranker raised, see ``degraded_reason``); None without a reranker.
     rerank: Mapping[str, Any] | None = None
     #: The parts of a compound request routed each on its own (workflow coverage); empty when not split.
     sub_requests: list[Any] = field(default_factory=list)
