@@ -82,6 +82,6 @@ def rerank_failed(exc: BaseException) -> str:
     return f"reranker failed ({type(exc).__name__}: {exc}): fused order kept"
 
 
-def rerank_summary(depth: int, pool: int, failed: bool) -> dict[str, Any]:
+def rerank_summary(depth: int, pool: int, *, failed: bool) -> dict[str, Any]:
     """What ``RouteResult.rerank`` says: the depth asked for, the candidates sent, whether the order was applied."""
     return {"depth": depth, "candidates": pool, "applied": not failed}

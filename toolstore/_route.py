@@ -40,7 +40,7 @@ from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MA
 from ._messages import read_messages
 from ._models import CatalogInfo
 from ._packing import tool_tokens
-from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker, reorder
+from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
 from ._result import RoutedTool, RouteResult, Signals
 from ._rows import tool_from_row
 from ._text import query_identifiers, query_text
@@ -333,13 +333,11 @@ def route_result(
     dense_used: bool,
     degraded_reason: str | None,
     fusion: Mapping[str, Any] | None = None,
-    rerank: tuple[Sequence[int], Sequence[float]] | None = None,
+    candidates: Sequence[RoutedTool] | None = None,
 ) -> RouteResult:
-    """The statement's rows (by column name), reordered by the reranker's scores for the candidates at the given
-    positions (``rerank``), packed into the request's ``k`` and token budget (with the exploration slot)."""
-    candidates = fused_candidates(rows)
-    if rerank is not None:
-        candidates = reorder(candidates, *rerank)
+    """The statement's rows (by column name), packed into the request's ``k`` and token budget (with the
+    exploration slot). ``candidates``: the rows already made :func:`fused_candidates` (and reranked), if they were."""
+    candidates = fused_candidates(rows) if candidates is None else list(candidates)
     if request.token_budget is not None:
         candidates = [replace(c, tokens=tool_tokens(c.tool)) for c in candidates]
     packed, skipped, used, exploration = explore_pack(

@@ -25,7 +25,7 @@ from ._explain import statement_fusion
 from ._models import CatalogInfo
 from ._names import call_keys, resolve_calls
 from ._observe import RouteTrace
-from ._rerank import Reranker, check_scores, pool_positions, rerank_failed, rerank_summary
+from ._rerank import Reranker, check_scores, pool_positions, reorder, rerank_failed, rerank_summary
 from ._result import RoutedTool, RouteResult
 from ._route import (
     RouteRequest,
@@ -189,13 +189,11 @@ def _route_once(
         params = statement_params(info, request, qvec, cvec)
         with trace.stage("statement"):
             rows = yield Fetch("route", params)
-        rerank, summary = None, None
+        candidates, summary = None, None
         if request.reranker is not None:
             with trace.stage("rerank"):
-                positions, scores, failed = yield from rerank_steps(request, rows)
-            rerank = None if scores is None else (positions, scores)
+                candidates, summary, failed = yield from rerank_steps(request, rows)
             reason = "; ".join(r for r in (reason, failed) if r) or reason
-            summary = rerank_summary(request.rerank_depth, len(positions), failed is not None)
         with trace.stage("pack"):
             result = route_result(
                 request,
@@ -203,23 +201,24 @@ def _route_once(
                 dense_used=qvec is not None,
                 degraded_reason=reason,
                 fusion=statement_fusion(params),
-                rerank=rerank,
+                candidates=candidates,
             )
         return trace.done(replace(result, rerank=summary))
 
 
 def rerank_steps(
     request: RouteRequest, rows: Sequence[Mapping[str, Any]]
-) -> Steps[tuple[list[int], list[float] | None, str | None]]:
-    """The reranker's scores for the fused top ``k * rerank_depth`` (``_rerank``): (their positions in the rows,
-    the scores, None), or (positions, None, why) when the reranker raised: the fused order is kept. Unusable scores
-    raise InvalidInputError."""
+) -> Steps[tuple[list[RoutedTool], dict[str, Any], str | None]]:
+    """The rows as candidates (``_route.fused_candidates``), the fused top ``k * rerank_depth`` reordered by the
+    reranker's scores (``_rerank``), what ``RouteResult.rerank`` says, and None; or, when the reranker raised, the
+    fused order and why. Unusable scores raise InvalidInputError."""
     candidates = fused_candidates(rows)
     positions = pool_positions(candidates, request.k * request.rerank_depth)
+    summary = rerank_summary(request.rerank_depth, len(positions), failed=False)
     if not positions or request.reranker is None:
-        return positions, [], None
+        return candidates, summary, None
     try:
         answer = yield Rerank(request.reranker, request.query, [candidates[i] for i in positions])
     except Exception as exc:  # the reranker (or its service) failed: route in fused order, and say so
-        return positions, None, rerank_failed(exc)
-    return positions, check_scores(answer, len(positions)), None
+        return candidates, rerank_summary(request.rerank_depth, len(positions), failed=True), rerank_failed(exc)
+    return reorder(candidates, positions, check_scores(answer, len(positions))), summary, None
