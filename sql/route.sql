@@ -311,7 +311,8 @@ picked as (
 select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
        t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
-       p.rank_transition, p.rank_context, p.part, p.part_score, p.exact
+       p.rank_transition, p.rank_context, p.part, p.part_score, p.part_score * %(w_split)s::float8 as part_boost,
+       p.exact
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
 where (select ok from checked)

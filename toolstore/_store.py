@@ -13,6 +13,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from . import _access, _catalog, _sessions, _sql
+from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
@@ -25,10 +26,10 @@ from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import logger, span
 from ._reembed import reembed
+from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import CatalogCache
 from ._rows import name_row, unknown_catalog
-from ._steps import Embed, Fetch, Step, drive, fetch_rows, resolve_steps, route_steps
+from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
@@ -292,6 +293,10 @@ class ToolStore:
         allow: Sequence[str] | None = None,
         block: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
+        explore: bool = False,
+        seed: int | None = None,
+        reranker: Reranker | None = None,
+        rerank_depth: int = DEFAULT_RERANK_DEPTH,
     ) -> RouteResult:
         """The tools for one request, best first, packed into ``token_budget`` tokens when given.
 
@@ -306,10 +311,16 @@ class ToolStore:
         ``SIGNALS``; 0 switches one off), ``k_rrf``, ``overfetch`` and ``split`` (0: never split) override the
         catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories`` keeps tools in any of the
         given categories.
+
+        ``explore=True`` gives the last of the ``k`` slots to a tool drawn from the fused ranks k+1..2k (marked
+        ``explored``), the same one for the same ``seed`` and request (``_explore``). ``reranker(query, candidates)
+        -> scores`` reorders the fused top ``k * rerank_depth`` before packing (``_rerank``: a reranker that raises
+        degrades to the fused order, one that returns unusable scores is an InvalidInputError). ``result.explain()``
+        says why each tool is there.
         """
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
-        options |= dict(categories=categories)
+        options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
             return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
@@ -325,6 +336,8 @@ class ToolStore:
             if isinstance(step, Embed):
                 assert self.embedder is not None
                 return self._query_vectors.get(self.embedder, step.text)
+            if isinstance(step, Rerank):
+                return rerank_sync(step)
             return self._info(conn)
 
         return answer
