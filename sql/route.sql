@@ -2,7 +2,7 @@
 --   catalog     catalog id                      version    the catalog's version the settings were read at
 --   dim         the catalog's embedding dimension (or null)
 --   part_texts  the request, then its sub-requests (parts 0, 1, ...), identifiers split
---   qvec        the request's embedding (or null: no dense/intent)
+--   part_vecs   their embeddings, aligned (or null, or null elements: no dense/intent for those parts)
 --   w_split     weight of a tool's best fused score in a sub-request, added to its fused score in the request
 --   n           over-fetch per retriever        n_examples intent examples fetched (neighbours)
 --   per_tool    neighbours summed per tool      k_rrf      RRF constant
@@ -42,11 +42,11 @@ fields (field, weight) as (
            (3::smallint, %(w_expansion)s::float8)
 ),
 -- Part 0 is the request, parts 1, 2, ... its sub-requests (the clauses of a compound request, _split.py). Each part
--- is retrieved alone by the three BM25 fields (postings are read once for all parts' terms); dense and intent
--- retrieval, which would need an embedding per clause, look at the request only.
+-- is retrieved alone by the five request retrievers; postings are read once for all parts' terms.
 parts as (
-    select (u.nth - 1)::integer as part, u.text
-    from unnest(%(part_texts)s::text[]) with ordinality as u (text, nth)
+    select (u.nth - 1)::integer as part, u.text, u.qvec
+    from unnest(%(part_texts)s::text[], %(part_vecs)s::vector[]) with ordinality as u (text, qvec, nth)
+    where u.text is not null
 ),
 part_terms as (
     select distinct p.part, lexeme
@@ -130,28 +130,30 @@ lexical as (
     where c.coarse_rank <= %(n)s
 ),
 dense as (
-    select 4::smallint as signal, v.tool_pk,
-           row_number() over (order by v.distance, t.id) as rank
-    from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s,
-             %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) v
+    select p.part, 4::smallint as signal, v.tool_pk,
+           row_number() over (partition by p.part order by v.distance, t.id) as rank
+    from parts p
+    cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s,
+                           %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) v
     join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
     where %(w_dense)s::float8 > 0
 ),
 neighbours as (
-    select e.tool_pk, e.distance,
-           row_number() over (partition by e.tool_pk order by e.distance) as nth
-    from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s,
-             %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) e
+    select p.part, e.tool_pk, e.distance,
+           row_number() over (partition by p.part, e.tool_pk order by e.distance) as nth
+    from parts p
+    cross join lateral knn('intent_examples', %(catalog)s, %(dim)s, p.qvec, %(n_examples)s,
+                           %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) e
     where %(w_intent)s::float8 > 0
 ),
 intent as (
-    select 5::smallint as signal, s.tool_pk,
-           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
+    select s.part, 5::smallint as signal, s.tool_pk,
+           row_number() over (partition by s.part order by round(s.score * 1e9) desc, t.id) as rank
     from (
-        select tool_pk, sum(1 - distance) as score
+        select part, tool_pk, sum(1 - distance) as score
         from neighbours
         where nth <= %(per_tool)s
-        group by tool_pk
+        group by part, tool_pk
     ) s
     join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
@@ -225,9 +227,9 @@ context as (
 signals as (
     select part, signal, tool_pk, rank from lexical where rank <= %(n)s
     union all
-    select 0, signal, tool_pk, rank from dense
+    select part, signal, tool_pk, rank from dense
     union all
-    select 0, signal, tool_pk, rank from intent where rank <= %(n)s
+    select part, signal, tool_pk, rank from intent where rank <= %(n)s
     union all
     select 0, signal, tool_pk, rank from recent where rank <= %(n)s
     union all

@@ -4,13 +4,16 @@ route statement, and a tool's best fused score in one clause, times ``split``, i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
-from toolstore import InvalidInputError, LocalEmbedder, Tool, ToolStore
+from toolstore import EmbedderError, HashingEmbedder, InvalidInputError, LocalEmbedder, Tool, ToolStore
 from toolstore._examples import load_examples
 from toolstore._formats import load_tools_file
 from toolstore._split import MAX_PARTS, split_request
+from toolstore._vectors import QueryVectors
 from toolstore.cli.demo import DEMO_DIR
 
 DEMO_REQUEST = (
@@ -129,3 +132,39 @@ def test_demo_request_covers_every_provider(dsn: str) -> None:
         routed = store.route(DEMO_REQUEST, k=8).ids
         assert {"stripe.list_charges", "linear.create_issue", "slack.send_message"} <= set(routed)
         assert "linear.create_issue" not in store.route(DEMO_REQUEST, k=8, split=0).ids  # what coverage fixes
+
+
+class CountingEmbedder(HashingEmbedder):
+    """Counts route-time model calls and the texts of each."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.calls: list[list[str]] = []
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super().embed_queries(texts)
+
+
+def test_clauses_are_embedded_in_one_call(dsn: str) -> None:
+    embedder = CountingEmbedder()
+    with ToolStore(dsn, embedder=embedder, catalog="calls") as store:
+        store.upsert(_catalog())
+        result = store.route(COMPOUND, k=3)
+        assert embedder.calls == [[COMPOUND], result.sub_requests]  # the request, then all its clauses at once
+        embedder.calls.clear()
+        store.route(COMPOUND, k=3)
+        assert embedder.calls == []  # every vector cached in process
+        assert all(t.signals.dense is not None for t in result.tools if t.part is None)
+
+
+def test_a_wrong_count_of_vectors_opens_the_breaker() -> None:
+    class Short(HashingEmbedder):
+        def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+            return super().embed_queries(texts)[:-1]
+
+    vectors = QueryVectors(cooldown=60)
+    with pytest.raises(EmbedderError, match="1 vectors for 2 texts"):
+        vectors.get_many(Short(8), ["a b", "c d"])
+    with pytest.raises(EmbedderError, match="not retried"):
+        vectors.get_many(HashingEmbedder(8), ["e f"])

@@ -246,27 +246,28 @@ class AsyncToolStore:
                 return await afetch_rows(conn, step)
             if isinstance(step, Embed):
                 assert self.embedder is not None
-                return await self._query_vector(self.embedder, step.text)
+                return await self._query_vectors_of(self.embedder, step.texts)
             if isinstance(step, Rerank):
                 return await rerank_async(step)
             return await self._info(conn)
 
         return answer
 
-    async def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
-        """``QueryVectors.get`` for asyncio: the in-process LRU, then :meth:`Embedder.embed_query` in a worker thread,
-        behind the same circuit breaker."""
+    async def _query_vectors_of(self, embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
+        """``QueryVectors.get_many`` for asyncio: the in-process LRU, then one :meth:`Embedder.embed_queries` call
+        in a worker thread for the rest, behind the same circuit breaker."""
         vectors = self._query_vectors
-        vector = vectors.cached(embedder, text)
-        if vector is not None:
-            return vector
-        vectors.admit()
-        try:
-            vector = await asyncio.to_thread(embedder.embed_query, text)
-        except Exception as exc:
-            vectors.failed(exc)
-            raise
-        return vectors.remember(embedder, text, vector)
+        found = {t: v for t in texts if (v := vectors.cached(embedder, t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            vectors.admit()
+            try:
+                new = await asyncio.to_thread(embedder.embed_queries, missing)
+            except Exception as exc:
+                vectors.failed(exc)
+                raise
+            found |= vectors.remember_many(embedder, missing, new)
+        return [found[t] for t in texts]
 
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 

@@ -272,9 +272,14 @@ def context_vector(qvec: np.ndarray, earlier: Sequence[np.ndarray]) -> np.ndarra
 
 
 def statement_params(
-    info: CatalogInfo, request: RouteRequest, qvec: np.ndarray | None, cvec: np.ndarray | None = None
+    info: CatalogInfo,
+    request: RouteRequest,
+    qvec: np.ndarray | None,
+    cvec: np.ndarray | None = None,
+    part_vecs: Sequence[np.ndarray] = (),
 ) -> dict[str, Any]:
-    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql)."""
+    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql);
+    ``part_vecs``: the sub-requests' vectors, aligned with ``request.parts`` (none: BM25 alone for them)."""
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
@@ -284,7 +289,7 @@ def statement_params(
         "version": info.version,
         "dim": info.embed_dim,
         "part_texts": [query_text(text) for text in (request.query, *request.parts)],
-        "qvec": qvec,
+        "part_vecs": [qvec, *part_vecs] if qvec is not None else None,
         "w_split": fusion.split if request.parts else 0.0,
         "identifiers": query_identifiers(request.query),
         "n": n,

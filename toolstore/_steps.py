@@ -53,9 +53,10 @@ class Fetch:
 
 @dataclass(frozen=True)
 class Embed:
-    """The store's embedder's vector of ``text`` (through the in-process cache and the circuit breaker)."""
+    """The store's embedder's vectors of ``texts``, in order (through the in-process cache and the circuit breaker;
+    the texts not cached are embedded in one call, ``Embedder.embed_queries``)."""
 
-    text: str
+    texts: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -175,17 +176,18 @@ def _route_once(
     with RouteTrace(info.name, request.query, request.k) as trace:
         qvec: np.ndarray | None = None
         cvec: np.ndarray | None = None
+        part_vecs: list[np.ndarray] = []
         if reason is None and embedder is not None:
             try:
                 with trace.stage("embed"):
-                    qvec = yield Embed(request.query)
-                    earlier = []
-                    for text in context_texts(request):
-                        earlier.append((yield Embed(text)))
+                    # the request alone, then its clauses in one call (similar lengths pad little), then the turns
+                    qvec = (yield Embed((request.query,)))[0]
+                    part_vecs = (yield Embed(request.parts)) if request.parts else []
+                    earlier = (yield Embed(context_texts(request))) if context_texts(request) else []
                     cvec = context_vector(qvec, earlier)
             except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                qvec, cvec, reason = None, None, embedder_failed(exc)
-        params = statement_params(info, request, qvec, cvec)
+                qvec, cvec, part_vecs, reason = None, None, [], embedder_failed(exc)
+        params = statement_params(info, request, qvec, cvec, part_vecs)
         with trace.stage("statement"):
             rows = yield Fetch("route", params)
         candidates, summary = None, None

@@ -335,7 +335,7 @@ class ToolStore:
                 return fetch_rows(conn, step)
             if isinstance(step, Embed):
                 assert self.embedder is not None
-                return self._query_vectors.get(self.embedder, step.text)
+                return self._query_vectors.get_many(self.embedder, step.texts)
             if isinstance(step, Rerank):
                 return rerank_sync(step)
             return self._info(conn)

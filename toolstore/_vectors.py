@@ -133,16 +133,30 @@ class QueryVectors:
         self._failure = ""
 
     def get(self, embedder: Embedder, text: str) -> np.ndarray:
-        vector = self.cached(embedder, text)
-        if vector is not None:
-            return vector
-        self.admit()
-        try:
-            vector = embedder.embed_query(text)
-        except Exception as exc:
-            self.failed(exc)
-            raise
-        return self.remember(embedder, text, vector)
+        return self.get_many(embedder, [text])[0]
+
+    def get_many(self, embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
+        """The vectors of ``texts``: cached ones from the LRU, the others from one :meth:`Embedder.embed_queries`
+        call behind the breaker."""
+        found = {t: v for t in texts if (v := self.cached(embedder, t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            self.admit()
+            try:
+                vectors = embedder.embed_queries(missing)
+            except Exception as exc:
+                self.failed(exc)
+                raise
+            found |= self.remember_many(embedder, missing, vectors)
+        return [found[t] for t in texts]
+
+    def remember_many(self, embedder: Embedder, texts: Sequence[str], vectors: Any) -> dict[str, np.ndarray]:
+        """:meth:`remember` for each of ``texts`` (a wrong count of vectors is a failure too)."""
+        if len(vectors) != len(texts):
+            error = EmbedderError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
+            self.failed(error)
+            raise error
+        return {t: self.remember(embedder, t, np.asarray(v)) for t, v in zip(texts, vectors)}
 
     def cached(self, embedder: Embedder, text: str) -> np.ndarray | None:
         """The in-process vector of ``text``, or None."""

@@ -34,6 +34,11 @@ class Embedder(ABC):
         fails fast instead: route() then answers lexically at once rather than wait for retries."""
         return self.embed(text)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed several texts at route time (a request's clauses), failing fast like :meth:`embed_query`; one call
+        to the model where the embedder can batch (local, OpenAI), else :meth:`embed_query` per text."""
+        return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), dtype=np.float32)
+
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
         """Embed any number of texts, ``batch_size`` at a time (progress reported per batch, see ``_progress``)."""
         if not texts:

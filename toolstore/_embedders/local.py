@@ -60,6 +60,10 @@ class LocalEmbedder(Embedder):
         self._tokenizer: Any = None
         self._lock = threading.Lock()
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """One batch: the local model has no slow failure to guard against."""
+        return self.embed_batch(texts)
+
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Embed one batch: ``(len(texts), 384)`` float32, rows L2-normalised, in the order of ``texts``.
 

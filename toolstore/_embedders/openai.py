@@ -117,7 +117,14 @@ class OpenAIEmbedder(Embedder):
 
     def embed_query(self, text: str) -> np.ndarray:
         """One attempt of at most ``query_timeout`` seconds, no retries (see :meth:`Embedder.embed_query`)."""
-        return self._vectors(self._create([text], retries=0, timeout=self.query_timeout), 1)[0]
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """One request for all ``texts``, one attempt of at most ``query_timeout`` seconds, no retries."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._vectors(self._create(texts, retries=0, timeout=self.query_timeout), len(texts))
 
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
