@@ -113,7 +113,7 @@ lexical as (
     where c.coarse_rank <= %(n)s
 ),
 dense as (
-    select 4::smallint as signal, v.tool_pk,
+    select 4::smallint as signal, v.tool_pk, v.distance,
            row_number() over (order by v.distance, t.id) as rank
     from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s,
              %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) v
@@ -270,11 +270,23 @@ picked as (
     where t.catalog_id = %(catalog)s and t.always_on
       and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
       and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+),
+-- Abstention's evidence (toolstore/_abstain.py), the same on every row: the lexical fields on which some tool has
+-- text, the nearest tool's and the nearest intent example's cosine similarity (null: that retriever did not search).
+evidence as (
+    select (select array_agg(st.field order by st.field)
+            from field_stats st
+            join fields f on f.field = st.field
+            where st.catalog_id = %(catalog)s and st.total_len > 0 and f.weight > 0) as fields,
+           (select 1 - min(d.distance) from dense d) as dense_sim,
+           (select 1 - min(e.distance) from neighbours e) as intent_sim
 )
 select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
        t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
-       p.rank_transition, p.rank_context, p.exact
+       p.rank_transition, p.rank_context, p.exact,
+       (select fields from evidence) as evidence_fields, (select dense_sim from evidence) as evidence_dense,
+       (select intent_sim from evidence) as evidence_intent
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
 where (select ok from checked)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._abstain import Abstention
 from ._formats import Format, render
 from ._models import Tool
 from ._names import model_names, resolve_name
@@ -48,6 +49,8 @@ class RouteResult:
 
     ``session``: the session whose calls were looked back on; ``unresolved``: names of tool calls in the messages
     that matched no tool of the catalog (or more than one), so they were not looked back on.
+    ``abstained``: route(abstain=True) found no tool that fits, so ``tools`` holds only the always-on ones;
+    ``abstention``: the evidence it decided on (None when not asked).
     """
 
     query: str
@@ -59,6 +62,8 @@ class RouteResult:
     degraded_reason: str | None = None
     session: str | None = None
     unresolved: list[str] = field(default_factory=list)
+    abstained: bool = False
+    abstention: Abstention | None = None
 
     def __iter__(self) -> Iterator[RoutedTool]:
         return iter(self.tools)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._abstain import AbstainModel, from_rows, stored_abstain
 from ._embedders.base import Embedder
 from ._errors import DatabaseError, InvalidInputError, ModelMismatchError
 from ._fusion import (
@@ -99,6 +100,7 @@ class RouteRequest:
     """One validated route() call. Its conversation: ``session`` (whose logged calls the statement reads), the
     earlier turns' text (oldest first), the names of the tool calls in the messages (oldest first; looked back on
     only without a session) and, once resolved (:func:`with_calls`), their tool ids and the names that matched none.
+    ``abstain``: the model that decides whether any tool fits (None: route without asking).
     """
 
     query: str
@@ -113,6 +115,7 @@ class RouteRequest:
     call_names: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
+    abstain: AbstainModel | None = None
 
 
 def conversation(
@@ -154,6 +157,7 @@ def route_request(
     session: str | None = None,
     earlier: Sequence[str] = (),
     call_names: Sequence[str] = (),
+    abstain: AbstainModel | None = None,
 ) -> RouteRequest:
     """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -178,6 +182,7 @@ def route_request(
         session=None if session is None else check_session(session),
         earlier=tuple(earlier),
         call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
+        abstain=abstain,
     )
 
 
@@ -204,9 +209,13 @@ def prepare_route(
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
+    abstain: bool = False,
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
-    validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query)."""
+    validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query). With
+    ``abstain``, the catalog's abstention model (calibrated by ``tune``, else the shipped default) goes with it."""
+    if not isinstance(abstain, bool):
+        raise InvalidInputError(f"abstain must be True or False, got {abstain!r}")
     fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
     text, earlier, names = conversation(query, messages, session, turns)
     request = route_request(
@@ -220,6 +229,7 @@ def prepare_route(
         session=session,
         earlier=earlier,
         call_names=names,
+        abstain=stored_abstain(info.settings) if abstain else None,
     )
     return request, vector_plan(request, info, embedder)
 
@@ -331,7 +341,8 @@ def statement_params(
         "lexical_cap": None if filtered else LEXICAL_CAP,
         "rescore": RESCORE_FACTOR * n,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
-        "limit": n if request.token_budget is not None else request.k,
+        # Abstention's margin needs the second tool.
+        "limit": n if request.token_budget is not None else max(request.k, 2 if request.abstain else 1),
     }
 
 
@@ -340,6 +351,10 @@ def route_result(
 ) -> RouteResult:
     """The statement's rows (by column name), packed into the request's ``k`` and token budget."""
     candidates = [routed_tool(row) for row in rows]
+    fusion = request.fusion
+    abstention = None if request.abstain is None else from_rows(request.abstain, fusion.weights, fusion.k_rrf, rows)
+    if abstention is not None and abstention.abstained:
+        candidates = [c for c in candidates if c.always_on]
     if request.token_budget is not None:
         candidates = [replace(c, tokens=tool_tokens(c.tool)) for c in candidates]
     packed, skipped, used = pack(candidates, k=request.k, token_budget=request.token_budget)
@@ -356,6 +371,8 @@ def route_result(
         degraded_reason=degraded_reason or None,
         session=request.session,
         unresolved=list(request.unresolved),
+        abstained=abstention is not None and abstention.abstained,
+        abstention=abstention,
     )
 
 

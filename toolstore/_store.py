@@ -13,6 +13,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from . import _access, _catalog, _sessions, _sql
+from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
@@ -154,6 +155,14 @@ class ToolStore:
         fusion = check_fusion(Fusion(weights=check_weights(weights), k_rrf=float(k_rrf), overfetch=overfetch))
         self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
 
+    def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:
+        """Store the catalog's abstention model (None: back to the shipped default), and with ``fusion`` that fusion
+        too, in one write; route(abstain=True) decides with it. ``tune(negatives=...)`` fits and stores one."""
+        updates: dict[str, Any] = {SETTINGS_KEY: None if model is None else check_model(model).as_dict()}
+        if fusion is not None:
+            updates["fusion"] = check_fusion(fusion).as_dict()
+        self._run(lambda conn: _catalog.set_settings(conn, self.catalog, updates))
+
     def reembed(self, embedder: Embedder) -> dict[str, Any]:
         """Switch the catalog to ``embedder``'s model: every tool and example re-embedded, nothing dropped.
 
@@ -171,18 +180,21 @@ class ToolStore:
         seed: int = 0,
         folds: int = 5,
         save: bool = True,
+        negatives: str | os.PathLike[str] | Sequence[str] | None = None,
     ) -> TuneReport:
         """Learn this catalog's fusion weights from labelled requests and/or labelled sessions (which tune the
         conversation signals too) and (unless ``save=False``) store them.
 
         ``examples``: a ``train.jsonl`` path or ``(query, Judgement)`` pairs; ``sessions``: a
-        ``train_sessions.jsonl`` path or LabelledSessions. See ``toolstore tune``.
+        ``train_sessions.jsonl`` path or LabelledSessions. ``negatives``: requests no tool of the catalog fits (a
+        file, see ``toolstore tune --negatives``, or a list of strings); with them, abstention is calibrated on those
+        against ``examples`` and stored beside the fusion. See ``toolstore tune``.
         """
         if isinstance(examples, (str, os.PathLike)):
             examples = load_judgements(examples)
         if isinstance(sessions, (str, os.PathLike)):
             sessions = load_sessions(sessions)
-        return tune(self, examples, sessions=sessions, seed=seed, folds=folds, save=save)
+        return tune(self, examples, sessions=sessions, seed=seed, folds=folds, save=save, negatives=negatives)
 
     def grant(self, role: str, *, write: bool = False, tenant: bool = False) -> None:
         """Let database role ``role`` see this catalog (``write``: and change it), enforced by row-level security.
@@ -285,6 +297,7 @@ class ToolStore:
         allow: Sequence[str] | None = None,
         block: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
+        abstain: bool = False,
     ) -> RouteResult:
         """The tools for one request, best first, packed into ``token_budget`` tokens when given.
 
@@ -295,12 +308,15 @@ class ToolStore:
         and ``transition``. With ``session``, those calls come from the session's log instead (see
         :meth:`record_calls`). ``weights`` (per signal of ``SIGNALS``; 0 switches one off), ``k_rrf`` and
         ``overfetch`` override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories``
-        keeps tools in any of the given categories.
+        keeps tools in any of the given categories. With ``abstain``, when the evidence says no tool fits the request
+        the result is ``abstained`` and holds only the always-on tools (``result.abstention`` has the evidence; the
+        model is the catalog's from ``tune(negatives=...)``, else the shipped default).
         """
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(
             weights=weights, k_rrf=k_rrf, overfetch=overfetch, allow=allow, block=block, categories=categories
         )
+        options["abstain"] = abstain
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
             return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))

@@ -60,6 +60,8 @@ def result_json(result: RouteResult) -> dict[str, Any]:
         "degraded_reason": result.degraded_reason,
         "session": result.session,
         "unresolved": result.unresolved,
+        "abstained": result.abstained,
+        **({"abstention": result.abstention.as_dict()} if result.abstention is not None else {}),
     }
 
 
@@ -69,6 +71,12 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         click.echo(f"note: {result.degraded_reason}")
     if result.unresolved:
         click.echo(f"note: tool calls that match no tool: {', '.join(result.unresolved)}")
+    if result.abstention is not None:
+        a = result.abstention
+        verdict = "abstained: no tool fits the request" if a.abstained else "a tool fits the request"
+        click.echo(f"{verdict} (P(served) {a.probability:.2f}, threshold {a.threshold:.2f}, {a.model} model)")
+        if explain:
+            click.echo("  evidence: " + ", ".join(f"{k} {v:.3f}" for k, v in a.features.items()))
     head = f"{'#':>2}  {'tool':<40} {'score':>7}"
     if explain:
         head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
@@ -121,6 +129,9 @@ def read_messages_file(path: Path) -> Any:
     "conversation as context.",
 )
 @click.option("--turns", default=DEFAULT_TURNS, show_default=True, type=int, help="User turns of --messages read.")
+@click.option(
+    "--abstain", is_flag=True, help="Return no routed tool (always-on ones only) when no tool fits the request."
+)
 @click.pass_context
 def route(
     ctx: click.Context,
@@ -136,6 +147,7 @@ def route(
     session: str | None,
     messages_file: Path | None,
     turns: int,
+    abstain: bool,
 ) -> None:
     """Route REQUEST (or the latest request of --messages): the tools that matter, best first."""
     if request is None and messages_file is None:
@@ -153,6 +165,7 @@ def route(
             categories=list(categories) or None,
             allow=list(allow) or None,
             block=list(block) or None,
+            abstain=abstain,
         )
     if fmt in _formats.FORMATS:
         click.echo(json.dumps({"tools": result.definitions(fmt)}, indent=2, ensure_ascii=False))  # type: ignore[arg-type]
