@@ -67,10 +67,18 @@ class AbstainModel:
         }
 
 
+#: The embedding model whose similarities :data:`DEFAULT_ABSTAIN` was fitted with (the shipped local model).
+DEFAULT_EMBED_MODEL = "local/all-MiniLM-L6-v2"
 #: Fitted by ``PYTHONPATH=. python bench/abstain.py`` on the train splits of metatool, seal_tools and gorilla_torch
-#: (each catalog without intent examples; positives: a set's train requests in its own catalog, negatives: the other
-#: sets' train requests in it). Its error rates on queries.jsonl, held out set by set: README (Abstention).
-DEFAULT_ABSTAIN = AbstainModel(coef=(0.0, 0.0, 0.0, 0.0, 0.0), intercept=0.0, threshold=0.5)
+#: (each catalog without intent examples, embedded with :data:`DEFAULT_EMBED_MODEL`; positives: a set's train
+#: requests in its own catalog, negatives: the other sets' train requests in it). Its error rates on queries.jsonl,
+#: held out set by set: README (Abstention).
+DEFAULT_ABSTAIN = AbstainModel(coef=(1.4358, -0.4702, 0.0866, 5.9271, 0.0000), intercept=-2.9913, threshold=0.4418)
+#: The same fit on the rank features alone: the default for any other embedder, without one, and whenever dense
+#: retrieval is down for a route (similarities mean nothing across models, and are 0 without a query vector).
+RANK_ABSTAIN = AbstainModel(
+    coef=(1.7177, 1.7032, -0.4333, 0.0000, 0.0000), intercept=-2.1599, threshold=0.4942, source="default-rank"
+)
 
 
 @dataclass(frozen=True)
@@ -161,11 +169,19 @@ def check_model(model: AbstainModel) -> AbstainModel:
 
 
 def from_rows(
-    model: AbstainModel, weights: Mapping[str, float], k_rrf: float, rows: Sequence[Mapping[str, Any]]
+    model: AbstainModel,
+    weights: Mapping[str, float],
+    k_rrf: float,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    dense_used: bool = True,
 ) -> Abstention:
     """The decision from the route statement's rows: each tool's ``rank_<signal>`` columns and ``exact``, and the
     evidence columns every row carries (``evidence_fields``: lexical fields numbered from 1, ``evidence_dense``,
-    ``evidence_intent``)."""
+    ``evidence_intent``). Without a query vector (``dense_used`` False) a model that weighs similarities gives way to
+    :data:`RANK_ABSTAIN`."""
+    if not dense_used and uses_similarity(model):
+        model = RANK_ABSTAIN
     fields = (rows[0]["evidence_fields"] or []) if rows else []
     dense = rows[0]["evidence_dense"] if rows else None
     intent = rows[0]["evidence_intent"] if rows else None
@@ -176,11 +192,16 @@ def from_rows(
     return decide(model, top, values, exact=any(r["exact"] for r in rows))
 
 
-def stored_abstain(settings: Mapping[str, Any]) -> AbstainModel:
-    """The catalog's calibrated model (``tune --negatives`` stores it), or :data:`DEFAULT_ABSTAIN`."""
+def uses_similarity(model: AbstainModel) -> bool:
+    return any(model.coef[FEATURES.index(f)] for f in ("dense_sim", "intent_sim"))
+
+
+def stored_abstain(settings: Mapping[str, Any], embed_model: str | None = DEFAULT_EMBED_MODEL) -> AbstainModel:
+    """The catalog's calibrated model (``tune --negatives`` stores it), else :data:`DEFAULT_ABSTAIN` for a catalog
+    embedded with :data:`DEFAULT_EMBED_MODEL` and :data:`RANK_ABSTAIN` for any other (or none)."""
     data = settings.get(SETTINGS_KEY) if settings else None
     if not data:
-        return DEFAULT_ABSTAIN
+        return DEFAULT_ABSTAIN if embed_model == DEFAULT_EMBED_MODEL else RANK_ABSTAIN
     if list(data.get("features", ())) != list(FEATURES) or len(data.get("coef", ())) != len(FEATURES):
         raise InvalidInputError(
             f"the catalog's stored abstention model uses features {data.get('features')!r}, this toolstore "

@@ -229,7 +229,7 @@ def prepare_route(
         session=session,
         earlier=earlier,
         call_names=names,
-        abstain=stored_abstain(info.settings) if abstain else None,
+        abstain=stored_abstain(info.settings, info.embed_model if embedder else None) if abstain else None,
     )
     return request, vector_plan(request, info, embedder)
 
@@ -352,7 +352,8 @@ def route_result(
     """The statement's rows (by column name), packed into the request's ``k`` and token budget."""
     candidates = [routed_tool(row) for row in rows]
     fusion = request.fusion
-    abstention = None if request.abstain is None else from_rows(request.abstain, fusion.weights, fusion.k_rrf, rows)
+    model = request.abstain
+    abstention = None if model is None else from_rows(model, fusion.weights, fusion.k_rrf, rows, dense_used=dense_used)
     if abstention is not None and abstention.abstained:
         candidates = [c for c in candidates if c.always_on]
     if request.token_budget is not None:

@@ -244,10 +244,10 @@ def tune_(
 ) -> None:
     """Learn the catalog's fusion weights from labelled requests and/or sessions (-c/--catalog) and store them.
     Sessions tune the conversation signals too; their transitions come from the file, not the catalog's log."""
-    if examples_file is None and sessions_file is None:
-        raise InvalidInputError("give --examples or --sessions (or both)")
     if negatives_file is not None and examples_file is None:
         raise InvalidInputError("--negatives needs --examples: abstention is calibrated on both")
+    if examples_file is None and sessions_file is None:
+        raise InvalidInputError("give --examples or --sessions (or both)")
     examples = _judgements(examples_file) if examples_file else []
     sessions = _sessions(sessions_file) if sessions_file else []
     with open_store(ctx, create=False) as store:
