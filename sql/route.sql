@@ -12,6 +12,7 @@
 --               an exact match and ranks above every fused result
 --   lexical_cap postings read per query term and field, highest impact first (null: all, exact BM25)
 --   rescore     with a cap that cut a term: partial sums completed exactly, per field
+--   abstain     true to return abstention's evidence columns (else they are null)
 -- The conversation (signals 6-8; each list is empty without one):
 --   session     the session whose logged calls are looked back on (or null)
 --   calls       tool ids called earlier, oldest first, looked back on after the session's (or null)
@@ -271,8 +272,9 @@ picked as (
       and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
       and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
 ),
--- Abstention's evidence (toolstore/_abstain.py), the same on every row: the lexical fields on which some tool has
--- text, the nearest tool's and the nearest intent example's cosine similarity (null: that retriever did not search).
+-- Abstention's evidence (toolstore/_abstain.py), the same on every row, when `abstain` asks for it: the lexical
+-- fields on which some tool has text, the nearest tool's and the nearest intent example's cosine similarity (null:
+-- that retriever did not search).
 evidence as (
     select (select array_agg(st.field order by st.field)
             from field_stats st
@@ -280,6 +282,7 @@ evidence as (
             where st.catalog_id = %(catalog)s and st.total_len > 0 and f.weight > 0) as fields,
            (select 1 - min(d.distance) from dense d) as dense_sim,
            (select 1 - min(e.distance) from neighbours e) as intent_sim
+    where %(abstain)s::boolean
 )
 select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
        t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,

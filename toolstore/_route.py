@@ -340,6 +340,7 @@ def statement_params(
         # A filter may keep few of a term's postings, and those need not be among its highest-impact ones.
         "lexical_cap": None if filtered else LEXICAL_CAP,
         "rescore": RESCORE_FACTOR * n,
+        "abstain": request.abstain is not None,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
         # Abstention's margin needs the second tool.
         "limit": n if request.token_budget is not None else max(request.k, 2 if request.abstain else 1),
