@@ -135,6 +135,8 @@ def main() -> None:
         print(f"{cat:<14} {'default (' + cat + ' out)':<24} {counts} {rates(loso[cat], own[:2], other)}")
         print(f"{cat:<14} {'rank-only (' + cat + ' out)':<24} {counts} {rates(loso_rank[cat], own[:2], other)}")
         print(f"{cat:<14} {'shipped (in-sample)':<24} {counts} {rates(shipped, own[:2], other)}")
+        if args.examples:  # the constants in the code, fitted without intent examples
+            print(f"{cat:<14} {'DEFAULT_ABSTAIN':<24} {counts} {rates(DEFAULT_ABSTAIN, own[:2], other)}")
         if not args.no_calibrated:
             log(f"{cat}: tune with negatives")
             negatives = [t for s in sets if s != cat for t in texts(s, "train")]
