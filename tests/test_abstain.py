@@ -16,6 +16,7 @@ from toolstore import AsyncToolStore, HashingEmbedder, IntentExample, InvalidInp
 from toolstore._abstain import (
     DEFAULT_ABSTAIN,
     DEFAULT_EMBED_MODEL,
+    EXAMPLES_ABSTAIN,
     FEATURES,
     AbstainModel,
     best_threshold,
@@ -162,6 +163,14 @@ def test_the_default_model_follows_the_embedder(dsn: str, store: ToolStore) -> N
         assert result.abstention.probability == pytest.approx(
             DEFAULT_ABSTAIN.probability([result.abstention.features[f] for f in FEATURES])
         )
+        shipped.add_examples([IntentExample(t, q) for q, t in SERVED])
+        examples = shipped.route(ON_TOPIC, abstain=True).abstention  # intent examples searched: their default
+        assert examples is not None and examples.model == "default-examples" and examples.features["intent_sim"] > 0
+        assert examples.probability == pytest.approx(
+            EXAMPLES_ABSTAIN.probability([examples.features[f] for f in FEATURES])
+        )
+        no_intent = shipped.route(ON_TOPIC, abstain=True, weights={"intent": 0}).abstention
+        assert no_intent is not None and no_intent.model == "default"
         embedder.fail = True
         degraded = shipped.route(OFF_TOPIC, abstain=True)
         assert not degraded.dense_used and degraded.abstention is not None

@@ -15,8 +15,10 @@ Scores are recomputed from the request retrievers' ranks (conversation signals l
 within :data:`EVIDENCE_DEPTH`, so route() (from the statement's rows) and calibration (from ``_candidates`` lists)
 compute the same numbers. A logistic model (:class:`AbstainModel`) turns them into the probability that the request
 is served; below its threshold route(abstain=True) abstains. A request that names a tool verbatim is never
-abstained on. :data:`DEFAULT_ABSTAIN` was fitted by ``bench/abstain.py`` on the shared sets' train splits;
-``toolstore tune --negatives`` fits one per catalog (:func:`fit`), stored in its settings (:func:`stored_abstain`).
+abstained on. :data:`DEFAULT_ABSTAIN` (for the shipped embedding model; :data:`EXAMPLES_ABSTAIN` when the catalog
+has intent examples) and :data:`RANK_ABSTAIN` (rank features only, for any other) were fitted by
+``bench/abstain.py`` on the shared sets' train splits; ``toolstore tune --negatives`` fits one per catalog
+(:func:`fit`), stored in its settings (:func:`stored_abstain`).
 
 Annotations here are evaluated (see ``_models``).
 """
@@ -45,8 +47,8 @@ SETTINGS_KEY = "abstain"
 
 @dataclass(frozen=True)
 class AbstainModel:
-    """P(served) = sigmoid(intercept + coef . features); abstain below ``threshold``. ``source``: ``default`` (the
-    shipped one) or ``calibrated`` (fitted for the catalog by ``tune``)."""
+    """P(served) = sigmoid(intercept + coef . features); abstain below ``threshold``. ``source``: ``default`` or
+    ``default-rank``, ``default-examples`` (the shipped ones) or ``calibrated`` (fitted for the catalog by ``tune``)."""
 
     coef: tuple[float, ...]
     intercept: float
@@ -74,6 +76,12 @@ DEFAULT_EMBED_MODEL = "local/all-MiniLM-L6-v2"
 #: requests in its own catalog, negatives: the other sets' train requests in it). Its error rates on queries.jsonl,
 #: held out set by set: README (Abstention).
 DEFAULT_ABSTAIN = AbstainModel(coef=(1.4358, -0.4702, 0.0866, 5.9271, 0.0000), intercept=-2.9913, threshold=0.4418)
+#: The same fit with each catalog holding its train split as intent examples (``bench/abstain.py --examples``, a
+#: request never matching its own example): the default for a catalog with intent examples (the nearest example's
+#: similarity is then the strongest evidence), embedded with :data:`DEFAULT_EMBED_MODEL`.
+EXAMPLES_ABSTAIN = AbstainModel(
+    coef=(1.7624, 1.4296, -0.4088, 2.6755, 9.1817), intercept=-7.6705, threshold=0.4810, source="default-examples"
+)
 #: The same fit on the rank features alone: the default for any other embedder, without one, and whenever dense
 #: retrieval is down for a route (similarities mean nothing across models, and are 0 without a query vector).
 RANK_ABSTAIN = AbstainModel(
@@ -179,12 +187,15 @@ def from_rows(
     """The decision from the route statement's rows: each tool's ``rank_<signal>`` columns and ``exact``, and the
     evidence columns every row carries (``evidence_fields``: lexical fields numbered from 1, ``evidence_dense``,
     ``evidence_intent``). Without a query vector (``dense_used`` False) a model that weighs similarities gives way to
-    :data:`RANK_ABSTAIN`."""
+    :data:`RANK_ABSTAIN`; :data:`DEFAULT_ABSTAIN` gives way to :data:`EXAMPLES_ABSTAIN` when intent examples
+    were searched."""
     if not dense_used and uses_similarity(model):
         model = RANK_ABSTAIN
     fields = (rows[0]["evidence_fields"] or []) if rows else []
     dense = rows[0]["evidence_dense"] if rows else None
     intent = rows[0]["evidence_intent"] if rows else None
+    if model is DEFAULT_ABSTAIN and intent is not None:
+        model = EXAMPLES_ABSTAIN
     available = [REQUEST_SIGNALS[f - 1] for f in fields]
     available += [s for s, sim in (("dense", dense), ("intent", intent)) if sim is not None]
     ranked = [(r["id"], {s: r[f"rank_{s}"] for s in REQUEST_SIGNALS}) for r in rows]
