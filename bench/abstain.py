@@ -6,7 +6,8 @@ Each set's tools go into a catalog of their own (``--examples``: with the set's 
 
 1. Fit (train splits only). In catalog X, positives are X's train requests and negatives the other sets' train
    requests, their evidence read as ``tune`` reads it (``_calibrate.evidence``, a request's own intent example never
-   matched). The shipped model (``_abstain.DEFAULT_ABSTAIN``, printed for pasting) is fitted on every catalog; the
+   matched). The shipped models (``_abstain.DEFAULT_ABSTAIN`` and ``RANK_ABSTAIN``; with ``--examples``
+   ``EXAMPLES_ABSTAIN``; printed for pasting) are fitted on every catalog; the
    default *measured* on set X is fitted leaving X out entirely (its catalog and its requests), so no set calibrates
    the default it is scored with.
 2. Measure (queries.jsonl only). In catalog X, route(abstain=True) every request of X's queries.jsonl (abstaining
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from toolstore import ToolStore, load_examples, load_judgements, load_tools_file
-from toolstore._abstain import DEFAULT_ABSTAIN, FEATURES, RANK_ABSTAIN, AbstainModel, fit
+from toolstore._abstain import DEFAULT_ABSTAIN, EXAMPLES_ABSTAIN, FEATURES, RANK_ABSTAIN, AbstainModel, fit
 from toolstore._calibrate import evidence
 from toolstore._fusion import DEFAULT_FUSION
 
@@ -110,14 +111,15 @@ def main() -> None:
     shipped = fitted(sets)
     shipped_rank = fitted(sets, rank=True)
     print("shipped defaults (all sets' train splits):")
-    for name, model, known in (
-        ("DEFAULT_ABSTAIN", shipped, DEFAULT_ABSTAIN),
-        ("RANK_ABSTAIN", shipped_rank, RANK_ABSTAIN),
-    ):
-        source = ', source="default-rank"' if model.source == "default-rank" else ""
-
-        print(f"{name} = AbstainModel({constants(model)}{source})")
-        if constants(model) != constants(known) and not args.examples:
+    # with intent examples, the full fit is EXAMPLES_ABSTAIN (its rank-only fit is not shipped)
+    shipping = [("EXAMPLES_ABSTAIN", shipped, EXAMPLES_ABSTAIN, "default-examples")] if args.examples else []
+    if not args.examples:
+        shipping += [("DEFAULT_ABSTAIN", shipped, DEFAULT_ABSTAIN, "default")]
+        shipping += [("RANK_ABSTAIN", shipped_rank, RANK_ABSTAIN, "default-rank")]
+    for name, model, known, source in shipping:
+        tail = "" if source == "default" else f', source="{source}"'
+        print(f"{name} = AbstainModel({constants(model)}{tail})")
+        if constants(model) != constants(known):
             print(f"note: _abstain.{name} differs from this fit; paste the line above to ship it")
     loso = {x: fitted([s for s in sets if s != x]) if len(sets) > 2 else shipped for x in sets}
     loso_rank = {x: fitted([s for s in sets if s != x], rank=True) if len(sets) > 2 else shipped_rank for x in sets}
@@ -135,7 +137,7 @@ def main() -> None:
         print(f"{cat:<14} {'default (' + cat + ' out)':<24} {counts} {rates(loso[cat], own[:2], other)}")
         print(f"{cat:<14} {'rank-only (' + cat + ' out)':<24} {counts} {rates(loso_rank[cat], own[:2], other)}")
         print(f"{cat:<14} {'shipped (in-sample)':<24} {counts} {rates(shipped, own[:2], other)}")
-        if args.examples:  # the constants in the code, fitted without intent examples
+        if args.examples:  # the default fitted without intent examples, which route() used on these before
             print(f"{cat:<14} {'DEFAULT_ABSTAIN':<24} {counts} {rates(DEFAULT_ABSTAIN, own[:2], other)}")
         if not args.no_calibrated:
             log(f"{cat}: tune with negatives")
