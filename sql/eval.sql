@@ -56,3 +56,11 @@ where e.catalog_id = %(catalog)s and e.embedding is not null
 order by e.embedding <=> %(qvec)s::vector, e.pk
 limit %(limit)s + (select count(*) from intent_examples x
                    where x.catalog_id = %(catalog)s and x.query = any (%(exclude)s::text[]));
+
+-- name: eval_abstain_fields
+-- The lexical fields (1 name, 2 description, 3 expansion) on which some tool has text: the retrievers abstention's
+-- evidence counts (`evidence` in `route`).
+select s.field
+from field_stats s
+where s.catalog_id = %(catalog)s and s.total_len > 0
+order by s.field;

@@ -14,6 +14,7 @@
 --               an exact match and ranks above every fused result
 --   lexical_cap postings read per query term and field, highest impact first (null: all, exact BM25)
 --   rescore     with a cap that cut a term: partial sums completed exactly, per field
+--   abstain     true to return abstention's evidence columns (else they are null)
 -- The conversation (signals 6-8; each list is empty without one):
 --   session     the session whose logged calls are looked back on (or null)
 --   calls       tool ids called earlier, oldest first, looked back on after the session's (or null)
@@ -130,7 +131,7 @@ lexical as (
     where c.coarse_rank <= %(n)s
 ),
 dense as (
-    select p.part, 4::smallint as signal, v.tool_pk,
+    select p.part, 4::smallint as signal, v.tool_pk, v.distance,
            row_number() over (partition by p.part order by v.distance, t.id) as rank
     from parts p
     cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s,
@@ -309,12 +310,26 @@ picked as (
     where t.catalog_id = %(catalog)s and t.always_on
       and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
       and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+),
+-- Abstention's evidence (toolstore/_abstain.py), the same on every row, when `abstain` asks for it: the lexical
+-- fields on which some tool has text, the nearest tool's and the nearest intent example's cosine similarity (null:
+-- that retriever did not search).
+evidence as (
+    select (select array_agg(st.field order by st.field)
+            from field_stats st
+            join fields f on f.field = st.field
+            where st.catalog_id = %(catalog)s and st.total_len > 0 and f.weight > 0) as fields,
+           (select 1 - min(d.distance) from dense d where d.part = 0) as dense_sim,
+           (select 1 - min(e.distance) from neighbours e where e.part = 0) as intent_sim
+    where %(abstain)s::boolean
 )
 select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
        t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
        p.rank_transition, p.rank_context, p.part, p.part_score, p.part_score * %(w_split)s::float8 as part_boost,
-       p.exact
+       p.exact,
+       (select fields from evidence) as evidence_fields, (select dense_sim from evidence) as evidence_dense,
+       (select intent_sim from evidence) as evidence_intent
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
 where (select ok from checked)

@@ -20,6 +20,7 @@ LAYERS: list[set[str]] = [
     {
         "_text",
         "_fusion",
+        "_abstain",
         "_formats",
         "_packing",
         "_sql",
@@ -42,6 +43,7 @@ LAYERS: list[set[str]] = [
     {"_store", "_async_store"},
     {
         "_candidates",
+        "_calibrate",
         "_tune",
         "_eval",
         "_expand",

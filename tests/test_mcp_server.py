@@ -185,7 +185,13 @@ def test_find_tools_only_without_gateway(gateway_catalog: str) -> None:
             listed = await session.list_tools()
             assert [t.name for t in listed.tools] == ["find_tools"]
             data = json.loads(_text(await session.call_tool("find_tools", {"query": "active storm alerts", "k": 1})))
-            assert data["ranks"][0]["id"].endswith(".list_alerts")
+            assert data["ranks"][0]["id"].endswith(".list_alerts") and "abstained" not in data
+            asked = {"query": "active storm alerts", "k": 1, "abstain": True}
+            data = json.loads(_text(await session.call_tool("find_tools", asked)))
+            assert data["abstained"] is False and data["ranks"][0]["id"].endswith(".list_alerts")
+            asked["query"] = "bake a sourdough bread with rye flour"
+            data = json.loads(_text(await session.call_tool("find_tools", asked)))
+            assert data["abstained"] is True and data["tools"] == []
 
     anyio.run(check)
 

@@ -3,6 +3,7 @@
 Import everything from here; the underscored modules are private.
 """
 
+from ._abstain import DEFAULT_ABSTAIN, EXAMPLES_ABSTAIN, RANK_ABSTAIN, AbstainModel, Abstention
 from ._agents import ResolvedCall
 from ._async_store import AsyncToolStore
 from ._embedders.base import Embedder
@@ -35,7 +36,12 @@ from ._tune import TuneReport
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_ABSTAIN",
+    "EXAMPLES_ABSTAIN",
+    "RANK_ABSTAIN",
     "SIGNALS",
+    "AbstainModel",
+    "Abstention",
     "AsyncToolStore",
     "CatalogInfo",
     "Conversation",

@@ -19,12 +19,13 @@ import psycopg
 from psycopg.rows import dict_row
 
 from . import _sql
+from ._abstain import AbstainModel
 from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS
+from ._fusion import DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
@@ -217,12 +218,14 @@ class AsyncToolStore:
         seed: int | None = None,
         reranker: Reranker | None = None,
         rerank_depth: int = DEFAULT_RERANK_DEPTH,
+        abstain: bool = False,
     ) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation; ``reranker`` may also
         be a coroutine function (a plain one runs in a worker thread)."""
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
+        options["abstain"] = abstain
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
             return await adrive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
@@ -295,6 +298,9 @@ class AsyncToolStore:
     ) -> None:
         await self._write("set_fusion", weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split)
 
+    async def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:
+        await self._write("set_abstain", model, fusion=fusion)
+
     async def reembed(self, embedder: Embedder) -> dict[str, Any]:
         result: dict[str, Any] = await self._write("reembed", embedder)
         return result
@@ -307,8 +313,11 @@ class AsyncToolStore:
         seed: int = 0,
         folds: int = 5,
         save: bool = True,
+        negatives: str | os.PathLike[str] | Sequence[str] | None = None,
     ) -> TuneReport:
-        result: TuneReport = await self._write("tune", examples, sessions=sessions, seed=seed, folds=folds, save=save)
+        result: TuneReport = await self._write(
+            "tune", examples, sessions=sessions, seed=seed, folds=folds, save=save, negatives=negatives
+        )
         return result
 
     async def analyze(self) -> None:

@@ -88,6 +88,7 @@ class Lists:
     history: tuple[str, ...] = ()  # tool ids called before, oldest first
     context: tuple[tuple[str, float], ...] = ()  # neighbours of the context vector, as ``neighbours``
     parts: tuple[Lists, ...] = ()  # each sub-request's lists (no history, no context)
+    dense_distance: float | None = None  # the nearest tool's cosine distance (None: no dense list)
 
 
 class Transitions:
@@ -191,18 +192,20 @@ def _fetch_one(
     for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params):
         lexical[fld - 1].append(tool_id)
     dense: tuple[str, ...] = ()
+    nearest: float | None = None
     neighbours: tuple[tuple[str, float], ...] = ()
     context: tuple[tuple[str, float], ...] = ()
     if vectors is not None:
         qvec = vectors[raw]
         params["qvec"] = qvec
-        dense = tuple(r[0] for r in conn.execute(query("eval_dense"), params))
+        rows = conn.execute(query("eval_dense"), params).fetchall()
+        dense, nearest = tuple(r[0] for r in rows), (float(rows[0][1]) if rows else None)
         neighbours = _neighbours(conn, params, qvec, depth, probe.exclude)
         cvec = context_vector(qvec, [vectors[t] for t in probe.earlier[-CONTEXT_TURNS:]])
         if cvec is not None:
             context = _neighbours(conn, params, cvec, depth, probe.exclude)
     lex = (tuple(lexical[0]), tuple(lexical[1]), tuple(lexical[2]))
-    return Lists(raw, lex, dense, neighbours, tools.exact(raw), probe.history, context)
+    return Lists(raw, lex, dense, neighbours, tools.exact(raw), probe.history, context, dense_distance=nearest)
 
 
 def _neighbours(

@@ -111,6 +111,7 @@ def find_tools_json(result: RouteResult, names: list[str]) -> dict[str, Any]:
         "ranks": ranks,
         "tokens_used": result.tokens_used,
         "degraded_reason": result.degraded_reason,
+        **({"abstained": result.abstained} if result.abstention is not None else {}),
     }
 
 
@@ -148,13 +149,16 @@ def build_server(
     clients = ClientSessions()
     hook = logging_hook(store, call_log) if session_log else call_log
 
-    async def find_tools(query: str, k: int = k, token_budget: int | None = None, ctx: Any = None) -> str:
+    async def find_tools(
+        query: str, k: int = k, token_budget: int | None = None, abstain: bool = False, ctx: Any = None
+    ) -> str:
         """Find the tools for a task: describe what you need to do in plain words. Returns JSON: the tools'
-        MCP definitions, best first, and why each was picked (its rank in every retriever)."""
+        MCP definitions, best first, and why each was picked (its rank in every retriever). With abstain, no tool
+        comes back ("abstained": true) when none fits the task."""
         try:
             with span("toolstore.mcp.find_tools", catalog=store.catalog):
                 session = clients.of(ctx) if session_log else None
-                result = await store.route(query, k=k, token_budget=token_budget, session=session)
+                result = await store.route(query, k=k, token_budget=token_budget, session=session, abstain=abstain)
                 names = await _catalog_names(store, result) if gateway else result.names
                 return json.dumps(find_tools_json(result, names), ensure_ascii=False)
         except ToolstoreError as exc:

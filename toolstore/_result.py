@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._abstain import Abstention
 from ._explain import explain_result
 from ._formats import Format, render
 from ._models import Tool
@@ -64,6 +65,8 @@ class RouteResult:
     ``session``: the session whose calls were looked back on; ``unresolved``: names of tool calls in the messages
     that matched no tool of the catalog (or more than one), so they were not looked back on; ``sub_requests``: the
     clauses of a compound request, each retrieved on its own (empty when the request was not split).
+    ``abstained``: route(abstain=True) found no tool that fits, so ``tools`` holds only the always-on ones;
+    ``abstention``: the evidence it decided on (None when not asked).
     """
 
     query: str
@@ -90,8 +93,10 @@ class RouteResult:
     rerank: Mapping[str, Any] | None = None
     #: The clauses of a compound request, each retrieved on its own (empty when the request was not split).
     sub_requests: list[str] = field(default_factory=list)
-    #: The evidence behind an abstention decision (``route(abstain=True)``); None when not asked.
-    abstention: Mapping[str, Any] | None = None
+    #: route(abstain=True) found no tool that fits (``tools`` holds only the always-on ones), and the evidence it
+    #: decided on (None when not asked).
+    abstained: bool = False
+    abstention: Abstention | None = None
 
     def __iter__(self) -> Iterator[RoutedTool]:
         return iter(self.tools)

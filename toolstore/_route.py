@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._abstain import AbstainModel, stored_abstain
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError
 from ._explore import check_explore
@@ -56,6 +57,7 @@ class RouteRequest:
     earlier turns' text (oldest first), the names of the tool calls in the messages (oldest first; looked back on
     only without a session) and, once resolved (:func:`with_calls`), their tool ids and the names that matched none.
     ``parts``: the request's sub-requests (``_split``; none when it is one action or ``fusion.split`` is 0).
+    ``abstain``: the model that decides whether any tool fits (None: route without asking).
     """
 
     query: str
@@ -75,6 +77,7 @@ class RouteRequest:
     seed: int | None = None
     reranker: Reranker | None = None
     rerank_depth: int = DEFAULT_RERANK_DEPTH
+    abstain: AbstainModel | None = None
 
 
 def conversation(
@@ -120,6 +123,7 @@ def route_request(
     seed: int | None = None,
     reranker: Reranker | None = None,
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    abstain: AbstainModel | None = None,
 ) -> RouteRequest:
     """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -150,6 +154,7 @@ def route_request(
         seed=check_explore(explore, seed),
         reranker=reranker,
         rerank_depth=rerank_depth,
+        abstain=abstain,
     )
 
 
@@ -181,9 +186,13 @@ def prepare_route(
     seed: int | None = None,
     reranker: Reranker | None = None,
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    abstain: bool = False,
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
-    validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query)."""
+    validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query). With
+    ``abstain``, the catalog's abstention model (calibrated by ``tune``, else the shipped default) goes with it."""
+    if not isinstance(abstain, bool):
+        raise InvalidInputError(f"abstain must be True or False, got {abstain!r}")
     fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split)
     text, earlier, names = conversation(query, messages, session, turns)
     request = route_request(
@@ -201,6 +210,7 @@ def prepare_route(
         seed=seed,
         reranker=reranker,
         rerank_depth=rerank_depth,
+        abstain=stored_abstain(info.settings, info.embed_model if embedder else None) if abstain else None,
     )
     return request, vector_plan(request, info, embedder)
 
@@ -319,11 +329,14 @@ def statement_params(
         # A filter may keep few of a term's postings, and those need not be among its highest-impact ones.
         "lexical_cap": None if filtered else LEXICAL_CAP,
         "rescore": RESCORE_FACTOR * n,
+        "abstain": request.abstain is not None,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
-        # Exploration draws from ranks k+1..2k; a reranker reorders the top k * rerank_depth.
+        # Exploration draws from ranks k+1..2k; a reranker reorders the top k * rerank_depth; abstention's margin
+        # needs the second tool.
         "limit": max(
             n if request.token_budget is not None else request.k,
             2 * request.k if request.seed is not None else 0,
             request.k * request.rerank_depth if request.reranker is not None else 0,
+            2 if request.abstain is not None else 0,
         ),
     }

@@ -1,6 +1,7 @@
 """The route statement's rows as a :class:`RouteResult`, without I/O: each row a :class:`RoutedTool` (its rank in
 every signal, the sub-request that lifted it, the adjustments added after fusion), packed into the request's ``k``
-and token budget with the exploration slot (``_explore``)."""
+and token budget with the exploration slot (``_explore``), or only the always-on tools when abstention says no tool
+fits (``_abstain``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ._abstain import from_rows
 from ._explore import explore_pack
 from ._packing import tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
@@ -36,6 +38,10 @@ def route_result(
     """The statement's rows (by column name), packed into the request's ``k`` and token budget (with the
     exploration slot). ``candidates``: the rows already made :func:`fused_candidates` (and reranked), if they were."""
     candidates = fused_candidates(rows) if candidates is None else list(candidates)
+    model, weights = request.abstain, request.fusion.weights
+    abstention = None if model is None else from_rows(model, weights, request.fusion.k_rrf, rows, dense_used=dense_used)
+    if abstention is not None and abstention.abstained:
+        candidates = [c for c in candidates if c.always_on]
     if request.token_budget is not None:
         candidates = [replace(c, tokens=tool_tokens(c.tool)) for c in candidates]
     packed, skipped, used, exploration = explore_pack(
@@ -58,6 +64,8 @@ def route_result(
         fusion=dict(fusion or {}),
         filters=applied_filters(request),
         exploration=exploration,
+        abstained=abstention is not None and abstention.abstained,
+        abstention=abstention,
     )
 
 

@@ -13,6 +13,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from . import _access, _catalog, _sessions, _sql
+from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
@@ -161,6 +162,14 @@ class ToolStore:
         fusion = check_fusion(fusion)
         self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
 
+    def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:
+        """Store the catalog's abstention model (None: back to the shipped default), and with ``fusion`` that fusion
+        too, in one write; route(abstain=True) decides with it. ``tune(negatives=...)`` fits and stores one."""
+        updates: dict[str, Any] = {SETTINGS_KEY: None if model is None else check_model(model).as_dict()}
+        if fusion is not None:
+            updates["fusion"] = check_fusion(fusion).as_dict()
+        self._run(lambda conn: _catalog.set_settings(conn, self.catalog, updates))
+
     def reembed(self, embedder: Embedder) -> dict[str, Any]:
         """Switch the catalog to ``embedder``'s model: every tool and example re-embedded, nothing dropped.
 
@@ -178,18 +187,21 @@ class ToolStore:
         seed: int = 0,
         folds: int = 5,
         save: bool = True,
+        negatives: str | os.PathLike[str] | Sequence[str] | None = None,
     ) -> TuneReport:
         """Learn this catalog's fusion weights from labelled requests and/or labelled sessions (which tune the
         conversation signals too) and (unless ``save=False``) store them.
 
         ``examples``: a ``train.jsonl`` path or ``(query, Judgement)`` pairs; ``sessions``: a
-        ``train_sessions.jsonl`` path or LabelledSessions. See ``toolstore tune``.
+        ``train_sessions.jsonl`` path or LabelledSessions. ``negatives``: requests no tool of the catalog fits (a
+        file, see ``toolstore tune --negatives``, or a list of strings); with them, abstention is calibrated on those
+        against ``examples`` and stored beside the fusion. See ``toolstore tune``.
         """
         if isinstance(examples, (str, os.PathLike)):
             examples = load_judgements(examples)
         if isinstance(sessions, (str, os.PathLike)):
             sessions = load_sessions(sessions)
-        return tune(self, examples, sessions=sessions, seed=seed, folds=folds, save=save)
+        return tune(self, examples, sessions=sessions, seed=seed, folds=folds, save=save, negatives=negatives)
 
     def grant(self, role: str, *, write: bool = False, tenant: bool = False) -> None:
         """Let database role ``role`` see this catalog (``write``: and change it), enforced by row-level security.
@@ -297,30 +309,29 @@ class ToolStore:
         seed: int | None = None,
         reranker: Reranker | None = None,
         rerank_depth: int = DEFAULT_RERANK_DEPTH,
+        abstain: bool = False,
     ) -> RouteResult:
         """The tools for one request, best first, packed into ``token_budget`` tokens when given.
 
         ``k`` routed tools at most, plus the catalog's always-on tools first. The request is ``query``, or the latest
-        user turn of ``messages`` (OpenAI Chat Completions messages, Responses input items or Anthropic messages;
-        dicts or SDK objects), whose last ``turns`` turns are read: earlier turns' text feeds ``context``, and their
-        tool calls (resolved by id or name; ``result.unresolved`` lists those that match nothing) feed ``recent``
-        and ``transition``. With ``session``, those calls come from the session's log instead (see
-        :meth:`record_calls`). A compound request ("find the failed charges, file a ticket and tell the team") is
-        also retrieved clause by clause (``result.sub_requests``), and a tool's best fused score in one clause,
-        times ``split``, is added to its score, so every action's tools make the top k. ``weights`` (per signal of
+        user turn of ``messages`` (OpenAI Chat, Responses or Anthropic messages; dicts or SDK objects), whose last
+        ``turns`` turns are read: earlier turns feed ``context``, their tool calls (``result.unresolved``: those that
+        match nothing) ``recent`` and ``transition``; with ``session``, the calls come from its log (see
+        :meth:`record_calls`). A compound request is also retrieved clause by clause (``result.sub_requests``): a
+        tool's best fused score in one clause, times ``split``, is added to its score. ``weights`` (per signal of
         ``SIGNALS``; 0 switches one off), ``k_rrf``, ``overfetch`` and ``split`` (0: never split) override the
-        catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories`` keeps tools in any of the
-        given categories.
-
-        ``explore=True`` gives the last of the ``k`` slots to a tool drawn from the fused ranks k+1..2k (marked
-        ``explored``), the same one for the same ``seed`` and request (``_explore``). ``reranker(query, candidates)
-        -> scores`` reorders the fused top ``k * rerank_depth`` before packing (``_rerank``: a reranker that raises
-        degrades to the fused order, one that returns unusable scores is an InvalidInputError). ``result.explain()``
-        says why each tool is there.
+        catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories`` to tools in any of them.
+        ``explore=True`` gives the last slot to a tool drawn from the fused ranks k+1..2k (``explored``; the same for
+        the same ``seed`` and request). ``reranker(query, candidates) -> scores`` reorders the fused top ``k *
+        rerank_depth`` (one that raises degrades to the fused order; unusable scores are an InvalidInputError).
+        With ``abstain``, when the evidence says no tool fits, the result is ``abstained`` and holds only the
+        always-on tools (``result.abstention``: the evidence; the model is the catalog's from
+        ``tune(negatives=...)``, else the shipped default). ``result.explain()`` says why each tool is there.
         """
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
+        options["abstain"] = abstain
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
             return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))

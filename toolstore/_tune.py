@@ -11,6 +11,7 @@ its fold, a training turn's from those minus its own session.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._calibrate import calibrate, negative_requests
 from ._candidates import CandidateTable, Probe, Transitions, fetch_lists, load_tool_index
 from ._errors import InvalidInputError
 from ._eval import check_queries, check_sessions
@@ -57,7 +59,8 @@ class TuneReport:
     ``cv_ndcg_*``: mean nDCG@10 over held-out folds (weights chosen on the other folds; the default fusion,
     uniform over the five retrievers, needs no choosing). ``fusion`` is what was stored: ``tuned`` (fit on all
     examples) unless its CV score did not beat the default's, then the default (``fell_back``). ``n_examples``
-    counts scored requests (queries and session turns), ``n_sessions`` the sessions among them.
+    counts scored requests (queries and session turns), ``n_sessions`` the sessions among them. ``abstain``: with
+    negatives, the abstention calibration (``_calibrate.calibrate``'s report: the model, counts, error rates).
     """
 
     fusion: Fusion
@@ -73,6 +76,7 @@ class TuneReport:
     fetch_seconds: float
     fold_fusions: list[Fusion] = field(default_factory=list)
     n_sessions: int = 0
+    abstain: dict[str, object] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +93,7 @@ class TuneReport:
             "seconds": round(self.seconds, 2),
             "fetch_seconds": round(self.fetch_seconds, 2),
             "fold_fusions": [x.as_dict() for x in self.fold_fusions],
+            "abstain": self.abstain,
         }
 
 
@@ -156,6 +161,7 @@ def tune(
     folds: int = 5,
     k: int = CUTOFF,
     save: bool = True,
+    negatives: str | os.PathLike[str] | Sequence[str] | None = None,
 ) -> TuneReport:
     """Fit fusion weights and ``k_rrf`` on labelled ``examples`` and/or ``sessions``; store them unless
     ``save=False``.
@@ -165,15 +171,21 @@ def tune(
     cross-validation (folds dealt by ``seed``, a session's turns all in one fold) scores the procedure on held-out
     requests; the stored weights are fit on all of them, or the default fusion when tuning did not beat it under
     cross-validation. Deterministic for a given catalog, labels and seed.
+
+    ``negatives`` (requests no tool fits): abstention is calibrated too (``_calibrate``), under the chosen fusion,
+    on ``examples``' requests against them, and stored with the fusion in one write.
     """
     started = time.perf_counter()
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise InvalidInputError(f"folds must be an integer >= 2, got {folds!r}")
     examples, sessions = list(examples), list(sessions)
+    if negatives is not None and not examples:
+        raise InvalidInputError("calibrating abstention (negatives) needs examples: requests the catalog serves")
     if not examples and not sessions:
         raise InvalidInputError("no examples given")
     if examples:
-        check_queries(store, examples, "examples")
+        known = check_queries(store, examples, "examples")
+        unserved = None if negatives is None else negative_requests(negatives, known, [q for q, _ in examples])
     if sessions:
         check_sessions(store, sessions)
     probes: list[Probe] = [Probe(q) for q, _ in examples]
@@ -226,7 +238,12 @@ def tune(
     cv_tuned, cv_default = float(held_tuned.mean()), float(held_default.mean())
     fell_back = not cv_tuned > cv_default
     chosen = DEFAULT_FUSION if fell_back else tuned
-    if save:
+    model, abstain = None, None
+    if negatives is not None:
+        model, abstain = calibrate(store, [q for q, _ in examples], unserved or [], chosen, seed=seed)
+    if save and model is not None:
+        store.set_abstain(model, fusion=chosen)
+    elif save:
         store.set_fusion(weights=chosen.weights, k_rrf=chosen.k_rrf, overfetch=chosen.overfetch, split=chosen.split)
     return TuneReport(
         fusion=chosen,
@@ -242,4 +259,5 @@ def tune(
         fetch_seconds=fetched - started,
         fold_fusions=fold_fusions,
         n_sessions=len(sessions),
+        abstain=abstain,
     )

@@ -51,11 +51,20 @@ def _tune_summary(report: dict[str, Any]) -> str:
     weights = ", ".join(f"{k}={v:g}" for k, v in report["fusion"]["weights"].items())
     fusion = report["fusion"]
     note = " (fell back to uniform: tuning did not beat it under cross-validation)" if report["fell_back"] else ""
-    return (
+    text = (
         f"tuned on {report['n_examples']} examples in {report['seconds']:.1f} s{note}\n"
         f"  CV nDCG@10: uniform {report['cv_ndcg_uniform']:.4f}, tuned {report['cv_ndcg_tuned']:.4f}\n"
         f"  stored: {weights}, k_rrf={fusion['k_rrf']:g}, overfetch={fusion['overfetch']}"
     )
+    abstain = report.get("abstain")
+    if abstain:
+        cv = abstain["cv"] or abstain["train"]
+        text += (
+            f"\n  abstention: {abstain['n_served']} served, {abstain['n_unserved']} unserved requests; threshold "
+            f"{abstain['model']['threshold']:.3f}; {'CV' if abstain['cv'] else 'in-sample'} false abstention "
+            f"{cv['false_abstain']:.3f}, false acceptance {cv['false_accept']:.3f}"
+        )
+    return text
 
 
 def write_report(directory: Path, result: dict[str, Any], title: str) -> list[str]:
@@ -213,21 +222,38 @@ def eval_(
     type=FILE,
     help="Labelled sessions, train_sessions.jsonl format: turns tuned on with the conversation so far.",
 )
+@click.option(
+    "--negatives",
+    "negatives_file",
+    type=FILE,
+    help="Requests no tool of the catalog fits (JSON Lines with 'query', or one request per line): calibrates "
+    "abstention against --examples and stores it beside the fusion.",
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the cross-validation folds.")
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2))
 @click.option("--dry-run", is_flag=True, help="Report what would be stored without storing it.")
 @click.pass_context
 def tune_(
-    ctx: click.Context, examples_file: Path | None, sessions_file: Path | None, seed: int, folds: int, dry_run: bool
+    ctx: click.Context,
+    examples_file: Path | None,
+    sessions_file: Path | None,
+    negatives_file: Path | None,
+    seed: int,
+    folds: int,
+    dry_run: bool,
 ) -> None:
     """Learn the catalog's fusion weights from labelled requests and/or sessions (-c/--catalog) and store them.
     Sessions tune the conversation signals too; their transitions come from the file, not the catalog's log."""
+    if negatives_file is not None and examples_file is None:
+        raise InvalidInputError("--negatives needs --examples: abstention is calibrated on both")
     if examples_file is None and sessions_file is None:
         raise InvalidInputError("give --examples or --sessions (or both)")
     examples = _judgements(examples_file) if examples_file else []
     sessions = _sessions(sessions_file) if sessions_file else []
     with open_store(ctx, create=False) as store:
-        report = tune(store, examples, sessions=sessions, seed=seed, folds=folds, save=not dry_run).as_dict()
+        report = tune(
+            store, examples, sessions=sessions, seed=seed, folds=folds, save=not dry_run, negatives=negatives_file
+        ).as_dict()
     report["catalog"] = options(ctx)["catalog"]
     report["stored"] = not dry_run
     note = "\n  (dry run: nothing stored)" if dry_run else ""

@@ -65,6 +65,8 @@ def result_json(result: RouteResult, *, explain: bool = False) -> dict[str, Any]
         "sub_requests": result.sub_requests,
         "exploration": result.exploration,
         **({"explain": result.explain()} if explain else {}),
+        "abstained": result.abstained,
+        **({"abstention": result.abstention.as_dict()} if result.abstention is not None else {}),
     }
 
 
@@ -76,6 +78,12 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         click.echo(f"note: tool calls that match no tool: {', '.join(result.unresolved)}")
     if explain and result.sub_requests:
         click.echo("sub-requests: " + " | ".join(f"{i}. {t}" for i, t in enumerate(result.sub_requests, 1)))
+    if result.abstention is not None:
+        a = result.abstention
+        verdict = "abstained: no tool fits the request" if a.abstained else "a tool fits the request"
+        click.echo(f"{verdict} (P(served) {a.probability:.2f}, threshold {a.threshold:.2f}, {a.model} model)")
+        if explain:
+            click.echo("  evidence: " + ", ".join(f"{k} {v:.3f}" for k, v in a.features.items()))
     head = f"{'#':>2}  {'tool':<40} {'score':>7}"
     if explain:
         head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
@@ -145,6 +153,9 @@ def read_messages_file(path: Path) -> Any:
     "conversation as context.",
 )
 @click.option("--turns", default=DEFAULT_TURNS, show_default=True, type=int, help="User turns of --messages read.")
+@click.option(
+    "--abstain", is_flag=True, help="Return no routed tool (always-on ones only) when no tool fits the request."
+)
 @click.pass_context
 def route(
     ctx: click.Context,
@@ -163,6 +174,7 @@ def route(
     session: str | None,
     messages_file: Path | None,
     turns: int,
+    abstain: bool,
 ) -> None:
     """Route REQUEST (or the latest request of --messages): the tools that matter, best first."""
     if request is None and messages_file is None:
@@ -183,6 +195,7 @@ def route(
             block=list(block) or None,
             explore=explore,
             seed=seed,
+            abstain=abstain,
         )
     if fmt in _formats.FORMATS:
         click.echo(json.dumps({"tools": result.definitions(fmt)}, indent=2, ensure_ascii=False))  # type: ignore[arg-type]
