@@ -112,5 +112,5 @@ for s in sets:
         w = ", ".join(f"{k}={v:g}" for k, v in t["fusion"]["weights"].items())
         print(f"{'':<14} tuned in {t['seconds']:.0f} s on {t['n_examples']} examples: CV nDCG default "
               f"{t['cv_ndcg_uniform']:.3f} -> tuned {t['cv_ndcg_tuned']:.3f}; {w}, k_rrf={t['fusion']['k_rrf']:g}, "
-              f"overfetch={t['fusion']['overfetch']}" + (" (fell back to uniform)" if t["fell_back"] else ""))
+              f"overfetch={t['fusion']['overfetch']}, split={t['fusion'].get('split', 0):g}" + (" (fell back to uniform)" if t["fell_back"] else ""))
 EOF
