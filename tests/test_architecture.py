@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
         "_messages",
     },
     {"_embedded", "_connect", "_migrate"},
-    {"_vectors", "_catalog", "_route", "_steps", "_reembed", "_access", "_sessions"},
+    {"_vectors", "_catalog", "_route", "_steps", "_reembed", "_access", "_sessions", "_anchors"},
     {"_store", "_async_store"},
     {
         "_candidates",

@@ -27,7 +27,7 @@ from ._fusion import SIGNALS, Fusion
 from ._messages import Conversation, ToolCall, Turn, read_messages
 from ._metrics import Judgement, LabelledSession, SessionTurn, load_judgements, load_sessions
 from ._migrate import migrate
-from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, SessionCall, Tool
+from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, SessionCall, Tool
 from ._result import RoutedTool, RouteResult, Signals
 from ._store import ToolStore
 from ._tune import TuneReport
@@ -36,6 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "SIGNALS",
+    "Anchor",
     "AsyncToolStore",
     "CatalogInfo",
     "Conversation",

@@ -27,7 +27,7 @@ from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
+from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
 from ._result import RouteResult
 from ._route import CatalogCache
@@ -272,6 +272,20 @@ class AsyncToolStore:
 
     async def remove(self, tool_id: str) -> None:
         await self._write("remove", tool_id)
+
+    async def add_anchors(
+        self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False
+    ) -> list[Anchor]:
+        result: list[Anchor] = await self._write("add_anchors", anchors, replace=replace)
+        return result
+
+    async def anchors(self) -> list[Anchor]:
+        result: list[Anchor] = await self._write("anchors")
+        return result
+
+    async def remove_anchors(self, ids: Iterable[int]) -> int:
+        result: int = await self._write("remove_anchors", list(ids))
+        return result
 
     async def drop_catalog(self) -> None:
         await self._write("drop_catalog")

@@ -12,7 +12,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from . import _access, _catalog, _sessions, _sql
+from . import _access, _anchors, _catalog, _sessions, _sql
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
@@ -21,7 +21,7 @@ from ._fusion import DEFAULT_K_RRF, DEFAULT_TURNS, Fusion, check_fusion, check_w
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
+from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import logger, span
 from ._reembed import reembed
@@ -267,6 +267,21 @@ class ToolStore:
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
         self._run(lambda conn: _catalog.remove_tool(conn, self.catalog, tool_id))
+
+    def add_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False) -> list[Anchor]:
+        """Add routing rules (or a JSON file of them; see ``_anchors``), re-boosting an existing (pattern, tool);
+        ``replace``: they become the catalog's only anchors. All or nothing. Returns them with their ids."""
+        anchors = _anchors.load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else list(anchors)
+        return self._run(lambda conn: _anchors.add_anchors(conn, self.catalog, anchors, replace=replace))
+
+    def anchors(self) -> list[Anchor]:
+        """The catalog's anchors, oldest first."""
+        return self._read(lambda conn: _anchors.list_anchors(conn, self._info(conn)))
+
+    def remove_anchors(self, ids: Iterable[int]) -> int:
+        """Remove anchors by id (all or nothing: InvalidInputError when one is unknown); returns how many."""
+        ids = list(ids)
+        return self._run(lambda conn: _anchors.remove_anchors(conn, self.catalog, ids))
 
     # -- routing -----------------------------------------------------------------------------------
 
