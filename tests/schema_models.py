@@ -90,6 +90,9 @@ tools = Table(
     Index("tools_always_on_idx", "catalog_id", postgresql_where=text("always_on")),
     Index("tools_lower_id_idx", "catalog_id", func.lower(text("id"))),
     Index("tools_lower_name_idx", "catalog_id", func.lower(text("name"))),
+    Index("tools_provider_idx", "catalog_id", "provider"),
+    Index("tools_categories_idx", "categories", postgresql_using="gin"),
+    Index("tools_tags_idx", "tags", postgresql_using="gin"),
 )
 
 # The BM25 statistics are derived data kept by triggers: no foreign keys (migration 0007).

@@ -44,6 +44,12 @@ CONTEXT_MIX = 0.5
 CONTEXT_DECAY = 0.5
 #: User turns of a message list route() reads by default (the request and the turns before it).
 DEFAULT_TURNS = 4
+#: Avoid-when: a tool whose ``avoid_when`` text holds a fraction f of the request's lexemes loses ``avoid * f`` of its
+#: fused score (0 turns it off, 1 removes a tool whose avoid-when text holds the whole request). Relative, so it means
+#: the same under any weights and k_rrf. 0.5: a request wholly about a tool's avoid-when case halves its score, about
+#: what drops a tool ranked first by every retriever to the level of one ranked fifth (k_rrf 5), while one word in
+#: common with a four-word request costs an eighth; ``toolstore tune`` fits it where tools have avoid-when text.
+DEFAULT_AVOID = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,13 +59,14 @@ class Fusion:
     weights: Mapping[str, float]
     k_rrf: float = DEFAULT_K_RRF
     overfetch: int | None = None
+    avoid: float = DEFAULT_AVOID
 
     def depth(self, k: int) -> int:
         """Tools each retriever returns for a route of ``k`` tools."""
         return self.overfetch if self.overfetch is not None else max(4 * k, MIN_OVERFETCH)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"weights": dict(self.weights), "k_rrf": self.k_rrf, "overfetch": self.overfetch}
+        return {"weights": dict(self.weights), "k_rrf": self.k_rrf, "overfetch": self.overfetch, "avoid": self.avoid}
 
 
 #: Every signal weighted 1.
@@ -105,7 +112,10 @@ def check_fusion(fusion: Fusion) -> Fusion:
         isinstance(overfetch, bool) or not isinstance(overfetch, int) or not 1 <= overfetch <= MAX_OVERFETCH
     ):
         raise InvalidInputError(f"overfetch must be an integer from 1 to {MAX_OVERFETCH}, got {overfetch!r}")
-    return replace(fusion, weights=check_weights(fusion.weights))
+    avoid = fusion.avoid
+    if isinstance(avoid, bool) or not isinstance(avoid, (int, float)) or not 0 <= avoid <= 1:
+        raise InvalidInputError(f"avoid must be a number from 0 to 1, got {avoid!r}")
+    return replace(fusion, weights=check_weights(fusion.weights), avoid=float(avoid))
 
 
 def stored_fusion(settings: Mapping[str, Any]) -> Fusion:
@@ -117,4 +127,5 @@ def stored_fusion(settings: Mapping[str, Any]) -> Fusion:
         weights=check_weights(tuned.get("weights", {})),
         k_rrf=float(tuned.get("k_rrf", DEFAULT_K_RRF)),
         overfetch=tuned.get("overfetch"),
+        avoid=float(tuned.get("avoid", DEFAULT_AVOID)),
     )

@@ -31,7 +31,10 @@ class RoutedTool:
     """One routed tool: the tool, its fused RRF score and its rank in every signal.
 
     ``exact`` is True when the request names the tool's id or name verbatim; such tools rank first.
-    ``tokens`` is the tool's cost in the prompt (its OpenAI definition).
+    ``tokens`` is the tool's cost in the prompt (its OpenAI definition). ``anchor_boost``: the boosts of the
+    catalog's anchors whose pattern matched the request, added to the fused score (``anchors``: their ids);
+    ``avoid_penalty``: what the request's overlap with the tool's avoid-when text took off it (``score`` is after
+    both).
     """
 
     tool: Tool
@@ -40,6 +43,9 @@ class RoutedTool:
     always_on: bool = False
     exact: bool = False
     tokens: int = 0
+    anchor_boost: float = 0.0
+    anchors: tuple[int, ...] = ()
+    avoid_penalty: float = 0.0
 
 
 @dataclass(frozen=True)

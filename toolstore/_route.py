@@ -45,6 +45,8 @@ from ._text import query_identifiers, query_text
 
 #: SQLSTATE that ``route_catalog()`` (migration 0007) raises when the catalog changed since its row was read.
 STALE_CATALOG = "TS001"
+#: SQLSTATE that ``route_kept()`` (migration 0008) raises, naming the filter values that match no tool.
+UNMATCHED_FILTER = "TS002"
 #: Tries of one route() whose cached catalog row keeps going stale (each retry re-reads the row first).
 ROUTE_ATTEMPTS = 3
 #: Postings read per query term and field, highest impact first; None reads them all (exact BM25). See
@@ -58,6 +60,14 @@ def catalog_changed(exc: BaseException) -> bool:
     """True when the route statement refused to run because the catalog changed (or went away) since its row was
     read: re-read the row and route again."""
     return getattr(exc, "sqlstate", None) == STALE_CATALOG
+
+
+def unmatched_filter(exc: BaseException) -> InvalidInputError | None:
+    """The InvalidInputError a route statement's TS002 error means (a filter value matched no tool), else None."""
+    if getattr(exc, "sqlstate", None) != UNMATCHED_FILTER:
+        return None
+    diag = getattr(exc, "diag", None)
+    return InvalidInputError(getattr(diag, "message_primary", None) or str(exc))
 
 
 class CatalogCache:
@@ -113,6 +123,14 @@ class RouteRequest:
     call_names: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
+    providers: list[str] | None = None
+    tags: list[str] | None = None
+
+    @property
+    def filtered(self) -> bool:
+        """Whether any filter is given (``route_kept()``, migration 0008, applies them)."""
+        filters = (self.allow, self.block, self.categories, self.providers, self.tags)
+        return any(f is not None for f in filters)
 
 
 def conversation(
@@ -154,6 +172,8 @@ def route_request(
     session: str | None = None,
     earlier: Sequence[str] = (),
     call_names: Sequence[str] = (),
+    providers: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
 ) -> RouteRequest:
     """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -178,6 +198,8 @@ def route_request(
         session=None if session is None else check_session(session),
         earlier=tuple(earlier),
         call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
+        providers=_ids("providers", providers),
+        tags=_ids("tags", tags),
     )
 
 
@@ -204,6 +226,8 @@ def prepare_route(
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
+    providers: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
     validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query)."""
@@ -220,6 +244,8 @@ def prepare_route(
         session=session,
         earlier=earlier,
         call_names=names,
+        providers=providers,
+        tags=tags,
     )
     return request, vector_plan(request, info, embedder)
 
@@ -295,7 +321,7 @@ def statement_params(
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
-    filtered = request.allow is not None or request.block is not None or request.categories is not None
+    filtered = request.filtered
     return {
         "catalog": info.id,
         "version": info.version,
@@ -327,6 +353,10 @@ def statement_params(
         "block": request.block,
         "categories": request.categories,
         "filtered": filtered,
+        "providers": request.providers,
+        "tags": request.tags,
+        "request": request.query,
+        "w_avoid": fusion.avoid,
         # A filter may keep few of a term's postings, and those need not be among its highest-impact ones.
         "lexical_cap": None if filtered else LEXICAL_CAP,
         "rescore": RESCORE_FACTOR * n,
@@ -377,4 +407,7 @@ def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
         signals=signals,
         always_on=row["always_on"],
         exact=row["exact"],
+        anchor_boost=float(row["anchor_boost"] or 0.0),
+        anchors=tuple(row["anchor_ids"] or ()),
+        avoid_penalty=float(row["avoid_penalty"] or 0.0),
     )

@@ -30,6 +30,7 @@ from ._route import (
     prepare_route,
     route_result,
     statement_params,
+    unmatched_filter,
     with_calls,
 )
 from ._rows import name_row
@@ -157,7 +158,13 @@ def _route_once(
             except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
                 qvec, reason = None, embedder_failed(exc)
         with trace.stage("statement"):
-            rows = yield Fetch("route", statement_params(info, request, qvec, cvec))
+            try:
+                rows = yield Fetch("route", statement_params(info, request, qvec, cvec))
+            except Exception as exc:  # a filter value that matches no tool: bad input, not a database failure
+                bad = unmatched_filter(exc)
+                if bad is None:
+                    raise
+                raise bad from None
         with trace.stage("pack"):
             result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
         return trace.done(result)

@@ -216,7 +216,7 @@ def tune(
     fell_back = not cv_tuned > cv_default
     chosen = DEFAULT_FUSION if fell_back else tuned
     if save:
-        store.set_fusion(weights=chosen.weights, k_rrf=chosen.k_rrf, overfetch=chosen.overfetch)
+        store.set_fusion(weights=chosen.weights, k_rrf=chosen.k_rrf, overfetch=chosen.overfetch, avoid=chosen.avoid)
     return TuneReport(
         fusion=chosen,
         tuned=tuned,

@@ -10,11 +10,12 @@ Create Date: 2026-11-24
   Patterns are checked at write time (``toolstore._anchors``); the table holds the limits as constraints too.
   Row-level security as on every catalog-scoped table (migration 0005).
 - ``tools.avoid_tsv``: the ``avoid_when`` text as a tsvector, for route()'s avoid-when penalty.
-- ``route_kept()``: the one home of route()'s filters (allow / block with ``*`` and ``?`` globs, categories,
-  providers, tags): the kept tools' pks, or SQLSTATE ``TS002`` naming every allow pattern, category, provider or tag
-  that matches no tool of the catalog. ``glob_like()`` turns a glob into a LIKE pattern.
-- ``knn()`` takes the kept pks instead of the filters: exact search when few tools are kept (HNSW with a selective
-  filter returns too few rows), iterative HNSW otherwise (``../shared/POSTGRES_NOTES.md``).
+- ``route_keeps()``: the one home of route()'s filters (allow / block with ``*`` and ``?`` globs, categories,
+  providers, tags; ``route_filter`` holds them). ``route_kept()`` checks them (SQLSTATE ``TS002`` naming every allow
+  pattern, category, provider or tag that matches no tool of the catalog) and lists the kept tools when they are
+  few; ``glob_like()`` turns a glob into a LIKE pattern. Indexes on provider, categories and tags serve them.
+- ``knn()`` takes the kept pks and the filter instead of three filter arrays: exact search when few tools are kept
+  (HNSW with a selective filter returns too few rows), iterative HNSW otherwise (``../shared/POSTGRES_NOTES.md``).
 """
 
 from __future__ import annotations
@@ -62,32 +63,69 @@ language sql immutable parallel safe as $$
     select replace(replace(replace(replace(replace(p_glob, '\', '\\'), '%', '\%'), '_', '\_'), '*', '%'), '?', '_')
 $$;
 
--- The tools route() keeps under its filters (null: no filter given, every tool). A tool is kept when its id matches
--- an allow value (if any; literal ids or globs), no block value, and it has one of the categories, providers and
--- tags given (each if any). Every allow value, category, provider and tag that matches no tool of the catalog is
--- named in one SQLSTATE TS002 error; block values are not checked (blocking a tool a catalog lacks is harmless).
+-- route()'s filters, allow and block as LIKE patterns (a literal id is a pattern that matches itself).
+create type route_filter as (allow text[], block text[], categories text[], providers text[], tags text[]);
+
+create function route_filter(p_allow text[], p_block text[], p_categories text[], p_providers text[], p_tags text[])
+returns route_filter
+language sql immutable parallel safe as $$
+    select row((select array_agg(glob_like(v)) from unnest(p_allow) v),
+               (select array_agg(glob_like(v)) from unnest(p_block) v),
+               p_categories, p_providers, p_tags)::route_filter
+$$;
+
+-- The filters' one home: whether route() keeps a tool (null filter: every tool). Its id matches an allow pattern
+-- (if any) and no block pattern, and it has one of the categories, providers and tags given (each if any). Inlined.
+create function route_keeps(p_id text, p_categories text[], p_provider text, p_tags text[], f route_filter)
+returns boolean
+language sql immutable parallel safe as $$
+    select f is null
+        or ((f.allow is null or p_id like any (f.allow))
+            and (f.block is null or not p_id like any (f.block))
+            and (f.categories is null or p_categories && f.categories)
+            and (f.providers is null or p_provider = any (f.providers))
+            and (f.tags is null or p_tags && f.tags))
+$$;
+
+-- Checks route()'s filters against catalog p_catalog, and returns the kept tools' pks when at most 2,000 are kept
+-- (knn() searches those exactly), else null (knn() filters an iterative HNSW scan with route_keeps()). Every allow
+-- value, category, provider and tag that matches no tool of the catalog is named in one SQLSTATE TS002 error; block
+-- values are not checked (blocking a tool a catalog lacks is harmless). Each check and count reads an index (counts
+-- stop at 2,001; sequential scans are off: a filter keeping a quarter of a catalog would else scan it); the smallest
+-- of the positive filters (literal allow ids, providers, categories, tags) bounds the kept set and drives the query
+-- that lists it. A glob reads the catalog's ids.
 create function route_kept(p_catalog integer, p_allow text[], p_block text[], p_categories text[],
                            p_providers text[], p_tags text[])
 returns bigint[]
-language plpgsql stable set search_path from current as $$
+language plpgsql stable set search_path from current set enable_seqscan = off as $$
 declare
+    f route_filter := route_filter(p_allow, p_block, p_categories, p_providers, p_tags);
+    globs boolean := exists (select 1 from unnest(p_allow) v where v ~ '[*?]');
     unmatched text;
+    unmatched_globs text[];
+    n bigint;
     kept bigint[];
+    best bigint;
+    driver text;
 begin
-    if p_allow is null and p_block is null and p_categories is null and p_providers is null and p_tags is null then
-        return null;
+    if globs then  -- planned only when there are globs
+        execute 'select array_agg(''allow '' || quote_literal(a.v) order by a.ord) '
+                'from unnest($2::text[]) with ordinality as a (v, ord) where a.v ~ ''[*?]'' '
+                'and not exists (select 1 from tools t where t.catalog_id = $1 and t.id like glob_like(a.v))'
+        into unmatched_globs using p_catalog, p_allow;
     end if;
     select string_agg(u.what, ', ' order by u.kind, u.ord) into unmatched
     from (
         select 1 as kind, a.ord, 'allow ' || quote_literal(a.v) as what
         from unnest(p_allow) with ordinality as a (v, ord)
-        where not exists (select 1 from tools t
-                          where t.catalog_id = p_catalog
-                            and case when a.v ~ '[*?]' then t.id like glob_like(a.v) else t.id = a.v end)
+        where a.v !~ '[*?]' and not exists (select 1 from tools t where t.catalog_id = p_catalog and t.id = a.v)
+        union all
+        select 1, g.ord + 100000, g.what
+        from unnest(unmatched_globs) with ordinality as g (what, ord)
         union all
         select 2, c.ord, 'category ' || quote_literal(c.v)
         from unnest(p_categories) with ordinality as c (v, ord)
-        where not exists (select 1 from tools t where t.catalog_id = p_catalog and c.v = any (t.categories))
+        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.categories @> array[c.v])
         union all
         select 3, p.ord, 'provider ' || quote_literal(p.v)
         from unnest(p_providers) with ordinality as p (v, ord)
@@ -95,33 +133,53 @@ begin
         union all
         select 4, g.ord, 'tag ' || quote_literal(g.v)
         from unnest(p_tags) with ordinality as g (v, ord)
-        where not exists (select 1 from tools t where t.catalog_id = p_catalog and g.v = any (t.tags))
+        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.tags @> array[g.v])
     ) u;
     if unmatched is not null then
         raise exception 'filter values that match no tool of the catalog: %', unmatched using errcode = 'TS002';
     end if;
-    select coalesce(array_agg(t.pk order by t.pk), '{}') into kept
-    from tools t
-    where t.catalog_id = p_catalog
-      and (p_allow is null or t.id = any (p_allow)
-           or t.id like any (array(select glob_like(v) from unnest(p_allow) v where v ~ '[*?]')))
-      and (p_block is null or not (t.id = any (p_block)
-           or t.id like any (array(select glob_like(v) from unnest(p_block) v where v ~ '[*?]'))))
-      and (p_categories is null or t.categories && p_categories)
-      and (p_providers is null or t.provider = any (p_providers))
-      and (p_tags is null or t.tags && p_tags);
+    if p_allow is not null and not globs then
+        best := cardinality(p_allow); driver := 'allow';
+    end if;
+    if p_providers is not null then
+        select count(*) into n from (select from tools t where t.catalog_id = p_catalog and t.provider = any (p_providers) limit 2001) x;
+        if best is null or n < best then best := n; driver := 'providers'; end if;
+    end if;
+    if p_categories is not null and (best is null or best > 2000) then
+        select count(*) into n from (select from tools t where t.catalog_id = p_catalog and t.categories && p_categories limit 2001) x;
+        if best is null or n < best then best := n; driver := 'categories'; end if;
+    end if;
+    if p_tags is not null and (best is null or best > 2000) then
+        select count(*) into n from (select from tools t where t.catalog_id = p_catalog and t.tags && p_tags limit 2001) x;
+        if best is null or n < best then best := n; driver := 'tags'; end if;
+    end if;
+    if best is null or best > 2000 then
+        return null;
+    end if;
+    execute 'select coalesce(array_agg(t.pk order by t.pk), ''{}'') from tools t where t.catalog_id = $1 '
+            'and route_keeps(t.id, t.categories, t.provider, t.tags, $2) '
+            'and (($3::text[] is not null and t.id = any ($3)) or ($4::text[] is not null and t.provider = any ($4)) '
+            'or ($5::text[] is not null and t.categories && $5) or ($6::text[] is not null and t.tags && $6))'
+    into kept using p_catalog, f,
+        case when driver = 'allow' then p_allow end, case when driver = 'providers' then p_providers end,
+        case when driver = 'categories' then p_categories end, case when driver = 'tags' then p_tags end;
     return kept;
 end
 $$;
+
+create index tools_provider_idx on tools (catalog_id, provider);
+create index tools_categories_idx on tools using gin (categories);
+create index tools_tags_idx on tools using gin (tags);
 """
 
-# knn(): p_kept null searches the whole catalog with HNSW; a kept set of at most 2,000 tools is searched exactly
-# (through the (catalog_id, tool_pk) keys: a few ms), a larger one with iterative HNSW filtered by the set.
+# knn(): without a filter, HNSW over the catalog; with one, the kept tools' pks when route_kept() listed them (at most
+# 2,000: searched exactly through the (catalog_id, tool_pk) keys, a few ms), else iterative HNSW whose rows are
+# filtered by route_keeps() (POSTGRES_NOTES: HNSW with a selective filter returns too few rows; exact is fast there).
 KNN = """
 drop function knn(text, integer, integer, vector, integer, text[], text[], text[]);
 
 create function knn(p_table text, p_catalog integer, p_dim integer, p_query vector, p_limit integer,
-                    p_kept bigint[])
+                    p_kept bigint[], p_filter route_filter)
 returns table (tool_pk bigint, distance double precision)
 language plpgsql rows 40 set search_path from current as $$
 begin
@@ -131,14 +189,14 @@ begin
     if p_table not in ('tool_vectors', 'intent_examples') then
         raise exception 'knn: unknown table %', p_table;
     end if;
-    if p_kept is null then
-        perform set_config('hnsw.ef_search', least(greatest(p_limit, 40), 1000)::text, true);
+    perform set_config('hnsw.ef_search', least(greatest(p_limit, 40), 1000)::text, true);
+    if p_filter is null then
         return query execute format(
             'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision '
             'from %3$I v where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
             'order by v.embedding::vector(%1$s) <=> $1 limit $2', p_dim, p_catalog, p_table)
         using p_query, p_limit;
-    elsif cardinality(p_kept) <= 2000 then
+    elsif p_kept is not null then
         return query execute format(
             'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
             'from unnest($3::bigint[]) k (pk) join %3$I v on v.catalog_id = %2$s and v.tool_pk = k.pk '
@@ -146,15 +204,15 @@ begin
             'order by 2, 1 limit $2', p_dim, p_catalog, p_table)
         using p_query, p_limit, p_kept;
     else
-        perform set_config('hnsw.ef_search', least(greatest(p_limit, 40), 1000)::text, true);
         perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
         return query execute format(
             'select s.tool_pk, s.distance from ('
             'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
-            'from %3$I v where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
-            'and v.tool_pk = any ($3::bigint[]) '
+            'from %3$I v join tools t on t.catalog_id = %2$s and t.pk = v.tool_pk '
+            'where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
+            'and route_keeps(t.id, t.categories, t.provider, t.tags, $3) '
             'order by v.embedding::vector(%1$s) <=> $1 limit $2) s order by s.distance', p_dim, p_catalog, p_table)
-        using p_query, p_limit, p_kept;
+        using p_query, p_limit, p_filter;
     end if;
 end
 $$;
@@ -170,7 +228,7 @@ def upgrade() -> None:
 # -- downgrade: revision 0007's schema, knn() as 0007 wrote it ------------------------------------------------------
 
 KNN_0007 = """
-drop function knn(text, integer, integer, vector, integer, bigint[]);
+drop function knn(text, integer, integer, vector, integer, bigint[], route_filter);
 
 create function knn(p_table text, p_catalog integer, p_dim integer, p_query vector, p_limit integer,
                     p_allow text[], p_block text[], p_categories text[])
@@ -210,7 +268,11 @@ $$;
 
 DROP = """
 drop function route_kept(integer, text[], text[], text[], text[], text[]);
+drop function route_keeps(text, text[], text, text[], route_filter);
+drop function route_filter(text[], text[], text[], text[], text[]);
+drop type route_filter;
 drop function glob_like(text);
+drop index tools_provider_idx, tools_categories_idx, tools_tags_idx;
 alter table tools drop column avoid_tsv;
 drop table anchors;
 """
