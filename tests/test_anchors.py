@@ -173,3 +173,41 @@ def test_cli_anchors(catalog: ToolStore, dsn: str, tmp_path: Path) -> None:
     new_id = catalog.anchors()[0].id
     assert json.loads(run(dsn, "-c", "test", "anchors", "remove", str(new_id)).stdout)["removed"] == 1
     assert catalog.anchors() == []
+
+
+# -- anchors inside the route statement ----------------------------------------------------------------------------
+
+
+def test_an_anchor_boosts_its_tool_case_insensitively_and_explain_shows_it(catalog: ToolStore) -> None:
+    text = "Post the TICKET number in the channel"
+    before = catalog.route(text, k=3)
+    assert before.ids[0] != "linear.create_issue"
+    (anchor,) = catalog.add_anchors([Anchor(r"\mticket\M", "linear.create_issue", 1.0)])
+    after = catalog.route(text, k=3)
+    top = after.tools[0]
+    assert top.tool.id == "linear.create_issue"
+    assert top.anchor_boost == 1.0 and top.anchors == (anchor.id,)
+    old = next((r.score for r in before.tools + before.skipped if r.tool.id == "linear.create_issue"), 0.0)
+    assert top.score == pytest.approx(old + 1.0) if old else top.score >= 1.0
+    assert all(r.anchor_boost == 0 and r.anchors == () for r in after.tools[1:])
+    assert catalog.route("nothing about it", k=3).tools[0].anchor_boost == 0  # the pattern does not match
+
+
+def test_an_anchored_tool_no_retriever_returned_still_appears(catalog: ToolStore) -> None:
+    text = "zzqx"  # no term of any tool: without an anchor nothing is routed
+    assert catalog.route(text, k=3, weights={"dense": 0, "intent": 0}).ids == []
+    catalog.add_anchors([Anchor("^zz", "gmail.send_email", 0.5), Anchor("q", "gmail.send_email", 0.25)])
+    result = catalog.route(text, k=3, weights={"dense": 0, "intent": 0})
+    assert result.ids == ["gmail.send_email"]
+    assert result.tools[0].anchor_boost == 0.75 and len(result.tools[0].anchors) == 2
+    assert result.tools[0].signals.name is None
+    # filters apply to anchored tools too
+    assert catalog.route(text, k=3, weights={"dense": 0, "intent": 0}, providers=["slack"]).ids == []
+
+
+def test_a_negative_anchor_demotes(catalog: ToolStore) -> None:
+    text = "send a message"
+    first = catalog.route(text, k=3).ids[0]
+    catalog.add_anchors([Anchor("message", first, -2.0)])
+    result = catalog.route(text, k=3)
+    assert first not in result.ids or result.ids[-1] == first

@@ -110,8 +110,8 @@ def read_messages_file(path: Path) -> Any:
 @click.option("--explain", is_flag=True, help="Show each signal's rank per tool in the table.")
 @click.option("--weights", help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1")
 @click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")
-@click.option("--allow", multiple=True, help="Only these tool ids (repeatable).")
-@click.option("--block", multiple=True, help="Never these tool ids (repeatable).")
+@click.option("--allow", multiple=True, help="Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).")
+@click.option("--block", multiple=True, help="Never these tool ids; * and ? are wildcards (repeatable).")
 @click.option("--session", help="Look back on this session's logged calls (see `toolstore sessions`).")
 @click.option(
     "--messages",
@@ -121,6 +121,8 @@ def read_messages_file(path: Path) -> Any:
     "conversation as context.",
 )
 @click.option("--turns", default=DEFAULT_TURNS, show_default=True, type=int, help="User turns of --messages read.")
+@click.option("--provider", "providers", multiple=True, help="Only tools of this provider (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable).")
 @click.pass_context
 def route(
     ctx: click.Context,
@@ -136,6 +138,8 @@ def route(
     session: str | None,
     messages_file: Path | None,
     turns: int,
+    providers: tuple[str, ...],
+    tags: tuple[str, ...],
 ) -> None:
     """Route REQUEST (or the latest request of --messages): the tools that matter, best first."""
     if request is None and messages_file is None:
@@ -153,6 +157,8 @@ def route(
             categories=list(categories) or None,
             allow=list(allow) or None,
             block=list(block) or None,
+            providers=list(providers) or None,
+            tags=list(tags) or None,
         )
     if fmt in _formats.FORMATS:
         click.echo(json.dumps({"tools": result.definitions(fmt)}, indent=2, ensure_ascii=False))  # type: ignore[arg-type]
