@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
         "_names",
         "_observe",
         "_messages",
+        "_filters",
     },
     {"_embedded", "_connect", "_migrate"},
     {"_vectors", "_catalog", "_route", "_steps", "_reembed", "_access", "_sessions", "_anchors"},

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from test_cli import run
 
-from toolstore import HashingEmbedder, IntentExample, InvalidInputError, Tool, ToolStore
+from toolstore import HashingEmbedder, IntentExample, InvalidInputError, Judgement, Tool, ToolStore
 from toolstore._fusion import DEFAULT_AVOID
 
 from catalog_gen import generated_queries, generated_tools
@@ -134,6 +134,27 @@ def test_avoid_when_demotes_the_tool_whose_avoid_text_the_request_matches(store:
     assert all(r.avoid_penalty == 0 for r in store.route("send a short message to a person", k=3))
     with pytest.raises(InvalidInputError, match="avoid must be a number from 0 to 1"):
         store.set_fusion(weights={}, avoid=1.5)
+
+
+def test_tune_learns_the_avoid_weight_where_tools_have_avoid_when_text(store: ToolStore) -> None:
+    """Labels that contradict a tool's avoid-when text: tuning turns the penalty down (0), where the default would
+    demote the labelled tool; a catalog without avoid-when text keeps the default."""
+    alike = "Send a short message to a person"
+    store.upsert(
+        [
+            Tool(id="a.send", name="send", description=alike, avoid_when="urgent pages for the on-call engineer"),
+            Tool(id="b.send", name="send", description=alike),
+            Tool(id="c.list", name="list", description="List the people in the team"),
+        ]
+    )
+    requests = ["send an urgent page to the on-call engineer", "urgent: message the engineer on call",
+                "page the on-call engineer now, urgent", "send the engineer an urgent message"]  # fmt: skip
+    examples = [(q, Judgement(qid=str(i), relevant=("a.send",))) for i, q in enumerate(requests)]
+    report = store.tune(examples, folds=2)
+    assert report.tuned.avoid == 0.0 and report.cv_ndcg_tuned > report.cv_ndcg_uniform
+    assert store.route(requests[0], k=2).ids[0] == "a.send"
+    store.upsert([Tool(id="a.send", name="send", description=alike), Tool(id="b.send", name="send", description=alike)])
+    assert store.tune(examples, folds=2, save=False).tuned.avoid == DEFAULT_AVOID
 
 
 # -- small filtered sets at 10k tools ------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import numpy as np
 
 from ._embedders.base import Embedder
 from ._errors import DatabaseError, InvalidInputError, ModelMismatchError
+from ._filters import filter_values
 from ._fusion import (
     CONTEXT_DECAY,
     CONTEXT_MIX,
@@ -35,7 +36,7 @@ from ._fusion import (
     check_weights,
     stored_fusion,
 )
-from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
+from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
 from ._messages import read_messages
 from ._models import CatalogInfo
 from ._packing import pack, tool_tokens
@@ -45,8 +46,6 @@ from ._text import query_identifiers, query_text
 
 #: SQLSTATE that ``route_catalog()`` (migration 0007) raises when the catalog changed since its row was read.
 STALE_CATALOG = "TS001"
-#: SQLSTATE that ``route_kept()`` (migration 0008) raises, naming the filter values that match no tool.
-UNMATCHED_FILTER = "TS002"
 #: Tries of one route() whose cached catalog row keeps going stale (each retry re-reads the row first).
 ROUTE_ATTEMPTS = 3
 #: Postings read per query term and field, highest impact first; None reads them all (exact BM25). See
@@ -60,14 +59,6 @@ def catalog_changed(exc: BaseException) -> bool:
     """True when the route statement refused to run because the catalog changed (or went away) since its row was
     read: re-read the row and route again."""
     return getattr(exc, "sqlstate", None) == STALE_CATALOG
-
-
-def unmatched_filter(exc: BaseException) -> InvalidInputError | None:
-    """The InvalidInputError a route statement's TS002 error means (a filter value matched no tool), else None."""
-    if getattr(exc, "sqlstate", None) != UNMATCHED_FILTER:
-        return None
-    diag = getattr(exc, "diag", None)
-    return InvalidInputError(getattr(diag, "message_primary", None) or str(exc))
 
 
 class CatalogCache:
@@ -128,9 +119,8 @@ class RouteRequest:
 
     @property
     def filtered(self) -> bool:
-        """Whether any filter is given (``route_kept()``, migration 0008, applies them)."""
-        filters = (self.allow, self.block, self.categories, self.providers, self.tags)
-        return any(f is not None for f in filters)
+        """Whether any filter is given (``_filters``)."""
+        return any(f is not None for f in (self.allow, self.block, self.categories, self.providers, self.tags))
 
 
 def conversation(
@@ -192,14 +182,14 @@ def route_request(
         fusion=check_fusion(fusion),
         k=k,
         token_budget=token_budget,
-        allow=_ids("allow", allow),
-        block=_ids("block", block),
-        categories=_ids("categories", categories),
+        allow=filter_values("allow", allow),
+        block=filter_values("block", block),
+        categories=filter_values("categories", categories),
         session=None if session is None else check_session(session),
         earlier=tuple(earlier),
         call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
-        providers=_ids("providers", providers),
-        tags=_ids("tags", tags),
+        providers=filter_values("providers", providers),
+        tags=filter_values("tags", tags),
     )
 
 
@@ -264,16 +254,6 @@ def override(
         k_rrf=fusion.k_rrf if k_rrf is None else k_rrf,
         overfetch=fusion.overfetch if overfetch is None else overfetch,
     )
-
-
-def _ids(name: str, values: Sequence[str] | None) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, set, frozenset)):
-        raise InvalidInputError(f"{name} must be a list of strings")
-    if len(values) > MAX_FILTER_VALUES:
-        raise InvalidInputError(f"{name} holds {len(values):,} values; the limit is {MAX_FILTER_VALUES:,}")
-    return [check_text(v, f"{name} value", max_chars=MAX_ID_CHARS) for v in values]
 
 
 def vector_plan(request: RouteRequest, info: CatalogInfo, embedder: Embedder | None) -> str | None:

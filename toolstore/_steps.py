@@ -18,6 +18,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ._embedders.base import Embedder
+from ._filters import unmatched_filter
 from ._models import CatalogInfo
 from ._names import call_keys, resolve_calls
 from ._observe import RouteTrace
@@ -30,7 +31,6 @@ from ._route import (
     prepare_route,
     route_result,
     statement_params,
-    unmatched_filter,
     with_calls,
 )
 from ._rows import name_row

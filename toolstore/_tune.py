@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._candidates import CandidateTable, Probe, Transitions, fetch_lists, load_tool_index
+from ._candidates import CandidateTable, Probe, Transitions, avoid_fractions, fetch_lists, load_tool_index
 from ._errors import InvalidInputError
 from ._eval import check_queries, check_sessions
-from ._fusion import DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
+from ._fusion import DEFAULT_AVOID, DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
 from ._metrics import CUTOFF, Judgement, LabelledSession
 
 if TYPE_CHECKING:
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 K_RRF_GRID = (5.0, 15.0, 30.0, 60.0, 100.0)
+#: The avoid-when penalty's weights tried once the others are fit (only where tools have avoid-when text).
+AVOID_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 MAX_ROUNDS = 6
 #: Coordinate ascent starts from the default fusion and from the best STRONG_STARTS signals alone (weight
 #: 4, others off): from there, adding a little of a second signal to a dominant one is rarely a single
@@ -127,7 +129,13 @@ def _fit(table: CandidateTable, rows: np.ndarray) -> tuple[Fusion, float]:
                 break
         found.append((best_score, best))
     best_score, (weights, k_rrf) = max(found, key=lambda f: f[0])  # first start wins ties
-    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf), best_score
+    avoid = DEFAULT_AVOID
+    if table.avoid.any():  # then the avoid-when weight, the default winning ties
+        for value in AVOID_GRID:
+            trial = float(table.ndcg(weights, k_rrf, value).mean())
+            if trial > best_score + 1e-12:
+                avoid, best_score = value, trial
+    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf, avoid=avoid), best_score
 
 
 def _folds(n: int, folds: int, seed: int) -> np.ndarray:
@@ -183,6 +191,7 @@ def tune(
     depth = DEFAULT_FUSION.depth(k)
     tools = load_tool_index(store)
     lists = fetch_lists(store, probes, depth=depth, tools=tools)
+    avoid = avoid_fractions(store, probes, tools)
     fetched = time.perf_counter()
     unit_fold = _folds(len(examples) + len(sessions), folds, seed)
     fold = unit_fold[np.asarray(unit)]
@@ -193,11 +202,11 @@ def tune(
         """Rows' transitions from ``counts`` (all sessions, or those outside fold ``held``), minus their own
         session's for training rows."""
         if counts is None:
-            return CandidateTable(lists, tools, judgements, depth)
+            return CandidateTable(lists, tools, judgements, depth, avoid=avoid)
         per_row = [
             None if s is None else counts if fold[i] == held else counts.minus(own[s]) for i, s in enumerate(owner)
         ]
-        return CandidateTable(lists, tools, judgements, depth, per_row)
+        return CandidateTable(lists, tools, judgements, depth, per_row, avoid)
 
     shared = None if sessions else table(None)
     held_tuned, held_default = np.zeros(len(probes)), np.zeros(len(probes))
@@ -209,7 +218,9 @@ def tune(
         fusion, _ = _fit(fold_table, np.flatnonzero(fold != f))
         fold_fusions.append(fusion)
         test = np.flatnonzero(fold == f)
-        held_tuned[test] = fold_table.subset(test).ndcg([fusion.weights[s] for s in SIGNALS], fusion.k_rrf)
+        held_tuned[test] = fold_table.subset(test).ndcg(
+            [fusion.weights[s] for s in SIGNALS], fusion.k_rrf, fusion.avoid
+        )
         held_default[test] = fold_table.subset(test).ndcg(default, DEFAULT_FUSION.k_rrf)
     tuned, train = _fit(shared or table(Transitions.of(calls)), np.arange(len(probes)))
     cv_tuned, cv_default = float(held_tuned.mean()), float(held_default.mean())
