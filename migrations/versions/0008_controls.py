@@ -142,15 +142,18 @@ begin
         best := cardinality(p_allow); driver := 'allow';
     end if;
     if p_providers is not null then
-        select count(*) into n from (select from tools t where t.catalog_id = p_catalog and t.provider = any (p_providers) limit 2001) x;
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.provider = any (p_providers) limit 2001) x;
         if best is null or n < best then best := n; driver := 'providers'; end if;
     end if;
     if p_categories is not null and (best is null or best > 2000) then
-        select count(*) into n from (select from tools t where t.catalog_id = p_catalog and t.categories && p_categories limit 2001) x;
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.categories && p_categories limit 2001) x;
         if best is null or n < best then best := n; driver := 'categories'; end if;
     end if;
     if p_tags is not null and (best is null or best > 2000) then
-        select count(*) into n from (select from tools t where t.catalog_id = p_catalog and t.tags && p_tags limit 2001) x;
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.tags && p_tags limit 2001) x;
         if best is null or n < best then best := n; driver := 'tags'; end if;
     end if;
     if best is null or best > 2000 then
