@@ -30,10 +30,17 @@ def route_ids(
     lists: Lists, tools: ToolIndex, fusion: Fusion, *, k: int = 10, transitions: Transitions | None = None
 ) -> list[str]:
     """The ids ``route(lists.query, k=k)`` returns under ``fusion`` (no filters, no token budget): always-on tools
-    first, then exact matches, then by fused score (compared at 1e-9), ties by the database's id order.
+    first, then exact matches, then by fused score (compared at 1e-9; with ``fusion.split``, plus split times the
+    tool's best sum in one sub-request), ties by the database's id order.
     ``transitions``: the catalog's transition counts, for the ``transition`` signal."""
     depth = fusion.depth(k)
     scores = rrf(dict(zip(SIGNALS, signal_ranks(lists, tools, depth, transitions))), fusion.weights, fusion.k_rrf)
+    if fusion.split > 0 and lists.parts:  # plus split x the best sum in one sub-request
+        sums = [
+            rrf(dict(zip(SIGNALS, signal_ranks(p, tools, depth))), fusion.weights, fusion.k_rrf) for p in lists.parts
+        ]
+        for t in set().union(*sums):
+            scores[t] = scores.get(t, 0.0) + fusion.split * max(s.get(t, 0.0) for s in sums)
 
     def key(t: str) -> tuple[bool, float, int]:
         return (t not in lists.exact, -round(scores.get(t, 0.0) * 1e9), tools.position[t])

@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
         "_names",
         "_observe",
         "_messages",
+        "_split",
         "_filters",
     },
     {"_embedded", "_connect", "_migrate"},

@@ -79,7 +79,10 @@ def fusions() -> list[Fusion]:
     for _ in range(4):
         weights = {s: rng.choice([0.0, 0.25, 1.0, 1.5, 3.0]) for s in SIGNALS}
         weights["description"] = 1.0
-        out.append(Fusion(weights, k_rrf=rng.choice([5.0, 15.0, 60.0]), overfetch=rng.choice([None, 12, 25])))
+        split = rng.choice([0.0, 0.5, 1.5])
+        out.append(
+            Fusion(weights, k_rrf=rng.choice([5.0, 15.0, 60.0]), overfetch=rng.choice([None, 12, 25]), split=split)
+        )
     return out
 
 
@@ -91,7 +94,9 @@ def test_client_side_fusion_reproduces_route(store: ToolStore) -> None:
     # fewer examples than the neighbours fetched: the hashing embedder ties many distances, and ties at the
     # cut-off would make the statement's pick arbitrary
     store.add_examples(IntentExample(rng.choice(tools).id, q) for q in generated_queries(30, seed=2))
-    queries = generated_queries(16, seed=9) + [f"please run {tools[0].name} now", f"use {tools[7].id} and mail"]
+    compound = [f"{a}, then {b}. Finally {c}" for a, b, c in zip(*[iter(generated_queries(12, seed=4))] * 3)]
+    queries = generated_queries(16, seed=9) + compound
+    queries += [f"please run {tools[0].name} now", f"use {tools[7].id} and mail"]
     index = load_tool_index(store)
     judgements = [Judgement(str(i), (tools[0].id,)) for i in range(len(queries))]
     fetched = {}
@@ -101,12 +106,14 @@ def test_client_side_fusion_reproduces_route(store: ToolStore) -> None:
             lists = fetch_lists(store, queries, depth=depth, leave_one_out=False, tools=index)
             fetched[depth] = lists, CandidateTable(lists, index, judgements, depth)
         lists, table = fetched[depth]
-        top = table.top_ids([fusion.weights[s] for s in SIGNALS], fusion.k_rrf)
+        top = table.top_ids([fusion.weights[s] for s in SIGNALS], fusion.k_rrf, split=fusion.split)
         for i, q in enumerate(queries):
-            routed = store.route(q, k=10, weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=depth).ids
+            options = dict(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=depth, split=fusion.split)
+            routed = store.route(q, k=10, **options).ids
             assert route_ids(lists[i], index, fusion, k=10) == routed, (q, fusion)
             assert top[i] == routed[:10], (q, fusion)
     assert lists[-2].exact == {tools[0].id} and lists[-1].exact == {tools[7].id}
+    assert [len(lists[i].parts) for i in range(16, 20)] == [3, 3, 3, 2]  # the compound requests were split
 
 
 def test_tune_learns_that_name_is_noise(store: ToolStore) -> None:

@@ -23,7 +23,7 @@ from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, UnknownToolError
-from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_TURNS
+from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
@@ -208,6 +208,7 @@ class AsyncToolStore:
         weights: Mapping[str, float] | None = None,
         k_rrf: float | None = None,
         overfetch: int | None = None,
+        split: float | None = None,
         allow: Sequence[str] | None = None,
         block: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
@@ -216,10 +217,8 @@ class AsyncToolStore:
     ) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation."""
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
-        options |= dict(
-            weights=weights, k_rrf=k_rrf, overfetch=overfetch, allow=allow, block=block, categories=categories
-        )
-        options |= dict(providers=providers, tags=tags)
+        options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
+        options |= dict(categories=categories, providers=providers, tags=tags)
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
             return await adrive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
@@ -299,9 +298,10 @@ class AsyncToolStore:
         weights: Mapping[str, float],
         k_rrf: float = DEFAULT_K_RRF,
         overfetch: int | None = None,
+        split: float = DEFAULT_SPLIT,
         avoid: float = DEFAULT_AVOID,
     ) -> None:
-        await self._write("set_fusion", weights=weights, k_rrf=k_rrf, overfetch=overfetch, avoid=avoid)
+        await self._write("set_fusion", weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid)
 
     async def reembed(self, embedder: Embedder) -> dict[str, Any]:
         result: dict[str, Any] = await self._write("reembed", embedder)

@@ -6,15 +6,16 @@ a tool by the sum of ``1 - distance`` over its nearest :data:`NEIGHBOURS_PER_TOO
 EXAMPLES_PER_CANDIDATE`` nearest examples, and ``context`` does the same from the request's vector mixed with the
 earlier turns' (``_route.context_vector``). ``recent`` and ``transition`` are computed here from the calls looked back
 on and the transition counts (:class:`Transitions`) with the statement's formulas. The fused score is ``sum_j w_j /
-(k_rrf + rank_j)`` summed in signal order and ordered (exact match, score, id); always-on tools go first as ``pack``
-puts them.
+(k_rrf + rank_j)`` summed in signal order, plus ``split`` times the tool's best such sum over the request's
+sub-requests (``_split``; each one's lists fetched like the request's), and ordered (exact match, score, id);
+always-on tools go first as ``pack`` puts them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from ._fusion import (
     NEIGHBOURS_PER_TOOL,
     RECENT_CALLS,
     RECENT_DECAY,
+    REQUEST_SIGNALS,
     SIGNALS,
     TRANSITION_CALLS,
     TRANSITION_SMOOTHING,
@@ -34,6 +36,7 @@ from ._fusion import (
 from ._metrics import CUTOFF, Judgement
 from ._models import CatalogInfo
 from ._route import context_vector
+from ._split import MAX_PARTS, split_request
 from ._sql import query
 from ._text import query_identifiers, query_text
 from ._vectors import embed_cached
@@ -86,6 +89,7 @@ class Lists:
     exact: frozenset[str]
     history: tuple[str, ...] = ()  # tool ids called before, oldest first
     context: tuple[tuple[str, float], ...] = ()  # neighbours of the context vector, as ``neighbours``
+    parts: tuple[Lists, ...] = ()  # each sub-request's lists (no history, no context)
 
 
 class Transitions:
@@ -135,21 +139,6 @@ def load_tool_index(store: ToolStore) -> ToolIndex:
     return ToolIndex(ids=ids, position=position, by_identifier=exact, always_on=always_on, avoid=avoid)
 
 
-def avoid_fractions(store: ToolStore, probes: Sequence[Probe], tools: ToolIndex) -> list[dict[str, float]]:
-    """Per request, the fraction of its lexemes in each tool's avoid-when text (tools with none left out), as the
-    route statement's ``avoided`` part counts them; empty dicts when no tool has avoid-when text."""
-    if not tools.avoid:
-        return [{} for _ in probes]
-    texts = [query_text(p.query) for p in probes]
-    with store.connection() as conn:
-        rows = conn.execute(query("eval_request_lexemes"), {"texts": texts}).fetchall()
-    out = []
-    for (lexemes,) in rows:
-        terms = set(lexemes)
-        out.append({t: len(terms & a) / len(terms) for t, a in tools.avoid.items() if terms & a})
-    return out
-
-
 def fetch_lists(
     store: ToolStore,
     queries: Sequence[str | Probe],
@@ -170,18 +159,22 @@ def fetch_lists(
     probes = [Probe(q) if isinstance(q, str) else q for q in queries]
     if leave_one_out:
         probes = [Probe(p.query, p.earlier, p.history, p.exclude | {p.query}) for p in probes]
+    parts = [split_request(p.query) for p in probes]
     vectors: dict[str, np.ndarray] | None = None
     if store.embedder is not None and info.embed_model is not None:
-        texts = list(dict.fromkeys(t for p in probes for t in (p.query, *p.earlier[-CONTEXT_TURNS:])))
+        texts = [t for p, ps in zip(probes, parts) for t in (p.query, *ps, *p.earlier[-CONTEXT_TURNS:])]
+        texts = list(dict.fromkeys(texts))
         with store.connection() as conn:
             vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts)))
 
+    def one(conn: psycopg.Connection[Any], i: int) -> Lists:
+        lists = _fetch_one(conn, info, probes[i], vectors, depth, tools)
+        subs = (_fetch_one(conn, info, Probe(t, exclude=probes[i].exclude), vectors, depth, tools) for t in parts[i])
+        return replace(lists, parts=tuple(subs))
+
     def chunk(part: int) -> list[Lists]:  # every FETCH_THREADS-th request, on its own connection
         with store.connection() as conn:
-            return [
-                _fetch_one(conn, info, probes[i], vectors, depth, tools)
-                for i in range(part, len(probes), FETCH_THREADS)
-            ]
+            return [one(conn, i) for i in range(part, len(probes), FETCH_THREADS)]
 
     with ThreadPoolExecutor(FETCH_THREADS) as pool:
         parts = list(pool.map(chunk, range(FETCH_THREADS)))
@@ -279,10 +272,11 @@ def signal_ranks(
 class CandidateTable:
     """Every request's candidates at one depth as padded arrays, for fast fusion under many weightings.
 
-    Columns of a row are its candidate tools (any signal within ``depth``, exact matches, always-on
-    tools) sorted by id position; ``ranks[j]`` holds signal j's rank or inf. Fusing gives the same top
-    ``k`` as the route statement orders them (:meth:`top`). ``transitions``: per row, the counts its
-    ``transition`` list comes from (None: no counts).
+    Columns of a row are its candidate tools (any signal within ``depth`` in the request or one of its sub-requests,
+    exact matches, always-on tools) sorted by id position; ``ranks[j]`` holds signal j's rank or inf, and
+    ``part_ranks[p, j]`` the same for request signal j in sub-request p + 1. Fusing gives the same top ``k`` as the
+    route statement orders them (:meth:`top`). ``transitions``: per row, the counts its ``transition`` list comes
+    from (None: no counts).
     """
 
     def __init__(
@@ -297,21 +291,29 @@ class CandidateTable:
         rows = []
         for i, lists in enumerate(all_lists):
             ranks = signal_ranks(lists, tools, depth, None if transitions is None else transitions[i])
-            cands = set().union(*ranks, lists.exact, tools.always_on)
-            rows.append((sorted(cands, key=tools.position.__getitem__), ranks, lists.exact))
+            parts = [signal_ranks(p, tools, depth)[: len(REQUEST_SIGNALS)] for p in lists.parts[:MAX_PARTS]]
+            cands = set().union(*ranks, *(r for p in parts for r in p), lists.exact, tools.always_on)
+            rows.append((sorted(cands, key=tools.position.__getitem__), ranks, parts, lists.exact))
         self.candidates = [r[0] for r in rows]
         n, width = len(rows), max([1, *(len(r[0]) for r in rows)])
+        n_parts = max([0, *(len(r[2]) for r in rows)])
         self.ranks = np.full((len(SIGNALS), n, width), np.inf)
+        self.part_ranks = np.full((n_parts, len(REQUEST_SIGNALS), n, width), np.inf)
         self.group = np.full((n, width), -1, dtype=np.int8)  # 2 always-on + 1 exact; -1 padding
         self.position = np.full((n, width), len(tools.ids), dtype=np.int64)
         self.gain = np.zeros((n, width))
         self.avoid = np.zeros((n, width))  # the fraction of the request's lexemes in the tool's avoid-when text
-        for i, ((cands, ranks, exact), j) in enumerate(zip(rows, judgements)):
+        for i, ((cands, ranks, parts, exact), j) in enumerate(zip(rows, judgements)):
             relevant = set(j.relevant)
+            column = {tool_id: c for c, tool_id in enumerate(cands)}
+            for s, signal in enumerate(ranks):
+                for tool_id, rank in signal.items():
+                    self.ranks[s, i, column[tool_id]] = rank
+            for p, part in enumerate(parts):
+                for s, signal in enumerate(part):
+                    for tool_id, rank in signal.items():
+                        self.part_ranks[p, s, i, column[tool_id]] = rank
             for c, tool_id in enumerate(cands):
-                for s, signal in enumerate(ranks):
-                    if tool_id in signal:
-                        self.ranks[s, i, c] = signal[tool_id]
                 self.group[i, c] = 2 * (tool_id in tools.always_on) + (tool_id in exact)
                 self.position[i, c] = tools.position[tool_id]
                 self.gain[i, c] = tool_id in relevant
@@ -323,7 +325,8 @@ class CandidateTable:
         """The same table restricted to ``rows`` (copied once, so repeated fusions skip the indexing)."""
         sub = object.__new__(CandidateTable)
         sub.candidates = [self.candidates[r] for r in rows]
-        sub.ranks, sub.group, sub.position = self.ranks[:, rows], self.group[rows], self.position[rows]
+        sub.ranks, sub.part_ranks = self.ranks[:, rows], self.part_ranks[:, :, rows]
+        sub.group, sub.position = self.group[rows], self.position[rows]
         sub.gain, sub.ideal, sub.avoid = self.gain[rows], self.ideal[rows], self.avoid[rows]
         return sub
 
@@ -331,7 +334,13 @@ class CandidateTable:
         """Per signal: whether any row has a rank in it (a weight on an empty signal changes nothing)."""
         return [bool(np.isfinite(self.ranks[s]).any()) for s in range(len(SIGNALS))]
 
-    def top(self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, avoid: float = DEFAULT_AVOID) -> np.ndarray:
+    def split(self) -> bool:
+        """Whether any row's request was split (the ``split`` weight changes nothing otherwise)."""
+        return bool(np.isfinite(self.part_ranks).any())
+
+    def top(
+        self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0, avoid: float = DEFAULT_AVOID
+    ) -> np.ndarray:
         """Column index of each row's top ``k`` (-1 where fewer candidates qualify); ``avoid``: the avoid-when
         penalty's weight."""
         score = np.zeros(self.group.shape)
@@ -340,6 +349,16 @@ class CandidateTable:
             if w > 0:
                 score += w / (k_rrf + self.ranks[s])  # same operations, same order as the SQL sum
                 present |= self.ranks[s] < np.inf
+        if split > 0 and len(self.part_ranks):
+            best = np.zeros(self.group.shape)
+            for part in self.part_ranks:
+                part_score = np.zeros(self.group.shape)
+                for s, w in enumerate(weights[: len(REQUEST_SIGNALS)]):
+                    if w > 0:
+                        part_score += w / (k_rrf + part[s])
+                        present |= part[s] < np.inf
+                best = np.maximum(best, part_score)
+            score = score + split * best
         if avoid > 0:
             score = score - avoid * score * self.avoid  # the statement's `avoided` part
         group = np.where(present, self.group, -1)
@@ -353,15 +372,17 @@ class CandidateTable:
         return np.where(np.take_along_axis(g, order, axis=1) >= 0, top, -1)
 
     def top_ids(
-        self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, avoid: float = DEFAULT_AVOID
+        self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0, avoid: float = DEFAULT_AVOID
     ) -> list[list[str]]:
         """The ids of each row's top ``k`` (what :meth:`top` points at)."""
-        top = self.top(weights, k_rrf, k, avoid)
+        top = self.top(weights, k_rrf, k, split, avoid)
         return [[cands[c] for c in cols if c >= 0] for cands, cols in zip(self.candidates, top)]
 
-    def ndcg(self, weights: Sequence[float], k_rrf: float, avoid: float = DEFAULT_AVOID) -> np.ndarray:
+    def ndcg(
+        self, weights: Sequence[float], k_rrf: float, split: float = 0.0, avoid: float = DEFAULT_AVOID
+    ) -> np.ndarray:
         """nDCG@10 of each row under the given fusion."""
-        top = self.top(weights, k_rrf, avoid=avoid)
+        top = self.top(weights, k_rrf, split=split, avoid=avoid)
         gain = np.where(top >= 0, np.take_along_axis(self.gain, np.maximum(top, 0), axis=1), 0.0)
         discount = 1 / np.log2(np.arange(2, top.shape[1] + 2))
         return (gain * discount).sum(axis=1) / self.ideal

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def _only(*signals: str) -> Fusion:
-    return Fusion(weights={s: 1.0 if s in signals else 0.0 for s in SIGNALS})
+    return Fusion(weights={s: 1.0 if s in signals else 0.0 for s in SIGNALS}, split=0.0)
 
 
 #: Built-in configs. ``default`` is route()'s fusion in a catalog never tuned; None (``tuned``) is the fusion the
@@ -130,7 +130,9 @@ def evaluate(
             if fusion is None:
                 result = store.route(text, k=k)
             else:
-                result = store.route(text, k=k, weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k))
+                options = dict(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k))
+                options["split"] = fusion.split
+                result = store.route(text, k=k, **options)
             latencies.append((time.perf_counter() - started) * 1000)
             per_query.append(score_query(result.ids, judgement))
         summary = aggregate(per_query)
@@ -197,7 +199,7 @@ def evaluate_sessions(
         fusion, with_context = SESSION_CONFIGS[name]
         options: dict[str, Any] = {"k": k}
         if fusion is not None:
-            options.update(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k))
+            options.update(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k), split=fusion.split)
         per_turn, latencies = [], []
         for session, i in _progress(turns_to_score, name, progress):
             started = time.perf_counter()

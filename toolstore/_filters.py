@@ -10,6 +10,7 @@ the route statement and raises SQLSTATE :data:`UNMATCHED_FILTER` naming every va
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ._errors import InvalidInputError
 from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, check_text
@@ -28,6 +29,13 @@ def filter_values(name: str, values: Sequence[str] | None) -> list[str] | None:
     if len(values) > MAX_FILTER_VALUES:
         raise InvalidInputError(f"{name} holds {len(values):,} values; the limit is {MAX_FILTER_VALUES:,}")
     return [check_text(v, f"{name} value", max_chars=MAX_ID_CHARS) for v in values]
+
+
+def filter_params(request: Any) -> dict[str, Any]:
+    """The route statement's filter parameters from a request's ``allow``, ``block``, ``categories``, ``providers``
+    and ``tags`` (each a list or None), and ``filtered``: whether any is given."""
+    filters = {name: getattr(request, name) for name in ("allow", "block", "categories", "providers", "tags")}
+    return {**filters, "filtered": any(v is not None for v in filters.values())}
 
 
 def unmatched_filter(exc: BaseException) -> InvalidInputError | None:

@@ -1,7 +1,8 @@
 """How retrievers are fused: the signals, their weights, the RRF constant, and the defaults.
 
-The fused score of a tool is ``sum_j w_j / (k_rrf + rank_j)`` over the signals that returned it. That sum is
-computed in one place per side: ``sql/route.sql`` (the ``fused`` part) for route(), and
+The fused score of a tool is ``sum_j w_j / (k_rrf + rank_j)`` over the signals that returned it for the request,
+plus ``split`` times the best such sum the tool gets in one sub-request of a compound request (``_split``). That
+score is computed in one place per side: ``sql/route.sql`` (the ``fused`` part) for route(), and
 :meth:`toolstore._candidates.CandidateTable.top` for tuning, which a test holds to the statement's results.
 
 Annotations here are evaluated (no ``from __future__ import annotations``): see ``_models``.
@@ -44,6 +45,9 @@ CONTEXT_MIX = 0.5
 CONTEXT_DECAY = 0.5
 #: User turns of a message list route() reads by default (the request and the turns before it).
 DEFAULT_TURNS = 4
+#: How much a tool's best fused score in one sub-request of a compound request adds to its fused score (0: requests
+#: are never split). Chosen on the train splits of seal_tools and metatool (README, Quality); ``tune`` learns it.
+DEFAULT_SPLIT = 1.0
 #: Avoid-when: a tool whose ``avoid_when`` text holds a fraction f of the request's lexemes loses ``avoid * f`` of its
 #: fused score (0 turns it off, 1 removes a tool whose avoid-when text holds the whole request). Relative, so it means
 #: the same under any weights and k_rrf. 0.5: a request wholly about a tool's avoid-when case halves its score, about
@@ -54,11 +58,13 @@ DEFAULT_AVOID = 0.5
 
 @dataclass(frozen=True)
 class Fusion:
-    """How retrievers are fused: weight per signal, the RRF constant and the over-fetch per retriever."""
+    """How retrievers are fused: weight per signal, the RRF constant, the over-fetch per retriever and the weight of
+    sub-requests (``split``)."""
 
     weights: Mapping[str, float]
     k_rrf: float = DEFAULT_K_RRF
     overfetch: int | None = None
+    split: float = DEFAULT_SPLIT
     avoid: float = DEFAULT_AVOID
 
     def depth(self, k: int) -> int:
@@ -66,7 +72,13 @@ class Fusion:
         return self.overfetch if self.overfetch is not None else max(4 * k, MIN_OVERFETCH)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"weights": dict(self.weights), "k_rrf": self.k_rrf, "overfetch": self.overfetch, "avoid": self.avoid}
+        return {
+            "weights": dict(self.weights),
+            "k_rrf": self.k_rrf,
+            "overfetch": self.overfetch,
+            "split": self.split,
+            "avoid": self.avoid,
+        }
 
 
 #: Every signal weighted 1.
@@ -102,8 +114,8 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
 
 
 def check_fusion(fusion: Fusion) -> Fusion:
-    """``fusion`` with its weights completed (:func:`check_weights`); InvalidInputError unless ``k_rrf`` and
-    ``overfetch`` are usable."""
+    """``fusion`` with its weights completed (:func:`check_weights`); InvalidInputError unless ``k_rrf``,
+    ``overfetch`` and ``split`` are usable."""
     k_rrf = fusion.k_rrf
     if isinstance(k_rrf, bool) or not isinstance(k_rrf, (int, float)) or not 0 <= k_rrf <= MAX_WEIGHT:
         raise InvalidInputError(f"k_rrf must be a finite number from 0 to {MAX_WEIGHT:g}, got {k_rrf!r}")
@@ -112,10 +124,13 @@ def check_fusion(fusion: Fusion) -> Fusion:
         isinstance(overfetch, bool) or not isinstance(overfetch, int) or not 1 <= overfetch <= MAX_OVERFETCH
     ):
         raise InvalidInputError(f"overfetch must be an integer from 1 to {MAX_OVERFETCH}, got {overfetch!r}")
+    split = fusion.split
+    if isinstance(split, bool) or not isinstance(split, (int, float)) or not 0 <= split <= MAX_WEIGHT:
+        raise InvalidInputError(f"split must be a finite number from 0 to {MAX_WEIGHT:g}, got {split!r}")
     avoid = fusion.avoid
     if isinstance(avoid, bool) or not isinstance(avoid, (int, float)) or not 0 <= avoid <= 1:
         raise InvalidInputError(f"avoid must be a number from 0 to 1, got {avoid!r}")
-    return replace(fusion, weights=check_weights(fusion.weights), avoid=float(avoid))
+    return replace(fusion, weights=check_weights(fusion.weights), split=float(split), avoid=float(avoid))
 
 
 def stored_fusion(settings: Mapping[str, Any]) -> Fusion:
@@ -127,5 +142,6 @@ def stored_fusion(settings: Mapping[str, Any]) -> Fusion:
         weights=check_weights(tuned.get("weights", {})),
         k_rrf=float(tuned.get("k_rrf", DEFAULT_K_RRF)),
         overfetch=tuned.get("overfetch"),
+        split=float(tuned.get("split", DEFAULT_SPLIT)),
         avoid=float(tuned.get("avoid", DEFAULT_AVOID)),
     )

@@ -31,10 +31,12 @@ class RoutedTool:
     """One routed tool: the tool, its fused RRF score and its rank in every signal.
 
     ``exact`` is True when the request names the tool's id or name verbatim; such tools rank first.
-    ``tokens`` is the tool's cost in the prompt (its OpenAI definition). ``anchor_boost``: the boosts of the
-    catalog's anchors whose pattern matched the request, added to the fused score (``anchors``: their ids);
-    ``avoid_penalty``: what the request's overlap with the tool's avoid-when text took off it (``score`` is after
-    both).
+    ``tokens`` is the tool's cost in the prompt (its OpenAI definition). For a compound request, ``part`` is the
+    sub-request (1-based, in ``RouteResult.sub_requests``) where the tool's fused score was highest, ``part_score``
+    that score (``split`` times it is added to ``score``); None for a request that was not split.
+    ``anchor_boost``: the boosts of the catalog's anchors whose pattern matched the request, added to the fused
+    score (``anchors``: their ids); ``avoid_penalty``: what the request's overlap with the tool's avoid-when text
+    took off it (``score`` is after both).
     """
 
     tool: Tool
@@ -43,6 +45,8 @@ class RoutedTool:
     always_on: bool = False
     exact: bool = False
     tokens: int = 0
+    part: int | None = None
+    part_score: float | None = None
     anchor_boost: float = 0.0
     anchors: tuple[int, ...] = ()
     avoid_penalty: float = 0.0
@@ -53,7 +57,8 @@ class RouteResult:
     """What ``ToolStore.route`` returns: packed tools in order, and what was left out.
 
     ``session``: the session whose calls were looked back on; ``unresolved``: names of tool calls in the messages
-    that matched no tool of the catalog (or more than one), so they were not looked back on.
+    that matched no tool of the catalog (or more than one), so they were not looked back on; ``sub_requests``: the
+    clauses of a compound request, each retrieved on its own (empty when the request was not split).
     """
 
     query: str
@@ -65,6 +70,7 @@ class RouteResult:
     degraded_reason: str | None = None
     session: str | None = None
     unresolved: list[str] = field(default_factory=list)
+    sub_requests: list[str] = field(default_factory=list)
 
     def __iter__(self) -> Iterator[RoutedTool]:
         return iter(self.tools)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ._embedders.base import Embedder
 from ._errors import DatabaseError, InvalidInputError, ModelMismatchError
-from ._filters import filter_values
+from ._filters import filter_params, filter_values
 from ._fusion import (
     CONTEXT_DECAY,
     CONTEXT_MIX,
@@ -42,6 +42,7 @@ from ._models import CatalogInfo
 from ._packing import pack, tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._rows import tool_from_row
+from ._split import split_request
 from ._text import query_identifiers, query_text
 
 #: SQLSTATE that ``route_catalog()`` (migration 0007) raises when the catalog changed since its row was read.
@@ -100,6 +101,7 @@ class RouteRequest:
     """One validated route() call. Its conversation: ``session`` (whose logged calls the statement reads), the
     earlier turns' text (oldest first), the names of the tool calls in the messages (oldest first; looked back on
     only without a session) and, once resolved (:func:`with_calls`), their tool ids and the names that matched none.
+    ``parts``: the request's sub-requests (``_split``; none when it is one action or ``fusion.split`` is 0).
     """
 
     query: str
@@ -114,13 +116,9 @@ class RouteRequest:
     call_names: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
     providers: list[str] | None = None
     tags: list[str] | None = None
-
-    @property
-    def filtered(self) -> bool:
-        """Whether any filter is given (``_filters``)."""
-        return any(f is not None for f in (self.allow, self.block, self.categories, self.providers, self.tags))
 
 
 def conversation(
@@ -177,9 +175,10 @@ def route_request(
     query_text(query)  # validates the text before any embedding work
     for i, text in enumerate(earlier):
         query_text(text, f"earlier turn #{i + 1}")
+    fusion = check_fusion(fusion)
     return RouteRequest(
         query=query,
-        fusion=check_fusion(fusion),
+        fusion=fusion,
         k=k,
         token_budget=token_budget,
         allow=filter_values("allow", allow),
@@ -188,6 +187,7 @@ def route_request(
         session=None if session is None else check_session(session),
         earlier=tuple(earlier),
         call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
+        parts=split_request(query) if fusion.split > 0 else (),
         providers=filter_values("providers", providers),
         tags=filter_values("tags", tags),
     )
@@ -213,6 +213,7 @@ def prepare_route(
     weights: Mapping[str, float] | None = None,
     k_rrf: float | None = None,
     overfetch: int | None = None,
+    split: float | None = None,
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
@@ -221,7 +222,7 @@ def prepare_route(
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
     validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query)."""
-    fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch)
+    fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split)
     text, earlier, names = conversation(query, messages, session, turns)
     request = route_request(
         text,
@@ -246,6 +247,7 @@ def override(
     weights: Mapping[str, float] | None = None,
     k_rrf: float | None = None,
     overfetch: int | None = None,
+    split: float | None = None,
 ) -> Fusion:
     """``fusion`` with the given parts replaced (None keeps a part)."""
     return replace(
@@ -253,6 +255,7 @@ def override(
         weights=fusion.weights if weights is None else check_weights(weights),
         k_rrf=fusion.k_rrf if k_rrf is None else k_rrf,
         overfetch=fusion.overfetch if overfetch is None else overfetch,
+        split=fusion.split if split is None else split,
     )
 
 
@@ -295,20 +298,26 @@ def context_vector(qvec: np.ndarray, earlier: Sequence[np.ndarray]) -> np.ndarra
 
 
 def statement_params(
-    info: CatalogInfo, request: RouteRequest, qvec: np.ndarray | None, cvec: np.ndarray | None = None
+    info: CatalogInfo,
+    request: RouteRequest,
+    qvec: np.ndarray | None,
+    cvec: np.ndarray | None = None,
+    part_vecs: Sequence[np.ndarray | None] = (),
 ) -> dict[str, Any]:
-    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql)."""
+    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql);
+    ``part_vecs``: the sub-requests' vectors, aligned with ``request.parts`` (none: lexical retrieval for them)."""
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
-    filtered = request.filtered
+    filters = filter_params(request)
     return {
         "catalog": info.id,
         "version": info.version,
         "dim": info.embed_dim,
-        "query_text": query_text(request.query),
+        "part_texts": [query_text(text) for text in (request.query, *request.parts)],
+        "part_vecs": [qvec, *part_vecs] if qvec is not None else None,
+        "w_split": fusion.split if request.parts else 0.0,
         "identifiers": query_identifiers(request.query),
-        "qvec": qvec,
         "n": n,
         "n_examples": n * EXAMPLES_PER_CANDIDATE,
         "per_tool": NEIGHBOURS_PER_TOOL,
@@ -329,16 +338,11 @@ def statement_params(
         "w_recent": w["recent"],
         "w_transition": w["transition"],
         "w_context": w["context"] if cvec is not None else 0.0,
-        "allow": request.allow,
-        "block": request.block,
-        "categories": request.categories,
-        "filtered": filtered,
-        "providers": request.providers,
-        "tags": request.tags,
+        **filters,
         "request": request.query,
         "w_avoid": fusion.avoid,
         # A filter may keep few of a term's postings, and those need not be among its highest-impact ones.
-        "lexical_cap": None if filtered else LEXICAL_CAP,
+        "lexical_cap": None if filters["filtered"] else LEXICAL_CAP,
         "rescore": RESCORE_FACTOR * n,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
         "limit": n if request.token_budget is not None else request.k,
@@ -366,6 +370,7 @@ def route_result(
         degraded_reason=degraded_reason or None,
         session=request.session,
         unresolved=list(request.unresolved),
+        sub_requests=list(request.parts),
     )
 
 
@@ -387,6 +392,8 @@ def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
         signals=signals,
         always_on=row["always_on"],
         exact=row["exact"],
+        part=row["part"],
+        part_score=None if row["part_score"] is None else float(row["part_score"]),
         anchor_boost=float(row["anchor_boost"] or 0.0),
         anchors=tuple(row["anchor_ids"] or ()),
         avoid_penalty=float(row["avoid_penalty"] or 0.0),

@@ -147,19 +147,23 @@ def _route_once(
     with RouteTrace(info.name, request.query, request.k) as trace:
         qvec: np.ndarray | None = None
         cvec: np.ndarray | None = None
+        part_vecs: list[np.ndarray] = []
         if reason is None and embedder is not None:
             try:
                 with trace.stage("embed"):
                     qvec = yield Embed(request.query)
+                    part_vecs = []
+                    for text in request.parts:
+                        part_vecs.append((yield Embed(text)))
                     earlier = []
                     for text in context_texts(request):
                         earlier.append((yield Embed(text)))
                     cvec = context_vector(qvec, earlier)
             except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                qvec, reason = None, embedder_failed(exc)
+                qvec, cvec, part_vecs, reason = None, None, [], embedder_failed(exc)
         with trace.stage("statement"):
             try:
-                rows = yield Fetch("route", statement_params(info, request, qvec, cvec))
+                rows = yield Fetch("route", statement_params(info, request, qvec, cvec, part_vecs))
             except Exception as exc:  # a filter value that matches no tool: bad input, not a database failure
                 bad = unmatched_filter(exc)
                 if bad is None:

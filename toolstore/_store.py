@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -17,7 +18,7 @@ from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, UnknownCatalogError, UnknownToolError
-from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_TURNS, Fusion, check_fusion, check_weights
+from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
@@ -153,11 +154,13 @@ class ToolStore:
         weights: Mapping[str, float],
         k_rrf: float = DEFAULT_K_RRF,
         overfetch: int | None = None,
+        split: float = DEFAULT_SPLIT,
         avoid: float = DEFAULT_AVOID,
     ) -> None:
         """Store fusion settings in the catalog (``avoid``: the avoid-when penalty's weight, 0 to 1); route() uses
         them when not given weights explicitly."""
-        fusion = check_fusion(Fusion(check_weights(weights), k_rrf=float(k_rrf), overfetch=overfetch, avoid=avoid))
+        fusion = Fusion(weights=check_weights(weights), k_rrf=float(k_rrf), overfetch=overfetch, split=split)
+        fusion = check_fusion(replace(fusion, avoid=avoid))
         self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
 
     def reembed(self, embedder: Embedder) -> dict[str, Any]:
@@ -303,6 +306,7 @@ class ToolStore:
         weights: Mapping[str, float] | None = None,
         k_rrf: float | None = None,
         overfetch: int | None = None,
+        split: float | None = None,
         allow: Sequence[str] | None = None,
         block: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
@@ -316,17 +320,18 @@ class ToolStore:
         dicts or SDK objects), whose last ``turns`` turns are read: earlier turns' text feeds ``context``, and their
         tool calls (resolved by id or name; ``result.unresolved`` lists those that match nothing) feed ``recent``
         and ``transition``. With ``session``, those calls come from the session's log instead (see
-        :meth:`record_calls`). ``weights`` (per signal of ``SIGNALS``; 0 switches one off), ``k_rrf`` and
-        ``overfetch`` override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id (``*`` and ``?``
-        are wildcards: ``"slack.*"``), ``categories``, ``providers`` and ``tags`` keep tools with any of the given
-        values; an allow pattern, category, provider or tag that matches no tool of the catalog is an
-        InvalidInputError naming it. The catalog's anchors and its tools' avoid-when text adjust the fused scores.
+        :meth:`record_calls`). A compound request ("find the failed charges, file a ticket and tell the team") is
+        also retrieved clause by clause (``result.sub_requests``), and a tool's best fused score in one clause,
+        times ``split``, is added to its score, so every action's tools make the top k. ``weights`` (per signal of
+        ``SIGNALS``; 0 switches one off), ``k_rrf``, ``overfetch`` and ``split`` (0: never split) override the
+        catalog's tuned fusion. ``allow``/``block`` restrict by tool id (``*`` and ``?`` are wildcards:
+        ``"slack.*"``), ``categories``, ``providers`` and ``tags`` keep tools with any of the given values; an allow
+        pattern, category, provider or tag that matches no tool of the catalog is an InvalidInputError naming it.
+        The catalog's anchors and its tools' avoid-when text adjust the fused scores.
         """
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
-        options |= dict(
-            weights=weights, k_rrf=k_rrf, overfetch=overfetch, allow=allow, block=block, categories=categories
-        )
-        options |= dict(providers=providers, tags=tags)
+        options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
+        options |= dict(categories=categories, providers=providers, tags=tags)
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
             return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))

@@ -18,17 +18,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._candidates import CandidateTable, Probe, Transitions, avoid_fractions, fetch_lists, load_tool_index
+from ._candidates import CandidateTable, Probe, ToolIndex, Transitions, fetch_lists, load_tool_index
 from ._errors import InvalidInputError
 from ._eval import check_queries, check_sessions
 from ._fusion import DEFAULT_AVOID, DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
 from ._metrics import CUTOFF, Judgement, LabelledSession
+from ._sql import query
+from ._text import query_text
 
 if TYPE_CHECKING:
     from ._store import ToolStore
 
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 K_RRF_GRID = (5.0, 15.0, 30.0, 60.0, 100.0)
+SPLIT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 #: The avoid-when penalty's weights tried once the others are fit (only where tools have avoid-when text).
 AVOID_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 MAX_ROUNDS = 6
@@ -93,49 +96,73 @@ class TuneReport:
         }
 
 
+def avoid_fractions(store: ToolStore, probes: Sequence[Probe], tools: ToolIndex) -> list[dict[str, float]]:
+    """Per request, the fraction of its lexemes in each tool's avoid-when text (tools with none left out), as the
+    route statement's ``avoided`` part counts them; empty dicts when no tool has avoid-when text."""
+    if not tools.avoid:
+        return [{} for _ in probes]
+    texts = [query_text(p.query) for p in probes]
+    with store.connection() as conn:
+        rows = conn.execute(query("eval_request_lexemes"), {"texts": texts}).fetchall()
+    out = []
+    for (lexemes,) in rows:
+        terms = set(lexemes)
+        out.append({t: len(terms & a) / len(terms) for t, a in tools.avoid.items() if terms & a})
+    return out
+
+
 def _fit(table: CandidateTable, rows: np.ndarray) -> tuple[Fusion, float]:
-    """Coordinate ascent over :data:`WEIGHT_GRID` and :data:`K_RRF_GRID` from several starts (the default fusion
-    and the :data:`STRONG_STARTS` best retrievers alone): the best fusion on ``rows`` and its mean nDCG."""
-    memo: dict[tuple[tuple[float, ...], float], float] = {}
+    """Coordinate ascent over :data:`WEIGHT_GRID`, :data:`K_RRF_GRID` and (when some request was split)
+    :data:`SPLIT_GRID` from several starts (the default fusion and the :data:`STRONG_STARTS` best retrievers alone):
+    the best fusion on ``rows`` and its mean nDCG."""
+    Point = tuple[tuple[float, ...], float, float]  # weights, k_rrf, split
+    memo: dict[Point, float] = {}
     table = table.subset(rows)
 
-    def score(weights: tuple[float, ...], k_rrf: float) -> float:
-        if (weights, k_rrf) not in memo:
+    def score(point: Point) -> float:
+        if point not in memo:
+            weights, k_rrf, split = point
             on = any(weights[: len(REQUEST_SIGNALS)])  # check_weights refuses a fusion without a request retriever
-            memo[weights, k_rrf] = float(table.ndcg(weights, k_rrf).mean()) if on else -1.0
-        return memo[weights, k_rrf]
+            memo[point] = float(table.ndcg(weights, k_rrf, split).mean()) if on else -1.0
+        return memo[point]
+
+    def moves(point: Point, axis: int) -> list[Point]:
+        weights, k_rrf, split = point
+        if axis < len(SIGNALS):
+            return [(weights[:axis] + (v,) + weights[axis + 1 :], k_rrf, split) for v in WEIGHT_GRID]
+        if axis == len(SIGNALS):
+            return [(weights, v, split) for v in K_RRF_GRID]
+        return [(weights, k_rrf, v) for v in SPLIT_GRID]
 
     active = table.active()  # a weight on a signal with no ranks changes nothing: it keeps its default
     axes = [a for a in range(len(SIGNALS)) if active[a]] + [len(SIGNALS)]
+    if table.split():
+        axes.append(len(SIGNALS) + 1)
+    split = DEFAULT_FUSION.split
     alone = [tuple(4.0 * (s == one) for s in SIGNALS) for one in SIGNALS if active[SIGNALS.index(one)]]
-    strong = sorted(alone, key=lambda w: -score(w, DEFAULT_K_RRF))[:STRONG_STARTS]
+    strong = sorted(alone, key=lambda w: -score((w, DEFAULT_K_RRF, split)))[:STRONG_STARTS]
     found = []
     default = tuple(DEFAULT_FUSION.weights[s] for s in SIGNALS)
     for start in [default, *(tuple(w if active[i] else default[i] for i, w in enumerate(x)) for x in strong)]:
-        best = (start, DEFAULT_K_RRF)
-        best_score = score(*best)
+        best: Point = (start, DEFAULT_K_RRF, split)
+        best_score = score(best)
         for _ in range(MAX_ROUNDS):
             before = best
             for axis in axes:
-                for value in WEIGHT_GRID if axis < len(SIGNALS) else K_RRF_GRID:
-                    w, kr = best
-                    if axis < len(SIGNALS):
-                        w = w[:axis] + (value,) + w[axis + 1 :]
-                    else:
-                        kr = value
-                    if score(w, kr) > best_score + 1e-12:
-                        best, best_score = (w, kr), score(w, kr)
+                for point in moves(best, axis):
+                    if score(point) > best_score + 1e-12:
+                        best, best_score = point, score(point)
             if best == before:
                 break
         found.append((best_score, best))
-    best_score, (weights, k_rrf) = max(found, key=lambda f: f[0])  # first start wins ties
+    best_score, (weights, k_rrf, split) = max(found, key=lambda f: f[0])  # first start wins ties
     avoid = DEFAULT_AVOID
     if table.avoid.any():  # then the avoid-when weight, the default winning ties
         for value in AVOID_GRID:
-            trial = float(table.ndcg(weights, k_rrf, value).mean())
+            trial = float(table.ndcg(weights, k_rrf, split, value).mean())
             if trial > best_score + 1e-12:
                 avoid, best_score = value, trial
-    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf, avoid=avoid), best_score
+    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf, split=split, avoid=avoid), best_score
 
 
 def _folds(n: int, folds: int, seed: int) -> np.ndarray:
@@ -218,16 +245,21 @@ def tune(
         fusion, _ = _fit(fold_table, np.flatnonzero(fold != f))
         fold_fusions.append(fusion)
         test = np.flatnonzero(fold == f)
-        held_tuned[test] = fold_table.subset(test).ndcg(
-            [fusion.weights[s] for s in SIGNALS], fusion.k_rrf, fusion.avoid
-        )
-        held_default[test] = fold_table.subset(test).ndcg(default, DEFAULT_FUSION.k_rrf)
+        weights = [fusion.weights[s] for s in SIGNALS]
+        held_tuned[test] = fold_table.subset(test).ndcg(weights, fusion.k_rrf, fusion.split, fusion.avoid)
+        held_default[test] = fold_table.subset(test).ndcg(default, DEFAULT_FUSION.k_rrf, DEFAULT_FUSION.split)
     tuned, train = _fit(shared or table(Transitions.of(calls)), np.arange(len(probes)))
     cv_tuned, cv_default = float(held_tuned.mean()), float(held_default.mean())
     fell_back = not cv_tuned > cv_default
     chosen = DEFAULT_FUSION if fell_back else tuned
     if save:
-        store.set_fusion(weights=chosen.weights, k_rrf=chosen.k_rrf, overfetch=chosen.overfetch, avoid=chosen.avoid)
+        store.set_fusion(
+            weights=chosen.weights,
+            k_rrf=chosen.k_rrf,
+            overfetch=chosen.overfetch,
+            split=chosen.split,
+            avoid=chosen.avoid,
+        )
     return TuneReport(
         fusion=chosen,
         tuned=tuned,

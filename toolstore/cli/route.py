@@ -46,6 +46,7 @@ def result_json(result: RouteResult) -> dict[str, Any]:
             "exact": r.exact,
             "tokens": r.tokens,
             "signals": {s: getattr(r.signals, s) for s in SIGNALS},
+            **({"part": r.part} if r.part is not None else {}),
             **({"http": http} if (http := _formats.http_endpoint(r.tool)) else {}),
         }
 
@@ -60,6 +61,7 @@ def result_json(result: RouteResult) -> dict[str, Any]:
         "degraded_reason": result.degraded_reason,
         "session": result.session,
         "unresolved": result.unresolved,
+        "sub_requests": result.sub_requests,
     }
 
 
@@ -69,6 +71,8 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         click.echo(f"note: {result.degraded_reason}")
     if result.unresolved:
         click.echo(f"note: tool calls that match no tool: {', '.join(result.unresolved)}")
+    if explain and result.sub_requests:
+        click.echo("sub-requests: " + " | ".join(f"{i}. {t}" for i, t in enumerate(result.sub_requests, 1)))
     head = f"{'#':>2}  {'tool':<40} {'score':>7}"
     if explain:
         head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
@@ -77,6 +81,7 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         line = f"{'*' if r.always_on else i:>2}  {r.tool.id[:40]:<40} {r.score:7.4f}"
         if explain:
             line += "  " + " ".join(f"{getattr(r.signals, s) or '-':>5}" for s in SIGNALS)
+            line += f"  part {r.part}" if r.part is not None else ""
         click.echo(line)
     for r in result.skipped:
         click.echo(f"    skipped (does not fit the budget): {r.tool.id} ({r.tokens} tokens)")
@@ -109,6 +114,12 @@ def read_messages_file(path: Path) -> Any:
 )
 @click.option("--explain", is_flag=True, help="Show each signal's rank per tool in the table.")
 @click.option("--weights", help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1")
+@click.option(
+    "--split",
+    type=float,
+    help="Weight of a compound request's sub-requests (each clause retrieved on its own); 0: never split. "
+    "Default: the catalog's tuned value.",
+)
 @click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")
 @click.option("--allow", multiple=True, help="Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).")
 @click.option("--block", multiple=True, help="Never these tool ids; * and ? are wildcards (repeatable).")
@@ -132,6 +143,7 @@ def route(
     fmt: str | None,
     explain: bool,
     weights: str | None,
+    split: float | None,
     categories: tuple[str, ...],
     allow: tuple[str, ...],
     block: tuple[str, ...],
@@ -154,6 +166,7 @@ def route(
             k=k,
             token_budget=budget,
             weights=parse_weights(weights),
+            split=split,
             categories=list(categories) or None,
             allow=list(allow) or None,
             block=list(block) or None,
