@@ -1,4 +1,4 @@
--- The route statement before issue 11's controls (commit 9600969: no filter CTEs, anchors or avoid-when penalty),
+-- The route statement without issue 11's controls (main at 3b546f3: no filter CTEs, anchors or avoid-when penalty),
 -- with knn() called the 0008 way (no filter: the same unfiltered HNSW statement as before). Unfiltered requests only.
 -- Run: python bench/route.py --sizes 10000 --requests 200 --no-import --variants bench/before_controls.sql
 
@@ -14,9 +14,20 @@ fields (field, weight) as (
            (2::smallint, %(w_description)s::float8),
            (3::smallint, %(w_expansion)s::float8)
 ),
+-- Part 0 is the request, parts 1, 2, ... its sub-requests (the clauses of a compound request, _split.py). Each part
+-- is retrieved alone by the five request retrievers; postings are read once for all parts' terms.
+parts as (
+    select (u.nth - 1)::integer as part, u.text, u.qvec
+    from unnest(%(part_texts)s::text[], %(part_vecs)s::vector[]) with ordinality as u (text, qvec, nth)
+    where u.text is not null
+),
+part_terms as (
+    select distinct p.part, lexeme
+    from parts p
+    cross join lateral unnest(tsvector_to_array(to_tsvector('english'::regconfig, p.text))) as lexeme
+),
 terms as (
-    select distinct lexeme
-    from unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(query_text)s::text))) as lexeme
+    select distinct lexeme from part_terms
 ),
 stats as (
     select s.field, s.n::float8 as n, s.total_len::float8 / greatest(s.n, 1) as avgdl
@@ -34,7 +45,7 @@ qterms as (
     where f.weight > 0
 ),
 hits as (
-    select t.field, p.tool_pk, p.dl, t.cut, bm25_term(p.tf, p.dl, t.df, t.n, t.avgdl) as score
+    select t.field, t.lexeme, p.tool_pk, p.dl, t.cut, bm25_term(p.tf, p.dl, t.df, t.n, t.avgdl) as score
     from qterms t
     cross join lateral (
         select p.tool_pk, p.tf, p.dl
@@ -45,33 +56,37 @@ hits as (
     ) p
 ),
 sums as (
-    select h.field, h.tool_pk, max(h.dl) as dl, sum(h.score) as score,
+    select pt.part, h.field, h.tool_pk, max(h.dl) as dl, sum(h.score) as score,
            coalesce(sum(h.score) filter (where not h.cut), 0) as whole
     from hits h
-    group by h.field, h.tool_pk
+    join part_terms pt on pt.lexeme = h.lexeme
+    group by pt.part, h.field, h.tool_pk
 ),
 bm25 as (
     -- every posting read: the sums are the scores
-    select s.field, s.tool_pk, round(s.score * 1e9) as score
+    select s.part, s.field, s.tool_pk, round(s.score * 1e9) as score
     from sums s
     where not exists (select 1 from qterms where cut)
     union all
     -- else the `rescore` best partial sums per field get their cut terms from the tool's own document: exact scores
-    select c.field, c.tool_pk,
+    select c.part, c.field, c.tool_pk,
            round((c.whole + coalesce((
                select sum(bm25_term(coalesce(array_length(u.positions, 1), 1), c.dl, t.df, t.n, t.avgdl))
                from qterms t
+               join part_terms pt on pt.part = c.part and pt.lexeme = t.lexeme
                cross join lateral unnest(case c.field when 1 then d.name_tsv
                                                       when 2 then d.description_tsv
                                                       else d.expansion_tsv end) u
                where t.field = c.field and t.cut and u.lexeme = t.lexeme), 0)) * 1e9) as score
-    from (select s.*, row_number() over (partition by s.field order by s.score desc, s.tool_pk) as nth from sums s) c
+    from (select s.*, row_number() over (partition by s.part, s.field order by s.score desc, s.tool_pk) as nth
+          from sums s) c
     join tools d on d.catalog_id = %(catalog)s and d.pk = c.tool_pk
     where exists (select 1 from qterms where cut) and c.nth <= %(rescore)s
 ),
 -- Rank with ties first (no join), then break ties by id only for the few rows that can make the cut.
 coarse as (
-    select b.field, b.tool_pk, b.score, rank() over (partition by b.field order by b.score desc) as coarse_rank
+    select b.part, b.field, b.tool_pk, b.score,
+           rank() over (partition by b.part, b.field order by b.score desc) as coarse_rank
     from bm25 b
     where not %(filtered)s::boolean
        or exists (select 1 from tools t
@@ -81,35 +96,37 @@ coarse as (
                     and (%(categories)s::text[] is null or t.categories && %(categories)s::text[]))
 ),
 lexical as (
-    select c.field as signal, c.tool_pk,
-           row_number() over (partition by c.field order by c.score desc, t.id) as rank
+    select c.part, c.field as signal, c.tool_pk,
+           row_number() over (partition by c.part, c.field order by c.score desc, t.id) as rank
     from coarse c
     join tools t on t.catalog_id = %(catalog)s and t.pk = c.tool_pk
     where c.coarse_rank <= %(n)s
 ),
 dense as (
-    select 4::smallint as signal, v.tool_pk,
-           row_number() over (order by v.distance, t.id) as rank
-    from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s,
-             null, null) v
+    select p.part, 4::smallint as signal, v.tool_pk,
+           row_number() over (partition by p.part order by v.distance, t.id) as rank
+    from parts p
+    cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s,
+                           null, null) v
     join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
     where %(w_dense)s::float8 > 0
 ),
 neighbours as (
-    select e.tool_pk, e.distance,
-           row_number() over (partition by e.tool_pk order by e.distance) as nth
-    from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s,
-             null, null) e
+    select p.part, e.tool_pk, e.distance,
+           row_number() over (partition by p.part, e.tool_pk order by e.distance) as nth
+    from parts p
+    cross join lateral knn('intent_examples', %(catalog)s, %(dim)s, p.qvec, %(n_examples)s,
+                           null, null) e
     where %(w_intent)s::float8 > 0
 ),
 intent as (
-    select 5::smallint as signal, s.tool_pk,
-           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
+    select s.part, 5::smallint as signal, s.tool_pk,
+           row_number() over (partition by s.part order by round(s.score * 1e9) desc, t.id) as rank
     from (
-        select tool_pk, sum(1 - distance) as score
+        select part, tool_pk, sum(1 - distance) as score
         from neighbours
         where nth <= %(per_tool)s
-        group by tool_pk
+        group by part, tool_pk
     ) s
     join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
@@ -181,20 +198,21 @@ context as (
     join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
 signals as (
-    select signal, tool_pk, rank from lexical where rank <= %(n)s
+    select part, signal, tool_pk, rank from lexical where rank <= %(n)s
     union all
-    select signal, tool_pk, rank from dense
+    select part, signal, tool_pk, rank from dense
     union all
-    select signal, tool_pk, rank from intent where rank <= %(n)s
+    select part, signal, tool_pk, rank from intent where rank <= %(n)s
     union all
-    select signal, tool_pk, rank from recent where rank <= %(n)s
+    select 0, signal, tool_pk, rank from recent where rank <= %(n)s
     union all
-    select signal, tool_pk, rank from transition where rank <= %(n)s
+    select 0, signal, tool_pk, rank from transition where rank <= %(n)s
     union all
-    select signal, tool_pk, rank from context where rank <= %(n)s
+    select 0, signal, tool_pk, rank from context where rank <= %(n)s
 ),
-fused as (
-    select s.tool_pk,
+-- Each part's weighted RRF sum per tool, with the tool's rank in each signal of the request (part 0) ...
+part_fused as (
+    select s.part, s.tool_pk,
            sum(case s.signal
                    when 1 then %(w_name)s::float8
                    when 2 then %(w_description)s::float8
@@ -214,7 +232,26 @@ fused as (
            min(s.rank) filter (where s.signal = 7) as rank_transition,
            min(s.rank) filter (where s.signal = 8) as rank_context
     from signals s
-    group by s.tool_pk
+    group by s.part, s.tool_pk
+),
+-- ... and the fused score: the request's sum plus w_split times the tool's best sum in one sub-request (`part`:
+-- which one, for explain), so each clause of a compound request gets its best tools near the top.
+fused as (
+    select f.tool_pk,
+           coalesce(max(f.score) filter (where f.part = 0), 0)
+               + %(w_split)s::float8 * coalesce(max(f.score) filter (where f.part > 0), 0) as score,
+           max(f.rank_name) filter (where f.part = 0) as rank_name,
+           max(f.rank_description) filter (where f.part = 0) as rank_description,
+           max(f.rank_expansion) filter (where f.part = 0) as rank_expansion,
+           max(f.rank_dense) filter (where f.part = 0) as rank_dense,
+           max(f.rank_intent) filter (where f.part = 0) as rank_intent,
+           max(f.rank_recent) filter (where f.part = 0) as rank_recent,
+           max(f.rank_transition) filter (where f.part = 0) as rank_transition,
+           max(f.rank_context) filter (where f.part = 0) as rank_context,
+           (array_agg(f.part order by f.score desc, f.part) filter (where f.part > 0))[1] as part,
+           max(f.score) filter (where f.part > 0) as part_score
+    from part_fused f
+    group by f.tool_pk
 ),
 exact as (
     select t.pk as tool_pk
@@ -236,11 +273,11 @@ top as (
 picked as (
     select * from top
     union all
-    select e.tool_pk, 0.0::float8, null, null, null, null, null, null, null, null, true
+    select e.tool_pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null, true
     from exact e
     where e.tool_pk not in (select tool_pk from top)
     union all
-    select t.pk, 0.0::float8, null, null, null, null, null, null, null, null, false
+    select t.pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null, false
     from tools t
     where t.catalog_id = %(catalog)s and t.always_on
       and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
@@ -249,7 +286,7 @@ picked as (
 select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
        t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
-       p.rank_transition, p.rank_context, p.exact
+       p.rank_transition, p.rank_context, p.part, p.part_score, p.exact
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
 where (select ok from checked)
