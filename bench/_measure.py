@@ -148,3 +148,31 @@ def bench_import(admin: str, embedder: Embedder, n: int = 10_000) -> dict[str, f
         conn.execute("drop database if exists bench_import with (force)")
     out["local_model_vs_model_alone"] = out["upsert_local_model_s"] / out["model_alone_s"]
     return out
+
+
+def bench_coverage(store: ToolStore, texts: Sequence[str]) -> dict[str, Any]:
+    """route() with the catalog's ``split`` (compound requests retrieved clause by clause) and with ``split=0``, on
+    the same requests, interleaved in alternating order, each call with route()'s query-vector cache emptied first
+    (so a split request embeds its clauses, as a new request would)."""
+    vectors = store._query_vectors  # bench only: empty the in-process cache before each timed call
+
+    def cold(i: int, split: float | None) -> Any:
+        vectors._lru.clear()
+        return store.route(texts[i], split=split)
+
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    split_rows, parts = [], []
+    for i in range(len(texts)):
+        order = [("on", None), ("off", 0.0)] if i % 2 else [("off", 0.0), ("on", None)]
+        for name, split in order:
+            elapsed, result = timed(cold, i, split)
+            times[name].append(elapsed)
+            if name == "on" and result.sub_requests:
+                split_rows.append(i)
+                parts.append(len(result.sub_requests))
+    out: dict[str, Any] = {f"route_{k}": stats_ms(v) for k, v in times.items()}
+    out["split_share"] = len(split_rows) / max(1, len(texts))
+    out["parts_mean"] = statistics.fmean(parts) if parts else 0.0
+    for name in times:
+        out[f"split_only_{name}"] = stats_ms([times[name][i] for i in split_rows]) if split_rows else None
+    return out

@@ -62,6 +62,24 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
             "  log: calls / transition rows",
             lambda r: f"{r['sessions']['logged_calls']:,} / {r['sessions']['transition_rows']:,}",
         ),
+        (
+            "route() p50 / p95 ms, coverage on vs off (cold query vectors)",
+            lambda r: (
+                f"{r['coverage']['route_on']['p50']:.1f} / {r['coverage']['route_on']['p95']:.1f} vs "
+                f"{r['coverage']['route_off']['p50']:.1f} / {r['coverage']['route_off']['p95']:.1f}"
+            ),
+        ),
+        (
+            "  requests split, clauses each; their p50 on vs off",
+            lambda r: (
+                f"{r['coverage']['split_share']:.0%}, {r['coverage']['parts_mean']:.1f}; "
+                + (
+                    f"{r['coverage']['split_only_on']['p50']:.1f} vs {r['coverage']['split_only_off']['p50']:.1f}"
+                    if r["coverage"]["split_only_on"]
+                    else "-"
+                )
+            ),
+        ),
         ("postings rows / touched per query", lambda r: f"{r['postings_rows']} / {r['postings_touched_mean']:.0f}"),
     ]
     for name in results[0]["variants"] if results else []:

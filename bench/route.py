@@ -20,6 +20,7 @@ import os
 import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from _harness import (
     timed,
 )
 from _inprocess import Reference
-from _measure import bench_import, bench_sessions, explain_profile, lexical_overlap
+from _measure import bench_coverage, bench_import, bench_sessions, explain_profile, lexical_overlap
 from _report import table, targets
 
 from toolstore import Embedder, HashingEmbedder, LocalEmbedder, ToolStore
@@ -98,7 +99,9 @@ def bench_size(
     qvecs = embedder.embed_many(texts)
     with ToolStore(dsn, embedder=embedder, catalog="bench", pool_size=CLIENTS) as store:
         info = store.info()
-        fusion = stored_fusion(info.settings)
+        # the in-process reference fuses the request alone: compare the statement without sub-requests (coverage
+        # on and off are compared through route() below, bench_coverage)
+        fusion = replace(stored_fusion(info.settings), split=0.0)
         params = [statement_params(info, route_request(t, fusion, k=8), v) for t, v in zip(texts, qvecs)]
         with store.pool.connection() as conn:
             lexemes = [
@@ -191,6 +194,8 @@ def bench_size(
 
         log(f"{n}: route() with a session vs without")
         session_out = bench_sessions(store, dsn, texts, qvecs, cat)
+        log(f"{n}: route() with coverage (sub-requests) on and off")
+        coverage_out = bench_coverage(store, texts)
 
         def pooled_statement(i: int) -> None:
             with store.pool.connection() as c:
@@ -218,6 +223,7 @@ def bench_size(
         "variants": variant_out,
         "explain": explained,
         "sessions": session_out,
+        "coverage": coverage_out,
     }
 
 

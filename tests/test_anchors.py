@@ -186,11 +186,13 @@ def test_an_anchor_boosts_its_tool_case_insensitively_and_explain_shows_it(catal
     after = catalog.route(text, k=3)
     top = after.tools[0]
     assert top.tool.id == "linear.create_issue"
-    assert top.anchor_boost == 1.0 and top.anchors == (anchor.id,)
+    assert top.adjustments.get("anchor_boost", 0.0) == 1.0 and top.anchors == (anchor.id,)
     old = next((r.score for r in before.tools + before.skipped if r.tool.id == "linear.create_issue"), 0.0)
     assert top.score == pytest.approx(old + 1.0) if old else top.score >= 1.0
-    assert all(r.anchor_boost == 0 and r.anchors == () for r in after.tools[1:])
-    assert catalog.route("nothing about it", k=3).tools[0].anchor_boost == 0  # the pattern does not match
+    assert all(r.adjustments.get("anchor_boost", 0.0) == 0 and r.anchors == () for r in after.tools[1:])
+    assert (
+        catalog.route("nothing about it", k=3).tools[0].adjustments.get("anchor_boost", 0.0) == 0
+    )  # the pattern does not match
 
 
 def test_an_anchored_tool_no_retriever_returned_still_appears(catalog: ToolStore) -> None:
@@ -199,7 +201,7 @@ def test_an_anchored_tool_no_retriever_returned_still_appears(catalog: ToolStore
     catalog.add_anchors([Anchor("^zz", "gmail.send_email", 0.5), Anchor("q", "gmail.send_email", 0.25)])
     result = catalog.route(text, k=3, weights={"dense": 0, "intent": 0})
     assert result.ids == ["gmail.send_email"]
-    assert result.tools[0].anchor_boost == 0.75 and len(result.tools[0].anchors) == 2
+    assert result.tools[0].adjustments.get("anchor_boost", 0.0) == 0.75 and len(result.tools[0].anchors) == 2
     assert result.tools[0].signals.name is None
     # filters apply to anchored tools too
     assert catalog.route(text, k=3, weights={"dense": 0, "intent": 0}, providers=["slack"]).ids == []

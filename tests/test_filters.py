@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from test_cli import run
 
-from toolstore import HashingEmbedder, IntentExample, InvalidInputError, Judgement, Tool, ToolStore
+from toolstore import HashingEmbedder, IntentExample, InvalidInputError, Judgement, RoutedTool, Tool, ToolStore
 from toolstore._fusion import DEFAULT_AVOID
 
 from catalog_gen import generated_queries, generated_tools
@@ -105,6 +105,11 @@ def test_cli_provider_tag_and_glob_filters(catalog: ToolStore, dsn: str) -> None
     assert bad.returncode == 1 and "provider 'slak'" in bad.stderr
 
 
+def penalty(r: RoutedTool) -> float:
+    """What the avoid-when penalty took off a routed tool's score (positive)."""
+    return -r.adjustments.get("avoid_penalty", 0.0)
+
+
 def test_avoid_when_demotes_the_tool_whose_avoid_text_the_request_matches(store: ToolStore) -> None:
     """Two tools alike but for one's avoid-when text: the request about that case gets the other one first."""
     alike = "Send a short message to a person"
@@ -118,20 +123,20 @@ def test_avoid_when_demotes_the_tool_whose_avoid_text_the_request_matches(store:
     text = "send an urgent message to the on-call engineer"
     store.set_fusion(weights={}, avoid=0.0)
     off = store.route(text, k=3)
-    assert off.ids[:2] == ["a.send", "b.send"] and all(r.avoid_penalty == 0 for r in off)
+    assert off.ids[:2] == ["a.send", "b.send"] and all(penalty(r) == 0 for r in off)
     store.set_fusion(weights={})  # the default weight
     on = store.route(text, k=3)
     assert on.ids[:2] == ["b.send", "a.send"]
-    penalised = {r.tool.id: r.avoid_penalty for r in on if r.avoid_penalty}
+    penalised = {r.tool.id: penalty(r) for r in on if penalty(r)}
     assert list(penalised) == ["a.send"]
     fused = next(r for r in off if r.tool.id == "a.send").score
     # 3 of the request's 5 terms (urgent, on-call -> call, engineer ...) are in the avoid-when text: the default
     # weight times that fraction of the fused score comes off
     a = next(r for r in on if r.tool.id == "a.send")
-    assert a.score == pytest.approx(fused - a.avoid_penalty)
-    assert 0 < a.avoid_penalty < DEFAULT_AVOID * fused
+    assert a.score == pytest.approx(fused - penalty(a))
+    assert 0 < penalty(a) < DEFAULT_AVOID * fused
     # a request with nothing in common with the avoid-when text is not touched
-    assert all(r.avoid_penalty == 0 for r in store.route("send a short message to a person", k=3))
+    assert all(penalty(r) == 0 for r in store.route("send a short message to a person", k=3))
     with pytest.raises(InvalidInputError, match="avoid must be a number from 0 to 1"):
         store.set_fusion(weights={}, avoid=1.5)
 

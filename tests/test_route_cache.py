@@ -20,8 +20,9 @@ from toolstore import (
     ToolStore,
     UnknownCatalogError,
 )
+from toolstore._catalog_cache import ROUTE_ATTEMPTS, STALE_CATALOG, CatalogCache
 from toolstore._fusion import stored_fusion
-from toolstore._route import ROUTE_ATTEMPTS, STALE_CATALOG, CatalogCache, route_request, statement_params
+from toolstore._route import route_request, statement_params
 from toolstore._sql import query
 
 from catalog_gen import generated_queries, generated_tools

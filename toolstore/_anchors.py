@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -220,3 +220,30 @@ def load_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
         anchor = Anchor(pattern=item["pattern"], tool=item["tool"], boost=item.get("boost", 1.0))
         out.append(check_anchor(anchor, f"{name}: anchor #{i + 1}"))
     return out
+
+
+class AnchorMethods:
+    """The anchor methods of ``ToolStore`` (a mixin: the store supplies ``catalog``, ``_run``, ``_read``, ``_info``)."""
+
+    catalog: str
+    _run: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any]
+    _read: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any]
+    _info: Callable[[psycopg.Connection[Any]], CatalogInfo]
+
+    def add_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False) -> list[Anchor]:
+        """Add routing rules (or a JSON file of them, :func:`load_anchors`), re-boosting an existing (pattern, tool);
+        ``replace``: they become the catalog's only anchors. All or nothing. Returns them with their ids."""
+        rules = load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else list(anchors)
+        written: list[Anchor] = self._run(lambda conn: add_anchors(conn, self.catalog, rules, replace=replace))
+        return written
+
+    def anchors(self) -> list[Anchor]:
+        """The catalog's anchors, oldest first."""
+        found: list[Anchor] = self._read(lambda conn: list_anchors(conn, self._info(conn)))
+        return found
+
+    def remove_anchors(self, ids: Iterable[int]) -> int:
+        """Remove anchors by id (all or nothing: InvalidInputError when one is unknown); returns how many."""
+        wanted = list(ids)
+        removed: int = self._run(lambda conn: remove_anchors(conn, self.catalog, wanted))
+        return removed

@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from . import _sql
+from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
@@ -29,10 +30,10 @@ from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
+from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import CatalogCache
 from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
-from ._steps import Embed, Fetch, Step, adrive, afetch_rows, resolve_steps, route_steps
+from ._steps import Embed, Fetch, Rerank, Step, adrive, afetch_rows, rerank_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
@@ -212,13 +213,19 @@ class AsyncToolStore:
         allow: Sequence[str] | None = None,
         block: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
+        explore: bool = False,
+        seed: int | None = None,
+        reranker: Reranker | None = None,
+        rerank_depth: int = DEFAULT_RERANK_DEPTH,
         providers: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
     ) -> RouteResult:
-        """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation."""
+        """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation; ``reranker`` may also
+        be a coroutine function (a plain one runs in a worker thread)."""
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
-        options |= dict(categories=categories, providers=providers, tags=tags)
+        options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
+        options |= dict(providers=providers, tags=tags)
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
             return await adrive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
@@ -243,6 +250,8 @@ class AsyncToolStore:
             if isinstance(step, Embed):
                 assert self.embedder is not None
                 return await self._query_vector(self.embedder, step.text)
+            if isinstance(step, Rerank):
+                return await rerank_async(step)
             return await self._info(conn)
 
         return answer

@@ -89,7 +89,7 @@ class Lists:
     exact: frozenset[str]
     history: tuple[str, ...] = ()  # tool ids called before, oldest first
     context: tuple[tuple[str, float], ...] = ()  # neighbours of the context vector, as ``neighbours``
-    parts: tuple[Lists, ...] = ()  # each sub-request's lists (no history, no context)
+    parts: tuple[Lists, ...] = ()  # each sub-request's lexical lists (route() retrieves clauses by BM25 only)
 
 
 class Transitions:
@@ -162,14 +162,13 @@ def fetch_lists(
     parts = [split_request(p.query) for p in probes]
     vectors: dict[str, np.ndarray] | None = None
     if store.embedder is not None and info.embed_model is not None:
-        texts = [t for p, ps in zip(probes, parts) for t in (p.query, *ps, *p.earlier[-CONTEXT_TURNS:])]
-        texts = list(dict.fromkeys(texts))
+        texts = list(dict.fromkeys(t for p in probes for t in (p.query, *p.earlier[-CONTEXT_TURNS:])))
         with store.connection() as conn:
             vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts)))
 
     def one(conn: psycopg.Connection[Any], i: int) -> Lists:
         lists = _fetch_one(conn, info, probes[i], vectors, depth, tools)
-        subs = (_fetch_one(conn, info, Probe(t, exclude=probes[i].exclude), vectors, depth, tools) for t in parts[i])
+        subs = (_fetch_one(conn, info, Probe(t), None, depth, tools) for t in parts[i])  # sub-requests: BM25 only
         return replace(lists, parts=tuple(subs))
 
     def chunk(part: int) -> list[Lists]:  # every FETCH_THREADS-th request, on its own connection

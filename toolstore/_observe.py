@@ -3,7 +3,8 @@
 One DEBUG record per route (:class:`RouteTrace`): per-stage timings, how many tools each signal contributed, counts,
 and whether dense retrieval ran. The request's text is added only when ``TOOLSTORE_LOG_REQUESTS=1`` (it may hold
 user data); nothing toolstore logs holds a secret. Spans: ``toolstore.route`` with ``toolstore.embed``,
-``toolstore.statement`` and ``toolstore.pack`` inside it, and ``toolstore.import`` around an upsert.
+``toolstore.statement``, ``toolstore.rerank`` (with a reranker) and ``toolstore.pack`` inside it, and
+``toolstore.import`` around an upsert. The stage timings also go into the result (``RouteResult.timings``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -66,14 +68,17 @@ class RouteTrace:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Time the block as stage ``name`` (``embed``, ``statement``, ``pack``), in a ``toolstore.<name>`` span."""
+        """Time the block as stage ``name`` (``embed``, ``statement``, ``rerank``, ``pack``), in a
+        ``toolstore.<name>`` span; a stage that raised (an embedder that timed out) is timed too."""
         start = time.perf_counter()
-        with span(f"toolstore.{name}", catalog=self.catalog):
-            yield
-        self.stages[name] = self.stages.get(name, 0.0) + (time.perf_counter() - start) * 1000
+        try:
+            with span(f"toolstore.{name}", catalog=self.catalog):
+                yield
+        finally:
+            self.stages[name] = self.stages.get(name, 0.0) + (time.perf_counter() - start) * 1000
 
     def done(self, result: RouteResult) -> RouteResult:
-        """Record the outcome on the span and in one DEBUG record; returns ``result``."""
+        """Record the outcome on the span and in one DEBUG record; returns ``result`` with its stage timings."""
         total = (time.perf_counter() - self._start) * 1000
         contributed = {s: sum(1 for r in result.tools if getattr(r.signals, s) is not None) for s in SIGNALS}
         summary: dict[str, Any] = {
@@ -109,4 +114,4 @@ class RouteTrace:
                 text,
                 extra={"toolstore": summary},
             )
-        return result
+        return replace(result, timings=dict(summary["ms"]))

@@ -3,10 +3,11 @@
 Annotations here are evaluated (see ``_models``).
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._explain import explain_result
 from ._formats import Format, render
 from ._models import Tool
 from ._names import model_names, resolve_name
@@ -47,9 +48,19 @@ class RoutedTool:
     tokens: int = 0
     part: int | None = None
     part_score: float | None = None
-    anchor_boost: float = 0.0
+    #: Packed in the exploration slot (``route(explore=True)``): drawn from the ranks k+1..2k.
+    explored: bool = False
+    #: 1-based rank among the routed candidates in the statement's (fused) order, before any reranking.
+    fused_rank: int | None = None
+    #: 1-based rank after the reranker (None: not reranked), and the reranker's score.
+    rerank_rank: int | None = None
+    rerank_score: float | None = None
+    #: Signed deltas the statement added to the fused RRF sum after fusion (``part_boost``: split x ``part_score``,
+    #: ``anchor_boost``, ``avoid_penalty``).
+    adjustments: Mapping[str, float] = field(default_factory=dict)
+    #: The ids of the catalog's anchors whose pattern matched the request (their boosts: ``anchor_boost`` in
+    #: ``adjustments``).
     anchors: tuple[int, ...] = ()
-    avoid_penalty: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,23 @@ class RouteResult:
     degraded_reason: str | None = None
     session: str | None = None
     unresolved: list[str] = field(default_factory=list)
+    #: The fusion the statement ran: ``weights`` (as used: dense, intent and context are 0 when not embedded),
+    #: ``k_rrf``, ``overfetch`` (tools per retriever) and ``limit`` (fused rows fetched).
+    fusion: Mapping[str, Any] = field(default_factory=dict)
+    #: The filters applied (only those given), by name.
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    #: Milliseconds per stage (``embed``, ``statement``, ``rerank``, ``pack``) and ``total``.
+    timings: Mapping[str, float] = field(default_factory=dict)
+    #: ``route(explore=True)``: the draw's ``seed``, the ``ranks`` drawn from, how many were ``eligible``, the
+    #: ``explored`` tool's id (None: none fitted) and its ``explored_rank``; None without exploration.
+    exploration: Mapping[str, Any] | None = None
+    #: ``route(reranker=...)``: ``depth``, the ``candidates`` sent and whether their new order was ``applied``
+    #: (False: the reranker raised, see ``degraded_reason``); None without a reranker.
+    rerank: Mapping[str, Any] | None = None
+    #: The clauses of a compound request, each retrieved on its own (empty when the request was not split).
     sub_requests: list[str] = field(default_factory=list)
+    #: The evidence behind an abstention decision (``route(abstain=True)``); None when not asked.
+    abstention: Mapping[str, Any] | None = None
 
     def __iter__(self) -> Iterator[RoutedTool]:
         return iter(self.tools)
@@ -94,6 +121,11 @@ class RouteResult:
         """
         tools = [r.tool for r in self.tools]
         return render(tools, fmt, names=model_names(tools))
+
+    def explain(self) -> dict[str, Any]:
+        """Why each tool is here, as JSON-ready data: per tool its ranks, each signal's RRF contribution and the
+        flags; per request the fusion, filters, stage timings and degradation (see ``_explain``)."""
+        return explain_result(self)
 
     def resolve(self, name: str) -> Tool:
         """The tool a model called by ``name`` (a name from :meth:`definitions`); UnknownToolError otherwise."""

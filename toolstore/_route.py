@@ -6,19 +6,20 @@ it on first use), resolves the tool calls the messages name (:func:`with_calls`)
 earlier turns, for ``context``) when :func:`vector_plan` says so, runs ``sql/route.sql`` with
 :func:`statement_params` and hands the rows to :func:`route_result`: one round trip once the row is cached (two when
 the messages carry tool calls). The statement checks the cached row's version first; when the catalog changed since,
-the cache says to read the row again and retry, at most :data:`ROUTE_ATTEMPTS` tries in all.
+the cache says to read the row again and retry, at most ``ROUTE_ATTEMPTS`` tries in all (``_catalog_cache``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ._embedders.base import Embedder
-from ._errors import DatabaseError, InvalidInputError, ModelMismatchError
+from ._errors import InvalidInputError
+from ._explore import check_explore
 from ._filters import filter_params, filter_values
 from ._fusion import (
     CONTEXT_DECAY,
@@ -39,61 +40,15 @@ from ._fusion import (
 from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
 from ._messages import read_messages
 from ._models import CatalogInfo
-from ._packing import pack, tool_tokens
-from ._result import RoutedTool, RouteResult, Signals
-from ._rows import tool_from_row
+from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
 from ._split import split_request
 from ._text import query_identifiers, query_text
 
-#: SQLSTATE that ``route_catalog()`` (migration 0007) raises when the catalog changed since its row was read.
-STALE_CATALOG = "TS001"
-#: Tries of one route() whose cached catalog row keeps going stale (each retry re-reads the row first).
-ROUTE_ATTEMPTS = 3
 #: Postings read per query term and field, highest impact first; None reads them all (exact BM25). See
 #: bench/PROFILE.md (bounded lexical retrieval) for what a cap costs in overlap with exact BM25 and what it saves.
 LEXICAL_CAP: int | None = None
 #: With a cap that cut a term, this many best partial sums per field (at least the over-fetch) are completed exactly.
 RESCORE_FACTOR = 2
-
-
-def catalog_changed(exc: BaseException) -> bool:
-    """True when the route statement refused to run because the catalog changed (or went away) since its row was
-    read: re-read the row and route again."""
-    return getattr(exc, "sqlstate", None) == STALE_CATALOG
-
-
-class CatalogCache:
-    """The catalog row a store routes with, kept between route() calls; no I/O. A driver runs the tries
-    :meth:`attempts` yields (each says whether to read the row first, then :meth:`keep` it); when a try fails it goes
-    on only if :meth:`retry` says so, and raises :meth:`exhausted` when no try is left. The route statement checks
-    the row's version first, so a stale row never routes: the next try reads the row again."""
-
-    def __init__(self) -> None:
-        self.info: CatalogInfo | None = None
-
-    def attempts(self) -> Iterator[bool]:
-        """Per try, whether the catalog's row must be read first: the first try only when none is cached."""
-        yield self.info is None
-        yield from (True,) * (ROUTE_ATTEMPTS - 1)
-
-    @property
-    def cached(self) -> CatalogInfo:
-        """The cached row (only when :meth:`attempts` said no read was needed)."""
-        assert self.info is not None
-        return self.info
-
-    def keep(self, info: CatalogInfo) -> CatalogInfo:
-        self.info = info
-        return info
-
-    @staticmethod
-    def retry(exc: BaseException, *, read: bool) -> bool:
-        """Whether a try that raised ``exc`` is worth another with the row read again: the statement found the
-        catalog changed, or the cached (not just read) row names another model than the embedder's."""
-        return catalog_changed(exc) or (isinstance(exc, ModelMismatchError) and not read)
-
-    def exhausted(self, catalog: str) -> DatabaseError:
-        return DatabaseError(f"catalog {catalog!r} changed during each of {ROUTE_ATTEMPTS} tries to route; try again")
 
 
 @dataclass(frozen=True)
@@ -117,6 +72,10 @@ class RouteRequest:
     calls: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
     parts: tuple[str, ...] = ()
+    #: The exploration slot's seed (``check_explore``: drawn when not given); None: no exploration.
+    seed: int | None = None
+    reranker: Reranker | None = None
+    rerank_depth: int = DEFAULT_RERANK_DEPTH
     providers: list[str] | None = None
     tags: list[str] | None = None
 
@@ -160,6 +119,10 @@ def route_request(
     session: str | None = None,
     earlier: Sequence[str] = (),
     call_names: Sequence[str] = (),
+    explore: bool = False,
+    seed: int | None = None,
+    reranker: Reranker | None = None,
+    rerank_depth: int = DEFAULT_RERANK_DEPTH,
     providers: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
 ) -> RouteRequest:
@@ -176,6 +139,7 @@ def route_request(
     for i, text in enumerate(earlier):
         query_text(text, f"earlier turn #{i + 1}")
     fusion = check_fusion(fusion)
+    check_reranker(reranker, rerank_depth)
     return RouteRequest(
         query=query,
         fusion=fusion,
@@ -188,6 +152,9 @@ def route_request(
         earlier=tuple(earlier),
         call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
         parts=split_request(query) if fusion.split > 0 else (),
+        seed=check_explore(explore, seed),
+        reranker=reranker,
+        rerank_depth=rerank_depth,
         providers=filter_values("providers", providers),
         tags=filter_values("tags", tags),
     )
@@ -217,6 +184,10 @@ def prepare_route(
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
+    explore: bool = False,
+    seed: int | None = None,
+    reranker: Reranker | None = None,
+    rerank_depth: int = DEFAULT_RERANK_DEPTH,
     providers: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
 ) -> tuple[RouteRequest, str | None]:
@@ -235,6 +206,10 @@ def prepare_route(
         session=session,
         earlier=earlier,
         call_names=names,
+        explore=explore,
+        seed=seed,
+        reranker=reranker,
+        rerank_depth=rerank_depth,
         providers=providers,
         tags=tags,
     )
@@ -298,14 +273,9 @@ def context_vector(qvec: np.ndarray, earlier: Sequence[np.ndarray]) -> np.ndarra
 
 
 def statement_params(
-    info: CatalogInfo,
-    request: RouteRequest,
-    qvec: np.ndarray | None,
-    cvec: np.ndarray | None = None,
-    part_vecs: Sequence[np.ndarray | None] = (),
+    info: CatalogInfo, request: RouteRequest, qvec: np.ndarray | None, cvec: np.ndarray | None = None
 ) -> dict[str, Any]:
-    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql);
-    ``part_vecs``: the sub-requests' vectors, aligned with ``request.parts`` (none: lexical retrieval for them)."""
+    """The bound parameters of the ``route`` statement (their meaning is listed at the top of sql/route.sql)."""
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
@@ -315,7 +285,7 @@ def statement_params(
         "version": info.version,
         "dim": info.embed_dim,
         "part_texts": [query_text(text) for text in (request.query, *request.parts)],
-        "part_vecs": [qvec, *part_vecs] if qvec is not None else None,
+        "qvec": qvec,
         "w_split": fusion.split if request.parts else 0.0,
         "identifiers": query_identifiers(request.query),
         "n": n,
@@ -345,56 +315,10 @@ def statement_params(
         "lexical_cap": None if filters["filtered"] else LEXICAL_CAP,
         "rescore": RESCORE_FACTOR * n,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
-        "limit": n if request.token_budget is not None else request.k,
+        # Exploration draws from ranks k+1..2k; a reranker reorders the top k * rerank_depth.
+        "limit": max(
+            n if request.token_budget is not None else request.k,
+            2 * request.k if request.seed is not None else 0,
+            request.k * request.rerank_depth if request.reranker is not None else 0,
+        ),
     }
-
-
-def route_result(
-    request: RouteRequest, rows: Sequence[Mapping[str, Any]], *, dense_used: bool, degraded_reason: str | None
-) -> RouteResult:
-    """The statement's rows (by column name), packed into the request's ``k`` and token budget."""
-    candidates = [routed_tool(row) for row in rows]
-    if request.token_budget is not None:
-        candidates = [replace(c, tokens=tool_tokens(c.tool)) for c in candidates]
-    packed, skipped, used = pack(candidates, k=request.k, token_budget=request.token_budget)
-    if request.token_budget is None:
-        packed = [replace(c, tokens=tool_tokens(c.tool)) for c in packed]
-        used = sum(c.tokens for c in packed)
-    return RouteResult(
-        query=request.query,
-        tools=packed,
-        skipped=skipped,
-        token_budget=request.token_budget,
-        tokens_used=used,
-        dense_used=dense_used,
-        degraded_reason=degraded_reason or None,
-        session=request.session,
-        unresolved=list(request.unresolved),
-        sub_requests=list(request.parts),
-    )
-
-
-def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
-    """One row of the route statement as a RoutedTool."""
-    signals = Signals(
-        name=row["rank_name"],
-        description=row["rank_description"],
-        expansion=row["rank_expansion"],
-        dense=row["rank_dense"],
-        intent=row["rank_intent"],
-        recent=row["rank_recent"],
-        transition=row["rank_transition"],
-        context=row["rank_context"],
-    )
-    return RoutedTool(
-        tool=tool_from_row(row),
-        score=float(row["score"]),
-        signals=signals,
-        always_on=row["always_on"],
-        exact=row["exact"],
-        part=row["part"],
-        part_score=None if row["part_score"] is None else float(row["part_score"]),
-        anchor_boost=float(row["anchor_boost"] or 0.0),
-        anchors=tuple(row["anchor_ids"] or ()),
-        avoid_penalty=float(row["avoid_penalty"] or 0.0),
-    )

@@ -9,30 +9,35 @@ connection, with :func:`fetch_rows` / :func:`afetch_rows` for SQL) and hold no l
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
+from ._catalog_cache import CatalogCache
 from ._embedders.base import Embedder
+from ._explain import statement_fusion
 from ._filters import unmatched_filter
 from ._models import CatalogInfo
 from ._names import call_keys, resolve_calls
 from ._observe import RouteTrace
-from ._result import RouteResult
+from ._rerank import Reranker, check_scores, pool_positions, reorder, rerank_failed, rerank_summary
+from ._result import RoutedTool, RouteResult
 from ._route import (
-    CatalogCache,
+    RouteRequest,
     context_texts,
     context_vector,
     embedder_failed,
     prepare_route,
-    route_result,
     statement_params,
     with_calls,
 )
+from ._routed import fused_candidates, route_result
 from ._rows import name_row
 from ._sql import query
 
@@ -54,12 +59,36 @@ class Embed:
     text: str
 
 
+@dataclass(frozen=True)
+class Rerank:
+    """The reranker's scores for ``candidates`` (``reranker(query, candidates)``), unchecked."""
+
+    reranker: Reranker
+    query: str
+    candidates: list[RoutedTool]
+
+
+def rerank_sync(step: Rerank) -> Any:
+    """The synchronous answer to a :class:`Rerank`: the reranker's return value."""
+    return step.reranker(step.query, step.candidates)
+
+
+async def rerank_async(step: Rerank) -> Any:
+    """:func:`rerank_sync` on asyncio: a coroutine function is awaited, a plain function runs in a worker thread
+    (a reranker is usually a model or a remote call: it must not block the event loop); an awaitable it returns
+    (an object with an async ``__call__``) is awaited."""
+    if inspect.iscoroutinefunction(step.reranker):
+        return await step.reranker(step.query, step.candidates)
+    value = await asyncio.to_thread(step.reranker, step.query, step.candidates)
+    return await value if inspect.isawaitable(value) else value
+
+
 class _Catalog:
     """Read the store's catalog row; answer: its :class:`CatalogInfo`."""
 
 
 CATALOG = _Catalog()
-Step = Fetch | Embed | _Catalog
+Step = Fetch | Embed | Rerank | _Catalog
 Steps = Generator[Step, Any, T]
 
 
@@ -147,28 +176,55 @@ def _route_once(
     with RouteTrace(info.name, request.query, request.k) as trace:
         qvec: np.ndarray | None = None
         cvec: np.ndarray | None = None
-        part_vecs: list[np.ndarray] = []
         if reason is None and embedder is not None:
             try:
                 with trace.stage("embed"):
                     qvec = yield Embed(request.query)
-                    part_vecs = []
-                    for text in request.parts:
-                        part_vecs.append((yield Embed(text)))
                     earlier = []
                     for text in context_texts(request):
                         earlier.append((yield Embed(text)))
                     cvec = context_vector(qvec, earlier)
             except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
-                qvec, cvec, part_vecs, reason = None, None, [], embedder_failed(exc)
+                qvec, cvec, reason = None, None, embedder_failed(exc)
+        params = statement_params(info, request, qvec, cvec)
         with trace.stage("statement"):
             try:
-                rows = yield Fetch("route", statement_params(info, request, qvec, cvec, part_vecs))
+                rows = yield Fetch("route", params)
             except Exception as exc:  # a filter value that matches no tool: bad input, not a database failure
                 bad = unmatched_filter(exc)
                 if bad is None:
                     raise
                 raise bad from None
+        candidates, summary = None, None
+        if request.reranker is not None:
+            with trace.stage("rerank"):
+                candidates, summary, failed = yield from rerank_steps(request, rows)
+            reason = "; ".join(r for r in (reason, failed) if r) or reason
         with trace.stage("pack"):
-            result = route_result(request, rows, dense_used=qvec is not None, degraded_reason=reason)
-        return trace.done(result)
+            result = route_result(
+                request,
+                rows,
+                dense_used=qvec is not None,
+                degraded_reason=reason,
+                fusion=statement_fusion(params),
+                candidates=candidates,
+            )
+        return trace.done(replace(result, rerank=summary))
+
+
+def rerank_steps(
+    request: RouteRequest, rows: Sequence[Mapping[str, Any]]
+) -> Steps[tuple[list[RoutedTool], dict[str, Any], str | None]]:
+    """The rows as candidates (``_routed.fused_candidates``), the fused top ``k * rerank_depth`` reordered by the
+    reranker's scores (``_rerank``), what ``RouteResult.rerank`` says, and None; or, when the reranker raised, the
+    fused order and why. Unusable scores raise InvalidInputError."""
+    candidates = fused_candidates(rows)
+    positions = pool_positions(candidates, request.k * request.rerank_depth)
+    summary = rerank_summary(request.rerank_depth, len(positions), failed=False)
+    if not positions or request.reranker is None:
+        return candidates, summary, None
+    try:
+        answer = yield Rerank(request.reranker, request.query, [candidates[i] for i in positions])
+    except Exception as exc:  # the reranker (or its service) failed: route in fused order, and say so
+        return candidates, rerank_summary(request.rerank_depth, len(positions), failed=True), rerank_failed(exc)
+    return reorder(candidates, positions, check_scores(answer, len(positions))), summary, None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -13,7 +12,9 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from . import _access, _anchors, _catalog, _sessions, _sql
+from . import _access, _catalog, _sessions, _sql
+from ._anchors import AnchorMethods
+from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
@@ -22,14 +23,14 @@ from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS,
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
+from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import logger, span
 from ._reembed import reembed
+from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import CatalogCache
 from ._rows import name_row, unknown_catalog
-from ._steps import Embed, Fetch, Step, drive, fetch_rows, resolve_steps, route_steps
+from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
@@ -38,7 +39,7 @@ T = TypeVar("T")
 DEFAULT = "default"
 
 
-class ToolStore:
+class ToolStore(AnchorMethods):
     """A named tool catalog in Postgres.
 
     ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server.
@@ -159,8 +160,7 @@ class ToolStore:
     ) -> None:
         """Store fusion settings in the catalog (``avoid``: the avoid-when penalty's weight, 0 to 1); route() uses
         them when not given weights explicitly."""
-        fusion = Fusion(weights=check_weights(weights), k_rrf=float(k_rrf), overfetch=overfetch, split=split)
-        fusion = check_fusion(replace(fusion, avoid=avoid))
+        fusion = check_fusion(Fusion(check_weights(weights), float(k_rrf), overfetch, split=split, avoid=avoid))
         self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
 
     def reembed(self, embedder: Embedder) -> dict[str, Any]:
@@ -277,21 +277,6 @@ class ToolStore:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
         self._run(lambda conn: _catalog.remove_tool(conn, self.catalog, tool_id))
 
-    def add_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False) -> list[Anchor]:
-        """Add routing rules (or a JSON file of them; see ``_anchors``), re-boosting an existing (pattern, tool);
-        ``replace``: they become the catalog's only anchors. All or nothing. Returns them with their ids."""
-        anchors = _anchors.load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else list(anchors)
-        return self._run(lambda conn: _anchors.add_anchors(conn, self.catalog, anchors, replace=replace))
-
-    def anchors(self) -> list[Anchor]:
-        """The catalog's anchors, oldest first."""
-        return self._read(lambda conn: _anchors.list_anchors(conn, self._info(conn)))
-
-    def remove_anchors(self, ids: Iterable[int]) -> int:
-        """Remove anchors by id (all or nothing: InvalidInputError when one is unknown); returns how many."""
-        ids = list(ids)
-        return self._run(lambda conn: _anchors.remove_anchors(conn, self.catalog, ids))
-
     # -- routing -----------------------------------------------------------------------------------
 
     def route(
@@ -310,6 +295,10 @@ class ToolStore:
         allow: Sequence[str] | None = None,
         block: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
+        explore: bool = False,
+        seed: int | None = None,
+        reranker: Reranker | None = None,
+        rerank_depth: int = DEFAULT_RERANK_DEPTH,
         providers: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
     ) -> RouteResult:
@@ -328,10 +317,17 @@ class ToolStore:
         ``"slack.*"``), ``categories``, ``providers`` and ``tags`` keep tools with any of the given values; an allow
         pattern, category, provider or tag that matches no tool of the catalog is an InvalidInputError naming it.
         The catalog's anchors and its tools' avoid-when text adjust the fused scores.
+
+        ``explore=True`` gives the last of the ``k`` slots to a tool drawn from the fused ranks k+1..2k (marked
+        ``explored``), the same one for the same ``seed`` and request (``_explore``). ``reranker(query, candidates)
+        -> scores`` reorders the fused top ``k * rerank_depth`` before packing (``_rerank``: a reranker that raises
+        degrades to the fused order, one that returns unusable scores is an InvalidInputError). ``result.explain()``
+        says why each tool is there.
         """
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
-        options |= dict(categories=categories, providers=providers, tags=tags)
+        options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
+        options |= dict(providers=providers, tags=tags)
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
             return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
@@ -347,6 +343,8 @@ class ToolStore:
             if isinstance(step, Embed):
                 assert self.embedder is not None
                 return self._query_vectors.get(self.embedder, step.text)
+            if isinstance(step, Rerank):
+                return rerank_sync(step)
             return self._info(conn)
 
         return answer

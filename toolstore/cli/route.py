@@ -33,8 +33,8 @@ def parse_weights(spec: str | None) -> dict[str, float] | None:
     return weights
 
 
-def result_json(result: RouteResult) -> dict[str, Any]:
-    """A RouteResult as the JSON the CLI prints."""
+def result_json(result: RouteResult, *, explain: bool = False) -> dict[str, Any]:
+    """A RouteResult as the JSON the CLI prints; with ``explain``, ``result.explain()`` as its ``explain`` key."""
 
     def item(r: RoutedTool) -> dict[str, Any]:
         return {
@@ -45,6 +45,7 @@ def result_json(result: RouteResult) -> dict[str, Any]:
             "always_on": r.always_on,
             "exact": r.exact,
             "tokens": r.tokens,
+            "explored": r.explored,
             "signals": {s: getattr(r.signals, s) for s in SIGNALS},
             **({"part": r.part} if r.part is not None else {}),
             **({"http": http} if (http := _formats.http_endpoint(r.tool)) else {}),
@@ -62,6 +63,8 @@ def result_json(result: RouteResult) -> dict[str, Any]:
         "session": result.session,
         "unresolved": result.unresolved,
         "sub_requests": result.sub_requests,
+        "exploration": result.exploration,
+        **({"explain": result.explain()} if explain else {}),
     }
 
 
@@ -77,16 +80,20 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
     if explain:
         head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
     click.echo(head)
-    for i, r in enumerate(result.tools, 1):
-        line = f"{'*' if r.always_on else i:>2}  {r.tool.id[:40]:<40} {r.score:7.4f}"
+    routed = 0
+    for r in result.tools:
+        routed += 0 if r.always_on else 1
+        line = f"{'*' if r.always_on else routed:>2}  {r.tool.id[:40]:<40} {r.score:7.4f}"
         if explain:
             line += "  " + " ".join(f"{getattr(r.signals, s) or '-':>5}" for s in SIGNALS)
             line += f"  part {r.part}" if r.part is not None else ""
-        click.echo(line)
+        click.echo(line + ("  (explored)" if r.explored else ""))
     for r in result.skipped:
         click.echo(f"    skipped (does not fit the budget): {r.tool.id} ({r.tokens} tokens)")
     budget = f" of {result.token_budget}" if result.token_budget is not None else ""
     click.echo(f"tokens: {result.tokens_used}{budget}")
+    if explain and result.timings:
+        click.echo("ms: " + " ".join(f"{stage}={ms:.1f}" for stage, ms in result.timings.items()))
 
 
 def read_messages_file(path: Path) -> Any:
@@ -112,7 +119,13 @@ def read_messages_file(path: Path) -> Any:
     type=click.Choice(ROUTE_FORMATS),
     help="Output: json (default off a terminal), table, or tool definitions.",
 )
-@click.option("--explain", is_flag=True, help="Show each signal's rank per tool in the table.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Why each tool: each signal's rank in the table (and stage timings); an `explain` object in JSON.",
+)
+@click.option("--explore", is_flag=True, help="Give the last of the k slots to a tool drawn from ranks k+1..2k.")
+@click.option("--seed", type=int, help="With --explore: the draw's seed (same seed and request, same tool).")
 @click.option("--weights", help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1")
 @click.option(
     "--split",
@@ -142,6 +155,8 @@ def route(
     budget: int | None,
     fmt: str | None,
     explain: bool,
+    explore: bool,
+    seed: int | None,
     weights: str | None,
     split: float | None,
     categories: tuple[str, ...],
@@ -170,6 +185,8 @@ def route(
             categories=list(categories) or None,
             allow=list(allow) or None,
             block=list(block) or None,
+            explore=explore,
+            seed=seed,
             providers=list(providers) or None,
             tags=list(tags) or None,
         )
@@ -178,7 +195,7 @@ def route(
     elif fmt == "table" or (fmt is None and not wants_json(ctx)):
         print_table(result, explain=explain)
     else:
-        click.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(result_json(result, explain=explain), indent=2, ensure_ascii=False))
 
 
 COMMANDS = (route,)

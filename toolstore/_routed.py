@@ -1,0 +1,93 @@
+"""The route statement's rows as a :class:`RouteResult`, without I/O: each row a :class:`RoutedTool` (its rank in
+every signal, the sub-request that lifted it, the adjustments added after fusion), packed into the request's ``k``
+and token budget with the exploration slot (``_explore``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ._explore import explore_pack
+from ._packing import tool_tokens
+from ._result import RoutedTool, RouteResult, Signals
+from ._route import RouteRequest
+from ._rows import tool_from_row
+
+#: Statement columns (when present) added to the fused score after fusion, and their sign in ``adjustments``.
+ADJUSTMENTS = (("part_boost", 1.0), ("anchor_boost", 1.0), ("avoid_penalty", -1.0))
+
+
+def applied_filters(request: RouteRequest) -> dict[str, Any]:
+    """The filters ``request`` routes under, by name (only those given)."""
+    given = {"allow": request.allow, "block": request.block, "categories": request.categories}
+    return {name: list(values) for name, values in given.items() if values is not None}
+
+
+def route_result(
+    request: RouteRequest,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    dense_used: bool,
+    degraded_reason: str | None,
+    fusion: Mapping[str, Any] | None = None,
+    candidates: Sequence[RoutedTool] | None = None,
+) -> RouteResult:
+    """The statement's rows (by column name), packed into the request's ``k`` and token budget (with the
+    exploration slot). ``candidates``: the rows already made :func:`fused_candidates` (and reranked), if they were."""
+    candidates = fused_candidates(rows) if candidates is None else list(candidates)
+    if request.token_budget is not None:
+        candidates = [replace(c, tokens=tool_tokens(c.tool)) for c in candidates]
+    packed, skipped, used, exploration = explore_pack(
+        candidates, k=request.k, token_budget=request.token_budget, seed=request.seed, query=request.query
+    )
+    if request.token_budget is None:
+        packed = [replace(c, tokens=tool_tokens(c.tool)) for c in packed]
+        used = sum(c.tokens for c in packed)
+    return RouteResult(
+        query=request.query,
+        tools=packed,
+        skipped=skipped,
+        token_budget=request.token_budget,
+        tokens_used=used,
+        dense_used=dense_used,
+        degraded_reason=degraded_reason or None,
+        session=request.session,
+        unresolved=list(request.unresolved),
+        sub_requests=list(request.parts),
+        fusion=dict(fusion or {}),
+        filters=applied_filters(request),
+        exploration=exploration,
+    )
+
+
+def fused_candidates(rows: Sequence[Mapping[str, Any]]) -> list[RoutedTool]:
+    """The statement's rows as RoutedTools in its order, the routed ones numbered (``fused_rank``)."""
+    candidates = [routed_tool(row) for row in rows]
+    ranks = iter(range(1, len(candidates) + 1))
+    return [c if c.always_on else replace(c, fused_rank=next(ranks)) for c in candidates]
+
+
+def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
+    """One row of the route statement as a RoutedTool."""
+    signals = Signals(
+        name=row["rank_name"],
+        description=row["rank_description"],
+        expansion=row["rank_expansion"],
+        dense=row["rank_dense"],
+        intent=row["rank_intent"],
+        recent=row["rank_recent"],
+        transition=row["rank_transition"],
+        context=row["rank_context"],
+    )
+    return RoutedTool(
+        tool=tool_from_row(row),
+        score=float(row["score"]),
+        signals=signals,
+        always_on=row["always_on"],
+        exact=row["exact"],
+        part=row["part"],
+        part_score=None if row["part_score"] is None else float(row["part_score"]),
+        adjustments={name: sign * float(row[name]) for name, sign in ADJUSTMENTS if row.get(name)},
+        anchors=tuple(row.get("anchor_ids") or ()),
+    )
