@@ -114,6 +114,7 @@ def test_bm25_term_is_inlined(store: ToolStore, name: str) -> None:
     """BM25 is written once, in bm25_term(); the planner must inline it (no function call per posting)."""
     with store.pool.connection() as conn:
         params = route_params(store, "natural language")
+        params["query_text"] = params["part_texts"][0]  # eval_lexical's one query (route has parts)
         row = conn.execute("explain (verbose, format json) " + query(name), params).fetchone()
     assert row is not None
     text = str(row[0])
