@@ -35,9 +35,9 @@ class RoutedTool:
     ``tokens`` is the tool's cost in the prompt (its OpenAI definition). For a compound request, ``part`` is the
     sub-request (1-based, in ``RouteResult.sub_requests``) where the tool's fused score was highest, ``part_score``
     that score (``split`` times it is added to ``score``); None for a request that was not split.
-    ``anchor_boost``: the boosts of the catalog's anchors whose pattern matched the request, added to the fused
-    score (``anchors``: their ids); ``avoid_penalty``: what the request's overlap with the tool's avoid-when text
-    took off it (``score`` is after both).
+    ``adjustments["anchor_boost"]``: the boosts of the catalog's anchors whose pattern matched the request
+    (``anchors``: their ids); ``adjustments["avoid_penalty"]``: what the request's overlap with the tool's avoid-when
+    text took off it (negative); ``score`` is after both.
     """
 
     tool: Tool
