@@ -1,4 +1,4 @@
--- The route statement without issue 11's controls (main at 3b546f3: no filter CTEs, anchors or avoid-when penalty),
+-- The route statement without issue 11's controls (main at dc246ea: no filter CTEs, anchors or avoid-when penalty),
 -- with knn() called the 0008 way (no filter: the same unfiltered HNSW statement as before). Unfiltered requests only.
 -- Run: python bench/route.py --sizes 10000 --requests 200 --no-import --variants bench/before_controls.sql
 
@@ -15,11 +15,11 @@ fields (field, weight) as (
            (3::smallint, %(w_expansion)s::float8)
 ),
 -- Part 0 is the request, parts 1, 2, ... its sub-requests (the clauses of a compound request, _split.py). Each part
--- is retrieved alone by the five request retrievers; postings are read once for all parts' terms.
+-- is retrieved alone by the three BM25 fields (postings are read once for all parts' terms); dense and intent
+-- retrieval, which would need an embedding per clause, look at the request only.
 parts as (
-    select (u.nth - 1)::integer as part, u.text, u.qvec
-    from unnest(%(part_texts)s::text[], %(part_vecs)s::vector[]) with ordinality as u (text, qvec, nth)
-    where u.text is not null
+    select (u.nth - 1)::integer as part, u.text
+    from unnest(%(part_texts)s::text[]) with ordinality as u (text, nth)
 ),
 part_terms as (
     select distinct p.part, lexeme
@@ -103,30 +103,28 @@ lexical as (
     where c.coarse_rank <= %(n)s
 ),
 dense as (
-    select p.part, 4::smallint as signal, v.tool_pk,
-           row_number() over (partition by p.part order by v.distance, t.id) as rank
-    from parts p
-    cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s,
-                           null, null) v
+    select 4::smallint as signal, v.tool_pk,
+           row_number() over (order by v.distance, t.id) as rank
+    from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s,
+             null, null) v
     join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
     where %(w_dense)s::float8 > 0
 ),
 neighbours as (
-    select p.part, e.tool_pk, e.distance,
-           row_number() over (partition by p.part, e.tool_pk order by e.distance) as nth
-    from parts p
-    cross join lateral knn('intent_examples', %(catalog)s, %(dim)s, p.qvec, %(n_examples)s,
-                           null, null) e
+    select e.tool_pk, e.distance,
+           row_number() over (partition by e.tool_pk order by e.distance) as nth
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s,
+             null, null) e
     where %(w_intent)s::float8 > 0
 ),
 intent as (
-    select s.part, 5::smallint as signal, s.tool_pk,
-           row_number() over (partition by s.part order by round(s.score * 1e9) desc, t.id) as rank
+    select 5::smallint as signal, s.tool_pk,
+           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
     from (
-        select part, tool_pk, sum(1 - distance) as score
+        select tool_pk, sum(1 - distance) as score
         from neighbours
         where nth <= %(per_tool)s
-        group by part, tool_pk
+        group by tool_pk
     ) s
     join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
@@ -200,9 +198,9 @@ context as (
 signals as (
     select part, signal, tool_pk, rank from lexical where rank <= %(n)s
     union all
-    select part, signal, tool_pk, rank from dense
+    select 0, signal, tool_pk, rank from dense
     union all
-    select part, signal, tool_pk, rank from intent where rank <= %(n)s
+    select 0, signal, tool_pk, rank from intent where rank <= %(n)s
     union all
     select 0, signal, tool_pk, rank from recent where rank <= %(n)s
     union all
@@ -286,7 +284,8 @@ picked as (
 select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
        t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
-       p.rank_transition, p.rank_context, p.part, p.part_score, p.exact
+       p.rank_transition, p.rank_context, p.part, p.part_score, p.part_score * %(w_split)s::float8 as part_boost,
+       p.exact
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
 where (select ok from checked)
