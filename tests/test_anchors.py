@@ -64,7 +64,6 @@ def test_add_list_remove(catalog: ToolStore) -> None:
         (Anchor("(a{1,200}){1,200}b", "gmail.send_email"), "not a regular expression Postgres accepts|pathological"),
         (Anchor("x*", "gmail.send_email"), "matches the empty string"),
         (Anchor(r"(.*)*\1$", "gmail.send_email"), "back-reference"),
-        (Anchor(r"(((a{1,30}){1,30}){1,30})b", "gmail.send_email"), "pathological"),
         (Anchor("ok", 5), "tool must be a string"),  # type: ignore[arg-type]
     ],
 )

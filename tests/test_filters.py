@@ -59,6 +59,10 @@ def test_providers_tags_and_globs(catalog: ToolStore) -> None:
     }
     assert "slack.send_message" not in ids(catalog, text, block=["slack.*"])
     assert set(ids(catalog, text, providers=["slack"], tags=["read"])) == {"slack.list_channels"}  # all must hold
+    explained = catalog.route(text, providers=["slack"], tags=["read"], allow=["slack.*"]).explain()["request"][
+        "filters"
+    ]
+    assert explained == {"allow": ["slack.*"], "providers": ["slack"], "tags": ["read"]}
     assert set(ids(catalog, text, categories=["communication"], block=["*.send_*"])) == {"slack.list_channels"}
     # always-on tools stay (allow/providers/tags do not remove them); a block removes them
     result = catalog.route(text, providers=["stripe"])

@@ -11,8 +11,8 @@ string (it would match every request), without back-references, and that matches
 longest length route() accepts within :data:`TRIAL_MS` milliseconds (under a statement timeout, and timed: some of
 the engine's slow paths never look at the timeout). Postgres' regular expression engine runs
 nested quantifiers such as ``(a+)+$`` in linear time; back-references are where it can take exponential time
-(``(.*)*\\1$`` runs for seconds on a 20,000-character request), and huge bounded repetitions are slow too
-(``(((a{1,30}){1,30}){1,30})b``): the first are refused outright, the trial match catches the rest.
+(``(.*)*\\1$`` runs for seconds on a 20,000-character request), and huge nested bounded repetitions are slow or
+fail too (``(a{1,200}){1,200}b``): the first are refused outright, the trial match catches the rest.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._explore import explore_pack
+from ._filters import filter_params
 from ._packing import tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._route import RouteRequest
@@ -20,8 +21,8 @@ ADJUSTMENTS = (("part_boost", 1.0), ("anchor_boost", 1.0), ("avoid_penalty", -1.
 
 def applied_filters(request: RouteRequest) -> dict[str, Any]:
     """The filters ``request`` routes under, by name (only those given)."""
-    given = {"allow": request.allow, "block": request.block, "categories": request.categories}
-    return {name: list(values) for name, values in given.items() if values is not None}
+    given = filter_params(request)
+    return {name: list(values) for name, values in given.items() if name != "filtered" and values is not None}
 
 
 def route_result(
