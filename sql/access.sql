@@ -49,6 +49,6 @@ grant insert on {schema}.embedding_cache to {role};
 -- name: privileges_write
 grant insert, update, delete on {schema}.tools, {schema}.postings, {schema}.lexeme_stats, {schema}.field_stats,
     {schema}.tool_vectors, {schema}.intent_examples, {schema}.mcp_upstreams, {schema}.sessions,
-    {schema}.session_calls, {schema}.tool_transitions to {role};
+    {schema}.session_calls, {schema}.tool_transitions, {schema}.anchors to {role};
 grant update on {schema}.catalogs to {role};
 grant usage on all sequences in schema {schema} to {role};

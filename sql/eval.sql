@@ -3,11 +3,18 @@
 
 -- name: eval_tools
 -- Every tool in the order `route` breaks ties (`order by t.id`, the database's collation), with the
--- lower-cased id and name that exact-identifier matching compares.
-select t.id, lower(t.id) as id_lower, lower(t.name) as name_lower, t.always_on
+-- lower-cased id and name that exact-identifier matching compares, and the lexemes of its avoid-when text.
+select t.id, lower(t.id) as id_lower, lower(t.name) as name_lower, t.always_on,
+       tsvector_to_array(t.avoid_tsv) as avoid
 from tools t
 where t.catalog_id = %(catalog)s
 order by t.id;
+
+-- name: eval_request_lexemes
+-- The lexemes of each request as `route` reads them (its `terms`), in the order given.
+select tsvector_to_array(to_tsvector('english'::regconfig, u.q)) as lexemes
+from unnest(%(texts)s::text[]) with ordinality as u (q, i)
+order by u.i;
 
 -- name: eval_lexical
 -- The three BM25 fields' ranked lists at once (1 name, 2 description, 3 expansion), ranks <= %(n)s.
@@ -41,7 +48,7 @@ select field, id, rank from ranked where rank <= %(n)s order by field, rank;
 -- name: eval_dense
 -- The nearest tools, as the `dense` part of `route` ranks them.
 select t.id, v.distance
-from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s, null, null, null) v
+from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s, null, null) v
 join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
 order by v.distance, t.id;
 

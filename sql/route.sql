@@ -7,8 +7,11 @@
 --   n           over-fetch per retriever        n_examples intent examples fetched (neighbours)
 --   per_tool    neighbours summed per tool      k_rrf      RRF constant
 --   w_name, w_description, w_expansion, w_dense, w_intent  fusion weights; 0 switches a retriever off
---   allow, block, categories                   text[] filters on tool id / categories, or null
---   filtered    true when any of the three filters is given
+--   allow, block, categories, providers, tags  text[] filters on tool id (globs: * and ?) / categories / provider /
+--               tags, or null; route_kept() (migration 0008) applies them, and raises TS002 naming unmatched values
+--   filtered    true when any of the filters is given
+--   request     the request as given: anchors' patterns are matched against it (~*, case-insensitive)
+--   w_avoid     weight of the avoid-when penalty (0 to 1; 0 switches it off)
 --   limit       fused rows returned besides always-on tools
 --   identifiers lower-cased identifier-looking query tokens: a tool whose id or name is one of them is
 --               an exact match and ranks above every fused result
@@ -36,6 +39,18 @@ with
 -- changed since (or is gone), so stale weights or a switched model never route. Checked before anything else runs.
 checked as (
     select route_catalog(%(catalog)s, %(version)s) as ok
+),
+-- The filters (migration 0008): route_keeps(..., f) is their one home (f null: no filter). route_kept() checks them
+-- once the version is checked (TS002 names values that match no tool) and lists the kept tools when few (else null).
+filter as (
+    select case when %(filtered)s::boolean
+                then route_filter(%(allow)s::text[], %(block)s::text[], %(categories)s::text[], %(providers)s::text[],
+                                  %(tags)s::text[]) end as f
+),
+kept as (
+    select case when (select ok from checked) and %(filtered)s::boolean
+                then route_kept(%(catalog)s, %(allow)s::text[], %(block)s::text[], %(categories)s::text[],
+                                %(providers)s::text[], %(tags)s::text[]) end as pks
 ),
 fields (field, weight) as (
     values (1::smallint, %(w_name)s::float8),
@@ -119,9 +134,7 @@ coarse as (
     where not %(filtered)s::boolean
        or exists (select 1 from tools t
                   where t.catalog_id = %(catalog)s and t.pk = b.tool_pk
-                    and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
-                    and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
-                    and (%(categories)s::text[] is null or t.categories && %(categories)s::text[]))
+                    and route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter)))
 ),
 lexical as (
     select c.part, c.field as signal, c.tool_pk,
@@ -135,7 +148,7 @@ dense as (
            row_number() over (partition by p.part order by v.distance, t.id) as rank
     from parts p
     cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s,
-                           %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) v
+                           (select pks from kept), (select f from filter)) v
     join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
     where %(w_dense)s::float8 > 0
 ),
@@ -144,7 +157,7 @@ neighbours as (
            row_number() over (partition by p.part, e.tool_pk order by e.distance) as nth
     from parts p
     cross join lateral knn('intent_examples', %(catalog)s, %(dim)s, p.qvec, %(n_examples)s,
-                           %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) e
+                           (select pks from kept), (select f from filter)) e
     where %(w_intent)s::float8 > 0
 ),
 intent as (
@@ -184,9 +197,7 @@ recent as (
           group by tool_id) r
     join tools t on t.catalog_id = %(catalog)s and t.id = r.tool_id
     where %(w_recent)s::float8 > 0
-      and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
-      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
-      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+      and route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
 ),
 -- P(next | call) from the catalog's transition counts, smoothed, summed over the latest calls (decayed).
 transition as (
@@ -203,15 +214,13 @@ transition as (
         group by x.next_tool
     ) s
     join tools t on t.catalog_id = %(catalog)s and t.id = s.next_tool
-    where (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
-      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
-      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+    where route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
 ),
 context_neighbours as (
     select e.tool_pk, e.distance,
            row_number() over (partition by e.tool_pk order by e.distance) as nth
     from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)s::vector, %(n_examples)s,
-             %(allow)s::text[], %(block)s::text[], %(categories)s::text[]) e
+             (select pks from kept), (select f from filter)) e
     where %(w_context)s::float8 > 0
 ),
 context as (
@@ -286,13 +295,47 @@ exact as (
     from tools t
     where t.catalog_id = %(catalog)s
       and (lower(t.id) = any (%(identifiers)s::text[]) or lower(t.name) = any (%(identifiers)s::text[]))
-      and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
-      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
-      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+      and route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
+),
+-- Anchors (migration 0008): per tool, the summed boosts (and ids) of the catalog's rules whose pattern matches the
+-- request, added after fusion; a positive one brings in a tool no retriever returned.
+anchored as (
+    select a.tool_pk, sum(a.boost) as boost, array_agg(a.pk order by a.pk) as ids
+    from anchors a
+    where a.catalog_id = %(catalog)s and %(request)s::text ~* a.pattern
+      and (not %(filtered)s::boolean
+           or exists (select 1 from tools t
+                      where t.catalog_id = %(catalog)s and t.pk = a.tool_pk
+                        and route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))))
+    group by a.tool_pk
+),
+-- Avoid-when: w_avoid x (the fraction of the request's terms found in the tool's avoid-when text) of the fused score.
+avoided as (
+    select f.tool_pk,
+           %(w_avoid)s::float8 * f.score * count(*) / (select count(*) from part_terms where part = 0) as penalty
+    from fused f
+    join tools t on t.catalog_id = %(catalog)s and t.pk = f.tool_pk
+    cross join lateral unnest(tsvector_to_array(t.avoid_tsv)) as l (lexeme)
+    join part_terms q on q.part = 0 and q.lexeme = l.lexeme
+    where %(w_avoid)s::float8 > 0
+    group by f.tool_pk, f.score
+),
+adjusted as (
+    select c.tool_pk, c.score - coalesce(v.penalty, 0) + coalesce(a.boost, 0) as score,
+           c.rank_name, c.rank_description, c.rank_expansion, c.rank_dense, c.rank_intent, c.rank_recent,
+           c.rank_transition, c.rank_context, c.part, c.part_score,
+           a.boost as anchor_boost, a.ids as anchor_ids, v.penalty as avoid_penalty
+    from (select * from fused
+          union all
+          select a.tool_pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null
+          from anchored a
+          where a.boost > 0 and a.tool_pk not in (select tool_pk from fused)) c
+    left join anchored a on a.tool_pk = c.tool_pk
+    left join avoided v on v.tool_pk = c.tool_pk
 ),
 top as (
     select f.*, f.tool_pk in (select tool_pk from exact) as exact
-    from fused f
+    from adjusted f
     join tools t on t.catalog_id = %(catalog)s and t.pk = f.tool_pk
     order by f.tool_pk in (select tool_pk from exact) desc, round(f.score * 1e9) desc, t.id
     -- always-on tools are packed on top of the routed ones, so they must not use up the limit
@@ -301,15 +344,15 @@ top as (
 picked as (
     select * from top
     union all
-    select e.tool_pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null, true
+    select e.tool_pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null, null, null, null, true
     from exact e
     where e.tool_pk not in (select tool_pk from top)
     union all
-    select t.pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null, false
+    select t.pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null, null, null, null, false
     from tools t
     where t.catalog_id = %(catalog)s and t.always_on
       and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
-      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and route_keeps(t.id, t.categories, t.provider, t.tags, route_filter(null, %(block)s::text[], null, null, null))
 ),
 -- Abstention's evidence (toolstore/_abstain.py), the same on every row, when `abstain` asks for it: the lexical
 -- fields on which some tool has text, the nearest tool's and the nearest intent example's cosine similarity (null:
@@ -327,10 +370,10 @@ select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as pa
        t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
        p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
        p.rank_transition, p.rank_context, p.part, p.part_score, p.part_score * %(w_split)s::float8 as part_boost,
-       p.exact,
+       p.exact, p.anchor_boost, p.anchor_ids, p.avoid_penalty,
        (select fields from evidence) as evidence_fields, (select dense_sim from evidence) as evidence_dense,
        (select intent_sim from evidence) as evidence_intent
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
-where (select ok from checked)
+where (select ok from checked) and (select cardinality(pks) is distinct from -1 from kept)
 order by p.exact desc, round(p.score * 1e9) desc, t.id;

@@ -30,7 +30,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, REAL, TIMESTAMP, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, DOUBLE_PRECISION, JSON, JSONB, REAL, TIMESTAMP, TSVECTOR
 
 metadata = MetaData()
 
@@ -83,12 +83,16 @@ tools = Table(
     Column("name_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, name_doc)", persisted=True)),
     Column("description_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, description_doc)", persisted=True)),
     Column("expansion_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, expansion_doc)", persisted=True)),
+    Column("avoid_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, avoid_when)", persisted=True)),
     *_timestamps(),
     PrimaryKeyConstraint("catalog_id", "pk", name="tools_pkey"),
     UniqueConstraint("catalog_id", "id", name="tools_catalog_id_id_key"),
     Index("tools_always_on_idx", "catalog_id", postgresql_where=text("always_on")),
     Index("tools_lower_id_idx", "catalog_id", func.lower(text("id"))),
     Index("tools_lower_name_idx", "catalog_id", func.lower(text("name"))),
+    Index("tools_provider_idx", "catalog_id", "provider"),
+    Index("tools_categories_idx", "categories", postgresql_using="gin"),
+    Index("tools_tags_idx", "tags", postgresql_using="gin"),
 )
 
 # The BM25 statistics are derived data kept by triggers: no foreign keys (migration 0007).
@@ -246,4 +250,22 @@ tool_transitions = Table(
     Column("n", BigInteger, nullable=False),
     PrimaryKeyConstraint("catalog_id", "prev_tool", "next_tool", name="tool_transitions_pkey"),
     CheckConstraint("n >= 0"),
+)
+
+anchors = Table(
+    "anchors",
+    metadata,
+    Column("catalog_id", Integer, nullable=False),
+    Column("pk", BigInteger, Identity(always=True), nullable=False),
+    Column("tool_pk", BigInteger, nullable=False),
+    Column("pattern", Text, nullable=False),
+    Column("boost", DOUBLE_PRECISION, nullable=False),
+    Column("created_at", TIMESTAMP(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("catalog_id", "pk", name="anchors_pkey"),
+    UniqueConstraint("catalog_id", "tool_pk", "pattern", name="anchors_tool_pattern_key"),
+    ForeignKeyConstraint(
+        ["catalog_id", "tool_pk"], ["tools.catalog_id", "tools.pk"], ondelete="CASCADE", name="anchors_tool_fkey"
+    ),
+    CheckConstraint("char_length(pattern) between 1 and 500"),
+    CheckConstraint("boost between -10 and 10 and boost <> 0"),
 )

@@ -37,9 +37,10 @@ LAYERS: list[set[str]] = [
         "_explain",
         "_explore",
         "_rerank",
+        "_filters",
     },
     {"_embedded", "_connect", "_migrate"},
-    {"_vectors", "_catalog", "_route", "_routed", "_steps", "_reembed", "_access", "_sessions"},
+    {"_vectors", "_catalog", "_route", "_routed", "_steps", "_reembed", "_access", "_sessions", "_anchors"},
     {"_store", "_async_store"},
     {
         "_candidates",

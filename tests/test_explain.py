@@ -50,7 +50,7 @@ def assert_adds_up(explained: dict[str, Any]) -> None:
     [
         {},
         {"weights": {"name": 2.0, "description": 0.5, "dense": 1.5, "intent": 0.0}, "k_rrf": 60.0},
-        {"token_budget": 900, "categories": ["finance", "email"], "overfetch": 25},
+        {"token_budget": 900, "categories": ["finance", "communication"], "overfetch": 25},
         {"messages": [{"role": "user", "content": "I need to email the customer"}], "explore": True, "seed": 4},
     ],
 )

@@ -17,6 +17,7 @@ from schema_models import metadata
 
 TABLES = {
     "catalogs",
+    "anchors",
     "catalog_grants",
     "tenant_roles",
     "mcp_upstreams",

@@ -114,6 +114,7 @@ def test_bm25_term_is_inlined(store: ToolStore, name: str) -> None:
     """BM25 is written once, in bm25_term(); the planner must inline it (no function call per posting)."""
     with store.pool.connection() as conn:
         params = route_params(store, "natural language")
+        params["query_text"] = params["part_texts"][0]  # eval_lexical's one query (route has parts)
         row = conn.execute("explain (verbose, format json) " + query(name), params).fetchone()
     assert row is not None
     text = str(row[0])
@@ -125,7 +126,7 @@ def knn_statements(conn: psycopg.Connection[Any]) -> list[str]:
     row = conn.execute("select prosrc from pg_proc where proname = 'knn'").fetchone()
     assert row is not None, "knn() is missing"
     found = re.findall(r"execute\s+format\(\s*((?:'(?:[^']|'')*'\s*)+),", row[0])
-    assert len(found) == 2, "knn() should run one unfiltered and one filtered statement"
+    assert len(found) == 3, "knn() should run one unfiltered statement, one exact and one iterative filtered"
     return ["".join(s.replace("''", "'") for s in re.findall(r"'((?:[^']|'')*)'", f)) for f in found]
 
 
@@ -137,21 +138,27 @@ def inner_statement(template: str, table: str, catalog: int, dim: int) -> str:
 
 
 @pytest.mark.parametrize("table", ["tool_vectors", "intent_examples"])
-@pytest.mark.parametrize("filtered", [False, True], ids=["unfiltered", "filtered"])
-def test_knn_inner_statements_use_the_catalogs_hnsw_index(store: ToolStore, table: str, filtered: bool) -> None:
+@pytest.mark.parametrize("filtered", ["unfiltered", "few kept", "many kept"])
+def test_knn_inner_statements_use_the_catalogs_hnsw_index(store: ToolStore, table: str, filtered: str) -> None:
+    """Unfiltered and with many tools kept: the catalog's HNSW index; with few kept: their rows by key (exact)."""
     info = store.info()
     qvec = np.asarray(store.embedder.embed("refund a failed payment"), dtype=np.float32)  # type: ignore[union-attr]
     with store.pool.connection() as conn, conn.transaction():
-        unfiltered_sql, filtered_sql = knn_statements(conn)
-        template = filtered_sql if filtered else unfiltered_sql
+        unfiltered_sql, exact_sql, iterative_sql = knn_statements(conn)
+        template = {"unfiltered": unfiltered_sql, "few kept": exact_sql, "many kept": iterative_sql}[filtered]
         conn.execute("select set_config('hnsw.ef_search', '120', true)")
         params: dict[str, Any] = {"p1": qvec, "p2": 120}
-        if filtered:
+        if filtered != "unfiltered":
             conn.execute("select set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-            params |= {"p3": None, "p4": ["slack.send_email_0"], "p5": ["finance"]}
+            pks = [r[0] for r in conn.execute("select pk from tools where catalog_id = %s", [info.id])]
+            params |= {"p3": pks[:3] if filtered == "few kept" else '(,"{slack.send_email_0}","{finance}",,)'}
         plan = explain(conn, inner_statement(template, table, info.id, DIM), params)
     assert_no_whole_table_scans(plan)
-    assert (("Index Scan", table, f"{table}_hnsw_{info.id}_{DIM}")) in scans(plan), sorted(scans(plan))
+    if filtered == "few kept":
+        key = "tool_vectors_pkey" if table == "tool_vectors" else "intent_examples_tool_query_key"
+        assert any(r == table and i == key for _, r, i in scans(plan)), sorted(scans(plan))
+    else:
+        assert (("Index Scan", table, f"{table}_hnsw_{info.id}_{DIM}")) in scans(plan), sorted(scans(plan))
 
 
 def test_knn_plans_of_a_real_route_call_use_hnsw(store: ToolStore) -> None:

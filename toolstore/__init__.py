@@ -28,7 +28,7 @@ from ._fusion import SIGNALS, Fusion
 from ._messages import Conversation, ToolCall, Turn, read_messages
 from ._metrics import Judgement, LabelledSession, SessionTurn, load_judgements, load_sessions
 from ._migrate import migrate
-from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, SessionCall, Tool
+from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, SessionCall, Tool
 from ._result import RoutedTool, RouteResult, Signals
 from ._store import ToolStore
 from ._tune import TuneReport
@@ -42,6 +42,7 @@ __all__ = [
     "SIGNALS",
     "AbstainModel",
     "Abstention",
+    "Anchor",
     "AsyncToolStore",
     "CatalogInfo",
     "Conversation",

@@ -25,11 +25,11 @@ from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
+from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
+from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
@@ -219,13 +219,15 @@ class AsyncToolStore:
         reranker: Reranker | None = None,
         rerank_depth: int = DEFAULT_RERANK_DEPTH,
         abstain: bool = False,
+        providers: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
     ) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation; ``reranker`` may also
         be a coroutine function (a plain one runs in a worker thread)."""
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options["abstain"] = abstain
+        options |= dict(providers=providers, tags=tags, abstain=abstain)
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
             return await adrive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
@@ -285,6 +287,20 @@ class AsyncToolStore:
     async def remove(self, tool_id: str) -> None:
         await self._write("remove", tool_id)
 
+    async def add_anchors(
+        self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False
+    ) -> list[Anchor]:
+        result: list[Anchor] = await self._write("add_anchors", anchors, replace=replace)
+        return result
+
+    async def anchors(self) -> list[Anchor]:
+        result: list[Anchor] = await self._write("anchors")
+        return result
+
+    async def remove_anchors(self, ids: Iterable[int]) -> int:
+        result: int = await self._write("remove_anchors", list(ids))
+        return result
+
     async def drop_catalog(self) -> None:
         await self._write("drop_catalog")
 
@@ -295,8 +311,9 @@ class AsyncToolStore:
         k_rrf: float = DEFAULT_K_RRF,
         overfetch: int | None = None,
         split: float = DEFAULT_SPLIT,
+        avoid: float = DEFAULT_AVOID,
     ) -> None:
-        await self._write("set_fusion", weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split)
+        await self._write("set_fusion", weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid)
 
     async def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:
         await self._write("set_abstain", model, fusion=fusion)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from psycopg.rows import dict_row
 
 from ._fusion import (
     CONTEXT_TURNS,
+    DEFAULT_AVOID,
     EXAMPLES_PER_CANDIDATE,
     NEIGHBOURS_PER_TOOL,
     RECENT_CALLS,
@@ -56,6 +57,7 @@ class ToolIndex:
     position: Mapping[str, int]
     by_identifier: Mapping[str, frozenset[str]]  # lower-cased id or name -> tool ids
     always_on: frozenset[str]
+    avoid: Mapping[str, frozenset[str]] = field(default_factory=dict)  # the lexemes of tools' avoid-when text
 
     def exact(self, raw_query: str) -> frozenset[str]:
         """Tools the query names verbatim (id or name), as ``route``'s ``exact`` part finds them."""
@@ -133,7 +135,9 @@ def load_tool_index(store: ToolStore) -> ToolIndex:
     ids = tuple(r["id"] for r in rows)
     always_on = frozenset(r["id"] for r in rows if r["always_on"])
     exact = {k: frozenset(v) for k, v in by_identifier.items()}
-    return ToolIndex(ids=ids, position={t: i for i, t in enumerate(ids)}, by_identifier=exact, always_on=always_on)
+    avoid = {r["id"]: frozenset(r["avoid"]) for r in rows if r["avoid"]}
+    position = {t: i for i, t in enumerate(ids)}
+    return ToolIndex(ids=ids, position=position, by_identifier=exact, always_on=always_on, avoid=avoid)
 
 
 def fetch_lists(
@@ -285,6 +289,7 @@ class CandidateTable:
         judgements: Sequence[Judgement],
         depth: int,
         transitions: Sequence[Transitions | None] | None = None,
+        avoid: Sequence[Mapping[str, float]] | None = None,
     ) -> None:
         rows = []
         for i, lists in enumerate(all_lists):
@@ -300,6 +305,7 @@ class CandidateTable:
         self.group = np.full((n, width), -1, dtype=np.int8)  # 2 always-on + 1 exact; -1 padding
         self.position = np.full((n, width), len(tools.ids), dtype=np.int64)
         self.gain = np.zeros((n, width))
+        self.avoid = np.zeros((n, width))  # the fraction of the request's lexemes in the tool's avoid-when text
         for i, ((cands, ranks, parts, exact), j) in enumerate(zip(rows, judgements)):
             relevant = set(j.relevant)
             column = {tool_id: c for c, tool_id in enumerate(cands)}
@@ -314,6 +320,7 @@ class CandidateTable:
                 self.group[i, c] = 2 * (tool_id in tools.always_on) + (tool_id in exact)
                 self.position[i, c] = tools.position[tool_id]
                 self.gain[i, c] = tool_id in relevant
+                self.avoid[i, c] = avoid[i].get(tool_id, 0.0) if avoid else 0.0
         ideal = [sum(1 / np.log2(r + 2) for r in range(min(len(j.relevant), CUTOFF))) for j in judgements]
         self.ideal = np.asarray(ideal)
 
@@ -323,7 +330,7 @@ class CandidateTable:
         sub.candidates = [self.candidates[r] for r in rows]
         sub.ranks, sub.part_ranks = self.ranks[:, rows], self.part_ranks[:, :, rows]
         sub.group, sub.position = self.group[rows], self.position[rows]
-        sub.gain, sub.ideal = self.gain[rows], self.ideal[rows]
+        sub.gain, sub.ideal, sub.avoid = self.gain[rows], self.ideal[rows], self.avoid[rows]
         return sub
 
     def active(self) -> list[bool]:
@@ -334,8 +341,11 @@ class CandidateTable:
         """Whether any row's request was split (the ``split`` weight changes nothing otherwise)."""
         return bool(np.isfinite(self.part_ranks).any())
 
-    def top(self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0) -> np.ndarray:
-        """Column index of each row's top ``k`` (-1 where fewer candidates qualify)."""
+    def top(
+        self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0, avoid: float = DEFAULT_AVOID
+    ) -> np.ndarray:
+        """Column index of each row's top ``k`` (-1 where fewer candidates qualify); ``avoid``: the avoid-when
+        penalty's weight."""
         score = np.zeros(self.group.shape)
         present = self.group > 0
         for s, w in enumerate(weights):
@@ -352,6 +362,8 @@ class CandidateTable:
                         present |= part[s] < np.inf
                 best = np.maximum(best, part_score)
             score = score + split * best
+        if avoid > 0:
+            score = score - avoid * score * self.avoid  # the statement's `avoided` part
         group = np.where(present, self.group, -1)
         # preselect by a float key, then order exactly by (group, score, id) among the preselected
         pre = min(score.shape[1], k + 6)
@@ -362,14 +374,18 @@ class CandidateTable:
         top = np.take_along_axis(cols, order, axis=1)
         return np.where(np.take_along_axis(g, order, axis=1) >= 0, top, -1)
 
-    def top_ids(self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0) -> list[list[str]]:
+    def top_ids(
+        self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0, avoid: float = DEFAULT_AVOID
+    ) -> list[list[str]]:
         """The ids of each row's top ``k`` (what :meth:`top` points at)."""
-        top = self.top(weights, k_rrf, k, split)
+        top = self.top(weights, k_rrf, k, split, avoid)
         return [[cands[c] for c in cols if c >= 0] for cands, cols in zip(self.candidates, top)]
 
-    def ndcg(self, weights: Sequence[float], k_rrf: float, split: float = 0.0) -> np.ndarray:
+    def ndcg(
+        self, weights: Sequence[float], k_rrf: float, split: float = 0.0, avoid: float = DEFAULT_AVOID
+    ) -> np.ndarray:
         """nDCG@10 of each row under the given fusion."""
-        top = self.top(weights, k_rrf, split=split)
+        top = self.top(weights, k_rrf, split=split, avoid=avoid)
         gain = np.where(top >= 0, np.take_along_axis(self.gain, np.maximum(top, 0), axis=1), 0.0)
         discount = 1 / np.log2(np.arange(2, top.shape[1] + 2))
         return (gain * discount).sum(axis=1) / self.ideal

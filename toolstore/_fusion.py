@@ -48,6 +48,12 @@ DEFAULT_TURNS = 4
 #: How much a tool's best fused score in one sub-request of a compound request adds to its fused score (0: requests
 #: are never split). Chosen on the train splits of seal_tools and metatool (README, Quality); ``tune`` learns it.
 DEFAULT_SPLIT = 1.0
+#: Avoid-when: a tool whose ``avoid_when`` text holds a fraction f of the request's lexemes loses ``avoid * f`` of its
+#: fused score (0 turns it off, 1 removes a tool whose avoid-when text holds the whole request). Relative, so it means
+#: the same under any weights and k_rrf. 0.5: a request wholly about a tool's avoid-when case halves its score, about
+#: what drops a tool ranked first by every retriever to the level of one ranked fifth (k_rrf 5), while one word in
+#: common with a four-word request costs an eighth; ``toolstore tune`` fits it where tools have avoid-when text.
+DEFAULT_AVOID = 0.5
 
 
 @dataclass(frozen=True)
@@ -59,13 +65,20 @@ class Fusion:
     k_rrf: float = DEFAULT_K_RRF
     overfetch: int | None = None
     split: float = DEFAULT_SPLIT
+    avoid: float = DEFAULT_AVOID
 
     def depth(self, k: int) -> int:
         """Tools each retriever returns for a route of ``k`` tools."""
         return self.overfetch if self.overfetch is not None else max(4 * k, MIN_OVERFETCH)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"weights": dict(self.weights), "k_rrf": self.k_rrf, "overfetch": self.overfetch, "split": self.split}
+        return {
+            "weights": dict(self.weights),
+            "k_rrf": self.k_rrf,
+            "overfetch": self.overfetch,
+            "split": self.split,
+            "avoid": self.avoid,
+        }
 
 
 #: Every signal weighted 1.
@@ -114,7 +127,10 @@ def check_fusion(fusion: Fusion) -> Fusion:
     split = fusion.split
     if isinstance(split, bool) or not isinstance(split, (int, float)) or not 0 <= split <= MAX_WEIGHT:
         raise InvalidInputError(f"split must be a finite number from 0 to {MAX_WEIGHT:g}, got {split!r}")
-    return replace(fusion, weights=check_weights(fusion.weights), split=float(split))
+    avoid = fusion.avoid
+    if isinstance(avoid, bool) or not isinstance(avoid, (int, float)) or not 0 <= avoid <= 1:
+        raise InvalidInputError(f"avoid must be a number from 0 to 1, got {avoid!r}")
+    return replace(fusion, weights=check_weights(fusion.weights), split=float(split), avoid=float(avoid))
 
 
 def stored_fusion(settings: Mapping[str, Any]) -> Fusion:
@@ -127,4 +143,5 @@ def stored_fusion(settings: Mapping[str, Any]) -> Fusion:
         k_rrf=float(tuned.get("k_rrf", DEFAULT_K_RRF)),
         overfetch=tuned.get("overfetch"),
         split=float(tuned.get("split", DEFAULT_SPLIT)),
+        avoid=float(tuned.get("avoid", DEFAULT_AVOID)),
     )

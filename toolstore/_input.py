@@ -35,6 +35,9 @@ MAX_SESSION_CHARS = 200  # a session id
 MAX_CATALOG_CHARS = 200  # a catalog name
 MAX_CALLS_PER_WRITE = 10_000  # tool calls logged by one record_calls
 MAX_TURNS = 100  # user turns of a message list route() reads
+MAX_PATTERN_CHARS = 500  # an anchor's regular expression
+MAX_ANCHORS = 1_000  # anchors of one catalog (route() matches every one against each request)
+MAX_BOOST = 10.0  # an anchor's boost, either sign (a fused score is at most about 1)
 
 
 def text_problem(text: str) -> str | None:

@@ -126,3 +126,17 @@ class ImportReport:
             "embedded": self.embedded,
             "unembedded": self.unembedded,
         }
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A routing rule of a catalog: a request that ``pattern`` (a Postgres regular expression, case-insensitive)
+    matches adds ``boost`` to tool ``tool``'s fused score (negative: lowers it). ``id`` is given by the store."""
+
+    pattern: str
+    tool: str
+    boost: float = 1.0
+    id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "pattern": self.pattern, "tool": self.tool, "boost": self.boost}

@@ -36,6 +36,9 @@ class RoutedTool:
     ``tokens`` is the tool's cost in the prompt (its OpenAI definition). For a compound request, ``part`` is the
     sub-request (1-based, in ``RouteResult.sub_requests``) where the tool's fused score was highest, ``part_score``
     that score (``split`` times it is added to ``score``); None for a request that was not split.
+    ``adjustments["anchor_boost"]``: the boosts of the catalog's anchors whose pattern matched the request
+    (``anchors``: their ids); ``adjustments["avoid_penalty"]``: what the request's overlap with the tool's avoid-when
+    text took off it (negative); ``score`` is after both.
     """
 
     tool: Tool
@@ -56,6 +59,9 @@ class RoutedTool:
     #: Signed deltas the statement added to the fused RRF sum after fusion (``part_boost``: split x ``part_score``,
     #: ``anchor_boost``, ``avoid_penalty``).
     adjustments: Mapping[str, float] = field(default_factory=dict)
+    #: The ids of the catalog's anchors whose pattern matched the request (their boosts: ``anchor_boost`` in
+    #: ``adjustments``).
+    anchors: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

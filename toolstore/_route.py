@@ -21,6 +21,7 @@ from ._abstain import AbstainModel, stored_abstain
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError
 from ._explore import check_explore
+from ._filters import filter_params, filter_values
 from ._fusion import (
     CONTEXT_DECAY,
     CONTEXT_MIX,
@@ -37,7 +38,7 @@ from ._fusion import (
     check_weights,
     stored_fusion,
 )
-from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
+from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
 from ._messages import read_messages
 from ._models import CatalogInfo
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
@@ -78,6 +79,8 @@ class RouteRequest:
     reranker: Reranker | None = None
     rerank_depth: int = DEFAULT_RERANK_DEPTH
     abstain: AbstainModel | None = None
+    providers: list[str] | None = None
+    tags: list[str] | None = None
 
 
 def conversation(
@@ -124,6 +127,8 @@ def route_request(
     reranker: Reranker | None = None,
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
     abstain: AbstainModel | None = None,
+    providers: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
 ) -> RouteRequest:
     """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -144,9 +149,9 @@ def route_request(
         fusion=fusion,
         k=k,
         token_budget=token_budget,
-        allow=_ids("allow", allow),
-        block=_ids("block", block),
-        categories=_ids("categories", categories),
+        allow=filter_values("allow", allow),
+        block=filter_values("block", block),
+        categories=filter_values("categories", categories),
         session=None if session is None else check_session(session),
         earlier=tuple(earlier),
         call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
@@ -155,6 +160,8 @@ def route_request(
         reranker=reranker,
         rerank_depth=rerank_depth,
         abstain=abstain,
+        providers=filter_values("providers", providers),
+        tags=filter_values("tags", tags),
     )
 
 
@@ -187,6 +194,8 @@ def prepare_route(
     reranker: Reranker | None = None,
     rerank_depth: int = DEFAULT_RERANK_DEPTH,
     abstain: bool = False,
+    providers: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
     validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query). With
@@ -211,6 +220,8 @@ def prepare_route(
         reranker=reranker,
         rerank_depth=rerank_depth,
         abstain=stored_abstain(info.settings, info.embed_model if embedder else None) if abstain else None,
+        providers=providers,
+        tags=tags,
     )
     return request, vector_plan(request, info, embedder)
 
@@ -231,16 +242,6 @@ def override(
         overfetch=fusion.overfetch if overfetch is None else overfetch,
         split=fusion.split if split is None else split,
     )
-
-
-def _ids(name: str, values: Sequence[str] | None) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, set, frozenset)):
-        raise InvalidInputError(f"{name} must be a list of strings")
-    if len(values) > MAX_FILTER_VALUES:
-        raise InvalidInputError(f"{name} holds {len(values):,} values; the limit is {MAX_FILTER_VALUES:,}")
-    return [check_text(v, f"{name} value", max_chars=MAX_ID_CHARS) for v in values]
 
 
 def vector_plan(request: RouteRequest, info: CatalogInfo, embedder: Embedder | None) -> str | None:
@@ -293,7 +294,7 @@ def statement_params(
     fusion = request.fusion
     n = fusion.depth(request.k)
     w = fusion.weights
-    filtered = request.allow is not None or request.block is not None or request.categories is not None
+    filters = filter_params(request)
     return {
         "catalog": info.id,
         "version": info.version,
@@ -322,12 +323,11 @@ def statement_params(
         "w_recent": w["recent"],
         "w_transition": w["transition"],
         "w_context": w["context"] if cvec is not None else 0.0,
-        "allow": request.allow,
-        "block": request.block,
-        "categories": request.categories,
-        "filtered": filtered,
+        **filters,
+        "request": request.query,
+        "w_avoid": fusion.avoid,
         # A filter may keep few of a term's postings, and those need not be among its highest-impact ones.
-        "lexical_cap": None if filtered else LEXICAL_CAP,
+        "lexical_cap": None if filters["filtered"] else LEXICAL_CAP,
         "rescore": RESCORE_FACTOR * n,
         "abstain": request.abstain is not None,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.

@@ -11,6 +11,7 @@ from typing import Any
 
 from ._abstain import from_rows
 from ._explore import explore_pack
+from ._filters import filter_params
 from ._packing import tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._route import RouteRequest
@@ -22,8 +23,8 @@ ADJUSTMENTS = (("part_boost", 1.0), ("anchor_boost", 1.0), ("avoid_penalty", -1.
 
 def applied_filters(request: RouteRequest) -> dict[str, Any]:
     """The filters ``request`` routes under, by name (only those given)."""
-    given = {"allow": request.allow, "block": request.block, "categories": request.categories}
-    return {name: list(values) for name, values in given.items() if values is not None}
+    given = filter_params(request)
+    return {name: list(values) for name, values in given.items() if name != "filtered" and values is not None}
 
 
 def route_result(
@@ -97,4 +98,5 @@ def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
         part=row["part"],
         part_score=None if row["part_score"] is None else float(row["part_score"]),
         adjustments={name: sign * float(row[name]) for name, sign in ADJUSTMENTS if row.get(name)},
+        anchors=tuple(row.get("anchor_ids") or ()),
     )

@@ -10,7 +10,7 @@ Only tool ids, outcomes, times and provider call ids are stored, never user text
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from ._catalog import set_settings
 from ._connect import retry_conflicts
 from ._errors import InvalidInputError, UnknownToolError
 from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_session, check_text
@@ -255,3 +256,57 @@ def transitions(
     """The catalog's transition counts (``prev_tool``, ``next_tool``, ``n``), most frequent first."""
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(query("transition_counts"), {"catalog": info.id, "prev": prev, "limit": limit}).fetchall()
+
+
+class SessionMethods:
+    """The session-log methods of ``ToolStore`` (a mixin: the store supplies ``catalog``, ``_run``, ``_info`` and
+    ``info``)."""
+
+    catalog: str
+    _run: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any]
+    _info: Callable[[psycopg.Connection[Any]], CatalogInfo]
+    info: Callable[..., CatalogInfo]
+
+    def record_calls(self, session: str, calls: Iterable[object]) -> int:
+        """Append tool calls (oldest first) to ``session``'s log; ``route(..., session=...)`` looks back on them and
+        the catalog's transition counts learn from them. A call is a tool id (or a name a model called it by), a
+        :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
+        already logged is skipped. Returns how many were written; UnknownToolError (nothing written) when a call
+        names no tool of the catalog."""
+        return self._run(lambda conn: record_calls(conn, self._info(conn), session, calls))
+
+    def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
+        """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction."""
+        sessions = list(sessions)
+        return self._run(lambda conn: import_sessions(conn, self._info(conn), sessions))
+
+    def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        """The catalog's logged sessions, most recently written first, with call counts and times."""
+        return self._run(lambda conn: list_sessions(conn, self._info(conn), limit=limit))
+
+    def session_log(self, session: str) -> list[LoggedCall]:
+        """Every logged call of ``session``, oldest first."""
+        return self._run(lambda conn: session_log(conn, self._info(conn), session))
+
+    def transitions(self, *, prev: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The catalog's learned transition counts (from ``prev`` when given), most frequent first."""
+        return self._run(lambda conn: transitions(conn, self._info(conn), prev=prev, limit=limit))
+
+    def prune_sessions(self, *, older_than: timedelta | None = None, session: str | None = None) -> dict[str, int]:
+        """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
+        ``session``; sessions left empty go too, and the transition counts follow."""
+        keep = retention(self.info(counts=False).settings)
+        before = prune_before(older_than, session, keep)
+        return self._run(lambda conn: prune(conn, self._info(conn), before=before, session=session))
+
+    def set_session_retention(
+        self, *, max_calls: int | None = DEFAULT_MAX_CALLS, max_age_days: float | None = None
+    ) -> None:
+        """Keep at most ``max_calls`` calls per session and none older than ``max_age_days`` (None: no limit),
+        applied to a session at each write to it and to every session by :meth:`prune_sessions`."""
+        keep = check_retention(max_calls, max_age_days)
+        self._run(lambda conn: set_settings(conn, self.catalog, {RETENTION_KEY: keep.as_dict()}))
+
+    def session_retention(self) -> dict[str, Any]:
+        """The catalog's retention of its session log: ``max_calls`` per session and ``max_age_days``."""
+        return retention(self.info(counts=False).settings).as_dict()

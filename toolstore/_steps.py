@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from ._catalog_cache import CatalogCache
 from ._embedders.base import Embedder
 from ._explain import statement_fusion
+from ._filters import unmatched_filter
 from ._models import CatalogInfo
 from ._names import call_keys, resolve_calls
 from ._observe import RouteTrace
@@ -189,7 +190,13 @@ def _route_once(
                 qvec, cvec, part_vecs, reason = None, None, [], embedder_failed(exc)
         params = statement_params(info, request, qvec, cvec, part_vecs)
         with trace.stage("statement"):
-            rows = yield Fetch("route", params)
+            try:
+                rows = yield Fetch("route", params)
+            except Exception as exc:  # a filter value that matches no tool: bad input, not a database failure
+                bad = unmatched_filter(exc)
+                if bad is None:
+                    raise
+                raise bad from None
         candidates, summary = None, None
         if request.reranker is not None:
             with trace.stage("rerank"):

@@ -5,31 +5,32 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import timedelta
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from . import _access, _catalog, _sessions, _sql
+from . import _access, _catalog, _sql
 from ._abstain import SETTINGS_KEY, AbstainModel, check_model
+from ._anchors import AnchorMethods
 from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, UnknownCatalogError, UnknownToolError
-from ._fusion import DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
+from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
+from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import logger, span
 from ._reembed import reembed
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._rows import name_row, unknown_catalog
+from ._sessions import SessionMethods
 from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
@@ -39,7 +40,7 @@ T = TypeVar("T")
 DEFAULT = "default"
 
 
-class ToolStore:
+class ToolStore(AnchorMethods, SessionMethods):
     """A named tool catalog in Postgres.
 
     ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server.
@@ -156,10 +157,11 @@ class ToolStore:
         k_rrf: float = DEFAULT_K_RRF,
         overfetch: int | None = None,
         split: float = DEFAULT_SPLIT,
+        avoid: float = DEFAULT_AVOID,
     ) -> None:
-        """Store fusion settings in the catalog; route() uses them when not given weights explicitly."""
-        fusion = Fusion(weights=check_weights(weights), k_rrf=float(k_rrf), overfetch=overfetch, split=split)
-        fusion = check_fusion(fusion)
+        """Store fusion settings in the catalog (``avoid``: the avoid-when penalty's weight, 0 to 1); route() uses
+        them when not given weights explicitly."""
+        fusion = check_fusion(Fusion(check_weights(weights), float(k_rrf), overfetch, split=split, avoid=avoid))
         self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
 
     def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:
@@ -310,6 +312,8 @@ class ToolStore:
         reranker: Reranker | None = None,
         rerank_depth: int = DEFAULT_RERANK_DEPTH,
         abstain: bool = False,
+        providers: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
     ) -> RouteResult:
         """The tools for one request, best first, packed into ``token_budget`` tokens when given.
 
@@ -320,18 +324,20 @@ class ToolStore:
         :meth:`record_calls`). A compound request is also retrieved clause by clause (``result.sub_requests``): a
         tool's best fused score in one clause, times ``split``, is added to its score. ``weights`` (per signal of
         ``SIGNALS``; 0 switches one off), ``k_rrf``, ``overfetch`` and ``split`` (0: never split) override the
-        catalog's tuned fusion. ``allow``/``block`` restrict by tool id, ``categories`` to tools in any of them.
-        ``explore=True`` gives the last slot to a tool drawn from the fused ranks k+1..2k (``explored``; the same for
-        the same ``seed`` and request). ``reranker(query, candidates) -> scores`` reorders the fused top ``k *
-        rerank_depth`` (one that raises degrades to the fused order; unusable scores are an InvalidInputError).
-        With ``abstain``, when the evidence says no tool fits, the result is ``abstained`` and holds only the
-        always-on tools (``result.abstention``: the evidence; the model is the catalog's from
-        ``tune(negatives=...)``, else the shipped default). ``result.explain()`` says why each tool is there.
+        catalog's tuned fusion. ``allow``/``block`` restrict by tool id (``*`` and ``?`` are wildcards:
+        ``"slack.*"``), ``categories``, ``providers`` and ``tags`` keep tools with any of the given values; one that
+        matches no tool of the catalog is an InvalidInputError naming it. The catalog's anchors and its tools'
+        avoid-when text adjust the fused scores. ``explore=True`` gives the last slot to a tool drawn from the fused
+        ranks k+1..2k (``explored``; the same for the same ``seed`` and request). ``reranker(query, candidates) ->
+        scores`` reorders the fused top ``k * rerank_depth`` (one that raises degrades to the fused order; unusable
+        scores are an InvalidInputError). With ``abstain``, when the evidence says no tool fits, the result is
+        ``abstained`` and holds only the always-on tools (``result.abstention``: the evidence; the model is the
+        catalog's from ``tune(negatives=...)``, else the shipped default). ``result.explain()`` says why.
         """
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options["abstain"] = abstain
+        options |= dict(providers=providers, tags=tags, abstain=abstain)
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
             return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
@@ -352,49 +358,3 @@ class ToolStore:
             return self._info(conn)
 
         return answer
-
-    # -- the session log ---------------------------------------------------------------------------------
-
-    def record_calls(self, session: str, calls: Iterable[object]) -> int:
-        """Append tool calls (oldest first) to ``session``'s log; ``route(..., session=...)`` looks back on them and
-        the catalog's transition counts learn from them. A call is a tool id (or a name a model called it by), a
-        :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
-        already logged is skipped. Returns how many were written; UnknownToolError (nothing written) when a call
-        names no tool of the catalog."""
-        return self._run(lambda conn: _sessions.record_calls(conn, self._info(conn), session, calls))
-
-    def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
-        """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction."""
-        sessions = list(sessions)
-        return self._run(lambda conn: _sessions.import_sessions(conn, self._info(conn), sessions))
-
-    def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        """The catalog's logged sessions, most recently written first, with call counts and times."""
-        return self._run(lambda conn: _sessions.list_sessions(conn, self._info(conn), limit=limit))
-
-    def session_log(self, session: str) -> list[LoggedCall]:
-        """Every logged call of ``session``, oldest first."""
-        return self._run(lambda conn: _sessions.session_log(conn, self._info(conn), session))
-
-    def transitions(self, *, prev: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The catalog's learned transition counts (from ``prev`` when given), most frequent first."""
-        return self._run(lambda conn: _sessions.transitions(conn, self._info(conn), prev=prev, limit=limit))
-
-    def prune_sessions(self, *, older_than: timedelta | None = None, session: str | None = None) -> dict[str, int]:
-        """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
-        ``session``; sessions left empty go too, and the transition counts follow."""
-        keep = _sessions.retention(self.info(counts=False).settings)
-        before = _sessions.prune_before(older_than, session, keep)
-        return self._run(lambda conn: _sessions.prune(conn, self._info(conn), before=before, session=session))
-
-    def set_session_retention(
-        self, *, max_calls: int | None = _sessions.DEFAULT_MAX_CALLS, max_age_days: float | None = None
-    ) -> None:
-        """Keep at most ``max_calls`` calls per session and none older than ``max_age_days`` (None: no limit),
-        applied to a session at each write to it and to every session by :meth:`prune_sessions`."""
-        keep = _sessions.check_retention(max_calls, max_age_days)
-        self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {_sessions.RETENTION_KEY: keep.as_dict()}))
-
-    def session_retention(self) -> dict[str, Any]:
-        """The catalog's retention of its session log: ``max_calls`` per session and ``max_age_days``."""
-        return _sessions.retention(self.info(counts=False).settings).as_dict()

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._calibrate import calibrate, negative_requests
-from ._candidates import CandidateTable, Probe, Transitions, fetch_lists, load_tool_index
+from ._candidates import CandidateTable, Probe, ToolIndex, Transitions, fetch_lists, load_tool_index
 from ._errors import InvalidInputError
 from ._eval import check_queries, check_sessions
-from ._fusion import DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
+from ._fusion import DEFAULT_AVOID, DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
 from ._metrics import CUTOFF, Judgement, LabelledSession
+from ._sql import query
+from ._text import query_text
 
 if TYPE_CHECKING:
     from ._store import ToolStore
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 K_RRF_GRID = (5.0, 15.0, 30.0, 60.0, 100.0)
 SPLIT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+#: The avoid-when penalty's weights tried once the others are fit (only where tools have avoid-when text).
+AVOID_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 MAX_ROUNDS = 6
 #: Coordinate ascent starts from the default fusion and from the best STRONG_STARTS signals alone (weight
 #: 4, others off): from there, adding a little of a second signal to a dominant one is rarely a single
@@ -97,6 +101,21 @@ class TuneReport:
         }
 
 
+def avoid_fractions(store: ToolStore, probes: Sequence[Probe], tools: ToolIndex) -> list[dict[str, float]]:
+    """Per request, the fraction of its lexemes in each tool's avoid-when text (tools with none left out), as the
+    route statement's ``avoided`` part counts them; empty dicts when no tool has avoid-when text."""
+    if not tools.avoid:
+        return [{} for _ in probes]
+    texts = [query_text(p.query) for p in probes]
+    with store.connection() as conn:
+        rows = conn.execute(query("eval_request_lexemes"), {"texts": texts}).fetchall()
+    out = []
+    for (lexemes,) in rows:
+        terms = set(lexemes)
+        out.append({t: len(terms & a) / len(terms) for t, a in tools.avoid.items() if terms & a})
+    return out
+
+
 def _fit(table: CandidateTable, rows: np.ndarray) -> tuple[Fusion, float]:
     """Coordinate ascent over :data:`WEIGHT_GRID`, :data:`K_RRF_GRID` and (when some request was split)
     :data:`SPLIT_GRID` from several starts (the default fusion and the :data:`STRONG_STARTS` best retrievers alone):
@@ -142,7 +161,13 @@ def _fit(table: CandidateTable, rows: np.ndarray) -> tuple[Fusion, float]:
                 break
         found.append((best_score, best))
     best_score, (weights, k_rrf, split) = max(found, key=lambda f: f[0])  # first start wins ties
-    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf, split=split), best_score
+    avoid = DEFAULT_AVOID
+    if table.avoid.any():  # then the avoid-when weight, the default winning ties
+        for value in AVOID_GRID:
+            trial = float(table.ndcg(weights, k_rrf, split, value).mean())
+            if trial > best_score + 1e-12:
+                avoid, best_score = value, trial
+    return Fusion(weights=dict(zip(SIGNALS, weights)), k_rrf=k_rrf, split=split, avoid=avoid), best_score
 
 
 def _folds(n: int, folds: int, seed: int) -> np.ndarray:
@@ -205,6 +230,7 @@ def tune(
     depth = DEFAULT_FUSION.depth(k)
     tools = load_tool_index(store)
     lists = fetch_lists(store, probes, depth=depth, tools=tools)
+    avoid = avoid_fractions(store, probes, tools)
     fetched = time.perf_counter()
     unit_fold = _folds(len(examples) + len(sessions), folds, seed)
     fold = unit_fold[np.asarray(unit)]
@@ -215,11 +241,11 @@ def tune(
         """Rows' transitions from ``counts`` (all sessions, or those outside fold ``held``), minus their own
         session's for training rows."""
         if counts is None:
-            return CandidateTable(lists, tools, judgements, depth)
+            return CandidateTable(lists, tools, judgements, depth, avoid=avoid)
         per_row = [
             None if s is None else counts if fold[i] == held else counts.minus(own[s]) for i, s in enumerate(owner)
         ]
-        return CandidateTable(lists, tools, judgements, depth, per_row)
+        return CandidateTable(lists, tools, judgements, depth, per_row, avoid)
 
     shared = None if sessions else table(None)
     held_tuned, held_default = np.zeros(len(probes)), np.zeros(len(probes))
@@ -232,7 +258,7 @@ def tune(
         fold_fusions.append(fusion)
         test = np.flatnonzero(fold == f)
         weights = [fusion.weights[s] for s in SIGNALS]
-        held_tuned[test] = fold_table.subset(test).ndcg(weights, fusion.k_rrf, fusion.split)
+        held_tuned[test] = fold_table.subset(test).ndcg(weights, fusion.k_rrf, fusion.split, fusion.avoid)
         held_default[test] = fold_table.subset(test).ndcg(default, DEFAULT_FUSION.k_rrf, DEFAULT_FUSION.split)
     tuned, train = _fit(shared or table(Transitions.of(calls)), np.arange(len(probes)))
     cv_tuned, cv_default = float(held_tuned.mean()), float(held_default.mean())
@@ -244,7 +270,13 @@ def tune(
     if save and model is not None:
         store.set_abstain(model, fusion=chosen)
     elif save:
-        store.set_fusion(weights=chosen.weights, k_rrf=chosen.k_rrf, overfetch=chosen.overfetch, split=chosen.split)
+        store.set_fusion(
+            weights=chosen.weights,
+            k_rrf=chosen.k_rrf,
+            overfetch=chosen.overfetch,
+            split=chosen.split,
+            avoid=chosen.avoid,
+        )
     return TuneReport(
         fusion=chosen,
         tuned=tuned,

@@ -8,10 +8,10 @@ import click
 import psycopg
 
 from .._errors import ToolstoreError
-from . import access, catalog, demo, ingest, quality, route, serve, sessions
+from . import access, anchors, catalog, demo, ingest, quality, route, serve, sessions
 from .app import cli
 
-for _module in (catalog, route, demo, ingest, quality, serve, sessions, access):
+for _module in (catalog, route, demo, ingest, quality, serve, sessions, access, anchors):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -142,8 +142,8 @@ def read_messages_file(path: Path) -> Any:
     "Default: the catalog's tuned value.",
 )
 @click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")
-@click.option("--allow", multiple=True, help="Only these tool ids (repeatable).")
-@click.option("--block", multiple=True, help="Never these tool ids (repeatable).")
+@click.option("--allow", multiple=True, help="Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).")
+@click.option("--block", multiple=True, help="Never these tool ids; * and ? are wildcards (repeatable).")
 @click.option("--session", help="Look back on this session's logged calls (see `toolstore sessions`).")
 @click.option(
     "--messages",
@@ -156,6 +156,8 @@ def read_messages_file(path: Path) -> Any:
 @click.option(
     "--abstain", is_flag=True, help="Return no routed tool (always-on ones only) when no tool fits the request."
 )
+@click.option("--provider", "providers", multiple=True, help="Only tools of this provider (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable).")
 @click.pass_context
 def route(
     ctx: click.Context,
@@ -175,6 +177,8 @@ def route(
     messages_file: Path | None,
     turns: int,
     abstain: bool,
+    providers: tuple[str, ...],
+    tags: tuple[str, ...],
 ) -> None:
     """Route REQUEST (or the latest request of --messages): the tools that matter, best first."""
     if request is None and messages_file is None:
@@ -196,6 +200,8 @@ def route(
             explore=explore,
             seed=seed,
             abstain=abstain,
+            providers=list(providers) or None,
+            tags=list(tags) or None,
         )
     if fmt in _formats.FORMATS:
         click.echo(json.dumps({"tools": result.definitions(fmt)}, indent=2, ensure_ascii=False))  # type: ignore[arg-type]

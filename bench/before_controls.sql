@@ -1,0 +1,292 @@
+-- The route statement without issue 11's controls (main at dc246ea: no filter CTEs, anchors or avoid-when penalty),
+-- with knn() called the 0008 way (no filter: the same unfiltered HNSW statement as before). Unfiltered requests only.
+-- Run: python bench/route.py --sizes 10000 --requests 200 --no-import --variants bench/before_controls.sql
+
+-- name: route
+with
+-- The caller read the catalog's settings at `version`: route_catalog() raises SQLSTATE TS001 when the catalog has
+-- changed since (or is gone), so stale weights or a switched model never route. Checked before anything else runs.
+checked as (
+    select route_catalog(%(catalog)s, %(version)s) as ok
+),
+fields (field, weight) as (
+    values (1::smallint, %(w_name)s::float8),
+           (2::smallint, %(w_description)s::float8),
+           (3::smallint, %(w_expansion)s::float8)
+),
+-- Part 0 is the request, parts 1, 2, ... its sub-requests (the clauses of a compound request, _split.py). Each part
+-- is retrieved alone by the three BM25 fields (postings are read once for all parts' terms); dense and intent
+-- retrieval, which would need an embedding per clause, look at the request only.
+parts as (
+    select (u.nth - 1)::integer as part, u.text
+    from unnest(%(part_texts)s::text[]) with ordinality as u (text, nth)
+),
+part_terms as (
+    select distinct p.part, lexeme
+    from parts p
+    cross join lateral unnest(tsvector_to_array(to_tsvector('english'::regconfig, p.text))) as lexeme
+),
+terms as (
+    select distinct lexeme from part_terms
+),
+stats as (
+    select s.field, s.n::float8 as n, s.total_len::float8 / greatest(s.n, 1) as avgdl
+    from field_stats s
+    where s.catalog_id = %(catalog)s
+),
+-- The query's terms per field. A term with more than `lexical_cap` postings is `cut`: only its lexical_cap
+-- highest-impact postings are read (lexical_cap null: every posting of every term is read, BM25 is exact).
+qterms as (
+    select f.field, q.lexeme, d.df, st.n, st.avgdl, d.df > coalesce(%(lexical_cap)s::integer, d.df) as cut
+    from fields f
+    join stats st on st.field = f.field
+    cross join terms q
+    join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = q.lexeme
+    where f.weight > 0
+),
+hits as (
+    select t.field, t.lexeme, p.tool_pk, p.dl, t.cut, bm25_term(p.tf, p.dl, t.df, t.n, t.avgdl) as score
+    from qterms t
+    cross join lateral (
+        select p.tool_pk, p.tf, p.dl
+        from postings p
+        where p.catalog_id = %(catalog)s and p.field = t.field and p.lexeme = t.lexeme
+        order by p.impact desc, p.tool_pk desc
+        limit %(lexical_cap)s::integer
+    ) p
+),
+sums as (
+    select pt.part, h.field, h.tool_pk, max(h.dl) as dl, sum(h.score) as score,
+           coalesce(sum(h.score) filter (where not h.cut), 0) as whole
+    from hits h
+    join part_terms pt on pt.lexeme = h.lexeme
+    group by pt.part, h.field, h.tool_pk
+),
+bm25 as (
+    -- every posting read: the sums are the scores
+    select s.part, s.field, s.tool_pk, round(s.score * 1e9) as score
+    from sums s
+    where not exists (select 1 from qterms where cut)
+    union all
+    -- else the `rescore` best partial sums per field get their cut terms from the tool's own document: exact scores
+    select c.part, c.field, c.tool_pk,
+           round((c.whole + coalesce((
+               select sum(bm25_term(coalesce(array_length(u.positions, 1), 1), c.dl, t.df, t.n, t.avgdl))
+               from qterms t
+               join part_terms pt on pt.part = c.part and pt.lexeme = t.lexeme
+               cross join lateral unnest(case c.field when 1 then d.name_tsv
+                                                      when 2 then d.description_tsv
+                                                      else d.expansion_tsv end) u
+               where t.field = c.field and t.cut and u.lexeme = t.lexeme), 0)) * 1e9) as score
+    from (select s.*, row_number() over (partition by s.part, s.field order by s.score desc, s.tool_pk) as nth
+          from sums s) c
+    join tools d on d.catalog_id = %(catalog)s and d.pk = c.tool_pk
+    where exists (select 1 from qterms where cut) and c.nth <= %(rescore)s
+),
+-- Rank with ties first (no join), then break ties by id only for the few rows that can make the cut.
+coarse as (
+    select b.part, b.field, b.tool_pk, b.score,
+           rank() over (partition by b.part, b.field order by b.score desc) as coarse_rank
+    from bm25 b
+    where not %(filtered)s::boolean
+       or exists (select 1 from tools t
+                  where t.catalog_id = %(catalog)s and t.pk = b.tool_pk
+                    and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+                    and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+                    and (%(categories)s::text[] is null or t.categories && %(categories)s::text[]))
+),
+lexical as (
+    select c.part, c.field as signal, c.tool_pk,
+           row_number() over (partition by c.part, c.field order by c.score desc, t.id) as rank
+    from coarse c
+    join tools t on t.catalog_id = %(catalog)s and t.pk = c.tool_pk
+    where c.coarse_rank <= %(n)s
+),
+dense as (
+    select 4::smallint as signal, v.tool_pk,
+           row_number() over (order by v.distance, t.id) as rank
+    from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s,
+             null, null) v
+    join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
+    where %(w_dense)s::float8 > 0
+),
+neighbours as (
+    select e.tool_pk, e.distance,
+           row_number() over (partition by e.tool_pk order by e.distance) as nth
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s,
+             null, null) e
+    where %(w_intent)s::float8 > 0
+),
+intent as (
+    select 5::smallint as signal, s.tool_pk,
+           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
+    from (
+        select tool_pk, sum(1 - distance) as score
+        from neighbours
+        where nth <= %(per_tool)s
+        group by tool_pk
+    ) s
+    join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
+),
+-- The calls looked back on, latest first (distance 0): the session's last ones from its log, then those passed in.
+history as (
+    select h.tool_id, (row_number() over (order by h.source desc, h.pos desc) - 1)::integer as distance
+    from (
+        select 1 as source, c.seq as pos, c.tool_id
+        from (select l.seq, l.tool_id
+              from session_calls l
+              where l.catalog_id = %(catalog)s and l.session_id = %(session)s::text
+              order by l.seq desc
+              limit %(history)s) c
+        union all
+        select 2, u.pos, u.tool_id
+        from unnest(%(calls)s::text[]) with ordinality as u (tool_id, pos)
+    ) h
+    order by distance
+    limit %(history)s
+),
+recent as (
+    select 6::smallint as signal, t.pk as tool_pk,
+           row_number() over (order by round(r.score * 1e9) desc, t.id) as rank
+    from (select tool_id, sum(power(%(recent_decay)s::float8, distance)) as score
+          from history
+          where distance < %(recent_calls)s
+          group by tool_id) r
+    join tools t on t.catalog_id = %(catalog)s and t.id = r.tool_id
+    where %(w_recent)s::float8 > 0
+      and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+),
+-- P(next | call) from the catalog's transition counts, smoothed, summed over the latest calls (decayed).
+transition as (
+    select 7::smallint as signal, t.pk as tool_pk,
+           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
+    from (
+        select x.next_tool, sum(power(%(recent_decay)s::float8, x.distance) * x.n / (x.total + %(smoothing)s::float8))
+               as score
+        from (select h.distance, tr.next_tool, tr.n::float8 as n,
+                     sum(tr.n) over (partition by h.distance)::float8 as total
+              from history h
+              join tool_transitions tr on tr.catalog_id = %(catalog)s and tr.prev_tool = h.tool_id
+              where h.distance < %(transition_calls)s and %(w_transition)s::float8 > 0) x
+        group by x.next_tool
+    ) s
+    join tools t on t.catalog_id = %(catalog)s and t.id = s.next_tool
+    where (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+),
+context_neighbours as (
+    select e.tool_pk, e.distance,
+           row_number() over (partition by e.tool_pk order by e.distance) as nth
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)s::vector, %(n_examples)s,
+             null, null) e
+    where %(w_context)s::float8 > 0
+),
+context as (
+    select 8::smallint as signal, s.tool_pk,
+           row_number() over (order by round(s.score * 1e9) desc, t.id) as rank
+    from (
+        select tool_pk, sum(1 - distance) as score
+        from context_neighbours
+        where nth <= %(per_tool)s
+        group by tool_pk
+    ) s
+    join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
+),
+signals as (
+    select part, signal, tool_pk, rank from lexical where rank <= %(n)s
+    union all
+    select 0, signal, tool_pk, rank from dense
+    union all
+    select 0, signal, tool_pk, rank from intent where rank <= %(n)s
+    union all
+    select 0, signal, tool_pk, rank from recent where rank <= %(n)s
+    union all
+    select 0, signal, tool_pk, rank from transition where rank <= %(n)s
+    union all
+    select 0, signal, tool_pk, rank from context where rank <= %(n)s
+),
+-- Each part's weighted RRF sum per tool, with the tool's rank in each signal of the request (part 0) ...
+part_fused as (
+    select s.part, s.tool_pk,
+           sum(case s.signal
+                   when 1 then %(w_name)s::float8
+                   when 2 then %(w_description)s::float8
+                   when 3 then %(w_expansion)s::float8
+                   when 4 then %(w_dense)s::float8
+                   when 5 then %(w_intent)s::float8
+                   when 6 then %(w_recent)s::float8
+                   when 7 then %(w_transition)s::float8
+                   else %(w_context)s::float8
+               end / (%(k_rrf)s::float8 + s.rank)) as score,
+           min(s.rank) filter (where s.signal = 1) as rank_name,
+           min(s.rank) filter (where s.signal = 2) as rank_description,
+           min(s.rank) filter (where s.signal = 3) as rank_expansion,
+           min(s.rank) filter (where s.signal = 4) as rank_dense,
+           min(s.rank) filter (where s.signal = 5) as rank_intent,
+           min(s.rank) filter (where s.signal = 6) as rank_recent,
+           min(s.rank) filter (where s.signal = 7) as rank_transition,
+           min(s.rank) filter (where s.signal = 8) as rank_context
+    from signals s
+    group by s.part, s.tool_pk
+),
+-- ... and the fused score: the request's sum plus w_split times the tool's best sum in one sub-request (`part`:
+-- which one, for explain), so each clause of a compound request gets its best tools near the top.
+fused as (
+    select f.tool_pk,
+           coalesce(max(f.score) filter (where f.part = 0), 0)
+               + %(w_split)s::float8 * coalesce(max(f.score) filter (where f.part > 0), 0) as score,
+           max(f.rank_name) filter (where f.part = 0) as rank_name,
+           max(f.rank_description) filter (where f.part = 0) as rank_description,
+           max(f.rank_expansion) filter (where f.part = 0) as rank_expansion,
+           max(f.rank_dense) filter (where f.part = 0) as rank_dense,
+           max(f.rank_intent) filter (where f.part = 0) as rank_intent,
+           max(f.rank_recent) filter (where f.part = 0) as rank_recent,
+           max(f.rank_transition) filter (where f.part = 0) as rank_transition,
+           max(f.rank_context) filter (where f.part = 0) as rank_context,
+           (array_agg(f.part order by f.score desc, f.part) filter (where f.part > 0))[1] as part,
+           max(f.score) filter (where f.part > 0) as part_score
+    from part_fused f
+    group by f.tool_pk
+),
+exact as (
+    select t.pk as tool_pk
+    from tools t
+    where t.catalog_id = %(catalog)s
+      and (lower(t.id) = any (%(identifiers)s::text[]) or lower(t.name) = any (%(identifiers)s::text[]))
+      and (%(allow)s::text[] is null or t.id = any (%(allow)s::text[]))
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+      and (%(categories)s::text[] is null or t.categories && %(categories)s::text[])
+),
+top as (
+    select f.*, f.tool_pk in (select tool_pk from exact) as exact
+    from fused f
+    join tools t on t.catalog_id = %(catalog)s and t.pk = f.tool_pk
+    order by f.tool_pk in (select tool_pk from exact) desc, round(f.score * 1e9) desc, t.id
+    -- always-on tools are packed on top of the routed ones, so they must not use up the limit
+    limit %(limit)s + (select count(*) from tools a where a.catalog_id = %(catalog)s and a.always_on)
+),
+picked as (
+    select * from top
+    union all
+    select e.tool_pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null, true
+    from exact e
+    where e.tool_pk not in (select tool_pk from top)
+    union all
+    select t.pk, 0.0::float8, null, null, null, null, null, null, null, null, null, null, false
+    from tools t
+    where t.catalog_id = %(catalog)s and t.always_on
+      and t.pk not in (select tool_pk from top) and t.pk not in (select tool_pk from exact)
+      and (%(block)s::text[] is null or t.id <> all (%(block)s::text[]))
+)
+select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
+       t.keywords, t.examples, t.expansion, t.avoid_when, t.always_on, t.spec_json as spec,
+       p.score, p.rank_name, p.rank_description, p.rank_expansion, p.rank_dense, p.rank_intent, p.rank_recent,
+       p.rank_transition, p.rank_context, p.part, p.part_score, p.part_score * %(w_split)s::float8 as part_boost,
+       p.exact
+from picked p
+join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
+where (select ok from checked)
+order by p.exact desc, round(p.score * 1e9) desc, t.id;

@@ -1,0 +1,220 @@
+"""route()'s filters (providers, tags, categories, allow/block with globs), values that match nothing, small filtered
+sets at 10k tools, and the avoid-when penalty."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from test_cli import run
+
+from toolstore import HashingEmbedder, IntentExample, InvalidInputError, Judgement, RoutedTool, Tool, ToolStore
+from toolstore._fusion import DEFAULT_AVOID
+
+from catalog_gen import generated_queries, generated_tools
+from conftest import TEMPLATE, create_database, drop_database
+
+TOOLS = [
+    Tool(id="slack.send_message", name="send_message", provider="slack", description="Post a message to a channel",
+         tags=("chat",), categories=("communication",)),
+    Tool(id="slack.list_channels", name="list_channels", provider="slack", description="List the workspace channels",
+         tags=("chat", "read"), categories=("communication",)),
+    Tool(id="gmail.send_email", name="send_email", provider="gmail", description="Send an email message to someone",
+         tags=("mail",), categories=("communication",)),
+    Tool(id="linear.create_issue", name="create_issue", provider="linear", description="File an issue for a bug",
+         tags=("tickets",), categories=("developer",)),
+    Tool(id="stripe.list_charges", name="list_charges", provider="stripe", description="List payments and charges",
+         categories=("finance",)),
+    Tool(id="core.help", name="help", provider="core", description="Explain what the assistant can do",
+         always_on=True),
+]  # fmt: skip
+
+
+@pytest.fixture
+def catalog(store: ToolStore) -> ToolStore:
+    store.upsert(TOOLS)
+    return store
+
+
+def ids(store: ToolStore, text: str, **options: object) -> list[str]:
+    return [r.tool.id for r in store.route(text, k=8, **options) if not r.always_on]  # type: ignore[arg-type]
+
+
+def test_providers_tags_and_globs(catalog: ToolStore) -> None:
+    text = "send a message about the failed payments bug"
+    assert set(ids(catalog, text, providers=["slack"])) == {"slack.send_message", "slack.list_channels"}
+    assert set(ids(catalog, text, providers=["slack", "stripe"])) == {
+        "slack.send_message",
+        "slack.list_channels",
+        "stripe.list_charges",
+    }
+    assert set(ids(catalog, text, tags=["mail", "tickets"])) == {"gmail.send_email", "linear.create_issue"}
+    assert set(ids(catalog, text, allow=["slack.*"])) == {"slack.send_message", "slack.list_channels"}
+    assert set(ids(catalog, text, allow=["slack.list_channel?", "gmail.send_email"])) == {
+        "slack.list_channels",
+        "gmail.send_email",
+    }
+    assert "slack.send_message" not in ids(catalog, text, block=["slack.*"])
+    assert set(ids(catalog, text, providers=["slack"], tags=["read"])) == {"slack.list_channels"}  # all must hold
+    explained = catalog.route(text, providers=["slack"], tags=["read"], allow=["slack.*"]).explain()["request"][
+        "filters"
+    ]
+    assert explained == {"allow": ["slack.*"], "providers": ["slack"], "tags": ["read"]}
+    assert set(ids(catalog, text, categories=["communication"], block=["*.send_*"])) == {"slack.list_channels"}
+    # always-on tools stay (allow/providers/tags do not remove them); a block removes them
+    result = catalog.route(text, providers=["stripe"])
+    assert [r.tool.id for r in result if r.always_on] == ["core.help"]
+    assert "core.help" not in catalog.route(text, block=["core.*"]).ids
+
+
+def test_a_filter_value_that_matches_nothing_is_an_error_naming_it(catalog: ToolStore) -> None:
+    with pytest.raises(InvalidInputError, match="match no tool of the catalog: allow 'slak.\\*', provider 'slak'"):
+        catalog.route("send a message", allow=["slack.*", "slak.*"], providers=["slack", "slak"])
+    with pytest.raises(InvalidInputError, match="category 'finanse', tag 'urgent'"):
+        catalog.route("send a message", categories=["finanse"], tags=["urgent"])
+    with pytest.raises(InvalidInputError, match="allow 'slack.nope'"):
+        catalog.route("zzzz qqqq", allow=["slack.nope"])  # raised even when no retriever finds anything
+    assert catalog.route("send a message", block=["nope.*"]).ids  # block values are not checked
+    # both filters match, their intersection is empty: an empty result, not an error
+    assert ids(catalog, "send a message", providers=["stripe"], tags=["chat"]) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("providers", "slack", "providers must be a list of strings"),
+        ("tags", [3], "tags value must be a string"),
+        ("providers", [""], "providers value is empty"),
+        ("tags", ["x"] * 10_001, "tags holds 10,001 values"),
+    ],
+)
+def test_bad_filter_arguments(catalog: ToolStore, option: str, value: object, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        catalog.route("send a message", **{option: value})  # type: ignore[arg-type]
+
+
+def test_cli_provider_tag_and_glob_filters(catalog: ToolStore, dsn: str) -> None:
+    out = run(
+        dsn, "--embedder", "hashing-64", "-c", "test", "route", "send a message", "--provider", "slack", "--tag", "read"
+    )
+    assert [t["id"] for t in json.loads(out.stdout)["tools"] if not t["always_on"]] == ["slack.list_channels"]
+    out = run(dsn, "--embedder", "hashing-64", "-c", "test", "route", "send a message", "--allow", "gmail.*")
+    assert [t["id"] for t in json.loads(out.stdout)["tools"] if not t["always_on"]] == ["gmail.send_email"]
+    bad = run(
+        dsn, "--embedder", "hashing-64", "-c", "test", "route", "send a message", "--provider", "slak", check=False
+    )
+    assert bad.returncode == 1 and "provider 'slak'" in bad.stderr
+
+
+def penalty(r: RoutedTool) -> float:
+    """What the avoid-when penalty took off a routed tool's score (positive)."""
+    return -r.adjustments.get("avoid_penalty", 0.0)
+
+
+def test_avoid_when_demotes_the_tool_whose_avoid_text_the_request_matches(store: ToolStore) -> None:
+    """Two tools alike but for one's avoid-when text: the request about that case gets the other one first."""
+    alike = "Send a short message to a person"
+    store.upsert(
+        [
+            Tool(id="a.send", name="send", description=alike, avoid_when="urgent pages for the on-call engineer"),
+            Tool(id="b.send", name="send", description=alike),
+            Tool(id="c.list", name="list", description="List the people in the team"),
+        ]
+    )
+    text = "send an urgent message to the on-call engineer"
+    store.set_fusion(weights={}, avoid=0.0)
+    off = store.route(text, k=3)
+    assert off.ids[:2] == ["a.send", "b.send"] and all(penalty(r) == 0 for r in off)
+    store.set_fusion(weights={})  # the default weight
+    on = store.route(text, k=3)
+    assert on.ids[:2] == ["b.send", "a.send"]
+    penalised = {r.tool.id: penalty(r) for r in on if penalty(r)}
+    assert list(penalised) == ["a.send"]
+    fused = next(r for r in off if r.tool.id == "a.send").score
+    # 3 of the request's 5 terms (urgent, on-call -> call, engineer ...) are in the avoid-when text: the default
+    # weight times that fraction of the fused score comes off
+    a = next(r for r in on if r.tool.id == "a.send")
+    assert a.score == pytest.approx(fused - penalty(a))
+    assert 0 < penalty(a) < DEFAULT_AVOID * fused
+    # a request with nothing in common with the avoid-when text is not touched
+    assert all(penalty(r) == 0 for r in store.route("send a short message to a person", k=3))
+    with pytest.raises(InvalidInputError, match="avoid must be a number from 0 to 1"):
+        store.set_fusion(weights={}, avoid=1.5)
+
+
+def test_tune_learns_the_avoid_weight_where_tools_have_avoid_when_text(store: ToolStore) -> None:
+    """Labels that contradict a tool's avoid-when text: tuning turns the penalty down (0), where the default would
+    demote the labelled tool; a catalog without avoid-when text keeps the default."""
+    alike = "Send a short message to a person"
+    store.upsert(
+        [
+            Tool(id="a.send", name="send", description=alike, avoid_when="urgent pages for the on-call engineer"),
+            Tool(id="b.send", name="send", description=alike),
+            Tool(id="c.list", name="list", description="List the people in the team"),
+        ]
+    )
+    requests = ["send an urgent page to the on-call engineer", "urgent: message the engineer on call",
+                "page the on-call engineer now, urgent", "send the engineer an urgent message"]  # fmt: skip
+    examples = [(q, Judgement(qid=str(i), relevant=("a.send",))) for i, q in enumerate(requests)]
+    report = store.tune(examples, folds=2)
+    assert report.tuned.avoid == 0.0 and report.cv_ndcg_tuned > report.cv_ndcg_uniform
+    assert store.route(requests[0], k=2).ids[0] == "a.send"
+    store.upsert([Tool(id="a.send", name="send", description=alike), Tool(id="b.send", name="send", description=alike)])
+    assert store.tune(examples, folds=2, save=False).tuned.avoid == DEFAULT_AVOID
+
+
+# -- small filtered sets at 10k tools ------------------------------------------------------------------------------
+
+N_TOOLS = 10_000
+RARE = 15
+
+
+@pytest.fixture(scope="module")
+def big(server_dsn: str, template_dsn: str) -> Iterator[ToolStore]:
+    """10k generated tools (hashing vectors: cheap), of which RARE have provider `rare` and tag `few`, with intent
+    examples for every tool of those and every tenth of the rest."""
+    name = f"toolstore_test_filters_{uuid.uuid4().hex[:8]}"
+    dsn = create_database(server_dsn, name, template=TEMPLATE)
+    tools = generated_tools(N_TOOLS, seed=5)
+    rare = set(range(0, N_TOOLS, N_TOOLS // RARE))
+    tools = [dataclasses.replace(t, provider="rare", tags=("few",)) if i in rare else t for i, t in enumerate(tools)]
+    queries = generated_queries(N_TOOLS, seed=6)
+    examples = [IntentExample(t.id, queries[i]) for i, t in enumerate(tools) if i in rare or i % 10 == 0]
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="big") as s:
+        s.upsert(tools)
+        s.add_examples(examples)
+        s.analyze()
+        yield s
+    drop_database(server_dsn, name)
+
+
+@pytest.mark.parametrize("option", [{"providers": ["rare"]}, {"tags": ["few"]}])
+def test_a_small_filtered_set_at_10k_tools_returns_k_tools_from_dense_and_intent(
+    big: ToolStore, option: dict[str, list[str]]
+) -> None:
+    for text in generated_queries(5, seed=8):
+        result = big.route(text, k=8, **option)  # type: ignore[arg-type]
+        assert len(result) == 8
+        assert all(r.tool.provider == "rare" for r in result)
+        assert all(r.signals.dense is not None for r in result), [r.signals for r in result]
+        assert sum(r.signals.intent is not None for r in result) == 8
+    # the dense list holds every kept tool: exact search over the 15, not an HNSW walk that finds a few
+    lexical_off = big.route(generated_queries(1, seed=8)[0], k=RARE, weights={"name": 0, "description": 0,
+                            "expansion": 0}, **option)  # type: ignore[arg-type]  # fmt: skip
+    assert len(lexical_off) == RARE and all(r.signals.dense is not None for r in lexical_off)
+
+
+DENSE_ONLY = {"name": 0, "description": 0, "expansion": 0, "intent": 0}
+
+
+def test_a_large_filtered_set_at_10k_tools_still_fills_k(big: ToolStore) -> None:
+    """A category keeping about a quarter of the catalog: iterative HNSW, filtered row by row."""
+    for text in generated_queries(3, seed=9):
+        result = big.route(text, k=8, categories=["finance"], block=["*.send*"])
+        assert len(result) == 8
+        assert all("finance" in r.tool.categories and ".send" not in r.tool.id for r in result)
+        dense = big.route(text, k=8, categories=["finance"], block=["*.send*"], weights=DENSE_ONLY)
+        assert len(dense) == 8 and all(r.signals.dense is not None for r in dense)

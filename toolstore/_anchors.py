@@ -1,0 +1,249 @@
+"""Anchors: per-catalog rules ``pattern -> tool, boost`` (``sql/anchors.sql``, migration 0008).
+
+route() adds the boosts of the rules whose pattern matches the request (Postgres regular expressions, ``~*``:
+case-insensitive) to the tools' fused scores, inside the route statement (``sql/route.sql``, ``anchored``). A rule
+goes with its tool when the tool is removed (the table's foreign key cascades).
+
+Every write is all or nothing, under the catalog's lock like the other writes, and checks each rule before anything
+is written, naming the bad one: a known tool, a finite boost from -:data:`MAX_BOOST` to :data:`MAX_BOOST` (not 0),
+a pattern of at most :data:`MAX_PATTERN_CHARS` characters that Postgres compiles, that does not match the empty
+string (it would match every request), without back-references, and that matches adversarial requests of the
+longest length route() accepts within :data:`TRIAL_MS` milliseconds (under a statement timeout, and timed: some of
+the engine's slow paths never look at the timeout). Postgres' regular expression engine runs
+nested quantifiers such as ``(a+)+$`` in linear time; back-references are where it can take exponential time
+(``(.*)*\\1$`` runs for seconds on a 20,000-character request), and huge nested bounded repetitions are slow or
+fail too (``(a{1,200}){1,200}b``): the first are refused outright, the trial match catches the rest.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors
+from psycopg.rows import dict_row
+
+from ._catalog import lock_catalog
+from ._connect import retry_conflicts
+from ._errors import InvalidInputError
+from ._input import (
+    MAX_ANCHORS,
+    MAX_BOOST,
+    MAX_ID_CHARS,
+    MAX_PATTERN_CHARS,
+    MAX_QUERY_CHARS,
+    check_text,
+    parse_json,
+    read_text_file,
+)
+from ._models import Anchor, CatalogInfo
+from ._sql import query
+
+#: The trial match of a new pattern against adversarial requests of MAX_QUERY_CHARS characters must end within this.
+TRIAL_MS = 100
+_FIELDS = {"pattern", "tool", "boost", "id"}
+
+
+def _backreference(pattern: str) -> bool:
+    """Whether ``pattern`` holds a back-reference (``\\1`` ... ``\\9``)."""
+    i = 0
+    while i < len(pattern) - 1:
+        if pattern[i] == "\\":
+            if pattern[i + 1] in "123456789":
+                return True
+            i += 2
+        else:
+            i += 1
+    return False
+
+
+def check_anchor(anchor: object, what: str = "anchor") -> Anchor:
+    """The checks that need no database; InvalidInputError naming ``what`` and the bad field."""
+    if not isinstance(anchor, Anchor):
+        raise InvalidInputError(f"{what} must be an Anchor, got {type(anchor).__name__}")
+    pattern = check_text(anchor.pattern, f"{what} pattern", max_chars=MAX_PATTERN_CHARS)
+    if _backreference(pattern):
+        raise InvalidInputError(
+            f"{what} pattern {pattern!r} uses a back-reference (\\1 ... \\9): refused, matching one can take "
+            "exponential time"
+        )
+    tool = check_text(anchor.tool, f"{what} tool", max_chars=MAX_ID_CHARS)
+    boost = anchor.boost
+    if (
+        isinstance(boost, bool)
+        or not isinstance(boost, (int, float))
+        or not math.isfinite(boost)
+        or not -MAX_BOOST <= boost <= MAX_BOOST
+        or boost == 0
+    ):
+        raise InvalidInputError(
+            f"{what} boost must be a non-zero number from {-MAX_BOOST:g} to {MAX_BOOST:g}, got {boost!r}"
+        )
+    return Anchor(pattern=pattern, tool=tool, boost=float(boost))
+
+
+def adversarial_requests(pattern: str) -> list[str]:
+    """Requests of MAX_QUERY_CHARS characters that make a slow pattern slow: one letter, letters and spaces, and the
+    pattern's own letters, each repeated and ending in a character that fails the match late."""
+    own = "".join(dict.fromkeys(c for c in pattern if c.isalnum())) or "a"
+    n = MAX_QUERY_CHARS - 1
+    return [("a" * n) + "!", ("a " * n)[:n] + "!", (own * n)[:n] + "\x01"]
+
+
+def _check_pattern(conn: psycopg.Connection[Any], anchor: Anchor, what: str) -> None:
+    """Compile ``anchor``'s pattern in Postgres and run the trial match (inside the caller's transaction)."""
+    params = {"pattern": anchor.pattern, "inputs": adversarial_requests(anchor.pattern)}
+    slow = InvalidInputError(
+        f"{what} pattern {anchor.pattern!r} is pathological: matching a {MAX_QUERY_CHARS:,}-character request "
+        f"took over {TRIAL_MS} ms"
+    )
+    try:
+        with conn.transaction():  # a savepoint: a refused pattern leaves the transaction usable for the error
+            (previous, _) = conn.execute(query("statement_timeout"), {"value": f"{TRIAL_MS}ms"}).fetchone()  # type: ignore[misc]
+            started = time.perf_counter()
+            row = conn.execute(query("anchor_trial"), params).fetchone()
+            elapsed = time.perf_counter() - started
+            conn.execute(query("statement_timeout"), {"value": previous})
+    except errors.QueryCanceled:
+        raise slow from None
+    except (psycopg.DataError, errors.ProgramLimitExceeded, errors.InternalError_) as exc:
+        problem = (exc.diag.message_primary or str(exc)).removeprefix("invalid regular expression: ")
+        raise InvalidInputError(
+            f"{what} pattern {anchor.pattern!r} is not a regular expression Postgres accepts: {problem}"
+        ) from None
+    if elapsed > TRIAL_MS / 1000:  # some of the engine's slow paths do not look at the statement timeout
+        raise slow
+    assert row is not None
+    if row[0]:
+        raise InvalidInputError(
+            f"{what} pattern {anchor.pattern!r} matches the empty string, so every request: make the tool always-on "
+            "instead"
+        )
+
+
+def add_anchors(
+    conn: psycopg.Connection[Any], catalog: str, anchors: Iterable[Anchor], *, replace: bool = False
+) -> list[Anchor]:
+    """Add (or, for an existing tool and pattern, re-boost) ``anchors``; ``replace``: the catalog's anchors become
+    exactly these. All or nothing. Returns the written anchors with their ids."""
+    checked = [check_anchor(a, f"anchor #{i + 1}") for i, a in enumerate(anchors)]
+    if len(checked) > MAX_ANCHORS:
+        raise InvalidInputError(f"{len(checked):,} anchors given; a catalog holds at most {MAX_ANCHORS:,}")
+
+    def write() -> list[Anchor]:
+        with conn.transaction():
+            info = lock_catalog(conn, catalog)
+            ids = sorted({a.tool for a in checked})
+            pks = dict(conn.execute(query("anchor_tool_pks"), {"catalog": info.id, "ids": ids}).fetchall())
+            unknown = [i for i in ids if i not in pks]
+            if unknown:
+                raise InvalidInputError(
+                    f"anchors name tools that are not in catalog {catalog!r}: {', '.join(map(repr, unknown[:10]))}"
+                )
+            for i, anchor in enumerate(checked):
+                _check_pattern(conn, anchor, f"anchor #{i + 1}")
+            if replace:
+                conn.execute(query("clear_anchors"), {"catalog": info.id})
+            params = {
+                "catalog": info.id,
+                "tool_pks": [pks[a.tool] for a in checked],
+                "patterns": [a.pattern for a in checked],
+                "boosts": [a.boost for a in checked],
+            }
+            written = [r[0] for r in conn.execute(query("insert_anchors"), params).fetchall()]
+            (count,) = conn.execute(query("count_anchors"), {"catalog": info.id}).fetchone()  # type: ignore[misc]
+            if count > MAX_ANCHORS:
+                raise InvalidInputError(f"catalog {catalog!r} would hold {count:,} anchors; at most {MAX_ANCHORS:,}")
+            return _read(conn, info, written)
+
+    if not checked and not replace:
+        return []
+    return retry_conflicts(write)
+
+
+def list_anchors(conn: psycopg.Connection[Any], info: CatalogInfo) -> list[Anchor]:
+    """The catalog's anchors, oldest first."""
+    return _read(conn, info, None)
+
+
+def _read(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[int] | None) -> list[Anchor]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(query("list_anchors"), {"catalog": info.id, "ids": ids}).fetchall()
+    return [Anchor(pattern=r["pattern"], tool=r["tool"], boost=r["boost"], id=r["id"]) for r in rows]
+
+
+def remove_anchors(conn: psycopg.Connection[Any], catalog: str, ids: Iterable[int]) -> int:
+    """Remove the anchors with these ids; InvalidInputError (nothing removed) when one is not in the catalog."""
+    wanted = list(ids)
+    for i in wanted:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 < i < 2**63:
+            raise InvalidInputError(f"an anchor id must be a positive integer, got {i!r}")
+
+    def write() -> int:
+        with conn.transaction():
+            info = lock_catalog(conn, catalog)
+            gone = {r[0] for r in conn.execute(query("remove_anchors"), {"catalog": info.id, "ids": wanted})}
+            missing = sorted(set(wanted) - gone)
+            if missing:
+                raise InvalidInputError(f"no anchor with id {', '.join(map(str, missing))} in catalog {catalog!r}")
+            return len(gone)
+
+    return retry_conflicts(write)
+
+
+def load_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
+    """Anchors from a JSON file: a list of ``{"pattern", "tool", "boost"?}`` objects, or an object holding one under
+    ``"anchors"`` (what ``toolstore anchors list --json`` prints). InvalidInputError names the file and the rule."""
+    name = os.fspath(path)
+    try:
+        data = parse_json(read_text_file(name, "anchors file"))
+    except ValueError as exc:
+        if isinstance(exc, InvalidInputError):
+            raise
+        raise InvalidInputError(f"{name}: not valid JSON ({exc})") from None
+    if isinstance(data, Mapping) and "anchors" in data:
+        data = data["anchors"]
+    if not isinstance(data, list):
+        raise InvalidInputError(f'{name}: expected a list of anchors or an object with "anchors"')
+    out = []
+    for i, item in enumerate(data):
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(f"{name}: anchor #{i + 1} must be an object, got {type(item).__name__}")
+        unknown = sorted(set(item) - _FIELDS)
+        if unknown or "pattern" not in item or "tool" not in item:
+            problem = f"unknown field(s) {', '.join(unknown)}" if unknown else 'needs "pattern" and "tool"'
+            raise InvalidInputError(f"{name}: anchor #{i + 1}: {problem}")
+        anchor = Anchor(pattern=item["pattern"], tool=item["tool"], boost=item.get("boost", 1.0))
+        out.append(check_anchor(anchor, f"{name}: anchor #{i + 1}"))
+    return out
+
+
+class AnchorMethods:
+    """The anchor methods of ``ToolStore`` (a mixin: the store supplies ``catalog``, ``_run``, ``_read``, ``_info``)."""
+
+    catalog: str
+    _run: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any]
+    _read: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any]
+    _info: Callable[[psycopg.Connection[Any]], CatalogInfo]
+
+    def add_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False) -> list[Anchor]:
+        """Add routing rules (or a JSON file of them, :func:`load_anchors`), re-boosting an existing (pattern, tool);
+        ``replace``: they become the catalog's only anchors. All or nothing. Returns them with their ids."""
+        rules = load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else list(anchors)
+        written: list[Anchor] = self._run(lambda conn: add_anchors(conn, self.catalog, rules, replace=replace))
+        return written
+
+    def anchors(self) -> list[Anchor]:
+        """The catalog's anchors, oldest first."""
+        found: list[Anchor] = self._read(lambda conn: list_anchors(conn, self._info(conn)))
+        return found
+
+    def remove_anchors(self, ids: Iterable[int]) -> int:
+        """Remove anchors by id (all or nothing: InvalidInputError when one is unknown); returns how many."""
+        wanted = list(ids)
+        removed: int = self._run(lambda conn: remove_anchors(conn, self.catalog, wanted))
+        return removed
