@@ -58,8 +58,8 @@ DEFAULT_AVOID = 0.5
 
 @dataclass(frozen=True)
 class Fusion:
-    """How retrievers are fused: weight per signal, the RRF constant, the over-fetch per retriever and the weight of
-    sub-requests (``split``)."""
+    """How retrievers are fused: weight per signal, the RRF constant, the over-fetch per retriever, the weight of
+    sub-requests (``split``) and of the avoid-when penalty (``avoid``)."""
 
     weights: Mapping[str, float]
     k_rrf: float = DEFAULT_K_RRF
@@ -115,7 +115,7 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
 
 def check_fusion(fusion: Fusion) -> Fusion:
     """``fusion`` with its weights completed (:func:`check_weights`); InvalidInputError unless ``k_rrf``,
-    ``overfetch`` and ``split`` are usable."""
+    ``overfetch``, ``split`` and ``avoid`` are usable."""
     k_rrf = fusion.k_rrf
     if isinstance(k_rrf, bool) or not isinstance(k_rrf, (int, float)) or not 0 <= k_rrf <= MAX_WEIGHT:
         raise InvalidInputError(f"k_rrf must be a finite number from 0 to {MAX_WEIGHT:g}, got {k_rrf!r}")
