@@ -262,15 +262,10 @@ class AsyncToolStore:
         """``QueryVectors.get_many`` for asyncio: the in-process LRU, then one :meth:`Embedder.embed_queries` call
         in a worker thread for the rest, behind the same circuit breaker."""
         vectors = self._query_vectors
-        found = {t: v for t in texts if (v := vectors.cached(embedder, t)) is not None}
-        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        found, missing = vectors.lookup(embedder, texts)
         if missing:
-            vectors.admit()
-            try:
+            with vectors.guard():
                 new = await asyncio.to_thread(embedder.embed_queries, missing)
-            except Exception as exc:
-                vectors.failed(exc)
-                raise
             found |= vectors.remember_many(embedder, missing, new)
         return [found[t] for t in texts]
 

@@ -12,6 +12,7 @@ from typing import Any
 from ._abstain import from_rows
 from ._explore import explore_pack
 from ._filters import filter_params
+from ._fusion import SIGNALS
 from ._packing import tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._route import RouteRequest
@@ -79,16 +80,7 @@ def fused_candidates(rows: Sequence[Mapping[str, Any]]) -> list[RoutedTool]:
 
 def routed_tool(row: Mapping[str, Any]) -> RoutedTool:
     """One row of the route statement as a RoutedTool."""
-    signals = Signals(
-        name=row["rank_name"],
-        description=row["rank_description"],
-        expansion=row["rank_expansion"],
-        dense=row["rank_dense"],
-        intent=row["rank_intent"],
-        recent=row["rank_recent"],
-        transition=row["rank_transition"],
-        context=row["rank_context"],
-    )
+    signals = Signals(**{s: row[f"rank_{s}"] for s in SIGNALS})
     return RoutedTool(
         tool=tool_from_row(row),
         score=float(row["score"]),

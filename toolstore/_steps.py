@@ -184,7 +184,8 @@ def _route_once(
                     # the request alone, then its clauses in one call (similar lengths pad little), then the turns
                     qvec = (yield Embed((request.query,)))[0]
                     part_vecs = (yield Embed(request.parts)) if request.parts else []
-                    earlier = (yield Embed(context_texts(request))) if context_texts(request) else []
+                    turns = context_texts(request)
+                    earlier = (yield Embed(turns)) if turns else []
                     cvec = context_vector(qvec, earlier)
             except Exception as exc:  # provider down, timeout, bad response: degrade, and say so
                 qvec, cvec, part_vecs, reason = None, None, [], embedder_failed(exc)

@@ -117,8 +117,8 @@ class QueryVectors:
 
     A circuit breaker guards the embedder: after a failure, :meth:`admit` raises at once for ``cooldown`` seconds
     (route() answers lexically and says why), then lets one call through to probe it again. :meth:`get` is the
-    sync driver's path; the async driver composes :meth:`cached`, :meth:`admit`, :meth:`failed` and
-    :meth:`remember` around its own await.
+    sync driver's path; the async driver composes :meth:`lookup`, :meth:`guard` and :meth:`remember_many` around
+    its own await.
     """
 
     def __init__(
@@ -138,17 +138,27 @@ class QueryVectors:
     def get_many(self, embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
         """The vectors of ``texts``: cached ones from the LRU, the others from one :meth:`Embedder.embed_queries`
         call behind the breaker."""
-        found = {t: v for t in texts if (v := self.cached(embedder, t)) is not None}
-        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        found, missing = self.lookup(embedder, texts)
         if missing:
-            self.admit()
-            try:
+            with self.guard():
                 vectors = embedder.embed_queries(missing)
-            except Exception as exc:
-                self.failed(exc)
-                raise
             found |= self.remember_many(embedder, missing, vectors)
         return [found[t] for t in texts]
+
+    def lookup(self, embedder: Embedder, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
+        """The vectors of ``texts`` the LRU holds, and the texts still to embed (each once, in order)."""
+        found = {t: v for t in texts if (v := self.cached(embedder, t)) is not None}
+        return found, [t for t in dict.fromkeys(texts) if t not in found]
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Around one call to the embedder: :meth:`admit` first, :meth:`failed` when it raises."""
+        self.admit()
+        try:
+            yield
+        except Exception as exc:
+            self.failed(exc)
+            raise
 
     def remember_many(self, embedder: Embedder, texts: Sequence[str], vectors: Any) -> dict[str, np.ndarray]:
         """:meth:`remember` for each of ``texts`` (a wrong count of vectors is a failure too)."""
