@@ -31,17 +31,11 @@ from toolstore import Embedder, ToolStore
 from toolstore._catalog import catalog_info
 from toolstore._connect import Connector
 from toolstore._fusion import stored_fusion
+from toolstore._indexes import VECTOR_TABLES, create_index_ddl, ensure_indexes
 from toolstore._route import route_request, statement_params
 from toolstore._rows import tool_row
 from toolstore._sql import query
-from toolstore._vectors import (
-    HNSW_EF_CONSTRUCTION,
-    VECTOR_TABLES,
-    _index_ddl,
-    index_name,
-    write_examples,
-    write_tool_vectors,
-)
+from toolstore._vectors import write_examples, write_tool_vectors
 
 PER = 1000
 SLICES = 100
@@ -110,8 +104,6 @@ def build(
         with pool.connection() as conn:
             for c in range(count):
                 cid = load_catalog(conn, catalog_name(c), slice_rows(full, tv, ev, c), embedder.model)
-                from toolstore._vectors import ensure_indexes
-
                 ensure_indexes(conn, catalog_info(conn, catalog_name(c)))  # type: ignore[arg-type]
                 if c % 50 == 49:
                     log(f"{name}: {c + 1} catalogs ({time.perf_counter() - started:.0f} s), last id {cid}")
@@ -169,7 +161,7 @@ class Writer(threading.Thread):
 
 
 def hnsw_everywhere(dsn: str, n: int, dim: int, log: Any) -> int:
-    """Build the partial HNSW indexes of every catalog (both tables), as toolstore did below HNSW_MIN_ROWS before;
+    """Build an HNSW index on every catalog's partitions (both tables), as toolstore does from HNSW_MIN_ROWS rows on;
     returns how many exist."""
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -177,10 +169,7 @@ def hnsw_everywhere(dsn: str, n: int, dim: int, log: Any) -> int:
         for c in range(n):
             cid = conn.execute("select id from catalogs where name = %s", [catalog_name(c)]).fetchone()[0]
             for table in VECTOR_TABLES:
-                parts = {"table": table, "dim": dim, "catalog": cid, "ef_construction": HNSW_EF_CONSTRUCTION}
-                conn.execute(
-                    _index_ddl("create_vector_index", name=index_name(table, cid, dim), concurrently=False, **parts)
-                )
+                conn.execute(create_index_ddl(table, cid, dim, concurrently=False))
             if c % 100 == 99:
                 log(f"hnsw for {c + 1} catalogs ({time.perf_counter() - started:.0f} s)")
         conn.execute("analyze tool_vectors, intent_examples")

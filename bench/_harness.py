@@ -24,9 +24,10 @@ from psycopg.conninfo import make_conninfo
 from toolstore import Embedder, LocalEmbedder, ToolStore, migrate
 from toolstore._catalog import catalog_info
 from toolstore._connect import Connector
+from toolstore._indexes import ensure_indexes
 from toolstore._rows import tool_row
 from toolstore._sql import query
-from toolstore._vectors import ensure_indexes, write_examples, write_tool_vectors
+from toolstore._vectors import write_examples, write_tool_vectors
 
 BENCH = Path(__file__).resolve().parent
 OUT = BENCH / "out"

@@ -122,8 +122,9 @@ order by id;
 select e.pk, e.query from intent_examples e where e.catalog_id = %(catalog)s order by e.pk;
 
 -- name: analyze_tables
--- Fresh statistics after a bulk load: without them the BM25 joins start from the postings, not the terms.
-analyze tools, postings, lexeme_stats, field_stats, tool_vectors, intent_examples;
+-- Fresh statistics after a bulk load: without them the BM25 joins start from the postings, not the terms. The
+-- vector tables by the catalog's partitions (composed in toolstore/_indexes.py: analyze_ddl).
+analyze tools, postings, lexeme_stats, field_stats, {tool_vectors}, {intent_examples};
 
 -- name: tool_names
 -- What resolving a model's tool name needs: every way a tool can be named (narrow rows, no documents).

@@ -52,15 +52,29 @@ where v.catalog_id = %(catalog)s and t.catalog_id = %(catalog)s and t.pk = v.too
 delete from tool_vectors where catalog_id = %(catalog)s;
 
 -- name: vector_indexes
--- A catalog's HNSW indexes on both tables, of any dimension, with whether each is valid (an interrupted
--- CREATE INDEX CONCURRENTLY leaves an invalid one behind).
-select c.relname as name, t.relname as table_name, i.indisvalid as valid
+-- A catalog's HNSW indexes on its partitions of both tables, of any dimension, with the parent table's name and
+-- whether each is valid (an interrupted CREATE INDEX CONCURRENTLY leaves an invalid one behind).
+select c.relname as name, p.relname as table_name, i.indisvalid as valid
 from pg_index i
 join pg_class c on c.oid = i.indexrelid
-join pg_class t on t.oid = i.indrelid
-where t.relnamespace = (select oid from pg_namespace where nspname = current_schema())
-  and t.relname in ('tool_vectors', 'intent_examples')
+join pg_inherits h on h.inhrelid = i.indrelid
+join pg_class p on p.oid = h.inhparent
+where p.relnamespace = (select oid from pg_namespace where nspname = current_schema())
+  and p.relname in ('tool_vectors', 'intent_examples')
   and c.relname ~ ('^(tool_vectors|intent_examples)_hnsw_' || %(catalog)s::text || '(_[0-9]+)?$');
+
+-- name: orphan_partitions
+-- Partitions (and tables detached from the vector tables but not dropped) whose catalog no longer exists, with the
+-- parent while attached and whether a concurrent detach was left pending.
+select c.relname as name, p.relname as parent, coalesce(h.inhdetachpending, false) as pending
+from pg_class c
+left join pg_inherits h on h.inhrelid = c.oid
+left join pg_class p on p.oid = h.inhparent
+where c.relnamespace = (select oid from pg_namespace where nspname = current_schema())
+  and c.relkind = 'r'
+  and c.relname ~ '^(tool_vectors|intent_examples)_c[0-9]+$'
+  and not exists (select 1 from catalogs k where k.id = substring(c.relname from '_c([0-9]+)$')::integer)
+order by c.relname;
 
 -- name: catalog_vector_rows
 -- How many vectors the catalog has in each vector table, counted up to %(cap)s (enough to decide on an index).
@@ -75,14 +89,23 @@ select pg_try_advisory_lock(hashtext('toolstore maintenance ' || current_schema(
 -- name: maintenance_unlock
 select pg_advisory_unlock(hashtext('toolstore maintenance ' || current_schema()));
 
--- DDL cannot take bind parameters, and the planner matches a partial index only when the catalog id and the
--- dimension are spelled in: the two templates below are composed with psycopg.sql (Identifier for the names,
--- Literal for the integers) in toolstore/_vectors.py, never with string formatting.
+-- DDL cannot take bind parameters, and the planner matches a partial index only when the dimension is spelled in:
+-- the templates below are composed with psycopg.sql (Identifier for the names, Literal for the integers) in
+-- toolstore/_indexes.py, never with string formatting.
 
 -- name: create_vector_index
-create index {concurrently} if not exists {name} on {table}
+create index {concurrently} if not exists {name} on {partition}
 using hnsw ((embedding::vector({dim})) vector_cosine_ops) with (m = 16, ef_construction = {ef_construction})
-where catalog_id = {catalog} and vector_dims(embedding) = {dim};
+where vector_dims(embedding) = {dim};
 
 -- name: drop_vector_index
 drop index {concurrently} if exists {name};
+
+-- name: detach_partition
+alter table {parent} detach partition {partition} concurrently;
+
+-- name: finalize_detach
+alter table {parent} detach partition {partition} finalize;
+
+-- name: drop_partition
+drop table if exists {partition};

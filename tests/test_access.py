@@ -87,7 +87,7 @@ def test_every_catalog_scoped_table_has_row_level_security(dsn: str) -> None:
             """
             select c.relname, c.relrowsecurity
             from pg_class c join pg_namespace n on n.oid = c.relnamespace
-            where n.nspname = 'toolstore' and c.relkind = 'r'
+            where n.nspname = 'toolstore' and c.relkind in ('r', 'p')
               and (c.relname = 'catalogs' or exists (
                   select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'catalog_id'))
             """

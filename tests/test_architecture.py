@@ -40,7 +40,7 @@ LAYERS: list[set[str]] = [
         "_filters",
     },
     {"_embedded", "_connect", "_migrate"},
-    {"_vectors", "_catalog", "_route", "_routed", "_steps", "_reembed", "_access", "_sessions", "_anchors"},
+    {"_indexes", "_vectors", "_catalog", "_route", "_routed", "_steps", "_reembed", "_access", "_sessions", "_anchors"},
     {"_store", "_async_store"},
     {
         "_candidates",

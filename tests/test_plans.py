@@ -21,6 +21,7 @@ import pytest
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
+from toolstore._indexes import partition_name
 from toolstore._route import context_vector, route_request, statement_params
 from toolstore._sql import query
 
@@ -154,11 +155,12 @@ def test_knn_inner_statements_use_the_catalogs_hnsw_index(store: ToolStore, tabl
             params |= {"p3": pks[:3] if filtered == "few kept" else '(,"{slack.send_email_0}","{finance}",,)'}
         plan = explain(conn, inner_statement(template, table, info.id, DIM), params)
     assert_no_whole_table_scans(plan)
+    partition = partition_name(table, info.id)  # pruned to the catalog's partition at plan time
     if filtered == "few kept":
-        key = "tool_vectors_pkey" if table == "tool_vectors" else "intent_examples_tool_query_key"
-        assert any(r == table and i == key for _, r, i in scans(plan)), sorted(scans(plan))
+        key = "_pkey" if table == "tool_vectors" else "_tool_pk_query_key"
+        assert any(r == partition and i.endswith(key) for _, r, i in scans(plan)), sorted(scans(plan))
     else:
-        assert (("Index Scan", table, f"{table}_hnsw_{info.id}_{DIM}")) in scans(plan), sorted(scans(plan))
+        assert (("Index Scan", partition, f"{table}_hnsw_{info.id}_{DIM}")) in scans(plan), sorted(scans(plan))
 
 
 def test_knn_plans_of_a_real_route_call_use_hnsw(store: ToolStore) -> None:
@@ -185,11 +187,12 @@ def test_knn_plans_of_a_real_route_call_use_hnsw(store: ToolStore) -> None:
             conn.execute("reset auto_explain.log_min_duration")
     inner = [m for m in messages if "<=>" in m]  # knn()'s statements; the route statement has no <=>
     for table in ("tool_vectors", "intent_examples"):
-        plans = [m for m in inner if f" on {table} " in m or f"from {table} v" in m]
+        partition = partition_name(table, info.id)
+        plans = [m for m in inner if f" on {partition} " in m or f"from {table} v" in m]
         assert plans, f"no nested knn() plan over {table} was captured"
         for m in plans:
             assert f"{table}_hnsw_{info.id}_{DIM}" in m, m
-            assert f"Seq Scan on {table}" not in m, m
+            assert f"Seq Scan on {partition}" not in m, m
     for m in messages:
         for relation in WHOLE_TABLE_FORBIDDEN:
             assert f"Seq Scan on {relation} " not in m, m

@@ -22,6 +22,15 @@ from psycopg.rows import dict_row
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
 from ._errors import DatabaseError, UnknownToolError
+from ._indexes import (
+    BULK_VECTORS,
+    analyze_ddl,
+    drop_indexes,
+    drop_partitions,
+    ensure_indexes,
+    in_transaction,
+    maintenance_lock,
+)
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._observe import logger
 from ._rows import (
@@ -35,17 +44,7 @@ from ._rows import (
 )
 from ._sql import query
 from ._text import dense_text
-from ._vectors import (
-    BULK_VECTORS,
-    drop_indexes,
-    embed_cached,
-    ensure_indexes,
-    in_transaction,
-    maintenance_lock,
-    record_model,
-    write_examples,
-    write_tool_vectors,
-)
+from ._vectors import embed_cached, record_model, write_examples, write_tool_vectors
 
 T = TypeVar("T")
 
@@ -135,7 +134,7 @@ def upsert_tools(
         lambda: _write_tools(conn, catalog, tools, embedder, vectors, prune_scope, if_unchanged, create),
     )
     if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
-        analyze(conn)
+        analyze(conn, catalog)
     return report
 
 
@@ -230,7 +229,7 @@ def add_examples(
         lambda: _write_examples(conn, catalog, examples, embedder, vectors),
     )
     if written > ANALYZE_AFTER:
-        analyze(conn)
+        analyze(conn, catalog)
     return written
 
 
@@ -310,16 +309,16 @@ def remove_tool(conn: psycopg.Connection[Any], catalog: str, tool_id: str) -> No
 
 
 def drop_catalog(conn: psycopg.Connection[Any], catalog: str) -> None:
-    """Delete the catalog with its tools, vectors, examples and statistics; then its indexes, concurrently."""
+    """Delete the catalog with its tools, vectors, examples and statistics; then its partitions (with their indexes),
+    detached concurrently."""
 
-    def write() -> int:
+    def write() -> None:
         with conn.transaction():
-            info = lock_catalog(conn, catalog)
+            lock_catalog(conn, catalog)
             conn.execute(query("drop_catalog"), {"name": catalog})
-            return info.id
 
-    catalog_id = retry_conflicts(write)
-    retry_conflicts(lambda: drop_indexes(conn, catalog_id))
+    retry_conflicts(write)
+    retry_conflicts(lambda: drop_partitions(conn))
 
 
 def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[str, Any]) -> None:
@@ -334,16 +333,21 @@ def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[s
     retry_conflicts(write)
 
 
-def analyze(conn: psycopg.Connection[Any]) -> None:
-    """Fresh planner statistics after a bulk write: without them the BM25 joins start from the postings.
+def analyze(conn: psycopg.Connection[Any], catalog: str) -> None:
+    """Fresh planner statistics of the shared tables and the catalog's partitions after a bulk write: without them
+    the BM25 joins start from the postings.
 
     Best effort after a committed write: ANALYZE can be a deadlock victim against a concurrent index build on the
     same table; it is retried, and then skipped (autovacuum catches up) rather than failing the write.
     """
 
+    info = catalog_info(conn, catalog)
+    if info is None:
+        raise unknown_catalog(catalog)
+
     def run() -> None:
         with maintenance_lock(conn):
-            conn.execute(query("analyze_tables"))
+            conn.execute(analyze_ddl(info.id))
 
     try:
         retry_conflicts(run)

@@ -9,18 +9,12 @@ import psycopg
 from ._catalog import catalog_info, ensure_catalog_indexes, list_tools, lock_catalog, restore_indexes
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
+from ._indexes import BULK_VECTORS, drop_indexes, in_transaction
 from ._models import Tool
 from ._rows import unknown_catalog
 from ._sql import query
 from ._text import dense_text
-from ._vectors import (
-    BULK_VECTORS,
-    drop_indexes,
-    embed_cached,
-    in_transaction,
-    replace_example_vectors,
-    write_tool_vectors,
-)
+from ._vectors import embed_cached, replace_example_vectors, write_tool_vectors
 
 
 def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> dict[str, Any]:

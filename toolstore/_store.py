@@ -223,8 +223,9 @@ class ToolStore(AnchorMethods, SessionMethods):
         return self._run(_access.grants)
 
     def analyze(self) -> None:
-        """Refresh the planner's statistics of toolstore's tables (writes of more than a few hundred rows do it)."""
-        self._run(_catalog.analyze)
+        """Refresh the planner's statistics of toolstore's shared tables and of the catalog's partitions (writes of
+        more than a few hundred rows do it)."""
+        self._run(lambda conn: _catalog.analyze(conn, self.catalog))
 
     # -- tools -----------------------------------------------------------------------------------------
 

@@ -1,49 +1,30 @@
-"""Vectors in Postgres: the embedding cache, query vectors for route(), tool vectors and the HNSW indexes.
+"""Vectors in Postgres: the embedding cache, query vectors for route(), tool and example vector writes.
 
 Every tool and example vector toolstore computes goes through :func:`embed_cached` (keyed by model and sha256 of the
 text). Query vectors never touch Postgres: they live in :class:`QueryVectors`' in-process LRU, so route() writes
 nothing and runs on a read-only connection (a hot standby).
 
-Each catalog has two partial HNSW indexes (tools, intent examples) for its dimension, built and dropped outside
-write transactions (``CONCURRENTLY``): a DROP INDEX inside a transaction would lock the shared vector tables, and
-so every other catalog's routes, until commit. Inside a caller's open transaction no index is dropped, and a
-missing one is built in place (that blocks other catalogs' writes to the table, never their routes).
+The vector tables' partitions and HNSW indexes: :mod:`toolstore._indexes`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import sql
-from psycopg.pq import TransactionStatus
 
 from ._embedders.base import Embedder
-from ._errors import DatabaseError, EmbedderError, redact
+from ._errors import EmbedderError, redact
 from ._models import CatalogInfo
 from ._sql import query
 
-#: Above this many new vectors in one write, the catalog's HNSW indexes are dropped before it and built once after,
-#: rather than updated row by row.
-BULK_VECTORS = 1000
-#: A catalog's vector table gets an HNSW index from this many of the catalog's rows on (dropped below half of it).
-#: Smaller sets are searched exactly (the primary key's catalog range, then a top-n sort of at most 2,000 distances):
-#: exact rather than approximate, and a database of thousands of small catalogs keeps few partial indexes to plan with.
-HNSW_MIN_ROWS = 2000
-#: HNSW build effort: pgvector's default. (32 halves build time, but its recall was not measured against 64 here.)
-HNSW_EF_CONSTRUCTION = 64
-#: The tables with a vector per row, each with its per-catalog HNSW index.
-VECTOR_TABLES = ("tool_vectors", "intent_examples")
-#: Seconds a write waits for another session's index build or ANALYZE before it gives up.
-MAINTENANCE_WAIT = 600.0
 #: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
 BREAKER_COOLDOWN = 30.0
 
@@ -212,111 +193,6 @@ def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Emb
     """Inside the write transaction of a catalog's first vectors: record its model and dimension."""
     if info.embed_model is None:
         conn.execute(query("set_catalog_model"), {"catalog": info.id, "model": embedder.model, "dim": embedder.dim})
-
-
-def in_transaction(conn: psycopg.Connection[Any]) -> bool:
-    """True inside a transaction block, where CREATE/DROP INDEX CONCURRENTLY cannot run."""
-    return conn.info.transaction_status != TransactionStatus.IDLE or not conn.autocommit
-
-
-def _index_ddl(block: str, *, name: str, concurrently: bool, **parts: Any) -> sql.Composed:
-    return sql.SQL(query(block)).format(
-        concurrently=sql.SQL("concurrently" if concurrently else ""),
-        name=sql.Identifier(name),
-        **{k: sql.Identifier(v) if isinstance(v, str) else sql.Literal(v) for k, v in parts.items()},
-    )
-
-
-@contextmanager
-def maintenance_lock(conn: psycopg.Connection[Any]) -> Iterator[None]:
-    """Serialize toolstore's index builds and ANALYZEs across sessions and catalogs (one schema's): two of them on the
-    same shared table deadlock or fail ("tuple concurrently updated") when run at once. Routes never take it.
-
-    The (session-level) advisory lock is tried, never waited for inside a statement or a transaction: a CREATE
-    INDEX CONCURRENTLY waits for every open transaction, a blocked lock request included, which would deadlock.
-    Inside the caller's own transaction nothing is taken (Postgres' deadlock detection covers the rare clash).
-    """
-    if in_transaction(conn):
-        yield
-        return
-    deadline = time.monotonic() + MAINTENANCE_WAIT
-    pause = 0.02
-    while not conn.execute(query("maintenance_try_lock")).fetchone()[0]:  # type: ignore[index]
-        if time.monotonic() > deadline:
-            raise DatabaseError(
-                f"another index build or ANALYZE held toolstore's maintenance lock for {MAINTENANCE_WAIT:g} s"
-            )
-        time.sleep(pause * (0.5 + random.random()))
-        pause = min(pause * 2, 0.5)
-    try:
-        yield
-    finally:
-        try:
-            conn.execute(query("maintenance_unlock"))
-        except psycopg.Error:  # the connection is gone, and the session's lock with it
-            pass
-
-
-def drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, *, tables: Sequence[str] = VECTOR_TABLES) -> None:
-    """Drop the catalog's HNSW indexes on ``tables``, concurrently unless inside a transaction, where nothing is
-    dropped (that would lock every catalog's routes until commit)."""
-    if in_transaction(conn):
-        return
-    with maintenance_lock(conn):
-        for name, table, _ in conn.execute(query("vector_indexes"), {"catalog": catalog_id}).fetchall():
-            if table in tables:
-                conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
-
-
-def index_name(table: str, catalog_id: int, dim: int) -> str:
-    return f"{table}_hnsw_{catalog_id}_{dim}"
-
-
-def wanted_indexes(conn: psycopg.Connection[Any], info: CatalogInfo, found: Mapping[str, bool]) -> set[str]:
-    """The catalog's HNSW indexes that should exist: one per vector table holding at least :data:`HNSW_MIN_ROWS` of
-    its rows, kept (if it exists) down to half that (no rebuilding back and forth around the threshold)."""
-    assert info.embed_dim is not None
-    row = conn.execute(query("catalog_vector_rows"), {"catalog": info.id, "cap": HNSW_MIN_ROWS}).fetchone()
-    assert row is not None
-    wanted = set()
-    for table, rows in zip(VECTOR_TABLES, row):
-        name = index_name(table, info.id, info.embed_dim)
-        if rows >= HNSW_MIN_ROWS or (name in found and rows >= HNSW_MIN_ROWS // 2):
-            wanted.add(name)
-    return wanted
-
-
-def ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
-    """Make the catalog's HNSW indexes for its dimension (:func:`wanted_indexes`) exist and be valid, and drop the
-    others (other dimensions after a model switch, tables grown small). Concurrently outside a transaction; inside
-    one, missing indexes are built in place and nothing is dropped."""
-    if info.embed_dim is None:
-        return
-    found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
-    if found == dict.fromkeys(wanted_indexes(conn, info, found), True):
-        return  # the usual case, decided without the maintenance lock
-    with maintenance_lock(conn):
-        _ensure_indexes(conn, info)
-
-
-def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
-    assert info.embed_dim is not None
-    concurrently = not in_transaction(conn)
-    found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
-    wanted = wanted_indexes(conn, info, found)
-    for table in VECTOR_TABLES:
-        name = index_name(table, info.id, info.embed_dim)
-        if name not in wanted:
-            continue
-        if found.get(name) is False and concurrently:  # an interrupted concurrent build left it invalid
-            conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
-            found.pop(name)
-        if name not in found:
-            parts = {"table": table, "dim": info.embed_dim, "catalog": info.id, "ef_construction": HNSW_EF_CONSTRUCTION}
-            conn.execute(_index_ddl("create_vector_index", name=name, concurrently=concurrently, **parts))
-    if concurrently:
-        for name in set(found) - wanted:
-            conn.execute(_index_ddl("drop_vector_index", name=name, concurrently=True))
 
 
 def write_tool_vectors(

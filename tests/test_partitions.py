@@ -1,0 +1,167 @@
+"""The vector tables' per-catalog partitions (migration 0009): made with the catalog without blocking other
+catalogs' routes, unreadable directly by granted roles, gone with their catalog, carried over by migrations."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from toolstore import HashingEmbedder, IntentExample, ToolStore, migrate
+from toolstore._indexes import VECTOR_TABLES, drop_partitions, partition_name
+
+from catalog_gen import generated_tools
+
+
+def partitions(dsn: str) -> dict[str, str | None]:
+    """Every table named like a vector partition in toolstore's schema -> its parent (None when detached)."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            """
+            select c.relname, p.relname
+            from pg_class c
+            left join pg_inherits h on h.inhrelid = c.oid
+            left join pg_class p on p.oid = h.inhparent
+            where c.relnamespace = 'toolstore'::regnamespace and c.relname ~ '_c[0-9]+$'
+            """
+        ).fetchall()
+    return dict(rows)
+
+
+def open_store(dsn: str, catalog: str) -> ToolStore:
+    return ToolStore(dsn, embedder=HashingEmbedder(32), catalog=catalog)
+
+
+def test_a_new_catalog_gets_a_partition_of_each_vector_table(dsn: str) -> None:
+    with open_store(dsn, "alpha") as alpha:
+        alpha.upsert(generated_tools(20))
+        alpha.add_examples([IntentExample(tool_id=generated_tools(1)[0].id, query="send it")])
+        cid = alpha.info().id
+        with alpha.connection() as conn:
+            counts = [
+                conn.execute(
+                    sql.SQL("select count(*) from {}").format(sql.Identifier(partition_name(t, cid)))
+                ).fetchone()[0]  # type: ignore[index]
+                for t in VECTOR_TABLES
+            ]
+    assert counts == [20, 1]
+    assert partitions(dsn) == {partition_name(t, cid): t for t in VECTOR_TABLES}
+
+
+def test_creating_a_catalog_does_not_wait_for_routes_of_another(dsn: str) -> None:
+    """CREATE TABLE ... PARTITION OF would take an ACCESS EXCLUSIVE lock on the parents: a catalog created while a
+    transaction has read another catalog's vectors would wait for it (and queue every route behind it)."""
+    with open_store(dsn, "alpha") as alpha:
+        alpha.upsert(generated_tools(10))
+        with alpha.connection() as reader, reader.transaction():
+            reader.execute("select count(*) from tool_vectors").fetchone()  # AccessShare on the parent, held
+            reader.execute("select count(*) from intent_examples").fetchone()
+            with psycopg.connect(dsn, autocommit=True) as other:
+                other.execute("set lock_timeout = '2s'")
+                other.execute("set search_path = toolstore, public")
+                beta = other.execute("insert into catalogs (name) values ('beta') returning id").fetchone()[0]  # type: ignore[index]
+    assert set(partitions(dsn)) >= {partition_name(t, beta) for t in VECTOR_TABLES}
+
+
+@pytest.fixture
+def reader(dsn: str) -> Iterator[tuple[str, str]]:
+    name = f"ts_part_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(name)))
+    yield name, make_conninfo(dsn, user=name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
+
+
+def test_a_granted_role_reads_no_partition_directly(dsn: str, reader: tuple[str, str]) -> None:
+    """Grants cover every table of the schema, partitions included; their row-level security (no policy) keeps a
+    role granted one catalog from reading another catalog's vectors by naming its partition."""
+    name, reader_dsn = reader
+    with open_store(dsn, "alpha") as alpha, open_store(dsn, "beta") as beta:
+        alpha.upsert(generated_tools(10, seed=1))
+        beta.upsert(generated_tools(12, seed=2))
+        alpha.grant(name)
+        ids = alpha.info().id, beta.info().id
+    with psycopg.connect(reader_dsn) as conn:
+        conn.execute("set search_path = toolstore, public")
+        assert conn.execute("select count(*) from tool_vectors").fetchone() == (10,)  # through the parent: alpha's
+        for cid in ids:
+            table = sql.Identifier(partition_name("tool_vectors", cid))
+            assert conn.execute(sql.SQL("select count(*) from {}").format(table)).fetchone() == (0,)
+
+
+def test_dropping_a_catalog_drops_its_partitions(dsn: str) -> None:
+    with open_store(dsn, "alpha") as alpha, open_store(dsn, "beta") as beta:
+        alpha.upsert(generated_tools(10, seed=1))
+        beta.upsert(generated_tools(10, seed=2))
+        alpha_id, beta_id = alpha.info().id, beta.info().id
+        alpha.drop_catalog()
+        assert set(partitions(dsn)) == {partition_name(t, beta_id) for t in VECTOR_TABLES}
+        assert beta.route("send an email").ids  # the other catalog routes as before
+    assert alpha_id != beta_id
+
+
+def test_partitions_left_by_a_drop_inside_a_transaction_go_with_the_next_drop(dsn: str) -> None:
+    """Inside a transaction nothing is detached (a DROP TABLE of a partition would lock the parents until commit);
+    the empty partitions stay, invisible to routes, until the next drop outside a transaction."""
+    with open_store(dsn, "alpha") as alpha:
+        alpha.upsert(generated_tools(5))
+        cid = alpha.info().id
+    with psycopg.connect(dsn) as conn:  # a transaction: drop_partitions leaves everything
+        conn.execute("set search_path = toolstore, public")
+        conn.execute("delete from catalogs where name = 'alpha'")
+        drop_partitions(conn)
+        conn.commit()
+    assert len(partitions(dsn)) == 2
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("set search_path = toolstore, public")
+        conn.execute(
+            sql.SQL("alter table tool_vectors detach partition {}").format(
+                sql.Identifier(partition_name("tool_vectors", cid))
+            )
+        )
+        drop_partitions(conn)  # the attached one and the one detached but not dropped
+    assert partitions(dsn) == {}
+
+
+def count_rows(dsn: str) -> dict[str, Any]:
+    with psycopg.connect(dsn) as conn:
+        conn.execute("set search_path = toolstore, public")
+        return {
+            t: conn.execute(sql.SQL("select count(*), sum(catalog_id) from {}").format(sql.Identifier(t))).fetchone()
+            for t in VECTOR_TABLES
+        }
+
+
+def test_migrations_carry_rows_grants_and_policies_both_ways(dsn: str, reader: tuple[str, str]) -> None:
+    name, reader_dsn = reader
+    tools = generated_tools(30, seed=3)
+    with open_store(dsn, "alpha") as alpha, open_store(dsn, "beta") as beta:
+        alpha.upsert(tools)
+        beta.upsert(generated_tools(7, seed=4))
+        alpha.add_examples(
+            [
+                IntentExample(tool_id=tools[0].id, query="mail the team"),
+                IntentExample(tool_id=tools[1].id, query="ping"),
+            ]
+        )
+        alpha.grant(name)
+        before = alpha.route("send the weekly report").ids
+    rows = count_rows(dsn)
+    migrate(dsn, revision="0008", downgrade=True)
+    assert count_rows(dsn) == rows
+    assert partitions(dsn) == {}
+    migrate(dsn)
+    assert count_rows(dsn) == rows
+    with open_store(dsn, "alpha") as alpha:
+        assert alpha.route("send the weekly report").ids == before
+        alpha.add_examples([IntentExample(tool_id=tools[2].id, query="a new one")])  # the identity carries on
+    with psycopg.connect(reader_dsn) as conn:
+        conn.execute("set search_path = toolstore, public")
+        assert conn.execute("select count(*) from tool_vectors").fetchone() == (30,)  # policies and grant kept

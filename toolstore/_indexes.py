@@ -1,0 +1,184 @@
+"""The vector tables' per-catalog partitions and HNSW indexes, and the maintenance lock for index builds and ANALYZE.
+
+``tool_vectors`` and ``intent_examples`` are LIST-partitioned by catalog (migration 0009): the catalog's partitions
+(``<table>_c<id>``) are made by a trigger with its row, and its k-NN statements are pruned to them before the planner
+looks at an index, so a database of thousands of catalogs plans a search like a database of one. A partition
+holding at least :data:`HNSW_MIN_ROWS` vectors gets an HNSW index for the catalog's dimension; smaller ones are
+searched exactly (a scan of the partition and a top-n sort).
+
+Indexes and partitions are built and dropped outside write transactions (``CONCURRENTLY``): a DROP INDEX or a DROP
+TABLE of a partition inside a transaction would lock the shared parent, and so every other catalog's routes, until
+commit. Inside a caller's open transaction nothing is dropped, and a missing index is built in place (that blocks
+writes to the catalog's own partition, never other catalogs' routes).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.pq import TransactionStatus
+
+from ._errors import DatabaseError
+from ._models import CatalogInfo
+from ._sql import query
+
+#: Above this many new vectors in one write, the catalog's HNSW indexes are dropped before it and built once after,
+#: rather than updated row by row.
+BULK_VECTORS = 1000
+#: A catalog's partition gets an HNSW index from this many rows on (dropped below half of it). Smaller ones are
+#: searched exactly: exact rather than approximate, and faster than an index at that size.
+HNSW_MIN_ROWS = 2000
+#: HNSW build effort: pgvector's default. (32 halves build time, but its recall was not measured against 64 here.)
+HNSW_EF_CONSTRUCTION = 64
+#: The tables with a vector per row, partitioned by catalog, each partition with its HNSW index when large enough.
+VECTOR_TABLES = ("tool_vectors", "intent_examples")
+#: Seconds a write waits for another session's index build or ANALYZE before it gives up.
+MAINTENANCE_WAIT = 600.0
+
+
+def partition_name(table: str, catalog_id: int) -> str:
+    """The catalog's partition of a vector table (migration 0009's ``create_vector_partitions()`` names it so)."""
+    return f"{table}_c{catalog_id}"
+
+
+def index_name(table: str, catalog_id: int, dim: int) -> str:
+    return f"{table}_hnsw_{catalog_id}_{dim}"
+
+
+def in_transaction(conn: psycopg.Connection[Any]) -> bool:
+    """True inside a transaction block, where CREATE/DROP INDEX CONCURRENTLY cannot run."""
+    return conn.info.transaction_status != TransactionStatus.IDLE or not conn.autocommit
+
+
+def _ddl(block: str, *, concurrently: bool = False, **parts: Any) -> sql.Composed:
+    """A DDL template of ``sql/vectors.sql`` with names as identifiers and numbers as literals."""
+    return sql.SQL(query(block)).format(
+        concurrently=sql.SQL("concurrently" if concurrently else ""),
+        **{k: sql.Identifier(v) if isinstance(v, str) else sql.Literal(v) for k, v in parts.items()},
+    )
+
+
+def create_index_ddl(table: str, catalog_id: int, dim: int, *, concurrently: bool) -> sql.Composed:
+    """The HNSW index of the catalog's partition of ``table`` for dimension ``dim``."""
+    return _ddl(
+        "create_vector_index",
+        concurrently=concurrently,
+        name=index_name(table, catalog_id, dim),
+        partition=partition_name(table, catalog_id),
+        dim=dim,
+        ef_construction=HNSW_EF_CONSTRUCTION,
+    )
+
+
+@contextmanager
+def maintenance_lock(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Serialize toolstore's index builds and ANALYZEs across sessions and catalogs (one schema's): two of them on the
+    same shared table deadlock or fail ("tuple concurrently updated") when run at once. Routes never take it.
+
+    The (session-level) advisory lock is tried, never waited for inside a statement or a transaction: a CREATE
+    INDEX CONCURRENTLY waits for every open transaction, a blocked lock request included, which would deadlock.
+    Inside the caller's own transaction nothing is taken (Postgres' deadlock detection covers the rare clash).
+    """
+    if in_transaction(conn):
+        yield
+        return
+    deadline = time.monotonic() + MAINTENANCE_WAIT
+    pause = 0.02
+    while not conn.execute(query("maintenance_try_lock")).fetchone()[0]:  # type: ignore[index]
+        if time.monotonic() > deadline:
+            raise DatabaseError(
+                f"another index build or ANALYZE held toolstore's maintenance lock for {MAINTENANCE_WAIT:g} s"
+            )
+        time.sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, 0.5)
+    try:
+        yield
+    finally:
+        try:
+            conn.execute(query("maintenance_unlock"))
+        except psycopg.Error:  # the connection is gone, and the session's lock with it
+            pass
+
+
+def drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, *, tables: Sequence[str] = VECTOR_TABLES) -> None:
+    """Drop the catalog's HNSW indexes on ``tables``, concurrently unless inside a transaction, where nothing is
+    dropped (that would lock every catalog's routes until commit)."""
+    if in_transaction(conn):
+        return
+    with maintenance_lock(conn):
+        for name, table, _ in conn.execute(query("vector_indexes"), {"catalog": catalog_id}).fetchall():
+            if table in tables:
+                conn.execute(_ddl("drop_vector_index", name=name, concurrently=True))
+
+
+def drop_partitions(conn: psycopg.Connection[Any]) -> None:
+    """Detach (concurrently: routes of other catalogs never wait) and drop the partitions of catalogs that no longer
+    exist, and finish any detach an interrupted session left pending. Outside a transaction only; inside one, they
+    stay (empty) for the next drop."""
+    if in_transaction(conn):
+        return
+    with maintenance_lock(conn):
+        for name, parent, pending in conn.execute(query("orphan_partitions")).fetchall():
+            if parent is not None:
+                block = "finalize_detach" if pending else "detach_partition"
+                conn.execute(_ddl(block, parent=parent, partition=name))
+            conn.execute(_ddl("drop_partition", partition=name))
+
+
+def analyze_ddl(catalog_id: int) -> sql.Composed:
+    """ANALYZE of the shared tables and of the catalog's partitions (not the parents: that would sample every
+    catalog's partition)."""
+    tool_vectors, examples = (partition_name(t, catalog_id) for t in VECTOR_TABLES)
+    return _ddl("analyze_tables", tool_vectors=tool_vectors, intent_examples=examples)
+
+
+def wanted_indexes(conn: psycopg.Connection[Any], info: CatalogInfo, found: Mapping[str, bool]) -> set[str]:
+    """The catalog's HNSW indexes that should exist: one per vector table holding at least :data:`HNSW_MIN_ROWS` of
+    its rows, kept (if it exists) down to half that (no rebuilding back and forth around the threshold)."""
+    assert info.embed_dim is not None
+    row = conn.execute(query("catalog_vector_rows"), {"catalog": info.id, "cap": HNSW_MIN_ROWS}).fetchone()
+    assert row is not None
+    wanted = set()
+    for table, rows in zip(VECTOR_TABLES, row):
+        name = index_name(table, info.id, info.embed_dim)
+        if rows >= HNSW_MIN_ROWS or (name in found and rows >= HNSW_MIN_ROWS // 2):
+            wanted.add(name)
+    return wanted
+
+
+def ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
+    """Make the catalog's HNSW indexes for its dimension (:func:`wanted_indexes`) exist and be valid, and drop the
+    others (other dimensions after a model switch, tables grown small). Concurrently outside a transaction; inside
+    one, missing indexes are built in place and nothing is dropped."""
+    if info.embed_dim is None:
+        return
+    found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
+    if found == dict.fromkeys(wanted_indexes(conn, info, found), True):
+        return  # the usual case, decided without the maintenance lock
+    with maintenance_lock(conn):
+        _ensure_indexes(conn, info)
+
+
+def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
+    assert info.embed_dim is not None
+    concurrently = not in_transaction(conn)
+    found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
+    wanted = wanted_indexes(conn, info, found)
+    for table in VECTOR_TABLES:
+        name = index_name(table, info.id, info.embed_dim)
+        if name not in wanted:
+            continue
+        if found.get(name) is False and concurrently:  # an interrupted concurrent build left it invalid
+            conn.execute(_ddl("drop_vector_index", name=name, concurrently=True))
+            found.pop(name)
+        if name not in found:
+            conn.execute(create_index_ddl(table, info.id, info.embed_dim, concurrently=concurrently))
+    if concurrently:
+        for name in set(found) - wanted:
+            conn.execute(_ddl("drop_vector_index", name=name, concurrently=True))
