@@ -310,7 +310,10 @@ anchored as (
     group by a.tool_pk
 ),
 -- Avoid-when: w_avoid x (the fraction of the request's terms found in the tool's avoid-when text) of the fused score.
-avoided as (
+-- Materialized: inlined, its join with tools was planned as the inner side of a nested loop and rerun once per fused
+-- tool, because the catalog's share of a database of many catalogs makes the planner expect one fused row (56 ms of
+-- a route at 1,000 catalogs: bench/route.py --catalogs 1000).
+avoided as materialized (
     select f.tool_pk,
            %(w_avoid)s::float8 * f.score * count(*) / (select count(*) from part_terms where part = 0) as penalty
     from fused f
