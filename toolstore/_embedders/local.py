@@ -28,6 +28,10 @@ MAX_TOKENS = 256
 #: In a model directory other than the shipped one: the identifier a catalog records, the dimension, the truncation.
 CONFIG_FILE = "embedder.json"
 
+#: Texts per onnxruntime run. Taken shortest first, batches of 4 embedded the most texts per second on tool texts
+#: (65/s; 70 one at a time, 45 in batches of 64) and on short requests (162/s; 135 and 123) with one thread.
+DEFAULT_BATCH_SIZE = 4
+
 # One intra-op thread by default: a short query takes a few ms either way, a second thread gains ~1.4x at best,
 # and a router usually runs next to other work (web server, database) that the extra thread would compete with.
 DEFAULT_THREADS = 1
@@ -37,16 +41,18 @@ class LocalEmbedder(Embedder):
     """all-MiniLM-L6-v2 (384 dims) on CPU through onnxruntime.
 
     ``threads`` sets onnxruntime's intra-op threads (default 1); ``batch_size`` how many texts one
-    :meth:`embed_batch` call of :meth:`embed_many` gets; ``model_dir`` a directory holding ``model.onnx`` and
-    ``tokenizer.json`` instead of the shipped ones, and ``embedder.json`` when it is another model (its
-    ``model`` name, ``dim`` and ``max_tokens``).
+    :meth:`embed_batch` call of :meth:`embed_many` gets (:data:`DEFAULT_BATCH_SIZE`); ``model_dir`` a directory
+    holding ``model.onnx`` and ``tokenizer.json`` instead of the shipped ones, and ``embedder.json`` when it is
+    another model (its ``model`` name, ``dim`` and ``max_tokens``).
     """
 
     model = "local/all-MiniLM-L6-v2"
     dim = 384
     max_tokens = MAX_TOKENS
 
-    def __init__(self, *, threads: int | None = None, batch_size: int = 64, model_dir: Path | None = None) -> None:
+    def __init__(
+        self, *, threads: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, model_dir: Path | None = None
+    ) -> None:
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         if batch_size < 1:
@@ -63,6 +69,16 @@ class LocalEmbedder(Embedder):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """One batch: the local model has no slow failure to guard against."""
         return self.embed_batch(texts)
+
+    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`Embedder.embed_many`, with the texts taken shortest first (by characters), so that each batch
+        pads to about its own texts' length: with batches of 4, 2.5x the texts per second of the earlier batches of
+        64 in the given order, on tool texts of mixed lengths (``bench/embed.py --bench-texts``)."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = super().embed_many([texts[i] for i in order])
+        out = np.empty_like(vectors)
+        out[order] = vectors
+        return out
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Embed one batch: ``(len(texts), 384)`` float32, rows L2-normalised, in the order of ``texts``.
