@@ -10,6 +10,7 @@ import pytest
 
 from toolstore import EmbedderError, InvalidInputError, LocalEmbedder
 from toolstore._embedders.factory import make_embedder
+from toolstore._embedders.local import DEFAULT_BATCH_SIZE
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.npz"
 MIN_COSINE = 0.99
@@ -130,6 +131,21 @@ def test_local_dir_spec_runs_an_exported_model_under_its_own_name(
     assert float(copy.embed(sample[2]) @ copy.embed(sample[2] + " and then much more text")) > 0.9999
 
 
+def test_a_model_directory_can_set_its_batch_size(tmp_path: Path) -> None:
+    """A model whose vectors must not depend on the texts batched with it records ``batch_size`` 1; an explicit
+    ``batch_size`` still wins, and without either the default applies."""
+    config = {"model": "local/minilm-copy", "dim": 384, "max_tokens": 256, "batch_size": 1}
+    directory = exported_copy(tmp_path, config)
+    assert LocalEmbedder(model_dir=directory).batch_size == 1
+    assert LocalEmbedder(model_dir=directory, batch_size=16).batch_size == 16
+    assert LocalEmbedder().batch_size == DEFAULT_BATCH_SIZE
+    single, batched = LocalEmbedder(model_dir=directory), LocalEmbedder(batch_size=64)
+    texts_ = ["a", "send the weekly invoice summary to the finance team and copy the accountant", "?"]
+    for text, vector in zip(texts_, single.embed_many(texts_)):
+        np.testing.assert_allclose(vector, single.embed(text), atol=1e-6)  # as if embedded alone
+    assert batched.embed_many(texts_).shape == (3, 384)
+
+
 def test_local_dir_spec_names_what_is_missing_or_malformed(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match=r"lacks model\.onnx, tokenizer\.json, embedder\.json"):
         make_embedder(f"local:{tmp_path}")
@@ -137,6 +153,8 @@ def test_local_dir_spec_names_what_is_missing_or_malformed(tmp_path: Path) -> No
         ({"model": "all-mpnet", "dim": 768, "max_tokens": 384}, "'model' must be"),
         ({"model": "local/x", "dim": "768", "max_tokens": 384}, "'dim' must be a positive integer"),
         ({"model": "local/x", "dim": 768}, "'max_tokens' must be a positive integer"),
+        ({"model": "local/x", "dim": 768, "max_tokens": 9, "batch_size": 0}, "'batch_size' must be a positive integer"),
+        ({"model": "local/x", "dim": 768, "max_tokens": 9, "batch_size": "4"}, "'batch_size' must be a positive"),
         ([], "'model' must be"),
     ):
         directory = tmp_path / str(abs(hash(str(config))))

@@ -6,7 +6,8 @@ onnxruntime and tokenizers are imported, and the model loaded, on first use, so 
 
 Any other model exported the same way (``scripts/build_candidate_model.py``) runs through the same class: its
 directory holds ``model.onnx``, ``tokenizer.json`` and ``embedder.json`` (``{"model": "local/NAME", "dim": D,
-"max_tokens": T}``), and ``--embedder local:DIR`` selects it.
+"max_tokens": T}``, optionally ``"batch_size": B`` for a model whose vectors must not depend on their batch), and
+``--embedder local:DIR`` selects it.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ class LocalEmbedder(Embedder):
     """all-MiniLM-L6-v2 (384 dims) on CPU through onnxruntime.
 
     ``threads`` sets onnxruntime's intra-op threads (default 1); ``batch_size`` how many texts one
-    :meth:`embed_batch` call of :meth:`embed_many` gets (:data:`DEFAULT_BATCH_SIZE`); ``model_dir`` a directory
-    holding ``model.onnx`` and ``tokenizer.json`` instead of the shipped ones, and ``embedder.json`` when it is
-    another model (its ``model`` name, ``dim`` and ``max_tokens``).
+    :meth:`embed_batch` call of :meth:`embed_many` gets (default: the model directory's, else
+    :data:`DEFAULT_BATCH_SIZE`); ``model_dir`` a directory holding ``model.onnx`` and ``tokenizer.json`` instead of
+    the shipped ones, and ``embedder.json`` when it is another model (its ``model`` name, ``dim``, ``max_tokens``
+    and optionally ``batch_size``).
     """
 
     model = "local/all-MiniLM-L6-v2"
@@ -51,17 +53,19 @@ class LocalEmbedder(Embedder):
     max_tokens = MAX_TOKENS
 
     def __init__(
-        self, *, threads: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, model_dir: Path | None = None
+        self, *, threads: int | None = None, batch_size: int | None = None, model_dir: Path | None = None
     ) -> None:
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.threads = DEFAULT_THREADS if threads is None else threads
-        self.batch_size = batch_size
+        self.batch_size = DEFAULT_BATCH_SIZE
         self.model_dir = Path(model_dir) if model_dir is not None else MODEL_DIR
         if (self.model_dir / CONFIG_FILE).is_file():
-            self.model, self.dim, self.max_tokens = read_config(self.model_dir / CONFIG_FILE)
+            self.model, self.dim, self.max_tokens, own_batch = read_config(self.model_dir / CONFIG_FILE)
+            self.batch_size = own_batch or self.batch_size
+        self.batch_size = batch_size or self.batch_size
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -153,8 +157,9 @@ class LocalEmbedder(Embedder):
             raise EmbedderError(f"local embedder: cannot load {self.model_dir / 'model.onnx'}: {exc}") from exc
 
 
-def read_config(path: Path) -> tuple[str, int, int]:
-    """``(model, dim, max_tokens)`` from a model directory's ``embedder.json``; InvalidInputError when malformed."""
+def read_config(path: Path) -> tuple[str, int, int, int | None]:
+    """``(model, dim, max_tokens, batch_size or None)`` from a model directory's ``embedder.json``;
+    InvalidInputError when malformed."""
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -164,7 +169,9 @@ def read_config(path: Path) -> tuple[str, int, int]:
     )
     if not (isinstance(model, str) and model.startswith("local/") and len(model) > len("local/")):
         raise InvalidInputError(f"{path}: 'model' must be a name like 'local/all-mpnet-base-v2', got {model!r}")
-    for key, value in (("dim", dim), ("max_tokens", max_tokens)):
+    batch_size = config.get("batch_size")  # optional; config is a dict once 'model' was found in it
+    checked = [("dim", dim), ("max_tokens", max_tokens)]
+    for key, value in checked + ([("batch_size", batch_size)] if "batch_size" in config else []):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidInputError(f"{path}: {key!r} must be a positive integer, got {value!r}")
-    return model, dim, max_tokens
+    return model, dim, max_tokens, batch_size
