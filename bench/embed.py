@@ -182,8 +182,7 @@ def main() -> None:
         given, cosine = given_order_throughput(threads, sample)
         print(
             f"threads {threads}: shortest first, 4 at a time {ours:.0f} docs/s; 64 at a time in the given order "
-            f"{given:.0f} docs/s "
-            f"({ours / given:.2f}x; min cosine between the two {cosine:.4f})",
+            f"{given:.0f} docs/s ({ours / given:.2f}x; min cosine between the two {cosine:.4f})",
             flush=True,
         )
 

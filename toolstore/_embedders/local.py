@@ -85,10 +85,10 @@ class LocalEmbedder(Embedder):
         return out
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed one batch: ``(len(texts), 384)`` float32, rows L2-normalised, in the order of ``texts``.
+        """Embed one batch: ``(len(texts), dim)`` float32, rows L2-normalised, in the order of ``texts``.
 
-        Texts are tokenized (truncated at 256 tokens), sorted by length and run in chunks of ``batch_size`` padded
-        to their longest text, so short texts do not pay for long ones.
+        Texts are tokenized (truncated at ``max_tokens``), sorted by length and run in chunks of ``batch_size``
+        padded to their longest text, so short texts do not pay for long ones.
         """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
