@@ -100,11 +100,10 @@ def test_dropping_a_catalog_drops_its_partitions(dsn: str) -> None:
     with open_store(dsn, "alpha") as alpha, open_store(dsn, "beta") as beta:
         alpha.upsert(generated_tools(10, seed=1))
         beta.upsert(generated_tools(10, seed=2))
-        alpha_id, beta_id = alpha.info().id, beta.info().id
+        beta_id = beta.info().id
         alpha.drop_catalog()
         assert set(partitions(dsn)) == {partition_name(t, beta_id) for t in VECTOR_TABLES}
         assert beta.route("send an email").ids  # the other catalog routes as before
-    assert alpha_id != beta_id
 
 
 def test_partitions_left_by_a_drop_inside_a_transaction_go_with_the_next_drop(dsn: str) -> None:

@@ -22,8 +22,8 @@ opens any index, and the HNSW index of a large catalog is an index of its own pa
   had them (:data:`toolstore._indexes.HNSW_MIN_ROWS` rows in a table).
 
 Upgrading rewrites both tables and rebuilds their indexes in one transaction that holds them exclusively: routes
-wait until it commits, for a time that grows with the number of vectors (seconds for thousands, minutes for
-millions; the 1,000-catalog bench database of 4M vectors was built, not migrated).
+wait until it commits, for a time that grows with the number of vectors (not measured on a large database: the
+1,000-catalog bench database of 4M vectors was built, not migrated).
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ $$;
 drop table saved_tool_vectors, saved_intent_examples, saved_grants, saved_policies, saved_security;
 """
 
-PARTITIONED = """
+# The two tables as revision 0008 had them; upgrade() makes them partitioned by catalog (TABLES + PARTITION_BY).
+TABLES = """
 create table tool_vectors (
     tool_pk bigint not null,
     catalog_id integer not null,
@@ -96,7 +97,7 @@ create table tool_vectors (
     constraint tool_vectors_pkey primary key (catalog_id, tool_pk),
     constraint tool_vectors_tool_fkey foreign key (catalog_id, tool_pk)
         references tools (catalog_id, pk) on delete cascade
-) partition by list (catalog_id);
+);
 
 create table intent_examples (
     pk bigint generated always as identity,
@@ -109,8 +110,13 @@ create table intent_examples (
     constraint intent_examples_tool_query_key unique (catalog_id, tool_pk, query),
     constraint intent_examples_tool_fkey foreign key (catalog_id, tool_pk)
         references tools (catalog_id, pk) on delete cascade
-) partition by list (catalog_id);
+);
+"""
+PARTITION_BY = ") partition by list (catalog_id);"
 
+PARTITIONED = (
+    TABLES.replace(");\n", PARTITION_BY + "\n")
+    + """
 -- A catalog's partitions: CREATE TABLE + ATTACH (SHARE UPDATE EXCLUSIVE on the parent, so routes never wait),
 -- row-level security on with no policy (direct reads of a partition see nothing; reads go through the parent).
 create function create_vector_partitions(p_catalog integer) returns void
@@ -142,34 +148,16 @@ for each row execute function catalogs_vector_partitions();
 
 select create_vector_partitions(id) from catalogs order by id;
 """
+)
 
-PLAIN = """
+PLAIN = (
+    """
 drop trigger catalogs_vector_partitions on catalogs;
 drop function catalogs_vector_partitions();
 drop function create_vector_partitions(integer);
-
-create table tool_vectors (
-    tool_pk bigint not null,
-    catalog_id integer not null,
-    embedding vector not null,
-    constraint tool_vectors_pkey primary key (catalog_id, tool_pk),
-    constraint tool_vectors_tool_fkey foreign key (catalog_id, tool_pk)
-        references tools (catalog_id, pk) on delete cascade
-);
-
-create table intent_examples (
-    pk bigint generated always as identity,
-    catalog_id integer not null,
-    tool_pk bigint not null,
-    query text not null,
-    embedding vector,
-    created_at timestamptz not null default now(),
-    constraint intent_examples_pkey primary key (catalog_id, pk),
-    constraint intent_examples_tool_query_key unique (catalog_id, tool_pk, query),
-    constraint intent_examples_tool_fkey foreign key (catalog_id, tool_pk)
-        references tools (catalog_id, pk) on delete cascade
-);
 """
+    + TABLES
+)
 
 # HNSW indexes for the catalogs large enough to have had them (2,000 vectors in a table: HNSW_MIN_ROWS). The DDL's
 # arguments: 1 the index, 2 the catalog's partition, 3 the table, 4 the dimension, 5 the catalog.
