@@ -60,12 +60,11 @@ class LocalEmbedder(Embedder):
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.threads = DEFAULT_THREADS if threads is None else threads
-        self.batch_size = DEFAULT_BATCH_SIZE
         self.model_dir = Path(model_dir) if model_dir is not None else MODEL_DIR
+        own_batch = None
         if (self.model_dir / CONFIG_FILE).is_file():
             self.model, self.dim, self.max_tokens, own_batch = read_config(self.model_dir / CONFIG_FILE)
-            self.batch_size = own_batch or self.batch_size
-        self.batch_size = batch_size or self.batch_size
+        self.batch_size = batch_size or own_batch or DEFAULT_BATCH_SIZE
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
