@@ -79,13 +79,18 @@ stats as (
 ),
 -- The query's terms per field. A term with more than `lexical_cap` postings is `cut`: only its lexical_cap
 -- highest-impact postings are read (lexical_cap null: every posting of every term is read, BM25 is exact).
+-- df is a scalar subquery, one key lookup per term and field: planned generically, a join could hash all of
+-- lexeme_stats.
 qterms as (
-    select f.field, q.lexeme, d.df, st.n, st.avgdl, d.df > coalesce(%(lexical_cap)s::integer, d.df) as cut
-    from fields f
-    join stats st on st.field = f.field
-    cross join terms q
-    join lexeme_stats d on d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = q.lexeme
-    where f.weight > 0
+    select q.field, q.lexeme, q.df, q.n, q.avgdl, q.df > coalesce(%(lexical_cap)s::integer, q.df) as cut
+    from (select f.field, t.lexeme, st.n, st.avgdl,
+                 (select d.df from lexeme_stats d
+                  where d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = t.lexeme) as df
+          from fields f
+          join stats st on st.field = f.field
+          cross join terms t
+          where f.weight > 0) q
+    where q.df is not null
 ),
 hits as (
     select t.field, t.lexeme, p.tool_pk, p.dl, t.cut, bm25_term(p.tf, p.dl, t.df, t.n, t.avgdl) as score
@@ -126,30 +131,33 @@ bm25 as (
     join tools d on d.catalog_id = %(catalog)s and d.pk = c.tool_pk
     where exists (select 1 from qterms where cut) and c.nth <= %(rescore)s
 ),
--- Rank with ties first (no join), then break ties by id only for the few rows that can make the cut.
+-- Rank with ties first (no join), then break ties by id only for the few rows that can make the cut. A tool's id
+-- (and the filters' verdict) is a scalar subquery in every retriever, not a join or exists: planned generically
+-- (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools (an exists, test every
+-- tool against the filters); the subquery is one key lookup per row.
 coarse as (
     select b.part, b.field, b.tool_pk, b.score,
            rank() over (partition by b.part, b.field order by b.score desc) as coarse_rank
     from bm25 b
     where not %(filtered)s::boolean
-       or exists (select 1 from tools t
-                  where t.catalog_id = %(catalog)s and t.pk = b.tool_pk
-                    and route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter)))
+       or (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
+           from tools t
+           where t.catalog_id = %(catalog)s and t.pk = b.tool_pk)
 ),
 lexical as (
     select c.part, c.field as signal, c.tool_pk,
-           row_number() over (partition by c.part, c.field order by c.score desc, t.id) as rank
+           row_number() over (partition by c.part, c.field order by c.score desc, (select t.id from tools t
+                              where t.catalog_id = %(catalog)s and t.pk = c.tool_pk)) as rank
     from coarse c
-    join tools t on t.catalog_id = %(catalog)s and t.pk = c.tool_pk
     where c.coarse_rank <= %(n)s
 ),
 dense as (
     select p.part, 4::smallint as signal, v.tool_pk, v.distance,
-           row_number() over (partition by p.part order by v.distance, t.id) as rank
+           row_number() over (partition by p.part order by v.distance, (select t.id from tools t
+                              where t.catalog_id = %(catalog)s and t.pk = v.tool_pk)) as rank
     from parts p
     cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s,
                            (select pks from kept), (select f from filter)) v
-    join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
     where %(w_dense)s::float8 > 0
 ),
 neighbours as (
@@ -162,14 +170,14 @@ neighbours as (
 ),
 intent as (
     select s.part, 5::smallint as signal, s.tool_pk,
-           row_number() over (partition by s.part order by round(s.score * 1e9) desc, t.id) as rank
+           row_number() over (partition by s.part order by round(s.score * 1e9) desc, (select t.id from tools t
+                              where t.catalog_id = %(catalog)s and t.pk = s.tool_pk)) as rank
     from (
         select part, tool_pk, sum(1 - distance) as score
         from neighbours
         where nth <= %(per_tool)s
         group by part, tool_pk
     ) s
-    join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
 -- The calls looked back on, latest first (distance 0): the session's last ones from its log, then those passed in.
 history as (
@@ -304,9 +312,9 @@ anchored as (
     from anchors a
     where a.catalog_id = %(catalog)s and %(request)s::text ~* a.pattern
       and (not %(filtered)s::boolean
-           or exists (select 1 from tools t
-                      where t.catalog_id = %(catalog)s and t.pk = a.tool_pk
-                        and route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))))
+           or (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
+               from tools t
+               where t.catalog_id = %(catalog)s and t.pk = a.tool_pk))
     group by a.tool_pk
 ),
 -- Avoid-when: w_avoid x (the fraction of the request's terms found in the tool's avoid-when text) of the fused score.

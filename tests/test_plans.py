@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
@@ -108,6 +109,36 @@ def test_route_statement_uses_the_bm25_indexes_and_no_whole_table_scan(store: To
     if label == "conversation":
         assert any(r == "session_calls" and i == "session_calls_pkey" for _, r, i in found), found
         assert any(r == "tool_transitions" and i == "tool_transitions_pkey" for _, r, i in found), found
+
+
+def generic_plan(conn: psycopg.Connection[Any], params: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The plan the route statement runs on ``conn`` once prepared, and how many generic plans it has run."""
+    conn.execute(query("route"), params, prepare=True).fetchall()
+    row = conn.execute(
+        "select name, parameter_types::text[], generic_plans from pg_prepared_statements"
+        " where statement like '%route_catalog(%'"
+    ).fetchone()
+    assert row is not None, "the route statement was not prepared"
+    name, types, generic = row
+    # the prepared statement numbers its parameters in order of first appearance, as the driver converted them
+    names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", query("route"))))
+    args = sql.SQL(", ").join(
+        sql.SQL("{}::{}").format(sql.Literal(params[n]), sql.SQL(t)) for n, t in zip(names, types, strict=True)
+    )
+    row = conn.execute(sql.SQL("explain (format json) execute {}({})").format(sql.Identifier(name), args)).fetchone()
+    assert row is not None
+    return list(nodes(row[0][0]["Plan"])), generic
+
+
+@pytest.mark.parametrize("label", sorted(REQUESTS))
+def test_route_statement_runs_a_generic_plan_without_whole_table_scans(store: ToolStore, label: str) -> None:
+    """The pool's connections run every statement on its generic plan (toolstore/_connect.py): planned without
+    the parameters' values, the route statement must still look tools up by key and read postings by index."""
+    with store.pool.connection() as conn:
+        plan, generic = generic_plan(conn, route_params(store, label))
+    assert generic >= 1, "the route statement was re-planned (custom plan) instead of running its generic plan"
+    assert_no_whole_table_scans(plan)
+    assert any(r == "postings" and i == "postings_pkey" for _, r, i in scans(plan)), scans(plan)
 
 
 @pytest.mark.parametrize("name", ["route", "eval_lexical"])

@@ -28,13 +28,16 @@ DEFAULT_TIMEOUT = 5.0
 CONFLICT_ATTEMPTS = 4
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 EXTENSION_SCHEMA = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
-SET_SEARCH_PATH = "select set_config('search_path', %s, false)"
-#: The catalog a connection works for: row-level security shows a tenant role only that catalog (migration 0005).
-SET_TENANT = "select set_config('toolstore.tenant', %s, false)"
-# plan_cache_mode is left at Postgres' default: route()'s prepared statement may reuse a generic plan, which
-# measured 36% faster at 1k tools and 16% at 10k than re-planning every call (bench/PROFILE.md). Safe here: the
-# vector searches, whose plan depends on the catalog and dimension, are planned afresh inside knn() with their
-# actual values.
+#: A connection's session, set in one round trip: the schema first on the search_path; the catalog it works for
+#: (row-level security shows a tenant role only that catalog, migration 0005); and generic plans for every
+#: statement. Re-planned per call, the route statement spends about 4 ms planning at 10k tools (Postgres' default,
+#: auto, chooses custom plans for it), while its generic plan executes as fast (bench/route.py). Safe here: the
+#: vector searches, whose plan depends on the catalog and dimension, are planned afresh inside knn() with their
+#: actual values, and tests/test_plans.py checks the generic plans' shape.
+SET_SESSION = (
+    "select set_config('search_path', %s, false), set_config('toolstore.tenant', %s, false), "
+    "set_config('plan_cache_mode', 'force_generic_plan', false)"
+)
 
 
 def resolve_dsn(dsn: str | None) -> str:
@@ -125,8 +128,7 @@ class Connector:
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             ext = _extension_schema(conn.execute(EXTENSION_SCHEMA).fetchone())
-            conn.execute(SET_SEARCH_PATH, [search_path(conn, schema, ext)])
-            conn.execute(SET_TENANT, [tenant])
+            conn.execute(SET_SESSION, [search_path(conn, schema, ext), tenant])
             register_vector(conn)
 
         self.pool: ConnectionPool[Any] = ConnectionPool(
@@ -222,8 +224,7 @@ class AsyncConnector:
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
             ext = _extension_schema(await (await conn.execute(EXTENSION_SCHEMA)).fetchone())
-            await conn.execute(SET_SEARCH_PATH, [search_path(conn, schema, ext)])
-            await conn.execute(SET_TENANT, [tenant])
+            await conn.execute(SET_SESSION, [search_path(conn, schema, ext), tenant])
             await register_vector_async(conn)
 
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
