@@ -83,11 +83,22 @@ select (select count(*) from (select 1 from tool_vectors v where v.catalog_id = 
                               where e.catalog_id = %(catalog)s and e.embedding is not null limit %(cap)s) e);
 
 -- name: maintenance_try_lock
--- One index build or ANALYZE at a time per toolstore schema (see toolstore/_vectors.py: maintenance_lock).
+-- One index build or ANALYZE at a time per toolstore schema (see toolstore/_indexes.py: maintenance_lock).
 select pg_try_advisory_lock(hashtext('toolstore maintenance ' || current_schema()));
 
 -- name: maintenance_unlock
 select pg_advisory_unlock(hashtext('toolstore maintenance ' || current_schema()));
+
+-- name: raise_build_memory
+-- maintenance_work_mem for an HNSW build, raised to %(kb)s kB when lower (never lowered): for the transaction when
+-- %(local)s, else for the session until restore_build_memory. Returns the value it had.
+select s.previous,
+       set_config('maintenance_work_mem',
+                  greatest(pg_size_bytes(s.previous) / 1024, %(kb)s::bigint)::text || 'kB', %(local)s::boolean)
+from (select current_setting('maintenance_work_mem') as previous) s;
+
+-- name: restore_build_memory
+select set_config('maintenance_work_mem', %(previous)s, false);
 
 -- DDL cannot take bind parameters, and the planner matches a partial index only when the dimension is spelled in:
 -- the templates below are composed with psycopg.sql (Identifier for the names, Literal for the integers) in
@@ -97,6 +108,9 @@ select pg_advisory_unlock(hashtext('toolstore maintenance ' || current_schema())
 create index {concurrently} if not exists {name} on {partition}
 using hnsw ((embedding::vector({dim})) vector_cosine_ops) with (m = 16, ef_construction = {ef_construction})
 where vector_dims(embedding) = {dim};
+
+-- name: partition_vectors
+select count(*) from {partition} where vector_dims(embedding) = {dim};
 
 -- name: drop_vector_index
 drop index {concurrently} if exists {name};

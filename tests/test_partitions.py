@@ -13,7 +13,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore, migrate
-from toolstore._indexes import VECTOR_TABLES, drop_partitions, partition_name
+from toolstore._indexes import VECTOR_TABLES, build_memory, build_memory_kb, drop_partitions, partition_name
 
 from catalog_gen import generated_tools
 
@@ -51,6 +51,40 @@ def test_a_new_catalog_gets_a_partition_of_each_vector_table(dsn: str) -> None:
             ]
     assert counts == [20, 1]
     assert partitions(dsn) == {partition_name(t, cid): t for t in VECTOR_TABLES}
+
+
+def test_an_index_build_gets_memory_for_its_graph_and_gives_it_back(dsn: str) -> None:
+    """maintenance_work_mem is raised to what the catalog's vectors need for the build only, and never lowered."""
+
+    def setting(conn: psycopg.Connection[Any]) -> int:
+        return conn.execute("select pg_size_bytes(current_setting('maintenance_work_mem')) / 1024").fetchone()[0]  # type: ignore[index,no-any-return]
+
+    assert build_memory_kb(28_370, 384) > 64 * 1024 >= build_memory_kb(20_000, 384)  # Postgres' default held 28,370
+    assert build_memory_kb(10**9, 384) == 1024 * 1024  # the cap
+    with open_store(dsn, "alpha") as alpha:
+        alpha.upsert(generated_tools(1200))
+        cid = alpha.info().id
+        need = build_memory_kb(1200, 32)
+        assert need > 1024
+        with alpha.connection() as conn:
+            conn.autocommit = True
+            conn.execute("set maintenance_work_mem = '1MB'")
+            with build_memory(conn, "tool_vectors", cid, 32):
+                assert setting(conn) == need
+            assert setting(conn) == 1024
+            conn.execute("set maintenance_work_mem = '64MB'")
+            with build_memory(conn, "tool_vectors", cid, 32):
+                assert setting(conn) == 64 * 1024  # already enough: left as it was
+            conn.autocommit = False
+            conn.execute("set maintenance_work_mem = '1MB'")
+            conn.commit()
+            with build_memory(conn, "tool_vectors", cid, 32):  # inside a transaction: for the transaction
+                assert setting(conn) == need
+            conn.commit()
+            assert setting(conn) == 1024
+            conn.rollback()
+            conn.autocommit = True
+            conn.execute("reset maintenance_work_mem")
 
 
 def test_creating_a_catalog_does_not_wait_for_routes_of_another(dsn: str) -> None:
