@@ -34,8 +34,8 @@ BULK_VECTORS = 1000
 #: A catalog's partition gets an HNSW index from this many rows on (dropped below half of it). Smaller ones are
 #: searched exactly: exact rather than approximate, and faster than an index at that size.
 HNSW_MIN_ROWS = 2000
-#: HNSW build effort: pgvector's default. 32 builds faster but finds less (bench catalog of 10k tools and 30k examples,
-#: 200 requests: tools 1.8 vs 2.6 s, recall@40 .920 vs .937; examples 5.7 vs 8.9 s, recall@120 .943 vs .965).
+#: HNSW build effort: pgvector's default. 32 builds faster but finds less (``python bench/hnsw_build.py``, 10k tools
+#: and 30k examples: tools 1.8 vs 2.9 s, recall@40 .909 vs .935; examples 6.1 vs 9.6 s, recall@120 .938 vs .964).
 HNSW_EF_CONSTRUCTION = 64
 #: The tables with a vector per row, partitioned by catalog, each partition with its HNSW index when large enough.
 VECTOR_TABLES = ("tool_vectors", "intent_examples")

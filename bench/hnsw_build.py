@@ -1,0 +1,98 @@
+"""HNSW build effort: build time, recall against exact search and search time for each ef_construction.
+
+    python bench/hnsw_build.py [--ef-construction 64,32] [--requests 200]
+
+On bench/route.py's 10k-tool catalog (10k tool vectors, 30k intent examples; built by it if missing), each vector
+table's index is rebuilt once per ef_construction value (m = 16, as toolstore builds it, with the maintenance_work_mem
+toolstore gives a build), then every request searches it as knn() does (limit 40 for tools, 120 for examples,
+ef_search = the limit) and the result is compared with an exact search. The catalog's indexes are left rebuilt with
+toolstore's own HNSW_EF_CONSTRUCTION at the end. Uses $TOOLSTORE_DSN's server or bench/route.py's embedded one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import _synth
+import psycopg
+from _harness import OUT, admin_dsn, built_database, log
+
+from toolstore import LocalEmbedder, ToolStore
+from toolstore._indexes import HNSW_EF_CONSTRUCTION, build_memory, index_name, partition_name
+
+LIMITS = {"tool_vectors": 40, "intent_examples": 120}
+KEYS = {"tool_vectors": "tool_pk", "intent_examples": "pk"}
+REBUILD = """
+drop index if exists {name};
+create index {name} on {partition} using hnsw ((embedding::vector({dim})) vector_cosine_ops)
+with (m = 16, ef_construction = {ef}) where vector_dims(embedding) = {dim}
+"""
+SEARCH = """
+select v.{key} from {partition} v where vector_dims(v.embedding) = {dim}
+order by v.embedding::vector({dim}) <=> %s limit {limit}
+"""
+
+
+def statement(template: str, **parts: Any) -> psycopg.sql.Composed:
+    return psycopg.sql.SQL(template).format(
+        **{k: psycopg.sql.Identifier(v) if isinstance(v, str) else psycopg.sql.Literal(v) for k, v in parts.items()}
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ef-construction", default="64,32")
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    n, embedder = 10_000, LocalEmbedder()
+    cat = _synth.catalog(n)
+    dsn = built_database(admin_dsn(), n, cat, lambda: _synth.load_vectors(n, embedder, OUT, log=log), embedder.model)
+    qvecs = embedder.embed_many([q.text for q in _synth.queries(cat, args.requests)])
+    with ToolStore(dsn, embedder=embedder, catalog="bench") as store, store.connection() as conn:
+        cid, dim = store.info().id, embedder.dim
+
+        def search(table: str, q: Any, exact: bool) -> list[int]:
+            conn.execute(f"set enable_indexscan = {'off' if exact else 'on'}")
+            conn.execute("select set_config('hnsw.ef_search', %s, false)", [str(LIMITS[table])])
+            text = statement(
+                SEARCH, key=KEYS[table], partition=partition_name(table, cid), dim=dim, limit=LIMITS[table]
+            )
+            return [r[0] for r in conn.execute(text, [q])]
+
+        def rebuild(table: str, ef: int) -> float:
+            start = time.perf_counter()
+            with build_memory(conn, table, cid, dim):
+                for part in REBUILD.strip().split(";\n"):
+                    conn.execute(
+                        statement(
+                            part, name=index_name(table, cid, dim), partition=partition_name(table, cid), dim=dim, ef=ef
+                        )
+                    )
+            return time.perf_counter() - start
+
+        print("| table | ef_construction | build s | recall (vs exact) | search p50 ms |")
+        print("|---|---|---|---|---|")
+        for table, limit in LIMITS.items():
+            truth = [set(search(table, q, True)) for q in qvecs]
+            for ef in [int(x) for x in args.ef_construction.split(",")]:
+                build = rebuild(table, ef)
+                times, recall = [], []
+                for q, want in zip(qvecs, truth):
+                    start = time.perf_counter()
+                    got = search(table, q, False)
+                    times.append((time.perf_counter() - start) * 1000)
+                    recall.append(len(want & set(got)) / len(want))
+                print(
+                    f"| {table} | {ef} | {build:.1f} | {statistics.mean(recall):.3f} @{limit} | "
+                    f"{statistics.median(times):.2f} |",
+                    flush=True,
+                )
+            rebuild(table, HNSW_EF_CONSTRUCTION)
+        conn.execute("reset enable_indexscan")
+
+
+if __name__ == "__main__":
+    main()
