@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Routing quality on the public benchmarks, two tables:
 #  1. zero-shot (no labelled examples: `toolstore eval` without --train) for every candidate embedder: the
-#     shipped local model and every model exported with scripts/build_candidate_model.py into
-#     bench/out/models/NAME (or the specs in $EMBEDDERS, e.g. EMBEDDERS="local local:/models/x");
+#     shipped local model and every model exported with scripts/build_candidate_model.py (or build_bge_model.py,
+#     build_static_model.py) into bench/out/models/NAME (or the specs in $EMBEDDERS, e.g.
+#     EMBEDDERS="local local:/models/x static:/models/y");
 #  2. with train.jsonl as intent examples, every config plus weights tuned on train.jsonl, local model.
 #     bfcl_sessions is replayed turn by turn (configs turn / session / tuned; train_sessions.jsonl logged, stored
 #     as intent examples and tuned on); it has no zero-shot row in table 1.
@@ -34,7 +35,12 @@ command -v "$TOOLSTORE" >/dev/null || { echo "no toolstore command: run 'bash sc
 if [ -z "${EMBEDDERS:-}" ]; then
     EMBEDDERS="local"
     for dir in bench/out/models/*/; do
-        [ -f "$dir/embedder.json" ] && EMBEDDERS="$EMBEDDERS local:${dir%/}"
+        [ -f "$dir/embedder.json" ] || continue
+        if [ -f "$dir/embeddings.npy" ]; then
+            EMBEDDERS="$EMBEDDERS static:${dir%/}"  # scripts/build_static_model.py
+        else
+            EMBEDDERS="$EMBEDDERS local:${dir%/}"
+        fi
     done
 fi
 
@@ -44,7 +50,7 @@ for set in "${SETS[@]}"; do
     [ -f "$BENCH/$set/sessions.jsonl" ] || QUERY_SETS+=("$set")
 done
 for spec in $EMBEDDERS; do
-    tag=$(basename "${spec#local:}")
+    tag=$(basename "${spec#*:}")
     for set in ${QUERY_SETS[@]+"${QUERY_SETS[@]}"}; do
         dir="$BENCH/$set"
         [ -f "$dir/tools.jsonl" ] && [ -f "$dir/queries.jsonl" ] || { echo "missing $dir (set TOOLSTORE_BENCH)" >&2; exit 1; }
@@ -66,7 +72,7 @@ print("zero-shot (no labelled examples)")
 print(f"{'set':<14} {'embedder':<20} {'config':<12} " + " ".join(f"{h:>8}" for h in heads))
 for s in sets:
     for spec in specs:
-        tag = spec.removeprefix("local:").rstrip("/").rsplit("/", 1)[-1]
+        tag = spec.partition(":")[2].rstrip("/").rsplit("/", 1)[-1] or spec
         r = json.load(open(f"{out}/zeroshot-{tag}-{s}.json"))
         for name, row in r["configs"].items():
             if tag != specs[0] and name in ("name", "description", "bm25"):

@@ -10,6 +10,7 @@ from ._embedders.base import Embedder
 from ._embedders.hashing import HashingEmbedder
 from ._embedders.local import LocalEmbedder
 from ._embedders.openai import OpenAIEmbedder
+from ._embedders.static import StaticEmbedder
 from ._errors import (
     DatabaseError,
     EmbedderError,
@@ -69,6 +70,7 @@ __all__ = [
     "SessionCall",
     "SessionTurn",
     "Signals",
+    "StaticEmbedder",
     "Tool",
     "ToolCall",
     "ToolStore",

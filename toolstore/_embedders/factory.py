@@ -9,13 +9,16 @@ from .base import Embedder
 from .hashing import HashingEmbedder
 from .local import CONFIG_FILE, MODEL_FILES, LocalEmbedder
 from .openai import OpenAIEmbedder
+from .static import MODEL_FILES as STATIC_FILES
+from .static import StaticEmbedder
 
-SPECS = "local | local:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS] | none"
+SPECS = "local | local:DIR | static:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS] | none"
 
 
 def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Embedder | None:
     """``local`` (shipped MiniLM), ``local:DIR`` (a model exported by ``scripts/build_candidate_model.py``),
-    ``hashing-256`` (test double), ``openai/text-embedding-3-small@512``, ``none``."""
+    ``static:DIR`` (a static model written by ``scripts/build_static_model.py``), ``hashing-256`` (test double),
+    ``openai/text-embedding-3-small@512``, ``none``."""
     if spec == "none":
         return None
     if spec in ("local", "local/all-MiniLM-L6-v2"):
@@ -29,6 +32,15 @@ def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None
                 "scripts/build_candidate_model.py"
             )
         return LocalEmbedder(model_dir=directory)
+    if spec.startswith("static:"):
+        directory = Path(spec[len("static:") :]).expanduser()
+        missing = [name for name in (*STATIC_FILES, CONFIG_FILE) if not (directory / name).is_file()]
+        if missing:
+            raise InvalidInputError(
+                f"embedder {spec!r}: {directory} lacks {', '.join(missing)}; write a model there with "
+                "scripts/build_static_model.py"
+            )
+        return StaticEmbedder(directory)
     if spec == "hashing" or spec.startswith("hashing-"):
         dim = spec.partition("-")[2] or "256"
         if not dim.isdigit():

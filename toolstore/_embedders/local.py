@@ -156,9 +156,9 @@ class LocalEmbedder(Embedder):
             raise EmbedderError(f"local embedder: cannot load {self.model_dir / 'model.onnx'}: {exc}") from exc
 
 
-def read_config(path: Path) -> tuple[str, int, int, int | None]:
-    """``(model, dim, max_tokens, batch_size or None)`` from a model directory's ``embedder.json``;
-    InvalidInputError when malformed."""
+def read_config(path: Path, *, kind: str = "local") -> tuple[str, int, int, int | None]:
+    """``(model, dim, max_tokens, batch_size or None)`` from a model directory's ``embedder.json``, whose model is
+    named ``KIND/NAME``; InvalidInputError when malformed."""
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -166,8 +166,8 @@ def read_config(path: Path) -> tuple[str, int, int, int | None]:
     model, dim, max_tokens = (
         config.get(key) if isinstance(config, dict) else None for key in ("model", "dim", "max_tokens")
     )
-    if not (isinstance(model, str) and model.startswith("local/") and len(model) > len("local/")):
-        raise InvalidInputError(f"{path}: 'model' must be a name like 'local/all-mpnet-base-v2', got {model!r}")
+    if not (isinstance(model, str) and model.startswith(f"{kind}/") and len(model) > len(kind) + 1):
+        raise InvalidInputError(f"{path}: 'model' must be a name like '{kind}/all-mpnet-base-v2', got {model!r}")
     batch_size = config.get("batch_size")  # optional; config is a dict once 'model' was found in it
     checked = [("dim", dim), ("max_tokens", max_tokens)]
     for key, value in checked + ([("batch_size", batch_size)] if "batch_size" in config else []):

@@ -81,7 +81,8 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             show_default=group,
             help=(
                 f"{SPECS}: local is the shipped MiniLM, local:DIR a model exported by "
-                "scripts/build_candidate_model.py, hashing a test double, none lexical only."
+                "scripts/build_candidate_model.py, static:DIR a static model written by "
+                "scripts/build_static_model.py, hashing a test double, none lexical only."
             ),
             callback=_remember("embedder", group=group),
             expose_value=False,
