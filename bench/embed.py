@@ -9,7 +9,8 @@ against batches of 64 in the given order (what it did before), on ``--bench-text
 synthetic docs; then the installed size of the runtime dependencies. The fp32 model is not shipped:
 ``scripts/build_local_model.py`` writes it to ``bench/out/minilm-fp32.onnx``; without it only the int8 model is
 measured. ``--model-dir`` adds candidate models exported by ``scripts/build_candidate_model.py`` (``--embedder
-local:DIR``), each with its size on disk.
+local:DIR``) or ``scripts/build_static_model.py`` (``--embedder static:DIR``: one thread, no onnxruntime), each with
+its size on disk.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from toolstore._embedders.base import Embedder
 from toolstore._embedders.local import MODEL_DIR, LocalEmbedder
+from toolstore._embedders.static import StaticEmbedder
 from toolstore._formats.files import load_tools_file
 from toolstore._text import dense_text
 
@@ -85,7 +87,7 @@ def measure(model_dir: Path, threads: int, queries: list[str], docs: list[str]) 
     Throughput is given per wall-clock second and per CPU second of this process (the latter is less sensitive
     to other processes competing for the cores; with one thread the two match on an idle machine).
     """
-    embedder = LocalEmbedder(threads=threads, model_dir=model_dir)
+    embedder = model(model_dir, threads)
     start = time.perf_counter()
     embedder.embed("warm up")
     load = time.perf_counter() - start
@@ -108,6 +110,13 @@ def measure(model_dir: Path, threads: int, queries: list[str], docs: list[str]) 
         "docs_s": throughput,
         "docs_cpu_s": cpu_throughput,
     }
+
+
+def model(model_dir: Path, threads: int) -> Embedder:
+    """The model in ``model_dir``: static (``embeddings.npy``) or onnxruntime with ``threads`` intra-op threads."""
+    if (model_dir / "embeddings.npy").is_file():
+        return StaticEmbedder(model_dir)
+    return LocalEmbedder(threads=threads, model_dir=model_dir)
 
 
 def given_order_throughput(threads: int, docs: list[str]) -> tuple[float, float]:
@@ -154,7 +163,7 @@ def main() -> None:
     queries, docs = short_requests(args.queries, rng), tool_texts(args.docs, rng)
     with tempfile.TemporaryDirectory() as tmp:
         models = {"int8 (shipped)": MODEL_DIR, "fp32": fp32_dir(Path(tmp))}
-        models.update({LocalEmbedder(model_dir=d).model.removeprefix("local/"): d for d in args.model_dir})
+        models.update({model(d, 1).model.partition("/")[2]: d for d in args.model_dir})
         if models["fp32"] is None:
             print(f"fp32 model absent ({FP32_MODEL}): run scripts/build_local_model.py to write it; int8 only.\n")
         print(f"{len(queries)} queries one at a time, {len(docs)} docs with embed_many\n")
