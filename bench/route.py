@@ -4,6 +4,7 @@
                           [--variants bench/control.sql,...] [--max-df F] [--lexical-caps 1000,...]
                           [--no-import] [--prebuild]
     python bench/route.py --catalogs 1000 [--catalogs-hnsw]     # many catalogs in one database (bench/_catalogs.py)
+    python bench/route.py --embedder static:bench/out/models/potion-base-8M ...   # another model (default local)
 
 Catalogs come from bench/_synth.py; vectors from the shipped local model (all-MiniLM-L6-v2), cached in bench/out
 (see --embed-all). Each size gets its own database (``bench_<n>_v<generator>``), reused while the migrations are
@@ -49,8 +50,9 @@ from _inprocess import Reference
 from _measure import bench_coverage, bench_import, bench_sessions, explain_profile, lexical_overlap
 from _report import table, targets
 
-from toolstore import Embedder, HashingEmbedder, LocalEmbedder, ToolStore
+from toolstore import Embedder, HashingEmbedder, ToolStore
 from toolstore._connect import Connector
+from toolstore._embedders.factory import make_embedder
 from toolstore._fusion import stored_fusion
 from toolstore._route import route_request, statement_params
 from toolstore._sql import parse_blocks, query
@@ -254,6 +256,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--prebuild", action="store_true", help="only build (or check) the databases, then exit")
     parser.add_argument("--hashing", action="store_true", help="development: HashingEmbedder(384), not the model")
     parser.add_argument(
+        "--embedder", default="local", help="the model, as --embedder takes it (e.g. static:DIR); default local"
+    )
+    parser.add_argument(
         "--embed-all",
         action="store_true",
         help="embed every tool and example with the model (default: the first 10k; the rest are "
@@ -268,7 +273,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     for cap in (int(c) for c in args.lexical_caps.split(",") if c):
         variants[f"lexical_cap_{cap}"] = {"params": json.dumps({"lexical_cap": cap})}
     admin = admin_dsn()
-    embedder: Embedder = HashingEmbedder(384) if args.hashing else LocalEmbedder()
+    embedder = HashingEmbedder(384) if args.hashing else make_embedder(args.embedder)
+    if embedder is None:
+        parser.error("--embedder none: the bench routes with vectors")
     if args.catalogs:
         import _catalogs
 
