@@ -68,7 +68,7 @@ _STEP = (
     r"moreover|furthermore|besides|in\s+addition"
 )
 # Greetings and "please" before a sentence's first word.
-_GREETING = r"please|kindly|so|now|ok|okay|hi|hello|hey(?:\s+there)?"
+_GREETING = r"please|kindly|so|now|ok|okay|(?:hi|hello|hey)(?:\s+there)?"
 _OPENS_STEP = re.compile(r"^(?:(?:" + _GREETING + r")\b[\s,!]*)*(?:" + _STEP + r")\b", re.IGNORECASE)
 # Joining words and greetings left at the start of a piece ("Finally, retrieve ...", "Hi, I'm looking ...").
 _LEAD = re.compile(r"^(?:(?:" + _STEP + "|" + _GREETING + r")\b[\s,!]*)+", re.IGNORECASE)
