@@ -54,6 +54,10 @@ def test_one_action_is_not_split() -> None:
         "I have images of various objects and I need to classify them into different categories. "
         "Can you suggest an API that can help me with this?",
         "Help me segment the objects in a street image. Suggest an API that I can use for this purpose.",
+        # a request for the tool that does what was said before
+        "I want to create an app that can classify images taken by phone cameras. Recommend me an API that is "
+        "optimized for mobile devices.",
+        "I need to extract the vocals from a recording of a live concert. Which model should I use for the separation?",
         # a statement telling more about the request before it
         "Create a leadership program in Tokyo starting in January 2024. The program should have a limit of 15 "
         "participants.",
@@ -108,6 +112,26 @@ def test_a_request_naming_an_earlier_thing_is_still_its_own_action() -> None:
     )
 
 
+def test_a_new_step_asking_for_a_tool_is_its_own_action() -> None:
+    assert split_request(
+        "Find the weather forecast for Paris this weekend. Additionally, can you suggest a tool for booking "
+        "train tickets to Lyon?"
+    ) == (
+        "Find the weather forecast for Paris this weekend",
+        "can you suggest a tool for booking train tickets to Lyon",
+    )
+
+
+def test_a_joining_word_inside_a_verb_does_not_cut() -> None:
+    assert split_request(
+        "Search for the book 'The Cairo Trilogy' by Naguib Mahfouz. Once you find the book, I would also like to "
+        "know about the archives in Cairo that house manuscripts."
+    ) == (
+        "Search for the book 'The Cairo Trilogy' by Naguib Mahfouz",
+        "Once you find the book, I would also like to know about the archives in Cairo that house manuscripts",
+    )
+
+
 def test_sentences_end_after_numbers_and_quotes() -> None:
     # each statement goes with the request after it, so where the sentence before it ends matters
     assert split_request(
@@ -116,6 +140,14 @@ def test_sentences_end_after_numbers_and_quotes() -> None:
     assert split_request(
         "Localize the text 'Click here for more.' We have a new page about pricing. Translate it into German."
     ) == ("Localize the text 'Click here for more.'", "We have a new page about pricing Translate it into German")
+    # but not after a title
+    assert split_request(
+        "Calculate the research impact of the researcher Dr. Emily Anderson for 2021. Then, retrieve the "
+        "reliability rating of cancer studies."
+    ) == (
+        "Calculate the research impact of the researcher Dr. Emily Anderson for 2021",
+        "retrieve the reliability rating of cancer studies",
+    )
 
 
 def test_fragments_join_a_piece_and_value_lists_stay_whole() -> None:

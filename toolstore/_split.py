@@ -5,8 +5,9 @@ Linear, and notify the on-call channel in Slack" asks for three tools, and each 
 ``finally``, ``also``, ``and``, a comma before a new clause), drops the joining words and the pieces too short to
 route on, and returns the pieces in order (none when the request is one action). Not every sentence or clause is an
 action of its own: one that only states context ("I'm building an app for dog owners.", "The program has 15
-places.") stays with the request it serves, and one that points back ("Suggest an API for this purpose.") with the
-piece before it, so "context + question" is one action. Deterministic, pure, microseconds.
+places.") stays with the request it serves, and one that points back ("Suggest an API for this purpose.") or only
+asks for the tool to do it ("Which model should I use?") with the piece before it, so "context + question" is one
+action. Deterministic, pure, microseconds.
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ SUBJECTS = frozenset(
 BACK_REFERENCES = frozenset("the this that these those it it's its he she they his her their".split())
 
 # A sentence ends at . ! ? ; or a line break followed by more text: after a word ("... Linear. Then"), a number
-# before a capital ("... 50000.0. Lastly"), or a closing quote; not inside a number like 3.5 or "e.g.".
+# before a capital ("... 50000.0. Lastly"), or a closing quote; not inside a number like 3.5, "e.g." or after "Dr.".
 _SENTENCES = re.compile(
-    r"(?<=[!?;])\s+|(?<=[^\s.]{2}\.)\s+(?=\S)|(?<=\d\.)\s+(?=[A-Z])|(?<=[^\s.]\.['\"])\s+(?=[A-Z])|\s*\n+\s*"
+    r"(?<=[!?;])\s+"
+    r"|(?<=[^\s.]{2}\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)\s+(?=\S)"
+    r"|(?<=\d\.)\s+(?=[A-Z])|(?<=[^\s.]\.['\"])\s+(?=[A-Z])|\s*\n+\s*"
 )
 _VERB = r"(?:" + "|".join(ACTION_VERBS) + r")\b"
 # Words that join two actions inside a sentence, and a comma before an action verb. Group `and`: a bare "and",
@@ -62,6 +65,10 @@ _JOINS = re.compile(
     re.IGNORECASE,
 )
 _STARTS_WITH_VERB = re.compile(_VERB, re.IGNORECASE)
+# A joining word right after a subject or an auxiliary ("I would also like ...", "we also need ...") is inside one verb.
+_INSIDE_VERB = re.compile(
+    r"\b(?:i|we|you|they|would|will|can|could|should|do|does|i'd|i'm|we'd|we're|am|are)\s*$", re.IGNORECASE
+)
 # Words that open a new step of a compound request ("Then, ...", "Finally, ...").
 _STEP = (
     r"and|then|finally|lastly|also|additionally|next|afterwards|after\s+that|plus|first|firstly|secondly|thirdly|"
@@ -83,6 +90,14 @@ _ELABORATES = re.compile(
 _REFERS_BACK = re.compile(
     r"\b(?:this|that|these|such)\s+(?:\w+\s+)?(?:task|tasks|purpose|problem|need|needs|job|goal|requirement|"
     r"requirements|use\s+case)\b|\b(?:with|for|do|about)\s+(?:this|that|it)\s*$",
+    re.IGNORECASE,
+)
+# A request for a tool to do what was said before ("Recommend an API for it.", "Which model should I use?"): the
+# router's own question, no action of its own, when it opens no new step.
+_SEEKS_TOOL = re.compile(
+    r"^(?:(?:can|could|would|will)\s+you\s+|please\s+)?(?:recommend|suggest|provide|give|tell|show|find|identify|"
+    r"indicate|offer|get|guide|point|what|which)\b(?:\s+\S+){0,5}?\s+(?:apis?|models?|tools?|library|libraries|"
+    r"plugins?)\b",
     re.IGNORECASE,
 )
 # What makes a statement ask all the same: "please", "can you", or a first person who wants, needs or looks for
@@ -147,7 +162,7 @@ def _units(sentence: str) -> list[_Unit]:
     for i, clause in enumerate(clauses):
         asks = bool(_ASKS.search(clause)) or (question and i == len(clauses) - 1)
         states = _first_word(clause) in SUBJECTS and not asks
-        back = (i == 0 and bool(_ELABORATES.match(clause))) or (
+        back = (i == 0 and bool(_ELABORATES.match(clause) or (not opens_step and _SEEKS_TOOL.match(clause)))) or (
             (_first_word(clause) in BACK_REFERENCES) if states else bool(_REFERS_BACK.search(clause))
         )
         units.append(_Unit(clause, opens_step or i > 0, states, back))
@@ -174,7 +189,10 @@ def _clauses(sentence: str) -> list[str]:
     for join in [*_JOINS.finditer(sentence), None]:
         end = len(sentence) if join is None else join.start()
         after = "" if join is None else sentence[join.end() :]
-        if join is not None and join.group("and") is not None and _ends_list(sentence[start:end], after):
+        if join is not None and (
+            _INSIDE_VERB.search(sentence[start:end])
+            or (join.group("and") is not None and _ends_list(sentence[start:end], after))
+        ):
             continue
         clause = f"{pending} {_trim(sentence[start:end])}".strip()
         start = end if join is None else join.end()
