@@ -55,8 +55,8 @@ _SENTENCES = re.compile(
     r"|(?<=\d\.)\s+(?=[A-Z])|(?<=[^\s.]\.['\"])\s+(?=[A-Z])|\s*\n+\s*"
 )
 _VERB = r"(?:" + "|".join(ACTION_VERBS) + r")\b"
-# Words that join two actions inside a sentence, and a comma before an action verb. Group `and`: a bare "and",
-# which ends a list of values ("drums, vocals, and bass") rather than joining two actions unless a verb follows.
+# Words that join two actions inside a sentence, and a comma before an action verb. Group `and`: a bare "and", which
+# does not cut where it ends a list of values ("drums, vocals, and bass": `_ends_list`).
 _JOINS = re.compile(
     r"\s*,?\s*\b(?:and\s+then|and\s+also|and\s+afterwards|after\s+that|afterwards|then|finally|lastly|"
     r"additionally|as\s+well\s+as|also|plus)\b\s*,?\s*"
@@ -119,7 +119,7 @@ class _Unit(NamedTuple):
     text: str
     step: bool  # it opens a new step: cut at a joining word, or its sentence opened with one ("Then, ...")
     states: bool  # it only states context: opens with a subject, does not ask
-    back: bool  # it tells more about what came before: "Specifically, ...", "The program ...", "for this purpose"
+    back: bool  # it is about what came before: "Specifically, ...", "The program ...", "for this purpose", "Which API?"
 
 
 def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
@@ -218,7 +218,7 @@ def _ends_list(before: str, after: str) -> bool:
 
 
 def _extend(pieces: list[str], piece: str) -> None:
-    """Append ``piece``; one too short to route on joins the piece before it, and a piece too short is joined."""
+    """Append ``piece``, or add it to the last piece when either is too short to route on alone."""
     if pieces and (_content_words(piece) < MIN_WORDS or _content_words(pieces[-1]) < MIN_WORDS):
         pieces[-1] = f"{pieces[-1]} {piece}"
     else:
