@@ -12,58 +12,13 @@ import pytest
 from toolstore import EmbedderError, HashingEmbedder, InvalidInputError, LocalEmbedder, Tool, ToolStore
 from toolstore._examples import load_examples
 from toolstore._formats import load_tools_file
-from toolstore._split import MAX_PARTS, split_request
+from toolstore._split import split_request
 from toolstore._vectors import QueryVectors
 from toolstore.cli.demo import DEMO_DIR
 
 DEMO_REQUEST = (
     "pull failed payments from Stripe, file a support ticket in Linear, and notify the on-call channel in Slack"
 )
-
-
-def test_split_finds_the_clauses_of_a_compound_request() -> None:
-    assert split_request(DEMO_REQUEST) == (
-        "pull failed payments from Stripe",
-        "file a support ticket in Linear",
-        "notify the on-call channel in Slack",
-    )
-    assert split_request("Check the altitude of aircraft ABC1234. Then, retrieve the data of robot RBT5678.") == (
-        "Check the altitude of aircraft ABC1234",
-        "retrieve the data of robot RBT5678",
-    )
-    assert split_request("get the stock price of Apple and any recent news related to the company") == (
-        "get the stock price of Apple",
-        "any recent news related to the company",
-    )
-
-
-def test_one_action_is_not_split() -> None:
-    for text in [
-        "create an issue for the login bug",
-        "will I need an umbrella in Berlin tomorrow?",
-        "refund charge ch_3NxQ9 amount=2500 reason=duplicate",
-        "salt and pepper",
-        "",
-    ]:
-        assert split_request(text) == (), text
-
-
-def test_fragments_join_a_piece_and_value_lists_stay_whole() -> None:
-    # "Any recommendations" says nothing on its own: it joins the clause before it
-    assert split_request("Book a table at an Italian restaurant near the office. Any recommendations?") == ()
-    # a comma splits only before an action verb: the list of values stays in its clause
-    text = "calculate the heat exchanger effectiveness with hot flow 100 kg/s, cold flow 80 kg/s, inlet 150 C"
-    assert split_request(text) == ()
-    pieces = split_request(f"{text}, then estimate the shrinkage of the porcelain ceramic material")
-    assert pieces == (text, "estimate the shrinkage of the porcelain ceramic material")
-
-
-def test_split_is_bounded() -> None:
-    text = ". ".join(f"Create a new project board number {i} for the team" for i in range(20))
-    pieces = split_request(text)
-    assert len(pieces) == MAX_PARTS
-    assert pieces[-1].count("Create a new project board") == 20 - (MAX_PARTS - 1)
-    assert split_request(text, max_parts=3)[:2] == pieces[:2]
 
 
 def _catalog() -> list[Tool]:

@@ -3,12 +3,17 @@ Linear, and notify the on-call channel in Slack" asks for three tools, and each 
 
 :func:`split_request` cuts at sentence ends and at the words that join actions (``then``, ``after that``,
 ``finally``, ``also``, ``and``, a comma before a new clause), drops the joining words and the pieces too short to
-route on, and returns the pieces in order (none when the request is one action). Deterministic, pure, microseconds.
+route on, and returns the pieces in order (none when the request is one action). Not every sentence or clause is an
+action of its own: one that only states context ("I'm building an app for dog owners.", "The program has 15
+places.") stays with the request it serves, and one that points back ("Suggest an API for this purpose.") or only
+asks for the tool to do it ("Which model should I use?") with the piece before it, so "context + question" is one
+action. Deterministic, pure, microseconds.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 #: At most this many sub-requests per request (a longer list's tail is merged into its last piece).
 MAX_PARTS = 8
@@ -22,9 +27,6 @@ STOP_WORDS = frozenset(
     "please provide recommend recommendations some such suggest suggestions tell than that the their them then there "
     "these they this those to up us want was we what when where which while who why will with would you your".split()
 )
-
-# A sentence ends at . ! ? ; or a line break followed by more text (not inside a number like 3.5 or "e.g.").
-_SENTENCES = re.compile(r"(?<=[!?;])\s+|(?<=[^\s.]{2}\.)\s+(?=\S)|\s*\n+\s*")
 #: A comma alone starts a new piece only before one of these verbs ("..., file a ticket in Linear"), so a list of
 #: values ("flow rate of 100 kg/s, inlet temperature of 150 C") stays one piece.
 ACTION_VERBS = (
@@ -34,45 +36,197 @@ ACTION_VERBS = (
     "record register remind remove rename reply report request reserve retrieve review run save schedule search "
     "send set share show start stop submit summarise summarize tell track translate update upload verify write"
 ).split()
-# Words that join two actions inside a sentence, and a comma before an action verb.
+#: A sentence or clause opening with one of these (after its joining words) states something rather than asks: "I
+#: am building an app ...", "We have a new release ...", "The program should have 15 places", "A company wants
+#: ...". It is a request all the same when it asks (:data:`_ASKS`).
+SUBJECTS = frozenset(
+    "i i'm i've i'd i'll im we we're we've we'd my our a an the this that these those there it it's its he she "
+    "they his her their one".split()
+)
+#: Of those, the words that point back: a statement opening with one ("The program ...", "This collection ...")
+#: tells more about the request before it; any other tells about the request after it.
+BACK_REFERENCES = frozenset("the this that these those it it's its he she they his her their".split())
+
+# A sentence ends at . ! ? ; or a line break followed by more text: after a word ("... Linear. Then"), a number
+# before a capital ("... 50000.0. Lastly"), or a closing quote; not inside a number like 3.5, "e.g." or after "Dr.".
+_SENTENCES = re.compile(
+    r"(?<=[!?;])\s+"
+    r"|(?<=[^\s.]{2}\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)\s+(?=\S)"
+    r"|(?<=\d\.)\s+(?=[A-Z])|(?<=[^\s.]\.['\"])\s+(?=[A-Z])|\s*\n+\s*"
+)
+_VERB = r"(?:" + "|".join(ACTION_VERBS) + r")\b"
+# Words that join two actions inside a sentence, and a comma before an action verb. Group `and`: a bare "and", which
+# does not cut where it ends a list of values ("drums, vocals, and bass": `_ends_list`).
 _JOINS = re.compile(
     r"\s*,?\s*\b(?:and\s+then|and\s+also|and\s+afterwards|after\s+that|afterwards|then|finally|lastly|"
-    r"additionally|as\s+well\s+as|also|plus|and)\b\s*,?\s*"
-    r"|\s*,\s*(?=(?:" + "|".join(ACTION_VERBS) + r")\b)",
+    r"additionally|as\s+well\s+as|also|plus)\b\s*,?\s*"
+    r"|(?P<and>\s*,?\s*\band\b\s*,?\s*)"
+    r"|\s*,\s*(?=" + _VERB + r")",
     re.IGNORECASE,
 )
-# Joining words left at the start of a piece ("Finally, retrieve ...").
-_LEAD = re.compile(
-    r"^(?:(?:and|then|finally|lastly|also|additionally|next|afterwards|after\s+that|plus|please|"
-    r"moreover|furthermore|besides|in\s+addition)\b[\s,]*)+",
+_STARTS_WITH_VERB = re.compile(_VERB, re.IGNORECASE)
+# A joining word right after a subject or an auxiliary ("I would also like ...", "we also need ...") is inside one verb.
+_INSIDE_VERB = re.compile(
+    r"\b(?:i|we|you|they|would|will|can|could|should|do|does|i'd|i'm|we'd|we're|am|are)\s*$", re.IGNORECASE
+)
+# Words that open a new step of a compound request ("Then, ...", "Finally, ...").
+_STEP = (
+    r"and|then|finally|lastly|also|additionally|next|afterwards|after\s+that|plus|first|firstly|secondly|thirdly|"
+    r"moreover|furthermore|besides|in\s+addition"
+)
+# Greetings and "please" before a sentence's first word.
+_GREETING = r"please|kindly|so|now|ok|okay|(?:hi|hello|hey)(?:\s+there)?"
+_OPENS_STEP = re.compile(r"^(?:(?:" + _GREETING + r")\b[\s,!]*)*(?:" + _STEP + r")\b", re.IGNORECASE)
+# Joining words and greetings left at the start of a piece ("Finally, retrieve ...", "Hi, I'm looking ...").
+_LEAD = re.compile(r"^(?:(?:" + _STEP + "|" + _GREETING + r")\b[\s,!]*)+", re.IGNORECASE)
+# Words that open an elaboration of the sentence before ("Specifically, I would like ..."): not a new action.
+_ELABORATES = re.compile(
+    r"^(?:specifically|in\s+particular|particularly|especially|for\s+example|for\s+instance|namely|that\s+is|"
+    r"i\.e\.|e\.g\.)\b",
+    re.IGNORECASE,
+)
+# A request about the request before it rather than an action of its own: "Suggest an API for this purpose",
+# "Can you help me with this?" (not "retrieve the data for this patient", which names its own action).
+_REFERS_BACK = re.compile(
+    r"\b(?:this|that|these|such)\s+(?:\w+\s+)?(?:task|tasks|purpose|problem|need|needs|job|goal|requirement|"
+    r"requirements|use\s+case)\b|\b(?:with|for|do|about)\s+(?:this|that|it)\s*$",
+    re.IGNORECASE,
+)
+# A request for a tool to do what was said before ("Recommend an API for it.", "Which model should I use?"): the
+# router's own question, no action of its own, when it opens no new step.
+_SEEKS_TOOL = re.compile(
+    r"^(?:(?:can|could|would|will)\s+you\s+|please\s+)?(?:recommend|suggest|provide|give|tell|show|find|identify|"
+    r"indicate|offer|get|guide|point|what|which)\b(?:\s+\S+){0,5}?\s+(?:apis?|models?|tools?|library|libraries|"
+    r"plugins?)\b",
+    re.IGNORECASE,
+)
+# What makes a statement ask all the same: "please", "can you", or a first person who wants, needs or looks for
+# something ("I need ...", "... and would like ...", "I'm looking for ...").
+_ASKS = re.compile(
+    r"\bplease\b|\b(?:can|could|would|will)\s+you\b|"
+    r"\b(?:i|we|and)(?:'d|\s+would)\s+(?:like|love)\b|"
+    r"\b(?:i|we|and)\s+(?:also\s+|really\s+|still\s+|urgently\s+)?(?:need|want|wish|require)\b|"
+    r"\b(?:i|we)(?:'m|\s+am|'re|\s+are)\s+(?:also\s+|currently\s+)?(?:looking|searching|seeking|trying|hoping|"
+    r"interested|curious)\b",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 
+class _Unit(NamedTuple):
+    """A clause of the request, and what its form says about the action it is part of."""
+
+    text: str
+    step: bool  # it opens a new step: cut at a joining word, or its sentence opened with one ("Then, ...")
+    states: bool  # it only states context: opens with a subject, does not ask
+    back: bool  # it is about what came before: "Specifically, ...", "The program ...", "for this purpose", "Which API?"
+
+
 def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
     """The sub-requests of ``text``, in order: empty when it holds fewer than two actions to route on."""
+    units = [unit for sentence in _SENTENCES.split(text) for unit in _units(sentence)]
     pieces: list[str] = []
-    for sentence in _SENTENCES.split(text):
-        pending = ""  # a fragment ("Can you", "63 employees") joins the next piece of its sentence, else the last one
-        for clause in _JOINS.split(sentence):
-            clause = _LEAD.sub("", clause.strip(" \t,.;:!?")).strip(" \t,.;:!?")
-            if not clause:
-                continue
-            clause = f"{pending} {clause}".strip()
-            if _content_words(clause) >= MIN_WORDS:
-                pieces.append(clause)
-                pending = ""
+    context, context_step = "", False  # statements waiting for the request they serve; whether they opened a step
+    for i, unit in enumerate(units):
+        following = units[i + 1] if i + 1 < len(units) else None
+        if unit.states:
+            if pieces and not context and _serves_previous(unit, following):
+                pieces[-1] = f"{pieces[-1]} {unit.text}"
             else:
-                pending = clause
-        if pending and pieces:
-            pieces[-1] = f"{pieces[-1]} {pending}"
+                context, context_step = f"{context} {unit.text}".strip(), context_step or (not context and unit.step)
+        elif pieces and unit.back:  # a request about what came before: "Suggest an API for this purpose"
+            pieces[-1] = " ".join(filter(None, (pieces[-1], context, unit.text)))
+            context = ""
+        else:
+            _extend(pieces, f"{context} {unit.text}".strip())
+            context = ""
+    if context:  # statements after the last request: a new step of their own, else more about that request
+        if pieces and not context_step:
+            pieces[-1] = f"{pieces[-1]} {context}"
+        else:
+            _extend(pieces, context)
     pieces = list(dict.fromkeys(pieces))
     if len(pieces) < 2:
         return ()
     if len(pieces) > max_parts:
         pieces[max_parts - 1 :] = [" ".join(pieces[max_parts - 1 :])]
     return tuple(pieces)
+
+
+def _units(sentence: str) -> list[_Unit]:
+    """The clauses of one sentence, each with what its form says."""
+    sentence = sentence.strip()
+    opens_step, question = bool(_OPENS_STEP.match(sentence)), sentence.endswith("?")
+    clauses = _clauses(_LEAD.sub("", sentence))
+    units = []
+    for i, clause in enumerate(clauses):
+        asks = bool(_ASKS.search(clause)) or (question and i == len(clauses) - 1)
+        states = _first_word(clause) in SUBJECTS and not asks
+        back = (i == 0 and bool(_ELABORATES.match(clause) or (not opens_step and _SEEKS_TOOL.match(clause)))) or (
+            (_first_word(clause) in BACK_REFERENCES) if states else bool(_REFERS_BACK.search(clause))
+        )
+        units.append(_Unit(clause, opens_step or i > 0, states, back))
+    return units
+
+
+def _serves_previous(unit: _Unit, following: _Unit | None) -> bool:
+    """Whether a statement tells about the request before it rather than the one after it: it points back ("The
+    program has 15 places", "Specifically, ..."), or, opening no step itself, no request or a new step follows it
+    ("I am 25. Then, analyze ...")."""
+    return unit.back or (not unit.step and (following is None or following.step))
+
+
+def _first_word(text: str) -> str:
+    words = text.split(maxsplit=1)
+    return words[0].lower().strip(",;:") if words else ""
+
+
+def _clauses(sentence: str) -> list[str]:
+    """The clauses of one sentence: cut at its joining words, except a bare "and" that ends a list of values; a
+    fragment ("Can you", "63 employees") joins the next clause, else the one before."""
+    clauses: list[str] = []
+    pending, start = "", 0
+    for join in [*_JOINS.finditer(sentence), None]:
+        end = len(sentence) if join is None else join.start()
+        after = "" if join is None else sentence[join.end() :]
+        if join is not None and (
+            _INSIDE_VERB.search(sentence[start:end])
+            or (join.group("and") is not None and _ends_list(sentence[start:end], after))
+        ):
+            continue
+        clause = f"{pending} {_trim(sentence[start:end])}".strip()
+        start = end if join is None else join.end()
+        if not clause:
+            continue
+        if _content_words(clause) >= MIN_WORDS:
+            clauses.append(clause)
+            pending = ""
+        else:
+            pending = clause
+    if pending and clauses:
+        clauses[-1] = f"{clauses[-1]} {pending}"
+    elif pending:
+        clauses.append(pending)
+    return clauses
+
+
+def _ends_list(before: str, after: str) -> bool:
+    """Whether an "and" between ``before`` and ``after`` ends a list of values ("drums, vocals, and bass"): the text
+    before it has a comma and a short last item, and no action verb follows it."""
+    head, comma, item = before.rpartition(",")
+    return bool(comma) and bool(head.strip()) and len(item.split()) <= 4 and not _STARTS_WITH_VERB.match(after)
+
+
+def _extend(pieces: list[str], piece: str) -> None:
+    """Append ``piece``, or add it to the last piece when either is too short to route on alone."""
+    if pieces and (_content_words(piece) < MIN_WORDS or _content_words(pieces[-1]) < MIN_WORDS):
+        pieces[-1] = f"{pieces[-1]} {piece}"
+    else:
+        pieces.append(piece)
+
+
+def _trim(text: str) -> str:
+    return _LEAD.sub("", text.strip(" \t,.;:!?")).strip(" \t,.;:!?")
 
 
 def _content_words(text: str) -> int:

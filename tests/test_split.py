@@ -1,0 +1,168 @@
+"""The splitter (``_split.split_request``): a compound request gives one sub-request per action; a single action,
+however it is phrased (context then question, a list of values, a request that points back at the one before),
+gives none. Pure: no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolstore._split import MAX_PARTS, split_request
+
+DEMO_REQUEST = (
+    "pull failed payments from Stripe, file a support ticket in Linear, and notify the on-call channel in Slack"
+)
+
+
+def test_split_finds_the_clauses_of_a_compound_request() -> None:
+    assert split_request(DEMO_REQUEST) == (
+        "pull failed payments from Stripe",
+        "file a support ticket in Linear",
+        "notify the on-call channel in Slack",
+    )
+    assert split_request("Check the altitude of aircraft ABC1234. Then, retrieve the data of robot RBT5678.") == (
+        "Check the altitude of aircraft ABC1234",
+        "retrieve the data of robot RBT5678",
+    )
+    assert split_request("get the stock price of Apple and any recent news related to the company") == (
+        "get the stock price of Apple",
+        "any recent news related to the company",
+    )
+
+
+def test_one_action_is_not_split() -> None:
+    for text in [
+        "create an issue for the login bug",
+        "will I need an umbrella in Berlin tomorrow?",
+        "refund charge ch_3NxQ9 amount=2500 reason=duplicate",
+        "salt and pepper",
+        "",
+    ]:
+        assert split_request(text) == (), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # context, then the question it leads to
+        "I am building an app for classifying pet images into dog breeds using neural networks. "
+        "Can you recommend a suitable API to use?",
+        "I'm planning a trip to Lisbon next week. What is the weather forecast for the Lisbon coast?",
+        "A smartphone company wants to implement image classification for their mobile camera app. "
+        "Which pretrained model can classify the photos taken by phone cameras?",
+        "We have a new music release titled 'Shape of You' by Rembrandt. Please publish this music on the platform.",
+        # a clause of context inside the sentence, and a question about "this"
+        "I have images of various objects and I need to classify them into different categories. "
+        "Can you suggest an API that can help me with this?",
+        "Help me segment the objects in a street image. Suggest an API that I can use for this purpose.",
+        # a request for the tool that does what was said before
+        "I want to create an app that can classify images taken by phone cameras. Recommend me an API that is "
+        "optimized for mobile devices.",
+        "I need to extract the vocals from a recording of a live concert. Which model should I use for the separation?",
+        # a statement telling more about the request before it
+        "Create a leadership program in Tokyo starting in January 2024. The program should have a limit of 15 "
+        "participants.",
+        "Find me the fastest subway route from Dongdaemun to Itaewon. Specifically, I want the route with the "
+        "fewest transfers.",
+        # a list of values ends with "and"
+        "extract the lead vocals, the bass guitar track, and the drum patterns from a pop song",
+    ],
+)
+def test_context_and_question_is_one_action(text: str) -> None:
+    assert split_request(text) == ()
+
+
+def test_context_stays_with_the_request_it_serves_in_a_compound_request() -> None:
+    # context before a question joins it; the next step is its own piece
+    assert split_request(
+        "I'm planning a trip next week. Can you give me the weather forecast for my destination? Additionally, "
+        "check if there are any discounted hotel rates available."
+    ) == (
+        "I'm planning a trip next week Can you give me the weather forecast for my destination",
+        "check if there are any discounted hotel rates available",
+    )
+    # context followed by a new step ("Then, ...") tells about the request before it
+    assert split_request(
+        "Please help me calculate my VO2 max. I am a 25-year-old moderately active male. Then, analyze the range "
+        "of motion of my knee joint."
+    ) == (
+        "help me calculate my VO2 max I am a 25-year-old moderately active male",
+        "analyze the range of motion of my knee joint",
+    )
+    assert split_request(
+        "We have a new music release titled 'Shape of You' by Rembrandt. Please publish this music on the "
+        "platform. Then, send a marketing email about it to our subscribers."
+    ) == (
+        "We have a new music release titled 'Shape of You' by Rembrandt publish this music on the platform",
+        "send a marketing email about it to our subscribers",
+    )
+
+
+def test_a_request_naming_an_earlier_thing_is_still_its_own_action() -> None:
+    # "this patient" is what the new action is about, not the action before it
+    assert split_request(
+        "Retrieve the blood pressure readings of patient 42. Then, retrieve the lab results for this patient."
+    ) == ("Retrieve the blood pressure readings of patient 42", "retrieve the lab results for this patient")
+    # a last step that is a statement ("Lastly, I am curious about ...") asks all the same
+    assert split_request(
+        "Get the opening hours of the main library. Lastly, I am curious about the inventory status of the "
+        "library's rare book collection."
+    ) == (
+        "Get the opening hours of the main library",
+        "I am curious about the inventory status of the library's rare book collection",
+    )
+
+
+def test_a_new_step_asking_for_a_tool_is_its_own_action() -> None:
+    assert split_request(
+        "Find the weather forecast for Paris this weekend. Additionally, can you suggest a tool for booking "
+        "train tickets to Lyon?"
+    ) == (
+        "Find the weather forecast for Paris this weekend",
+        "can you suggest a tool for booking train tickets to Lyon",
+    )
+
+
+def test_a_joining_word_inside_a_verb_does_not_cut() -> None:
+    assert split_request(
+        "Search for the book 'The Cairo Trilogy' by Naguib Mahfouz. Once you find the book, I would also like to "
+        "know about the archives in Cairo that house manuscripts."
+    ) == (
+        "Search for the book 'The Cairo Trilogy' by Naguib Mahfouz",
+        "Once you find the book, I would also like to know about the archives in Cairo that house manuscripts",
+    )
+
+
+def test_sentences_end_after_numbers_and_quotes() -> None:
+    # each statement goes with the request after it, so where the sentence before it ends matters
+    assert split_request(
+        "Set the salary of employee 66 to 50000.0. We have a new hire named Emma Stone. Please create her record."
+    ) == ("Set the salary of employee 66 to 50000.0", "We have a new hire named Emma Stone create her record")
+    assert split_request(
+        "Localize the text 'Click here for more.' We have a new page about pricing. Translate it into German."
+    ) == ("Localize the text 'Click here for more.'", "We have a new page about pricing Translate it into German")
+    # but not after a title
+    assert split_request(
+        "Calculate the research impact of the researcher Dr. Emily Anderson for 2021. Then, retrieve the "
+        "reliability rating of cancer studies."
+    ) == (
+        "Calculate the research impact of the researcher Dr. Emily Anderson for 2021",
+        "retrieve the reliability rating of cancer studies",
+    )
+
+
+def test_fragments_join_a_piece_and_value_lists_stay_whole() -> None:
+    # "Any recommendations" says nothing on its own: it joins the clause before it
+    assert split_request("Book a table at an Italian restaurant near the office. Any recommendations?") == ()
+    # a comma splits only before an action verb: the list of values stays in its clause
+    text = "calculate the heat exchanger effectiveness with hot flow 100 kg/s, cold flow 80 kg/s, inlet 150 C"
+    assert split_request(text) == ()
+    pieces = split_request(f"{text}, then estimate the shrinkage of the porcelain ceramic material")
+    assert pieces == (text, "estimate the shrinkage of the porcelain ceramic material")
+
+
+def test_split_is_bounded() -> None:
+    text = ". ".join(f"Create a new project board number {i} for the team" for i in range(20))
+    pieces = split_request(text)
+    assert len(pieces) == MAX_PARTS
+    assert pieces[-1].count("Create a new project board") == 20 - (MAX_PARTS - 1)
+    assert split_request(text, max_parts=3)[:2] == pieces[:2]
