@@ -1,12 +1,13 @@
 """HNSW build effort: build time, recall against exact search and search time for each ef_construction.
 
-    python bench/hnsw_build.py [--ef-construction 64,32] [--requests 200]
+    python bench/hnsw_build.py [--ef-construction 64,32] [--requests 200] [--server-memory]
 
 On bench/route.py's 10k-tool catalog (10k tool vectors, 30k intent examples; built by it if missing), each vector
 table's index is rebuilt once per ef_construction value (m = 16, as toolstore builds it, with the maintenance_work_mem
-toolstore gives a build), then every request searches it as knn() does (limit 40 for tools, 120 for examples,
-ef_search = the limit) and the result is compared with an exact search. The catalog's indexes are left rebuilt with
-toolstore's own HNSW_EF_CONSTRUCTION at the end. Uses $TOOLSTORE_DSN's server or bench/route.py's embedded one.
+toolstore gives a build; with --server-memory also once with the server's own setting), then every request searches
+it as knn() does (limit 40 for tools, 120 for examples, ef_search = the limit) and the result is compared with an
+exact search. The catalog's indexes are left rebuilt with toolstore's own HNSW_EF_CONSTRUCTION at the end. Uses
+$TOOLSTORE_DSN's server or bench/route.py's embedded one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import _synth
@@ -46,6 +48,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ef-construction", default="64,32")
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument(
+        "--server-memory", action="store_true", help="also build with the server's maintenance_work_mem"
+    )
     args = parser.parse_args()
     n, embedder = 10_000, LocalEmbedder()
     cat = _synth.catalog(n)
@@ -62,9 +67,9 @@ def main() -> None:
             )
             return [r[0] for r in conn.execute(text, [q])]
 
-        def rebuild(table: str, ef: int) -> float:
+        def rebuild(table: str, ef: int, memory: str = "toolstore's") -> float:
             start = time.perf_counter()
-            with build_memory(conn, table, cid, dim):
+            with build_memory(conn, table, cid, dim) if memory == "toolstore's" else nullcontext():
                 for part in REBUILD.strip().split(";\n"):
                     conn.execute(
                         statement(
@@ -73,12 +78,14 @@ def main() -> None:
                     )
             return time.perf_counter() - start
 
-        print("| table | ef_construction | build s | recall (vs exact) | search p50 ms |")
-        print("|---|---|---|---|---|")
+        server = conn.execute("select current_setting('maintenance_work_mem')").fetchone()[0]  # type: ignore[index]
+        memories = ["toolstore's"] + ([server] if args.server_memory else [])
+        print("| table | ef_construction | maintenance_work_mem | build s | recall (vs exact) | search p50 ms |")
+        print("|---|---|---|---|---|---|")
         for table, limit in LIMITS.items():
             truth = [set(search(table, q, True)) for q in qvecs]
-            for ef in [int(x) for x in args.ef_construction.split(",")]:
-                build = rebuild(table, ef)
+            for ef, memory in [(int(x), m) for x in args.ef_construction.split(",") for m in memories]:
+                build = rebuild(table, ef, memory)
                 times, recall = [], []
                 for q, want in zip(qvecs, truth):
                     start = time.perf_counter()
@@ -86,7 +93,7 @@ def main() -> None:
                     times.append((time.perf_counter() - start) * 1000)
                     recall.append(len(want & set(got)) / len(want))
                 print(
-                    f"| {table} | {ef} | {build:.1f} | {statistics.mean(recall):.3f} @{limit} | "
+                    f"| {table} | {ef} | {memory} | {build:.1f} | {statistics.mean(recall):.3f} @{limit} | "
                     f"{statistics.median(times):.2f} |",
                     flush=True,
                 )
