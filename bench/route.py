@@ -6,9 +6,10 @@
     python bench/route.py --catalogs 1000 [--catalogs-hnsw]     # many catalogs in one database (bench/_catalogs.py)
     python bench/route.py --embedder static:bench/out/models/potion-base-8M ...   # another model (default local)
 
-Catalogs come from bench/_synth.py; vectors from the shipped local model (all-MiniLM-L6-v2), cached in bench/out
-(see --embed-all). Each size gets its own database (``bench_<n>_v<generator>``), reused while the migrations are
-unchanged, on $TOOLSTORE_DSN's server or the embedded one under $TOOLSTORE_HOME (default bench/out/home).
+Catalogs come from bench/_synth.py; vectors from the shipped local model (all-MiniLM-L6-v2, or --embedder's),
+cached in bench/out (see --embed-all). Each size gets its own database (``bench_<n>_v<generator>``), reused while
+the migrations are unchanged, on $TOOLSTORE_DSN's server or the embedded one under $TOOLSTORE_HOME (default
+bench/out/home).
 All numbers of one size come from one run, requests interleaved in rotating order (in-process, statement, route()).
 The issue-15 targets are printed with the measured value of this run at the end (TARGETS).
 """
