@@ -110,3 +110,31 @@ def test_async_store_degrades_and_reports_errors(dsn: str) -> None:
                 await missing.route("x")
 
     asyncio.run(main())
+
+
+def test_sync_and_async_pools_set_up_their_sessions_alike(dsn: str) -> None:
+    """Both pools (toolstore/_connect.py) put the schema first, set the tenant and run generic plans."""
+    from toolstore._connect import AsyncConnector, Connector
+
+    settings = (
+        "select (current_schemas(false))[1], current_setting('toolstore.tenant'), current_setting('plan_cache_mode')"
+    )
+    sync = Connector(dsn, schema="toolstore", tenant="acme", max_size=1)
+    try:
+        assert sync.run(lambda conn: conn.execute(settings).fetchone()) == ("toolstore", "acme", "force_generic_plan")
+    finally:
+        sync.pool.close()
+
+    async def main() -> tuple[str, str, str]:
+        db = await AsyncConnector.open(dsn, schema="toolstore", tenant="acme", max_size=1)
+        try:
+            return await db.run(lambda conn: _fetch_one(conn, settings))
+        finally:
+            await db.close()
+
+    assert asyncio.run(main()) == ("toolstore", "acme", "force_generic_plan")
+
+
+async def _fetch_one(conn: object, statement: str) -> tuple[str, str, str]:
+    cursor = await conn.execute(statement)  # type: ignore[attr-defined]
+    return await cursor.fetchone()  # type: ignore[no-any-return]
