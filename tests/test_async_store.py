@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 
 from toolstore import (
@@ -135,6 +137,8 @@ def test_sync_and_async_pools_set_up_their_sessions_alike(dsn: str) -> None:
     assert asyncio.run(main()) == ("toolstore", "acme", "force_generic_plan")
 
 
-async def _fetch_one(conn: object, statement: str) -> tuple[str, str, str]:
-    cursor = await conn.execute(statement)  # type: ignore[attr-defined]
-    return await cursor.fetchone()  # type: ignore[no-any-return]
+async def _fetch_one(conn: psycopg.AsyncConnection[Any], statement: str) -> tuple[str, str, str]:
+    cursor = await conn.execute(statement)
+    row = await cursor.fetchone()
+    assert row is not None
+    return row
