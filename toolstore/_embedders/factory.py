@@ -24,23 +24,9 @@ def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None
     if spec in ("local", "local/all-MiniLM-L6-v2"):
         return LocalEmbedder()
     if spec.startswith("local:"):
-        directory = Path(spec[len("local:") :]).expanduser()
-        missing = [name for name in (*MODEL_FILES, CONFIG_FILE) if not (directory / name).is_file()]
-        if missing:
-            raise InvalidInputError(
-                f"embedder {spec!r}: {directory} lacks {', '.join(missing)}; export a model there with "
-                "scripts/build_candidate_model.py"
-            )
-        return LocalEmbedder(model_dir=directory)
+        return LocalEmbedder(model_dir=_model_dir(spec, MODEL_FILES, "scripts/build_candidate_model.py"))
     if spec.startswith("static:"):
-        directory = Path(spec[len("static:") :]).expanduser()
-        missing = [name for name in (*STATIC_FILES, CONFIG_FILE) if not (directory / name).is_file()]
-        if missing:
-            raise InvalidInputError(
-                f"embedder {spec!r}: {directory} lacks {', '.join(missing)}; write a model there with "
-                "scripts/build_static_model.py"
-            )
-        return StaticEmbedder(directory)
+        return StaticEmbedder(_model_dir(spec, STATIC_FILES, "scripts/build_static_model.py"))
     if spec == "hashing" or spec.startswith("hashing-"):
         dim = spec.partition("-")[2] or "256"
         if not dim.isdigit():
@@ -52,3 +38,15 @@ def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None
             raise InvalidInputError(f"embedder {spec!r}: dimensions after '@' must be a number")
         return OpenAIEmbedder(model=model, dimensions=int(dims) if dims else None, base_url=base_url, api_key=api_key)
     raise InvalidInputError(f"unknown embedder {spec!r}; expected {SPECS}")
+
+
+def _model_dir(spec: str, files: tuple[str, ...], script: str) -> Path:
+    """The directory of a ``KIND:DIR`` spec, holding ``files`` and ``embedder.json``; InvalidInputError naming what
+    it lacks and the script that writes them."""
+    directory = Path(spec.partition(":")[2]).expanduser()
+    missing = [name for name in (*files, CONFIG_FILE) if not (directory / name).is_file()]
+    if missing:
+        raise InvalidInputError(
+            f"embedder {spec!r}: {directory} lacks {', '.join(missing)}; write a model there with {script}"
+        )
+    return directory
