@@ -23,15 +23,17 @@ import psycopg
 from _harness import OUT, admin_dsn, built_database, log
 
 from toolstore import LocalEmbedder, ToolStore
-from toolstore._indexes import HNSW_EF_CONSTRUCTION, build_memory, index_name, partition_name
+from toolstore._indexes import (
+    HNSW_EF_CONSTRUCTION,
+    _ddl,
+    build_memory,
+    create_index_ddl,
+    index_name,
+    partition_name,
+)
 
 LIMITS = {"tool_vectors": 40, "intent_examples": 120}
 KEYS = {"tool_vectors": "tool_pk", "intent_examples": "pk"}
-REBUILD = """
-drop index if exists {name};
-create index {name} on {partition} using hnsw ((embedding::vector({dim})) vector_cosine_ops)
-with (m = 16, ef_construction = {ef}) where vector_dims(embedding) = {dim}
-"""
 SEARCH = """
 select v.{key} from {partition} v where vector_dims(v.embedding) = {dim}
 order by v.embedding::vector({dim}) <=> %s limit {limit}
@@ -70,12 +72,8 @@ def main() -> None:
         def rebuild(table: str, ef: int, memory: str = "toolstore's") -> float:
             start = time.perf_counter()
             with build_memory(conn, table, cid, dim) if memory == "toolstore's" else nullcontext():
-                for part in REBUILD.strip().split(";\n"):
-                    conn.execute(
-                        statement(
-                            part, name=index_name(table, cid, dim), partition=partition_name(table, cid), dim=dim, ef=ef
-                        )
-                    )
+                conn.execute(_ddl("drop_vector_index", name=index_name(table, cid, dim)))
+                conn.execute(create_index_ddl(table, cid, dim, concurrently=False, ef_construction=ef))
             return time.perf_counter() - start
 
         server = conn.execute("select current_setting('maintenance_work_mem')").fetchone()[0]  # type: ignore[index]

@@ -67,15 +67,18 @@ def _ddl(block: str, *, concurrently: bool = False, **parts: Any) -> sql.Compose
     )
 
 
-def create_index_ddl(table: str, catalog_id: int, dim: int, *, concurrently: bool) -> sql.Composed:
-    """The HNSW index of the catalog's partition of ``table`` for dimension ``dim``."""
+def create_index_ddl(
+    table: str, catalog_id: int, dim: int, *, concurrently: bool, ef_construction: int = HNSW_EF_CONSTRUCTION
+) -> sql.Composed:
+    """The HNSW index of the catalog's partition of ``table`` for dimension ``dim`` (``ef_construction``: only
+    ``bench/hnsw_build.py`` builds another)."""
     return _ddl(
         "create_vector_index",
         concurrently=concurrently,
         name=index_name(table, catalog_id, dim),
         partition=partition_name(table, catalog_id),
         dim=dim,
-        ef_construction=HNSW_EF_CONSTRUCTION,
+        ef_construction=ef_construction,
     )
 
 
