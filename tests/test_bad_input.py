@@ -32,6 +32,10 @@ def nested(depth: int) -> dict[str, object]:
     return schema
 
 
+#: A parameter schema of 3,000 properties with long names.
+WIDE = {"type": "object", "properties": {f"argument_number_{i}_of_a_wide_schema": {} for i in range(3000)}}
+
+
 def tool_line(**fields: object) -> str:
     return json.dumps({"name": "send_email", "description": "Send an email", **fields})
 
@@ -92,6 +96,9 @@ def test_the_library_refuses_bad_tools_naming_them(dsn: str) -> None:
             (Tool(id="a" * 300, name="n"), "id is 300 characters long"),
             (Tool(id="a", name="n", keywords=("k",) * 2000), "keywords must be a list of at most 1000"),
             (Tool(id="a", name="n", spec={"x": object()}), "spec holds a object"),
+            # each field under its own cap; split identifiers and the schema's text push the indexed text over
+            (Tool(id="a", name="n", description="ab_cd " * 16_000, parameters=WIDE), "description field is over"),
+            (Tool(id="a", name="n", expansion="aBcDeFgH " * 11_000), "expansion field is over 200,000"),
         ]
         for tool, message in cases:
             with pytest.raises(InvalidToolError, match=message):

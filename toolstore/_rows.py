@@ -139,6 +139,24 @@ def _check_fields(tool: Tool) -> None:
         problem = json_problem(getattr(tool, name))
         if problem:
             raise InvalidInputError(f"{name} {problem}")
+    _check_docs(tool)
+
+
+#: No indexed field of a tool is longer than this many times the characters of its own text fields and parameter
+#: schema (as JSON): a split identifier is at most twice as long as the identifier, and is appended to the text
+#: (at most 3.5x), and the schema's text spells each property name twice (at most 3x of the JSON).
+DOC_GROWTH = 12
+
+
+def _check_docs(tool: Tool) -> None:
+    """The length cap of the three indexed fields. The fields are built (a third of an import's checking time)
+    only for a tool whose own text is long enough to come near the cap."""
+    texts = (tool.id, tool.name, tool.title or "", tool.provider or "", tool.description, tool.expansion)
+    lists = (*tool.keywords, *tool.examples, *tool.categories, *tool.tags)
+    schema = 0 if tool.parameters is None else len(json.dumps(tool.parameters, ensure_ascii=False))
+    own = sum(map(len, texts)) + sum(map(len, lists)) + len(lists) + len(texts) + schema
+    if DOC_GROWTH * own <= MAX_DOC_CHARS:
+        return
     for name, doc in (("name", name_doc), ("description", description_doc), ("expansion", expansion_doc)):
         if len(doc(tool)) > MAX_DOC_CHARS:
             raise InvalidInputError(
