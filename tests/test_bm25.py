@@ -10,7 +10,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from toolstore import ToolStore
+import toolstore._catalog
+from toolstore import DatabaseError, Tool, ToolStore
 from toolstore._text import query_text
 
 from catalog_gen import generated_queries, generated_tools
@@ -107,3 +108,34 @@ def test_dropping_a_catalog_leaves_no_statistics(dsn: str) -> None:
             for table in ("postings", "lexeme_stats", "field_stats", "tools"):
                 count = conn.execute(f"select count(*) from {table} where catalog_id = %s", [catalog]).fetchone()  # noqa: S608
                 assert count == (0,), table
+
+
+def test_an_import_in_batches_writes_what_one_batch_writes_or_nothing(dsn: str, monkeypatch: Any) -> None:
+    """A large import's tools go in by batches of UPSERT_BATCH in one transaction: the same rows and statistics as a
+    single batch, and a batch failing after others were written leaves the catalog as it was."""
+    tools = generated_tools(40, seed=5)
+    with ToolStore(dsn, embedder=None, catalog="one") as one:
+        one.upsert(tools)
+        single = {t.id: t.content_hash() for t in one.tools()}
+    monkeypatch.setattr(toolstore._catalog, "UPSERT_BATCH", 7)
+    with ToolStore(dsn, embedder=None, catalog="batched") as store, store.pool.connection() as conn:
+        report = store.upsert(tools[:30])
+        assert len(report.inserted) == 30
+        report = store.upsert([replace(t, description="changed") for t in tools[:10]] + tools[10:])
+        assert (len(report.inserted), len(report.updated), report.unchanged) == (10, 10, 20)
+        store.upsert(tools[:10])
+        assert {t.id: t.content_hash() for t in store.tools()} == single
+        catalog = store.info().id
+        assert stats_snapshot(conn, catalog) == recomputed_stats(conn, catalog)
+        before = stats_snapshot(conn, catalog)
+        conn.execute(
+            "create function boom() returns trigger language plpgsql as "
+            "$$ begin if new.id = 'boom' then raise exception 'boom refused'; end if; return new; end $$"
+        )
+        conn.execute("create trigger boom before insert on tools for each row execute function boom()")
+        conn.commit()
+        late = [replace(t, id=f"new.{t.id}") for t in generated_tools(20, seed=6)] + [Tool(id="boom", name="boom")]
+        with pytest.raises(DatabaseError, match="boom refused"):
+            store.upsert(late)  # the first two batches went in before the third failed
+        assert {t.id: t.content_hash() for t in store.tools()} == single
+        assert stats_snapshot(conn, catalog) == before
