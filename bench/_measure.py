@@ -127,26 +127,35 @@ def explain_profile(conn: psycopg.Connection[Any], params: Sequence[dict[str, An
     return {k: statistics.median(v) for k, v in sorted(samples.items())}
 
 
-def bench_import(admin: str, embedder: Embedder, n: int = 10_000) -> dict[str, float]:
-    """ToolStore.upsert of n new tools: with precomputed vectors, then embedded by the local model (and the model
-    alone on the same texts, in the same run)."""
+def bench_import(
+    admin: str, embedder: Embedder, n: int = 10_000, *, rounds: int = 1, model: bool = True
+) -> dict[str, float]:
+    """ToolStore.upsert of n new tools into a fresh database: with precomputed vectors (then their intent examples),
+    ``rounds`` times (medians; each round's figures too when several), then, with ``model``, embedded by the model
+    (and the model alone on the same texts, in the same run)."""
     cat = _synth.catalog(n)
     tv, ev = _synth.load_vectors(n, embedder, OUT, log=log)
     table = {dense_text(t): v for t, v in zip(cat.tools, tv)} | {e.query: v for e, v in zip(cat.examples, ev)}
     stub = Precomputed(table, embedder.model, embedder.dim)
     out: dict[str, float] = {}
-    log(f"the model alone on the {n} tools' texts")
-    out["model_alone_s"], _ = timed(lambda: embedder.embed_many([dense_text(t) for t in cat.tools]))
-    for label, emb in (("precomputed", stub), ("local_model", embedder)):
-        dsn = fresh_database(admin, "bench_import")
-        with ToolStore(dsn, embedder=emb, catalog="bench") as store:
-            log(f"import {n} tools ({label})")
-            out[f"upsert_{label}_s"], _ = timed(lambda: store.upsert(cat.tools))
-            if label == "precomputed":
-                out["add_examples_precomputed_s"], _ = timed(lambda: store.add_examples(cat.examples))
+    runs: dict[str, list[float]] = {"upsert_precomputed_s": [], "add_examples_precomputed_s": []}
+    for i in range(rounds):
+        with ToolStore(fresh_database(admin, "bench_import"), embedder=stub, catalog="bench") as store:
+            log(f"import {n} tools and {len(cat.examples)} examples, precomputed (round {i + 1} of {rounds})")
+            runs["upsert_precomputed_s"].append(timed(lambda: store.upsert(cat.tools))[0])
+            runs["add_examples_precomputed_s"].append(timed(lambda: store.add_examples(cat.examples))[0])
+    for key, values in runs.items():
+        out[key] = statistics.median(values)
+        out |= {f"{key[:-2]}_round{i + 1}_s": v for i, v in enumerate(values) if rounds > 1}
+    if model:
+        log(f"the model alone on the {n} tools' texts")
+        out["model_alone_s"], _ = timed(lambda: embedder.embed_many([dense_text(t) for t in cat.tools]))
+        with ToolStore(fresh_database(admin, "bench_import"), embedder=embedder, catalog="bench") as store:
+            log(f"import {n} tools (local_model)")
+            out["upsert_local_model_s"], _ = timed(lambda: store.upsert(cat.tools))
+        out["local_model_vs_model_alone"] = out["upsert_local_model_s"] / out["model_alone_s"]
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("drop database if exists bench_import with (force)")
-    out["local_model_vs_model_alone"] = out["upsert_local_model_s"] / out["model_alone_s"]
     return out
 
 

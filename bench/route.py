@@ -253,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--catalogs-hnsw", action="store_true", help="many-catalog mode: also measure a partial HNSW index per catalog"
     )
     parser.add_argument("--no-import", action="store_true", help="skip the 10k import timings")
+    parser.add_argument("--import-rounds", type=int, default=1, help="precomputed imports: rounds (medians)")
+    parser.add_argument("--no-model-import", action="store_true", help="imports: precomputed vectors only")
     parser.add_argument("--explain", type=int, default=0, help="EXPLAIN ANALYZE this many requests per size")
     parser.add_argument("--prebuild", action="store_true", help="only build (or check) the databases, then exit")
     parser.add_argument("--hashing", action="store_true", help="development: HashingEmbedder(384), not the model")
@@ -291,7 +293,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     results = [bench_size(admin, n, requests, embedder, variants, derive, args.explain, args.prebuild) for n in sizes]
     if args.prebuild:
         return
-    imports = {} if args.no_import else bench_import(admin, embedder)
+    imports = {}
+    if not args.no_import:
+        imports = bench_import(admin, embedder, rounds=args.import_rounds, model=not args.no_model_import)
     print(table(results, imports))
     print()
     print(targets(results, imports))
