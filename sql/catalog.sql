@@ -126,6 +126,10 @@ select e.pk, e.query from intent_examples e where e.catalog_id = %(catalog)s ord
 -- vector tables by the catalog's partitions (composed in toolstore/_indexes.py: analyze_ddl).
 analyze tools, postings, lexeme_stats, field_stats, {tool_vectors}, {intent_examples};
 
+-- name: analyze_examples
+-- After a write of intent examples only: the catalog's partition of them.
+analyze {intent_examples};
+
 -- name: tool_names
 -- What resolving a model's tool name needs: every way a tool can be named (narrow rows, no documents).
 select id, name, provider from tools where catalog_id = %(catalog)s order by id;

@@ -87,6 +87,32 @@ def test_an_index_build_gets_memory_for_its_graph_and_gives_it_back(dsn: str) ->
             conn.execute("reset maintenance_work_mem")
 
 
+def test_a_bulk_write_analyzes_what_it_changed(dsn: str) -> None:
+    """After a bulk import of tools: the shared tables and the catalog's partitions; after one of intent examples:
+    their partition only (the tools' table is the slowest to sample, and did not change)."""
+
+    def analyzed(conn: psycopg.Connection[Any]) -> dict[str, int]:
+        rows = conn.execute("select relname, analyze_count from pg_stat_user_tables where schemaname = 'toolstore'")
+        return dict(rows.fetchall())
+
+    with open_store(dsn, "alpha") as alpha, alpha.connection() as conn:
+        conn.autocommit = True
+        tools = generated_tools(600)
+        before = analyzed(conn)
+        alpha.upsert(tools)
+        cid = alpha.info().id
+        examples_table, vectors_table = partition_name("intent_examples", cid), partition_name("tool_vectors", cid)
+        after_tools = analyzed(conn)
+        for table in ("tools", "postings", "lexeme_stats", "field_stats", vectors_table, examples_table):
+            assert after_tools[table] == before.get(table, 0) + 1, table
+        alpha.add_examples([IntentExample(t.id, f"please {t.name} for me, case {i}") for t in tools for i in (1, 2)])
+        after_examples = analyzed(conn)
+        assert after_examples[examples_table] == after_tools[examples_table] + 1
+        assert {t: n for t, n in after_examples.items() if t != examples_table} == {
+            t: n for t, n in after_tools.items() if t != examples_table
+        }
+
+
 def test_creating_a_catalog_does_not_wait_for_routes_of_another(dsn: str) -> None:
     """CREATE TABLE ... PARTITION OF would take an ACCESS EXCLUSIVE lock on the parents: a catalog created while a
     transaction has read another catalog's vectors would wait for it (and queue every route behind it)."""

@@ -161,10 +161,12 @@ def drop_partitions(conn: psycopg.Connection[Any]) -> None:
             conn.execute(_ddl("drop_partition", partition=name))
 
 
-def analyze_ddl(catalog_id: int) -> sql.Composed:
+def analyze_ddl(catalog_id: int, *, examples_only: bool = False) -> sql.Composed:
     """ANALYZE of the shared tables and of the catalog's partitions (not the parents: that would sample every
-    catalog's partition)."""
+    catalog's partition), or of its intent examples' partition only."""
     tool_vectors, examples = (partition_name(t, catalog_id) for t in VECTOR_TABLES)
+    if examples_only:
+        return _ddl("analyze_examples", intent_examples=examples)
     return _ddl("analyze_tables", tool_vectors=tool_vectors, intent_examples=examples)
 
 
