@@ -87,8 +87,7 @@ def _start(pgdata: Path) -> Any:
             super().ensure_postgres_running()  # waits for "ready" and records the server's details
 
     forget_dead_handles(pgdata)
-    if not pgdata.exists():
-        pgdata.mkdir()
+    pgdata.mkdir(exist_ok=True)  # processes starting together race here
     try:
         server = package.PostgresServer._instances.get(pgdata) or Server(pgdata, cleanup_mode="stop")
     except Exception as exc:  # the package raises plain exceptions and CalledProcessError
