@@ -105,9 +105,14 @@ select set_config('maintenance_work_mem', %(previous)s, false);
 -- toolstore/_indexes.py, never with string formatting.
 
 -- name: create_vector_index
+-- {vtype}: vector, or halfvec past 2,000 dimensions (vector_index_type(), migration 0011); knn() orders by the same
+-- expression.
 create index {concurrently} if not exists {name} on {partition}
-using hnsw ((embedding::vector({dim})) vector_cosine_ops) with (m = 16, ef_construction = {ef_construction})
+using hnsw ((embedding::{vtype}({dim})) {opclass}) with (m = 16, ef_construction = {ef_construction})
 where vector_dims(embedding) = {dim};
+
+-- name: vector_index_type
+select vector_index_type(%(dim)s);
 
 -- name: partition_vectors
 select count(*) from {partition} where vector_dims(embedding) = {dim};

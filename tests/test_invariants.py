@@ -173,6 +173,7 @@ def test_knn_reads_every_table_by_its_catalog(routed: ToolStore, table: str) -> 
     with routed.connection() as conn:
         for template, p3 in zip(knn_statements(conn), [None, [1, 2, 3], '(,"{x}","{finance}",,)']):
             text = template.replace("%1$s", "32").replace("%2$s", str(info.id)).replace("%3$I", table)
+            text = text.replace("%4$s", "vector")  # the indexed type at 32 dimensions (migration 0011)
             text = re.sub(r"\$(\d)", r"%(p\1)s", text)
             params = {"p1": qvec, "p2": 40, "p3": p3}
             assert unscoped_scans(conn, text, params, info.id) == [], text

@@ -7,13 +7,16 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+import toolstore._indexes
 from toolstore import HashingEmbedder, IntentExample, ToolStore, migrate
 from toolstore._indexes import VECTOR_TABLES, build_memory, build_memory_kb, drop_partitions, partition_name
+from toolstore._text import dense_text
 
 from catalog_gen import generated_tools
 
@@ -111,6 +114,51 @@ def test_a_bulk_write_analyzes_what_it_changed(dsn: str) -> None:
         assert {t: n for t, n in after_examples.items() if t != examples_table} == {
             t: n for t, n in after_tools.items() if t != examples_table
         }
+
+
+@pytest.mark.parametrize(("dim", "indexed"), [(2048, "halfvec"), (4100, None)])
+def test_vectors_past_2000_dimensions_are_indexed_on_halfvec(
+    dsn: str, monkeypatch: pytest.MonkeyPatch, dim: int, indexed: str | None
+) -> None:
+    """pgvector indexes vector up to 2,000 dimensions and halfvec up to 4,000: a wider model's catalog gets its index
+    on the half-precision cast (and knn() uses it), or none past 4,000 (searched exactly); writes never fail."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 50)
+    tools = generated_tools(80)
+    embedder = HashingEmbedder(dim)
+    with ToolStore(dsn, embedder=embedder, catalog="wide") as store, store.connection() as conn:
+        store.upsert(tools)
+        store.add_examples([IntentExample(t.id, f"please {t.name}, case {i}") for t in tools for i in (1, 2)])
+        cid = store.info().id
+        rows = conn.execute(
+            "select indexrelid::regclass::text, pg_get_indexdef(indexrelid) from pg_index "
+            "where indexrelid::regclass::text like %s",
+            [f"%_hnsw_{cid}_{dim}"],
+        ).fetchall()
+        if indexed is None:
+            assert rows == []
+        else:
+            assert sorted(name for name, _ in rows) == [
+                f"{t}_hnsw_{cid}_{dim}" for t in ("intent_examples", "tool_vectors")
+            ]
+            assert all(f"::{indexed}({dim})" in definition for _, definition in rows), rows
+        conn.execute("load 'auto_explain'")
+        messages: list[str] = []
+        conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
+        for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"), ("log_level", "notice")):
+            conn.execute(f"set auto_explain.{setting} = {value}")
+        store.analyze()
+        conn.execute("set enable_seqscan = off")  # 80 rows: a scan would win; the test is whether the index matches
+        target = tools[7]
+        qvec = np.asarray(embedder.embed(dense_text(target)), dtype=np.float32)
+        found = conn.execute(
+            "select t.id, k.distance from knn('tool_vectors', %s, %s, %s, 10, null, null) k "
+            "join tools t on t.catalog_id = %s and t.pk = k.tool_pk order by k.distance",
+            [cid, dim, qvec, cid],
+        ).fetchall()
+        assert found[0][0] == target.id and found[0][1] < 1e-6 and len(found) == 10
+        plans = [m for m in messages if "<=>" in m]
+        assert plans and all((f"tool_vectors_hnsw_{cid}_{dim}" in m) == (indexed is not None) for m in plans), plans
+        assert store.route(target.description).ids  # the whole route path works at this width
 
 
 def test_creating_a_catalog_does_not_wait_for_routes_of_another(dsn: str) -> None:

@@ -165,6 +165,7 @@ def knn_statements(conn: psycopg.Connection[Any]) -> list[str]:
 def inner_statement(template: str, table: str, catalog: int, dim: int) -> str:
     """A knn() format string with the dimension, catalog and table spelled in and $n as named parameters."""
     text = template.replace("%1$s", str(dim)).replace("%2$s", str(catalog)).replace("%3$I", table)
+    text = text.replace("%4$s", "vector")  # the indexed type at this dimension (migration 0011)
     assert "%" not in text, f"unexpected format specifier left in {text!r}"
     return re.sub(r"\$(\d)", r"%(p\1)s", text)
 

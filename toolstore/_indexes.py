@@ -59,25 +59,51 @@ def in_transaction(conn: psycopg.Connection[Any]) -> bool:
     return conn.info.transaction_status != TransactionStatus.IDLE or not conn.autocommit
 
 
+def _part(value: Any) -> sql.Composable:
+    """Names as identifiers, numbers as literals; SQL keywords (already sql.SQL, from a fixed list) as they are."""
+    if isinstance(value, sql.Composable):
+        return value
+    return sql.Identifier(value) if isinstance(value, str) else sql.Literal(value)
+
+
 def _ddl(block: str, *, concurrently: bool = False, **parts: Any) -> sql.Composed:
     """A DDL template of ``sql/vectors.sql`` with names as identifiers and numbers as literals."""
     return sql.SQL(query(block)).format(
         concurrently=sql.SQL("concurrently" if concurrently else ""),
-        **{k: sql.Identifier(v) if isinstance(v, str) else sql.Literal(v) for k, v in parts.items()},
+        **{k: _part(v) for k, v in parts.items()},
     )
 
 
+def index_type(conn: psycopg.Connection[Any], dim: int) -> str | None:
+    """The type an HNSW index of ``dim``-dimensional vectors is built on (``vector``, or ``halfvec`` past pgvector's
+    2,000-dimension limit for ``vector``), or None past 4,000: migration 0011's ``vector_index_type()`` decides, and
+    ``knn()`` searches by the same expression."""
+    row = conn.execute(query("vector_index_type"), {"dim": dim}).fetchone()
+    assert row is not None
+    return row[0]  # type: ignore[no-any-return]
+
+
 def create_index_ddl(
-    table: str, catalog_id: int, dim: int, *, concurrently: bool, ef_construction: int = HNSW_EF_CONSTRUCTION
+    table: str,
+    catalog_id: int,
+    dim: int,
+    *,
+    concurrently: bool,
+    vtype: str = "vector",
+    ef_construction: int = HNSW_EF_CONSTRUCTION,
 ) -> sql.Composed:
-    """The HNSW index of the catalog's partition of ``table`` for dimension ``dim`` (``ef_construction``: only
-    ``bench/hnsw_build.py`` builds another)."""
+    """The HNSW index of the catalog's partition of ``table`` for dimension ``dim``, on the vectors cast to ``vtype``
+    (:func:`index_type`; ``ef_construction``: only ``bench/hnsw_build.py`` builds another)."""
+    if vtype not in ("vector", "halfvec"):
+        raise ValueError(f"no HNSW index on {vtype!r}")
     return _ddl(
         "create_vector_index",
         concurrently=concurrently,
         name=index_name(table, catalog_id, dim),
         partition=partition_name(table, catalog_id),
         dim=dim,
+        vtype=sql.SQL(vtype),
+        opclass=sql.SQL(f"{vtype}_cosine_ops"),
         ef_construction=ef_construction,
     )
 
@@ -176,7 +202,9 @@ def wanted_indexes(conn: psycopg.Connection[Any], info: CatalogInfo, found: Mapp
     assert info.embed_dim is not None
     row = conn.execute(query("catalog_vector_rows"), {"catalog": info.id, "cap": HNSW_MIN_ROWS}).fetchone()
     assert row is not None
-    wanted = set()
+    wanted: set[str] = set()
+    if index_type(conn, info.embed_dim) is None:
+        return wanted  # too wide for any HNSW index: searched exactly
     for table, rows in zip(VECTOR_TABLES, row):
         name = index_name(table, info.id, info.embed_dim)
         if rows >= HNSW_MIN_ROWS or (name in found and rows >= HNSW_MIN_ROWS // 2):
@@ -202,6 +230,7 @@ def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
     concurrently = not in_transaction(conn)
     found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
     wanted = wanted_indexes(conn, info, found)
+    vtype = index_type(conn, info.embed_dim) or "vector"  # (nothing is wanted without a type)
     for table in VECTOR_TABLES:
         name = index_name(table, info.id, info.embed_dim)
         if name not in wanted:
@@ -211,7 +240,7 @@ def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
             found.pop(name)
         if name not in found:
             with build_memory(conn, table, info.id, info.embed_dim):
-                conn.execute(create_index_ddl(table, info.id, info.embed_dim, concurrently=concurrently))
+                conn.execute(create_index_ddl(table, info.id, info.embed_dim, concurrently=concurrently, vtype=vtype))
     if concurrently:
         for name in set(found) - wanted:
             conn.execute(_ddl("drop_vector_index", name=name, concurrently=True))
