@@ -67,7 +67,7 @@ def _part(value: Any) -> sql.Composable:
 
 
 def _ddl(block: str, *, concurrently: bool = False, **parts: Any) -> sql.Composed:
-    """A DDL template of ``sql/vectors.sql`` with names as identifiers and numbers as literals."""
+    """A DDL template of ``sql/vectors.sql`` with names as identifiers, numbers as literals (:func:`_part`)."""
     return sql.SQL(query(block)).format(
         concurrently=sql.SQL("concurrently" if concurrently else ""),
         **{k: _part(v) for k, v in parts.items()},
