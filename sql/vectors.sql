@@ -77,10 +77,12 @@ where c.relnamespace = (select oid from pg_namespace where nspname = current_sch
 order by c.relname;
 
 -- name: catalog_vector_rows
--- How many vectors the catalog has in each vector table, counted up to %(cap)s (enough to decide on an index).
+-- How many vectors the catalog has in each vector table, counted up to %(cap)s (enough to decide on an index), and
+-- the type an index of its dimension is built on (migration 0011: vector, halfvec past 2,000, null past 4,000).
 select (select count(*) from (select 1 from tool_vectors v where v.catalog_id = %(catalog)s limit %(cap)s) t),
        (select count(*) from (select 1 from intent_examples e
-                              where e.catalog_id = %(catalog)s and e.embedding is not null limit %(cap)s) e);
+                              where e.catalog_id = %(catalog)s and e.embedding is not null limit %(cap)s) e),
+       vector_index_type(%(dim)s);
 
 -- name: maintenance_try_lock
 -- One index build or ANALYZE at a time per toolstore schema (see toolstore/_indexes.py: maintenance_lock).
@@ -110,9 +112,6 @@ select set_config('maintenance_work_mem', %(previous)s, false);
 create index {concurrently} if not exists {name} on {partition}
 using hnsw ((embedding::{vtype}({dim})) {opclass}) with (m = 16, ef_construction = {ef_construction})
 where vector_dims(embedding) = {dim};
-
--- name: vector_index_type
-select vector_index_type(%(dim)s);
 
 -- name: partition_vectors
 select count(*) from {partition} where vector_dims(embedding) = {dim};

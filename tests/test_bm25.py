@@ -110,7 +110,9 @@ def test_dropping_a_catalog_leaves_no_statistics(dsn: str) -> None:
                 assert count == (0,), table
 
 
-def test_an_import_in_batches_writes_what_one_batch_writes_or_nothing(dsn: str, monkeypatch: Any) -> None:
+def test_an_import_in_batches_writes_what_one_batch_writes_or_nothing(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A large import's tools go in by batches of UPSERT_BATCH in one transaction: the same rows and statistics as a
     single batch, and a batch failing after others were written leaves the catalog as it was."""
     tools = generated_tools(40, seed=5)

@@ -74,15 +74,6 @@ def _ddl(block: str, *, concurrently: bool = False, **parts: Any) -> sql.Compose
     )
 
 
-def index_type(conn: psycopg.Connection[Any], dim: int) -> str | None:
-    """The type an HNSW index of ``dim``-dimensional vectors is built on (``vector``, or ``halfvec`` past pgvector's
-    2,000-dimension limit for ``vector``), or None past 4,000: migration 0011's ``vector_index_type()`` decides, and
-    ``knn()`` searches by the same expression."""
-    row = conn.execute(query("vector_index_type"), {"dim": dim}).fetchone()
-    assert row is not None
-    return row[0]  # type: ignore[no-any-return]
-
-
 def create_index_ddl(
     table: str,
     catalog_id: int,
@@ -93,7 +84,7 @@ def create_index_ddl(
     ef_construction: int = HNSW_EF_CONSTRUCTION,
 ) -> sql.Composed:
     """The HNSW index of the catalog's partition of ``table`` for dimension ``dim``, on the vectors cast to ``vtype``
-    (:func:`index_type`; ``ef_construction``: only ``bench/hnsw_build.py`` builds another)."""
+    (:func:`wanted_indexes` says which; ``ef_construction``: only ``bench/hnsw_build.py`` builds another)."""
     if vtype not in ("vector", "halfvec"):
         raise ValueError(f"no HNSW index on {vtype!r}")
     return _ddl(
@@ -196,19 +187,21 @@ def analyze_ddl(catalog_id: int, *, examples_only: bool = False) -> sql.Composed
     return _ddl("analyze_tables", tool_vectors=tool_vectors, intent_examples=examples)
 
 
-def wanted_indexes(conn: psycopg.Connection[Any], info: CatalogInfo, found: Mapping[str, bool]) -> set[str]:
-    """The catalog's HNSW indexes that should exist: one per vector table holding at least :data:`HNSW_MIN_ROWS` of
-    its rows, kept (if it exists) down to half that (no rebuilding back and forth around the threshold)."""
+def wanted_indexes(conn: psycopg.Connection[Any], info: CatalogInfo, found: Mapping[str, bool]) -> dict[str, str]:
+    """The catalog's HNSW indexes that should exist, each with the type it is built on: one per vector table holding
+    at least :data:`HNSW_MIN_ROWS` of its rows, kept (if it exists) down to half that (no rebuilding back and forth
+    around the threshold). The type is migration 0011's ``vector_index_type()`` (``vector``, or ``halfvec`` past
+    pgvector's 2,000-dimension limit for ``vector``; none past 4,000: searched exactly), which ``knn()`` orders by."""
     assert info.embed_dim is not None
-    row = conn.execute(query("catalog_vector_rows"), {"catalog": info.id, "cap": HNSW_MIN_ROWS}).fetchone()
+    params = {"catalog": info.id, "cap": HNSW_MIN_ROWS, "dim": info.embed_dim}
+    row = conn.execute(query("catalog_vector_rows"), params).fetchone()
     assert row is not None
-    wanted: set[str] = set()
-    if index_type(conn, info.embed_dim) is None:
-        return wanted  # too wide for any HNSW index: searched exactly
-    for table, rows in zip(VECTOR_TABLES, row):
+    *counts, vtype = row
+    wanted: dict[str, str] = {}
+    for table, rows in zip(VECTOR_TABLES, counts):
         name = index_name(table, info.id, info.embed_dim)
-        if rows >= HNSW_MIN_ROWS or (name in found and rows >= HNSW_MIN_ROWS // 2):
-            wanted.add(name)
+        if vtype is not None and (rows >= HNSW_MIN_ROWS or (name in found and rows >= HNSW_MIN_ROWS // 2)):
+            wanted[name] = vtype
     return wanted
 
 
@@ -230,7 +223,6 @@ def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
     concurrently = not in_transaction(conn)
     found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
     wanted = wanted_indexes(conn, info, found)
-    vtype = index_type(conn, info.embed_dim) or "vector"  # (nothing is wanted without a type)
     for table in VECTOR_TABLES:
         name = index_name(table, info.id, info.embed_dim)
         if name not in wanted:
@@ -240,7 +232,8 @@ def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
             found.pop(name)
         if name not in found:
             with build_memory(conn, table, info.id, info.embed_dim):
-                conn.execute(create_index_ddl(table, info.id, info.embed_dim, concurrently=concurrently, vtype=vtype))
+                ddl = create_index_ddl(table, info.id, info.embed_dim, concurrently=concurrently, vtype=wanted[name])
+                conn.execute(ddl)
     if concurrently:
-        for name in set(found) - wanted:
+        for name in set(found) - wanted.keys():
             conn.execute(_ddl("drop_vector_index", name=name, concurrently=True))
