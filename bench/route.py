@@ -1,7 +1,7 @@
 """Routing benchmark: route() and the route statement against an in-process reference, at 1k/10k/100k tools.
 
     python bench/route.py [--sizes 1000,10000,100000] [--requests 500] [--quick] [--json OUT] [--explain N]
-                          [--variants bench/control.sql,...] [--max-df F] [--lexical-caps 1000,...]
+                          [--variants bench/control.sql,...]
                           [--no-import] [--prebuild]
     python bench/route.py --catalogs 1000 [--catalogs-hnsw]     # many catalogs in one database (bench/_catalogs.py)
     python bench/route.py --embedder static:bench/out/models/potion-base-8M ...   # another model (default local)
@@ -237,17 +237,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="1k and 10k tools, 200 requests")
     parser.add_argument("--json", type=Path, default=OUT / "route.json")
     parser.add_argument("--variants", default="", help="comma-separated .sql files with a `route` block to compare")
-    parser.add_argument(
-        "--max-df",
-        type=float,
-        help="also compare the route statement with query lexemes whose "
-        "df exceeds this fraction of the field's tools dropped (the pruning lever)",
-    )
-    parser.add_argument(
-        "--lexical-caps",
-        default="",
-        help="comma-separated postings caps per query term to compare with exact BM25 (route's lexical_cap)",
-    )
     parser.add_argument("--catalogs", type=int, help="many-catalog mode: this many catalogs of 1,000 tools")
     parser.add_argument(
         "--catalogs-hnsw", action="store_true", help="many-catalog mode: also measure a partial HNSW index per catalog"
@@ -271,10 +260,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     sizes = [1000, 10_000] if args.quick else [int(s) for s in args.sizes.split(",") if s]
     requests = 200 if args.quick else args.requests
     variants = {Path(p).stem: parse_blocks(Path(p).read_text()) for p in args.variants.split(",") if p}
-    if args.max_df is not None:
-        variants[f"max_df_{args.max_df:g}"] = {"route": pruned_route(args.max_df)}
-    for cap in (int(c) for c in args.lexical_caps.split(",") if c):
-        variants[f"lexical_cap_{cap}"] = {"params": json.dumps({"lexical_cap": cap})}
     admin = admin_dsn()
     embedder = HashingEmbedder(384) if args.hashing else make_embedder(args.embedder)
     if embedder is None:
@@ -305,14 +290,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"meta": meta, "sizes": results, "import": imports}, indent=2))
     log(f"wrote {args.json}")
-
-
-def pruned_route(max_df: float) -> str:
-    """The current route statement with lexemes above ``max_df`` x N dropped before the postings join."""
-    join = "d.field = f.field and d.lexeme = q.lexeme"
-    statement = query("route")
-    assert statement.count(join) == 1, "the bm25 join of sql/route.sql changed: update pruned_route"
-    return statement.replace(join, f"{join} and d.df <= {float(max_df)!r} * st.n")  # bench-only variant
 
 
 if __name__ == "__main__":

@@ -15,8 +15,6 @@
 --   limit       fused rows returned besides always-on tools
 --   identifiers lower-cased identifier-looking query tokens: a tool whose id or name is one of them is
 --               an exact match and ranks above every fused result
---   lexical_cap postings read per query term and field, highest impact first (null: all, exact BM25)
---   rescore     with a cap that cut a term: partial sums completed exactly, per field
 --   abstain     true to return abstention's evidence columns (else they are null)
 -- The conversation (signals 6-8; each list is empty without one):
 --   session     the session whose logged calls are looked back on (or null)
@@ -77,12 +75,10 @@ stats as (
     from field_stats s
     where s.catalog_id = %(catalog)s
 ),
--- The query's terms per field. A term with more than `lexical_cap` postings is `cut`: only its lexical_cap
--- highest-impact postings are read (lexical_cap null: every posting of every term is read, BM25 is exact).
--- df is a scalar subquery, one key lookup per term and field: planned generically, a join could hash all of
--- lexeme_stats.
+-- The query's terms per field, with their document frequency. df is a scalar subquery, one key lookup per term and
+-- field: planned generically, a join could hash all of lexeme_stats.
 qterms as (
-    select q.field, q.lexeme, q.df, q.n, q.avgdl, q.df > coalesce(%(lexical_cap)s::integer, q.df) as cut
+    select q.field, q.lexeme, q.df, q.n, q.avgdl
     from (select f.field, t.lexeme, st.n, st.avgdl,
                  (select d.df from lexeme_stats d
                   where d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = t.lexeme) as df
@@ -93,63 +89,42 @@ qterms as (
     where q.df is not null
 ),
 hits as (
-    select t.field, t.lexeme, p.tool_pk, p.dl, t.cut, bm25_term(p.tf, p.dl, t.df, t.n, t.avgdl) as score
+    select t.field, t.lexeme, p.tool_pk, bm25_term(p.tf, p.dl, t.df, t.n, t.avgdl) as score
     from qterms t
     cross join lateral (
         select p.tool_pk, p.tf, p.dl
         from postings p
         where p.catalog_id = %(catalog)s and p.field = t.field and p.lexeme = t.lexeme
-        order by p.impact desc, p.tool_pk desc
-        limit %(lexical_cap)s::integer
     ) p
 ),
-sums as (
-    select pt.part, h.field, h.tool_pk, max(h.dl) as dl, sum(h.score) as score,
-           coalesce(sum(h.score) filter (where not h.cut), 0) as whole
-    from hits h
-    join part_terms pt on pt.lexeme = h.lexeme
-    group by pt.part, h.field, h.tool_pk
-),
-bm25 as (
-    -- every posting read: the sums are the scores
-    select s.part, s.field, s.tool_pk, round(s.score * 1e9) as score
-    from sums s
-    where not exists (select 1 from qterms where cut)
-    union all
-    -- else the `rescore` best partial sums per field get their cut terms from the tool's own document: exact scores
-    select c.part, c.field, c.tool_pk,
-           round((c.whole + coalesce((
-               select sum(bm25_term(coalesce(array_length(u.positions, 1), 1), c.dl, t.df, t.n, t.avgdl))
-               from qterms t
-               join part_terms pt on pt.part = c.part and pt.lexeme = t.lexeme
-               cross join lateral unnest(case c.field when 1 then d.name_tsv
-                                                      when 2 then d.description_tsv
-                                                      else d.expansion_tsv end) u
-               where t.field = c.field and t.cut and u.lexeme = t.lexeme), 0)) * 1e9) as score
-    from (select s.*, row_number() over (partition by s.part, s.field order by s.score desc, s.tool_pk) as nth
-          from sums s) c
-    join tools d on d.catalog_id = %(catalog)s and d.pk = c.tool_pk
-    where exists (select 1 from qterms where cut) and c.nth <= %(rescore)s
-),
--- Rank with ties first (no join), then break ties by id only for the few rows that can make the cut. A tool's id
--- (and the filters' verdict) is a scalar subquery in every retriever, not a join or exists: planned generically
--- (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools (an exists, test every
--- tool against the filters); the subquery is one key lookup per row.
+-- BM25 is exact: every posting of every query term is read. Each part's best n tools per field, with ties at the
+-- n-th score, come from a bounded sort per part and field, not a sort of every matching tool (tens of thousands at
+-- 100k tools). A tool's id (and the filters' verdict) is a scalar subquery, not a join or exists: planned
+-- generically (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools (an exists,
+-- test every tool against the filters); the subquery is one key lookup per row. The filters apply before the cut.
 coarse as (
-    select b.part, b.field, b.tool_pk, b.score,
-           rank() over (partition by b.part, b.field order by b.score desc) as coarse_rank
-    from bm25 b
-    where not %(filtered)s::boolean
-       or (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
-           from tools t
-           where t.catalog_id = %(catalog)s and t.pk = b.tool_pk)
+    select pf.part, pf.field, s.tool_pk, s.score
+    from (select distinct pt.part, t.field from part_terms pt join qterms t on t.lexeme = pt.lexeme) pf
+    cross join lateral (
+        select h.tool_pk, round(sum(h.score) * 1e9) as score
+        from hits h
+        join part_terms pt on pt.part = pf.part and pt.lexeme = h.lexeme
+        where h.field = pf.field
+          and (not %(filtered)s::boolean
+               or (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
+                   from tools t
+                   where t.catalog_id = %(catalog)s and t.pk = h.tool_pk))
+        group by h.tool_pk
+        order by 2 desc
+        fetch first %(n)s rows with ties
+    ) s
 ),
+-- Ties at equal scores are broken by id only for those few rows.
 lexical as (
     select c.part, c.field as signal, c.tool_pk,
            row_number() over (partition by c.part, c.field order by c.score desc, (select t.id from tools t
                               where t.catalog_id = %(catalog)s and t.pk = c.tool_pk)) as rank
     from coarse c
-    where c.coarse_rank <= %(n)s
 ),
 dense as (
     select p.part, 4::smallint as signal, v.tool_pk, v.distance,

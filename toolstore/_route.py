@@ -45,12 +45,6 @@ from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
 from ._split import split_request
 from ._text import query_identifiers, query_text
 
-#: Postings read per query term and field, highest impact first; None reads them all (exact BM25). See
-#: bench/PROFILE.md (bounded lexical retrieval) for what a cap costs in overlap with exact BM25 and what it saves.
-LEXICAL_CAP: int | None = None
-#: With a cap that cut a term, this many best partial sums per field (at least the over-fetch) are completed exactly.
-RESCORE_FACTOR = 2
-
 
 @dataclass(frozen=True)
 class RouteRequest:
@@ -326,9 +320,6 @@ def statement_params(
         **filters,
         "request": request.query,
         "w_avoid": fusion.avoid,
-        # A filter may keep few of a term's postings, and those need not be among its highest-impact ones.
-        "lexical_cap": None if filters["filtered"] else LEXICAL_CAP,
-        "rescore": RESCORE_FACTOR * n,
         "abstain": request.abstain is not None,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
         # Exploration draws from ranks k+1..2k; a reranker reorders the top k * rerank_depth; abstention's margin
