@@ -25,7 +25,7 @@
 --   cvec        the request's vector mixed with the earlier turns' (or null: no context)
 --   w_recent, w_transition, w_context   their weights
 --
--- BM25 is bm25_term() (migrations 0002, 0006), summed over the query's terms per field and tool.
+-- BM25 is bm25_term() (migrations 0002, 0007, 0012), summed over the query's terms per field and tool.
 -- Every table is read with its catalog_id (the key a distributed database routes by: docs/SCALING.md).
 -- Retrievers rank with an id tie-break, so equal scores always come out in the same order. Scores are
 -- compared at 1e-9: sums of the same terms in another order differ in the last bits, and must still tie.
@@ -76,20 +76,25 @@ stats as (
     where s.catalog_id = %(catalog)s
 ),
 -- The query's terms per field, with their document frequency. df is a scalar subquery, one key lookup per term and
--- field: planned generically, a join could hash all of lexeme_stats.
+-- field: planned generically, a join could hash all of lexeme_stats. Materialized, so that qterms gets df as a column
+-- and the planner can inline bm25_idf() (an expensive argument used twice keeps a SQL function from being inlined).
+qdf as materialized (
+    select f.field, t.lexeme, st.n, st.avgdl,
+           (select d.df from lexeme_stats d
+            where d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = t.lexeme) as df
+    from fields f
+    join stats st on st.field = f.field
+    cross join terms t
+    where f.weight > 0
+),
+-- ... and its idf, once per term: a posting scores idf * bm25_tf(), which is bm25_term() (migration 0012).
 qterms as (
-    select q.field, q.lexeme, q.df, q.n, q.avgdl
-    from (select f.field, t.lexeme, st.n, st.avgdl,
-                 (select d.df from lexeme_stats d
-                  where d.catalog_id = %(catalog)s and d.field = f.field and d.lexeme = t.lexeme) as df
-          from fields f
-          join stats st on st.field = f.field
-          cross join terms t
-          where f.weight > 0) q
+    select q.field, q.lexeme, q.df, q.n, q.avgdl, bm25_idf(q.df, q.n) as idf
+    from qdf q
     where q.df is not null
 ),
 hits as (
-    select t.field, t.lexeme, p.tool_pk, bm25_term(p.tf, p.dl, t.df, t.n, t.avgdl) as score
+    select t.field, t.lexeme, p.tool_pk, t.idf * bm25_tf(p.tf, p.dl, t.avgdl) as score
     from qterms t
     cross join lateral (
         select p.tool_pk, p.tf, p.dl
