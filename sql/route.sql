@@ -106,7 +106,7 @@ hits as (
 -- n-th score, come from a bounded sort per part and field, not a sort of every matching tool (tens of thousands at
 -- 100k tools). A tool's id (and the filters' verdict) is a scalar subquery, not a join or exists: planned
 -- generically (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools (an exists,
--- test every tool against the filters); the subquery is one key lookup per row. The filters apply before the cut.
+-- test every tool against the filters); the subquery is one key lookup per tool. The filters apply before the cut.
 coarse as (
     select pf.part, pf.field, s.tool_pk, s.score
     from (select distinct pt.part, t.field from part_terms pt join qterms t on t.lexeme = pt.lexeme) pf
@@ -115,11 +115,11 @@ coarse as (
         from hits h
         join part_terms pt on pt.part = pf.part and pt.lexeme = h.lexeme
         where h.field = pf.field
-          and (not %(filtered)s::boolean
-               or (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
-                   from tools t
-                   where t.catalog_id = %(catalog)s and t.pk = h.tool_pk))
         group by h.tool_pk
+        having not %(filtered)s::boolean
+            or (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
+                from tools t
+                where t.catalog_id = %(catalog)s and t.pk = h.tool_pk)
         order by 2 desc
         fetch first %(n)s rows with ties
     ) s
