@@ -25,7 +25,8 @@
 --   cvec        the request's vector mixed with the earlier turns' (or null: no context)
 --   w_recent, w_transition, w_context   their weights
 --
--- BM25 is bm25_term() (migrations 0002, 0007, 0012), summed over the query's terms per field and tool.
+-- BM25 is bm25_term() = bm25_idf() x bm25_tf() (migrations 0002, 0007, 0012), summed over the query's terms per
+-- field and tool.
 -- Every table is read with its catalog_id (the key a distributed database routes by: docs/SCALING.md).
 -- Retrievers rank with an id tie-break, so equal scores always come out in the same order. Scores are
 -- compared at 1e-9: sums of the same terms in another order differ in the last bits, and must still tie.
