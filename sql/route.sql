@@ -301,7 +301,8 @@ anchored as (
 -- Avoid-when: w_avoid x (the fraction of the request's terms found in the tool's avoid-when text) of the fused score.
 -- Materialized: inlined, its join with tools was planned as the inner side of a nested loop and rerun once per fused
 -- tool, because the catalog's share of a database of many catalogs makes the planner expect one fused row (56 ms of
--- a route at 1,000 catalogs: bench/route.py --catalogs 1000).
+-- a route at 1,000 catalogs: bench/route.py --catalogs 1000). Skipped after one probe of tools_avoid_idx (migration
+-- 0013) in a catalog where no tool has avoid-when text.
 avoided as materialized (
     select f.tool_pk,
            %(w_avoid)s::float8 * f.score * count(*) / (select count(*) from part_terms where part = 0) as penalty
@@ -310,6 +311,7 @@ avoided as materialized (
     cross join lateral unnest(tsvector_to_array(t.avoid_tsv)) as l (lexeme)
     join part_terms q on q.part = 0 and q.lexeme = l.lexeme
     where %(w_avoid)s::float8 > 0
+      and exists (select 1 from tools a where a.catalog_id = %(catalog)s and a.avoid_when <> '')
     group by f.tool_pk, f.score
 ),
 adjusted as (

@@ -88,6 +88,7 @@ tools = Table(
     PrimaryKeyConstraint("catalog_id", "pk", name="tools_pkey"),
     UniqueConstraint("catalog_id", "id", name="tools_catalog_id_id_key"),
     Index("tools_always_on_idx", "catalog_id", postgresql_where=text("always_on")),
+    Index("tools_avoid_idx", "catalog_id", postgresql_where=text("avoid_when <> ''::text")),
     Index("tools_lower_id_idx", "catalog_id", func.lower(text("id"))),
     Index("tools_lower_name_idx", "catalog_id", func.lower(text("name"))),
     Index("tools_provider_idx", "catalog_id", "provider"),
