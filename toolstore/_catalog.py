@@ -208,19 +208,21 @@ def _write_tools(
 def _upsert(
     conn: psycopg.Connection[Any], catalog_id: int, tools: Sequence[Tool], hashes: Mapping[str, str]
 ) -> Iterator[tuple[str, bool]]:
-    """``upsert_tools`` by batches of UPSERT_BATCH: (id, inserted) of each tool written. The next batch's rows are
-    built in a thread while Postgres writes one (building 10k tools' rows takes about 0.6 s)."""
+    """``upsert_tools`` by batches of UPSERT_BATCH: (id, inserted) of each tool written. With several batches, the
+    next batch's rows are built in a thread while Postgres writes one (building 10k tools' rows takes about 0.6 s);
+    a write of one batch (most writes) starts no thread."""
 
     def rows(batch: Sequence[Tool]) -> str:
         return json.dumps([tool_row(t, hashes[t.id]) for t in batch], ensure_ascii=False)
 
     batches = [tools[i : i + UPSERT_BATCH] for i in range(0, len(tools), UPSERT_BATCH)]
-    builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolstore-rows")
+    builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolstore-rows") if len(batches) > 1 else None
     try:
-        for batch in builder.map(rows, batches):
+        for batch in builder.map(rows, batches) if builder is not None else map(rows, batches):
             yield from conn.execute(query("upsert_tools"), {"catalog": catalog_id, "rows": batch})
     finally:
-        builder.shutdown(cancel_futures=True)  # a failed batch: the rows not built yet never will be
+        if builder is not None:
+            builder.shutdown(cancel_futures=True)  # a failed batch: the rows not built yet never will be
 
 
 def add_examples(
