@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from psycopg import sql
 from test_cli import run
 
 from toolstore import HashingEmbedder, IntentExample, InvalidInputError, Judgement, RoutedTool, Tool, ToolStore
@@ -183,7 +184,7 @@ def big(server_dsn: str, template_dsn: str) -> Iterator[ToolStore]:
     tools = [dataclasses.replace(t, provider="rare", tags=("few",)) if i in rare else t for i, t in enumerate(tools)]
     queries = generated_queries(N_TOOLS, seed=6)
     examples = [IntentExample(t.id, queries[i]) for i, t in enumerate(tools) if i in rare or i % 10 == 0]
-    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="big") as s:
+    with ToolStore(dsn, embedder=HashingEmbedder(384), catalog="big") as s:
         s.upsert(tools)
         s.add_examples(examples)
         s.analyze()
@@ -218,3 +219,35 @@ def test_a_large_filtered_set_at_10k_tools_still_fills_k(big: ToolStore) -> None
         assert all("finance" in r.tool.categories and ".send" not in r.tool.id for r in result)
         dense = big.route(text, k=8, categories=["finance"], block=["*.send*"], weights=DENSE_ONLY)
         assert len(dense) == 8 and all(r.signals.dense is not None for r in dense)
+
+
+@pytest.mark.parametrize("table, limit", [("tool_vectors", 40), ("intent_examples", 120)])
+@pytest.mark.parametrize("kept_count", [RARE, 60, 400, 2000])
+def test_knn_over_a_kept_set_is_the_exact_nearest(big: ToolStore, table: str, limit: int, kept_count: int) -> None:
+    """knn()'s kept-set branch is exact whatever plan Postgres would choose. At 384 dimensions and a few dozen kept
+    tools, ordering by the distance let the planner walk the catalog's HNSW index (ef_search rows) and join the
+    kept set afterwards: 1 row of 40 at 42 kept tools of 10k (migration 0014)."""
+    info = big.info()
+    qvec = big.embedder.embed_batch([generated_queries(1, seed=11)[0]])[0]
+    with big.pool.connection() as conn:
+        listed = sql.SQL("select distinct tool_pk from {} where catalog_id = %s order by 1").format(
+            sql.Identifier(table)
+        )
+        pks = [r[0] for r in conn.execute(listed, [info.id])]  # the tools with a vector in the table
+        kept = pks[3 :: max(1, len(pks) // kept_count)][:kept_count]
+        got = conn.execute(
+            "select tool_pk, distance from knn(%s, %s, %s, %s, %s, %s::bigint[], "
+            "route_filter(null, array['-'], null, null, null))",  # a filter that blocks nothing
+            [table, info.id, info.embed_dim, qvec, limit, kept],
+        ).fetchall()
+        exact = sql.SQL(
+            "select v.tool_pk, (v.embedding <=> %s)::float8 from {} v "
+            "where v.catalog_id = %s and v.tool_pk = any (%s::bigint[])"
+        ).format(sql.Identifier(table))
+        with conn.transaction():  # a sequential scan: no index can cut the list short
+            conn.execute("set local enable_indexscan = off")
+            conn.execute("set local enable_bitmapscan = off")
+            every = sorted(conn.execute(exact, [qvec, info.id, kept]).fetchall(), key=lambda r: (r[1], r[0]))
+    assert len(every) >= len(kept) and len(got) == min(limit, len(every))
+    assert [pk for pk, _ in got] == [pk for pk, _ in every[:limit]]
+    assert [d for _, d in got] == pytest.approx([d for _, d in every[:limit]])
