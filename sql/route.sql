@@ -105,9 +105,11 @@ hits as (
 ),
 -- BM25 is exact: every posting of every query term is read. Each part's best n tools per field, with ties at the
 -- n-th score, come from a bounded sort per part and field, not a sort of every matching tool (tens of thousands at
--- 100k tools). A tool's id (and the filters' verdict) is a scalar subquery, not a join or exists: planned
--- generically (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools (an exists,
--- test every tool against the filters); the subquery is one key lookup per tool. The filters apply before the cut.
+-- 100k tools). A tool's id is a scalar subquery, not a join: planned generically (toolstore/_connect.py), hundreds
+-- of rows are expected, and a join would hash all of tools; the subquery is one key lookup per tool. The filters
+-- apply before the cut: a tool is kept if it is in the kept set (a hashed subplan, when route_kept() listed it),
+-- else by route_keeps() on its row, one key lookup per matching tool (thousands: 2,207 for a request at 10k tools,
+-- about 4 us each).
 coarse as (
     select pf.part, pf.field, s.tool_pk, s.score
     from (select distinct pt.part, t.field from part_terms pt join qterms t on t.lexeme = pt.lexeme) pf
@@ -118,9 +120,12 @@ coarse as (
         where h.field = pf.field
         group by h.tool_pk
         having not %(filtered)s::boolean
-            or (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
-                from tools t
-                where t.catalog_id = %(catalog)s and t.pk = h.tool_pk)
+            or case when (select pks from kept) is not null
+                    then h.tool_pk in (select unnest(k.pks) from kept k)
+                    else (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
+                          from tools t
+                          where t.catalog_id = %(catalog)s and t.pk = h.tool_pk)
+               end
         order by 2 desc
         fetch first %(n)s rows with ties
     ) s
