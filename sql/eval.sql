@@ -48,7 +48,7 @@ select field, id, rank from ranked where rank <= %(n)s order by field, rank;
 -- name: eval_dense
 -- The nearest tools, as the `dense` part of `route` ranks them.
 select t.id, v.distance
-from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s, null, null) v
+from knn('tool_vectors', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n)s, null) v
 join tools t on t.catalog_id = %(catalog)s and t.pk = v.tool_pk
 order by v.distance, t.id;
 

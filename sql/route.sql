@@ -40,7 +40,8 @@ checked as (
     select route_catalog(%(catalog)s, %(version)s) as ok
 ),
 -- The filters (migration 0008): route_keeps(..., f) is their one home (f null: no filter). route_kept() checks them
--- once the version is checked (TS002 names values that match no tool) and lists the kept tools when few (else null).
+-- once the version is checked (TS002 names values that match no tool) and lists the kept tools' pks (migration 0014);
+-- the retrievers test membership in that set.
 filter as (
     select case when %(filtered)s::boolean
                 then route_filter(%(allow)s::text[], %(block)s::text[], %(categories)s::text[], %(providers)s::text[],
@@ -107,9 +108,8 @@ hits as (
 -- n-th score, come from a bounded sort per part and field, not a sort of every matching tool (tens of thousands at
 -- 100k tools). A tool's id is a scalar subquery, not a join: planned generically (toolstore/_connect.py), hundreds
 -- of rows are expected, and a join would hash all of tools; the subquery is one key lookup per tool. The filters
--- apply before the cut: a tool is kept if it is in the kept set (a hashed subplan, when route_kept() listed it),
--- else by route_keeps() on its row, one key lookup per matching tool (thousands: 2,207 for a request at 10k tools,
--- about 4 us each).
+-- apply before the cut, as membership in the kept set (a hashed subplan), not a lookup of each matching tool's row
+-- (thousands: 2,207 for one request at 10k tools, about 4 us each).
 coarse as (
     select pf.part, pf.field, s.tool_pk, s.score
     from (select distinct pt.part, t.field from part_terms pt join qterms t on t.lexeme = pt.lexeme) pf
@@ -120,12 +120,7 @@ coarse as (
         where h.field = pf.field
         group by h.tool_pk
         having not %(filtered)s::boolean
-            or case when (select pks from kept) is not null
-                    then h.tool_pk in (select unnest(k.pks) from kept k)
-                    else (select route_keeps(t.id, t.categories, t.provider, t.tags, (select f from filter))
-                          from tools t
-                          where t.catalog_id = %(catalog)s and t.pk = h.tool_pk)
-               end
+            or h.tool_pk in (select unnest(k.pks) from kept k)
         order by 2 desc
         fetch first %(n)s rows with ties
     ) s
@@ -142,8 +137,7 @@ dense as (
            row_number() over (partition by p.part order by v.distance, (select t.id from tools t
                               where t.catalog_id = %(catalog)s and t.pk = v.tool_pk)) as rank
     from parts p
-    cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s,
-                           (select pks from kept), (select f from filter)) v
+    cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s, (select pks from kept)) v
     where %(w_dense)s::float8 > 0
 ),
 neighbours as (
@@ -151,7 +145,7 @@ neighbours as (
            row_number() over (partition by p.part, e.tool_pk order by e.distance) as nth
     from parts p
     cross join lateral knn('intent_examples', %(catalog)s, %(dim)s, p.qvec, %(n_examples)s,
-                           (select pks from kept), (select f from filter)) e
+                           (select pks from kept)) e
     where %(w_intent)s::float8 > 0
 ),
 intent as (
@@ -213,8 +207,7 @@ transition as (
 context_neighbours as (
     select e.tool_pk, e.distance,
            row_number() over (partition by e.tool_pk order by e.distance) as nth
-    from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)s::vector, %(n_examples)s,
-             (select pks from kept), (select f from filter)) e
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)s::vector, %(n_examples)s, (select pks from kept)) e
     where %(w_context)s::float8 > 0
 ),
 context as (

@@ -27,7 +27,7 @@ select id, score from scored order by round(score * 1e9) desc, id;
 -- name: neighbour_list
 -- The nearest intent examples' tools, nearest first.
 select t.id, e.distance
-from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s, null, null) e
+from knn('intent_examples', %(catalog)s, %(dim)s, %(qvec)s::vector, %(n_examples)s, null) e
 join tools t on t.catalog_id = %(catalog)s and t.pk = e.tool_pk
 order by e.distance, t.id;
 

@@ -91,7 +91,7 @@ tools = Table(
     Index("tools_avoid_idx", "catalog_id", postgresql_where=text("avoid_when <> ''::text")),
     Index("tools_lower_id_idx", "catalog_id", func.lower(text("id"))),
     Index("tools_lower_name_idx", "catalog_id", func.lower(text("name"))),
-    Index("tools_provider_idx", "catalog_id", "provider"),
+    Index("tools_filter_idx", "catalog_id", "provider", postgresql_include=["pk", "id", "categories", "tags"]),
     Index("tools_categories_idx", "categories", postgresql_using="gin"),
     Index("tools_tags_idx", "tags", postgresql_using="gin"),
 )

@@ -4,6 +4,7 @@ sets at 10k tools, and the avoid-when penalty."""
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
 import uuid
 from collections.abc import Iterator
@@ -236,8 +237,7 @@ def test_knn_over_a_kept_set_is_the_exact_nearest(big: ToolStore, table: str, li
         pks = [r[0] for r in conn.execute(listed, [info.id])]  # the tools with a vector in the table
         kept = pks[3 :: max(1, len(pks) // kept_count)][:kept_count]
         got = conn.execute(
-            "select tool_pk, distance from knn(%s, %s, %s, %s, %s, %s::bigint[], "
-            "route_filter(null, array['-'], null, null, null))",  # a filter that blocks nothing
+            "select tool_pk, distance from knn(%s, %s, %s, %s, %s, %s::bigint[])",
             [table, info.id, info.embed_dim, qvec, limit, kept],
         ).fetchall()
         exact = sql.SQL(
@@ -251,3 +251,44 @@ def test_knn_over_a_kept_set_is_the_exact_nearest(big: ToolStore, table: str, li
     assert len(every) >= len(kept) and len(got) == min(limit, len(every))
     assert [pk for pk, _ in got] == [pk for pk, _ in every[:limit]]
     assert [d for _, d in got] == pytest.approx([d for _, d in every[:limit]])
+
+
+KEPT_CASES = [
+    {"providers": ["rare"]},  # 15 tools: listed through the providers' index entries
+    {"providers": ["slack", "gmail", "github"]},  # thousands: the same, past 2,000
+    {"providers": ["slack", "gmail", "github", "rare"], "tags": ["few"]},  # the tags bound the set
+    {"allow": ["s*"]},  # globs alone: every tool is tested
+    {"block": ["slack.*", "*.send*"]},
+    {"categories": ["finance"], "block": ["*.send*"]},  # a quarter of the catalog
+    {"allow": ["gmail.*", "stripe.?*"], "categories": ["finance", "sales"], "providers": ["gmail", "stripe"]},
+]
+
+
+@pytest.mark.parametrize("case", KEPT_CASES)
+def test_route_kept_lists_exactly_the_tools_the_filters_keep(big: ToolStore, case: dict[str, list[str]]) -> None:
+    """route_kept() lists every kept tool whatever their number (migration 0014): route() tests membership in it."""
+    info = big.info()
+    with big.pool.connection() as conn:
+        rows = conn.execute(
+            "select pk, id, provider, categories, tags from tools where catalog_id = %s", [info.id]
+        ).fetchall()
+        (kept,) = conn.execute(
+            "select route_kept(%s, %s, %s, %s, %s, %s)",
+            [info.id, *(case.get(k) for k in ("allow", "block", "categories", "providers", "tags"))],
+        ).fetchone() or (None,)
+
+    def keeps(tool_id: str, provider: str, categories: list[str], tags: list[str]) -> bool:
+        def matches(patterns: list[str]) -> bool:
+            return any(fnmatch.fnmatchcase(tool_id, p) for p in patterns)
+
+        return (
+            ("allow" not in case or matches(case["allow"]))
+            and ("block" not in case or not matches(case["block"]))
+            and ("categories" not in case or bool(set(categories) & set(case["categories"])))
+            and ("providers" not in case or provider in case["providers"])
+            and ("tags" not in case or bool(set(tags) & set(case["tags"])))
+        )
+
+    expected = {pk for pk, tool_id, provider, categories, tags in rows if keeps(tool_id, provider, categories, tags)}
+    assert expected and len(expected) < len(rows)
+    assert kept is not None and sorted(kept) == sorted(expected)

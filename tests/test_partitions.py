@@ -151,7 +151,7 @@ def test_vectors_past_2000_dimensions_are_indexed_on_halfvec(
         target = tools[7]
         qvec = np.asarray(embedder.embed(dense_text(target)), dtype=np.float32)
         found = conn.execute(
-            "select t.id, k.distance from knn('tool_vectors', %s, %s, %s, 10, null, null) k "
+            "select t.id, k.distance from knn('tool_vectors', %s, %s, %s, 10, null) k "
             "join tools t on t.catalog_id = %s and t.pk = k.tool_pk order by k.distance",
             [cid, dim, qvec, cid],
         ).fetchall()

@@ -1,0 +1,313 @@
+"""Filtered routes: knn()'s search over a few kept tools is exact again, and the kept set is always listed.
+
+Revision ID: 0014
+Revises: 0013
+Create Date: 2026-11-24
+
+**A bug.** route() with a filter that keeps at most 2,000 tools searches their vectors exactly (migration 0008): a
+HNSW walk filtered afterwards returns too few of a small set. But the exact query ordered by the distance, the very
+expression the catalog's partial HNSW index serves, so the planner was free to walk the index (``ef_search`` rows of
+the whole catalog; by its estimate cheaper than a key lookup per kept tool once a few dozen are kept at 384
+dimensions) and join the kept set afterwards. At 10k tools the dense list held 1 tool of a provider's 42, 0 of 400
+kept tools and 5 of 2,000, silently. Where it did not, it could scan the whole table for a hash join (20 ms for 30k
+intent examples at 10k tools, against 3.6 ms by key). Each kept tool's vectors are now read by key in a lateral
+subquery that ``OFFSET 0`` keeps from being flattened, and sorted above it, where no index can supply the order
+(``tests/test_filters.py`` ``test_knn_over_a_kept_set_is_the_exact_nearest`` compares knn() with a sequential scan).
+
+**The kept set, always listed.** ``route_kept()`` returned null past 2,000 kept tools (or for globs and blocks
+alone), and route() then tested candidates row by row: a key lookup into ``tools`` per tool matching a query term
+in the lexical part (2,207 for one request at 10k tools, about 4 us each) and per HNSW candidate in knn(). It now
+always returns the kept tools' pks. route() tests membership through a hashed subplan, and knn()'s iterative HNSW
+scan (past 2,000 kept) through a hash probe of the constant array; knn() takes the kept set only (its route_filter
+argument is gone). Many kept tools are listed from ``tools_filter_idx`` alone, ``(catalog_id, provider)`` including
+the filter columns (an index-only scan, not a read of the wide rows); it replaces ``tools_provider_idx``.
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0014"
+down_revision = "0013"
+branch_labels = None
+depends_on = None
+
+UPGRADE = """
+create index tools_filter_idx on tools (catalog_id, provider) include (pk, id, categories, tags);
+drop index tools_provider_idx;
+
+-- route_kept() as migration 0008 wrote it, but past 2,000 kept tools (or for globs and blocks alone) it lists them.
+create or replace function route_kept(p_catalog integer, p_allow text[], p_block text[], p_categories text[],
+                           p_providers text[], p_tags text[])
+returns bigint[]
+language plpgsql stable set search_path from current set enable_seqscan = off as $$
+declare
+    f route_filter := route_filter(p_allow, p_block, p_categories, p_providers, p_tags);
+    globs boolean := exists (select 1 from unnest(p_allow) v where v ~ '[*?]');
+    unmatched text;
+    unmatched_globs text[];
+    n bigint;
+    kept bigint[];
+    best bigint;
+    driver text;
+begin
+    if globs then  -- planned only when there are globs
+        execute 'select array_agg(''allow '' || quote_literal(a.v) order by a.ord) '
+                'from unnest($2::text[]) with ordinality as a (v, ord) where a.v ~ ''[*?]'' '
+                'and not exists (select 1 from tools t where t.catalog_id = $1 and t.id like glob_like(a.v))'
+        into unmatched_globs using p_catalog, p_allow;
+    end if;
+    select string_agg(u.what, ', ' order by u.kind, u.ord) into unmatched
+    from (
+        select 1 as kind, a.ord, 'allow ' || quote_literal(a.v) as what
+        from unnest(p_allow) with ordinality as a (v, ord)
+        where a.v !~ '[*?]' and not exists (select 1 from tools t where t.catalog_id = p_catalog and t.id = a.v)
+        union all
+        select 1, g.ord + 100000, g.what
+        from unnest(unmatched_globs) with ordinality as g (what, ord)
+        union all
+        select 2, c.ord, 'category ' || quote_literal(c.v)
+        from unnest(p_categories) with ordinality as c (v, ord)
+        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.categories @> array[c.v])
+        union all
+        select 3, p.ord, 'provider ' || quote_literal(p.v)
+        from unnest(p_providers) with ordinality as p (v, ord)
+        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.provider = p.v)
+        union all
+        select 4, g.ord, 'tag ' || quote_literal(g.v)
+        from unnest(p_tags) with ordinality as g (v, ord)
+        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.tags @> array[g.v])
+    ) u;
+    if unmatched is not null then
+        raise exception 'filter values that match no tool of the catalog: %', unmatched using errcode = 'TS002';
+    end if;
+    if p_allow is not null and not globs then
+        best := cardinality(p_allow); driver := 'allow';
+    end if;
+    if p_providers is not null then
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.provider = any (p_providers) limit 2001) x;
+        if best is null or n < best then best := n; driver := 'providers'; end if;
+    end if;
+    if p_categories is not null and (best is null or best > 2000) then
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.categories && p_categories limit 2001) x;
+        if best is null or n < best then best := n; driver := 'categories'; end if;
+    end if;
+    if p_tags is not null and (best is null or best > 2000) then
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.tags && p_tags limit 2001) x;
+        if best is null or n < best then best := n; driver := 'tags'; end if;
+    end if;
+    if best is null or best > 2000 then
+        -- Many kept, or only globs and blocks given: every tool of the catalog (of the providers, if given) is tested,
+        -- read from tools_filter_idx alone (an index-only scan of the filter columns, not of the wide rows).
+        if p_providers is not null then
+            execute 'select coalesce(array_agg(t.pk), ''{}'') from tools t where t.catalog_id = $1 '
+                    'and t.provider = any ($3) and route_keeps(t.id, t.categories, t.provider, t.tags, $2)'
+            into kept using p_catalog, f, p_providers;
+        else
+            execute 'select coalesce(array_agg(t.pk), ''{}'') from tools t where t.catalog_id = $1 '
+                    'and route_keeps(t.id, t.categories, t.provider, t.tags, $2)'
+            into kept using p_catalog, f;
+        end if;
+        return kept;
+    end if;
+    execute 'select coalesce(array_agg(t.pk order by t.pk), ''{}'') from tools t where t.catalog_id = $1 '
+            'and route_keeps(t.id, t.categories, t.provider, t.tags, $2) '
+            'and (($3::text[] is not null and t.id = any ($3)) or ($4::text[] is not null and t.provider = any ($4)) '
+            'or ($5::text[] is not null and t.categories && $5) or ($6::text[] is not null and t.tags && $6))'
+    into kept using p_catalog, f,
+        case when driver = 'allow' then p_allow end, case when driver = 'providers' then p_providers end,
+        case when driver = 'categories' then p_categories end, case when driver = 'tags' then p_tags end;
+    return kept;
+end
+$$;
+
+drop function knn(text, integer, integer, vector, integer, bigint[], route_filter);
+
+-- knn() as migration 0011 wrote it, but filtered by the kept set alone: exact by key up to 2,000 kept tools, else an
+-- iterative HNSW scan probing the set.
+create function knn(p_table text, p_catalog integer, p_dim integer, p_query vector, p_limit integer,
+                    p_kept bigint[])
+returns table (tool_pk bigint, distance double precision)
+language plpgsql rows 40 set search_path from current as $$
+declare
+    indexed text := coalesce(vector_index_type(p_dim), 'vector');
+begin
+    if p_query is null or p_dim is null or p_limit <= 0 then
+        return;
+    end if;
+    if p_table not in ('tool_vectors', 'intent_examples') then
+        raise exception 'knn: unknown table %', p_table;
+    end if;
+    perform set_config('hnsw.ef_search', least(greatest(p_limit, 40), 1000)::text, true);
+    if p_kept is null then
+        return query execute format(
+            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision '
+            'from %3$I v where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
+            'order by v.embedding::%4$s(%1$s) <=> $1::%4$s(%1$s) limit $2', p_dim, p_catalog, p_table, indexed)
+        using p_query, p_limit;
+    elsif cardinality(p_kept) <= 2000 then
+        -- Exact: one key lookup per kept tool (a lateral subquery that OFFSET 0 keeps from being flattened), and the
+        -- distances sorted above it. Flattened into a join ordered by the distance, the planner was free to answer
+        -- the order with the catalog's HNSW index (ef_search rows of the whole catalog, the kept set joined
+        -- afterwards) or to scan the whole table for a hash join (vector_dims()'s default selectivity hides the rows).
+        return query execute format(
+            'select s.tool_pk, s.distance from unnest($3::bigint[]) k (pk) '
+            'cross join lateral (select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
+            'from %3$I v where v.catalog_id = %2$s and v.tool_pk = k.pk and vector_dims(v.embedding) = %1$s '
+            'offset 0) s '
+            'order by 2, 1 limit $2', p_dim, p_catalog, p_table)
+        using p_query, p_limit, p_kept;
+    else
+        -- Many kept: an iterative HNSW scan whose rows are tested against the kept set (a constant in this one-shot
+        -- plan, so the test is a hash probe).
+        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        return query execute format(
+            'select s.tool_pk, s.distance from ('
+            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
+            'from %3$I v '
+            'where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s and v.tool_pk = any ($3) '
+            'order by v.embedding::%4$s(%1$s) <=> $1::%4$s(%1$s) limit $2) s order by s.distance',
+            p_dim, p_catalog, p_table, indexed)
+        using p_query, p_limit, p_kept;
+    end if;
+end
+$$;
+"""
+
+# -- downgrade: route_kept() as migration 0008 wrote it, knn() as migration 0011 wrote it ---------------------------
+
+DOWNGRADE = """
+create index tools_provider_idx on tools (catalog_id, provider);
+drop index tools_filter_idx;
+
+create or replace function route_kept(p_catalog integer, p_allow text[], p_block text[], p_categories text[],
+                           p_providers text[], p_tags text[])
+returns bigint[]
+language plpgsql stable set search_path from current set enable_seqscan = off as $$
+declare
+    f route_filter := route_filter(p_allow, p_block, p_categories, p_providers, p_tags);
+    globs boolean := exists (select 1 from unnest(p_allow) v where v ~ '[*?]');
+    unmatched text;
+    unmatched_globs text[];
+    n bigint;
+    kept bigint[];
+    best bigint;
+    driver text;
+begin
+    if globs then  -- planned only when there are globs
+        execute 'select array_agg(''allow '' || quote_literal(a.v) order by a.ord) '
+                'from unnest($2::text[]) with ordinality as a (v, ord) where a.v ~ ''[*?]'' '
+                'and not exists (select 1 from tools t where t.catalog_id = $1 and t.id like glob_like(a.v))'
+        into unmatched_globs using p_catalog, p_allow;
+    end if;
+    select string_agg(u.what, ', ' order by u.kind, u.ord) into unmatched
+    from (
+        select 1 as kind, a.ord, 'allow ' || quote_literal(a.v) as what
+        from unnest(p_allow) with ordinality as a (v, ord)
+        where a.v !~ '[*?]' and not exists (select 1 from tools t where t.catalog_id = p_catalog and t.id = a.v)
+        union all
+        select 1, g.ord + 100000, g.what
+        from unnest(unmatched_globs) with ordinality as g (what, ord)
+        union all
+        select 2, c.ord, 'category ' || quote_literal(c.v)
+        from unnest(p_categories) with ordinality as c (v, ord)
+        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.categories @> array[c.v])
+        union all
+        select 3, p.ord, 'provider ' || quote_literal(p.v)
+        from unnest(p_providers) with ordinality as p (v, ord)
+        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.provider = p.v)
+        union all
+        select 4, g.ord, 'tag ' || quote_literal(g.v)
+        from unnest(p_tags) with ordinality as g (v, ord)
+        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.tags @> array[g.v])
+    ) u;
+    if unmatched is not null then
+        raise exception 'filter values that match no tool of the catalog: %', unmatched using errcode = 'TS002';
+    end if;
+    if p_allow is not null and not globs then
+        best := cardinality(p_allow); driver := 'allow';
+    end if;
+    if p_providers is not null then
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.provider = any (p_providers) limit 2001) x;
+        if best is null or n < best then best := n; driver := 'providers'; end if;
+    end if;
+    if p_categories is not null and (best is null or best > 2000) then
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.categories && p_categories limit 2001) x;
+        if best is null or n < best then best := n; driver := 'categories'; end if;
+    end if;
+    if p_tags is not null and (best is null or best > 2000) then
+        select count(*) into n
+        from (select from tools t where t.catalog_id = p_catalog and t.tags && p_tags limit 2001) x;
+        if best is null or n < best then best := n; driver := 'tags'; end if;
+    end if;
+    if best is null or best > 2000 then
+        return null;
+    end if;
+    execute 'select coalesce(array_agg(t.pk order by t.pk), ''{}'') from tools t where t.catalog_id = $1 '
+            'and route_keeps(t.id, t.categories, t.provider, t.tags, $2) '
+            'and (($3::text[] is not null and t.id = any ($3)) or ($4::text[] is not null and t.provider = any ($4)) '
+            'or ($5::text[] is not null and t.categories && $5) or ($6::text[] is not null and t.tags && $6))'
+    into kept using p_catalog, f,
+        case when driver = 'allow' then p_allow end, case when driver = 'providers' then p_providers end,
+        case when driver = 'categories' then p_categories end, case when driver = 'tags' then p_tags end;
+    return kept;
+end
+$$;
+
+drop function knn(text, integer, integer, vector, integer, bigint[]);
+
+create or replace function knn(p_table text, p_catalog integer, p_dim integer, p_query vector, p_limit integer,
+                               p_kept bigint[], p_filter route_filter)
+returns table (tool_pk bigint, distance double precision)
+language plpgsql rows 40 set search_path from current as $$
+declare
+    indexed text := coalesce(vector_index_type(p_dim), 'vector');
+begin
+    if p_query is null or p_dim is null or p_limit <= 0 then
+        return;
+    end if;
+    if p_table not in ('tool_vectors', 'intent_examples') then
+        raise exception 'knn: unknown table %', p_table;
+    end if;
+    perform set_config('hnsw.ef_search', least(greatest(p_limit, 40), 1000)::text, true);
+    if p_filter is null then
+        return query execute format(
+            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision '
+            'from %3$I v where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
+            'order by v.embedding::%4$s(%1$s) <=> $1::%4$s(%1$s) limit $2', p_dim, p_catalog, p_table, indexed)
+        using p_query, p_limit;
+    elsif p_kept is not null then
+        return query execute format(
+            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
+            'from unnest($3::bigint[]) k (pk) join %3$I v on v.catalog_id = %2$s and v.tool_pk = k.pk '
+            'where vector_dims(v.embedding) = %1$s '
+            'order by 2, 1 limit $2', p_dim, p_catalog, p_table)
+        using p_query, p_limit, p_kept;
+    else
+        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        return query execute format(
+            'select s.tool_pk, s.distance from ('
+            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
+            'from %3$I v join tools t on t.catalog_id = %2$s and t.pk = v.tool_pk '
+            'where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
+            'and route_keeps(t.id, t.categories, t.provider, t.tags, $3) '
+            'order by v.embedding::%4$s(%1$s) <=> $1::%4$s(%1$s) limit $2) s order by s.distance',
+            p_dim, p_catalog, p_table, indexed)
+        using p_query, p_limit, p_filter;
+    end if;
+end
+$$;
+"""
+
+
+def upgrade() -> None:
+    op.execute(UPGRADE)
+
+
+def downgrade() -> None:
+    op.execute(DOWNGRADE)
