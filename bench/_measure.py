@@ -4,6 +4,7 @@ messages, an EXPLAIN ANALYZE profile, and bulk imports."""
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,7 +15,8 @@ from _harness import OUT, Precomputed, fresh_database, log, stats_ms, timed
 
 from toolstore import Embedder, ToolStore
 from toolstore._connect import Connector
-from toolstore._fusion import stored_fusion
+from toolstore._fusion import Fusion, stored_fusion
+from toolstore._models import CatalogInfo
 from toolstore._route import route_request, statement_params
 from toolstore._sql import query
 from toolstore._text import dense_text
@@ -184,4 +186,45 @@ def bench_coverage(store: ToolStore, texts: Sequence[str]) -> dict[str, Any]:
     out["parts_mean"] = statistics.fmean(parts) if parts else 0.0
     for name in times:
         out[f"split_only_{name}"] = stats_ms([times[name][i] for i in split_rows]) if split_rows else None
+    return out
+
+
+def filter_cases(cat: _synth.Catalog) -> dict[str, dict[str, list[str]]]:
+    """route() filters of several sizes on the synthetic catalog: its most common providers, and an id glob."""
+    providers = [p for p, _ in Counter(t.provider for t in cat.tools).most_common()]
+    return {
+        "1 provider": {"providers": providers[:1]},
+        "30 providers": {"providers": providers[:30]},
+        "200 providers": {"providers": providers[:200]},
+        "allow a*": {"allow": ["a*"]},
+        "block a*": {"block": ["a*"]},
+    }
+
+
+def bench_filters(
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    fusion: Fusion,
+    cat: _synth.Catalog,
+    texts: Sequence[str],
+    qvecs: np.ndarray,
+) -> dict[str, Any]:
+    """The route statement with each filter of filter_cases() and without, on the same requests (query vectors
+    precomputed), interleaved in alternating order; and how many tools each filter keeps."""
+    out: dict[str, Any] = {}
+    for name, case in filter_cases(cat).items():
+        plain = [statement_params(info, route_request(t, fusion, k=8), v) for t, v in zip(texts, qvecs)]
+        filtered = [statement_params(info, route_request(t, fusion, k=8, **case), v) for t, v in zip(texts, qvecs)]
+        times: dict[str, list[float]] = {"filtered": [], "unfiltered": []}
+        for i in range(len(texts)):
+            order = [("filtered", filtered), ("unfiltered", plain)]
+            for label, params in order if i % 2 else order[::-1]:
+                elapsed, _ = timed(lambda p: conn.execute(query("route"), p).fetchall(), params[i])
+                times[label].append(elapsed)
+        p = filtered[0]
+        kept = conn.execute(
+            "select cardinality(route_kept(%s, %s, %s, %s, %s, %s))",
+            [info.id, p["allow"], p["block"], p["categories"], p["providers"], p["tags"]],
+        ).fetchone()
+        out[name] = {"kept": kept[0] if kept else None, **{k: stats_ms(v) for k, v in times.items()}}
     return out

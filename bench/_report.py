@@ -82,6 +82,17 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
         ),
         ("postings rows / touched per query", lambda r: f"{r['postings_rows']} / {r['postings_touched_mean']:.0f}"),
     ]
+    for name in results[0].get("filters", {}) if results else []:
+        rows.append(
+            (
+                f"statement p50 ms filtered ({name}) vs not; tools kept",
+                lambda r, f=name: (
+                    f"{r['filters'][f]['filtered']['p50']:.1f} vs {r['filters'][f]['unfiltered']['p50']:.1f}; "
+                    f"{r['filters'][f]['kept']:,}"
+                ),
+            )
+        )
+    rows += []
     for name in results[0]["variants"] if results else []:
         rows.append(
             (

@@ -48,7 +48,7 @@ from _harness import (
     timed,
 )
 from _inprocess import Reference
-from _measure import bench_coverage, bench_import, bench_sessions, explain_profile, lexical_overlap
+from _measure import bench_coverage, bench_filters, bench_import, bench_sessions, explain_profile, lexical_overlap
 from _report import table, targets
 
 from toolstore import Embedder, HashingEmbedder, ToolStore
@@ -70,6 +70,7 @@ def _counting_execute(self: Any, *args: Any, **kwargs: Any) -> Any:
 
 psycopg.Cursor.execute = _counting_execute  # type: ignore[method-assign]
 TEST_BLOCKS = parse_blocks((BENCH.parent / "tests" / "retrievers.sql").read_text())  # each retriever alone
+FILTER_REQUESTS = 60  # requests timed per filter (bench_filters), with and without it
 
 
 def bench_size(
@@ -192,6 +193,8 @@ def bench_size(
                 vpool.putconn(vconn)
                 vpool.close()
             explained = explain_profile(sconn, params[:explain]) if explain else {}
+            log(f"{n}: filtered statements")
+            filtered = bench_filters(sconn, info, fusion, cat, texts[:FILTER_REQUESTS], qvecs[:FILTER_REQUESTS])
             spool.putconn(sconn)
             spool.close()
 
@@ -227,6 +230,7 @@ def bench_size(
         "explain": explained,
         "sessions": session_out,
         "coverage": coverage_out,
+        "filters": filtered,
     }
 
 
