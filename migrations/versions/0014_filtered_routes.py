@@ -18,8 +18,9 @@ subquery that ``OFFSET 0`` keeps from being flattened, and sorted above it, wher
 alone), and route() then tested candidates row by row: a key lookup into ``tools`` per tool matching a query term
 in the lexical part (2,207 for one request at 10k tools, about 4 us each) and per HNSW candidate in knn(). It now
 always returns the kept tools' pks. route() tests membership through a hashed subplan, and so does knn()'s
-iterative HNSW scan (past 2,000 kept); knn() takes the kept set only (its route_filter argument is gone). Many kept tools are listed from ``tools_filter_idx`` alone, ``(catalog_id, provider)`` including
-the filter columns (an index-only scan, not a read of the wide rows); it replaces ``tools_provider_idx``.
+iterative HNSW scan (past 2,000 kept); knn() takes the kept set only (its route_filter argument is gone). Many kept
+tools are listed from ``tools_filter_idx`` alone, ``(catalog_id, provider)`` including the filter columns (an
+index-only scan, not a read of the wide rows); it replaces ``tools_provider_idx``.
 """
 
 from __future__ import annotations
