@@ -1,5 +1,5 @@
-"""Measurements beside route()'s own: capped lexical rankings against exact ones, routes with a session and with
-messages, an EXPLAIN ANALYZE profile, and bulk imports."""
+"""Measurements beside route()'s own: a variant statement's lexical rankings against the statement's, routes with a
+session and with messages, an EXPLAIN ANALYZE profile, bulk imports, and filtered statements."""
 
 from __future__ import annotations
 
@@ -212,8 +212,8 @@ def bench_filters(
     """The route statement with each filter of filter_cases() and without, on the same requests (query vectors
     precomputed), interleaved in alternating order; and how many tools each filter keeps."""
     out: dict[str, Any] = {}
+    plain = [statement_params(info, route_request(t, fusion, k=8), v) for t, v in zip(texts, qvecs)]
     for name, case in filter_cases(cat).items():
-        plain = [statement_params(info, route_request(t, fusion, k=8), v) for t, v in zip(texts, qvecs)]
         filtered = [statement_params(info, route_request(t, fusion, k=8, **case), v) for t, v in zip(texts, qvecs)]
         times: dict[str, list[float]] = {"filtered": [], "unfiltered": []}
         for i in range(len(texts)):

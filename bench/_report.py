@@ -92,7 +92,6 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
                 ),
             )
         )
-    rows += []
     for name in results[0]["variants"] if results else []:
         rows.append(
             (

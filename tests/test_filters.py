@@ -176,8 +176,9 @@ RARE = 15
 
 @pytest.fixture(scope="module")
 def big(server_dsn: str, template_dsn: str) -> Iterator[ToolStore]:
-    """10k generated tools (hashing vectors: cheap), of which RARE have provider `rare` and tag `few`, with intent
-    examples for every tool of those and every tenth of the rest."""
+    """10k generated tools (hashing vectors: cheap; 384 dimensions, as the local model's, since the plans knn() gets
+    depend on the rows' width), of which RARE have provider `rare` and tag `few`, with intent examples for every tool
+    of those and every tenth of the rest."""
     name = f"toolstore_test_filters_{uuid.uuid4().hex[:8]}"
     dsn = create_database(server_dsn, name, template=TEMPLATE)
     tools = generated_tools(N_TOOLS, seed=5)
