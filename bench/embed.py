@@ -1,6 +1,6 @@
 """Benchmark the local embedder: shipped int8 model vs the fp32 export, in one run.
 
-    PYTHONPATH=. python bench/embed.py [--docs 10000] [--queries 200] [--model-dir DIR ...]
+    PYTHONPATH=. python bench/embed.py [--docs 10000] [--queries 200] [--model-dir DIR ...] [--against DIR]
 
 Prints, per model and thread count: load time, per-query latency (median and p95 over short requests, one text at
 a time) and batch throughput (docs per wall-clock and per CPU second over short tool-like texts, ``embed_many``);
@@ -10,7 +10,8 @@ synthetic docs; then the installed size of the runtime dependencies. The fp32 mo
 ``scripts/build_local_model.py`` writes it to ``bench/out/minilm-fp32.onnx``; without it only the int8 model is
 measured. ``--model-dir`` adds candidate models exported by ``scripts/build_candidate_model.py`` (``--embedder
 local:DIR``) or ``scripts/build_static_model.py`` (``--embedder static:DIR``: one thread, no onnxruntime), each with
-its size on disk.
+its size on disk. ``--against DIR`` only compares the shipped model with the one in ``DIR`` (an earlier release's
+``model.onnx`` and ``tokenizer.json``, say), alternating them text by text and batch by batch (one thread).
 """
 
 from __future__ import annotations
@@ -112,6 +113,35 @@ def measure(model_dir: Path, threads: int, queries: list[str], docs: list[str]) 
     }
 
 
+def side_by_side(other_dir: Path, queries: list[str], docs: list[str], rounds: int = 3) -> None:
+    """The shipped model against ``other_dir``'s, one thread, alternated on the same texts: per-query latency
+    (each query embedded by both, in alternating order), then ``embed_many`` over ``docs`` in alternating rounds."""
+    models = {"shipped": LocalEmbedder(threads=1), "other": LocalEmbedder(threads=1, model_dir=other_dir)}
+    for embedder in models.values():
+        for text in queries[:10]:
+            embedder.embed(text)
+    ms: dict[str, list[float]] = {name: [] for name in models}
+    for i, text in enumerate(queries):
+        for name in list(models)[:: 1 if i % 2 else -1]:
+            start = time.perf_counter()
+            models[name].embed(text)
+            ms[name].append((time.perf_counter() - start) * 1000)
+    rates: dict[str, list[float]] = {name: [] for name in models}
+    for i in range(rounds):
+        for name in list(models)[:: 1 if i % 2 else -1]:
+            start = time.perf_counter()
+            models[name].embed_many(docs)
+            rates[name].append(len(docs) / (time.perf_counter() - start))
+    ratio = float(np.median(np.array(ms["shipped"]) / np.array(ms["other"])))
+    print(f"{len(queries)} queries one at a time, alternated; {len(docs)} docs with embed_many, {rounds} rounds each")
+    for name, path in (("shipped", MODEL_DIR), ("other", other_dir)):
+        print(
+            f"{name:<8} {directory_size(path.resolve()) / 1e6:>5.0f} MB  query median {np.median(ms[name]):.2f} ms, "
+            f"p95 {np.percentile(ms[name], 95):.2f} ms; {np.median(rates[name]):.0f} docs/s  ({path})"
+        )
+    print(f"shipped / other, per query (median): {ratio:.2f}")
+
+
 def model(model_dir: Path, threads: int) -> Embedder:
     """The model in ``model_dir``: static (``embeddings.npy``) or onnxruntime with ``threads`` intra-op threads."""
     if (model_dir / "embeddings.npy").is_file():
@@ -157,10 +187,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="intra-op thread counts to measure")
     parser.add_argument("--model-dir", type=Path, action="append", default=[], help="a candidate model directory")
     parser.add_argument("--bench-texts", type=Path, help="tools.jsonl: order measured on its dense texts")
+    parser.add_argument("--against", type=Path, help="only compare the shipped model with this model directory")
     args = parser.parse_args()
 
     rng = random.Random(7)
     queries, docs = short_requests(args.queries, rng), tool_texts(args.docs, rng)
+    if args.against:
+        mixed = [dense_text(t) for t in load_tools_file(args.bench_texts)] if args.bench_texts else docs
+        side_by_side(args.against, queries, random.Random(7).sample(mixed, min(args.docs, len(mixed))))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         models = {"int8 (shipped)": MODEL_DIR, "fp32": fp32_dir(Path(tmp))}
         models.update({model(d, 1).model.partition("/")[2]: d for d in args.model_dir})
