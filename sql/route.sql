@@ -2,7 +2,9 @@
 --   catalog     catalog id                      version    the catalog's version the settings were read at
 --   dim         the catalog's embedding dimension (or null)
 --   part_texts  the request, then its sub-requests (parts 0, 1, ...), identifiers split
---   part_vecs   their embeddings, aligned (or null, or null elements: no dense/intent for those parts)
+--   part_vecs   their embeddings, aligned (or null, or null elements: no dense/intent for those parts); sent in
+--               binary (as is cvec): as text, each vector's floats are formatted by the client and parsed by
+--               the server (0.36 against 0.08 ms for two 384-dimension vectors, a scratch timing)
 --   w_split     weight of a tool's best fused score in a sub-request, added to its fused score in the request
 --   n           over-fetch per retriever        n_examples intent examples fetched (neighbours)
 --   per_tool    neighbours summed per tool      k_rrf      RRF constant
@@ -61,7 +63,7 @@ fields (field, weight) as (
 -- is retrieved alone by the five request retrievers; postings are read once for all parts' terms.
 parts as (
     select (u.nth - 1)::integer as part, u.text, u.qvec
-    from unnest(%(part_texts)s::text[], %(part_vecs)s::vector[]) with ordinality as u (text, qvec, nth)
+    from unnest(%(part_texts)s::text[], %(part_vecs)b::vector[]) with ordinality as u (text, qvec, nth)
     where u.text is not null
 ),
 part_terms as (
@@ -207,7 +209,7 @@ transition as (
 context_neighbours as (
     select e.tool_pk, e.distance,
            row_number() over (partition by e.tool_pk order by e.distance) as nth
-    from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)s::vector, %(n_examples)s, (select pks from kept)) e
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)b::vector, %(n_examples)s, (select pks from kept)) e
     where %(w_context)s::float8 > 0
 ),
 context as (

@@ -121,7 +121,7 @@ def generic_plan(conn: psycopg.Connection[Any], params: dict[str, Any]) -> tuple
     assert row is not None, "the route statement was not prepared"
     name, types, generic = row
     # the prepared statement numbers its parameters in order of first appearance, as the driver converted them
-    names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", query("route"))))
+    names = list(dict.fromkeys(re.findall(r"%\((\w+)\)[sb]", query("route"))))
     args = sql.SQL(", ").join(
         sql.SQL("{}::{}").format(sql.Literal(params[n]), sql.SQL(t)) for n, t in zip(names, types, strict=True)
     )
