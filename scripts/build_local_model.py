@@ -11,9 +11,8 @@ Build-time only: needs torch, sentence-transformers, onnx, onnxruntime and the P
 Steps: export BertModel + mean pooling + L2 normalisation to one ONNX graph (fp32, also kept at ``--fp32-out`` for
 ``bench/embed.py``); quantize it (int8 per-channel weights for most MatMuls; int8 weights and activations per
 block of 64 for the MatMuls that lose the most that way; int8 per-row word embeddings); write ``tokenizer.json``
-(truncation at 256, dynamic
-padding, like sentence-transformers), ``LICENSE`` and ``NOTICE.md``; write the reference vectors to
-``tests/data/minilm_reference.npz``; and fail unless every reference text reaches cosine >= 0.99.
+(truncation at 256, dynamic padding, like sentence-transformers), ``LICENSE`` and ``NOTICE.md``; write the reference
+vectors to ``tests/data/minilm_reference.npz``; and fail unless every reference text reaches cosine >= 0.99.
 """
 
 from __future__ import annotations
