@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._abstain import AbstainModel, stored_abstain
+from ._connect import VectorArray
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError
 from ._explore import check_explore
@@ -294,7 +295,7 @@ def statement_params(
         "version": info.version,
         "dim": info.embed_dim,
         "part_texts": [query_text(text) for text in (request.query, *request.parts)],
-        "part_vecs": [qvec, *part_vecs] if qvec is not None else None,
+        "part_vecs": VectorArray([qvec, *part_vecs]) if qvec is not None else None,
         "w_split": fusion.split if request.parts else 0.0,
         "identifiers": query_identifiers(request.query),
         "n": n,

@@ -39,7 +39,7 @@ from ._route import (
 )
 from ._routed import fused_candidates, route_result
 from ._rows import name_row
-from ._sql import query
+from ._sql import raw_query
 
 T = TypeVar("T")
 
@@ -94,15 +94,18 @@ Steps = Generator[Step, Any, T]
 
 
 def fetch_rows(conn: psycopg.Connection[Any], step: Fetch) -> list[dict[str, Any]]:
-    """The synchronous answer to a :class:`Fetch` on ``conn``."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query(step.block), step.params).fetchall()
+    """The synchronous answer to a :class:`Fetch` on ``conn``: the block with its placeholders numbered once
+    (``raw_query``), on a raw cursor."""
+    text, names = raw_query(step.block)
+    with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
+        return cur.execute(text, [step.params[name] for name in names]).fetchall()
 
 
 async def afetch_rows(conn: psycopg.AsyncConnection[Any], step: Fetch) -> list[dict[str, Any]]:
     """:func:`fetch_rows` on an async connection."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query(step.block), step.params)
+    text, names = raw_query(step.block)
+    async with psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
+        await cur.execute(text, [step.params[name] for name in names])
         return await cur.fetchall()
 
 
