@@ -25,6 +25,11 @@ index-only scan, not a read of the wide rows); it replaces ``tools_provider_idx`
 
 from __future__ import annotations
 
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
 from alembic import op
 
 revision = "0014"
@@ -32,84 +37,37 @@ down_revision = "0013"
 branch_labels = None
 depends_on = None
 
+
+def earlier(filename: str) -> ModuleType:
+    """An earlier migration of this folder, loaded by its path (a module name cannot start with a digit): the
+    definitions this one replaces are read from where they were written, and restored from there by the downgrade."""
+    spec = importlib.util.spec_from_file_location(
+        f"toolstore_revision_{filename[:4]}", Path(__file__).with_name(filename)
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def edited(text: str, old: str, new: str) -> str:
+    """``text`` with its one occurrence of ``old`` replaced by ``new`` (an error if there is not exactly one)."""
+    if text.count(old) != 1:
+        raise RuntimeError(f"expected one occurrence of {old!r}")
+    return text.replace(old, new)
+
+
+def function_statement(script: str, name: str) -> str:
+    """The ``create [or replace] function name(...) ... $$;`` statement of ``script``, as ``create or replace``."""
+    found = re.search(rf"^create (or replace )?function {name}\(", script, re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"no function {name}() in the script")
+    end = script.index("\n$$;\n", found.start()) + len("\n$$;\n")
+    return f"create or replace function {name}(" + script[found.end() : end]
+
+
 # route_kept() as migration 0008 wrote it (restored by the downgrade; the upgrade edits it below).
-ROUTE_KEPT_0008 = """
-create or replace function route_kept(p_catalog integer, p_allow text[], p_block text[], p_categories text[],
-                           p_providers text[], p_tags text[])
-returns bigint[]
-language plpgsql stable set search_path from current set enable_seqscan = off as $$
-declare
-    f route_filter := route_filter(p_allow, p_block, p_categories, p_providers, p_tags);
-    globs boolean := exists (select 1 from unnest(p_allow) v where v ~ '[*?]');
-    unmatched text;
-    unmatched_globs text[];
-    n bigint;
-    kept bigint[];
-    best bigint;
-    driver text;
-begin
-    if globs then  -- planned only when there are globs
-        execute 'select array_agg(''allow '' || quote_literal(a.v) order by a.ord) '
-                'from unnest($2::text[]) with ordinality as a (v, ord) where a.v ~ ''[*?]'' '
-                'and not exists (select 1 from tools t where t.catalog_id = $1 and t.id like glob_like(a.v))'
-        into unmatched_globs using p_catalog, p_allow;
-    end if;
-    select string_agg(u.what, ', ' order by u.kind, u.ord) into unmatched
-    from (
-        select 1 as kind, a.ord, 'allow ' || quote_literal(a.v) as what
-        from unnest(p_allow) with ordinality as a (v, ord)
-        where a.v !~ '[*?]' and not exists (select 1 from tools t where t.catalog_id = p_catalog and t.id = a.v)
-        union all
-        select 1, g.ord + 100000, g.what
-        from unnest(unmatched_globs) with ordinality as g (what, ord)
-        union all
-        select 2, c.ord, 'category ' || quote_literal(c.v)
-        from unnest(p_categories) with ordinality as c (v, ord)
-        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.categories @> array[c.v])
-        union all
-        select 3, p.ord, 'provider ' || quote_literal(p.v)
-        from unnest(p_providers) with ordinality as p (v, ord)
-        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.provider = p.v)
-        union all
-        select 4, g.ord, 'tag ' || quote_literal(g.v)
-        from unnest(p_tags) with ordinality as g (v, ord)
-        where not exists (select 1 from tools t where t.catalog_id = p_catalog and t.tags @> array[g.v])
-    ) u;
-    if unmatched is not null then
-        raise exception 'filter values that match no tool of the catalog: %', unmatched using errcode = 'TS002';
-    end if;
-    if p_allow is not null and not globs then
-        best := cardinality(p_allow); driver := 'allow';
-    end if;
-    if p_providers is not null then
-        select count(*) into n
-        from (select from tools t where t.catalog_id = p_catalog and t.provider = any (p_providers) limit 2001) x;
-        if best is null or n < best then best := n; driver := 'providers'; end if;
-    end if;
-    if p_categories is not null and (best is null or best > 2000) then
-        select count(*) into n
-        from (select from tools t where t.catalog_id = p_catalog and t.categories && p_categories limit 2001) x;
-        if best is null or n < best then best := n; driver := 'categories'; end if;
-    end if;
-    if p_tags is not null and (best is null or best > 2000) then
-        select count(*) into n
-        from (select from tools t where t.catalog_id = p_catalog and t.tags && p_tags limit 2001) x;
-        if best is null or n < best then best := n; driver := 'tags'; end if;
-    end if;
-    if best is null or best > 2000 then
-        return null;
-    end if;
-    execute 'select coalesce(array_agg(t.pk order by t.pk), ''{}'') from tools t where t.catalog_id = $1 '
-            'and route_keeps(t.id, t.categories, t.provider, t.tags, $2) '
-            'and (($3::text[] is not null and t.id = any ($3)) or ($4::text[] is not null and t.provider = any ($4)) '
-            'or ($5::text[] is not null and t.categories && $5) or ($6::text[] is not null and t.tags && $6))'
-    into kept using p_catalog, f,
-        case when driver = 'allow' then p_allow end, case when driver = 'providers' then p_providers end,
-        case when driver = 'categories' then p_categories end, case when driver = 'tags' then p_tags end;
-    return kept;
-end
-$$;
-"""
+ROUTE_KEPT_0008 = function_statement(earlier("0008_controls.py").FILTERS, "route_kept")
 
 # Where 0008's route_kept() gave up (null past 2,000 kept tools, or for globs and blocks alone), it now lists them:
 # through the providers' entries of tools_filter_idx when providers are given, else by testing every tool. 0008's
@@ -133,61 +91,13 @@ LISTS_MANY = """    if best is null or best > 2000 then
 """
 
 
-def edited(text: str, old: str, new: str) -> str:
-    """``text`` with its one occurrence of ``old`` replaced by ``new`` (an error if there is not exactly one)."""
-    if text.count(old) != 1:
-        raise RuntimeError(f"expected one occurrence of {old!r}")
-    return text.replace(old, new)
-
-
 ROUTE_KEPT = edited(
     edited(ROUTE_KEPT_0008, GAVE_UP_0008, LISTS_MANY), "array_agg(t.pk order by t.pk)", "array_agg(t.pk)"
 )
 
-# knn() as migration 0011 wrote it (restored by the downgrade).
-KNN_0011 = """
-create or replace function knn(p_table text, p_catalog integer, p_dim integer, p_query vector, p_limit integer,
-                               p_kept bigint[], p_filter route_filter)
-returns table (tool_pk bigint, distance double precision)
-language plpgsql rows 40 set search_path from current as $$
-declare
-    indexed text := coalesce(vector_index_type(p_dim), 'vector');
-begin
-    if p_query is null or p_dim is null or p_limit <= 0 then
-        return;
-    end if;
-    if p_table not in ('tool_vectors', 'intent_examples') then
-        raise exception 'knn: unknown table %', p_table;
-    end if;
-    perform set_config('hnsw.ef_search', least(greatest(p_limit, 40), 1000)::text, true);
-    if p_filter is null then
-        return query execute format(
-            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision '
-            'from %3$I v where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
-            'order by v.embedding::%4$s(%1$s) <=> $1::%4$s(%1$s) limit $2', p_dim, p_catalog, p_table, indexed)
-        using p_query, p_limit;
-    elsif p_kept is not null then
-        return query execute format(
-            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
-            'from unnest($3::bigint[]) k (pk) join %3$I v on v.catalog_id = %2$s and v.tool_pk = k.pk '
-            'where vector_dims(v.embedding) = %1$s '
-            'order by 2, 1 limit $2', p_dim, p_catalog, p_table)
-        using p_query, p_limit, p_kept;
-    else
-        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        return query execute format(
-            'select s.tool_pk, s.distance from ('
-            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
-            'from %3$I v join tools t on t.catalog_id = %2$s and t.pk = v.tool_pk '
-            'where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
-            'and route_keeps(t.id, t.categories, t.provider, t.tags, $3) '
-            'order by v.embedding::%4$s(%1$s) <=> $1::%4$s(%1$s) limit $2) s order by s.distance',
-            p_dim, p_catalog, p_table, indexed)
-        using p_query, p_limit, p_filter;
-    end if;
-end
-$$;
-"""
+# knn() as migration 0011 wrote it (restored by the downgrade), without the vector_index_type() it created first.
+KNN_0011 = function_statement(earlier("0011_wide_vectors.py").KNN, "knn")
+
 
 # knn() filtered by the kept set alone (its route_filter argument is gone): exact by key up to 2,000 kept tools,
 # else an iterative HNSW scan probing the set.
