@@ -24,7 +24,7 @@ from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
 from toolstore._indexes import partition_name
 from toolstore._route import context_vector, route_request, statement_params
-from toolstore._sql import query
+from toolstore._sql import query, raw_query
 
 from catalog_gen import generated_queries, generated_tools
 from conftest import TEMPLATE, create_database, drop_database
@@ -112,16 +112,18 @@ def test_route_statement_uses_the_bm25_indexes_and_no_whole_table_scan(store: To
 
 
 def generic_plan(conn: psycopg.Connection[Any], params: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    """The plan the route statement runs on ``conn`` once prepared, and how many generic plans it has run."""
-    conn.execute(query("route"), params, prepare=True).fetchall()
+    """The plan the route statement runs on ``conn`` once prepared (sent as route() sends it: its raw form, on a raw
+    cursor, ``toolstore._steps.fetch_rows``), and how many generic plans it has run."""
+    text, names = raw_query("route")
+    with psycopg.RawCursor(conn) as cur:
+        cur.execute(text, [params[n] for n in names], prepare=True).fetchall()
     row = conn.execute(
         "select name, parameter_types::text[], generic_plans from pg_prepared_statements"
         " where statement like '%route_catalog(%'"
     ).fetchone()
     assert row is not None, "the route statement was not prepared"
     name, types, generic = row
-    # the prepared statement numbers its parameters in order of first appearance, as the driver converted them
-    names = list(dict.fromkeys(re.findall(r"%\((\w+)\)[sb]", query("route"))))
+    # the prepared statement's $n are raw_query's numbering
     args = sql.SQL(", ").join(
         sql.SQL("{}::{}").format(sql.Literal(params[n]), sql.SQL(t)) for n, t in zip(names, types, strict=True)
     )
