@@ -24,7 +24,7 @@ from typing import Any
 import _synth
 import numpy as np
 import psycopg
-from _harness import OUT, fresh_database, schema_hash, throughput
+from _harness import OUT, fresh_database, route_ids, schema_hash, throughput
 from psycopg.conninfo import make_conninfo
 
 from toolstore import Embedder, ToolStore
@@ -237,7 +237,7 @@ def run(admin: str, n: int, requests: int, embedder: Embedder, log: Any, hnsw: b
         p_one = {t: params(s_one, t) for t in warm + timed}
 
         def statement(conn: psycopg.Connection[Any], p: dict[str, Any]) -> list[str]:
-            return [r[0] for r in conn.execute(query("route"), p).fetchall()]
+            return route_ids(conn, p)
 
         for t in warm:
             s_many.route(t), s_one.route(t), statement(c_many, p_many[t]), statement(c_one, p_one[t])

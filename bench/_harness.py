@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -26,7 +27,8 @@ from toolstore._catalog import catalog_info
 from toolstore._connect import Connector
 from toolstore._indexes import ensure_indexes
 from toolstore._rows import tool_row
-from toolstore._sql import query
+from toolstore._sql import number_placeholders, query
+from toolstore._steps import Fetch, fetch_rows
 from toolstore._vectors import write_examples, write_tool_vectors
 
 BENCH = Path(__file__).resolve().parent
@@ -43,6 +45,19 @@ class Precomputed(Embedder):
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         return np.stack([self.table[t] for t in texts])
+
+
+_numbered = functools.cache(number_placeholders)
+
+
+def route_ids(conn: psycopg.Connection[Any], params: dict[str, Any], text: str | None = None) -> list[str]:
+    """The tool ids the route statement returns for ``params``, sent as route() sends it (``fetch_rows``: its raw form
+    on a raw cursor), or a variant's ``text`` sent the same way (placeholders numbered once)."""
+    if text is None:
+        return [r["id"] for r in fetch_rows(conn, Fetch("route", params))]
+    raw, names = _numbered(text)
+    with psycopg.RawCursor(conn) as cur:
+        return [r[0] for r in cur.execute(raw, [params[n] for n in names]).fetchall()]
 
 
 def log(message: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import _synth
 import numpy as np
 import psycopg
-from _harness import OUT, Precomputed, fresh_database, log, stats_ms, timed
+from _harness import OUT, Precomputed, fresh_database, log, route_ids, stats_ms, timed
 
 from toolstore import Embedder, ToolStore
 from toolstore._connect import Connector
@@ -84,7 +84,7 @@ def bench_sessions(
             "session": statement_params(info, route_request(text, fusion, k=8, session=sids[i % len(sids)]), qvec),
         }
         for name in ("plain", "session") if i % 2 else ("session", "plain"):
-            statement[name].append(timed(lambda p=params[name]: sconn.execute(query("route"), p).fetchall())[0])
+            statement[name].append(timed(lambda p=params[name]: route_ids(sconn, p))[0])
     spool.putconn(sconn)
     spool.close()
     out = {f"route_{name}": stats_ms(t) for name, t in times.items()}
@@ -219,7 +219,7 @@ def bench_filters(
         for i in range(len(texts)):
             order = [("filtered", filtered), ("unfiltered", plain)]
             for label, params in order if i % 2 else order[::-1]:
-                elapsed, _ = timed(lambda p: conn.execute(query("route"), p).fetchall(), params[i])
+                elapsed, _ = timed(lambda p: route_ids(conn, p), params[i])
                 times[label].append(elapsed)
         p = filtered[0]
         kept = conn.execute(

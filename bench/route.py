@@ -42,6 +42,7 @@ from _harness import (
     admin_dsn,
     built_database,
     log,
+    route_ids,
     run_meta,
     stats_ms,
     throughput,
@@ -123,8 +124,8 @@ def bench_size(
             spool = Connector(dsn, schema="toolstore", max_size=1).pool
             sconn = spool.getconn()
 
-            def statement(i: int, text: str = query("route")) -> list[str]:
-                return [r[0] for r in sconn.execute(text, params[i]).fetchall()]
+            def statement(i: int) -> list[str]:
+                return route_ids(sconn, params[i])
 
             def inprocess(i: int) -> list[str]:
                 return ref.route(lexemes[i], query_identifiers(texts[i]), qvecs[i], params[i])
@@ -147,13 +148,13 @@ def bench_size(
                     elapsed, got[name] = timed(runs[name], i)
                     times[name].append(elapsed)
                     trips += (_sent[0] - sent) if name == "route" else 0
-                ref_ids, sql_ids, route_ids = got["inprocess"], got["statement"], got["route"]
+                ref_ids, sql_ids, routed = got["inprocess"], got["statement"], got["route"]
                 times["embed"].append(timed(embedder.embed, texts[i])[0])
                 same10 += sql_ids[:10] == ref_ids[:10]
                 overlap10 += len(set(sql_ids[:10]) & set(ref_ids[:10])) / max(1, min(10, len(ref_ids)))
                 if q.target is not None:
                     targeted += 1
-                    hits += q.target in route_ids  # route() returns k=8 tools
+                    hits += q.target in routed  # route() returns k=8 tools
             variant_out = {}
             for name, blocks in variants.items():
                 log(f"{n}: variant {name}")
@@ -161,11 +162,11 @@ def bench_size(
                 vconn = vpool.getconn()
                 if "setup" in blocks:
                     vconn.execute(blocks["setup"])
-                vtext = blocks.get("route", query("route"))
+                vtext = blocks.get("route")  # None: the route statement itself, sent as route() sends it
                 vparams = json.loads(blocks.get("params", "{}"))
 
-                def variant(i: int, vconn: Any = vconn, vtext: str = vtext, over: Any = vparams) -> list[str]:
-                    return [r[0] for r in vconn.execute(vtext, params[i] | over).fetchall()]
+                def variant(i: int, vconn: Any = vconn, vtext: str | None = vtext, over: Any = vparams) -> list[str]:
+                    return route_ids(vconn, params[i] | over, vtext)
 
                 for i in range(len(warmup)):
                     variant(i)
@@ -186,7 +187,9 @@ def bench_size(
                     "variant": stats_ms([b for _, b in vt]),
                     "top8_overlap": agree / requests,
                     "top10_overlap": agree10 / requests,
-                    "lexical_top10_overlap": lexical_overlap(sconn, params, vtext, vparams) if vparams else None,
+                    "lexical_top10_overlap": lexical_overlap(sconn, params, vtext or query("route"), vparams)
+                    if vparams
+                    else None,
                     "hit8_baseline": hit_base / max(1, targeted),
                     "hit8_variant": hit_var / max(1, targeted),
                 }
@@ -205,7 +208,7 @@ def bench_size(
 
         def pooled_statement(i: int) -> None:
             with store.pool.connection() as c:
-                c.execute(query("route"), params[i % requests]).fetchall()
+                route_ids(c, params[i % requests])
 
         log(f"{n}: throughput with {CLIENTS} clients")
         rps_route = throughput(lambda i: store.route(tput_texts[i]), tput)

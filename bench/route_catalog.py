@@ -18,7 +18,7 @@ from toolstore import ToolStore, load_examples, load_tools_file
 from toolstore._embedders.factory import make_embedder
 from toolstore._fusion import stored_fusion
 from toolstore._route import route_request, statement_params
-from toolstore._sql import query
+from toolstore._steps import Fetch, fetch_rows
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -58,7 +58,7 @@ def main() -> None:
             for q, v in zip(queries, vectors):
                 params = statement_params(info, route_request(q, fusion, k=args.k), v)
                 t = time.perf_counter()
-                conn.execute(query("route"), params).fetchall()
+                fetch_rows(conn, Fetch("route", params))  # as route() sends it
                 sql_only.append((time.perf_counter() - t) * 1000)
     print(f"catalog {catalog}: {info.n_tools} tools, {info.n_examples} intent examples, model {info.embed_model}")
     print(f"import: {report.as_dict()} in {load_s:.1f} s")
