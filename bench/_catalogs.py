@@ -29,7 +29,7 @@ from psycopg.conninfo import make_conninfo
 
 from toolstore import Embedder, ToolStore
 from toolstore._catalog import catalog_info
-from toolstore._connect import Connector
+from toolstore._connect import Connector, register_types
 from toolstore._fusion import stored_fusion
 from toolstore._indexes import VECTOR_TABLES, create_index_ddl, ensure_indexes
 from toolstore._route import route_request, statement_params
@@ -221,6 +221,7 @@ def run(admin: str, n: int, requests: int, embedder: Embedder, log: Any, hnsw: b
             from pgvector.psycopg import register_vector
 
             register_vector(conn)
+            register_types(conn)  # as the pool's connections: a VectorArray in binary
         with c_many.cursor() as cur:
             cur.execute("select count(*), pg_size_pretty(pg_database_size(current_database())) from tools")
             out["tools_in_database"], out["database_size"] = cur.fetchone()
