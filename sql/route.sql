@@ -60,7 +60,7 @@ fields (field, weight) as (
            (3::smallint, %(w_expansion)s::float8)
 ),
 -- Part 0 is the request, parts 1, 2, ... its sub-requests (the clauses of a compound request, _split.py). Each part
--- is retrieved alone by the five request retrievers; postings are read once for all parts' terms.
+-- is retrieved alone by the five request retrievers (each part reads the postings of its own terms).
 parts as (
     select (u.nth - 1)::integer as part, u.text, u.qvec
     from unnest(%(part_texts)s::text[], %(part_vecs)b::vector[]) with ordinality as u (text, qvec, nth)
@@ -97,32 +97,32 @@ qterms as (
     from qdf q
     where q.df is not null
 ),
-hits as (
-    select t.field, t.lexeme, p.tool_pk, t.idf * bm25_tf(p.tf, p.dl, t.avgdl) as score
-    from qterms t
-    cross join lateral (
-        select p.tool_pk, p.tf, p.dl
-        from postings p
-        where p.catalog_id = %(catalog)s and p.field = t.field and p.lexeme = t.lexeme
-    ) p
-),
 -- BM25 is exact: every posting of every query term is read. Each part's best n tools per field, with ties at the
 -- n-th score, come from a bounded sort per part and field, not a sort of every matching tool (tens of thousands at
--- 100k tools). A tool's id is a scalar subquery, not a join: planned generically (toolstore/_connect.py), hundreds
--- of rows are expected, and a join would hash all of tools; the subquery is one key lookup per tool. The filters
--- apply before the cut, as membership in the kept set (a hashed subplan), not a lookup of each matching tool's row
--- (thousands: 2,207 for one request at 10k tools, about 4 us each).
+-- 100k tools). The lateral reads the postings of the part's terms in that field from arrays (unnest), so the
+-- generic plan expects about as many postings as it reads and sums them per tool in a hash table: over the rows a
+-- join with the term lists was estimated at, it sorted every posting by tool first (0.9 ms of the statement at 10k
+-- tools, bench/route.py --variants). A tool's id is a scalar subquery, not a join: planned generically
+-- (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools; the subquery is one
+-- key lookup per tool. The filters apply before the cut, as membership in the kept set (a hashed subplan), not a
+-- lookup of each matching tool's row (thousands: 2,207 for one request at 10k tools, about 4 us each).
 coarse as (
     select pf.part, pf.field, s.tool_pk, s.score
-    from (select distinct pt.part, t.field from part_terms pt join qterms t on t.lexeme = pt.lexeme) pf
+    from (select pt.part, t.field, t.avgdl, array_agg(t.lexeme) as lexemes, array_agg(t.idf) as idfs
+          from part_terms pt
+          join qterms t on t.lexeme = pt.lexeme
+          group by pt.part, t.field, t.avgdl) pf
     cross join lateral (
-        select h.tool_pk, round(sum(h.score) * 1e9) as score
-        from hits h
-        join part_terms pt on pt.part = pf.part and pt.lexeme = h.lexeme
-        where h.field = pf.field
-        group by h.tool_pk
+        select p.tool_pk, round(sum(u.idf * bm25_tf(p.tf, p.dl, pf.avgdl)) * 1e9) as score
+        from unnest(pf.lexemes, pf.idfs) as u (lexeme, idf)
+        cross join lateral (
+            select p.tool_pk, p.tf, p.dl
+            from postings p
+            where p.catalog_id = %(catalog)s and p.field = pf.field and p.lexeme = u.lexeme
+        ) p
+        group by p.tool_pk
         having not %(filtered)s::boolean
-            or h.tool_pk in (select unnest(k.pks) from kept k)
+            or p.tool_pk in (select unnest(k.pks) from kept k)
         order by 2 desc
         fetch first %(n)s rows with ties
     ) s
