@@ -98,14 +98,12 @@ qterms as (
     where q.df is not null
 ),
 -- BM25 is exact: every posting of every query term is read. Each part's best n tools per field, with ties at the
--- n-th score, come from a bounded sort per part and field, not a sort of every matching tool (tens of thousands at
--- 100k tools). The lateral reads the postings of the part's terms in that field from arrays (unnest), so the
--- generic plan expects about as many postings as it reads and sums them per tool in a hash table: over the rows a
--- join with the term lists was estimated at, it sorted every posting by tool first (0.9 ms of the statement at 10k
--- tools, bench/route.py --variants). A tool's id is a scalar subquery, not a join: planned generically
--- (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools; the subquery is one
--- key lookup per tool. The filters apply before the cut, as membership in the kept set (a hashed subplan), not a
--- lookup of each matching tool's row (thousands: 2,207 for one request at 10k tools, about 4 us each).
+-- n-th score, come from a sort per part and field, not one sort of every matching tool of every field (tens of
+-- thousands at 100k tools). The lateral reads the part's terms in that field from arrays (unnest), so the generic
+-- plan expects about as many postings as it reads and sums them per tool in a hash table; through a join with the
+-- term lists it expected one row, and sorted every posting by tool to sum them (0.8 ms of the statement at 10k
+-- tools: bench/PROFILE.md). The filters apply before the cut, as membership in the kept set (a hashed subplan), not
+-- a lookup of each matching tool's row (thousands: 2,207 for one request at 10k tools, about 4 us each).
 coarse as (
     select pf.part, pf.field, s.tool_pk, s.score
     from (select pt.part, t.field, t.avgdl, array_agg(t.lexeme) as lexemes, array_agg(t.idf) as idfs
@@ -129,7 +127,8 @@ coarse as (
 ),
 -- Ties at equal scores are broken by id, and only tied rows look their id up (`tied`; a CASE runs its subquery
 -- only when it holds): one key lookup of tools costs about 5 us, and ranking every retrieved row by id took about
--- 1 ms of the statement at 10k tools.
+-- 1 ms of the statement at 10k tools. The id is a scalar subquery, not a join: planned generically
+-- (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools.
 lexical as (
     select c.part, c.field as signal, c.tool_pk,
            row_number() over (partition by c.part, c.field order by c.score desc,
@@ -334,8 +333,8 @@ adjusted as (
     left join anchored a on a.tool_pk = c.tool_pk
     left join avoided v on v.tool_pk = c.tool_pk
 ),
--- The rows returned besides always-on tools: always-on tools are packed on top of the routed ones, so they must not
--- use up the limit.
+-- How many fused rows to return: `limit`, plus one per always-on tool (they are packed on top of the routed ones,
+-- so they must not use up the limit).
 top_n as (
     select %(limit)s + (select count(*) from tools a where a.catalog_id = %(catalog)s and a.always_on) as n
 ),
