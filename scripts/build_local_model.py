@@ -132,9 +132,9 @@ def quantize(fp32: Path, out: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     names = [node.name for node in onnx.load(str(fp32)).graph.node if node.op_type == "MatMul"]
-    keep = [name for name in names if name.endswith(tuple(BLOCK_MATMULS))]
-    if len(keep) != len(BLOCK_MATMULS):
-        raise SystemExit(f"found {len(keep)} of the {len(BLOCK_MATMULS)} block MatMuls: did the export naming change?")
+    blocked = [name for name in names if name.endswith(tuple(BLOCK_MATMULS))]
+    if len(blocked) != len(BLOCK_MATMULS):
+        raise SystemExit(f"found {len(blocked)} of the {len(BLOCK_MATMULS)} block MatMuls: did export naming change?")
     with tempfile.TemporaryDirectory() as tmp:
         quantized = Path(tmp) / "int8.onnx"
         quantize_dynamic(
@@ -143,9 +143,9 @@ def quantize(fp32: Path, out: Path) -> None:
             weight_type=QuantType.QInt8,
             per_channel=True,
             op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=keep,
+            nodes_to_exclude=blocked,
         )
-        proto = blockwise(onnx.load(str(quantized)), keep)
+        proto = blockwise(onnx.load(str(quantized)), blocked)
     shrink(proto)
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(proto, str(out))
