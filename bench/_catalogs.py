@@ -31,7 +31,7 @@ from toolstore import Embedder, ToolStore
 from toolstore._catalog import catalog_info
 from toolstore._connect import Connector, register_types
 from toolstore._fusion import stored_fusion
-from toolstore._indexes import VECTOR_TABLES, create_index_ddl, ensure_indexes
+from toolstore._indexes import VECTOR_TABLES, create_index_ddl, ensure_indexes, index_type
 from toolstore._route import route_request, statement_params
 from toolstore._rows import tool_row
 from toolstore._sql import query
@@ -166,10 +166,12 @@ def hnsw_everywhere(dsn: str, n: int, dim: int, log: Any) -> int:
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("set search_path = toolstore, public")
+        vtype = index_type(conn, dim)
+        assert vtype is not None, f"no HNSW index at {dim} dimensions"
         for c in range(n):
             cid = conn.execute("select id from catalogs where name = %s", [catalog_name(c)]).fetchone()[0]
             for table in VECTOR_TABLES:
-                conn.execute(create_index_ddl(table, cid, dim, concurrently=False))
+                conn.execute(create_index_ddl(table, cid, dim, concurrently=False, vtype=vtype))
             if c % 100 == 99:
                 log(f"hnsw for {c + 1} catalogs ({time.perf_counter() - started:.0f} s)")
         conn.execute("analyze tool_vectors, intent_examples")
@@ -190,10 +192,11 @@ def backend_memory(dsn: str, route: Callable[[psycopg.Connection[Any]], None]) -
 
 def knn_planning_ms(conn: psycopg.Connection[Any], cid: int, dim: int, qvec: np.ndarray) -> float:
     """Median planning time of knn()'s unfiltered intent statement for catalog ``cid`` (as knn() spells it)."""
+    vtype = index_type(conn, dim) or "vector"  # no index past 4,000 dimensions: knn() orders by the vector
     text = (
         f"explain (analyze, format json) select v.tool_pk, (v.embedding::vector({dim}) <=> %s)::double precision "
         f"from intent_examples v where v.catalog_id = {cid} and vector_dims(v.embedding) = {dim} "
-        f"order by v.embedding::vector({dim}) <=> %s limit 120"
+        f"order by v.embedding::{vtype}({dim}) <=> %s::{vtype}({dim}) limit 120"
     )
     times = [conn.execute(text, [qvec, qvec]).fetchone()[0][0]["Planning Time"] for _ in range(20)]
     return statistics.median(times)

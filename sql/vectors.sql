@@ -78,11 +78,16 @@ order by c.relname;
 
 -- name: catalog_vector_rows
 -- How many vectors the catalog has in each vector table, counted up to %(cap)s (enough to decide on an index), and
--- the type an index of its dimension is built on (migration 0011: vector, halfvec past 2,000, null past 4,000).
+-- the type an index of its dimension is built on (vector_index_type(), below).
 select (select count(*) from (select 1 from tool_vectors v where v.catalog_id = %(catalog)s limit %(cap)s) t),
        (select count(*) from (select 1 from intent_examples e
                               where e.catalog_id = %(catalog)s and e.embedding is not null limit %(cap)s) e),
        vector_index_type(%(dim)s);
+
+-- name: vector_index_type
+-- The type a catalog's HNSW index of this dimension is built on (migrations 0011 and 0015): halfvec up to 4,000
+-- dimensions, null past that (no index: searched exactly).
+select vector_index_type(%(dim)s);
 
 -- name: maintenance_try_lock
 -- One index build or ANALYZE at a time per toolstore schema (see toolstore/_indexes.py: maintenance_lock).
@@ -107,8 +112,7 @@ select set_config('maintenance_work_mem', %(previous)s, false);
 -- toolstore/_indexes.py, never with string formatting.
 
 -- name: create_vector_index
--- {vtype}: vector, or halfvec past 2,000 dimensions (vector_index_type(), migration 0011); knn() orders by the same
--- expression.
+-- {vtype}: vector_index_type()'s (halfvec up to 4,000 dimensions); knn() orders by the same expression.
 create index {concurrently} if not exists {name} on {partition}
 using hnsw ((embedding::{vtype}({dim})) {opclass}) with (m = 16, ef_construction = {ef_construction})
 where vector_dims(embedding) = {dim};

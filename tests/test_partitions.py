@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
@@ -116,12 +117,43 @@ def test_a_bulk_write_analyzes_what_it_changed(dsn: str) -> None:
         }
 
 
-@pytest.mark.parametrize(("dim", "indexed"), [(2048, "halfvec"), (4100, None)])
-def test_vectors_past_2000_dimensions_are_indexed_on_halfvec(
+def hnsw_indexes(conn: psycopg.Connection[Any], cid: int, dim: int) -> dict[str, str]:
+    """The catalog's HNSW indexes for ``dim`` -> their definitions."""
+    rows = conn.execute(
+        "select indexrelid::regclass::text, pg_get_indexdef(indexrelid) from pg_index "
+        "where indexrelid::regclass::text like %s",
+        [f"%_hnsw_{cid}_{dim}"],
+    ).fetchall()
+    return dict(rows)
+
+
+def knn_plans(conn: psycopg.Connection[Any], cid: int, dim: int, qvec: np.ndarray) -> tuple[list[str], list[str]]:
+    """(the tool ids of knn()'s nearest 10 tools to ``qvec``, the plans of its searches), with sequential scans off:
+    the catalogs here are small enough for a scan to win, and the question is whether the index matches."""
+    conn.execute("load 'auto_explain'")
+    messages: list[str] = []
+    conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
+    for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"), ("log_level", "notice")):
+        conn.execute(f"set auto_explain.{setting} = {value}")
+    conn.execute("set enable_seqscan = off")
+    try:
+        found = conn.execute(
+            "select t.id from knn('tool_vectors', %s, %s, %s, 10, null) k "
+            "join tools t on t.catalog_id = %s and t.pk = k.tool_pk order by k.distance",
+            [cid, dim, qvec, cid],
+        ).fetchall()
+    finally:
+        conn.execute("reset enable_seqscan")
+        conn.execute("set auto_explain.log_min_duration = -1")
+    return [r[0] for r in found], [m for m in messages if "<=>" in m]
+
+
+@pytest.mark.parametrize(("dim", "indexed"), [(384, "halfvec"), (2048, "halfvec"), (4100, None)])
+def test_vectors_are_indexed_on_halfvec_up_to_4000_dimensions(
     dsn: str, monkeypatch: pytest.MonkeyPatch, dim: int, indexed: str | None
 ) -> None:
-    """pgvector indexes vector up to 2,000 dimensions and halfvec up to 4,000: a wider model's catalog gets its index
-    on the half-precision cast (and knn() uses it), or none past 4,000 (searched exactly); writes never fail."""
+    """A catalog's HNSW indexes cast its vectors to halfvec up to 4,000 dimensions (pgvector's limit for halfvec;
+    vector's is 2,000), and knn() searches them; past 4,000 there is none (searched exactly); writes never fail."""
     monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 50)
     tools = generated_tools(80)
     embedder = HashingEmbedder(dim)
@@ -129,36 +161,44 @@ def test_vectors_past_2000_dimensions_are_indexed_on_halfvec(
         store.upsert(tools)
         store.add_examples([IntentExample(t.id, f"please {t.name}, case {i}") for t in tools for i in (1, 2)])
         cid = store.info().id
-        rows = conn.execute(
-            "select indexrelid::regclass::text, pg_get_indexdef(indexrelid) from pg_index "
-            "where indexrelid::regclass::text like %s",
-            [f"%_hnsw_{cid}_{dim}"],
-        ).fetchall()
+        indexes = hnsw_indexes(conn, cid, dim)
         if indexed is None:
-            assert rows == []
+            assert indexes == {}
         else:
-            assert sorted(name for name, _ in rows) == [
-                f"{t}_hnsw_{cid}_{dim}" for t in ("intent_examples", "tool_vectors")
-            ]
-            assert all(f"::{indexed}({dim})" in definition for _, definition in rows), rows
-        conn.execute("load 'auto_explain'")
-        messages: list[str] = []
-        conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
-        for setting, value in (("log_min_duration", "0"), ("log_nested_statements", "on"), ("log_level", "notice")):
-            conn.execute(f"set auto_explain.{setting} = {value}")
+            assert sorted(indexes) == [f"{t}_hnsw_{cid}_{dim}" for t in ("intent_examples", "tool_vectors")]
+            assert all(f"::{indexed}({dim})" in definition for definition in indexes.values()), indexes
         store.analyze()
-        conn.execute("set enable_seqscan = off")  # 80 rows: a scan would win; the test is whether the index matches
         target = tools[7]
         qvec = np.asarray(embedder.embed(dense_text(target)), dtype=np.float32)
-        found = conn.execute(
-            "select t.id, k.distance from knn('tool_vectors', %s, %s, %s, 10, null) k "
-            "join tools t on t.catalog_id = %s and t.pk = k.tool_pk order by k.distance",
-            [cid, dim, qvec, cid],
-        ).fetchall()
-        assert found[0][0] == target.id and found[0][1] < 1e-6 and len(found) == 10
-        plans = [m for m in messages if "<=>" in m]
+        found, plans = knn_plans(conn, cid, dim, qvec)
+        assert found[0] == target.id and len(found) == 10
         assert plans and all((f"tool_vectors_hnsw_{cid}_{dim}" in m) == (indexed is not None) for m in plans), plans
         assert store.route(target.description).ids  # the whole route path works at this width
+
+
+def test_migration_0015_rebuilds_the_indexes_on_halfvec_and_back(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Indexes built on vector before migration 0015 are built again on halfvec by its upgrade, and knn() searches
+    them; its downgrade builds them on vector again, which knn() of revision 0014 searches. Routes are unchanged."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 50)
+    tools = generated_tools(80, seed=5)
+    with open_store(dsn, "alpha") as store:
+        store.upsert(tools)
+        store.add_examples([IntentExample(t.id, f"please {t.name}, case {i}") for t in tools for i in (1, 2)])
+        cid, dim = store.info().id, store.embedder.dim
+        before = [store.route(t.description).ids for t in tools[:10]]
+        qvec = np.asarray(store.embedder.embed(dense_text(tools[3])), dtype=np.float32)
+    for revision, vtype in (("0014", "vector"), ("head", "halfvec")):
+        migrate(dsn, revision=revision, downgrade=revision != "head")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("set search_path = toolstore, public")
+            register_vector(conn)
+            indexes = hnsw_indexes(conn, cid, dim)
+            assert len(indexes) == 2 and all(f"::{vtype}({dim})) {vtype}_cosine_ops" in d for d in indexes.values())
+            found, plans = knn_plans(conn, cid, dim, qvec)
+            assert found[0] == tools[3].id
+            assert plans and all(f"tool_vectors_hnsw_{cid}_{dim}" in m for m in plans), plans
+    with open_store(dsn, "alpha") as store:
+        assert [store.route(t.description).ids for t in tools[:10]] == before
 
 
 def test_creating_a_catalog_does_not_wait_for_routes_of_another(dsn: str) -> None:

@@ -22,7 +22,7 @@ from psycopg import sql
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
-from toolstore._indexes import partition_name
+from toolstore._indexes import index_type, partition_name
 from toolstore._route import context_vector, route_request, statement_params
 from toolstore._sql import query, raw_query
 
@@ -165,10 +165,11 @@ def knn_statements(conn: psycopg.Connection[Any]) -> list[str]:
     return ["".join(s.replace("''", "'") for s in re.findall(r"'((?:[^']|'')*)'", f)) for f in found]
 
 
-def inner_statement(template: str, table: str, catalog: int, dim: int) -> str:
-    """A knn() format string with the dimension, catalog and table spelled in and $n as named parameters."""
+def inner_statement(template: str, table: str, catalog: int, dim: int, vtype: str) -> str:
+    """A knn() format string with the dimension, catalog, table and indexed type spelled in and $n as named
+    parameters."""
     text = template.replace("%1$s", str(dim)).replace("%2$s", str(catalog)).replace("%3$I", table)
-    text = text.replace("%4$s", "vector")  # the indexed type at this dimension (migration 0011)
+    text = text.replace("%4$s", vtype)
     assert "%" not in text, f"unexpected format specifier left in {text!r}"
     return re.sub(r"\$(\d)", r"%(p\1)s", text)
 
@@ -188,7 +189,9 @@ def test_knn_inner_statements_use_the_catalogs_hnsw_index(store: ToolStore, tabl
             conn.execute("select set_config('hnsw.iterative_scan', 'relaxed_order', true)")
             pks = [r[0] for r in conn.execute("select pk from tools where catalog_id = %s", [info.id])]
             params |= {"p3": pks[:3] if filtered == "few kept" else pks}
-        plan = explain(conn, inner_statement(template, table, info.id, DIM), params)
+        vtype = index_type(conn, DIM)
+        assert vtype is not None
+        plan = explain(conn, inner_statement(template, table, info.id, DIM, vtype), params)
     assert_no_whole_table_scans(plan)
     partition = partition_name(table, info.id)  # pruned to the catalog's partition at plan time
     if filtered == "few kept":

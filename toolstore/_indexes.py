@@ -80,11 +80,11 @@ def create_index_ddl(
     dim: int,
     *,
     concurrently: bool,
-    vtype: str = "vector",
+    vtype: str,
     ef_construction: int = HNSW_EF_CONSTRUCTION,
 ) -> sql.Composed:
     """The HNSW index of the catalog's partition of ``table`` for dimension ``dim``, on the vectors cast to ``vtype``
-    (:func:`wanted_indexes` says which; ``ef_construction``: only ``bench/hnsw_build.py`` builds another)."""
+    (:func:`index_type` says which; ``ef_construction``: only ``bench/hnsw_build.py`` builds another)."""
     if vtype not in ("vector", "halfvec"):
         raise ValueError(f"no HNSW index on {vtype!r}")
     return _ddl(
@@ -131,8 +131,9 @@ def maintenance_lock(conn: psycopg.Connection[Any]) -> Iterator[None]:
 
 def build_memory_kb(rows: int, dim: int) -> int:
     """maintenance_work_mem (kB) that holds an HNSW build's whole graph of ``rows`` vectors: 4 bytes a dimension plus
-    its graph node, about 830 bytes at m = 16 (Postgres' default 64 MB held 28,370 vectors of 384 dimensions), with
-    headroom; at most :data:`HNSW_BUILD_MEMORY_CAP`."""
+    its graph node, about 830 bytes at m = 16 (Postgres' default 64 MB held 28,370 vectors of 384 dimensions on
+    ``vector``), with headroom; the ``halfvec`` graphs built since migration 0015 need 2 bytes a dimension, so this is
+    more than enough. At most :data:`HNSW_BUILD_MEMORY_CAP`."""
     return min(HNSW_BUILD_MEMORY_CAP, -(-rows * (4 * dim + 1024) // 1024))
 
 
@@ -187,11 +188,19 @@ def analyze_ddl(catalog_id: int, *, examples_only: bool = False) -> sql.Composed
     return _ddl("analyze_tables", tool_vectors=tool_vectors, intent_examples=examples)
 
 
+def index_type(conn: psycopg.Connection[Any], dim: int) -> str | None:
+    """The type an HNSW index of ``dim``-dimension vectors is built on: ``vector_index_type()`` (migrations 0011 and
+    0015), the rule's one home: ``halfvec`` up to 4,000 dimensions (pgvector's limit for it), None past that
+    (searched exactly). The distances ``knn()`` returns come from the stored vectors, in full precision."""
+    row = conn.execute(query("vector_index_type"), {"dim": dim}).fetchone()
+    assert row is not None
+    return row[0]
+
+
 def wanted_indexes(conn: psycopg.Connection[Any], info: CatalogInfo, found: Mapping[str, bool]) -> dict[str, str]:
     """The catalog's HNSW indexes that should exist, each with the type it is built on: one per vector table holding
     at least :data:`HNSW_MIN_ROWS` of its rows, kept (if it exists) down to half that (no rebuilding back and forth
-    around the threshold). The type is migration 0011's ``vector_index_type()`` (``vector``, or ``halfvec`` past
-    pgvector's 2,000-dimension limit for ``vector``; none past 4,000: searched exactly), which ``knn()`` orders by."""
+    around the threshold). The type is :func:`index_type`'s, which ``knn()`` orders by."""
     assert info.embed_dim is not None
     params = {"catalog": info.id, "cap": HNSW_MIN_ROWS, "dim": info.embed_dim}
     row = conn.execute(query("catalog_vector_rows"), params).fetchone()
