@@ -357,8 +357,9 @@ def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[s
 
 
 def analyze(conn: psycopg.Connection[Any], catalog: str, *, examples_only: bool = False) -> None:
-    """Fresh planner statistics of the shared tables and the catalog's partitions after a bulk write: without them
-    the BM25 joins start from the postings. ``examples_only``: of the catalog's intent examples only (all that a
+    """Fresh planner statistics of the shared tables and the catalog's partitions after a bulk write (of the columns
+    statements select or join by: ``sql/catalog.sql``, ``analyze_tables``): without them the BM25 joins start from
+    the postings. ``examples_only``: of the catalog's intent examples only (all that a
     write of examples changes; the tools' table alone took 0.25 s at 10k tools).
 
     Best effort after a committed write: ANALYZE can be a deadlock victim against a concurrent index build on the
