@@ -13,7 +13,8 @@ the k-NN searches' recall against exact search the same.
 
 The upgrade rebuilds every existing HNSW index of a vector table's partition on halfvec, and the downgrade rebuilds
 those up to 2,000 dimensions on vector again. Both run in the migration's transaction and hold the partitions while
-they build, for a time that grows with the vectors indexed (about 1.5 s per 10k vectors of 384 dimensions here).
+they build, for a time that grows with the vectors indexed: 6.0-6.3 s up and 8.1-9.2 s down for a catalog of 10k
+tools and 30k intent examples (384 dimensions) on this project's machine.
 """
 
 from __future__ import annotations
