@@ -35,7 +35,8 @@ BULK_VECTORS = 1000
 #: searched exactly: exact rather than approximate, and faster than an index at that size.
 HNSW_MIN_ROWS = 2000
 #: HNSW build effort: pgvector's default. 32 builds faster but finds less (``python bench/hnsw_build.py``, 10k tools
-#: and 30k examples: tools 1.8 vs 2.9 s, recall@40 .909 vs .935; examples 6.1 vs 9.6 s, recall@120 .938 vs .964).
+#: and 30k examples, on vector before migration 0015: tools 1.8 vs 2.9 s, recall@40 .909 vs .935; examples 6.1 vs
+#: 9.6 s, recall@120 .938 vs .964).
 HNSW_EF_CONSTRUCTION = 64
 #: The tables with a vector per row, partitioned by catalog, each partition with its HNSW index when large enough.
 VECTOR_TABLES = ("tool_vectors", "intent_examples")

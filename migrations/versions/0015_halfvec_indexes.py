@@ -1,4 +1,4 @@
-"""HNSW indexes on halfvec at every width: the same neighbours, found faster, from an index half the size.
+"""HNSW indexes on halfvec at every width: neighbours as good, found faster, from an index half the size.
 
 Revision ID: 0015
 Revises: 0014
