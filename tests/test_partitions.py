@@ -127,9 +127,11 @@ def hnsw_indexes(conn: psycopg.Connection[Any], cid: int, dim: int) -> dict[str,
     return dict(rows)
 
 
-def knn_plans(conn: psycopg.Connection[Any], cid: int, dim: int, qvec: np.ndarray) -> tuple[list[str], list[str]]:
-    """(the tool ids of knn()'s nearest 10 tools to ``qvec``, the plans of its searches), with sequential scans off:
-    the catalogs here are small enough for a scan to win, and the question is whether the index matches."""
+def knn_plans(
+    conn: psycopg.Connection[Any], cid: int, dim: int, qvec: np.ndarray
+) -> tuple[list[tuple[str, float]], list[str]]:
+    """((tool id, distance) of knn()'s nearest 10 tools to ``qvec``, the plans of its searches), with sequential scans
+    off: the catalogs here are small enough for a scan to win, and the question is whether the index matches."""
     conn.execute("load 'auto_explain'")
     messages: list[str] = []
     conn.add_notice_handler(lambda diag: messages.append(diag.message_primary or ""))
@@ -138,14 +140,14 @@ def knn_plans(conn: psycopg.Connection[Any], cid: int, dim: int, qvec: np.ndarra
     conn.execute("set enable_seqscan = off")
     try:
         found = conn.execute(
-            "select t.id from knn('tool_vectors', %s, %s, %s, 10, null) k "
+            "select t.id, k.distance from knn('tool_vectors', %s, %s, %s, 10, null) k "
             "join tools t on t.catalog_id = %s and t.pk = k.tool_pk order by k.distance",
             [cid, dim, qvec, cid],
         ).fetchall()
     finally:
         conn.execute("reset enable_seqscan")
         conn.execute("set auto_explain.log_min_duration = -1")
-    return [r[0] for r in found], [m for m in messages if "<=>" in m]
+    return [(r[0], r[1]) for r in found], [m for m in messages if "<=>" in m]
 
 
 @pytest.mark.parametrize(("dim", "indexed"), [(384, "halfvec"), (2048, "halfvec"), (4100, None)])
@@ -171,8 +173,17 @@ def test_vectors_are_indexed_on_halfvec_up_to_4000_dimensions(
         target = tools[7]
         qvec = np.asarray(embedder.embed(dense_text(target)), dtype=np.float32)
         found, plans = knn_plans(conn, cid, dim, qvec)
-        assert found[0] == target.id and len(found) == 10
+        assert found[0][0] == target.id and len(found) == 10
         assert plans and all((f"tool_vectors_hnsw_{cid}_{dim}" in m) == (indexed is not None) for m in plans), plans
+        exact = dict(
+            conn.execute(
+                "select t.id, (v.embedding <=> %s::vector)::float8 from tool_vectors v "
+                "join tools t on t.catalog_id = v.catalog_id and t.pk = v.tool_pk "
+                "where v.catalog_id = %s and t.id = any(%s)",
+                [qvec, cid, [tool_id for tool_id, _ in found]],
+            ).fetchall()
+        )
+        assert all(distance == exact[tool_id] for tool_id, distance in found)  # full precision, not the index's
         assert store.route(target.description).ids  # the whole route path works at this width
 
 
@@ -195,7 +206,7 @@ def test_migration_0015_rebuilds_the_indexes_on_halfvec_and_back(dsn: str, monke
             indexes = hnsw_indexes(conn, cid, dim)
             assert len(indexes) == 2 and all(f"::{vtype}({dim})) {vtype}_cosine_ops" in d for d in indexes.values())
             found, plans = knn_plans(conn, cid, dim, qvec)
-            assert found[0] == tools[3].id
+            assert found[0][0] == tools[3].id
             assert plans and all(f"tool_vectors_hnsw_{cid}_{dim}" in m for m in plans), plans
     with open_store(dsn, "alpha") as store:
         assert [store.route(t.description).ids for t in tools[:10]] == before
