@@ -125,26 +125,11 @@ coarse as (
         fetch first %(n)s rows with ties
     ) s
 ),
--- Ties at equal scores are broken by id, and only tied rows look their id up (`tied`; a CASE runs its subquery
--- only when it holds): one key lookup of tools costs about 5 us, and ranking every retrieved row by id took about
--- 1 ms of the statement at 10k tools. The id is a scalar subquery, not a join: planned generically
--- (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools.
-lexical as (
-    select c.part, c.field as signal, c.tool_pk,
-           row_number() over (partition by c.part, c.field order by c.score desc,
-                              case when c.tied then (select t.id from tools t
-                                                     where t.catalog_id = %(catalog)s and t.pk = c.tool_pk) end) as rank
-    from (select c.*, count(*) over (partition by c.part, c.field, c.score) > 1 as tied from coarse c) c
-),
 dense as (
-    select v.part, 4::smallint as signal, v.tool_pk, v.distance,
-           row_number() over (partition by v.part order by v.distance,
-                              case when v.tied then (select t.id from tools t
-                                                     where t.catalog_id = %(catalog)s and t.pk = v.tool_pk) end) as rank
-    from (select p.part, v.tool_pk, v.distance, count(*) over (partition by p.part, v.distance) > 1 as tied
-          from parts p
-          cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s, (select pks from kept)) v
-          where %(w_dense)s::float8 > 0) v
+    select p.part, v.tool_pk, v.distance
+    from parts p
+    cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s, (select pks from kept)) v
+    where %(w_dense)s::float8 > 0
 ),
 neighbours as (
     select p.part, e.tool_pk, e.distance,
@@ -154,18 +139,28 @@ neighbours as (
                            (select pks from kept)) e
     where %(w_intent)s::float8 > 0
 ),
-intent as (
-    select s.part, 5::smallint as signal, s.tool_pk,
-           row_number() over (partition by s.part order by s.score desc,
-                              case when s.tied then (select t.id from tools t
-                                                     where t.catalog_id = %(catalog)s and t.pk = s.tool_pk) end) as rank
-    from (
-        select s.*, count(*) over (partition by s.part, s.score) > 1 as tied
-        from (select part, tool_pk, round(sum(1 - distance) * 1e9) as score
-              from neighbours
-              where nth <= %(per_tool)s
-              group by part, tool_pk) s
-    ) s
+-- The request retrievers' rows per part, each scored so that higher is better: BM25 per field (signals 1-3), the
+-- negated cosine distance (4), the summed similarity of the tool's nearest intent examples (5).
+retrieved as (
+    select part, field as signal, tool_pk, score from coarse
+    union all
+    select part, 4::smallint, tool_pk, -distance from dense
+    union all
+    select part, 5::smallint, tool_pk, round(sum(1 - distance) * 1e9)
+    from neighbours
+    where nth <= %(per_tool)s
+    group by part, tool_pk
+),
+-- Each part's ranks per retriever. Ties at equal scores are broken by id, and only tied rows look their id up
+-- (`tied`; a CASE runs its subquery only when it holds): one key lookup of tools costs about 5 us, and ranking every
+-- retrieved row by id took about 1 ms of the statement at 10k tools. The id is a scalar subquery, not a join: planned
+-- generically (toolstore/_connect.py), hundreds of rows are expected, and a join would hash all of tools.
+ranked as (
+    select r.part, r.signal, r.tool_pk,
+           row_number() over (partition by r.part, r.signal order by r.score desc,
+                              case when r.tied then (select t.id from tools t
+                                                     where t.catalog_id = %(catalog)s and t.pk = r.tool_pk) end) as rank
+    from (select r.*, count(*) over (partition by r.part, r.signal, r.score) > 1 as tied from retrieved r) r
 ),
 -- The calls looked back on, latest first (distance 0): the session's last ones from its log, then those passed in.
 history as (
@@ -230,11 +225,7 @@ context as (
     join tools t on t.catalog_id = %(catalog)s and t.pk = s.tool_pk
 ),
 signals as (
-    select part, signal, tool_pk, rank from lexical where rank <= %(n)s
-    union all
-    select part, signal, tool_pk, rank from dense
-    union all
-    select part, signal, tool_pk, rank from intent where rank <= %(n)s
+    select part, signal, tool_pk, rank from ranked where rank <= %(n)s
     union all
     select 0, signal, tool_pk, rank from recent where rank <= %(n)s
     union all
@@ -342,9 +333,9 @@ top_n as (
 -- ids are looked up only for the rows that can reach the limit: those at least as good as the top_n-th.
 top as (
     select f.*
-    from (select e.*
-          from (select a.*, a.tool_pk in (select tool_pk from exact) as exact from adjusted a) e
-          order by e.exact desc, round(e.score * 1e9) desc
+    from (select a.*, a.tool_pk in (select tool_pk from exact) as exact
+          from adjusted a
+          order by exact desc, round(a.score * 1e9) desc
           fetch first (select n from top_n) rows with ties) f
     join tools t on t.catalog_id = %(catalog)s and t.pk = f.tool_pk
     order by f.exact desc, round(f.score * 1e9) desc, t.id
