@@ -42,17 +42,19 @@ checked as (
     select route_catalog(%(catalog)s, %(version)s) as ok
 ),
 -- The filters (migration 0008): route_keeps(..., f) is their one home (f null: no filter). route_kept() checks them
--- once the version is checked (TS002 names values that match no tool) and lists the kept tools' pks (migration 0014);
--- the retrievers test membership in that set.
+-- once the version is checked (TS002 names values that match no tool) and lists the kept tools' pks (migration 0014),
+-- or, where that is the smaller set, the dropped ones (`dropped`, migration 0016); the retrievers keep a tool when its
+-- membership in the set differs from `dropped`. No row when unfiltered.
 filter as (
     select case when %(filtered)s::boolean
                 then route_filter(%(allow)s::text[], %(block)s::text[], %(categories)s::text[], %(providers)s::text[],
                                   %(tags)s::text[]) end as f
 ),
 kept as (
-    select case when (select ok from checked) and %(filtered)s::boolean
-                then route_kept(%(catalog)s, %(allow)s::text[], %(block)s::text[], %(categories)s::text[],
-                                %(providers)s::text[], %(tags)s::text[]) end as pks
+    select k.pks, k.dropped
+    from route_kept(%(catalog)s, %(allow)s::text[], %(block)s::text[], %(categories)s::text[], %(providers)s::text[],
+                    %(tags)s::text[]) k
+    where (select ok from checked) and %(filtered)s::boolean
 ),
 fields (field, weight) as (
     values (1::smallint, %(w_name)s::float8),
@@ -102,8 +104,8 @@ qterms as (
 -- thousands at 100k tools). The lateral reads the part's terms in that field from arrays (unnest), so the generic
 -- plan expects about as many postings as it reads and sums them per tool in a hash table; through a join with the
 -- term lists it expected one row, and sorted every posting by tool to sum them (0.8 ms of the statement at 10k
--- tools: bench/PROFILE.md). The filters apply before the cut, as membership in the kept set (a hashed subplan), not
--- a lookup of each matching tool's row (thousands: 2,207 for one request at 10k tools, about 4 us each).
+-- tools: bench/PROFILE.md). The filters apply before the cut, as membership in the kept (or dropped) set (a hashed
+-- subplan), not a lookup of each matching tool's row (thousands: 2,207 for one request at 10k tools, about 4 us each).
 coarse as (
     select pf.part, pf.field, s.tool_pk, s.score
     from (select pt.part, t.field, t.avgdl, array_agg(t.lexeme) as lexemes, array_agg(t.idf) as idfs
@@ -120,7 +122,7 @@ coarse as (
         ) p
         group by p.tool_pk
         having not %(filtered)s::boolean
-            or p.tool_pk in (select unnest(k.pks) from kept k)
+            or (p.tool_pk in (select unnest(k.pks) from kept k)) <> (select k.dropped from kept k)
         order by 2 desc
         fetch first %(n)s rows with ties
     ) s
@@ -128,7 +130,8 @@ coarse as (
 dense as (
     select p.part, v.tool_pk, v.distance
     from parts p
-    cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s, (select pks from kept)) v
+    cross join lateral knn('tool_vectors', %(catalog)s, %(dim)s, p.qvec, %(n)s, (select pks from kept),
+                           (select dropped from kept)) v
     where %(w_dense)s::float8 > 0
 ),
 neighbours as (
@@ -136,7 +139,7 @@ neighbours as (
            row_number() over (partition by p.part, e.tool_pk order by e.distance) as nth
     from parts p
     cross join lateral knn('intent_examples', %(catalog)s, %(dim)s, p.qvec, %(n_examples)s,
-                           (select pks from kept)) e
+                           (select pks from kept), (select dropped from kept)) e
     where %(w_intent)s::float8 > 0
 ),
 -- The request retrievers' rows per part, each scored so that higher is better: BM25 per field (signals 1-3), the
@@ -210,7 +213,8 @@ transition as (
 context_neighbours as (
     select e.tool_pk, e.distance,
            row_number() over (partition by e.tool_pk order by e.distance) as nth
-    from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)b::vector, %(n_examples)s, (select pks from kept)) e
+    from knn('intent_examples', %(catalog)s, %(dim)s, %(cvec)b::vector, %(n_examples)s, (select pks from kept),
+             (select dropped from kept)) e
     where %(w_context)s::float8 > 0
 ),
 context as (
@@ -375,5 +379,5 @@ select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as pa
        (select intent_sim from evidence) as evidence_intent
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
-where (select ok from checked) and (select cardinality(pks) is distinct from -1 from kept)
+where (select ok from checked) and (not %(filtered)s::boolean or exists (select from kept))
 order by p.exact desc, round(p.score * 1e9) desc, t.id;

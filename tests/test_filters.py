@@ -254,12 +254,55 @@ def test_knn_over_a_kept_set_is_the_exact_nearest(big: ToolStore, table: str, li
     assert [d for _, d in got] == pytest.approx([d for _, d in every[:limit]])
 
 
+BLOCK_MOST = ["*.send*", "slack.*"]  # keeps most of the catalog: route_kept() lists the dropped tools
+
+
+@pytest.mark.parametrize("table, limit", [("tool_vectors", 40), ("intent_examples", 120)])
+@pytest.mark.parametrize("dropped_count", [RARE, 3000])
+def test_knn_over_a_dropped_set_finds_what_its_kept_complement_finds(
+    big: ToolStore, table: str, limit: int, dropped_count: int
+) -> None:
+    """knn() given the tools to leave out (migration 0016) returns the rows it returns given the rest: the same
+    iterative HNSW scan with the membership test inverted. The query's nearest tools are among those left out, so the
+    scan has to go past them."""
+    info = big.info()
+    qvec = big.embedder.embed_batch([generated_queries(1, seed=12)[0]])[0]
+    search = "select tool_pk, distance from knn(%s, %s, %s, %s, %s, %s::bigint[], %s)"
+    with big.pool.connection() as conn:
+        every = [r[0] for r in conn.execute("select pk from tools where catalog_id = %s order by pk", [info.id])]
+        unfiltered = conn.execute(search, [table, info.id, info.embed_dim, qvec, limit, None, None]).fetchall()
+        nearest = list(dict.fromkeys(pk for pk, _ in unfiltered))[:10]
+        dropped = list(dict.fromkeys(nearest + every[:: len(every) // dropped_count]))[:dropped_count]
+        kept = sorted(set(every) - set(dropped))
+        by_dropped = conn.execute(search, [table, info.id, info.embed_dim, qvec, limit, dropped, True]).fetchall()
+        by_kept = conn.execute(search, [table, info.id, info.embed_dim, qvec, limit, kept, False]).fetchall()
+    assert len(kept) > 2000  # both take the iterative scan
+    assert len(by_dropped) == limit and not {pk for pk, _ in by_dropped} & set(dropped)
+    assert by_dropped == by_kept
+
+
+@pytest.mark.parametrize("signal", ["name", "description"])
+def test_a_block_list_keeping_most_tools_ranks_as_the_unfiltered_list_without_them(big: ToolStore, signal: str) -> None:
+    """A block list that keeps most of 10k tools (route_kept() lists the dropped ones) takes them out of the lexical
+    lists before the cut: with one exact retriever weighted, the route is the unfiltered one without the blocked tools
+    (taking tools out of a single ranked list cannot reorder the rest)."""
+    weights = {s: float(s == signal) for s in ("name", "description", "expansion", "dense", "intent")}
+    blocked = 0
+    for text in generated_queries(4, seed=13):
+        filtered = [r.tool.id for r in big.route(text, k=8, block=BLOCK_MOST, weights=weights)]
+        unfiltered = [r.tool.id for r in big.route(text, k=40, weights=weights)]
+        kept = [i for i in unfiltered if not any(fnmatch.fnmatchcase(i, b) for b in BLOCK_MOST)]
+        blocked += len(unfiltered) - len(kept)
+        assert filtered == kept[:8]
+    assert blocked, "no request's unfiltered list held a blocked tool: the test proves nothing"
+
+
 KEPT_CASES = [
     {"providers": ["rare"]},  # 15 tools: listed through the providers' index entries
     {"providers": ["slack", "gmail", "github"]},  # thousands: the same, past 2,000
     {"providers": ["slack", "gmail", "github", "rare"], "tags": ["few"]},  # the tags bound the set
     {"allow": ["s*"]},  # globs alone: every tool is tested
-    {"block": ["slack.*", "*.send*"]},
+    {"block": BLOCK_MOST},  # most of the catalog: the dropped tools are listed
     {"categories": ["finance"], "block": ["*.send*"]},  # a quarter of the catalog
     {"allow": ["gmail.*", "stripe.?*"], "categories": ["finance", "sales"], "providers": ["gmail", "stripe"]},
 ]
@@ -267,16 +310,17 @@ KEPT_CASES = [
 
 @pytest.mark.parametrize("case", KEPT_CASES)
 def test_route_kept_lists_exactly_the_tools_the_filters_keep(big: ToolStore, case: dict[str, list[str]]) -> None:
-    """route_kept() lists every kept tool whatever their number (migration 0014): route() tests membership in it."""
+    """route_kept() lists every kept tool whatever their number (migration 0014), or every dropped one where it tests
+    every tool and that set is the smaller (migration 0016): route() tests membership in it."""
     info = big.info()
     with big.pool.connection() as conn:
         rows = conn.execute(
             "select pk, id, provider, categories, tags from tools where catalog_id = %s", [info.id]
         ).fetchall()
-        (kept,) = conn.execute(
-            "select route_kept(%s, %s, %s, %s, %s, %s)",
+        listed, dropped = conn.execute(
+            "select pks, dropped from route_kept(%s, %s, %s, %s, %s, %s)",
             [info.id, *(case.get(k) for k in ("allow", "block", "categories", "providers", "tags"))],
-        ).fetchone() or (None,)
+        ).fetchone() or (None, None)
 
     def keeps(tool_id: str, provider: str, categories: list[str], tags: list[str]) -> bool:
         def matches(patterns: list[str]) -> bool:
@@ -292,4 +336,8 @@ def test_route_kept_lists_exactly_the_tools_the_filters_keep(big: ToolStore, cas
 
     expected = {pk for pk, tool_id, provider, categories, tags in rows if keeps(tool_id, provider, categories, tags)}
     assert expected and len(expected) < len(rows)
-    assert kept is not None and sorted(kept) == sorted(expected)
+    assert listed is not None and dropped is not None
+    every = {pk for pk, *_ in rows}
+    assert sorted(listed) == sorted(every - expected if dropped else expected)
+    tests_every_tool = "providers" not in case and len(expected) > 2000
+    assert dropped == (tests_every_tool and len(every) - len(expected) < len(expected))

@@ -175,20 +175,21 @@ def inner_statement(template: str, table: str, catalog: int, dim: int, vtype: st
 
 
 @pytest.mark.parametrize("table", ["tool_vectors", "intent_examples"])
-@pytest.mark.parametrize("filtered", ["unfiltered", "few kept", "many kept"])
+@pytest.mark.parametrize("filtered", ["unfiltered", "few kept", "many kept", "few dropped"])
 def test_knn_inner_statements_use_the_catalogs_hnsw_index(store: ToolStore, table: str, filtered: str) -> None:
-    """Unfiltered and with many tools kept: the catalog's HNSW index; with few kept: their rows by key (exact)."""
+    """Unfiltered, with many tools kept and with a few dropped (migration 0016): the catalog's HNSW index; with few
+    kept: their rows by key (exact)."""
     info = store.info()
     qvec = np.asarray(store.embedder.embed("refund a failed payment"), dtype=np.float32)  # type: ignore[union-attr]
     with store.pool.connection() as conn, conn.transaction():
         unfiltered_sql, exact_sql, iterative_sql = knn_statements(conn)
-        template = {"unfiltered": unfiltered_sql, "few kept": exact_sql, "many kept": iterative_sql}[filtered]
+        template = {"unfiltered": unfiltered_sql, "few kept": exact_sql}.get(filtered, iterative_sql)
         conn.execute("select set_config('hnsw.ef_search', '120', true)")
         params: dict[str, Any] = {"p1": qvec, "p2": 120}
         if filtered != "unfiltered":
             conn.execute("select set_config('hnsw.iterative_scan', 'relaxed_order', true)")
             pks = [r[0] for r in conn.execute("select pk from tools where catalog_id = %s", [info.id])]
-            params |= {"p3": pks[:3] if filtered == "few kept" else pks}
+            params |= {"p3": pks if filtered == "many kept" else pks[:3], "p4": filtered == "few dropped"}
         vtype = index_type(conn, DIM)
         assert vtype is not None
         plan = explain(conn, inner_statement(template, table, info.id, DIM, vtype), params)
