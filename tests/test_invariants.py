@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from test_plans import knn_statements
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
@@ -156,14 +157,6 @@ def test_the_route_statement_reads_every_table_by_its_catalog(routed: ToolStore,
         assert unscoped_scans(conn, query("route"), params, info.id) == []
 
 
-def knn_statements(conn: psycopg.Connection[Any]) -> list[str]:
-    """The statements knn() runs (format strings in its source), with this test's values spelled in."""
-    source = conn.execute("select prosrc from pg_proc where proname = 'knn'").fetchone()[0]
-    found = re.findall(r"execute\s+format\(\s*((?:'(?:[^']|'')*'\s*)+),", source)
-    assert len(found) == 3
-    return ["".join(s.replace("''", "'") for s in re.findall(r"'((?:[^']|'')*)'", f)) for f in found]
-
-
 @pytest.mark.parametrize("table", ["tool_vectors", "intent_examples"])
 def test_knn_reads_every_table_by_its_catalog(routed: ToolStore, table: str) -> None:
     info = routed.info()
@@ -173,7 +166,7 @@ def test_knn_reads_every_table_by_its_catalog(routed: ToolStore, table: str) -> 
             text = template.replace("%1$s", "32").replace("%2$s", str(info.id)).replace("%3$I", table)
             text = text.replace("%4$s", "vector")  # the indexed type at 32 dimensions (migration 0011)
             text = re.sub(r"\$(\d)", r"%(p\1)s", text)
-            params = {"p1": qvec, "p2": 40, "p3": p3}
+            params = {"p1": qvec, "p2": 40, "p3": p3, "p4": False}  # p4: p3 is the kept set (migration 0016)
             assert unscoped_scans(conn, text, params, info.id) == [], text
 
 
