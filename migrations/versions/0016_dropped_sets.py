@@ -5,17 +5,18 @@ Revises: 0015
 Create Date: 2026-11-25
 
 ``route_kept()`` (migration 0014) listed every kept tool, and route() tested each candidate's membership in that list
-through a hash built per search: a block list keeping 9,170 of 10k tools built three hashes of 9,170 pks per request
-(the lexical part, the dense and the intent search), and each of knn()'s iterative scans probed its own. Where
-``route_kept()`` tests every tool of the catalog anyway (no providers filter and more than 2,000 kept: globs, blocks,
-categories, tags), it now returns whichever of the two sets is smaller, as ``(pks, dropped)``: ``dropped`` is true
-when ``pks`` are the tools the filters leave out. ``knn()`` takes that flag (``p_dropped``, default false): its
-iterative scan keeps a row when its membership differs from the flag, and the route statement's lexical part does
-the same. A dropped set never takes the exact path (it is chosen only when most of the catalog is kept).
+through a hash built per search: a block list keeping 9,170 of 10k tools made each request build three hashes of 9,170
+pks (the lexical part's, and one in each of knn()'s iterative scans, dense and intent). Where ``route_kept()`` tests
+every tool of the catalog anyway (no providers filter, and globs or blocks alone, or allow ids, categories and tags of
+which even the narrowest matches more than 2,000 tools), it now returns whichever of the two sets is smaller, as ``(pks,
+dropped)``: ``dropped`` is true when ``pks`` are the tools the filters leave out. ``knn()`` takes that flag
+(``p_dropped``, default false): its iterative scan keeps a row when its membership differs from the flag, and the route
+statement's lexical part does the same. A dropped set never takes the exact path (it is chosen only when most of the
+catalog is kept).
 
 Measured (bench/PROFILE.md, "Filtered routes that keep most of the catalog"): the route statement with ``block a*``
 (9,170 of 10k tools kept) 13.0 against 16.0 ms p50, and at 100k tools 65.5 against 112.2 ms, the same rows; ``allow
-a*`` (830 kept) 0.2-0.4 ms slower at 10k and 4.6 ms at 100k (it builds both sets); other filters unchanged.
+a*`` (830 of 10k kept) 0.2-0.4 ms slower at 10k and 4.6 ms at 100k (it builds both sets); other filters unchanged.
 """
 
 from __future__ import annotations
