@@ -45,7 +45,14 @@ def _revision_0014() -> ModuleType:
 
 
 R0014 = _revision_0014()
-edited = R0014.edited
+
+
+def edits(text: str, *changes: tuple[str, str]) -> str:
+    """``text`` with each ``(old, new)`` of ``changes`` applied in turn (each ``old`` must occur exactly once)."""
+    for old, new in changes:
+        text = R0014.edited(text, old, new)
+    return text
+
 
 # route_kept(): one scan of every tool collects both sets (the test once per tool: OFFSET 0 keeps the subquery from
 # being flattened, which would copy route_keeps() into both aggregates), and the smaller one is returned.
@@ -67,72 +74,38 @@ EVERY_TOOL = """\
                 return query select kept, false;
             end if;
             return;"""
-LISTED_0014 = """\
-        case when driver = 'categories' then p_categories end, case when driver = 'tags' then p_tags end;
-    return kept;"""
-LISTED = """\
-        case when driver = 'categories' then p_categories end, case when driver = 'tags' then p_tags end;
-    return query select kept, false;"""
 
-ROUTE_KEPT = edited(
-    edited(
-        edited(
-            edited(R0014.ROUTE_KEPT, "returns bigint[]\n", "returns table (pks bigint[], dropped boolean)\n"),
-            "    kept bigint[];\n",
-            "    kept bigint[];\n    left_out bigint[];\n",
-        ),
-        EVERY_TOOL_0014,
-        EVERY_TOOL,
-    ),
-    LISTED_0014,
-    LISTED,
+ROUTE_KEPT = edits(
+    R0014.ROUTE_KEPT,
+    ("returns bigint[]\n", "returns table (pks bigint[], dropped boolean)\n"),
+    ("    kept bigint[];\n", "    kept bigint[];\n    left_out bigint[];\n"),
+    (EVERY_TOOL_0014, EVERY_TOOL),
+    ("    return kept;\n", "    return query select kept, false;\n"),  # the list through an index: always kept
 )
 
 # knn(): the flag, a dropped set kept off the exact path, and the iterative scan's membership test against the flag.
-ITERATIVE_0014 = """\
-        -- Many kept: an iterative HNSW scan whose rows are probed in a hash of the kept set (a hashed subplan; the
-        -- OR keeps the planner from making it a join, which would lose the index order). Not `= any ($3)`: the
-        -- array is a constant in this one-shot plan, and estimating its selectivity element by element took longer
-        -- than the scan (29 against 13 ms for 91k kept tools at 100k, a scratch timing).
-        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        return query execute format(
-            'select s.tool_pk, s.distance from ('
-            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
-            'from %3$I v '
-            'where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
-            'and (v.tool_pk in (select unnest($3::bigint[])) or $3 is null) '
-            'order by v.embedding::%4$s(%1$s) <=> $1::%4$s(%1$s) limit $2) s order by s.distance',
-            p_dim, p_catalog, p_table, indexed)
-        using p_query, p_limit, p_kept;"""
-ITERATIVE = """\
-        -- Many kept, or a dropped set: an iterative HNSW scan whose rows are probed in a hash of the set (a hashed
-        -- subplan), kept when their membership differs from p_dropped. Compared with the flag, the test is no
-        -- top-level IN the planner could make a join, which would lose the index order. Not `= any ($3)`: the
-        -- array is a constant in this one-shot plan, and estimating its selectivity element by element took longer
-        -- than the scan (29 against 13 ms for 91k kept tools at 100k, a scratch timing).
-        perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        return query execute format(
-            'select s.tool_pk, s.distance from ('
-            'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision as distance '
-            'from %3$I v '
-            'where v.catalog_id = %2$s and vector_dims(v.embedding) = %1$s '
-            'and (v.tool_pk in (select unnest($3::bigint[]))) <> $4 '
-            'order by v.embedding::%4$s(%1$s) <=> $1::%4$s(%1$s) limit $2) s order by s.distance',
-            p_dim, p_catalog, p_table, indexed)
-        using p_query, p_limit, p_kept, coalesce(p_dropped, false);"""
-
-KNN = edited(
-    edited(
-        edited(
-            R0014.KNN,
-            "                    p_kept bigint[])\n",
-            "                    p_kept bigint[], p_dropped boolean default false)\n",
-        ),
+KNN = edits(
+    R0014.KNN,
+    ("p_kept bigint[])\n", "p_kept bigint[], p_dropped boolean default false)\n"),
+    (
         "    elsif cardinality(p_kept) <= 2000 then\n",
         "    elsif not coalesce(p_dropped, false) and cardinality(p_kept) <= 2000 then\n",
     ),
-    ITERATIVE_0014,
-    ITERATIVE,
+    (
+        "        -- Many kept: an iterative HNSW scan whose rows are probed in a hash of the kept set (a hashed "
+        "subplan; the\n        -- OR keeps the planner from making it a join, which would lose the index order).",
+        "        -- Many kept, or a dropped set: an iterative HNSW scan whose rows are probed in a hash of the set (a "
+        "hashed\n        -- subplan), kept when their membership differs from p_dropped: compared with the flag, the "
+        "test is\n        -- no top-level IN the planner could make a join, which would lose the index order.",
+    ),
+    (
+        "'and (v.tool_pk in (select unnest($3::bigint[])) or $3 is null) '",
+        "'and (v.tool_pk in (select unnest($3::bigint[]))) <> $4 '",
+    ),
+    (
+        "indexed)\n        using p_query, p_limit, p_kept;",
+        "indexed)\n        using p_query, p_limit, p_kept, coalesce(p_dropped, false);",
+    ),
 )
 
 SIGNATURE = "(integer, text[], text[], text[], text[], text[])"
