@@ -24,7 +24,7 @@ from toolstore import ToolStore
 from toolstore._candidates import CandidateTable, fetch_lists, load_tool_index
 from toolstore._examples import load_examples
 from toolstore._formats import load_tools_file
-from toolstore._fusion import REQUEST_SIGNALS, SIGNALS
+from toolstore._fusion import SIGNALS
 from toolstore._metrics import aggregate, load_judgements, score_query
 from toolstore._split import split_request
 from toolstore._tune import tune
@@ -44,12 +44,10 @@ def reserved(
     """Each row's top ``k`` with every sub-request's best ``m`` tools in it: those missing from the fused top ``k``
     take the places of its last tools that no sub-request reserved (fused order kept, the reserved ones appended)."""
     tops = table.top_ids(weights, k_rrf, k=k, split=split)
+    part_scores = table.part_scores(weights, k_rrf)
     for i, top in enumerate(tops):
         must: list[str] = []
-        for part in table.part_ranks[:, :, i]:
-            score = sum(w / (k_rrf + part[s]) for s, w in enumerate(weights[: len(REQUEST_SIGNALS)]) if w > 0)
-            if not np.any(score):
-                continue
+        for score in part_scores[:, i]:
             best = np.lexsort((table.position[i], -np.round(score * 1e9)))[:m]
             must += [table.candidates[i][c] for c in best if score[c] > 0]
         missing = [t for t in dict.fromkeys(must) if t not in top]

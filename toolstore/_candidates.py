@@ -341,6 +341,16 @@ class CandidateTable:
         """Whether any row's request was split (the ``split`` weight changes nothing otherwise)."""
         return bool(np.isfinite(self.part_ranks).any())
 
+    def part_scores(self, weights: Sequence[float], k_rrf: float) -> np.ndarray:
+        """Each sub-request's fused score of every candidate, ``(parts, rows, columns)``: the sum the statement adds
+        ``split`` times the best of (0 where none of that sub-request's signals returned the tool)."""
+        scores = np.zeros((len(self.part_ranks), *self.group.shape))
+        for p, part in enumerate(self.part_ranks):
+            for s, w in enumerate(weights[: len(REQUEST_SIGNALS)]):
+                if w > 0:
+                    scores[p] += w / (k_rrf + part[s])  # same operations, same order as the SQL sum
+        return scores
+
     def top(
         self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0, avoid: float = DEFAULT_AVOID
     ) -> np.ndarray:
@@ -353,15 +363,11 @@ class CandidateTable:
                 score += w / (k_rrf + self.ranks[s])  # same operations, same order as the SQL sum
                 present |= self.ranks[s] < np.inf
         if split > 0 and len(self.part_ranks):
-            best = np.zeros(self.group.shape)
             for part in self.part_ranks:
-                part_score = np.zeros(self.group.shape)
                 for s, w in enumerate(weights[: len(REQUEST_SIGNALS)]):
                     if w > 0:
-                        part_score += w / (k_rrf + part[s])
                         present |= part[s] < np.inf
-                best = np.maximum(best, part_score)
-            score = score + split * best
+            score = score + split * self.part_scores(weights, k_rrf).max(axis=0)
         if avoid > 0:
             score = score - avoid * score * self.avoid  # the statement's `avoided` part
         group = np.where(present, self.group, -1)
