@@ -44,10 +44,10 @@ def reserved(
     """Each row's top ``k`` with every sub-request's best ``m`` tools in it: those missing from the fused top ``k``
     take the places of its last tools that no sub-request reserved (fused order kept, the reserved ones appended)."""
     tops = table.top_ids(weights, k_rrf, k=k, split=split)
-    part_scores = table.part_scores(weights, k_rrf)
+    part_scores = list(table.part_scores(weights, k_rrf))
     for i, top in enumerate(tops):
         must: list[str] = []
-        for score in part_scores[:, i]:
+        for score in (part[i] for part in part_scores):
             best = np.lexsort((table.position[i], -np.round(score * 1e9)))[:m]
             must += [table.candidates[i][c] for c in best if score[c] > 0]
         missing = [t for t in dict.fromkeys(must) if t not in top]

@@ -13,7 +13,7 @@ always-on tools go first as ``pack`` puts them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -341,15 +341,15 @@ class CandidateTable:
         """Whether any row's request was split (the ``split`` weight changes nothing otherwise)."""
         return bool(np.isfinite(self.part_ranks).any())
 
-    def part_scores(self, weights: Sequence[float], k_rrf: float) -> np.ndarray:
-        """Each sub-request's fused score of every candidate, ``(parts, rows, columns)``: the sum the statement adds
-        ``split`` times the best of (0 where none of that sub-request's signals returned the tool)."""
-        scores = np.zeros((len(self.part_ranks), *self.group.shape))
-        for p, part in enumerate(self.part_ranks):
+    def part_scores(self, weights: Sequence[float], k_rrf: float) -> Iterator[np.ndarray]:
+        """Sub-request by sub-request, its fused score of every candidate (rows x columns; 0 where none of its
+        signals returned the tool): :meth:`top` adds ``split`` times a tool's best, as the statement does."""
+        for part in self.part_ranks:
+            score = np.zeros(self.group.shape)
             for s, w in enumerate(weights[: len(REQUEST_SIGNALS)]):
                 if w > 0:
-                    scores[p] += w / (k_rrf + part[s])  # same operations, same order as the SQL sum
-        return scores
+                    score += w / (k_rrf + part[s])  # same operations, same order as the SQL sum
+            yield score
 
     def top(
         self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0, avoid: float = DEFAULT_AVOID
@@ -367,7 +367,10 @@ class CandidateTable:
                 for s, w in enumerate(weights[: len(REQUEST_SIGNALS)]):
                     if w > 0:
                         present |= part[s] < np.inf
-            score = score + split * self.part_scores(weights, k_rrf).max(axis=0)
+            best = np.zeros(self.group.shape)
+            for part_score in self.part_scores(weights, k_rrf):
+                best = np.maximum(best, part_score)
+            score = score + split * best
         if avoid > 0:
             score = score - avoid * score * self.avoid  # the statement's `avoided` part
         group = np.where(present, self.group, -1)
