@@ -14,10 +14,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from test_plans import knn_statements
+from test_plans import inner_statement, knn_statements
 
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
+from toolstore._indexes import index_type
 from toolstore._migrate import VERSION_TABLE
 from toolstore._route import route_request, statement_params, with_calls
 from toolstore._sql import query
@@ -162,10 +163,10 @@ def test_knn_reads_every_table_by_its_catalog(routed: ToolStore, table: str) -> 
     info = routed.info()
     qvec = HashingEmbedder(32).embed("refund a failed payment")
     with routed.connection() as conn:
+        vtype = index_type(conn, 32)
+        assert vtype is not None
         for template, p3 in zip(knn_statements(conn), [None, [1, 2, 3], list(range(1, 3000))]):
-            text = template.replace("%1$s", "32").replace("%2$s", str(info.id)).replace("%3$I", table)
-            text = text.replace("%4$s", "vector")  # the indexed type at 32 dimensions (migration 0011)
-            text = re.sub(r"\$(\d)", r"%(p\1)s", text)
+            text = inner_statement(template, table, info.id, 32, vtype)
             params = {"p1": qvec, "p2": 40, "p3": p3, "p4": False}  # p4: p3 is the kept set (migration 0016)
             assert unscoped_scans(conn, text, params, info.id) == [], text
 
