@@ -8,6 +8,8 @@
 --   w_split     weight of a tool's best fused score in a sub-request, added to its fused score in the request
 --   n           over-fetch per retriever        n_examples intent examples fetched (neighbours)
 --   per_tool    neighbours summed per tool      k_rrf      RRF constant
+--   heavy_postings, heavy_share   a part's field goes through bm25_top() (migration 0017) when one of its terms has
+--               at least heavy_postings postings and heavy_share of the part's postings in that field
 --   w_name, w_description, w_expansion, w_dense, w_intent  fusion weights; 0 switches a retriever off
 --   allow, block, categories, providers, tags  text[] filters on tool id (globs: * and ?) / categories / provider /
 --               tags, or null; route_kept() (migration 0008) applies them, and raises TS002 naming unmatched values
@@ -106,13 +108,22 @@ qterms as (
 -- term lists it expected one row, and sorted every posting by tool to sum them (0.8 ms of the statement at 10k
 -- tools: bench/PROFILE.md). The filters apply before the cut, as membership in the kept (or dropped) set (a hashed
 -- subplan), not a lookup of each matching tool's row (thousands: 2,207 for one request at 10k tools, about 4 us each).
+-- Where one common term holds most of a part's postings in a field (at 100k tools, 55k of 73k for one request),
+-- bm25_top() (migration 0017) returns the same rows without summing that term's postings for every tool (MaxScore).
 coarse as (
     select pf.part, pf.field, s.tool_pk, s.score
-    from (select pt.part, t.field, t.avgdl, array_agg(t.lexeme) as lexemes, array_agg(t.idf) as idfs
+    from (select pt.part, t.field, t.avgdl, array_agg(t.lexeme) as lexemes, array_agg(t.idf) as idfs,
+                 array_agg(t.df::float8) as dfs,
+                 max(t.df) >= %(heavy_postings)s and max(t.df) >= %(heavy_share)s * sum(t.df) as heavy
           from part_terms pt
           join qterms t on t.lexeme = pt.lexeme
           group by pt.part, t.field, t.avgdl) pf
     cross join lateral (
+        select b.tool_pk, b.score
+        from bm25_top(%(catalog)s::integer, pf.field, pf.avgdl, pf.lexemes, pf.idfs, pf.dfs, %(n)s::integer,
+                      (select k.pks from kept k), coalesce((select k.dropped from kept k), false)) b
+        where pf.heavy
+        union all
         select p.tool_pk, round(sum(u.idf * bm25_tf(p.tf, p.dl, pf.avgdl)) * 1e9) as score
         from unnest(pf.lexemes, pf.idfs) as u (lexeme, idf)
         cross join lateral (
@@ -120,6 +131,7 @@ coarse as (
             from postings p
             where p.catalog_id = %(catalog)s and p.field = pf.field and p.lexeme = u.lexeme
         ) p
+        where not pf.heavy
         group by p.tool_pk
         having not %(filtered)s::boolean
             or (p.tool_pk in (select unnest(k.pks) from kept k)) <> (select k.dropped from kept k)

@@ -38,12 +38,17 @@ def big(server_dsn: str, template_dsn: str) -> Iterator[ToolStore]:
     drop_database(server_dsn, name)
 
 
-def field_ranking(conn: psycopg.Connection[Any], store: ToolStore, text: str, field: int, **filters: Any) -> list[str]:
-    """One field's BM25 ranking as route computes it (that field's weight alone), DEPTH deep."""
+def field_ranking(
+    conn: psycopg.Connection[Any], store: ToolStore, text: str, field: int, heavy: bool = False, **filters: Any
+) -> list[str]:
+    """One field's BM25 ranking as route computes it (that field's weight alone), DEPTH deep; ``heavy``: every part
+    and field through bm25_top() (migration 0017), which the statement otherwise calls only past 20,000 postings."""
     weights = {s: 0.0 for s in ("name", "description", "expansion", "dense", "intent")} | {FIELDS[field]: 1.0}
     request = route_request(text, Fusion(weights=weights, overfetch=DEPTH), **filters)
     params = statement_params(store.info(), request, None)
     params |= {"identifiers": [], "limit": DEPTH}
+    if heavy:
+        params |= {"heavy_postings": 0, "heavy_share": 0.0}
     return [r[0] for r in conn.execute(query("route"), params).fetchall()]
 
 
@@ -63,13 +68,17 @@ def straddles(scores: dict[str, float]) -> bool:
     return len(ranked) > DEPTH and ranked[DEPTH - 1] == ranked[DEPTH]
 
 
-def test_field_rankings_are_the_exact_bm25_top_with_ties_broken_by_id(big: ToolStore) -> None:
+HEAVY = pytest.mark.parametrize("heavy", [False, True], ids=["sum", "bm25_top"])
+
+
+@HEAVY
+def test_field_rankings_are_the_exact_bm25_top_with_ties_broken_by_id(big: ToolStore, heavy: bool) -> None:
     full = straddling = 0
     with big.connection() as conn:
         for text in generated_queries(16, seed=23):
             for field in FIELDS:
                 scores = exact_scores(conn, big, text, field)
-                got = field_ranking(conn, big, text, field)
+                got = field_ranking(conn, big, text, field, heavy)
                 assert got == exact_top(scores), (text, field)
                 full += len(got) == DEPTH
                 straddling += straddles(scores)
@@ -77,12 +86,13 @@ def test_field_rankings_are_the_exact_bm25_top_with_ties_broken_by_id(big: ToolS
     assert full >= 24, "most rankings should be cut at DEPTH, or the cut goes untested"
 
 
-def test_filtered_field_rankings_are_the_exact_top_of_the_kept_tools(big: ToolStore) -> None:
+@HEAVY
+def test_filtered_field_rankings_are_the_exact_top_of_the_kept_tools(big: ToolStore, heavy: bool) -> None:
     kept = {t.id for t in generated_tools(600, seed=11) if "finance" in t.categories}
     with big.connection() as conn:
         for text in generated_queries(8, seed=24):
             for field in (1, 2):
                 scores = exact_scores(conn, big, text, field)
-                got = field_ranking(conn, big, text, field, categories=["finance"])
+                got = field_ranking(conn, big, text, field, heavy, categories=["finance"])
                 assert got == exact_top(scores, kept), (text, field)
                 assert exact_top(scores, kept) != exact_top(scores)[: len(got)]  # the filter changed the ranking
