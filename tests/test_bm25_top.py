@@ -102,6 +102,38 @@ def test_bm25_top_returns_the_full_sums_best_n(catalog: tuple[str, int, list[int
     assert checked > 2000
 
 
+def test_bm25_top_stays_exact_after_writes(catalog: tuple[str, int, list[int]]) -> None:
+    """After updates, removals and inserts (the statistics triggers change df, lengths and the average length, and
+    the stored impacts of the untouched postings stay as they were), bm25_top() still returns the full sum's rows."""
+    dsn, catalog_id, _ = catalog
+    rng = random.Random(5)
+    tools = catalog_tools(1500)
+    changed = [
+        Tool(id=t.id, name=t.name, description=" ".join(words(rng) + ["data"] * rng.randint(0, 6)) or "noop")
+        for t in tools[::5]
+    ]
+    added = [
+        Tool(id=f"new{i:03d}", name=" ".join(words(rng)[:3]) or "noop", description=" ".join(words(rng)) or "x")
+        for i in range(150)
+    ]
+    with ToolStore(dsn, embedder=None, catalog="top") as store:
+        store.upsert(changed + added)
+        for t in tools[1::9]:
+            store.remove(t.id)
+    checked = 0
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("set search_path = toolstore, public")
+        for _ in range(25):
+            query = rng.sample(COMMON, rng.randint(1, 3)) + rng.sample(MIDDLE, rng.randint(0, 3))
+            for field in (1, 2):
+                terms = term_params(conn, catalog_id, field, query)
+                params = {**terms, "n": 10, "kept": None, "dropped": False, "budget": 200.0}
+                full = sorted(conn.execute(FULL, params).fetchall())
+                assert sorted(conn.execute(TOP, params).fetchall()) == full, (query, field)
+                checked += len(full)
+    assert checked > 400
+
+
 def test_bm25_tf_bound_bounds_bm25_tf(dsn: str) -> None:
     """The bound of a posting's term-frequency part, from its impact, at any average length: never below the
     real value, and below its trivial bound (2.2) for most postings, so that it prunes."""
