@@ -108,7 +108,7 @@ qterms as (
 -- term lists it expected one row, and sorted every posting by tool to sum them (0.8 ms of the statement at 10k
 -- tools: bench/PROFILE.md). The filters apply before the cut, as membership in the kept (or dropped) set (a hashed
 -- subplan), not a lookup of each matching tool's row (thousands: 2,207 for one request at 10k tools, about 4 us each).
--- Where one common term holds most of a part's postings in a field (at 100k tools, 55k of 73k for one request),
+-- Where one common term holds most of a part's postings in a field (at 100k tools, 55k of 92k for one request),
 -- bm25_top() (migration 0017) returns the same rows without summing that term's postings for every tool (MaxScore).
 coarse as (
     select pf.part, pf.field, s.tool_pk, s.score
