@@ -23,9 +23,9 @@ Steps 1, 3 and 4 sum through one function, ``bm25_sums()`` (a SQL-standard body,
 
 Every step compares with a margin against rounding. The route statement calls it only for a heavy field (a term with
 at least ``HEAVY_POSTINGS`` postings and ``HEAVY_SHARE`` of the part's postings there, toolstore/_route.py); elsewhere
-its own sum stays, since a plpgsql call costs about 0.3 ms. ``bm25_tf_bound()`` bounds ``bm25_tf()`` at the real
-average length from the impact at the reference length (``bm25_impact()``), for any term frequency of 1 or more; a test
-checks it on a grid.
+its own sum stays (forced on every field at 10k tools the statement took 12.1 against 10.1 ms). ``bm25_tf_bound()``
+bounds ``bm25_tf()`` at the real average length from the impact at the reference length (``bm25_impact()``), for any
+term frequency of 1 or more; a test checks it on a grid.
 """
 
 from __future__ import annotations
