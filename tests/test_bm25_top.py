@@ -102,6 +102,29 @@ def test_bm25_top_returns_the_full_sums_best_n(catalog: tuple[str, int, list[int
     assert checked > 2000
 
 
+def test_bm25_top_returns_nothing_when_no_kept_tool_matches(catalog: tuple[str, int, list[int]]) -> None:
+    """A filter that keeps only tools without any of the request's terms: no rows, as from the full sum, and not the
+    unfiltered best n (no candidates must not read as no filter)."""
+    dsn, catalog_id, pks = catalog
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("set search_path = toolstore, public")
+        for field in (1, 2):
+            terms = term_params(conn, catalog_id, field, ["data", "file", "mida"])
+            matching = {
+                r[0]
+                for r in conn.execute(
+                    "select tool_pk from postings where catalog_id = %s and field = %s and lexeme = any(%s)",
+                    (catalog_id, field, terms["lexemes"]),
+                )
+            }
+            others = sorted(set(pks) - matching)
+            assert others and matching
+            for filt, dropped in [(others, False), (sorted(matching), True)]:
+                params = {**terms, "n": 10, "kept": filt, "dropped": dropped, "budget": 200.0}
+                assert conn.execute(FULL, params).fetchall() == []
+                assert conn.execute(TOP, params).fetchall() == [], (field, dropped)
+
+
 def test_bm25_top_stays_exact_after_writes(catalog: tuple[str, int, list[int]]) -> None:
     """After updates, removals and inserts (the statistics triggers change df, lengths and the average length, and
     the stored impacts of the untouched postings stay as they were), bm25_top() still returns the full sum's rows."""
