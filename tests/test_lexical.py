@@ -96,3 +96,17 @@ def test_filtered_field_rankings_are_the_exact_top_of_the_kept_tools(big: ToolSt
                 got = field_ranking(conn, big, text, field, heavy, categories=["finance"])
                 assert got == exact_top(scores, kept), (text, field)
                 assert exact_top(scores, kept) != exact_top(scores)[: len(got)]  # the filter changed the ranking
+
+
+@HEAVY
+def test_a_filter_that_keeps_no_matching_tool_leaves_the_field_empty(big: ToolStore, heavy: bool) -> None:
+    """Allowing only tools that have none of the request's terms in a field: that field ranks nothing (through
+    bm25_top() too, where no candidate once read as no filter: migration 0018)."""
+    ids = [t.id for t in generated_tools(600, seed=11)]
+    with big.connection() as conn:
+        for text in generated_queries(4, seed=25):
+            for field in (1, 2):
+                scores = exact_scores(conn, big, text, field)
+                others = [i for i in ids if i not in scores][:3]
+                assert scores and others, (text, field)
+                assert field_ranking(conn, big, text, field, heavy, allow=others) == [], (text, field)
