@@ -85,6 +85,32 @@ def test_each_shape_reads_into_turns_and_calls(dialect: str) -> None:
     assert [t.request for t in last.turns] == ["sort it by line"] and last.tool_calls == []
 
 
+CUSTOM_CHAT_CALL = {"id": "c1", "type": "custom", "custom": {"name": "patch", "input": "+x"}}
+CUSTOM_CALLS = {  # a custom tool's call (free-form input, not JSON arguments) as the first item that shows the dialect
+    "openai-chat": [
+        {"role": "user", "content": "fix the failing test"},
+        {"role": "assistant", "tool_calls": [CUSTOM_CHAT_CALL]},
+        {"role": "tool", "tool_call_id": "c1", "content": "applied"},
+        {"role": "user", "content": "now run the tests"},
+    ],
+    "openai-responses": [
+        {"role": "user", "content": "fix the failing test"},
+        {"type": "custom_tool_call", "call_id": "c1", "name": "patch", "input": "+x"},
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "applied"},
+        {"role": "user", "content": "now run the tests"},
+    ],
+}
+
+
+@pytest.mark.parametrize("dialect", list(CUSTOM_CALLS))
+def test_custom_tool_calls_are_read_and_their_dialect_detected(dialect: str) -> None:
+    messages = CUSTOM_CALLS[dialect]
+    SHAPES[dialect][1].validate_python(messages)
+    conv = read_messages(messages)
+    assert conv.dialect == dialect and conv.request == "now run the tests"
+    assert [(c.name, c.arguments, c.id) for c in conv.tool_calls] == [("patch", "+x", "c1")]
+
+
 def _bad(dialect: str) -> list[tuple[list[Any], str]]:
     user = {"role": "user", "content": "hi"}
     common = [

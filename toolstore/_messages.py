@@ -2,8 +2,10 @@
 
 Three dialects: OpenAI Chat Completions messages, OpenAI Responses input items, Anthropic Messages. Items may be
 dicts or the SDKs' own objects (anything with ``model_dump``). ``dialect="auto"`` tells them apart by what only one
-of them has (``function_call`` items, ``tool_use`` blocks, ``tool_calls`` / ``role: tool``); plain text
-conversations read the same in all three. Annotations are evaluated (see ``_models``).
+of them has (Responses items without a role, such as ``function_call``, ``custom_tool_call`` and their outputs;
+``tool_use`` blocks; ``tool_calls`` / ``role: tool``); plain text conversations read the same in all three. Calls of
+custom tools (free-form input instead of JSON arguments) are read in both OpenAI dialects. Annotations are evaluated
+(see ``_models``).
 
 A turn starts at a user message that holds text (a message of only tool results is no request) and runs to the next
 one. ``turns=N`` reads (and checks) only the last N turns, so the work is bounded however long the list grows.
@@ -155,8 +157,9 @@ def _jsonable(value: object) -> object:
 
 def _detect(items: list[dict[str, Any]]) -> str:
     for item in items:
-        if item.get("type") in ("function_call", "function_call_output", "message", "reasoning"):
-            return "openai-responses"
+        kind = item.get("type")
+        if kind == "message" or ("role" not in item and isinstance(kind, str) and kind):
+            return "openai-responses"  # only Responses has items without a role (calls, their outputs, reasoning)
         if item.get("role") == "tool" or "tool_calls" in item:
             return "openai-chat"
         content = item.get("content")
@@ -187,11 +190,14 @@ def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> t
         if not isinstance(tool_calls, list):
             raise InvalidInputError(f"{where}.tool_calls: expected a list, got {type(tool_calls).__name__}")
         for j, call in enumerate(tool_calls):
-            fn = call.get("function") if isinstance(call, Mapping) else None
+            custom = isinstance(call, Mapping) and call.get("type") == "custom"  # a custom tool's free-form input
+            key = "custom" if custom else "function"
+            fn = call.get(key) if isinstance(call, Mapping) else None
             if not isinstance(fn, Mapping):
-                raise InvalidInputError(f"{where}.tool_calls[{j}].function: expected an object")
-            name = _string(fn, "name", f"{where}.tool_calls[{j}].function")
-            calls.append(ToolCall(name, _arguments(fn.get("arguments"), where), call.get("id"), index))
+                raise InvalidInputError(f"{where}.tool_calls[{j}].{key}: expected an object")
+            name = _string(fn, "name", f"{where}.tool_calls[{j}].{key}")
+            raw = fn.get("input" if custom else "arguments")
+            calls.append(ToolCall(name, _arguments(raw, where), call.get("id"), index))
     content = item.get("content")
     if content is None:
         return None, calls
