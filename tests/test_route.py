@@ -256,3 +256,11 @@ def test_token_budget_packs_greedily(catalog: ToolStore) -> None:
     assert [d["name"] for d in definitions] == packed.names  # model-facing: valid, unique
     assert [packed.resolve(d["name"]) for d in definitions] == [r.tool for r in packed]
     assert all("input_schema" in d for d in definitions)
+
+
+def test_a_token_budget_with_an_overfetch_under_k_still_fills_k(catalog: ToolStore) -> None:
+    q = generated_queries(1, seed=8)[0]
+    plain = catalog.route(q, k=8, overfetch=3)
+    budgeted = catalog.route(q, k=8, overfetch=3, token_budget=10**6)  # room for every tool
+    assert len(plain.tools) == 8 and budgeted.skipped == []
+    assert budgeted.ids == plain.ids

@@ -331,11 +331,12 @@ def statement_params(
         "request": request.query,
         "w_avoid": fusion.avoid,
         "abstain": request.abstain is not None,
-        # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones.
-        # Exploration draws from ranks k+1..2k; a reranker reorders the top k * rerank_depth; abstention's margin
-        # needs the second tool.
+        # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones (the
+        # retrievers' depth n, or k when an over-fetch under k makes that smaller). Exploration draws from ranks
+        # k+1..2k; a reranker reorders the top k * rerank_depth; abstention's margin needs the second tool.
         "limit": max(
-            n if request.token_budget is not None else request.k,
+            request.k,
+            n if request.token_budget is not None else 0,
             2 * request.k if request.seed is not None else 0,
             request.k * request.rerank_depth if request.reranker is not None else 0,
             2 if request.abstain is not None else 0,
