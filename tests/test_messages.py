@@ -111,6 +111,13 @@ def test_custom_tool_calls_are_read_and_their_dialect_detected(dialect: str) -> 
     assert [(c.name, c.arguments, c.id) for c in conv.tool_calls] == [("patch", "+x", "c1")]
 
 
+def test_arguments_nested_past_the_parser_are_kept_as_text() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    call = {"id": "c1", "type": "function", "function": {"name": "send", "arguments": deep}}
+    conv = read_messages([{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}])
+    assert conv.tool_calls[0].arguments == deep
+
+
 def _bad(dialect: str) -> list[tuple[list[Any], str]]:
     user = {"role": "user", "content": "hi"}
     common = [
