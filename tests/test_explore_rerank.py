@@ -121,6 +121,17 @@ def test_reranker_reorders_the_fused_top_k_times_depth(store: ToolStore) -> None
     assert explained[order[-1]]["fused_rank"] == k * depth and explained[order[-1]]["rerank_rank"] == 1
 
 
+def test_reranked_ranks_are_on_the_fused_scale_with_an_exact_match_ahead(store: ToolStore) -> None:
+    named = fused(store, QUERIES[2], 12)[-1]
+    text = f"{QUERIES[2]} with {named}"  # names a tool verbatim: an exact match, first and not reranked
+    keep = lambda query, c: [-float(i) for i in range(len(c))]  # noqa: E731  (the fused order kept)
+    result = store.route(text, k=4, reranker=keep, rerank_depth=2)
+    first = next(r for r in result.tools if not r.always_on)
+    assert first.tool.id == named and first.exact and first.fused_rank == 1 and first.rerank_rank is None
+    reranked = [r for r in result.tools if r.rerank_rank is not None]
+    assert len(reranked) == 3 and all(r.rerank_rank == r.fused_rank for r in reranked)
+
+
 def test_reranker_ties_keep_the_fused_order_and_it_works_with_exploration(store: ToolStore) -> None:
     q = QUERIES[1]
     flat = store.route(q, k=5, reranker=lambda query, c: [1.0] * len(c))

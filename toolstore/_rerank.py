@@ -69,11 +69,13 @@ def check_scores(scores: object, count: int) -> list[float]:
 
 def reorder(candidates: Sequence[RoutedTool], positions: Sequence[int], scores: Sequence[float]) -> list[RoutedTool]:
     """``candidates`` with those at ``positions`` (the pool) sorted by ``scores`` (descending, ties in fused order)
-    in the same places, each marked with its reranked rank and score."""
+    in the same places, each marked with its reranked rank (on ``fused_rank``'s scale: the ``fused_rank`` of the place
+    it takes, so an exact match ahead of the pool counts in both) and score."""
     order = sorted(range(len(positions)), key=lambda j: -scores[j])
     out = list(candidates)
-    for rank, j in enumerate(order, 1):
-        out[positions[rank - 1]] = replace(candidates[positions[j]], rerank_rank=rank, rerank_score=scores[j])
+    for place, j in zip(positions, order):
+        rank = candidates[place].fused_rank
+        out[place] = replace(candidates[positions[j]], rerank_rank=rank, rerank_score=scores[j])
     return out
 
 
