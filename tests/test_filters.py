@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 from test_cli import run
 
-from toolstore import HashingEmbedder, IntentExample, InvalidInputError, Judgement, RoutedTool, Tool, ToolStore
+from toolstore import Anchor, HashingEmbedder, IntentExample, InvalidInputError, Judgement, RoutedTool, Tool, ToolStore
 from toolstore._fusion import DEFAULT_AVOID
 
 from catalog_gen import generated_queries, generated_tools
@@ -82,6 +82,16 @@ def test_a_filter_value_that_matches_nothing_is_an_error_naming_it(catalog: Tool
     assert catalog.route("send a message", block=["nope.*"]).ids  # block values are not checked
     # both filters match, their intersection is empty: an empty result, not an error
     assert ids(catalog, "send a message", providers=["stripe"], tags=["chat"]) == []
+
+
+@pytest.mark.parametrize("option", ["allow", "providers", "categories", "tags"])
+def test_an_empty_list_keeps_no_tool_in_any_part_of_the_route(catalog: ToolStore, option: str) -> None:
+    catalog.add_anchors([Anchor(pattern="payments", tool="stripe.list_charges", boost=1.0)])
+    text = "post with slack.send_message about the failed payments"  # an exact match and an anchor
+    assert {"slack.send_message", "stripe.list_charges"} <= set(ids(catalog, text))
+    result = catalog.route(text, **{option: []})  # type: ignore[arg-type]
+    assert [r.tool.id for r in result] == ["core.help"]  # the always-on tool only
+    assert set(ids(catalog, text, block=[])) == set(ids(catalog, text))  # an empty block list blocks nothing
 
 
 @pytest.mark.parametrize(
