@@ -20,6 +20,7 @@
 --   identifiers lower-cased identifier-looking query tokens: a tool whose id or name is one of them is
 --               an exact match and ranks above every fused result
 --   abstain     true to return abstention's evidence columns (else they are null)
+--   evidence_depth   the evidence's candidates: tools at most this deep in one of the request's retrievers
 -- The conversation (signals 6-8; each list is empty without one):
 --   session     the session whose logged calls are looked back on (or null)
 --   calls       tool ids called earlier, oldest first, looked back on after the session's (or null)
@@ -372,14 +373,22 @@ picked as (
 ),
 -- Abstention's evidence (toolstore/_abstain.py), the same on every row, when `abstain` asks for it: the lexical
 -- fields on which some tool has text, the nearest tool's and the nearest intent example's cosine similarity (null:
--- that retriever did not search).
+-- that retriever did not search), and the candidates it ranks: every tool at most evidence_depth deep in one of the
+-- request's retrievers, with its rank in each (the rows returned are ordered by the final score, which anchors,
+-- sub-requests, avoid-when and the conversation move, and may leave out the request's own second tool).
 evidence as (
     select (select array_agg(st.field order by st.field)
             from field_stats st
             join fields f on f.field = st.field
             where st.catalog_id = %(catalog)s and st.total_len > 0 and f.weight > 0) as fields,
            (select 1 - min(d.distance) from dense d where d.part = 0) as dense_sim,
-           (select 1 - min(e.distance) from neighbours e where e.part = 0) as intent_sim
+           (select 1 - min(e.distance) from neighbours e where e.part = 0) as intent_sim,
+           (select jsonb_agg(jsonb_build_array(t.id, f.rank_name, f.rank_description, f.rank_expansion, f.rank_dense,
+                                               f.rank_intent))
+            from fused f
+            join tools t on t.catalog_id = %(catalog)s and t.pk = f.tool_pk
+            where least(f.rank_name, f.rank_description, f.rank_expansion, f.rank_dense, f.rank_intent)
+                  <= %(evidence_depth)s::integer) as candidates
     where %(abstain)s::boolean
 )
 select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as parameters, t.categories, t.tags,
@@ -388,7 +397,7 @@ select t.id, t.name, t.description, t.title, t.provider, t.parameters_json as pa
        p.rank_transition, p.rank_context, p.part, p.part_score, p.part_score * %(w_split)s::float8 as part_boost,
        p.exact, p.anchor_boost, p.anchor_ids, p.avoid_penalty,
        (select fields from evidence) as evidence_fields, (select dense_sim from evidence) as evidence_dense,
-       (select intent_sim from evidence) as evidence_intent
+       (select intent_sim from evidence) as evidence_intent, (select candidates from evidence) as evidence_candidates
 from picked p
 join tools t on t.catalog_id = %(catalog)s and t.pk = p.tool_pk
 where (select ok from checked) and (not %(filtered)s::boolean or exists (select from kept))

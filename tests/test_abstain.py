@@ -12,7 +12,16 @@ import numpy as np
 import pytest
 from test_cli import run, write_jsonl
 
-from toolstore import AsyncToolStore, HashingEmbedder, IntentExample, InvalidInputError, Judgement, Tool, ToolStore
+from toolstore import (
+    Anchor,
+    AsyncToolStore,
+    HashingEmbedder,
+    IntentExample,
+    InvalidInputError,
+    Judgement,
+    Tool,
+    ToolStore,
+)
 from toolstore._abstain import (
     DEFAULT_ABSTAIN,
     DEFAULT_EMBED_MODEL,
@@ -184,6 +193,23 @@ def test_abstain_keeps_always_on_tools(store: ToolStore) -> None:
     assert off.abstained and off.ids == ["core.ask_user"] and off.skipped == []
     on = store.route(ON_TOPIC, abstain=True)
     assert not on.abstained and on.ids[:2] == ["core.ask_user", "slack.send_message"]
+
+
+def test_the_evidence_is_the_requests_own_whatever_moves_the_final_order(store: ToolStore) -> None:
+    """Anchors, a conversation and k=1 reorder (or cut) the rows route() returns; the evidence still ranks the
+    request's own candidates, as calibration does."""
+    store.add_anchors([Anchor(r"\mcustomer\M", "weather.forecast", 1.0)])
+    text = "refund the payment charge of this customer"
+    rows, _ = evidence(store, [text], Fusion(weights=check_weights({})))
+    calls = [
+        {"role": "user", "content": "what is the weather"},
+        {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "forecast"}}]},
+        {"role": "user", "content": text},
+    ]
+    for options in ({"k": 1}, {"k": 1, "messages": calls, "weights": {"recent": 2.0}}):
+        result = store.route(text if "messages" not in options else None, abstain=True, **options)  # type: ignore[arg-type]
+        assert result.abstention is not None and result.abstention.top == "stripe.refund", options
+        assert [result.abstention.features[f] for f in FEATURES] == pytest.approx(list(rows[0]), abs=1e-6), options
 
 
 def test_route_evidence_equals_calibration_evidence(store: ToolStore) -> None:

@@ -184,11 +184,12 @@ def from_rows(
     *,
     dense_used: bool = True,
 ) -> Abstention:
-    """The decision from the route statement's rows: each tool's ``rank_<signal>`` columns and ``exact``, and the
-    evidence columns every row carries (``evidence_fields``: lexical fields numbered from 1, ``evidence_dense``,
-    ``evidence_intent``). Without a query vector (``dense_used`` False) a model that weighs similarities gives way to
-    :data:`RANK_ABSTAIN`; :data:`DEFAULT_ABSTAIN` gives way to :data:`EXAMPLES_ABSTAIN` when intent examples
-    were searched."""
+    """The decision from the route statement's rows: their ``exact`` column, and the evidence columns every row
+    carries (``evidence_fields``: lexical fields numbered from 1, ``evidence_dense``, ``evidence_intent``, and
+    ``evidence_candidates``: [id, rank in each of :data:`REQUEST_SIGNALS`] of every tool at most
+    :data:`EVIDENCE_DEPTH` deep in one of them, the candidates calibration ranks too). Without a query vector
+    (``dense_used`` False) a model that weighs similarities gives way to :data:`RANK_ABSTAIN`;
+    :data:`DEFAULT_ABSTAIN` gives way to :data:`EXAMPLES_ABSTAIN` when intent examples were searched."""
     if not dense_used and uses_similarity(model):
         model = RANK_ABSTAIN
     fields = (rows[0]["evidence_fields"] or []) if rows else []
@@ -198,7 +199,8 @@ def from_rows(
         model = EXAMPLES_ABSTAIN
     available = [REQUEST_SIGNALS[f - 1] for f in fields]
     available += [s for s, sim in (("dense", dense), ("intent", intent)) if sim is not None]
-    ranked = [(r["id"], {s: r[f"rank_{s}"] for s in REQUEST_SIGNALS}) for r in rows]
+    candidates = (rows[0]["evidence_candidates"] or []) if rows else []
+    ranked = [(c[0], dict(zip(REQUEST_SIGNALS, c[1:]))) for c in candidates]
     top, values = features(ranked, weights, k_rrf, available, dense, intent)
     return decide(model, top, values, exact=any(r["exact"] for r in rows))
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._abstain import AbstainModel, stored_abstain
+from ._abstain import EVIDENCE_DEPTH, AbstainModel, stored_abstain
 from ._connect import VectorArray
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError
@@ -331,14 +331,14 @@ def statement_params(
         "request": request.query,
         "w_avoid": fusion.avoid,
         "abstain": request.abstain is not None,
+        "evidence_depth": EVIDENCE_DEPTH,
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones (the
         # retrievers' depth n, or k when an over-fetch under k makes that smaller). Exploration draws from ranks
-        # k+1..2k; a reranker reorders the top k * rerank_depth; abstention's margin needs the second tool.
+        # k+1..2k; a reranker reorders the top k * rerank_depth. (Abstention's evidence comes in its own column.)
         "limit": max(
             request.k,
             n if request.token_budget is not None else 0,
             2 * request.k if request.seed is not None else 0,
             request.k * request.rerank_depth if request.reranker is not None else 0,
-            2 if request.abstain is not None else 0,
         ),
     }
