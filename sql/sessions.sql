@@ -2,10 +2,15 @@
 -- 0006). Writers of a session lock its `sessions` row first; nothing here locks the catalog.
 
 -- name: call_candidates
--- Tools a model may have meant by the names it called (`_names.call_keys`): by id, or by name (indexed).
+-- Tools a model may have meant by the names it called: by id, or by call_key() (migration 0020) of their name or id
+-- against that of the names' parts (`_names.call_keys`); each lookup indexed. Every tool one of the names may mean
+-- under `_names.resolve_name` is among them, but for a name form carrying a hash (a name over 64 characters).
 select id, name, provider
 from tools
-where catalog_id = %(catalog)s and (id = any (%(names)s::text[]) or lower(name) = any (%(keys)s::text[]))
+where catalog_id = %(catalog)s
+  and (id = any (%(names)s::text[])
+       or call_key(name) = any (array(select call_key(k) from unnest(%(keys)s::text[]) k))
+       or call_key(id) = any (array(select call_key(k) from unnest(%(keys)s::text[]) k)))
 order by id;
 
 -- name: open_session

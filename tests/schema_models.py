@@ -91,6 +91,8 @@ tools = Table(
     Index("tools_avoid_idx", "catalog_id", postgresql_where=text("avoid_when <> ''::text")),
     Index("tools_lower_id_idx", "catalog_id", func.lower(text("id"))),
     Index("tools_lower_name_idx", "catalog_id", func.lower(text("name"))),
+    Index("tools_call_name_idx", "catalog_id", func.call_key(text("name"))),
+    Index("tools_call_id_idx", "catalog_id", func.call_key(text("id"))),
     Index("tools_filter_idx", "catalog_id", "provider", postgresql_include=["pk", "id", "categories", "tags"]),
     Index("tools_categories_idx", "categories", postgresql_using="gin"),
     Index("tools_tags_idx", "tags", postgresql_using="gin"),

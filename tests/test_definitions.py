@@ -13,7 +13,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from toolstore import InvalidToolError, Tool, ToolStore, UnknownToolError, export_catalog, load_tools_file, parse_tools
-from toolstore._names import model_names
+from toolstore._names import model_names, name_forms, resolve_calls
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -224,6 +224,31 @@ def test_store_resolve_in_a_later_turn(store: ToolStore) -> None:
         store.resolve("create_issue")  # three tools in the catalog: the offered set decides
     with pytest.raises(UnknownToolError, match="no tool named"):
         store.resolve("nope")
+
+
+NAMING = [  # tools whose names are not valid as they stand, and names that equal another tool's name form
+    Tool(id="x.one", name="do it", provider="a", description="do the thing"),
+    Tool(id="z.three", name="do it", provider="c", description="do the other thing"),
+    Tool(id="y.two", name="a__do_it", provider="zz", description="something unrelated"),
+    Tool(id="a.send", name="send.msg", provider="a", description="send a message"),
+    Tool(id="b.send", name="send_msg", provider="b", description="send a message"),
+    Tool(id="gh.ci", name="createIssue", description="no provider: offered as gh__ci when qualified"),
+    Tool(id="gh__ci", name="ci", provider="other", description="an id that is another tool's qualified name"),
+    Tool(id="u.tool", name="Café menu", provider="my__prov", description="non-ASCII and a provider with __"),
+    Tool(id="long.one", name="x" * 100, description="a name over 64 characters"),
+]
+
+
+def test_resolving_calls_through_the_index_equals_resolving_across_the_catalog(store: ToolStore) -> None:
+    """route() resolves the names a model called among the tools `call_candidates` finds (by index); every name
+    form of every tool, and every raw name, resolves there as it does among all the catalog's tools."""
+    store.upsert(NAMING)
+    names = sorted({form for t in NAMING for form in (*name_forms(t), t.name, t.id)})
+    expected = resolve_calls(names, NAMING)
+    assert [store.resolve_calls([n])[0] for n in names] == expected  # one by one: a name that found no tool
+    assert store.resolve_calls(names) == expected  # sends the whole list to the catalog-wide path
+    assert store.resolve_calls(["a__do_it"]) == ["x.one"]  # x's qualified name, not y's raw name
+    assert store.resolve_calls(["send_msg"]) == [None]  # a.send's valid name and b.send's own: ambiguous
 
 
 def test_demo_catalog_issue_request_gets_unique_anthropic_names(store: ToolStore) -> None:

@@ -114,13 +114,16 @@ _HASH_SUFFIX = re.compile(r"_[0-9a-f]{8}$")
 
 
 def call_keys(names: Sequence[str]) -> list[str]:
-    """Lower-cased tool names under which the tools a model called ``names`` may be found (``call_candidates``):
-    each name and, for ``provider__name`` forms, its part after the provider, both without a hash suffix."""
+    """What ``call_candidates`` looks the tools a model called ``names`` up by (``call_key()`` of a tool's name or id,
+    migration 0020, against ``call_key()`` of these): each name, and each part of it after a ``__`` (the part after
+    a provider), each also without a hash suffix."""
     keys: set[str] = set()
     for name in names:
-        for part in (name, name.partition(SEPARATOR)[2]):
+        parts = name.split(SEPARATOR)
+        for start in range(len(parts)):
+            part = SEPARATOR.join(parts[start:])
             if part:
-                keys.update((part.lower(), _HASH_SUFFIX.sub("", part).lower()))
+                keys.update((part, _HASH_SUFFIX.sub("", part)))
     return sorted(keys)
 
 
