@@ -96,6 +96,8 @@ def test_the_library_refuses_bad_tools_naming_them(dsn: str) -> None:
             (Tool(id="a" * 300, name="n"), "id is 300 characters long"),
             (Tool(id="a", name="n", keywords=("k",) * 2000), "keywords must be a list of at most 1000"),
             (Tool(id="a", name="n", spec={"x": object()}), "spec holds a object"),
+            (Tool(id="a", name="n", spec=[1, 2]), r"tool #1 \('a'\): spec must be a JSON object or None, got list"),  # type: ignore[arg-type]
+            (Tool(id="a", name="n", spec="text"), "spec must be a JSON object or None, got str"),  # type: ignore[arg-type]
             # each field under its own cap; split identifiers and the schema's text push the indexed text over
             (Tool(id="a", name="n", description="ab_cd " * 16_000, parameters=WIDE), "description field is over"),
             (Tool(id="a", name="n", expansion="aBcDeFgH " * 11_000), "expansion field is over 200,000"),

@@ -316,6 +316,17 @@ def test_reimport_keeps_generated_expansions(store: ToolStore, fake: FakeOpenAI)
     assert {t.id: t for t in store.tools()} == before
 
 
+def test_a_stored_spec_that_is_not_an_object_does_not_break_later_writes(store: ToolStore) -> None:
+    """A database written before such specs were refused may hold one: re-imports of that id still work."""
+    store.upsert([Tool(id="a", name="a", description="alpha")])
+    with store.connection() as conn:
+        stored = "update tools set spec = '[1, 2]', spec_json = '[1, 2]' where catalog_id = %s and id = 'a'"
+        conn.execute(stored, [store.info().id])
+    assert expansion_record(store.get("a")) is None
+    assert store.upsert([Tool(id="a", name="a", description="alpha beta")]).updated == ["a"]
+    assert store.get("a").spec is None
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [

@@ -133,8 +133,9 @@ def _check_fields(tool: Tool) -> None:
             check_text(value, f"{name}[{i}]", max_chars=MAX_TEXT_CHARS, empty=True)
     if not isinstance(tool.always_on, bool):
         raise InvalidInputError(f"always_on must be true or false, got {tool.always_on!r:.40}")
-    if tool.parameters is not None and not isinstance(tool.parameters, dict):
-        raise InvalidInputError("parameters must be a JSON object or None")
+    for name in ("parameters", "spec"):
+        if getattr(tool, name) is not None and not isinstance(getattr(tool, name), dict):
+            raise InvalidInputError(f"{name} must be a JSON object or None, got {type(getattr(tool, name)).__name__}")
     for name in ("parameters", "spec"):
         problem = json_problem(getattr(tool, name))
         if problem:
@@ -188,8 +189,9 @@ def expansion_sha(text: str) -> str:
 
 
 def expansion_record(tool: Tool) -> dict[str, Any] | None:
-    """The record ``toolstore expand`` left in the tool's spec, if any."""
-    record = (tool.spec or {}).get(EXPANSION_RECORD)
+    """The record ``toolstore expand`` left in the tool's spec, if any (none in a spec that is not an object, which a
+    database written before such specs were refused may hold)."""
+    record = tool.spec.get(EXPANSION_RECORD) if isinstance(tool.spec, dict) else None
     return record if isinstance(record, dict) else None
 
 
