@@ -40,6 +40,10 @@ def test_add_list_remove(catalog: ToolStore) -> None:
     again = catalog.add_anchors([Anchor(r"\bticket\b", "linear.create_issue", 2.0)])
     assert again[0].id == written[0].id and again[0].boost == 2.0
     assert len(catalog.anchors()) == 2
+    # twice in one call (or file): one rule, the later boost
+    twice = [Anchor(r"\bticket\b", "linear.create_issue", 3.0), Anchor(r"\bticket\b", "linear.create_issue", -1.0)]
+    assert [(a.id, a.boost) for a in catalog.add_anchors(twice)] == [(written[0].id, -1.0)]
+    assert len(catalog.anchors()) == 2
     assert catalog.remove_anchors([written[1].id]) == 1  # type: ignore[list-item]
     assert [a.tool for a in catalog.anchors()] == ["linear.create_issue"]
     with pytest.raises(InvalidInputError, match="no anchor with id 999999"):

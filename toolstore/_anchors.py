@@ -129,10 +129,13 @@ def add_anchors(
     conn: psycopg.Connection[Any], catalog: str, anchors: Iterable[Anchor], *, replace: bool = False
 ) -> list[Anchor]:
     """Add (or, for an existing tool and pattern, re-boost) ``anchors``; ``replace``: the catalog's anchors become
-    exactly these. All or nothing. Returns the written anchors with their ids."""
-    checked = [check_anchor(a, f"anchor #{i + 1}") for i, a in enumerate(anchors)]
-    if len(checked) > MAX_ANCHORS:
-        raise InvalidInputError(f"{len(checked):,} anchors given; a catalog holds at most {MAX_ANCHORS:,}")
+    exactly these. A tool and pattern given twice is one rule, with the later boost (as a later add would leave it).
+    All or nothing. Returns the written anchors with their ids."""
+    given = [check_anchor(a, f"anchor #{i + 1}") for i, a in enumerate(anchors)]
+    if len(given) > MAX_ANCHORS:
+        raise InvalidInputError(f"{len(given):,} anchors given; a catalog holds at most {MAX_ANCHORS:,}")
+    numbered = {(a.pattern, a.tool): (i, a) for i, a in enumerate(given)}  # one insert may not touch a row twice
+    checked = [a for _, a in numbered.values()]
 
     def write() -> list[Anchor]:
         with conn.transaction():
@@ -144,7 +147,7 @@ def add_anchors(
                 raise InvalidInputError(
                     f"anchors name tools that are not in catalog {catalog!r}: {', '.join(map(repr, unknown[:10]))}"
                 )
-            for i, anchor in enumerate(checked):
+            for i, anchor in numbered.values():
                 _check_pattern(conn, anchor, f"anchor #{i + 1}")
             if replace:
                 conn.execute(query("clear_anchors"), {"catalog": info.id})
@@ -231,8 +234,9 @@ class AnchorMethods:
     _info: Callable[[psycopg.Connection[Any]], CatalogInfo]
 
     def add_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False) -> list[Anchor]:
-        """Add routing rules (or a JSON file of them, :func:`load_anchors`), re-boosting an existing (pattern, tool);
-        ``replace``: they become the catalog's only anchors. All or nothing. Returns them with their ids."""
+        """Add routing rules (or a JSON file of them, :func:`load_anchors`), re-boosting an existing (pattern, tool)
+        (given twice, the later boost wins); ``replace``: they become the catalog's only anchors. All or nothing.
+        Returns them with their ids."""
         rules = load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else list(anchors)
         written: list[Anchor] = self._run(lambda conn: add_anchors(conn, self.catalog, rules, replace=replace))
         return written
