@@ -109,6 +109,18 @@ def test_the_library_refuses_bad_tools_naming_them(dsn: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("bad", "message"),
+    [("a\x00", "tool id contains a NUL byte"), (5, "tool id must be a string, got int"), ("a" * 300, "limit is 256")],
+    ids=["NUL", "int", "long"],
+)
+def test_remove_checks_the_tool_id(store: ToolStore, bad: object, message: str) -> None:
+    store.upsert([Tool(id="a", name="a", description="alpha")])
+    with pytest.raises(InvalidInputError, match=message):
+        store.remove(bad)  # type: ignore[arg-type]
+    assert [t.id for t in store.tools()] == ["a"]
+
+
+@pytest.mark.parametrize(
     ("args", "needle"),
     [
         (("sessions", "retention", "--max-calls", "nan"), "--max-calls wants a whole number or 'none'"),

@@ -288,6 +288,7 @@ class ToolStore(AnchorMethods, SessionMethods):
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
+        tool_id = check_text(tool_id, "tool id", max_chars=MAX_ID_CHARS)
         self._run(lambda conn: _catalog.remove_tool(conn, self.catalog, tool_id))
 
     # -- routing -----------------------------------------------------------------------------------
