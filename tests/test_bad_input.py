@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from toolstore import InvalidInputError, InvalidToolError, Tool, ToolStore, load_judgements, load_tools_file
+from toolstore import (
+    IntentExample,
+    InvalidInputError,
+    InvalidToolError,
+    Tool,
+    ToolStore,
+    load_judgements,
+    load_tools_file,
+)
 
 
 def run(dsn: str, *args: str | bytes) -> subprocess.CompletedProcess[bytes]:
@@ -118,6 +126,15 @@ def test_remove_checks_the_tool_id(store: ToolStore, bad: object, message: str) 
     with pytest.raises(InvalidInputError, match=message):
         store.remove(bad)  # type: ignore[arg-type]
     assert [t.id for t in store.tools()] == ["a"]
+
+
+def test_add_examples_names_a_bad_example(store: ToolStore) -> None:
+    store.upsert([Tool(id="a", name="a", description="alpha")])
+    with pytest.raises(InvalidInputError, match="intent example #1: expected an IntentExample, got dict"):
+        store.add_examples([{"tool_id": "a", "query": "do alpha"}])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="intent example #2: expected an IntentExample, got list"):
+        store.add_examples([IntentExample("a", "do alpha"), ["a", "do alpha"]])  # type: ignore[list-item]
+    assert store.info().n_examples == 0
 
 
 @pytest.mark.parametrize(

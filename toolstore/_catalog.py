@@ -233,8 +233,8 @@ def add_examples(
     Examples already stored are skipped (nothing re-embedded); unknown tools are an error and then
     nothing is written.
     """
+    check_examples(examples)  # first: a bad item may not be hashable
     examples = list(dict.fromkeys(examples))
-    check_examples(examples)
     info = catalog_info(conn, catalog)
     if info is None:
         raise unknown_catalog(catalog)
