@@ -54,10 +54,13 @@ order by c.session_id;
 -- name: lock_sessions
 -- The sessions' rows, locked in id order for this transaction, as a writer's `open_session` locks one: an insert, so
 -- it also waits for a first write to a session still in progress elsewhere (a select would not see that row and
--- lock nothing). Rows it creates hold no call: `drop_empty_sessions` takes them away again.
+-- lock nothing). Rows it creates hold no call: `drop_empty_sessions` takes them away again, and `created` says which
+-- they are (a row this statement inserted has no xmax; one it updated carries its lock), so a prune counts only the
+-- sessions that existed.
 insert into sessions (catalog_id, session_id)
 select %(catalog)s, s.id from unnest(%(sessions)s::text[]) as s (id) order by s.id
-on conflict (catalog_id, session_id) do update set last_seq = sessions.last_seq;
+on conflict (catalog_id, session_id) do update set last_seq = sessions.last_seq
+returning session_id, xmax = 0 as created;
 
 -- name: prune_calls
 delete from session_calls

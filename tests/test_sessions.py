@@ -284,6 +284,16 @@ def test_retention_limits(logged: ToolStore) -> None:
             logged.prune_sessions(older_than=bad_age)
 
 
+def test_pruning_a_session_never_logged_removes_no_session(logged: ToolStore) -> None:
+    logged.record_calls("real", ["app.t1", "app.t2"])
+    assert logged.prune_sessions(session="never-logged") == {"calls": 0, "sessions": 0}
+    assert [r["session_id"] for r in logged.sessions()] == ["real"]
+    logged.import_sessions([("empty", [])])  # a session that exists without calls is one that goes
+    assert logged.prune_sessions(session="empty") == {"calls": 0, "sessions": 1}
+    assert logged.prune_sessions(session="real") == {"calls": 2, "sessions": 1}
+    assert logged.sessions() == []
+
+
 def test_import_replaces_sessions(logged: ToolStore) -> None:
     assert logged.import_sessions([("a", ["app.t1", "app.t2"]), ("b", ["app.t2", "app.t1"])]) == {
         "sessions": 2,

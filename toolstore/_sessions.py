@@ -230,10 +230,11 @@ def prune(
                 [session] if session is not None else [r[0] for r in conn.execute(query("sessions_to_prune"), params)]
             )
             locked = {**params, "sessions": sessions}
-            conn.execute(query("lock_sessions"), locked)  # then the deletes see every call committed before
+            # then the deletes see every call committed before; rows the lock created are no session that went
+            created = {r[0] for r in conn.execute(query("lock_sessions"), locked) if r[1]}
             calls = conn.execute(query("prune_calls"), locked).rowcount
-            dropped = len(conn.execute(query("drop_empty_sessions"), locked).fetchall())
-        return {"calls": calls, "sessions": dropped}
+            dropped = [r[0] for r in conn.execute(query("drop_empty_sessions"), locked) if r[0] not in created]
+        return {"calls": calls, "sessions": len(dropped)}
 
     return retry_conflicts(write)
 
