@@ -61,6 +61,7 @@ def test_add_list_remove(catalog: ToolStore) -> None:
         (Anchor("x", "gmail.send_email", float("nan")), "boost must be"),
         (Anchor("x", "gmail.send_email", 11), "boost must be"),
         (Anchor("x", "gmail.send_email", True), "boost must be"),  # type: ignore[arg-type]
+        (Anchor("x", "gmail.send_email", 10**400), "boost must be"),  # past a float's range
         (Anchor("x" * (MAX_PATTERN_CHARS + 1), "gmail.send_email"), "the limit is 500"),
         (Anchor("", "gmail.send_email"), "pattern is empty"),
         (Anchor("(unclosed", "gmail.send_email"), "not a regular expression Postgres accepts: parentheses"),
@@ -141,6 +142,7 @@ def test_import_from_json_is_all_or_nothing(catalog: ToolStore, tmp_path: Path) 
         ('[{"pattern": "x"}]', 'anchor #1: needs "pattern" and "tool"'),
         ('[{"pattern": "x", "tool": "t", "weight": 2}]', "unknown field"),
         ('[{"pattern": "x", "tool": "t", "boost": "high"}]', "anchor #1 boost must be"),
+        ('[{"pattern": "x", "tool": "t", "boost": 1' + "0" * 400 + "}]", "anchor #1 boost must be"),
         ("[3]", "anchor #1 must be an object"),
     ]:
         bad.write_text(text)

@@ -279,6 +279,9 @@ def test_retention_limits(logged: ToolStore) -> None:
     for bad in ({"max_calls": 0}, {"max_calls": 1.5}, {"max_age_days": -1}, {"max_age_days": float("nan")}):
         with pytest.raises(InvalidInputError):
             logged.set_session_retention(**bad)  # type: ignore[arg-type]
+    for huge in ({"max_calls": 10**400}, {"max_age_days": 10**400}):  # past a float's range
+        with pytest.raises(InvalidInputError, match=next(iter(huge))):
+            logged.set_session_retention(**huge)
     for bad_age in (timedelta(days=-1), timedelta(days=10**6)):  # the second would overflow a datetime
         with pytest.raises(InvalidInputError, match="older_than"):
             logged.prune_sessions(older_than=bad_age)

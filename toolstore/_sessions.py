@@ -9,7 +9,6 @@ Only tool ids, outcomes, times and provider call ids are stored, never user text
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -72,8 +71,7 @@ def check_retention(max_calls: int | None, max_age_days: float | None) -> Retent
     if max_age_days is not None and (
         isinstance(max_age_days, bool)
         or not isinstance(max_age_days, (int, float))
-        or not math.isfinite(max_age_days)
-        or not 0 < max_age_days <= 100_000
+        or not 0 < max_age_days <= 100_000  # exact for any int (math.isfinite overflows), false for NaN
     ):
         raise InvalidInputError(
             f"max_age_days must be None or a number of days from 0 to 100,000, got {max_age_days!r}"
