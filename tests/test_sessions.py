@@ -279,6 +279,13 @@ def test_retention_limits(logged: ToolStore) -> None:
     for bad in ({"max_calls": 0}, {"max_calls": 1.5}, {"max_age_days": -1}, {"max_age_days": float("nan")}):
         with pytest.raises(InvalidInputError):
             logged.set_session_retention(**bad)  # type: ignore[arg-type]
+    for tiny in (1e-12, 0.99 / 86400):  # under a second: would be stored as 0 days, refused by every later write
+        with pytest.raises(InvalidInputError, match="max_age_days must be None or a number of days from 1 second"):
+            logged.set_session_retention(max_age_days=tiny)
+    logged.set_session_retention(max_age_days=1 / 86400)
+    assert logged.session_retention()["max_age_days"] == pytest.approx(1 / 86400)
+    logged.record_calls("s", ["app.t1"])
+    logged.set_session_retention(max_calls=None, max_age_days=None)
     for huge in ({"max_calls": 10**400}, {"max_age_days": 10**400}):  # past a float's range
         with pytest.raises(InvalidInputError, match=next(iter(huge))):
             logged.set_session_retention(**huge)

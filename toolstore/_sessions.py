@@ -30,6 +30,8 @@ RETENTION_KEY = "sessions"
 #: Calls kept per session unless the catalog says otherwise: the oldest go as new ones come.
 DEFAULT_MAX_CALLS = 1000
 MAX_RETENTION_CALLS = 10_000_000
+#: The shortest retention age: a shorter one rounds to 0 (timedelta keeps microseconds; settings store days).
+MIN_RETENTION_AGE = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,11 @@ def check_retention(max_calls: int | None, max_age_days: float | None) -> Retent
         isinstance(max_age_days, bool)
         or not isinstance(max_age_days, (int, float))
         or not 0 < max_age_days <= 100_000  # exact for any int (math.isfinite overflows), false for NaN
+        or timedelta(days=max_age_days) < MIN_RETENTION_AGE  # would be stored as 0 days, refused when read back
     ):
         raise InvalidInputError(
-            f"max_age_days must be None or a number of days from 0 to 100,000, got {max_age_days!r}"
+            f"max_age_days must be None or a number of days from 1 second (1/86,400 of a day) to 100,000, "
+            f"got {max_age_days!r}"
         )
     return Retention(max_calls, None if max_age_days is None else timedelta(days=max_age_days))
 
@@ -301,8 +305,9 @@ class SessionMethods:
     def set_session_retention(
         self, *, max_calls: int | None = DEFAULT_MAX_CALLS, max_age_days: float | None = None
     ) -> None:
-        """Keep at most ``max_calls`` calls per session and none older than ``max_age_days`` (None: no limit),
-        applied to a session at each write to it and to every session by :meth:`prune_sessions`."""
+        """Keep at most ``max_calls`` calls per session and none older than ``max_age_days`` (None: no limit; at
+        least a second, 1/86,400), applied to a session at each write to it and to every session by
+        :meth:`prune_sessions`."""
         keep = check_retention(max_calls, max_age_days)
         self._run(lambda conn: set_settings(conn, self.catalog, {RETENTION_KEY: keep.as_dict()}))
 
