@@ -72,10 +72,13 @@ where tools.content_hash is distinct from excluded.content_hash
 returning id, (xmax = 0) as inserted;
 
 -- name: tools_without_vectors
+-- The catalog's tools that have no vector (written while no embedder was at hand), which a write with the embedder
+-- embeds: an anti-join of the catalog's tools with its vectors' primary key.
 select t.id
 from tools t
-where t.catalog_id = %(catalog)s and t.id = any (%(ids)s::text[])
-  and not exists (select 1 from tool_vectors v where v.catalog_id = t.catalog_id and v.tool_pk = t.pk);
+where t.catalog_id = %(catalog)s
+  and not exists (select 1 from tool_vectors v where v.catalog_id = t.catalog_id and v.tool_pk = t.pk)
+order by t.id;
 
 -- name: prune_tools
 -- The catalog's tools not kept; with a provider, only that provider's (a sync owns its server's tools only).

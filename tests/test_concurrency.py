@@ -184,6 +184,39 @@ def test_vectors_are_never_stale_and_an_upsert_with_the_embedder_repairs_them(ds
         )
 
 
+def test_an_upsert_with_the_embedder_embeds_the_catalogs_other_tools_without_a_vector(dsn: str) -> None:
+    """README: the next upsert with the catalog's embedder re-embeds every tool that has none, not only its own."""
+    embedder = HashingEmbedder(32)
+    tools = [dataclasses.replace(t, provider="p" if i % 2 else "q") for i, t in enumerate(generated_tools(6, seed=5))]
+    edited = [dataclasses.replace(t, description=t.description + " again") for t in tools]
+    with ToolStore(dsn, embedder=embedder, catalog="r") as store, ToolStore(dsn, embedder=None, catalog="r") as lexical:
+        store.upsert(tools)
+        assert lexical.upsert(edited[:4]).unembedded == 4
+
+        def without_vectors() -> list[str]:
+            with store.connection() as conn:
+                rows = conn.execute(
+                    "select t.id from tools t where t.catalog_id = %s and not exists (select 1 from tool_vectors v "
+                    "where v.catalog_id = t.catalog_id and v.tool_pk = t.pk) order by t.id",
+                    [store.info().id],
+                )
+                return [r[0] for r in rows]
+
+        assert without_vectors() == sorted(t.id for t in edited[:4])
+        # a sync of provider q keeping only tools[0]: tools[2] is pruned, not embedded first; tools[1] and [3] are
+        report = store._run(
+            lambda conn: catalog_module.upsert_tools(conn, "r", edited[:1], embedder, prune=True, prune_provider="q")
+        )
+        assert (report.unchanged, report.embedded, sorted(report.removed)) == (1, 3, sorted([tools[2].id, tools[4].id]))
+        assert without_vectors() == []
+        assert lexical.upsert([edited[1], dataclasses.replace(edited[3], description="zebras")]).unembedded == 1
+        new = Tool(id="zoo.feed", name="feed_animals", description="feed the zebras at the zoo")
+        report = store.upsert([new])  # embeds the tool it writes and the one the lexical write left without
+        assert (report.inserted, report.embedded) == (["zoo.feed"], 2)
+        assert without_vectors() == []
+        assert store.upsert([new]).embedded == 0
+
+
 def test_intent_examples_written_concurrently_are_all_kept(dsn: str) -> None:
     tools = generated_tools(10, seed=9)
     with (

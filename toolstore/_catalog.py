@@ -79,12 +79,16 @@ def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = Fal
 class _Changes:
     tools: list[Tool]  # the incoming tools, generated expansions carried over
     changed: list[Tool]  # new or different from the stored row
-    repair: list[Tool]  # unchanged but without a vector (stored while no embedder was at hand)
+    repair: list[Tool]  # the catalog's other tools without a vector (stored while no embedder was at hand)
     hashes: dict[str, str]  # content hash by id, of every incoming tool
 
 
 def _changes(
-    conn: psycopg.Connection[Any], info: CatalogInfo, tools: Sequence[Tool], embedder: Embedder | None
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    tools: Sequence[Tool],
+    embedder: Embedder | None,
+    prune_scope: tuple[bool, str | None] = (False, None),
 ) -> _Changes:
     bare = [t.id for t in tools if not t.expansion]
     tools = carry_expansions(tools, {t.id: t for t in list_tools(conn, info, bare)} if bare else {})
@@ -92,11 +96,14 @@ def _changes(
     hashes = {t.id: t.content_hash() for t in tools}
     changed = [t for t in tools if existing.get(t.id) != hashes[t.id]]
     repair: list[Tool] = []
-    changed_ids = {t.id for t in changed}
-    same = {t.id: t for t in tools if t.id not in changed_ids}
-    if embedder is not None and same:
-        missing = conn.execute(query("tools_without_vectors"), {"catalog": info.id, "ids": list(same)})
-        repair = [same[r[0]] for r in missing]
+    if embedder is not None:  # one indexed query; the tools it finds are read only when there are any
+        missing = [r[0] for r in conn.execute(query("tools_without_vectors"), {"catalog": info.id})]
+        incoming, changed_ids = {t.id: t for t in tools}, {t.id for t in changed}
+        repair = [incoming[i] for i in missing if i in incoming and i not in changed_ids]
+        others = [i for i in missing if i not in incoming]
+        prune, provider = prune_scope  # a tool this write prunes is not embedded first
+        stored = list_tools(conn, info, others) if others else []
+        repair += [t for t in stored if not prune or (provider is not None and t.provider != provider)]
     return _Changes(tools, changed, repair, hashes)
 
 
@@ -116,8 +123,9 @@ def upsert_tools(
     ``prune`` removes the catalog's tools absent from ``tools`` (only those of ``prune_provider`` when given).
     ``if_unchanged`` (id -> content hash when read) skips tools changed or removed by someone else since.
     Incoming tools without an expansion keep the one ``toolstore expand`` generated for them. With an embedder,
-    new and changed tools are embedded, and so are unchanged ones that have no vector (repair); without one, a
-    changed tool's old vector is deleted (never left stale) and the report counts it in ``unembedded``.
+    new and changed tools are embedded, and so is every other tool of the catalog that has no vector (repair, counted
+    in ``embedded``); without one, a changed tool's old vector is deleted (never left stale) and the report counts it
+    in ``unembedded``.
     One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim.
     """
     check_tools(tools)
@@ -126,10 +134,11 @@ def upsert_tools(
         raise unknown_catalog(catalog)
     if embedder is not None and info is not None:
         info.require_model(embedder.model)
-    guess = _changes(conn, info, tools, embedder) if info is not None else _Changes(list(tools), list(tools), [], {})
+    prune_scope = (prune, prune_provider)
+    fresh = _Changes(list(tools), list(tools), [], {})  # a catalog's first write
+    guess = _changes(conn, info, tools, embedder, prune_scope) if info is not None else fresh
     texts = [dense_text(t) for t in guess.changed + guess.repair] if embedder is not None else []
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if embedder is not None and texts else {}
-    prune_scope = (prune, prune_provider)
     report = _loaded(
         conn,
         catalog,
@@ -181,7 +190,7 @@ def _write_tools(
         if if_unchanged is not None:
             current = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
             tools = [t for t in tools if t.id in if_unchanged and current.get(t.id) == if_unchanged[t.id]]
-        changes = _changes(conn, info, tools, embedder)
+        changes = _changes(conn, info, tools, embedder, prune_scope)
         report = ImportReport(unchanged=len(changes.tools) - len(changes.changed))
         for tool_id, inserted in _upsert(conn, info.id, changes.changed, changes.hashes):
             (report.inserted if inserted else report.updated).append(tool_id)

@@ -112,6 +112,7 @@ class ImportReport:
     updated: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
+    #: Tools embedded: the new and changed ones, and any other tool of the catalog that had no vector.
     embedded: int = 0
     #: Changed tools of an embedded catalog written without an embedder: their old vectors were deleted, and they
     #: get new ones from the next upsert that has the catalog's embedder.
