@@ -106,6 +106,8 @@ def test_the_library_refuses_bad_tools_naming_them(dsn: str) -> None:
             (Tool(id="a", name="n", spec={"x": object()}), "spec holds a object"),
             (Tool(id="a", name="n", spec=[1, 2]), r"tool #1 \('a'\): spec must be a JSON object or None, got list"),  # type: ignore[arg-type]
             (Tool(id="a", name="n", spec="text"), "spec must be a JSON object or None, got str"),  # type: ignore[arg-type]
+            (Tool(id="a", name="n", spec={"x": "y" * 10**6}), "spec is over 1,000,000 characters long as JSON"),
+            (Tool(id="a", name="n", parameters={"enum": ["y" * 1000] * 1000}), "parameters is over 1,000,000"),
             # each field under its own cap; split identifiers and the schema's text push the indexed text over
             (Tool(id="a", name="n", description="ab_cd " * 16_000, parameters=WIDE), "description field is over"),
             (Tool(id="a", name="n", expansion="aBcDeFgH " * 11_000), "expansion field is over 200,000"),

@@ -110,6 +110,41 @@ def test_dropping_a_catalog_leaves_no_statistics(dsn: str) -> None:
                 assert count == (0,), table
 
 
+def test_a_batch_is_cut_at_its_json_size(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch travels as one jsonb value (at most 256 MB): it is cut at UPSERT_BYTES of JSON as well as at
+    UPSERT_BATCH tools; a tool alone over the budget goes alone. Here with a budget of 20 kB."""
+    big = Tool(id="big", name="big", description="word " * 8_000)  # 40 kB: over the budget alone
+    tools = [*generated_tools(30, seed=5), big, *generated_tools(30, seed=6)[:5]]
+    tools = list({t.id: t for t in tools}.values())
+    with ToolStore(dsn, embedder=None, catalog="one") as one:
+        one.upsert(tools)
+        single = {t.id: t.content_hash() for t in one.tools()}
+    statements: list[str] = []
+
+    def counting(name: str) -> str:
+        statements.append(name)
+        return original(name)
+
+    original = toolstore._catalog.query
+    monkeypatch.setattr(toolstore._catalog, "UPSERT_BYTES", 20_000)
+    monkeypatch.setattr(toolstore._catalog, "query", counting)
+    with ToolStore(dsn, embedder=None, catalog="cut") as store, store.pool.connection() as conn:
+        assert len(store.upsert(tools).inserted) == len(tools)
+        assert {t.id: t.content_hash() for t in store.tools()} == single
+        assert stats_snapshot(conn, store.info().id) == recomputed_stats(conn, store.info().id)
+    assert statements.count("upsert_tools") >= 3
+
+
+@pytest.mark.slow
+def test_tools_within_the_limits_overflowing_one_jsonb_value_are_written(dsn: str) -> None:
+    """600 tools of three 100,000-character fields: about 270 MB of rows, past one jsonb value (the always-run
+    variant above cuts at a small budget)."""
+    text = "word " * 20_000
+    tools = [Tool(id=f"t{i}", name=f"t{i}", description=text, expansion=text, avoid_when=text) for i in range(600)]
+    with ToolStore(dsn, embedder=None, catalog="big") as store:
+        assert len(store.upsert(tools).inserted) == 600
+
+
 def test_an_import_in_batches_writes_what_one_batch_writes_or_nothing(
     dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -39,6 +39,7 @@ from ._rows import (
     check_examples,
     check_tools,
     info_from_row,
+    json_batches,
     tool_from_row,
     tool_row,
     unknown_catalog,
@@ -51,8 +52,9 @@ T = TypeVar("T")
 
 #: A write changing more rows than this refreshes the planner's statistics (ANALYZE).
 ANALYZE_AFTER = 500
-#: Tools per ``upsert_tools`` statement.
+#: Tools per ``upsert_tools`` statement, and the most JSON one takes (one jsonb value: Postgres caps it at 256 MB).
 UPSERT_BATCH = 2000
+UPSERT_BYTES = 64 * 2**20
 
 
 def catalog_info(conn: psycopg.Connection[Any], name: str, *, counts: bool = False) -> CatalogInfo | None:
@@ -217,18 +219,19 @@ def _write_tools(
 def _upsert(
     conn: psycopg.Connection[Any], catalog_id: int, tools: Sequence[Tool], hashes: Mapping[str, str]
 ) -> Iterator[tuple[str, bool]]:
-    """``upsert_tools`` by batches of UPSERT_BATCH: (id, inserted) of each tool written. With several batches, the
-    next batch's rows are built in a thread while Postgres writes one (building 10k tools' rows takes about 0.6 s);
-    a write of one batch (most writes) starts no thread."""
+    """``upsert_tools`` by batches of UPSERT_BATCH tools, cut further at UPSERT_BYTES of JSON: (id, inserted) of each
+    tool written. With several batches, the next batch's rows are built in a thread while Postgres writes one
+    (building 10k tools' rows takes about 0.6 s); a write of one batch (most writes) starts no thread."""
 
-    def rows(batch: Sequence[Tool]) -> str:
-        return json.dumps([tool_row(t, hashes[t.id]) for t in batch], ensure_ascii=False)
+    def rows(batch: Sequence[Tool]) -> list[str]:
+        return [json.dumps(tool_row(t, hashes[t.id]), ensure_ascii=False) for t in batch]
 
     batches = [tools[i : i + UPSERT_BATCH] for i in range(0, len(tools), UPSERT_BATCH)]
     builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolstore-rows") if len(batches) > 1 else None
     try:
-        for batch in builder.map(rows, batches) if builder is not None else map(rows, batches):
-            yield from conn.execute(query("upsert_tools"), {"catalog": catalog_id, "rows": batch})
+        for built in builder.map(rows, batches) if builder is not None else map(rows, batches):
+            for batch in json_batches(built, UPSERT_BYTES):
+                yield from conn.execute(query("upsert_tools"), {"catalog": catalog_id, "rows": batch})
     finally:
         if builder is not None:
             builder.shutdown(cancel_futures=True)  # a failed batch: the rows not built yet never will be

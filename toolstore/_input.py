@@ -22,6 +22,7 @@ MAX_TEXT_CHARS = 100_000  # any one text field of a tool (description, expansion
 MAX_DOC_CHARS = 200_000  # the text indexed for one lexical field (Postgres caps a tsvector at 1 MB)
 MAX_LIST_ITEMS = 1_000  # categories, tags, keywords or examples of one tool
 MAX_JSON_DEPTH = 64  # nesting of a parameter schema or spec
+MAX_JSON_CHARS = 1_000_000  # a parameter schema or spec as JSON (not counting escapes)
 MAX_DOCUMENT_DEPTH = 100  # nesting of a JSON document read from a file (an OpenAPI spec wraps schemas in ~10 levels)
 MAX_INT_BITS = 1_000  # integers in JSON values (about 300 digits)
 MAX_FILE_BYTES = 256 * 2**20  # a file to import
@@ -85,39 +86,48 @@ def check_session(value: object) -> str:
     return check_text(value, "session id", max_chars=MAX_SESSION_CHARS)
 
 
-def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
-    """Why a JSON-like value cannot be stored (too deep, NaN, a huge integer, bad text, a non-JSON type), or None.
+def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH, max_chars: int = MAX_JSON_CHARS) -> str | None:
+    """Why a JSON-like value cannot be stored (too deep, too long, NaN, a huge integer, bad text, a non-JSON type), or
+    None. Its length is counted about as compact JSON without escapes (which make a text at most 6 times longer).
 
     Iterative, so any depth is safe to inspect.
     """
     stack: list[tuple[Any, int]] = [(value, 0)]
+    chars = 0
     while stack:
         item, depth = stack.pop()
         if depth > max_depth:
             return f"is nested deeper than {max_depth} levels"
+        if chars > max_chars:
+            return f"is over {max_chars:,} characters long as JSON"
         if isinstance(item, str):
+            chars += len(item) + 2
             problem = text_problem(item)
             if problem:
                 return problem
         elif isinstance(item, bool) or item is None:
-            continue
+            chars += 5
         elif isinstance(item, int):
+            chars += item.bit_length() // 3 + 2
             if item.bit_length() > MAX_INT_BITS:
                 return f"holds an integer over {MAX_INT_BITS} bits"
         elif isinstance(item, float):
+            chars += 24
             if not math.isfinite(item):
                 return "holds NaN or Infinity (not JSON)"
         elif isinstance(item, dict):
+            chars += 2 + 2 * len(item)
             for key, sub in item.items():
                 if not isinstance(key, str):
                     return f"has a non-string key {key!r:.40}"
                 stack.append((key, depth + 1))
                 stack.append((sub, depth + 1))
         elif isinstance(item, (list, tuple)):
+            chars += 2 + len(item)
             stack.extend((sub, depth + 1) for sub in item)
         else:
             return f"holds a {type(item).__name__}, which is not JSON"
-    return None
+    return f"is over {max_chars:,} characters long as JSON" if chars > max_chars else None
 
 
 def _reject_constant(name: str) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -54,6 +54,24 @@ def tool_row(tool: Tool, content_hash: str | None = None) -> dict[str, Any]:
         "description_doc": description_doc(tool),
         "expansion_doc": expansion_doc(tool),
     }
+
+
+def json_batches(rows: Sequence[str], max_bytes: int) -> Iterator[str]:
+    """JSON arrays of consecutive ``rows`` (JSON texts), each of at most ``max_bytes`` in UTF-8 unless one row alone
+    is longer (it then goes alone): a batch travels as one jsonb value, which Postgres caps at 256 MB. Given the
+    limits of ``_input`` (every text field, the indexed fields, a parameter schema and a spec as JSON) a tool's row
+    is at most about 25 MB."""
+    batch: list[str] = []
+    size = 2
+    for row in rows:
+        n = len(row) if row.isascii() else len(row.encode())
+        if batch and size + n + 1 > max_bytes:
+            yield "[" + ",".join(batch) + "]"
+            batch, size = [], 2
+        batch.append(row)
+        size += n + 1
+    if batch:
+        yield "[" + ",".join(batch) + "]"
 
 
 def unknown_catalog(name: str) -> UnknownCatalogError:
