@@ -63,6 +63,14 @@ where p.relnamespace = (select oid from pg_namespace where nspname = current_sch
   and p.relname in ('tool_vectors', 'intent_examples')
   and c.relname ~ ('^(tool_vectors|intent_examples)_hnsw_' || %(catalog)s::text || '(_[0-9]+)?$');
 
+-- name: owns_vector_partitions
+-- Whether the session's role may build and drop indexes on these partitions: CREATE INDEX and DROP INDEX need the
+-- table's owner (or a member of its role; a superuser may), which a role granted write access is not.
+select coalesce(bool_and(pg_has_role(c.relowner, 'USAGE')), true)
+from pg_class c
+where c.relnamespace = (select oid from pg_namespace where nspname = current_schema())
+  and c.relname = any (%(partitions)s::text[]);
+
 -- name: orphan_partitions
 -- Partitions (and tables detached from the vector tables but not dropped) whose catalog no longer exists, with the
 -- parent while attached and whether a concurrent detach was left pending.

@@ -10,6 +10,9 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+import toolstore._catalog
+import toolstore._indexes
+import toolstore._sql
 from toolstore import DatabaseError, HashingEmbedder, InvalidInputError, ToolStore, UnknownCatalogError
 
 from catalog_gen import generated_queries, generated_tools
@@ -123,3 +126,34 @@ def test_revoking_the_last_grant_takes_the_privileges_away(dsn: str, roles: dict
             alpha.grant("no_such_role_here")
     with pytest.raises(DatabaseError, match="permission denied"):
         store_as(roles["reader"], "alpha", create=False)
+
+
+def test_a_granted_writer_leaves_index_maintenance_to_the_owner(
+    dsn: str, roles: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CREATE/DROP INDEX need the table's owner: a writer's import that brings the catalog to HNSW_MIN_ROWS vectors
+    (here 20), or a bulk load that would drop the index first (here over 10 vectors), succeeds without touching the
+    index and warns; routes stay correct (exact search), and the owner's next write builds the index."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
+    monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
+    tools = generated_tools(60, seed=4)
+
+    def indexes(store: ToolStore) -> list[tuple[str, bool]]:
+        with store.connection() as conn:
+            rows = conn.execute(toolstore._sql.query("vector_indexes"), {"catalog": store.info().id})
+            return [(table, valid) for _, table, valid in rows]
+
+    with store_as(dsn, "alpha") as owner:
+        owner.upsert(tools[:5])
+        owner.grant(roles["writer_name"], write=True)
+        with store_as(roles["writer"], "alpha", create=False) as writer:
+            assert len(writer.upsert(tools[5:30]).inserted) == 25
+            assert "does not own the catalog's vector tables" in caplog.text and "upsert([])" in caplog.text
+            assert indexes(owner) == []
+            assert writer.route(generated_queries(1)[0], k=3).dense_used
+            owner.upsert([])
+            assert indexes(owner) == [("tool_vectors", True)]
+            caplog.clear()
+            assert len(writer.upsert(tools[30:]).inserted) == 30  # a bulk load: the index is not dropped first
+            assert "HNSW indexes not dropped before a bulk load" in caplog.text
+            assert indexes(owner) == [("tool_vectors", True)] and owner.info().n_tools == 60

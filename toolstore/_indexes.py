@@ -26,6 +26,7 @@ from psycopg.pq import TransactionStatus
 
 from ._errors import DatabaseError
 from ._models import CatalogInfo
+from ._observe import logger
 from ._sql import query
 
 #: Above this many new vectors in one write, the catalog's HNSW indexes are dropped before it and built once after,
@@ -155,10 +156,35 @@ def build_memory(conn: psycopg.Connection[Any], table: str, catalog_id: int, dim
             conn.execute(query("restore_build_memory"), {"previous": raised[0]})
 
 
+def owns_partitions(conn: psycopg.Connection[Any], catalog_id: int) -> bool:
+    """Whether this session's role may build and drop the catalog's HNSW indexes: CREATE/DROP INDEX need the owner of
+    its partitions, which a role granted write access (``ToolStore.grant(role, write=True)``) is not. Such a role's
+    writes leave the indexes as they are (dense retrieval searches exactly where one is missing), with a warning."""
+    partitions = [partition_name(table, catalog_id) for table in VECTOR_TABLES]
+    row = conn.execute(query("owns_vector_partitions"), {"partitions": partitions}).fetchone()
+    return row is None or bool(row[0])
+
+
+#: What the catalog's owner runs to build an index a writer without ownership could not.
+OWNER_BUILDS = "any write to the catalog as the owner of toolstore's tables builds it (ToolStore.upsert([]) will do)"
+
+
 def drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, *, tables: Sequence[str] = VECTOR_TABLES) -> None:
     """Drop the catalog's HNSW indexes on ``tables``, concurrently unless inside a transaction, where nothing is
-    dropped (that would lock every catalog's routes until commit)."""
+    dropped (that would lock every catalog's routes until commit); nor by a role that does not own them (then the
+    bulk load goes into the index row by row)."""
     if in_transaction(conn):
+        return
+    found = [table for _, table, _ in conn.execute(query("vector_indexes"), {"catalog": catalog_id}).fetchall()]
+    if not set(found) & set(tables):
+        return
+    if not owns_partitions(conn, catalog_id):
+        logger.warning(
+            "catalog id %s: HNSW indexes not dropped before a bulk load: role %r does not own the catalog's vector "
+            "tables (DROP INDEX needs their owner); the load updates them row by row",
+            catalog_id,
+            conn.info.user,
+        )
         return
     with maintenance_lock(conn):
         for name, table, _ in conn.execute(query("vector_indexes"), {"catalog": catalog_id}).fetchall():
@@ -224,6 +250,15 @@ def ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
     found = {name: valid for name, _, valid in conn.execute(query("vector_indexes"), {"catalog": info.id})}
     if found == dict.fromkeys(wanted_indexes(conn, info, found), True):
         return  # the usual case, decided without the maintenance lock
+    if not owns_partitions(conn, info.id):
+        logger.warning(
+            "catalog %r: HNSW indexes not built or repaired: role %r does not own the catalog's vector tables "
+            "(CREATE INDEX needs their owner), so dense retrieval searches them exactly meanwhile; %s",
+            info.name,
+            conn.info.user,
+            OWNER_BUILDS,
+        )
+        return
     with maintenance_lock(conn):
         _ensure_indexes(conn, info)
 

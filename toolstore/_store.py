@@ -210,7 +210,8 @@ class ToolStore(AnchorMethods, SessionMethods):
 
         ``tenant``: instead make ``role`` a tenant role, which sees whichever catalog its connection names
         (``ToolStore`` names its own catalog on every connection); for applications with one login role.
-        Run as the role that owns toolstore's tables.
+        Run as the role that owns toolstore's tables. Only that role builds HNSW indexes: a granted writer's writes
+        leave them to the owner's next write (with a warning; dense retrieval searches exactly meanwhile).
         """
         self._run(lambda conn: _access.grant(conn, self.schema, None if tenant else self.catalog, role, write=write))
 
