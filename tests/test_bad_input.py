@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,6 +129,23 @@ def test_remove_checks_the_tool_id(store: ToolStore, bad: object, message: str) 
     with pytest.raises(InvalidInputError, match=message):
         store.remove(bad)  # type: ignore[arg-type]
     assert [t.id for t in store.tools()] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.get("a\x00"), "tool id #1 contains a NUL byte"),
+        (lambda s: s.get(5), "tool id #1 must be a string, got int"),
+        (lambda s: s.tools(["a", "b" * 300]), "tool id #2 is 300 characters long"),
+        (lambda s: s.tools("a"), "tool ids must be a list of strings, got str"),
+        (lambda s: s.resolve("a", among=["a\x00"]), "tool id #1 contains a NUL byte"),
+    ],
+    ids=["get NUL", "get int", "tools long", "tools str", "resolve among"],
+)
+def test_reads_by_id_check_the_ids(store: ToolStore, call: Any, message: str) -> None:
+    store.upsert([Tool(id="a", name="a", description="alpha")])
+    with pytest.raises(InvalidInputError, match=message):
+        call(store)
 
 
 def test_add_examples_names_a_bad_example(store: ToolStore) -> None:

@@ -37,6 +37,7 @@ from ._observe import logger
 from ._rows import (
     carry_expansions,
     check_examples,
+    check_ids,
     check_tools,
     info_from_row,
     json_batches,
@@ -327,7 +328,7 @@ def list_tools(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[s
         if ids is None:
             cur.execute(query("list_tools"), {"catalog": info.id})
         else:
-            cur.execute(query("get_tools"), {"catalog": info.id, "ids": list(ids)})
+            cur.execute(query("get_tools"), {"catalog": info.id, "ids": check_ids(ids)})
         return [tool_from_row(r) for r in cur.fetchall()]
 
 

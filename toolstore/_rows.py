@@ -188,6 +188,14 @@ def _check_docs(tool: Tool) -> None:
             )
 
 
+def check_ids(ids: object, what: str = "tool ids") -> list[str]:
+    """Tool ids asked for (``tools(ids)``, ``get``, ``resolve(among=...)``) as a list of storable strings;
+    InvalidInputError naming ``what`` otherwise."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple, set, frozenset)):
+        raise InvalidInputError(f"{what} must be a list of strings, got {type(ids).__name__}")
+    return [check_text(i, f"{what[:-1]} #{n}", max_chars=MAX_ID_CHARS) for n, i in enumerate(ids, 1)]
+
+
 def check_examples(examples: Sequence[IntentExample]) -> None:
     """Reject empty, over-long or unstorable example requests, naming the example."""
     for index, ex in enumerate(examples):
