@@ -75,3 +75,17 @@ def test_demo_loads_the_bundled_catalog_and_routes_its_requests(dsn: str) -> Non
         assert len(routed) == 3 and route["tokens_used"] <= route["token_budget"], route["query"]
     again = invoke("--dsn", dsn, "--embedder", "hashing", "demo")
     assert again["loaded"]["unchanged"] == 115 and again["loaded"]["examples"] == 0
+
+
+def test_demo_never_touches_the_users_catalog(dsn: str, tmp_path: Path) -> None:
+    """With -c or $TOOLSTORE_CATALOG naming the user's catalog, the demo still loads into (and prunes) ``demo``."""
+    invoke("--dsn", dsn, "--embedder", "hashing", "-c", "my-agent", "import", tools_file(tmp_path))
+    result = CliRunner(env={"TOOLSTORE_CATALOG": "my-agent"}).invoke(
+        cli, ["--dsn", dsn, "--embedder", "hashing", "demo", "-k", "1", "--json"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["catalog"] == "demo" and out["loaded"]["removed"] == 0
+    assert "loading into catalog 'demo', not 'my-agent'" in result.stderr
+    listed = invoke("--dsn", dsn, "--embedder", "none", "-c", "my-agent", "list")
+    assert sorted(t["id"] for t in listed["tools"]) == sorted(t["id"] for t in TOOLS)

@@ -14,7 +14,7 @@ from .._fusion import SIGNALS
 from .._models import JSON_VERSION
 from .._result import RouteResult
 from .._store import DEFAULT, ToolStore
-from .app import command, open_store, options, progress, wants_json
+from .app import command, note, open_store, options, progress, wants_json
 from .route import result_json
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
@@ -25,8 +25,13 @@ def demo_requests() -> list[str]:
     return [line.strip() for line in lines if line.strip()]
 
 
+#: The one catalog the demo loads into: it is pruned to the demo's tools, so never the user's own catalog.
+DEMO_CATALOG = "demo"
+
+
 def load_demo(store: ToolStore) -> dict[str, int]:
-    """Import the demo tools and intent examples (unchanged tools are skipped, cached vectors reused)."""
+    """Import the demo tools and intent examples into ``store``'s catalog, removing every other tool there (unchanged
+    tools are skipped, cached vectors reused): give it a store on :data:`DEMO_CATALOG` only."""
     report = store.upsert(load_tools_file(DEMO_DIR / "tools.jsonl"), prune=True)
     examples = 0
     if store.embedder is not None:
@@ -51,9 +56,12 @@ def print_route(result: RouteResult) -> None:
 @click.option("--budget", default=1500, show_default=True, type=click.IntRange(min=0), help="Token budget.")
 @click.pass_context
 def demo(ctx: click.Context, k: int, budget: int) -> None:
-    """Load the bundled demo catalog (115 tools, 18 providers) and route a few real requests."""
-    catalog = "demo" if options(ctx)["catalog"] == DEFAULT else None
-    with open_store(ctx, catalog=catalog) as store:
+    """Load the bundled demo catalog (115 tools, 18 providers) into the catalog 'demo' and route a few real
+    requests. --catalog and $TOOLSTORE_CATALOG are not used, so the demo never touches your own catalog (it removes
+    any other tool from 'demo')."""
+    if options(ctx)["catalog"] not in (DEFAULT, DEMO_CATALOG):
+        note(ctx, f"demo: loading into catalog {DEMO_CATALOG!r}, not {options(ctx)['catalog']!r}")
+    with open_store(ctx, catalog=DEMO_CATALOG) as store:
         with progress(ctx, "embedding demo catalog"):
             loaded = load_demo(store)
         results = [store.route(q, k=k, token_budget=budget) for q in demo_requests()]
