@@ -126,6 +126,24 @@ def test_mcp_tool_list_result_and_jsonrpc() -> None:
     assert one({"name": "x", "inputSchema": {"type": "object"}, "annotations": {"title": "X!"}}).title == "X!"
 
 
+def test_named_wrapper_of_tools_is_parsed_as_its_tools() -> None:
+    """An MCP server manifest or an OpenAI Assistant (a name and a tools list, no tool of its own) is a wrapper; a
+    named object with tools and a tool's keys is ambiguous, an error naming it."""
+    tools = [
+        {"name": "create_issue", "description": "Create an issue", "inputSchema": {"type": "object"}},
+        {"type": "function", "function": {"name": "list_prs", "description": "List pull requests"}},
+    ]
+    manifest = {"name": "github", "version": "1.0.0", "tools": tools}
+    assistant = {"id": "asst_1", "object": "assistant", "name": "Helper", "tools": tools}
+    for wrapper in (manifest, assistant):
+        assert [t.name for t in parse_tools(wrapper)] == ["create_issue", "list_prs"]
+    ambiguous = {"type": "function", "name": "x", "parameters": {"type": "object"}, "tools": tools}
+    with pytest.raises(InvalidToolError, match="^tool 'x': has both 'tools' and a tool's 'type', 'parameters'"):
+        parse_tools(ambiguous)
+    with pytest.raises(InvalidToolError, match="^tool 'x': has both 'tools' and a tool's 'inputSchema'"):
+        parse_tools({"name": "x", "inputSchema": {"type": "object"}, "tools": []})
+
+
 def test_jsonrpc_error_is_reported() -> None:
     with pytest.raises(InvalidToolError, match="JSON-RPC error"):
         parse_tools({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "nope"}})

@@ -19,8 +19,9 @@ def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
 
     ``data`` is a decoded JSON value: one tool (OpenAI chat or Responses, Anthropic, MCP, bare
     ``{"name", "description", "parameters"}`` or a benchmark row), an MCP ``tools/list`` result
-    or JSON-RPC response, an OpenAPI 3.x document, a ``{"tools": [...]}`` wrapper, or a list of
-    any of these. ``provider`` is the default provider of tools that do not name their own
+    or JSON-RPC response, an OpenAPI 3.x document, a ``{"tools": [...]}`` wrapper (a named one too when
+    it defines no tool itself: an MCP server manifest, an OpenAI Assistant), or a list of any of these.
+    ``provider`` is the default provider of tools that do not name their own
     (in ``x-toolstore`` or a benchmark row's ``provider``); it overrides an OpenAPI ``info.title``.
     With a provider a tool's id is ``provider.name`` unless the definition gives an explicit id.
 
@@ -73,7 +74,7 @@ def _collect(value: object, loc: str, out: list[tuple[Draft, str]]) -> None:
             out.extend(openapi_drafts(value, loc))
         except ValueError as exc:
             raise InvalidToolError(f"{' '.join(['OpenAPI document', loc]).strip()}: {exc}") from None
-    elif "tools" in value and "name" not in value:
+    elif "tools" in value and _is_wrapper(value, loc):
         tools = value["tools"]
         if not isinstance(tools, list):
             where = _join(loc, "tools")
@@ -81,6 +82,26 @@ def _collect(value: object, loc: str, out: list[tuple[Draft, str]]) -> None:
         _collect(tools, _join(loc, "tools"), out)
     else:
         out.append((_draft(value, loc), loc))
+
+
+#: Keys that make an object one tool definition rather than a wrapper of its ``tools``.
+TOOL_KEYS = ("parameters", "input_schema", "inputSchema", "function")
+
+
+def _is_wrapper(value: dict[str, Any], loc: str) -> bool:
+    """Whether an object with ``tools`` is a wrapper of them: one without a ``name`` (a ``tools/list`` result), or
+    a named one that defines no tool itself (an MCP server manifest, an OpenAI Assistant). A named object with
+    ``tools`` and a tool's keys is ambiguous: an error, not a guess."""
+    defining = [k for k in TOOL_KEYS if k in value]
+    if value.get("type") in ("function", "custom"):
+        defining.insert(0, "type")
+    if "name" not in value or not defining:
+        return True
+    keys = ", ".join(repr(k) for k in defining)
+    raise InvalidToolError(
+        f"{tool_label(loc, value.get('name'))}: has both 'tools' and a tool's {keys}; give a tool or a "
+        '{"tools": [...]} list, not both'
+    )
 
 
 def _jsonrpc_result(value: dict[str, Any], loc: str) -> object:
