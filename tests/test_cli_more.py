@@ -90,6 +90,25 @@ def test_dsn_list_long_yaml_and_versioned_json(dsn: str, tmp_path: Path) -> None
     assert code == 1 and "not an OpenAPI document" in err and len(err.strip().splitlines()) == 1
 
 
+def test_import_of_a_malformed_openapi_schema_is_one_line(tmp_path: Path) -> None:
+    """A body schema's ``required`` not a list, a $ref to a string, a chain of 400 $refs: one line, exit 1 (the
+    file is parsed before any database is touched)."""
+    ref = "#/components/schemas/S{}"
+    chain = {f"S{i}": {"type": "object", "properties": {"next": {"$ref": ref.format(i + 1)}}} for i in range(400)}
+    for body, schemas, needle in [
+        ({"type": "object", "properties": {"a": {}}, "required": 5}, {}, "required must be a list"),
+        ({"$ref": ref.format(0)}, {"S0": "not a schema"}, "must point to a schema"),
+        ({"$ref": ref.format(0)}, {**chain, "S400": {"type": "string"}}, "nested deeper than 64 levels"),
+    ]:
+        op = {"operationId": "addPet", "requestBody": {"content": {"application/json": {"schema": body}}}}
+        doc = {"openapi": "3.0.3", "info": {"title": "Pets"}, "paths": {"/pets": {"post": op}}}
+        spec = tmp_path / "pets.json"
+        spec.write_text(json.dumps({**doc, "components": {"schemas": schemas}}), encoding="utf-8")
+        code, _, err = cli("postgresql:///none?host=/nonexistent", "import", str(spec))
+        assert code == 1 and err.startswith("error: ") and needle in err, err[-600:]
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err[-600:]
+
+
 def test_sync_env_is_recorded_for_the_gateway(dsn: str, monkeypatch: object) -> None:
     server = str(Path(__file__).with_name("mcp_server.py"))
     env = {**os.environ, "WX_NAME": "weather"}

@@ -268,6 +268,63 @@ def test_openapi_errors() -> None:
         parse_tools(broken)
 
 
+def _openapi_body(schema: dict[str, Any], schemas: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A one-operation OpenAPI document whose JSON request body is ``schema``."""
+    body = {"content": {"application/json": {"schema": schema}}}
+    doc: dict[str, Any] = {"openapi": "3.0.3", "info": {"title": "t"}, "paths": {"/p": {"post": {"requestBody": body}}}}
+    if schemas is not None:
+        doc["components"] = {"schemas": schemas}
+    return doc
+
+
+def _chain(n: int) -> dict[str, Any]:
+    """S0 -> S1 -> ... -> Sn, each one property deeper."""
+    schemas: dict[str, Any] = {
+        f"S{i}": {"type": "object", "properties": {"next": {"$ref": f"#/components/schemas/S{i + 1}"}}}
+        for i in range(n)
+    }
+    return {**schemas, f"S{n}": {"type": "string"}}
+
+
+def _diamond(n: int) -> dict[str, Any]:
+    """Each of S0..Sn-1 has two properties referring to the next: 2**n copies of Sn once expanded."""
+    ref = "#/components/schemas/S{}"
+    schemas = {
+        f"S{i}": {"properties": {"a": {"$ref": ref.format(i + 1)}, "b": {"$ref": ref.format(i + 1)}}} for i in range(n)
+    }
+    return {**schemas, f"S{n}": {"type": "string"}}
+
+
+S0 = {"$ref": "#/components/schemas/S0"}
+PURE_CHAIN = {f"S{i}": {"$ref": f"#/components/schemas/S{i + 1}"} for i in range(400)}
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (_openapi_body({"type": "object", "properties": {"a": {}}, "required": 5}), "required must be a list"),
+        (_openapi_body(S0, {"S0": "not a schema"}), "$ref '#/components/schemas/S0' must point to a schema"),
+        (_openapi_body({"properties": {"a": S0}}, {"S0": [1]}), "must point to a schema (a JSON object), got list"),
+        (_openapi_body(S0, _chain(400)), "nested deeper than 64 levels once its $refs are expanded"),
+        (_openapi_body(S0, {**PURE_CHAIN, "S400": {}}), "goes through more than 64 $refs"),
+        (_openapi_body(S0, _diamond(15)), "expands to more than 100,000 values"),  # 196,605
+    ],
+)
+def test_openapi_malformed_schemas_are_invalid_tool_errors(doc: dict[str, Any], message: str) -> None:
+    """A malformed or runaway schema names the operation, never a TypeError, AttributeError or RecursionError."""
+    with pytest.raises(InvalidToolError) as info:
+        parse_tools(doc)
+    assert "tool (POST /p): " in str(info.value) and message in str(info.value), str(info.value)
+
+
+def test_openapi_bounds_keep_deep_and_shared_schemas() -> None:
+    """Within the bounds: a chain of 25 $refs, and a diamond of 10 levels (1,024 copies), expand in full."""
+    (deep,) = parse_tools(_openapi_body(S0, _chain(25)))
+    assert "$ref" not in json.dumps(deep.parameters) and json.dumps(deep.parameters).count('"next"') == 25
+    (wide,) = parse_tools(_openapi_body(S0, _diamond(10)))
+    assert json.dumps(wide.parameters).count('"type": "string"') == 2**10
+
+
 # --- metadata and namespacing -------------------------------------------------------------------
 
 META = {

@@ -1,7 +1,8 @@
 """OpenAPI 3.0 / 3.1 documents: one :class:`Draft` per operation.
 
 Path, query and header parameters and the JSON request body are merged into one object
-schema; local ``$ref``s (``#/...``) are resolved, a recursive reference becomes an open schema.
+schema; local ``$ref``s (``#/...``) are resolved, a recursive reference becomes an open schema; a malformed
+schema (a ``$ref`` to a non-object, ``required`` not a list, an expansion too deep or too large) is a ValueError.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import re
 from typing import Any
 
 from .._errors import InvalidToolError
+from .._input import MAX_JSON_DEPTH
 from .build import META_KEY, Draft, tool_label, type_name
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _PARAM_LOCATIONS = ("path", "query", "header")
+#: The most values (objects, lists, scalars) one schema may expand to.
+MAX_EXPANDED_VALUES = 100_000
 
 
 def is_openapi(data: dict[str, Any]) -> bool:
@@ -136,8 +140,11 @@ def _merge_body(resolver: _Resolver, body: object, properties: dict[str, Any], r
         return
     schema = resolver.expand(media["schema"])
     if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
+        names = schema.get("required", [])
+        if not isinstance(names, list):
+            raise ValueError(f"request body schema's required must be a list of names, got {type_name(names)}")
         properties.update(schema["properties"])
-        required.extend(r for r in schema.get("required", []) if isinstance(r, str))
+        required.extend(r for r in names if isinstance(r, str))
         return
     if isinstance(body.get("description"), str) and "description" not in schema:
         schema["description"] = body["description"]
@@ -159,10 +166,16 @@ def _as_list(value: object) -> list[Any]:
 
 
 class _Resolver:
-    """Resolves local ``$ref``s of one document; a reference to itself is cut off."""
+    """Resolves local ``$ref``s of one document; a reference to itself is cut off.
+
+    An expanded schema is nested at most :data:`MAX_JSON_DEPTH` levels (what a tool's parameters may hold), goes
+    through at most as many ``$ref``s on one path, and holds at most :data:`MAX_EXPANDED_VALUES` values (references
+    repeated in a diamond would grow it exponentially); past any of these it is a ValueError, never a RecursionError.
+    """
 
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
+        self.values = 0
 
     def lookup(self, ref: str) -> Any:
         if not ref.startswith("#/") and ref != "#":
@@ -188,17 +201,31 @@ class _Resolver:
             node = self.lookup(ref)
         return node
 
-    def expand(self, node: Any, stack: tuple[str, ...] = ()) -> Any:
-        """A deep copy of a schema with every ``$ref`` replaced by its target."""
+    def expand(self, node: Any) -> Any:
+        """A deep copy of a schema with every ``$ref`` replaced by its target (within the bounds above)."""
+        self.values = 0
+        return self._expand(node, (), 0)
+
+    def _expand(self, node: Any, stack: tuple[str, ...], depth: int) -> Any:
+        self.values += 1
+        if self.values > MAX_EXPANDED_VALUES:
+            raise ValueError(f"schema expands to more than {MAX_EXPANDED_VALUES:,} values (its $refs repeat too often)")
+        if isinstance(node, (list, dict)) and depth >= MAX_JSON_DEPTH:
+            raise ValueError(f"schema is nested deeper than {MAX_JSON_DEPTH} levels once its $refs are expanded")
         if isinstance(node, list):
-            return [self.expand(item, stack) for item in node]
+            return [self._expand(item, stack, depth + 1) for item in node]
         if not isinstance(node, dict):
             return copy.deepcopy(node)
         ref = node.get("$ref")
         if isinstance(ref, str):
             if ref in stack:
                 return {"description": f"recursive reference to {ref}"}
-            target = self.expand(self.lookup(ref), stack + (ref,))
-            siblings = {k: self.expand(v, stack) for k, v in node.items() if k != "$ref"}
-            return {**target, **siblings} if isinstance(target, dict) else target
-        return {key: self.expand(value, stack) for key, value in node.items()}
+            if len(stack) >= MAX_JSON_DEPTH:
+                raise ValueError(f"schema goes through more than {MAX_JSON_DEPTH} $refs (up to {ref!r})")
+            found = self.lookup(ref)
+            if not isinstance(found, dict):
+                raise ValueError(f"$ref {ref!r} must point to a schema (a JSON object), got {type_name(found)}")
+            target = self._expand(found, stack + (ref,), depth)
+            siblings = {k: self._expand(v, stack, depth + 1) for k, v in node.items() if k != "$ref"}
+            return {**target, **siblings}
+        return {key: self._expand(value, stack, depth + 1) for key, value in node.items()}
