@@ -114,6 +114,17 @@ def test_cli_errors_are_one_line(dsn: str, tmp_path: Path) -> None:
         assert needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+def test_cli_bad_embedder_dimension_and_migrate_revision_are_one_line(dsn: str) -> None:
+    for args, needle in [
+        (("route", "send an email", "--embedder", "hashing-4"), "dimension must be at least 8, got 4"),
+        (("migrate", "--revision", "nope"), "cannot migrate schema 'toolstore' to 'nope': Can't locate revision"),
+        (("migrate", "--downgrade"), "a downgrade needs the revision to go down to"),
+    ]:
+        proc = run(dsn, *args, check=False)
+        assert proc.returncode == 1 and proc.stderr.startswith("error: ") and needle in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
 def test_cli_reports_an_unreachable_database() -> None:
     proc = run("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", "list", check=False)
     assert proc.returncode == 1

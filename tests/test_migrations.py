@@ -67,6 +67,17 @@ def test_upgrade_downgrade_reupgrade(empty_dsn: str) -> None:
         assert store.route("send an email").ids == ["a"]
 
 
+def test_an_unknown_revision_is_invalid_input_and_changes_nothing(dsn: str) -> None:
+    from toolstore import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="to 'nope': Can't locate revision identified by 'nope'"):
+        migrate(dsn, revision="nope")
+    with pytest.raises(InvalidInputError, match="a downgrade needs the revision to go down to"):
+        migrate(dsn, downgrade=True)  # to head: it did nothing and said nothing
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(f"select version_num from toolstore.{VERSION_TABLE}").fetchone() == (HEAD_REVISION,)
+
+
 def test_schema_from_migrations_matches_models(dsn: str) -> None:
     engine = engine_for(dsn)
     with engine.connect() as conn:

@@ -77,9 +77,12 @@ def migrate(
 
     Pass ``connection`` (a SQLAlchemy connection, e.g. ``op.get_bind()`` in the host app's own alembic
     migration) to run inside the caller's transaction; otherwise ``dsn`` is used (the embedded server
-    when it is None) and the migration commits on its own.
+    when it is None) and the migration commits on its own. An unknown revision (or a downgrade to ``head``) is
+    an InvalidInputError; a failing migration a DatabaseError, nothing changed.
     """
     check_schema_name(schema)
+    if downgrade and revision == "head":
+        raise InvalidInputError("a downgrade needs the revision to go down to (e.g. '0017' or 'base'), not 'head'")
     if connection is not None:
         _run(connection, schema, revision, downgrade)
         return
@@ -102,12 +105,16 @@ def migrate(
 
 def _run(connection: Connection, schema: str, revision: str, downgrade: bool) -> None:
     from alembic import command
+    from alembic.util import CommandError
 
     cfg = alembic_config(connection, schema)
-    if downgrade:
-        command.downgrade(cfg, revision)
-    else:
-        command.upgrade(cfg, revision)
+    try:
+        if downgrade:
+            command.downgrade(cfg, revision)
+        else:
+            command.upgrade(cfg, revision)
+    except CommandError as error:  # an unknown or unreachable revision: nothing ran
+        raise InvalidInputError(f"cannot migrate schema {schema!r} to {revision!r}: {error}") from error
 
 
 def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._errors import InvalidInputError
 from .base import Embedder, normalise
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -22,7 +23,7 @@ class HashingEmbedder(Embedder):
 
     def __init__(self, dim: int = 256) -> None:
         if dim < 8:
-            raise ValueError(f"HashingEmbedder dim must be >= 8, got {dim}")
+            raise InvalidInputError(f"the hashing embedder's dimension must be at least 8, got {dim}")
         self.dim = dim
         self.model = f"hashing-{dim}"
 
