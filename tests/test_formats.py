@@ -661,6 +661,22 @@ def test_round_trip_from_every_input_format(fmt: str) -> None:
         assert same_tools(parse_tools(exported), original)
 
 
+def test_responses_tool_round_trips_with_its_own_keys() -> None:
+    """A Responses-shape tool comes back as it was: no ``strict`` added when it had none, its own kept; a tool from
+    another format gets ``"strict": false``."""
+    source = {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+    assert render(parse_tools([source]), "openai-responses") == [source]
+    strict = {**source, "strict": True}
+    assert render(parse_tools([strict]), "openai-responses") == [strict]
+    chat = {"type": "function", "function": {k: v for k, v in source.items() if k != "type"}}
+    assert render(parse_tools([chat]), "openai-responses") == [{**source, "strict": False}]
+
+
 def test_spec_is_not_compared_but_kept() -> None:
     data = {"type": "function", "function": {"name": "a", "strict": True}}
     tool = one(data)

@@ -130,13 +130,22 @@ def to_openai(
     definition parses back to the same Tool; the API itself does not accept that key. ``name`` replaces the
     tool's name (the model-facing name ``RouteResult.definitions`` gives it). A tool imported from this shape keeps
     its other keys (``strict``, ...) and their order.
+
+    The Responses shape carries ``"strict": false``: the openai SDK's ``FunctionToolParam`` requires the key
+    (``Required[Optional[bool]]``), and strict mode refuses most schemas not written for it. A tool imported in
+    Responses shape is the exception: it comes back with exactly the keys it had, so without ``strict`` when its
+    source had none; a faithful round trip gives the caller the definition they wrote, read by the API as it read
+    that one (we do not add a key the source left to the API's default).
     """
     fn: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fn["description"] = tool.description
     fn["parameters"] = input_schema(tool)
     if shape == "responses":
-        definition = _faithful(tool, "openai-responses", {"type": "function", **fn, "strict": False}, "parameters")
+        rendered = {"type": "function", **fn}
+        if source_format(tool.spec) != "openai-responses":
+            rendered["strict"] = False
+        definition = _faithful(tool, "openai-responses", rendered, "parameters")
         target = definition
     elif shape == "chat":
         fn = _faithful(tool, "openai", fn, "parameters")
