@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 
 from toolstore import (
     AsyncToolStore,
@@ -142,3 +144,49 @@ async def _fetch_one(conn: psycopg.AsyncConnection[Any], statement: str) -> tupl
     row = await cursor.fetchone()
     assert row is not None
     return row
+
+
+def public_methods(cls: type) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_") and callable(getattr(cls, name, None))}
+
+
+#: What AsyncToolStore has that ToolStore does not: ``open`` (a ToolStore opens in its constructor; an
+#: AsyncToolStore cannot await there). ``db`` is the async connector, a property as ToolStore's ``pool``.
+ASYNC_ONLY = {"open"}
+
+
+def test_async_store_has_the_same_methods_as_the_sync_store() -> None:
+    """README: "AsyncToolStore has the same methods for asyncio"; each of them a coroutine function, as ToolStore's
+    (``connection`` returns an async context manager, as ToolStore's a sync one)."""
+    assert public_methods(AsyncToolStore) - ASYNC_ONLY == public_methods(ToolStore)
+    for name in public_methods(ToolStore) - {"connection"}:
+        assert asyncio.iscoroutinefunction(getattr(AsyncToolStore, name)), name
+
+
+def test_async_store_grants_retention_and_connection_and_writes_before_open(dsn: str) -> None:
+    async def main() -> None:
+        store = AsyncToolStore(dsn, embedder=None, catalog="forwarded")
+        with pytest.raises(InvalidInputError, match="not open"):  # as reads, not an AttributeError
+            await store.upsert([Tool(id="a", name="a")])
+        async with store:
+            await store.upsert([Tool(id="a", name="a")])
+            await store.set_session_retention(max_calls=7, max_age_days=2)
+            assert await store.session_retention() == {"max_calls": 7, "max_age_days": 2.0}
+            async with store.connection() as conn:
+                cursor = await conn.execute("select (current_schemas(false))[1]")
+                assert await cursor.fetchone() == ("toolstore",)
+            await store.grant(role)
+            assert {"catalog": "forwarded", "role": role, "write": False} in await store.grants()
+            assert await store.revoke(role) is True
+        with pytest.raises(InvalidInputError, match="not open"):  # closed again
+            await store.remove("a")
+
+    role = f"ts_async_{uuid.uuid4().hex[:8]}"  # roles are cluster-wide: uniquely named, dropped afterwards
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("create role {}").format(sql.Identifier(role)))
+    try:
+        asyncio.run(main())
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("drop owned by {}").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,12 +35,15 @@ from ._names import resolve_among, resolve_name
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
+from ._sessions import retention
 from ._steps import Embed, Fetch, Rerank, Step, adrive, afetch_rows, rerank_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
 if TYPE_CHECKING:
     from ._tune import TuneReport
+
+NOT_OPEN = "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
 
 
 class AsyncToolStore:
@@ -109,9 +113,7 @@ class AsyncToolStore:
     @property
     def db(self) -> AsyncConnector:
         if self._db is None:
-            raise InvalidInputError(
-                "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
-            )
+            raise InvalidInputError(NOT_OPEN)
         return self._db
 
     @property
@@ -119,8 +121,14 @@ class AsyncToolStore:
         """The async connection pool (as ToolStore.pool)."""
         return self.db.pool
 
+    def connection(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
+        """A pooled async connection (as ToolStore.connection): ``async with store.connection() as conn:``."""
+        return self.db.connection()
+
     async def _write(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run ToolStore.<method> (the one write path) in a worker thread, on a sync store opened on first use."""
+        if self._db is None:  # as reads: the writer opens on the DSN open() resolved
+            raise InvalidInputError(NOT_OPEN)
         async with self._writer_lock:
             if self._writer is None:
                 self._writer = await asyncio.to_thread(
@@ -335,6 +343,17 @@ class AsyncToolStore:
     async def analyze(self) -> None:
         await self._write("analyze")
 
+    async def grant(self, role: str, *, write: bool = False, tenant: bool = False) -> None:
+        await self._write("grant", role, write=write, tenant=tenant)
+
+    async def revoke(self, role: str, *, tenant: bool = False) -> bool:
+        result: bool = await self._write("revoke", role, tenant=tenant)
+        return result
+
+    async def grants(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self._write("grants")
+        return result
+
     # -- the session log (see ToolStore; its listings also run in the writer's thread) -----------------------
 
     async def record_calls(self, session: str, calls: Iterable[object]) -> int:
@@ -363,3 +382,7 @@ class AsyncToolStore:
 
     async def set_session_retention(self, **limits: Any) -> None:
         await self._write("set_session_retention", **limits)
+
+    async def session_retention(self) -> dict[str, Any]:
+        """See :meth:`ToolStore.session_retention` (read on the async pool)."""
+        return retention((await self.info(counts=False)).settings).as_dict()
