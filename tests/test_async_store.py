@@ -190,3 +190,17 @@ def test_async_store_grants_retention_and_connection_and_writes_before_open(dsn:
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute(sql.SQL("drop owned by {}").format(sql.Identifier(role)))
             admin.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+def test_async_reads_by_id_check_the_ids(dsn: str) -> None:
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="async-ids") as store:
+            await store.upsert(TOOLS[:1])
+            with pytest.raises(InvalidInputError, match="tool id #1 contains a NUL byte"):
+                await store.get("a\x00")
+            with pytest.raises(InvalidInputError, match="tool ids must be a list of strings, got str"):
+                await store.tools("slack.send_message")  # type: ignore[arg-type]
+            with pytest.raises(InvalidInputError, match="tool id #1 must be a string, got int"):
+                await store.resolve("send_message", among=[5])  # type: ignore[list-item]
+
+    asyncio.run(main())

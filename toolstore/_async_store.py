@@ -34,7 +34,7 @@ from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCal
 from ._names import resolve_among, resolve_name
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._rows import info_from_row, name_row, tool_from_row, unknown_catalog
+from ._rows import check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
 from ._sessions import retention
 from ._steps import Embed, Fetch, Rerank, Step, adrive, afetch_rows, rerank_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
@@ -181,7 +181,7 @@ class AsyncToolStore:
             if ids is None:
                 await cur.execute(_sql.query("list_tools"), {"catalog": info.id})
             else:
-                await cur.execute(_sql.query("get_tools"), {"catalog": info.id, "ids": list(ids)})
+                await cur.execute(_sql.query("get_tools"), {"catalog": info.id, "ids": check_ids(ids)})
             return [tool_from_row(r) for r in await cur.fetchall()]
 
     async def get(self, tool_id: str) -> Tool:
