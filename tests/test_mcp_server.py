@@ -255,3 +255,28 @@ def test_upstream_sessions_are_kept_and_renewed() -> None:
             proc.terminate()
             proc.wait(timeout=10)
     assert outcomes[-1] == "results for d (max 10)", outcomes
+
+
+def test_call_tool_calls_the_tool_find_tools_named(dsn: str) -> None:
+    """The gateway's names are unique across the catalog, but a name can be another tool's id: call_tool must mean
+    the tool find_tools gave that name (here no upstream is recorded, so the error names the tool it resolved)."""
+    from toolstore import Tool
+    from toolstore._mcp_server import _catalog_names
+
+    tools = [
+        Tool(id="web.search", name="search", provider="web", description="Search the web"),
+        Tool(id="search", name="lookup", description="Look a word up in the dictionary"),
+    ]
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="names") as store:
+            await store.upsert(tools)
+            result = await store.route("search the web for news", k=2)
+            names = dict(zip(result.ids, await _catalog_names(store, result)))
+            assert names["web.search"] == "search"
+            with pytest.raises(Exception, match="tool 'web.search' has no upstream"):
+                await forward_call(store, "search", {})
+            with pytest.raises(Exception, match="tool 'search' has no upstream"):
+                await forward_call(store, "lookup", {})
+
+    asyncio.run(main())

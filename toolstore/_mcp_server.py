@@ -193,14 +193,20 @@ def _instructions(gateway: bool) -> str:
     return text + (" Then call them through call_tool(name, arguments)." if gateway else "")
 
 
-async def _catalog_names(store: AsyncToolStore, result: RouteResult) -> list[str]:
-    """Names unique across the whole catalog, so a later ``call_tool`` resolves them without this result."""
+async def _gateway_names(store: AsyncToolStore) -> dict[str, str]:
+    """Every tool's name in the gateway, by tool id: ``model_names`` of the whole catalog, so each is unique there
+    and a later ``call_tool`` finds its tool without the result that offered it."""
     info = await store.info(counts=False)
     async with store.pool.connection() as conn:
         cur = await conn.execute(query("tool_names"), {"catalog": info.id})
         rows = [dict(zip(("id", "name", "provider"), r)) for r in await cur.fetchall()]
     tools = [name_row(r) for r in rows]
-    by_id = dict(zip((t.id for t in tools), model_names(tools)))
+    return dict(zip((t.id for t in tools), model_names(tools)))
+
+
+async def _catalog_names(store: AsyncToolStore, result: RouteResult) -> list[str]:
+    """The gateway's names (:func:`_gateway_names`) of the result's tools."""
+    by_id = await _gateway_names(store)
     return [by_id.get(r.tool.id, n) for r, n in zip(result.tools, result.names)]
 
 
@@ -213,7 +219,8 @@ async def forward_call(
     call_log: CallLog | None = None,
     sessions: UpstreamSessions | None = None,
 ) -> Any:
-    """Resolve ``name`` in the catalog and call the tool on its upstream server; returns the upstream's
+    """Call the tool the gateway's ``find_tools`` names ``name`` (else the tool ``name`` resolves to in the catalog)
+    on its upstream server; returns the upstream's
     ``CallToolResult``. McpSyncError (or UnknownToolError) when the tool, its upstream or the call fails.
 
     ``sessions``: long-lived upstream sessions (the server's); without, the call opens and closes its own."""
@@ -221,7 +228,9 @@ async def forward_call(
 
     if not isinstance(arguments, dict):
         raise InvalidInputError(f"arguments must be a JSON object, got {type(arguments).__name__}")
-    tool = await store.resolve(name)
+    # the name find_tools gave the tool first: a name there may be another tool's id, or one of its name forms
+    gateway = {given: tool_id for tool_id, given in (await _gateway_names(store)).items()}
+    tool = await (store.get(gateway[name]) if name in gateway else store.resolve(name))
     info = await store.info(counts=False)
     async with store.pool.connection() as conn:
         cur = await conn.execute(query("get_upstream"), {"catalog": info.id, "provider": tool.provider or ""})
