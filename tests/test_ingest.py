@@ -117,6 +117,18 @@ def test_stdio_sync_is_namespaced_incremental_and_prunes_in_one_transaction(
     assert ids == ["docs.get_forecast", "docs.list_alerts", "docs.search", "weather.get_forecast", "weather.search"]
 
 
+def test_a_sync_that_fails_to_record_its_upstream_writes_nothing(
+    store: ToolStore, listings: dict[tuple[str, str], McpListing], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: Any) -> Any:
+        raise RuntimeError("recording the upstream failed")
+
+    monkeypatch.setattr("toolstore._mcp_sync.upstream_params", fail)
+    with pytest.raises(RuntimeError, match="recording the upstream failed"):
+        sync_listing(store, listings["docs", "base"])
+    assert store.catalog not in [c["name"] for c in store.catalogs()]  # no tool, not even the catalog
+
+
 def test_sync_provider_override_and_errors(store: ToolStore) -> None:
     listing = fetch_stdio(sys.executable, server("weather", page_size=0))  # one page
     assert listing.server_name == "weather" and len(listing.tools) == 3

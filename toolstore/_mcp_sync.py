@@ -246,7 +246,7 @@ def sync_listing(
     if not provider or not provider.strip():
         raise InvalidInputError("the MCP server did not report a name (serverInfo.name); pass a provider")
     tools = parse_tools({"tools": listing.tools}, provider=provider)
-    with store.connection() as conn:
+    with store.connection() as conn, conn.transaction():  # the upsert's own transaction becomes a savepoint
         report = upsert_tools(
             conn, store.catalog, tools, store.embedder, prune=prune, prune_provider=provider, create=store.create
         )
