@@ -3,6 +3,12 @@
 -- name: role_exists
 select 1 from pg_roles where rolname = %(role)s;
 
+-- name: owns_tables
+-- Whether the role owns toolstore's tables (it reads and writes every catalog without a grant; a REVOKE of the
+-- grants' privileges would take its own away).
+select exists (select 1 from pg_tables where schemaname = current_schema() and tablename = 'tools'
+               and tableowner = %(role)s);
+
 -- name: grant_catalog
 insert into catalog_grants (catalog_id, role, can_write) values (%(catalog)s, %(role)s, %(write)s)
 on conflict (catalog_id, role) do update set can_write = excluded.can_write;

@@ -124,6 +124,11 @@ def test_revoking_the_last_grant_takes_the_privileges_away(dsn: str, roles: dict
         assert alpha.revoke(roles["reader_name"]) is False
         with pytest.raises(InvalidInputError, match="no database role named"):
             alpha.grant("no_such_role_here")
+        with alpha.connection() as conn:
+            owner = conn.execute("select tableowner from pg_tables where tablename = 'tools'").fetchone()[0]
+        for call in (alpha.grant, alpha.revoke):  # the owner's own privileges are not the grants' to set
+            with pytest.raises(InvalidInputError, match=f"role '{owner}' owns toolstore's tables"):
+                call(owner)
     with pytest.raises(DatabaseError, match="permission denied"):
         store_as(roles["reader"], "alpha", create=False)
 

@@ -26,6 +26,11 @@ def _role(conn: psycopg.Connection[Any], role: str) -> str:
     check_text(role, "role", max_chars=MAX_ROLE_CHARS)
     if conn.execute(query("role_exists"), {"role": role}).fetchone() is None:
         raise InvalidInputError(f"no database role named {role!r} (create it first: CREATE ROLE ... LOGIN)")
+    if conn.execute(query("owns_tables"), {"role": role}).fetchone()[0]:  # type: ignore[index]
+        raise InvalidInputError(
+            f"role {role!r} owns toolstore's tables: it reads and writes every catalog without a grant (and the "
+            "privileges a grant sets would take its own away)"
+        )
     return role
 
 
