@@ -743,3 +743,11 @@ def test_mcp_sdk_types() -> None:
         mcp_types.Tool.model_validate({"name": "now", "inputSchema": "not a schema"})
     with pytest.raises(pydantic.ValidationError):
         mcp_types.ListToolsResult.model_validate({"tools": [{"name": "now", "description": "no schema"}]})
+
+
+def test_a_python_object_nested_past_the_recursion_limit_is_refused() -> None:
+    deep: Any = "leaf"
+    for _ in range(3000):
+        deep = [deep]
+    with pytest.raises(InvalidToolError, match="tool definitions nested deeper than 100 levels"):
+        parse_tools({"name": "t", "description": "d", "parameters": {"type": "object", "default": deep}})

@@ -141,6 +141,13 @@ def parse_json(text: str) -> Any:
         data = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels") from None
+    check_document_depth(data)
+    return data
+
+
+def check_document_depth(data: Any) -> None:
+    """ValueError when a decoded document (dicts, lists and tuples) nests deeper than :data:`MAX_DOCUMENT_DEPTH`;
+    iterative, so before anything recursive walks it."""
     stack: list[tuple[Any, int]] = [(data, 0)]
     while stack:
         item, depth = stack.pop()
@@ -148,9 +155,8 @@ def parse_json(text: str) -> Any:
             raise ValueError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
         if isinstance(item, dict):
             stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
+        elif isinstance(item, (list, tuple)):
             stack.extend((v, depth + 1) for v in item)
-    return data
 
 
 def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:

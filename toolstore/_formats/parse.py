@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._errors import InvalidInputError, InvalidToolError
+from .._input import check_document_depth
 from .._models import Tool
 from .build import META_KEY, Draft, build_tool, tool_label, type_name
 from .openapi import is_openapi, openapi_drafts
@@ -36,6 +37,10 @@ def parse_located(data: object, *, provider: str | None = None) -> list[Located]
     """Like :func:`parse_tools`, keeping each tool's label and without the duplicate-id check."""
     if provider is not None and (not isinstance(provider, str) or not provider.strip()):
         raise InvalidInputError(f"provider must be a non-empty string or None, got {provider!r}")
+    try:
+        check_document_depth(data)  # a Python object may nest past what the recursive checks below can walk
+    except ValueError as exc:
+        raise InvalidToolError(f"tool definitions {exc}") from None
     drafts: list[tuple[Draft, str]] = []
     _collect(data, "", drafts)
     located = []
