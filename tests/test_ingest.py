@@ -192,6 +192,19 @@ def test_cli_sync_expand_and_export(dsn: str, tmp_path: Path) -> None:
     assert all(t.provider == "wx" and "\n" in t.expansion for t in tools)
 
 
+def test_cli_sync_of_a_program_that_is_no_mcp_server_prints_lines_not_tracebacks(dsn: str) -> None:
+    program = ["--", sys.executable, "-c", "print('hello'); import time; time.sleep(1)"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolstore.cli", "--dsn", dsn, "--embedder", "hashing", "sync", "mcp", *program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[-1].startswith("error: MCP server") and len(lines) <= 3, lines  # the SDK's own report, one line
+
+
 # -- expansions -------------------------------------------------------------------------------------------
 
 

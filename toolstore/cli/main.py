@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -16,8 +17,28 @@ for _module in (catalog, route, demo, ingest, quality, serve, sessions, access, 
         cli.add_command(_command)
 
 
+class _OneLine(logging.Formatter):
+    """A log record as one line: a library that logs an exception with its traceback (the mcp SDK reading a server
+    that does not speak MCP) adds a line before the command's own error, not a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
+
+
+def _log_to_stderr() -> None:
+    """Warnings and errors of toolstore and the libraries it drives, one line each on stderr (where nothing else
+    configured logging)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_OneLine())
+        handler.setLevel(logging.WARNING)
+        root.addHandler(handler)
+
+
 def main() -> None:
     """Run the command line: library errors become one line on stderr and exit status 1, never a traceback."""
+    _log_to_stderr()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
