@@ -69,6 +69,9 @@ def test_evaluate_sessions_replays_turn_by_turn(habits: ToolStore) -> None:
     ghost = LabelledSession("g", (SessionTurn("x", ("k.nowhere",), ()),))
     with pytest.raises(InvalidInputError, match="'k.nowhere'"):
         evaluate_sessions(habits, [ghost])
+    unscored = LabelledSession("u", (SessionTurn("hello there", (), ()),))  # context only: no turn to score
+    with pytest.raises(InvalidInputError, match="no turn of the sessions names a relevant tool"):
+        evaluate_sessions(habits, [unscored])
 
 
 def test_tune_learns_transitions_from_training_sessions(store: ToolStore) -> None:

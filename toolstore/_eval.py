@@ -194,6 +194,8 @@ def evaluate_sessions(
     sessions = list(sessions)
     known = check_sessions(store, sessions)
     turns_to_score = [(s, i) for s in sessions for i in range(len(s.turns)) if s.turns[i].relevant]
+    if not turns_to_score:
+        raise InvalidInputError("no turn of the sessions names a relevant tool: nothing to score")
     results: dict[str, dict[str, Any]] = {}
     for name in configs:
         fusion, with_context = SESSION_CONFIGS[name]
