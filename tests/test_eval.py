@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from toolstore import Fusion, IntentExample, InvalidInputError, Judgement, Tool, ToolStore
+from toolstore import (
+    Fusion,
+    IntentExample,
+    InvalidInputError,
+    Judgement,
+    Tool,
+    ToolStore,
+)
 from toolstore._candidates import CandidateTable, fetch_lists, load_tool_index
 from toolstore._eval import BUILTIN_CONFIGS, evaluate, select_configs
 from toolstore._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM
@@ -179,6 +186,8 @@ def test_tune_rejects_bad_input(store: ToolStore) -> None:
         tune(store, [])
     with pytest.raises(InvalidInputError, match="folds"):
         tune(store, examples, folds=1)
+    with pytest.raises(InvalidInputError, match="seed must be an integer >= 0, got -1"):
+        tune(store, examples, seed=-1)
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> Path:

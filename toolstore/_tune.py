@@ -203,6 +203,8 @@ def tune(
     started = time.perf_counter()
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise InvalidInputError(f"folds must be an integer >= 2, got {folds!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidInputError(f"seed must be an integer >= 0, got {seed!r}")
     examples, sessions = list(examples), list(sessions)
     if negatives is not None and not examples:
         raise InvalidInputError("calibrating abstention (negatives) needs examples: requests the catalog serves")

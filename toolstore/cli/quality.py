@@ -126,7 +126,7 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
     help="Fit fusion weights on --train / --train-sessions (never on what is evaluated) and add config 'tuned'.",
 )
 @click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Tools per query.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the tuning folds.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the tuning folds.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md here.")
 @click.option("--keep", is_flag=True, help="Keep the scratch catalog (its name is printed) instead of dropping it.")
 @click.pass_context
@@ -229,7 +229,9 @@ def eval_(
     help="Requests no tool of the catalog fits (JSON Lines with 'query', or one request per line): calibrates "
     "abstention against --examples and stores it beside the fusion.",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the cross-validation folds.")
+@click.option(
+    "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the cross-validation folds."
+)
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2))
 @click.option("--dry-run", is_flag=True, help="Report what would be stored without storing it.")
 @click.pass_context
