@@ -15,9 +15,11 @@ import pytest
 
 from toolstore import (
     Fusion,
+    HashingEmbedder,
     IntentExample,
     InvalidInputError,
     Judgement,
+    ModelMismatchError,
     Tool,
     ToolStore,
 )
@@ -188,6 +190,21 @@ def test_tune_rejects_bad_input(store: ToolStore) -> None:
         tune(store, examples, folds=1)
     with pytest.raises(InvalidInputError, match="seed must be an integer >= 0, got -1"):
         tune(store, examples, seed=-1)
+
+
+def test_tune_refuses_an_embedder_of_another_model(dsn: str) -> None:
+    """Tuning embeds its requests as route() does: with another model's embedder it refuses, as route() does,
+    rather than searching the catalog's vectors with vectors of another space (and storing weights fit on them)."""
+    tools, examples = clue_catalog()
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="mm") as store:
+        store.upsert(tools)
+    other = HashingEmbedder(64)
+    other.model = "another-model-64"  # same dimension, another embedding space
+    with ToolStore(dsn, embedder=other, catalog="mm", create=False) as store:
+        with pytest.raises(ModelMismatchError):
+            store.route(examples[0][0])
+        with pytest.raises(ModelMismatchError):
+            tune(store, examples, save=False)
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> Path:

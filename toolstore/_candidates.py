@@ -163,6 +163,7 @@ def fetch_lists(
     parts = [split_request(p.query) for p in probes]
     vectors: dict[str, np.ndarray] | None = None
     if store.embedder is not None and info.embed_model is not None:
+        info.require_model(store.embedder.model)  # as route(): another model's vectors would search the wrong space
         texts = [t for p, ps in zip(probes, parts) for t in (p.query, *ps, *p.earlier[-CONTEXT_TURNS:])]
         texts = list(dict.fromkeys(texts))
         with store.connection() as conn:
