@@ -155,6 +155,32 @@ def test_avoid_when_demotes_the_tool_whose_avoid_text_the_request_matches(store:
     assert all(penalty(r) == 0 for r in store.route("send a short message to a person", k=3))
     with pytest.raises(InvalidInputError, match="avoid must be a number from 0 to 1"):
         store.set_fusion(weights={}, avoid=1.5)
+    # route(avoid=...) overrides the catalog's weight for one call, as weights= does
+    assert store.route(text, k=3, avoid=0.0).ids == off.ids
+    store.set_fusion(weights={}, avoid=0.0)
+    assert store.route(text, k=3, avoid=DEFAULT_AVOID).ids == on.ids
+    with pytest.raises(InvalidInputError, match="avoid must be a number from 0 to 1"):
+        store.route(text, avoid=-0.5)
+
+
+def test_evaluate_scores_each_config_with_its_own_avoid_weight(store: ToolStore) -> None:
+    """evaluate()'s built-in configs are whole fusions: the catalog's stored avoid-when weight (which tune sets) does
+    not leak into `default`."""
+    from toolstore._eval import evaluate
+    from toolstore._fusion import DEFAULT_FUSION
+
+    alike = "Send a short message to a person"
+    store.upsert(
+        [
+            Tool(id="a.send", name="send", description=alike, avoid_when="urgent pages for the on-call engineer"),
+            Tool(id="b.send", name="send", description=alike),
+        ]
+    )
+    queries = [("send an urgent message to the on-call engineer", Judgement("q", ("a.send",)))]
+    before = evaluate(store, queries, configs={"default": DEFAULT_FUSION})["configs"]["default"]["nDCG@10"]
+    store.set_fusion(weights={}, avoid=0.0)
+    after = evaluate(store, queries, configs={"default": DEFAULT_FUSION})["configs"]["default"]["nDCG@10"]
+    assert after == before < 1.0  # the default penalty still puts b.send first
 
 
 def test_tune_learns_the_avoid_weight_where_tools_have_avoid_when_text(store: ToolStore) -> None:

@@ -219,6 +219,7 @@ class AsyncToolStore:
         k_rrf: float | None = None,
         overfetch: int | None = None,
         split: float | None = None,
+        avoid: float | None = None,
         allow: Sequence[str] | None = None,
         block: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
@@ -235,7 +236,7 @@ class AsyncToolStore:
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options |= dict(providers=providers, tags=tags, abstain=abstain)
+        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid)
 
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
             return await adrive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))

@@ -131,7 +131,7 @@ def evaluate(
                 result = store.route(text, k=k)
             else:
                 options = dict(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k))
-                options["split"] = fusion.split
+                options |= dict(split=fusion.split, avoid=fusion.avoid)  # all of it: none of the catalog's own
                 result = store.route(text, k=k, **options)
             latencies.append((time.perf_counter() - started) * 1000)
             per_query.append(score_query(result.ids, judgement))
@@ -202,6 +202,7 @@ def evaluate_sessions(
         options: dict[str, Any] = {"k": k}
         if fusion is not None:
             options.update(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k), split=fusion.split)
+            options.update(avoid=fusion.avoid)
         per_turn, latencies = [], []
         for session, i in _progress(turns_to_score, name, progress):
             started = time.perf_counter()

@@ -188,6 +188,7 @@ def prepare_route(
     k_rrf: float | None = None,
     overfetch: int | None = None,
     split: float | None = None,
+    avoid: float | None = None,
     allow: Sequence[str] | None = None,
     block: Sequence[str] | None = None,
     categories: Sequence[str] | None = None,
@@ -204,7 +205,9 @@ def prepare_route(
     ``abstain``, the catalog's abstention model (calibrated by ``tune``, else the shipped default) goes with it."""
     if not isinstance(abstain, bool):
         raise InvalidInputError(f"abstain must be True or False, got {abstain!r}")
-    fusion = override(stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split)
+    fusion = override(
+        stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid
+    )
     text, earlier, names = conversation(query, messages, session, turns)
     request = route_request(
         text,
@@ -235,6 +238,7 @@ def override(
     k_rrf: float | None = None,
     overfetch: int | None = None,
     split: float | None = None,
+    avoid: float | None = None,
 ) -> Fusion:
     """``fusion`` with the given parts replaced (None keeps a part)."""
     return replace(
@@ -243,6 +247,7 @@ def override(
         k_rrf=fusion.k_rrf if k_rrf is None else k_rrf,
         overfetch=fusion.overfetch if overfetch is None else overfetch,
         split=fusion.split if split is None else split,
+        avoid=fusion.avoid if avoid is None else avoid,
     )
 
 

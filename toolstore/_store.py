@@ -307,6 +307,7 @@ class ToolStore(AnchorMethods, SessionMethods):
         k_rrf: float | None = None,
         overfetch: int | None = None,
         split: float | None = None,
+        avoid: float | None = None,
         allow: Sequence[str] | None = None,
         block: Sequence[str] | None = None,
         categories: Sequence[str] | None = None,
@@ -324,23 +325,23 @@ class ToolStore(AnchorMethods, SessionMethods):
         user turn of ``messages`` (OpenAI Chat, Responses or Anthropic messages; dicts or SDK objects), whose last
         ``turns`` turns are read: earlier turns feed ``context``, their tool calls (``result.unresolved``: those that
         match nothing) ``recent`` and ``transition``; with ``session``, the calls come from its log (see
-        :meth:`record_calls`). A compound request is also retrieved clause by clause (``result.sub_requests``): a
-        tool's best fused score in one clause, times ``split``, is added to its score. ``weights`` (per signal of
-        ``SIGNALS``; 0 switches one off), ``k_rrf``, ``overfetch`` and ``split`` (0: never split) override the
-        catalog's tuned fusion. ``allow``/``block`` restrict by tool id (``*`` and ``?`` are wildcards:
-        ``"slack.*"``), ``categories``, ``providers`` and ``tags`` keep tools with any of the given values; one that
-        matches no tool of the catalog is an InvalidInputError naming it. The catalog's anchors and its tools'
-        avoid-when text adjust the fused scores. ``explore=True`` gives the last slot to a tool drawn from the fused
-        ranks k+1..2k (``explored``; the same for the same ``seed`` and request). ``reranker(query, candidates) ->
-        scores`` reorders the fused top ``k * rerank_depth`` (one that raises degrades to the fused order; unusable
-        scores are an InvalidInputError). With ``abstain``, when the evidence says no tool fits, the result is
-        ``abstained`` and holds only the always-on tools (``result.abstention``: the evidence; the model is the
-        catalog's from ``tune(negatives=...)``, else the shipped default). ``result.explain()`` says why.
+        :meth:`record_calls`). A compound request is also retrieved clause by clause (``result.sub_requests``): a tool's
+        best fused score in one clause, times ``split``, is added to its score. ``weights`` (per signal of ``SIGNALS``;
+        0 switches one off), ``k_rrf``, ``overfetch``, ``split`` (0: never split) and ``avoid`` (the avoid-when
+        penalty's weight, 0 to 1) override the catalog's tuned fusion. ``allow``/``block`` restrict by tool id (``*``
+        and ``?`` are wildcards: ``"slack.*"``), ``categories``, ``providers`` and ``tags`` keep tools with any of the
+        given values; one that matches no tool of the catalog is an InvalidInputError naming it. The catalog's anchors
+        and its tools' avoid-when text adjust the fused scores. ``explore=True`` gives the last slot to a tool drawn
+        from the fused ranks k+1..2k (``explored``; the same for the same ``seed`` and request). ``reranker(query,
+        candidates) -> scores`` reorders the fused top ``k * rerank_depth`` (one that raises degrades to the fused
+        order; unusable scores are an InvalidInputError). With ``abstain``, when the evidence says no tool fits, the
+        result is ``abstained`` and holds only the always-on tools (``result.abstention``: the evidence; the model is
+        the catalog's from ``tune(negatives=...)``, else the shipped default). ``result.explain()`` says why.
         """
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options |= dict(providers=providers, tags=tags, abstain=abstain)
+        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid)
 
         def work(conn: psycopg.Connection[Any]) -> RouteResult:
             return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
