@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from toolstore import (
@@ -23,11 +24,11 @@ from toolstore import (
     Tool,
     ToolStore,
 )
-from toolstore._candidates import CandidateTable, fetch_lists, load_tool_index
+from toolstore._candidates import CandidateTable, Probe, fetch_lists, load_tool_index
 from toolstore._eval import BUILTIN_CONFIGS, evaluate, select_configs
-from toolstore._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM
+from toolstore._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM, top_columns
 from toolstore._metrics import METRICS
-from toolstore._tune import tune
+from toolstore._tune import avoid_fractions, tune
 
 from catalog_gen import generated_queries, generated_tools
 from fusion_oracle import route_ids
@@ -278,3 +279,41 @@ def test_store_tune_from_a_train_file(dsn: str, tmp_path) -> None:  # type: igno
         assert isinstance(report, TuneReport) and report.n_examples == 18
         stored = store.info().settings["fusion"]
         assert stored["weights"] == dict(report.fusion.weights)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_client_side_top_columns_equal_a_full_sort_with_ties_and_large_scores(scale: float) -> None:
+    """The preselection by a float key must not change the statement's order (group, score at 1e-9, id): not under
+    large weights (scores far over 16), not where many candidates tie at the cut (avoid = 1 zeroes whole lists)."""
+    rng = np.random.default_rng(7)
+    rows, cols, k = 200, 60, 10
+    group = rng.choice([-1, 0, 0, 0, 0, 1], size=(rows, cols))
+    score = rng.choice([0.0, 0.0, 0.0, 0.0, 0.1, 0.2], size=(rows, cols)) * scale
+    position = np.argsort(rng.random((rows, cols)), axis=1)  # each row's ids in a random order
+    got = top_columns(group, score, position, k)
+    for r in range(rows):
+        order = sorted(range(cols), key=lambda c: (-group[r, c], -round(score[r, c] * 1e9), position[r, c]))
+        want = [c if group[r, c] >= 0 else -1 for c in order[:k]]
+        assert list(got[r]) == want, r
+
+
+def test_client_side_fusion_reproduces_route_with_large_weights_and_avoided_ties(store: ToolStore) -> None:
+    tools = [
+        Tool(id=f"t{i:02d}", name=f"t{i:02d}", description=f"frobnicate widgets variant {i}",
+             avoid_when="frobnicate widgets" if i % 7 else "")
+        for i in range(40)
+    ] + [Tool(id="zeta_tool", name="zeta_tool", description="an unrelated thing")]  # fmt: skip
+    store.upsert(tools)
+    index = load_tool_index(store)
+    for request, weights, avoid in [
+        ("frobnicate widgets with zeta_tool", {s: 1000.0 * (s == "description") for s in SIGNALS}, 0.5),
+        ("frobnicate widgets", dict(DEFAULT_FUSION.weights), 1.0),  # most tools' scores drop to 0: ties at the cut
+    ]:
+        fusion = Fusion(weights, k_rrf=5.0, split=0.0, avoid=avoid)
+        depth = fusion.depth(10)
+        lists = fetch_lists(store, [request], depth=depth, leave_one_out=False, tools=index)
+        fractions = avoid_fractions(store, [Probe(request)], index)
+        table = CandidateTable(lists, index, [Judgement("q", (index.ids[0],))], depth, avoid=fractions)
+        client = table.top_ids([weights[s] for s in SIGNALS], fusion.k_rrf, split=0.0, avoid=avoid)[0]
+        routed = store.route(request, k=10, weights=weights, k_rrf=5.0, overfetch=depth, split=0.0, avoid=avoid)
+        assert client == routed.ids[:10], (request, client, routed.ids)

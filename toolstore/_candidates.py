@@ -32,6 +32,7 @@ from ._fusion import (
     SIGNALS,
     TRANSITION_CALLS,
     TRANSITION_SMOOTHING,
+    top_columns,
 )
 from ._metrics import CUTOFF, Judgement
 from ._models import CatalogInfo
@@ -374,15 +375,7 @@ class CandidateTable:
             score = score + split * best
         if avoid > 0:
             score = score - avoid * score * self.avoid  # the statement's `avoided` part
-        group = np.where(present, self.group, -1)
-        # preselect by a float key, then order exactly by (group, score, id) among the preselected
-        pre = min(score.shape[1], k + 6)
-        rough = group * 16.0 + score
-        cols = np.argpartition(-rough, pre - 1, axis=1)[:, :pre] if pre < score.shape[1] else np.indices(score.shape)[1]
-        g, sc, pos = (np.take_along_axis(a, cols, axis=1) for a in (group, score, self.position))
-        order = np.lexsort((pos, -np.round(sc * 1e9), -g), axis=1)[:, :k]
-        top = np.take_along_axis(cols, order, axis=1)
-        return np.where(np.take_along_axis(g, order, axis=1) >= 0, top, -1)
+        return top_columns(np.where(present, self.group, -1), score, self.position, k)
 
     def top_ids(
         self, weights: Sequence[float], k_rrf: float, k: int = CUTOFF, split: float = 0.0, avoid: float = DEFAULT_AVOID

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from ._errors import InvalidInputError
 from ._input import MAX_OVERFETCH, MAX_WEIGHT
 
@@ -145,3 +147,28 @@ def stored_fusion(settings: Mapping[str, Any]) -> Fusion:
         split=float(tuned.get("split", DEFAULT_SPLIT)),
         avoid=float(tuned.get("avoid", DEFAULT_AVOID)),
     )
+
+
+def top_columns(group: np.ndarray, score: np.ndarray, position: np.ndarray, k: int) -> np.ndarray:
+    """Column index of each row's first ``k`` candidates in the route statement's order (client-side fusion,
+    ``_candidates``): ``group`` first (exact matches, always-on tools; -1: absent, returned as -1), then the score at
+    1e-9, then the id (``position``: its rank among the ids). Exactly among a preselection of ``k + 6`` columns by a
+    float key where that cannot change the answer (scores under 8, no tie at the cut), else among all of them."""
+    n, pre = score.shape[1], min(score.shape[1], k + 6)
+
+    def exact(cols: np.ndarray) -> np.ndarray:
+        g, sc, pos = (np.take_along_axis(a, cols, axis=1) for a in (group, score, position))
+        return np.take_along_axis(cols, np.lexsort((pos, -np.round(sc * 1e9), -g), axis=1)[:, :k], axis=1)
+
+    top = None
+    if pre < n and score.max(initial=0.0) < 8.0:  # under 8 the key orders the groups first
+        rough = group * 16.0 + np.round(score * 1e9) / 1e9
+        part = np.argpartition(-rough, pre, axis=1)
+        top = exact(part[:, :pre])
+        last = top[:, -1:]
+        tied = np.take_along_axis(rough, part[:, pre : pre + 1], axis=1) >= np.take_along_axis(rough, last, axis=1)
+        if (tied & (np.take_along_axis(group, last, axis=1) >= 0)).any():
+            top = None  # a tie at the cut left out a column that its id may put in
+    if top is None:
+        top = exact(np.indices(score.shape)[1])
+    return np.where(np.take_along_axis(group, top, axis=1) >= 0, top, -1)
