@@ -9,6 +9,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from toolstore import (
+    AbstainModel,
     EmbedderError,
     HashingEmbedder,
     IntentExample,
@@ -84,8 +85,13 @@ def test_reembed_switches_model_and_dimension_without_dropping(dsn: str) -> None
         store.upsert(tools)
         store.add_examples([IntentExample(t.id, f"please {t.name}") for t in tools[:10]])
         before = store.route("create invoice customer").ids
+        calibrated = AbstainModel(coef=(1.0, 1.0, 1.0, 5.0, 5.0), intercept=-3.0, threshold=0.5)
+        store.set_abstain(calibrated)  # fitted on hashing-64's similarities
+        assert store.reembed(HashingEmbedder(64))["abstain_reset"] is False  # the same model: kept
+        assert store.info().settings["abstain"] == calibrated.as_dict()
         report = store.reembed(HashingEmbedder(128))
         assert report["from_model"] == "hashing-64" and report["to_model"] == "hashing-128"
+        assert report["abstain_reset"] is True and store.info().settings.get("abstain") is None
         info = store.info()
         assert (info.embed_model, info.embed_dim, info.n_tools, info.n_examples) == ("hashing-128", 128, 40, 10)
         after = store.route("create invoice customer")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import psycopg
 
+from ._abstain import SETTINGS_KEY
 from ._catalog import catalog_info, ensure_catalog_indexes, list_tools, lock_catalog, restore_indexes
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
@@ -20,9 +22,10 @@ from ._vectors import embed_cached, replace_example_vectors, write_tool_vectors
 def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> dict[str, Any]:
     """Embed every tool and intent example with ``embedder`` and make it the catalog's model.
 
-    Vectors are computed first (cached ones reused); then one transaction swaps them in and records the new model
-    and dimension; then the catalog's HNSW indexes for the new dimension are built and the old ones dropped (both
-    concurrently). On any error the catalog keeps its old model and vectors.
+    Vectors are computed first (cached ones reused); then one transaction swaps them in and records the new model and
+    dimension (and, for another model, drops a calibrated abstention model, fitted on the old model's similarities:
+    ``abstain_reset`` in the report); then the catalog's HNSW indexes for the new dimension are built and the old ones
+    dropped (both concurrently). On any error the catalog keeps its old model and vectors.
     """
     info = catalog_info(conn, catalog)
     if info is None:
@@ -43,6 +46,11 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
                 vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
             params: dict[str, Any] = {"catalog": locked.id, "model": embedder.model, "dim": embedder.dim}
             conn.execute(query("set_catalog_model"), params)
+            if locked.settings.get(SETTINGS_KEY) and locked.embed_model != embedder.model:
+                # a calibrated abstention model weighs the old model's similarities: back to the shipped default
+                settings = json.dumps({**locked.settings, SETTINGS_KEY: None})
+                conn.execute(query("set_catalog_settings"), {"catalog": locked.id, "settings": settings})
+                counts["abstain_reset"] = 1
             conn.execute(query("clear_tool_vectors"), {"catalog": locked.id})
             if tools:
                 write_tool_vectors(conn, locked.id, [t.id for t in tools], [vectors[dense_text(t)] for t in tools])
@@ -61,6 +69,7 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
         "from_model": info.embed_model,
         "to_model": embedder.model,
         "dim": embedder.dim,
+        "abstain_reset": bool(counts.pop("abstain_reset", 0)),
         **counts,
     }
 
