@@ -60,11 +60,12 @@ def session_probes(session: LabelledSession, turns: int = DEFAULT_TURNS) -> list
 class TuneReport:
     """What :func:`tune` found and stored.
 
-    ``cv_ndcg_*``: mean nDCG@10 over held-out folds (weights chosen on the other folds; the default fusion,
-    uniform over the five retrievers, needs no choosing). ``fusion`` is what was stored: ``tuned`` (fit on all
-    examples) unless its CV score did not beat the default's, then the default (``fell_back``). ``n_examples``
-    counts scored requests (queries and session turns), ``n_sessions`` the sessions among them. ``abstain``: with
-    negatives, the abstention calibration (``_calibrate.calibrate``'s report: the model, counts, error rates).
+    ``cv_ndcg_*``: mean nDCG@10 over held-out folds (weights chosen on the other folds; the default fusion needs no
+    choosing: ``cv_ndcg_uniform`` is its score, named when it was uniform over the five request retrievers). ``fusion``
+    is what was stored: ``tuned`` (fit on all examples) unless its CV score did not beat the default's, then the default
+    (``fell_back``). ``n_examples`` counts scored requests (queries and session turns), ``n_sessions`` the sessions
+    among them. ``abstain``: with negatives, the abstention calibration (``_calibrate.calibrate``'s report: the model,
+    counts, error rates).
     """
 
     fusion: Fusion

@@ -50,10 +50,10 @@ def _summary_line(result: dict[str, Any]) -> str:
 def _tune_summary(report: dict[str, Any]) -> str:
     weights = ", ".join(f"{k}={v:g}" for k, v in report["fusion"]["weights"].items())
     fusion = report["fusion"]
-    note = " (fell back to uniform: tuning did not beat it under cross-validation)" if report["fell_back"] else ""
+    note = " (fell back to the default: tuning did not beat it under cross-validation)" if report["fell_back"] else ""
     text = (
         f"tuned on {report['n_examples']} examples in {report['seconds']:.1f} s{note}\n"
-        f"  CV nDCG@10: uniform {report['cv_ndcg_uniform']:.4f}, tuned {report['cv_ndcg_tuned']:.4f}\n"
+        f"  CV nDCG@10: default {report['cv_ndcg_uniform']:.4f}, tuned {report['cv_ndcg_tuned']:.4f}\n"
         f"  stored: {weights}, k_rrf={fusion['k_rrf']:g}, overfetch={fusion['overfetch']}"
     )
     abstain = report.get("abstain")
