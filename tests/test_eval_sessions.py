@@ -110,6 +110,8 @@ def test_tune_rejects_bad_sessions(store: ToolStore) -> None:
         tune(store, sessions=[LabelledSession("z", (SessionTurn("q", ("k.zulu",), ()),))])
     with pytest.raises(InvalidInputError, match="LabelledSession"):
         tune(store, sessions=[{"sid": "x"}])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="2 examples or sessions to cross-validate"):
+        tune(store, sessions=habit_sessions(1))  # two scored turns, but one session: a single fold
 
 
 def _write(path: Path, rows: list[Any]) -> Path:

@@ -229,6 +229,8 @@ def tune(
                 owner.append(s)
     if len(probes) < 2:
         raise InvalidInputError(f"tuning needs at least 2 labelled requests, got {len(probes)}")
+    if len(examples) + len(sessions) < 2:  # cross-validation deals examples and whole sessions into folds
+        raise InvalidInputError("tuning needs at least 2 examples or sessions to cross-validate, got one session")
     folds = min(folds, len(examples) + len(sessions))
     depth = DEFAULT_FUSION.depth(k)
     tools = load_tool_index(store)
