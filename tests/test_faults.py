@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import subprocess
 import sys
 import time
 
+import psycopg
 import pytest
 
-from toolstore import DatabaseError, EmbedderError, HashingEmbedder, OpenAIEmbedder, ToolStore
+from toolstore import (
+    AsyncToolStore,
+    DatabaseError,
+    EmbedderError,
+    HashingEmbedder,
+    InvalidInputError,
+    OpenAIEmbedder,
+    ToolStore,
+    migrate,
+)
+from toolstore._connect import first_line
 from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_queries, generated_tools
@@ -143,3 +156,31 @@ def test_cli_routes_lexically_without_an_api_key(dsn: str) -> None:
     assert proc.returncode == 0, proc.stderr
     routed = json.loads(proc.stdout)
     assert not routed["dense_used"] and "OPENAI_API_KEY" in routed["degraded_reason"] and routed["tools"]
+
+
+# A '%' not percent-encoded in a password makes libpq quote the token it could not decode; an IPv6 typo, the whole URI.
+MALFORMED_DSNS = ["postgresql://app:Sup3r%Secret@localhost/app", "postgresql://app:Sup3rSecret@[::1/app"]
+
+
+@pytest.mark.parametrize("bad", MALFORMED_DSNS)
+def test_a_malformed_dsn_is_refused_without_its_password(dsn: str, bad: str, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG):
+        for call in (
+            lambda: ToolStore(bad, embedder=None),
+            lambda: migrate(bad),
+            lambda: ToolStore(dsn, embedder=None, read_dsn=[bad]),
+            lambda: asyncio.run(AsyncToolStore(bad, embedder=None).open()),
+        ):
+            with pytest.raises(InvalidInputError, match="malformed DSN") as info:
+                call()
+            assert "Sup3r" not in str(info.value), str(info.value)
+    assert "Sup3r" not in caplog.text
+    env = {**os.environ, "TOOLSTORE_DSN": bad, "TOOLSTORE_EMBEDDER": "none"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolstore", "catalogs"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 1 and proc.stderr.startswith("error: malformed DSN"), proc.stderr
+    assert "Sup3r" not in proc.stderr and "Traceback" not in proc.stderr
+    with pytest.raises(psycopg.Error) as raw:  # any DatabaseError text built from libpq's is redacted too
+        psycopg.connect(bad)
+    assert "Sup3r" in str(raw.value) and "Sup3r" not in first_line(raw.value)

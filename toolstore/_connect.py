@@ -15,11 +15,12 @@ from typing import Any, TypeVar
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import errors, sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.array import ListBinaryDumper
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from ._embedded import embedded_dsn
-from ._errors import DatabaseError, InvalidInputError
+from ._errors import DatabaseError, InvalidInputError, redact
 from ._observe import logger
 
 T = TypeVar("T")
@@ -52,13 +53,24 @@ def register_types(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any])
     conn.adapters.register_dumper(VectorArray, ListBinaryDumper)
 
 
+def check_dsn(dsn: str) -> str:
+    """``dsn`` if libpq can parse it, else InvalidInputError: libpq's own message quotes the piece it could not read
+    (or the whole URI, password included), so only its redacted first line is said."""
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise InvalidInputError(f"malformed DSN: {first_line(exc)}") from None
+    return dsn
+
+
 def resolve_dsn(dsn: str | None) -> str:
-    """The DSN argument if given, else ``$TOOLSTORE_DSN``, else the embedded server's."""
+    """The DSN argument if given, else ``$TOOLSTORE_DSN``, else the embedded server's; a malformed one is an
+    InvalidInputError."""
     if dsn:
-        return dsn
+        return check_dsn(dsn)
     env = os.environ.get("TOOLSTORE_DSN")
     if env:
-        return env
+        return check_dsn(env)
     return embedded_dsn()
 
 
@@ -69,7 +81,8 @@ def search_path(conn: Any, schema: str, ext_schema: str) -> str:
 
 
 def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    """The first line of a driver error's message for a DatabaseError's text, credentials redacted."""
+    return redact((str(exc).strip().splitlines() or [type(exc).__name__])[0])
 
 
 def _extension_schema(row: Any) -> str:
@@ -137,6 +150,7 @@ class Connector:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.timeout = _check_timeout(timeout)
+        check_dsn(dsn)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             ext = _extension_schema(conn.execute(EXTENSION_SCHEMA).fetchone())
@@ -234,6 +248,7 @@ class AsyncConnector:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> AsyncConnector:
         timeout = _check_timeout(timeout)
+        check_dsn(dsn)
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
             ext = _extension_schema(await (await conn.execute(EXTENSION_SCHEMA)).fetchone())

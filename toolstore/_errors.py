@@ -9,11 +9,21 @@ _SECRETS = re.compile(
     r"(?i)(sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+|((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)"
     r"[^\s'\",]+"
 )
+# The password in a URI's user info (``postgresql://user:password@host``).
+_URI_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)[^\s\"']*@")
+# libpq's messages about a DSN it could not parse quote a piece of it, or all of it: its password, perhaps.
+_DSN_PARSE = re.compile(r"in URI|URI query parameter|connection info string|percent-encoded|connection option")
+_QUOTED = re.compile(r'"[^"]*"')
 
 
 def redact(text: str) -> str:
-    """``text`` with anything that looks like a credential replaced by ``[redacted]``."""
-    return _SECRETS.sub(lambda m: (m.group(2) or m.group(3) or "") + "[redacted]", text)
+    """``text`` with anything that looks like a credential replaced by ``[redacted]``: keys, bearer tokens,
+    ``key=value`` secrets, a URI's password, and what libpq quotes of a DSN it could not parse."""
+    text = _SECRETS.sub(lambda m: (m.group(2) or m.group(3) or "") + "[redacted]", text)
+    text = _URI_PASSWORD.sub(r"\1[redacted]@", text)
+    if _DSN_PARSE.search(text):  # a quoted character ("=", "]") is libpq's own
+        text = _QUOTED.sub(lambda m: m.group() if len(m.group()) <= 3 else '"[redacted]"', text)
+    return text
 
 
 class ToolstoreError(Exception):
