@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from toolstore import (
+    AsyncToolStore,
     IntentExample,
     InvalidInputError,
     InvalidToolError,
@@ -172,3 +174,27 @@ def test_bad_session_arguments_are_one_line(dsn: str, args: tuple[str, ...], nee
     with ToolStore(dsn, embedder=None, catalog="conv") as store:
         store.upsert([Tool(id="a.send", name="send", description="Send a message")])
     one_clear_line(run(dsn, "-c", "conv", *args), needle)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("timeout", math.inf),
+        ("timeout", math.nan),
+        ("timeout", "5"),
+        ("timeout", None),
+        ("timeout", 0),
+        ("pool_size", 0),
+        ("pool_size", -1),
+        ("pool_size", "4"),
+        ("pool_size", 2.5),
+        ("embedder_cooldown", math.nan),
+        ("embedder_cooldown", -1),
+        ("embedder_cooldown", "30"),
+    ],
+)
+def test_bad_store_options_are_invalid_input_naming_them(dsn: str, option: str, value: object) -> None:
+    with pytest.raises(InvalidInputError, match=option):
+        ToolStore(dsn, embedder=None, **{option: value})  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=option):
+        AsyncToolStore(dsn, embedder=None, **{option: value})  # type: ignore[arg-type]

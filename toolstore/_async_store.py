@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 from . import _sql
 from ._abstain import AbstainModel
 from ._catalog_cache import CatalogCache
-from ._connect import DEFAULT_TIMEOUT, AsyncConnector, resolve_dsn
+from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, UnknownToolError
@@ -75,8 +75,8 @@ class AsyncToolStore:
         self._dsn = dsn
         self._create = create
         self._migrate = migrate
-        self._pool_size = pool_size
-        self._timeout = timeout
+        self._pool_size = check_pool_size(pool_size)
+        self._timeout = check_timeout(timeout)
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self._db: AsyncConnector | None = None
         self._writer: ToolStore | None = None

@@ -91,10 +91,16 @@ def _extension_schema(row: Any) -> str:
     return str(row[0])
 
 
-def _check_timeout(timeout: float) -> float:
+def check_timeout(timeout: float) -> float:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
         raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
     return float(timeout)
+
+
+def check_pool_size(pool_size: int) -> int:
+    if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+        raise InvalidInputError(f"pool_size must be a whole number of connections, 1 or more, got {pool_size!r}")
+    return pool_size
 
 
 def _pool_options(timeout: float) -> dict[str, Any]:
@@ -149,7 +155,7 @@ class Connector:
         max_size: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        self.timeout = _check_timeout(timeout)
+        self.timeout = check_timeout(timeout)
         check_dsn(dsn)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
@@ -247,7 +253,7 @@ class AsyncConnector:
         max_size: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> AsyncConnector:
-        timeout = _check_timeout(timeout)
+        timeout = check_timeout(timeout)
         check_dsn(dsn)
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:

@@ -15,7 +15,7 @@ from . import _access, _catalog, _sql
 from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._anchors import AnchorMethods
 from ._catalog_cache import CatalogCache
-from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, resolve_dsn
+from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, UnknownCatalogError, UnknownToolError
@@ -74,6 +74,7 @@ class ToolStore(AnchorMethods, SessionMethods):
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
+        timeout, pool_size = check_timeout(timeout), check_pool_size(pool_size)
         self.create = create
         if embedder == "default":
             embedder = LocalEmbedder()

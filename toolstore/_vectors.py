@@ -10,6 +10,7 @@ The vector tables' partitions and HNSW indexes: :mod:`toolstore._indexes`.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -21,7 +22,7 @@ import numpy as np
 import psycopg
 
 from ._embedders.base import Embedder
-from ._errors import EmbedderError, redact
+from ._errors import EmbedderError, InvalidInputError, redact
 from ._models import CatalogInfo
 from ._sql import query
 
@@ -105,8 +106,10 @@ class QueryVectors:
     def __init__(
         self, size: int = 2048, *, cooldown: float = BREAKER_COOLDOWN, clock: Callable[[], float] = time.monotonic
     ) -> None:
+        if isinstance(cooldown, bool) or not isinstance(cooldown, (int, float)) or not 0 <= cooldown < math.inf:
+            raise InvalidInputError(f"embedder_cooldown must be a number of seconds, 0 or more, got {cooldown!r}")
         self.size = size
-        self.cooldown = cooldown
+        self.cooldown = float(cooldown)
         self._clock = clock
         self._lru: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
