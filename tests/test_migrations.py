@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import psycopg
@@ -144,3 +145,22 @@ def test_a_failing_migration_is_one_clean_error_and_changes_nothing(empty_dsn: s
     with psycopg.connect(empty_dsn) as conn:
         assert conn.execute(f"select version_num from toolstore.{VERSION_TABLE}").fetchone() == ("0005",)
         assert conn.execute("select to_regclass('toolstore.session_calls')").fetchone() == (None,)
+
+
+def test_threads_opening_stores_on_an_unmigrated_database_all_succeed(empty_dsn: str) -> None:
+    """alembic's commands install module-level proxies: two runs at once in one process broke each other."""
+    errors: list[str] = []
+
+    def open_one() -> None:
+        try:
+            ToolStore(empty_dsn, embedder=None, catalog="c").close()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert tables(empty_dsn, "toolstore")

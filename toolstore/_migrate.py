@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -20,6 +21,10 @@ VERSION_TABLE = "toolstore_alembic_version"
 DEFAULT_SCHEMA = "toolstore"
 HEAD_REVISION = "0020"  # kept equal to alembic's head by a test
 _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations
+# One alembic run at a time in this process: alembic's command installs module-level proxies (its `context` and
+# `op`), which runs in two threads at once break for each other (KeyError 'config'); the advisory lock only
+# serialises connections.
+_RUNNING = threading.Lock()
 
 
 def check_schema_name(schema: str) -> str:
@@ -109,10 +114,11 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
 
     cfg = alembic_config(connection, schema)
     try:
-        if downgrade:
-            command.downgrade(cfg, revision)
-        else:
-            command.upgrade(cfg, revision)
+        with _RUNNING:
+            if downgrade:
+                command.downgrade(cfg, revision)
+            else:
+                command.upgrade(cfg, revision)
     except CommandError as error:  # an unknown or unreachable revision: nothing ran
         raise InvalidInputError(f"cannot migrate schema {schema!r} to {revision!r}: {error}") from error
 
