@@ -76,6 +76,30 @@ def test_processes_starting_together_on_a_fresh_home_all_work(home: Path) -> Non
     assert not server_running(home / "pgdata")  # the last one out stopped it
 
 
+THREADS_START = """
+import threading
+from toolstore._embedded import embedded_dsn
+errors = []
+def start():
+    try:
+        embedded_dsn()
+    except BaseException as exc:
+        errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+threads = [threading.Thread(target=start) for _ in range(4)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+print(errors)
+"""
+
+
+def test_threads_starting_the_server_together_on_a_fresh_home_all_work(home: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", THREADS_START], env=env_for(home), capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("round_", range(3))
 def test_processes_starting_together_many_times(tmp_path: Path, round_: int) -> None:

@@ -18,6 +18,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ from ._errors import DatabaseError
 
 DATABASE = "toolstore"
 _servers: dict[Path, Any] = {}
+# Threads starting the server together: the lookup and the start are one step (the package's file lock does not
+# serialise threads, and its registry of servers may hold one not running yet).
+_starting = threading.Lock()
 _HARDENING = "\n# toolstore: only the server's owner may use its socket\nunix_socket_permissions = 0700\n"
 
 
@@ -47,10 +51,11 @@ def embedded_dsn(pgdata: Path | None = None) -> str:
     The server keeps its data across runs and is stopped when the last process using it exits.
     """
     pgdata = (pgdata or data_dir()).expanduser().resolve()
-    server = _servers.get(pgdata)
-    if server is None:
-        server = _start(pgdata)
-        _servers[pgdata] = server
+    with _starting:
+        server = _servers.get(pgdata)
+        if server is None:
+            server = _start(pgdata)
+            _servers[pgdata] = server
     _ensure_database(server.get_uri())
     return str(server.get_uri(DATABASE))
 
