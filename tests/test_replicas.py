@@ -53,3 +53,17 @@ def test_reads_go_to_the_replica_and_a_lagging_one_hands_them_to_the_primary() -
                 assert [t.id for t in store.tools()] == sorted(t.id for t in tools)
                 with pytest.raises(DatabaseError):
                     store.upsert(tools[:1] and [tools[0].__class__(**{**tools[0].__dict__, "description": "x"})])
+
+
+def test_a_replica_that_is_down_hands_reads_to_the_primary_from_the_start(dsn: str) -> None:
+    """The store opens at once without the replica; the first read waits for it at most `timeout`, the next ones
+    leave it out (REPLICA_RETRY) and go to the primary without asking it."""
+    down = "postgresql://postgres@/postgres?host=/nonexistent-replica-socket-dir"
+    with ToolStore(dsn, embedder=None, catalog="r", read_dsn=[down], timeout=1) as store:
+        store.upsert(generated_tools(5))
+        assert len(store.route("send a message")) > 0
+        pool = store._replicas.connectors[0].pool
+        asked = pool.get_stats()["requests_num"]
+        assert asked >= 1
+        assert len(store.route("send a message")) > 0 and store.info().n_tools == 5
+        assert pool.get_stats()["requests_num"] == asked

@@ -26,6 +26,8 @@ from ._observe import logger
 T = TypeVar("T")
 #: Seconds a call may wait for a database connection before it raises DatabaseError.
 DEFAULT_TIMEOUT = 5.0
+#: Seconds a read replica that could not be reached is left out of reads (they go to the next one, then the primary).
+REPLICA_RETRY = 10.0
 #: Attempts of a write transaction that Postgres chose as a deadlock (or serialization) victim.
 CONFLICT_ATTEMPTS = 4
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
@@ -154,6 +156,7 @@ class Connector:
         min_size: int = 1,
         max_size: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
+        wait: bool = True,
     ) -> None:
         self.timeout = check_timeout(timeout)
         check_dsn(dsn)
@@ -167,6 +170,9 @@ class Connector:
         self.pool: ConnectionPool[Any] = ConnectionPool(
             dsn, min_size=min_size, max_size=max_size, configure=configure, **_pool_options(self.timeout)
         )
+        if not wait:  # the pool connects in the background; until it has, a call waits up to `timeout`
+            self.pool.open(wait=False)
+            return
         try:
             self.pool.open(wait=True, timeout=max(self.timeout, 15.0))
         except Exception as exc:
@@ -204,28 +210,35 @@ class Connector:
 class Replicas:
     """Read replicas taken in turn: :meth:`run` tries each from the next one round, and returns None when every
     replica failed (down, or it has not replayed the catalog yet: ``handover`` errors) so the caller reads from the
-    primary."""
+    primary. Their pools connect in the background, so a replica that is down does not keep the store from opening;
+    one that could not be reached is left out of reads for :data:`REPLICA_RETRY` seconds."""
 
     def __init__(self, dsns: Sequence[str], *, handover: tuple[type[Exception], ...], **options: Any) -> None:
         self.connectors: list[Connector] = []
         try:
             for dsn in dsns:
-                self.connectors.append(Connector(dsn, **options))
+                self.connectors.append(Connector(dsn, wait=False, **options))
         except BaseException:
             self.close()
             raise
         self._handover = (DatabaseError, *handover)
         self._turn, self._lock = -1, threading.Lock()
+        self._down_until = [0.0] * len(self.connectors)
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> tuple[bool, T | None]:
         """(True, result) from the first replica that answered, or (False, None) when none did."""
         n = len(self.connectors)
         with self._lock:
             self._turn = first = (self._turn + 1) % n if n else 0
-        for offset in range(n):
+        for i in ((first + offset) % n for offset in range(n)):
+            if self._down_until[i] > time.monotonic():
+                continue
             try:
-                return True, self.connectors[(first + offset) % n].run(work)
+                return True, self.connectors[i].run(work)
             except self._handover as exc:
+                cause = exc.__cause__
+                if isinstance(cause, PoolTimeout) or (cause is not None and connection_lost(cause)):
+                    self._down_until[i] = time.monotonic() + REPLICA_RETRY
                 logger.debug("read on a replica failed, trying the next: %s", exc)
         return False, None
 
