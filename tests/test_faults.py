@@ -67,6 +67,28 @@ def test_every_call_fails_fast_while_the_server_is_down_and_the_store_recovers()
             assert store.upsert(tools).unchanged == 30
 
 
+def test_a_call_waits_for_a_connection_once_while_the_server_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool timeout is not a lost connection: retrying it waited `timeout` twice."""
+    with private_server() as server:
+        dsn = migrated_dsn(server)
+        with ToolStore(dsn, embedder=None, catalog="r", timeout=TIMEOUT) as store:
+            store.upsert(generated_tools(5))
+            stop(server)
+            with pytest.raises(DatabaseError):
+                store.info()  # the pooled connection is found dead: the documented retry
+            waits = []
+            connection = store._db.connection
+
+            def counted() -> object:
+                waits.append(1)
+                return connection()
+
+            monkeypatch.setattr(store._db, "connection", counted)
+            with pytest.raises(DatabaseError, match=f"within {TIMEOUT:g} s"):
+                store.info()
+            assert len(waits) == 1
+
+
 def test_a_restart_between_calls_is_invisible(dsn: str) -> None:
     """Connections the server dropped (a restart, or terminated backends) are replaced, the call retried once."""
     with ToolStore(dsn, embedder=None, catalog="t", timeout=TIMEOUT, pool_size=2) as store:

@@ -17,7 +17,7 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.array import ListBinaryDumper
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, redact
@@ -122,7 +122,11 @@ def _translate(exc: BaseException, timeout: float) -> DatabaseError:
 
 
 def connection_lost(exc: BaseException) -> bool:
-    """True for errors that mean the connection is gone (server stopped, restarted, network), not the statement."""
+    """True for errors that mean the connection is gone (server stopped, restarted, network), not the statement. The
+    pool's own errors (no connection within the timeout, closed) are OperationalErrors without a SQLSTATE too, but
+    nothing was lost: another try would only wait again."""
+    if isinstance(exc, (PoolTimeout, PoolClosed)):
+        return False
     return isinstance(exc, _LOST) or (isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None)
 
 
