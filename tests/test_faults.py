@@ -9,7 +9,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -161,6 +163,31 @@ def test_provider_errors_never_carry_the_api_key(dsn: str) -> None:
         with pytest.raises(EmbedderError) as info:
             store.embedder.embed("hello")  # type: ignore[union-attr]
         assert secret not in str(info.value)
+
+
+class LeakyEmbedder(HashingEmbedder):
+    """A user's remote embedder whose client puts its credential in its error, as many HTTP clients do."""
+
+    secret = "tok_live_0123456789abcdef"
+    fail = False
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail:
+            raise RuntimeError(f"401 Unauthorized for url https://embed.example/v1?token={self.secret}")
+        return super().embed_queries(texts)
+
+
+def test_a_degraded_route_never_carries_the_embedders_secret(dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    embedder = LeakyEmbedder(32)
+    with ToolStore(dsn, embedder=embedder, catalog="e") as store:
+        store.upsert(generated_tools(10))
+        embedder.fail = True
+        with caplog.at_level(logging.DEBUG, logger="toolstore"):
+            first = store.route("send the weekly report")  # the embedder's own exception
+            second = store.route("another request")  # the breaker's stored reason
+    assert not first.dense_used and not second.dense_used
+    for reason in (first.degraded_reason or "", second.degraded_reason or "", caplog.text):
+        assert "[redacted]" in reason and embedder.secret not in reason, reason
 
 
 def test_cli_routes_lexically_without_an_api_key(dsn: str) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from ._abstain import EVIDENCE_DEPTH, AbstainModel, stored_abstain
 from ._connect import VectorArray
 from ._embedders.base import Embedder
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, redact
 from ._explore import check_explore
 from ._filters import filter_params, filter_values
 from ._fusion import (
@@ -266,8 +266,9 @@ def vector_plan(request: RouteRequest, info: CatalogInfo, embedder: Embedder | N
 
 
 def embedder_failed(exc: Exception) -> str:
-    """The degraded reason when the embedder raised at route time (provider down, timeout, bad response)."""
-    return f"embedder failed ({type(exc).__name__}: {exc}): lexical retrieval only"
+    """The degraded reason when the embedder raised at route time (provider down, timeout, bad response), credentials
+    redacted (a client's error may quote its key or a URL with a token)."""
+    return redact(f"embedder failed ({type(exc).__name__}: {exc}): lexical retrieval only")
 
 
 def context_texts(request: RouteRequest) -> tuple[str, ...]:
