@@ -24,6 +24,7 @@ from toolstore import (
     UnknownCatalogError,
     UnknownToolError,
 )
+from toolstore._connect import AsyncConnector
 
 TOOLS = [
     Tool(id="slack.send_message", name="send_message", provider="slack", description="Post a message to a channel"),
@@ -204,3 +205,24 @@ def test_async_reads_by_id_check_the_ids(dsn: str) -> None:
                 await store.resolve("send_message", among=[5])  # type: ignore[list-item]
 
     asyncio.run(main())
+
+
+def test_concurrent_opens_make_one_pool_and_close_it(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pools = []
+    original = AsyncConnector.open.__func__  # type: ignore[attr-defined]
+
+    async def spy(cls: type[AsyncConnector], *args: Any, **kwargs: Any) -> AsyncConnector:
+        connector = await original(cls, *args, **kwargs)
+        pools.append(connector.pool)
+        return connector
+
+    monkeypatch.setattr(AsyncConnector, "open", classmethod(spy))
+
+    async def main() -> None:
+        store = AsyncToolStore(dsn, embedder=None, catalog="c")
+        opened = await asyncio.gather(store.open(), store.open(), store.open())
+        assert all(s is store for s in opened)
+        await store.close()
+
+    asyncio.run(main())
+    assert len(pools) == 1 and pools[0].closed

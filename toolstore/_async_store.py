@@ -81,19 +81,21 @@ class AsyncToolStore:
         self._db: AsyncConnector | None = None
         self._writer: ToolStore | None = None
         self._writer_lock = asyncio.Lock()
+        self._open_lock = asyncio.Lock()
         self._routing = CatalogCache()  # the catalog row route() routes with, as ToolStore's
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def open(self) -> AsyncToolStore:
         """Resolve the DSN, migrate when behind (in a thread: alembic is sync) and open the async pool."""
-        if self._db is not None:
-            return self
-        self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
-        await asyncio.to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
-        self._db = await AsyncConnector.open(
-            self.dsn, schema=self.schema, tenant=self.catalog, max_size=self._pool_size, timeout=self._timeout
-        )
+        async with self._open_lock:  # opens at once (asyncio.gather) make one pool, not one each
+            if self._db is not None:
+                return self
+            self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
+            await asyncio.to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
+            self._db = await AsyncConnector.open(
+                self.dsn, schema=self.schema, tenant=self.catalog, max_size=self._pool_size, timeout=self._timeout
+            )
         return self
 
     async def close(self) -> None:
