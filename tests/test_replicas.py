@@ -8,7 +8,7 @@ import time
 import psycopg
 import pytest
 
-from toolstore import DatabaseError, HashingEmbedder, ToolStore
+from toolstore import DatabaseError, HashingEmbedder, ModelMismatchError, ToolStore
 
 from catalog_gen import generated_queries, generated_tools
 from servers import migrated_dsn, private_server, stop, streaming_replica
@@ -30,6 +30,7 @@ def wait_for(replica: str, catalog: str, n_tools: int) -> None:
 
 
 def test_reads_go_to_the_replica_and_a_lagging_one_hands_them_to_the_primary() -> None:
+    """A replica that has not replayed a catalog, or its switch to another model, hands the read to the primary."""
     tools = generated_tools(40, seed=21)
     query = generated_queries(1, seed=3)[0]
     with private_server() as server:
@@ -37,15 +38,26 @@ def test_reads_go_to_the_replica_and_a_lagging_one_hands_them_to_the_primary() -
         with streaming_replica(server) as template:
             replica = template.format(db="postgres")
             embedder = HashingEmbedder(32)
-            with ToolStore(dsn, embedder=embedder, catalog="a", read_dsn=[replica], timeout=3) as store:
+            with (
+                ToolStore(dsn, embedder=embedder, catalog="a", read_dsn=[replica], timeout=3) as store,
+                ToolStore(dsn, embedder=embedder, catalog="m", read_dsn=[replica], timeout=3) as switched,
+            ):
                 store.upsert(tools)
+                switched.upsert(tools[:10])
                 wait_for(replica, "a", 40)
+                wait_for(replica, "m", 10)
                 expected = store.route(query).ids
+                assert switched.route(query).dense_used  # its catalog row read on the replica
                 with psycopg.connect(replica, autocommit=True) as conn:  # the replica stops replaying
                     conn.execute("select pg_wal_replay_pause()")
                 with ToolStore(dsn, embedder=embedder, catalog="late", read_dsn=replica, timeout=3) as late:
                     late.upsert(tools[:10])  # a catalog only the primary has
                     assert len(late.route(query)) > 0 and late.info().n_tools == 10
+                switched.reembed(HashingEmbedder(64))  # on the primary; the replica still has the old model
+                assert switched.route(query).dense_used
+                with ToolStore(dsn, embedder=HashingEmbedder(16), catalog="m", read_dsn=replica, timeout=3) as other:
+                    with pytest.raises(ModelMismatchError):  # a mismatch on the primary still raises
+                        other.route(query)
                 with psycopg.connect(replica, autocommit=True) as conn:
                     conn.execute("select pg_wal_replay_resume()")
                 stop(server)  # the primary goes away: reads go on, writes fail
