@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, pool, text
 
-from toolstore import HashingEmbedder, Tool, ToolStore, migrate
+from toolstore import DatabaseError, HashingEmbedder, Tool, ToolStore, migrate
 from toolstore._migrate import HEAD_REVISION, VERSION_TABLE, head_revision
 
 from schema_models import metadata
@@ -164,3 +164,14 @@ def test_threads_opening_stores_on_an_unmigrated_database_all_succeed(empty_dsn:
         thread.join(timeout=120)
     assert errors == []
     assert tables(empty_dsn, "toolstore")
+
+
+def test_a_schema_newer_than_the_code_says_so(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"update toolstore.{VERSION_TABLE} set version_num = '0999'")
+    newer = f"schema 'toolstore' is at 0999, newer than this toolstore \\({HEAD_REVISION}\\): upgrade toolstore"
+    for open_ in (lambda: ToolStore(dsn, embedder=None), lambda: ToolStore(dsn, embedder=None, migrate=False)):
+        with pytest.raises(DatabaseError, match=newer):
+            open_()
+    with pytest.raises(DatabaseError, match=newer):
+        migrate(dsn)

@@ -120,6 +120,7 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
             else:
                 command.upgrade(cfg, revision)
     except CommandError as error:  # an unknown or unreachable revision: nothing ran
+        newer_schema(current_revision(connection.connection.driver_connection, schema), schema)
         raise InvalidInputError(f"cannot migrate schema {schema!r} to {revision!r}: {error}") from error
 
 
@@ -132,6 +133,15 @@ def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
     return row[0] if row else None
 
 
+def newer_schema(revision: str | None, schema: str) -> None:
+    """DatabaseError when the database was migrated by a newer toolstore (a revision past this one's head)."""
+    if revision is not None and revision.isdigit() and int(revision) > int(HEAD_REVISION):
+        raise DatabaseError(
+            f"the database's schema {schema!r} is at {revision}, newer than this toolstore ({HEAD_REVISION}): "
+            "upgrade toolstore"
+        )
+
+
 def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Migrate ``schema`` to head when behind (``auto``), else raise DatabaseError naming the revision."""
     try:
@@ -141,6 +151,7 @@ def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT
         raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
     if revision == HEAD_REVISION:
         return
+    newer_schema(revision, schema)
     if not auto:
         raise DatabaseError(
             f"toolstore schema {schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: run `toolstore migrate`"
