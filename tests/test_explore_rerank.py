@@ -148,11 +148,12 @@ def test_a_reranker_that_raises_degrades_to_the_fused_order(store: ToolStore) ->
     q = QUERIES[2]
 
     def down(query: str, candidates: list[Any]) -> list[float]:
-        raise TimeoutError("rerank service timed out")
+        raise TimeoutError("rerank service timed out: https://rerank.example/v1?api_key=rk_live_0123456789")
 
     result = store.route(q, k=5, reranker=down)
     assert routed(result) == fused(store, q, 5)
     assert result.degraded_reason is not None and "reranker failed (TimeoutError" in result.degraded_reason
+    assert "rk_live" not in result.degraded_reason  # a client's quoted URL keeps no key
     assert result.rerank == {"depth": 3, "candidates": 15, "applied": False}
     assert all(r.rerank_rank is None for r in result.tools)
 

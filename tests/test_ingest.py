@@ -287,6 +287,20 @@ def test_expansion_is_resumable_after_a_failure(store: ToolStore, fake: FakeOpen
     assert all(expansion_record(t) and expansion_record(t)["llm"] for t in store.tools())  # type: ignore[index]
 
 
+def test_a_failed_expansion_keeps_no_credential_in_its_error() -> None:
+    from types import SimpleNamespace
+
+    from toolstore._expand import llm_phrases
+
+    def create(**_: Any) -> Any:
+        raise RuntimeError("401 for https://llm.example/v1/chat?api_key=sk-live-0123456789abcdef")
+
+    client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+    with pytest.raises(ExpansionError, match="failed: RuntimeError: 401") as failed:
+        llm_phrases(client, "m", CATALOG[0])
+    assert "sk-live" not in str(failed.value)
+
+
 def test_max_tools_caps_model_calls(store: ToolStore, fake: FakeOpenAI) -> None:
     store.upsert(CATALOG)
     report = run_expand(store, fake, max_tools=2)

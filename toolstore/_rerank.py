@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, redact
 from ._result import RoutedTool
 
 #: route()'s default ``rerank_depth``: the reranker sees the fused top ``k * rerank_depth`` candidates.
@@ -80,8 +80,9 @@ def reorder(candidates: Sequence[RoutedTool], positions: Sequence[int], scores: 
 
 
 def rerank_failed(exc: BaseException) -> str:
-    """The degraded reason when the reranker raised."""
-    return f"reranker failed ({type(exc).__name__}: {exc}): fused order kept"
+    """The degraded reason when the reranker raised (credentials in its message redacted: a remote reranker's client
+    may quote its URL with a key)."""
+    return redact(f"reranker failed ({type(exc).__name__}: {exc}): fused order kept")
 
 
 def rerank_summary(depth: int, pool: int, *, failed: bool) -> dict[str, Any]:
