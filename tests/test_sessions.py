@@ -294,6 +294,29 @@ def test_retention_limits(logged: ToolStore) -> None:
             logged.prune_sessions(older_than=bad_age)
 
 
+def test_calls_retention_trimmed_are_not_logged_again(logged: ToolStore) -> None:
+    """An agent passes its whole message list at every step: the calls retention trimmed from the log must not come
+    back as new ones (with a fresh time and a transition from the newest call)."""
+    from toolstore.integrations.openai import route_messages
+
+    logged.set_session_retention(max_calls=2)
+    calls = [SessionCall(f"app.t{i}", call_id=f"c{i}") for i in (1, 2, 3)]
+    assert logged.record_calls("s", calls) == 3
+    assert logged.record_calls("s", calls) == 0  # c1 was trimmed, but it came before c3, which the log holds
+    assert [(c.tool_id, c.call_id) for c in logged.session_log("s")] == [("app.t2", "c2"), ("app.t3", "c3")]
+    assert stored_counts(logged) == recomputed_counts(logged) == Counter({("app.t2", "app.t3"): 1})
+    assert logged.record_calls("s", [*calls, SessionCall("app.t4", call_id="c4")]) == 1  # only the new one
+    step = [{"id": f"m{i}", "type": "function", "function": {"name": f"t{i}", "arguments": "{}"}} for i in (5, 6, 7)]
+    messages = [
+        {"role": "user", "content": "run the tools"},
+        {"role": "assistant", "content": None, "tool_calls": step},
+        *({"role": "tool", "tool_call_id": f"m{i}", "content": "ok"} for i in (5, 6, 7)),
+    ]
+    for _ in range(2):  # the same list twice
+        route_messages(logged, messages, session="chat")
+    assert [(c.tool_id, c.call_id) for c in logged.session_log("chat")] == [("app.t6", "m6"), ("app.t7", "m7")]
+
+
 def test_pruning_a_session_never_logged_removes_no_session(logged: ToolStore) -> None:
     logged.record_calls("real", ["app.t1", "app.t2"])
     assert logged.prune_sessions(session="never-logged") == {"calls": 0, "sessions": 0}

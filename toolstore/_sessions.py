@@ -141,15 +141,18 @@ def _resolved(conn: psycopg.Connection[Any], info: CatalogInfo, calls: list[Sess
 def _append(
     conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Sequence[SessionCall], keep: Retention
 ) -> int:
-    """Inside a transaction: lock the session, append the calls whose call id it has not logged, apply retention."""
+    """Inside a transaction: lock the session, append the calls it has not logged, apply retention. A call is logged
+    when its call id is in the log, and so is every call before the last such one (the calls come oldest first: those
+    were logged with it, or by an earlier write that retention or a prune has trimmed since)."""
     params: dict[str, Any] = {"catalog": info.id, "session": session}
     last_seq = conn.execute(query("open_session"), params).fetchone()[0]  # type: ignore[index]
     call_ids = [c.call_id for c in calls if c.call_id is not None]
     seen = (
         {r[0] for r in conn.execute(query("logged_call_ids"), {**params, "call_ids": call_ids})} if call_ids else set()
     )
+    logged = [i for i, c in enumerate(calls) if c.call_id is not None and c.call_id in seen]
     new: list[SessionCall] = []
-    for call in calls:
+    for call in calls[logged[-1] + 1 :] if logged else calls:
         if call.call_id is None or call.call_id not in seen:
             new.append(call)
             if call.call_id is not None:
@@ -171,7 +174,8 @@ def _append(
 
 def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Iterable[object]) -> int:
     """Append ``calls`` (oldest first) to the session's log; returns how many were written (a call whose call id
-    the session already logged is skipped). UnknownToolError when a call names no tool: then nothing is written."""
+    the session's log holds is skipped, and so is every call before it, even one retention trimmed from the log
+    since). UnknownToolError when a call names no tool: then nothing is written."""
     session = check_session(session)
     checked = _resolved(conn, info, check_calls(calls))
     if not checked:
