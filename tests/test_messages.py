@@ -111,11 +111,13 @@ def test_custom_tool_calls_are_read_and_their_dialect_detected(dialect: str) -> 
     assert [(c.name, c.arguments, c.id) for c in conv.tool_calls] == [("patch", "+x", "c1")]
 
 
-def test_arguments_nested_past_the_parser_are_kept_as_text() -> None:
-    deep = "[" * 5000 + "]" * 5000
-    call = {"id": "c1", "type": "function", "function": {"name": "send", "arguments": deep}}
+@pytest.mark.parametrize(
+    "raw", ["[" * 5000 + "]" * 5000, '{"n": ' + "9" * 5000 + "}"], ids=["nested", "integer past Python's digits"]
+)
+def test_arguments_the_parser_refuses_are_kept_as_text(raw: str) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "send", "arguments": raw}}
     conv = read_messages([{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}])
-    assert conv.tool_calls[0].arguments == deep
+    assert conv.tool_calls[0].arguments == raw
 
 
 def _bad(dialect: str) -> list[tuple[list[Any], str]]:

@@ -244,7 +244,7 @@ def _arguments(raw: object, where: str) -> dict[str, Any] | str:
         raise InvalidInputError(f"{where}: tool call arguments must be a JSON string, got {type(raw).__name__}")
     try:
         parsed = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError):  # malformed, or nested past what the parser recurses into
+    except (ValueError, RecursionError):  # malformed, an integer past Python's digits, nested past the parser
         return raw
     return parsed if isinstance(parsed, dict) else raw
 
