@@ -141,8 +141,9 @@ def test_remove_checks_the_tool_id(store: ToolStore, bad: object, message: str) 
         (lambda s: s.tools(["a", "b" * 300]), "tool id #2 is 300 characters long"),
         (lambda s: s.tools("a"), "tool ids must be a list of strings, got str"),
         (lambda s: s.resolve("a", among=["a\x00"]), "tool id #1 contains a NUL byte"),
+        (lambda s: s.resolve("a", among="a"), "tool ids must be a list of strings, got str"),
     ],
-    ids=["get NUL", "get int", "tools long", "tools str", "resolve among"],
+    ids=["get NUL", "get int", "tools long", "tools str", "resolve among", "resolve among str"],
 )
 def test_reads_by_id_check_the_ids(store: ToolStore, call: Any, message: str) -> None:
     store.upsert([Tool(id="a", name="a", description="alpha")])

@@ -198,7 +198,8 @@ class AsyncToolStore:
         async def work(conn: psycopg.AsyncConnection[Any]) -> Tool:
             info = await self._info(conn)
             if among is not None:
-                return resolve_among(name, await self._tools(conn, info, list(among)), among)
+                ids = check_ids(among)
+                return resolve_among(name, await self._tools(conn, info, ids), ids)
             async with conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(_sql.query("tool_names"), {"catalog": info.id})
                 found = resolve_name(name, [name_row(r) for r in await cur.fetchall()], offered=False)

@@ -29,7 +29,7 @@ from ._observe import logger, span
 from ._reembed import reembed
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._rows import name_row, unknown_catalog
+from ._rows import check_ids, name_row, unknown_catalog
 from ._sessions import SessionMethods
 from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
 from ._tune import TuneReport, tune
@@ -274,7 +274,8 @@ class ToolStore(AnchorMethods, SessionMethods):
         def work(conn: psycopg.Connection[Any]) -> Tool:
             info = self._info(conn)
             if among is not None:
-                return resolve_among(name, _catalog.list_tools(conn, info, list(among)), among)
+                ids = check_ids(among)
+                return resolve_among(name, _catalog.list_tools(conn, info, ids), ids)
             with conn.cursor(row_factory=dict_row) as cur:
                 rows = cur.execute(_sql.query("tool_names"), {"catalog": info.id}).fetchall()
             found = resolve_name(name, [name_row(r) for r in rows], offered=False)
