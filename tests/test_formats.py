@@ -304,7 +304,10 @@ PURE_CHAIN = {f"S{i}": {"$ref": f"#/components/schemas/S{i + 1}"} for i in range
     [
         (_openapi_body({"type": "object", "properties": {"a": {}}, "required": 5}), "required must be a list"),
         (_openapi_body(S0, {"S0": "not a schema"}), "$ref '#/components/schemas/S0' must point to a schema"),
-        (_openapi_body({"properties": {"a": S0}}, {"S0": [1]}), "must point to a schema (a JSON object), got list"),
+        (
+            _openapi_body({"properties": {"a": S0}}, {"S0": [1]}),
+            "must point to a schema (an object or a boolean), got list",
+        ),
         (_openapi_body(S0, _chain(400)), "nested deeper than 64 levels once its $refs are expanded"),
         (_openapi_body(S0, {**PURE_CHAIN, "S400": {}}), "goes through more than 64 $refs"),
         (_openapi_body(S0, _diamond(15)), "expands to more than 100,000 values"),  # 196,605
@@ -315,6 +318,19 @@ def test_openapi_malformed_schemas_are_invalid_tool_errors(doc: dict[str, Any], 
     with pytest.raises(InvalidToolError) as info:
         parse_tools(doc)
     assert "tool (POST /p): " in str(info.value) and message in str(info.value), str(info.value)
+
+
+def test_openapi_refs_to_boolean_schemas_import() -> None:
+    """OpenAPI 3.1 allows a boolean as a schema: a $ref to one is kept, in a property, a parameter and a body."""
+    anything = {"$ref": "#/components/schemas/Anything"}
+    doc = _openapi_body({"type": "object", "properties": {"name": {"type": "string"}, "extra": anything}}, {})
+    doc["components"]["schemas"]["Anything"] = True
+    (tool,) = parse_tools(doc)
+    assert tool.parameters is not None and tool.parameters["properties"]["extra"] is True
+    doc["paths"]["/p"]["post"]["requestBody"]["content"]["application/json"]["schema"] = anything
+    doc["paths"]["/p"]["post"]["parameters"] = [{"name": "q", "in": "query", "schema": anything}]
+    (tool,) = parse_tools(doc)  # a body of any shape names no property
+    assert tool.parameters == {"type": "object", "properties": {"q": {}}}
 
 
 def test_openapi_bounds_keep_deep_and_shared_schemas() -> None:

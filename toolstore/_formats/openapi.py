@@ -125,6 +125,8 @@ def _parameter_schema(resolver: _Resolver, param: dict[str, Any]) -> dict[str, A
         media = next(iter(param["content"].values()), None)
         schema = media.get("schema") if isinstance(media, dict) else None
     result = resolver.expand(schema) if isinstance(schema, dict) else {}
+    if not isinstance(result, dict):  # a $ref to a boolean schema
+        result = {} if result else {"not": {}}
     if isinstance(param.get("description"), str) and "description" not in result:
         result["description"] = param["description"]
     return result
@@ -139,6 +141,8 @@ def _merge_body(resolver: _Resolver, body: object, properties: dict[str, Any], r
     if media is None or not isinstance(media.get("schema"), dict):
         return
     schema = resolver.expand(media["schema"])
+    if not isinstance(schema, dict):  # a $ref to a boolean schema: no properties to name
+        return
     if schema.get("type", "object") == "object" and isinstance(schema.get("properties"), dict):
         names = schema.get("required", [])
         if not isinstance(names, list):
@@ -223,9 +227,11 @@ class _Resolver:
             if len(stack) >= MAX_JSON_DEPTH:
                 raise ValueError(f"schema goes through more than {MAX_JSON_DEPTH} $refs (up to {ref!r})")
             found = self.lookup(ref)
-            if not isinstance(found, dict):
-                raise ValueError(f"$ref {ref!r} must point to a schema (a JSON object), got {type_name(found)}")
-            target = self._expand(found, stack + (ref,), depth)
             siblings = {k: self._expand(v, stack, depth + 1) for k, v in node.items() if k != "$ref"}
-            return {**target, **siblings}
+            if isinstance(found, bool):  # a boolean schema (OpenAPI 3.1): true allows anything, false nothing
+                return siblings if found and siblings else found
+            if not isinstance(found, dict):
+                kind = type_name(found)
+                raise ValueError(f"$ref {ref!r} must point to a schema (an object or a boolean), got {kind}")
+            return {**self._expand(found, stack + (ref,), depth), **siblings}
         return {key: self._expand(value, stack, depth + 1) for key, value in node.items()}
