@@ -236,6 +236,9 @@ NAMING = [  # tools whose names are not valid as they stand, and names that equa
     Tool(id="gh__ci", name="ci", provider="other", description="an id that is another tool's qualified name"),
     Tool(id="u.tool", name="Café menu", provider="my__prov", description="non-ASCII and a provider with __"),
     Tool(id="long.one", name="x" * 100, description="a name over 64 characters"),
+    Tool(id="zh.search", name="搜索", provider="zh", description="no letter or digit a name can keep: 'tool'"),
+    Tool(id="misc.tool", name="tool", provider="misc", description="a tool named tool"),
+    Tool(id="x.搜索", name="查找", description="no provider, an id part that keeps nothing either: 'x__tool'"),
 ]
 
 
@@ -249,6 +252,7 @@ def test_resolving_calls_through_the_index_equals_resolving_across_the_catalog(s
     assert store.resolve_calls(names) == expected  # sends the whole list to the catalog-wide path
     assert store.resolve_calls(["a__do_it"]) == ["x.one"]  # x's qualified name, not y's raw name
     assert store.resolve_calls(["send_msg"]) == [None]  # a.send's valid name and b.send's own: ambiguous
+    assert store.resolve_calls(["tool"]) == [None]  # zh.search's valid name, misc.tool's own and x.搜索's
 
 
 def test_demo_catalog_issue_request_gets_unique_anthropic_names(store: ToolStore) -> None:

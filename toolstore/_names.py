@@ -24,8 +24,12 @@ SEPARATOR = "__"
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]+")
 
 
+#: The name a text with no valid character at all is offered under.
+FALLBACK = "tool"
+
+
 def _clean(text: str) -> str:
-    return _INVALID.sub("_", text).strip("_") or "tool"
+    return _INVALID.sub("_", text).strip("_") or FALLBACK
 
 
 def _fit(text: str, tool_id: str) -> str:
@@ -125,6 +129,13 @@ def call_keys(names: Sequence[str]) -> list[str]:
             if part:
                 keys.update((part, _HASH_SUFFIX.sub("", part)))
     return sorted(keys)
+
+
+def indexed_lookup_suffices(names: Sequence[str]) -> bool:
+    """Whether ``call_candidates`` finds every tool these names may mean: not where a part of a name (between
+    ``__``, a hash suffix left out) is :data:`FALLBACK`, which a name or id part without a letter or digit becomes
+    (``call_key()`` keeps nothing of such a part)."""
+    return not any(FALLBACK in _HASH_SUFFIX.sub("", name).split(SEPARATOR) for name in names)
 
 
 def resolve_calls(names: Sequence[str], candidates: Sequence[Tool]) -> list[str | None]:

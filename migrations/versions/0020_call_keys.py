@@ -10,7 +10,9 @@ a name may mean were looked up by ``lower(name)`` of the called name and of its 
 misses a tool whose own name is not valid as it stands (``do it`` offered as ``a__do_it``): then the name could
 resolve to another tool, or an ambiguity go unseen. ``call_key()`` keeps only the letters and digits, lower-cased;
 every name form of a tool that carries no hash then has the ``call_key()`` of its name, of its id, or (the part after
-the provider) of its name again, so ``call_candidates`` (``sql/sessions.sql``) finds every tool a name may mean.
+the provider) of its name again, so ``call_candidates`` (``sql/sessions.sql``) finds every tool a name may mean, but
+where a name or id part has no valid character and is offered as ``tool``: there ``_names.indexed_lookup_suffices``
+sends the lookup to the whole catalog.
 """
 
 from __future__ import annotations
