@@ -212,6 +212,18 @@ def test_the_evidence_is_the_requests_own_whatever_moves_the_final_order(store: 
         assert [result.abstention.features[f] for f in FEATURES] == pytest.approx(list(rows[0]), abs=1e-6), options
 
 
+def test_the_evidence_reads_as_deep_as_the_lists_go(store: ToolStore) -> None:
+    """An over-fetch under the evidence's depth ends the lists there: calibration reads them as deep as route()."""
+    requests = [q for q, _ in SERVED]
+    for overfetch in (2, 5):
+        store.set_fusion(weights={}, overfetch=overfetch)
+        rows, _ = evidence(store, requests, Fusion(weights=check_weights({}), overfetch=overfetch))
+        for text, row in zip(requests, rows):
+            got = store.route(text, abstain=True).abstention
+            assert got is not None
+            assert [got.features[f] for f in FEATURES] == pytest.approx(list(row), abs=1e-6), (text, overfetch)
+
+
 def test_route_evidence_equals_calibration_evidence(store: ToolStore) -> None:
     """route() reads the evidence off the statement, calibration off `_candidates` lists: the same numbers, with
     intent examples and with a retriever switched off."""

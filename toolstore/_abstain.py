@@ -40,6 +40,14 @@ FEATURES = ("agreement", "strength", "margin", "dense_sim", "intent_sim")
 AGREE_RANK = 3
 #: Ranks deeper than this are left out of the evidence's scores (route's smallest default over-fetch).
 EVIDENCE_DEPTH = 40
+
+
+def evidence_depth(overfetch: int | None) -> int:
+    """How deep the evidence reads each retriever's list under a fusion's ``overfetch``: :data:`EVIDENCE_DEPTH`, or
+    the over-fetch when it is shallower (the lists end there), for route() and calibration alike."""
+    return EVIDENCE_DEPTH if overfetch is None else min(EVIDENCE_DEPTH, overfetch)
+
+
 #: L2 penalty of the logistic fit (on the coefficients, not the intercept).
 L2 = 1e-3
 SETTINGS_KEY = "abstain"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._abstain import EVIDENCE_DEPTH, FEATURES, AbstainModel, error_rates, features, fit, load_negatives
+from ._abstain import FEATURES, AbstainModel, error_rates, evidence_depth, features, fit, load_negatives
 from ._candidates import ToolIndex, fetch_lists, load_tool_index, signal_ranks
 from ._errors import InvalidInputError
 from ._fusion import REQUEST_SIGNALS, Fusion
@@ -36,8 +36,9 @@ def evidence(
         fields = [r[0] for r in conn.execute(query("eval_abstain_fields"), {"catalog": store.info().id})]
     lexical = [REQUEST_SIGNALS[f - 1] for f in fields]
     rows, exact = [], []
-    for lists in fetch_lists(store, list(requests), depth=EVIDENCE_DEPTH, tools=tools):
-        ranks = signal_ranks(lists, tools, EVIDENCE_DEPTH)[: len(REQUEST_SIGNALS)]
+    depth = evidence_depth(fusion.overfetch)
+    for lists in fetch_lists(store, list(requests), depth=depth, tools=tools):
+        ranks = signal_ranks(lists, tools, depth)[: len(REQUEST_SIGNALS)]
         candidates = sorted(set().union(*ranks))
         ranked = [(t, {s: r.get(t) for s, r in zip(REQUEST_SIGNALS, ranks)}) for t in candidates]
         # as the statement: a retriever weighted 0 does not search

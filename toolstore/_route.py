@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._abstain import EVIDENCE_DEPTH, AbstainModel, stored_abstain
+from ._abstain import AbstainModel, evidence_depth, stored_abstain
 from ._connect import VectorArray
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError, redact
@@ -337,7 +337,7 @@ def statement_params(
         "request": request.query,
         "w_avoid": fusion.avoid,
         "abstain": request.abstain is not None,
-        "evidence_depth": EVIDENCE_DEPTH,
+        "evidence_depth": evidence_depth(fusion.overfetch),
         # Without a budget only the top k can be packed; with one, skipped tools leave room for later ones (the
         # retrievers' depth n, or k when an over-fetch under k makes that smaller). Exploration draws from ranks
         # k+1..2k; a reranker reorders the top k * rerank_depth. (Abstention's evidence comes in its own column.)
