@@ -99,7 +99,8 @@ def _changes(
     hashes = {t.id: t.content_hash() for t in tools}
     changed = [t for t in tools if existing.get(t.id) != hashes[t.id]]
     repair: list[Tool] = []
-    if embedder is not None:  # one indexed query; the tools it finds are read only when there are any
+    vectorless = conn.execute(query("vectorless_count"), {"catalog": info.id}).fetchone() if embedder else None
+    if vectorless is not None and vectorless[0] > 0:  # then which; read only when some are not in this write
         missing = [r[0] for r in conn.execute(query("tools_without_vectors"), {"catalog": info.id})]
         incoming, changed_ids = {t.id: t for t in tools}, {t.id for t in changed}
         repair = [incoming[i] for i in missing if i in incoming and i not in changed_ids]
