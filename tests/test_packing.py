@@ -39,3 +39,24 @@ def test_token_count_never_crashes_offline() -> None:
     n = count_tokens(text)
     assert 0 < n <= math.ceil(len(text) / 4) * 2
     assert tool_tokens(Tool(id="x", name="send_email", description="Send an email.")) > 5
+
+
+def test_packed_definitions_fit_the_budget_under_the_names_they_are_offered() -> None:
+    """Two tools of one name are offered as provider__name: the budget counts that longer definition."""
+    import json
+
+    from toolstore import RouteResult
+
+    params = {"type": "object", "properties": {"title": {"type": "string"}}}
+    tools = [
+        Tool(id=f"{p}.create_issue", name="create_issue", provider=p, description="Create an issue", parameters=params)
+        for p in ("github", "linear")
+    ]
+    candidates = [RoutedTool(t, 1.0, Signals(), tokens=tool_tokens(t)) for t in tools]
+    budget = sum(c.tokens for c in candidates)
+    packed, skipped, used = pack(candidates, k=2, token_budget=budget)
+    assert len(packed) == 2 and skipped == [] and used == budget
+    definitions = RouteResult(query="q", tools=packed).definitions()
+    assert [d["function"]["name"] for d in definitions] == ["github__create_issue", "linear__create_issue"]
+    sent = sum(count_tokens(json.dumps(d, ensure_ascii=False, separators=(",", ":"))) for d in definitions)
+    assert sent <= budget, (sent, budget)

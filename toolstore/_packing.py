@@ -10,6 +10,7 @@ from typing import Any
 
 from ._formats import to_openai
 from ._models import Tool
+from ._names import name_forms
 from ._result import RoutedTool
 
 ENCODING = "o200k_base"
@@ -34,8 +35,9 @@ def count_tokens(text: str) -> int:
 
 
 def tool_tokens(tool: Tool) -> int:
-    """Token cost of a tool: its OpenAI function definition, serialised as JSON."""
-    definition: Any = to_openai(tool)
+    """Token cost of a tool: its OpenAI function definition, serialised as JSON, under the longest name it may be
+    offered under (``RouteResult.definitions`` namespaces names that collide), so packed definitions fit the budget."""
+    definition: Any = to_openai(tool, name=max(name_forms(tool), key=len))
     return count_tokens(json.dumps(definition, ensure_ascii=False, separators=(",", ":")))
 
 
