@@ -352,3 +352,29 @@ def test_langgraph_bigtool_coroutine_over_the_async_store(dsn: str, issues: Tool
             return await ts_langgraph.bigtool_coroutine(store, k=1)("post a message to slack")
 
     assert asyncio.run(main()) == ["slack.send_message"]
+
+
+def test_a_call_logged_under_an_earlier_offer_is_not_unresolved(issues: ToolStore) -> None:
+    """Step 2 offers only slack: the create_issue call of step 1 (github's, logged then) is ambiguous across the
+    catalog, but it is in the log and looked back on, so it is not reported unresolved."""
+    from toolstore._result import RoutedTool, RouteResult, Signals
+    from toolstore.integrations.openai import route_messages
+
+    def offer(*ids: str) -> RouteResult:
+        return RouteResult(query="q", tools=[RoutedTool(t, 1.0, Signals()) for t in issues.tools(list(ids))])
+
+    def call(call_id: str, name: str) -> list[dict[str, Any]]:
+        tool_call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+        return [
+            {"role": "assistant", "tool_calls": [tool_call]},
+            {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+        ]
+
+    messages = [{"role": "user", "content": "file a bug about login, then tell the team"}, *call("c1", "create_issue")]
+    assert route_messages(issues, messages, session="chat", offered=offer("github.create_issue"), k=2).unresolved == []
+    messages += call("c2", "send_message")
+    result = route_messages(issues, messages, session="chat", offered=offer("slack.send_message"), k=2)
+    assert [c.tool_id for c in issues.session_log("chat")] == ["github.create_issue", "slack.send_message"]
+    assert result.unresolved == []
+    messages += call("c3", "create_issue")  # a new ambiguous call, offered nothing to resolve it: reported
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == ["create_issue"]

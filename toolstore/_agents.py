@@ -2,7 +2,7 @@
 calls the model made in the session log, and map the calls back to tools (annotations evaluated, as in ``_models``).
 Shared by the SDK adapters in ``toolstore.integrations``; message reading itself is ``_messages``."""
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -43,14 +43,18 @@ def route_messages(
     With a ``session``, first records in its log the tool calls of ``messages`` it does not hold yet (by call id:
     passing the whole list at every step records each call once; a call without an id is not recorded; a tool
     result marked as an error records a failed call), then routes with the session's calls. ``offered``: the
-    RouteResult the model was given when it made those calls, which resolves their names exactly; other names are
-    resolved across the catalog, and those that match no tool (or several) are listed in ``result.unresolved``.
+    RouteResult the model was given when it made those calls, which resolves the names of the calls being recorded
+    exactly (without a session, route() resolves the names across the catalog); other names are resolved across the
+    catalog, and those that match no tool (or several) and that the session has not logged (at an earlier step,
+    under an earlier offer) are listed in ``result.unresolved``.
     """
     unresolved: list[str] = []
     if session is not None:
         conv = read_messages(messages, dialect, turns=turns)
         ids = _call_ids(conv, offered, store.resolve_calls)
         unresolved = _unresolved(conv, ids)
+        if unresolved:  # a call logged at an earlier step (under an earlier offer) is looked back on all the same
+            unresolved = _unresolved(conv, ids, {c.call_id for c in store.session_log(session)})
         if any(ids):
             store.record_calls(session, _session_calls(conv, ids))
     result = store.route(messages=messages, session=session, turns=turns, **options)
@@ -75,6 +79,8 @@ async def aroute_messages(
         resolved = dict(zip(pending, await store.resolve_calls(pending))) if pending else {}
         ids = _call_ids(conv, offered, lambda names: [resolved[n] for n in names])
         unresolved = _unresolved(conv, ids)
+        if unresolved:
+            unresolved = _unresolved(conv, ids, {c.call_id for c in await store.session_log(session)})
         if any(ids):
             await store.record_calls(session, _session_calls(conv, ids))
     result = await store.route(messages=messages, session=session, turns=turns, **options)
@@ -100,9 +106,11 @@ def _call_ids(conv: Conversation, offered: RouteResult | None, resolve: Any) -> 
     return ids
 
 
-def _unresolved(conv: Conversation, ids: Sequence[str | None]) -> list[str]:
-    """The names of calls with a call id that resolved to no tool."""
-    return list(dict.fromkeys(c.name for c, i in zip(conv.tool_calls, ids) if c.id and i is None))
+def _unresolved(conv: Conversation, ids: Sequence[str | None], logged: Set[str | None] = frozenset()) -> list[str]:
+    """The names of calls with a call id that resolved to no tool (and that the session has not ``logged``)."""
+    return list(
+        dict.fromkeys(c.name for c, i in zip(conv.tool_calls, ids) if c.id and i is None and c.id not in logged)
+    )
 
 
 def _session_calls(conv: Conversation, ids: Sequence[str | None]) -> list[SessionCall]:
