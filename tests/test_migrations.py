@@ -175,3 +175,44 @@ def test_a_schema_newer_than_the_code_says_so(dsn: str) -> None:
             open_()
     with pytest.raises(DatabaseError, match=newer):
         migrate(dsn)
+
+
+def test_the_process_lock_never_waits_while_holding_what_a_callers_transaction_waits_for(empty_dsn: str) -> None:
+    """A host migrating two schemas in one transaction (migrate(connection=...) twice) holds the advisory lock
+    between them; a store opening in another thread meanwhile must not take the process lock and then wait for it,
+    or the host's second migrate waits for the process lock: a deadlock Postgres cannot see."""
+    import time
+
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(empty_dsn), poolclass=pool.NullPool)
+    first_done, host_done = threading.Event(), threading.Event()
+    errors: list[str] = []
+
+    def host() -> None:
+        try:
+            with engine.begin() as conn:
+                migrate(connection=conn, schema="app_a")
+                first_done.set()
+                time.sleep(2)  # the opener now waits for the advisory lock
+                migrate(connection=conn, schema="app_b")
+            host_done.set()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"host: {type(exc).__name__}: {exc}")
+
+    def opener() -> None:
+        first_done.wait(60)
+        try:
+            ToolStore(empty_dsn, embedder=None, schema="other").close()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"opener: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=host, daemon=True), threading.Thread(target=opener, daemon=True)]
+    for thread in threads:
+        thread.start()
+    finished = host_done.wait(30)
+    if not finished:  # break the deadlock: cancel the backend waiting for the advisory lock
+        with psycopg.connect(empty_dsn, autocommit=True) as admin:
+            admin.execute("select pg_cancel_backend(pid) from pg_locks where locktype = 'advisory' and not granted")
+    for thread in threads:
+        thread.join(60)
+    engine.dispose()
+    assert finished and errors == [], errors

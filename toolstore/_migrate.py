@@ -23,7 +23,8 @@ HEAD_REVISION = "0020"  # kept equal to alembic's head by a test
 _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations
 # One alembic run at a time in this process: alembic's command installs module-level proxies (its `context` and
 # `op`), which runs in two threads at once break for each other (KeyError 'config'); the advisory lock only
-# serialises connections.
+# serialises connections. The advisory lock is taken first (`_run`): a caller's transaction may hold it from an
+# earlier migrate(connection=...), and a thread holding this lock while waiting for it would deadlock with that one.
 _RUNNING = threading.Lock()
 
 
@@ -111,8 +112,10 @@ def migrate(
 def _run(connection: Connection, schema: str, revision: str, downgrade: bool) -> None:
     from alembic import command
     from alembic.util import CommandError
+    from sqlalchemy import text
 
     cfg = alembic_config(connection, schema)
+    connection.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})  # before _RUNNING: see there
     try:
         with _RUNNING:
             if downgrade:
