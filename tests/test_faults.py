@@ -233,3 +233,14 @@ def test_a_malformed_dsn_is_refused_without_its_password(dsn: str, bad: str, cap
     with pytest.raises(psycopg.Error) as raw:  # any DatabaseError text built from libpq's is redacted too
         psycopg.connect(bad)
     assert "Sup3r" in str(raw.value) and "Sup3r" not in first_line(raw.value)
+
+
+def test_a_password_with_an_at_sign_not_percent_encoded_is_refused(dsn: str) -> None:
+    """libpq parses it: the password ends at the first '@' and the rest is taken for the host, which a connection
+    error would quote."""
+    bad = "postgresql://app:Sup3r@Secret@localhost/app"
+    for call in (lambda: ToolStore(bad, embedder=None), lambda: migrate(bad)):
+        with pytest.raises(InvalidInputError, match="malformed DSN: its host holds an '@'") as info:
+            call()
+        assert "Secret" not in str(info.value) and "Sup3r" not in str(info.value)
+    ToolStore(dsn, embedder=None).close()  # a well-formed DSN still opens

@@ -57,11 +57,15 @@ def register_types(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any])
 
 def check_dsn(dsn: str) -> str:
     """``dsn`` if libpq can parse it, else InvalidInputError: libpq's own message quotes the piece it could not read
-    (or the whole URI, password included), so only its redacted first line is said."""
+    (or the whole URI, password included), so only its redacted first line is said. A host with an ``@`` is refused
+    too: a URI password with an ``@`` not percent-encoded parses, its tail taken for the host, which a connection
+    error would then quote."""
     try:
-        conninfo_to_dict(dsn)
+        params = conninfo_to_dict(dsn)
     except psycopg.Error as exc:
         raise InvalidInputError(f"malformed DSN: {first_line(exc)}") from None
+    if "@" in str(params.get("host") or ""):
+        raise InvalidInputError("malformed DSN: its host holds an '@' (percent-encode an '@' in a password as %40)")
     return dsn
 
 
