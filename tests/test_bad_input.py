@@ -149,6 +149,7 @@ def test_reads_by_id_check_the_ids(store: ToolStore, call: Any, message: str) ->
     store.upsert([Tool(id="a", name="a", description="alpha")])
     with pytest.raises(InvalidInputError, match=message):
         call(store)
+    assert [t.id for t in store.tools({"a": 1}.keys())] == ["a"]  # any sequence or set of ids
 
 
 def test_add_examples_names_a_bad_example(store: ToolStore) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any
 
@@ -191,7 +191,7 @@ def _check_docs(tool: Tool) -> None:
 def check_ids(ids: object, what: str = "tool ids") -> list[str]:
     """Tool ids asked for (``tools(ids)``, ``get``, ``resolve(among=...)``) as a list of storable strings;
     InvalidInputError naming ``what`` otherwise."""
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple, set, frozenset)):
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, Set)):
         raise InvalidInputError(f"{what} must be a list of strings, got {type(ids).__name__}")
     return [check_text(i, f"{what[:-1]} #{n}", max_chars=MAX_ID_CHARS) for n, i in enumerate(ids, 1)]
 
