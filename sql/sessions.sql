@@ -44,12 +44,13 @@ where catalog_id = %(catalog)s and session_id = %(session)s
 delete from session_calls where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: sessions_to_prune
--- Sessions holding calls made before %(before)s (or every call of one session), to lock in id order.
+-- Sessions holding calls a prune deletes (`prune_calls`), to lock in id order.
 select distinct c.session_id
 from session_calls c
+join sessions s on s.catalog_id = c.catalog_id and s.session_id = c.session_id
 where c.catalog_id = %(catalog)s
   and (%(session)s::text is null or c.session_id = %(session)s::text)
-  and (%(before)s::timestamptz is null or c.called_at < %(before)s::timestamptz)
+  and (%(every)s::boolean or c.called_at < %(before)s::timestamptz or c.seq <= s.last_seq - %(max_calls)s::bigint)
 order by c.session_id;
 
 -- name: lock_sessions
@@ -64,9 +65,14 @@ on conflict (catalog_id, session_id) do update set last_seq = sessions.last_seq
 returning session_id, xmax = 0 as created;
 
 -- name: prune_calls
-delete from session_calls
-where catalog_id = %(catalog)s and session_id = any (%(sessions)s::text[])
-  and (%(before)s::timestamptz is null or called_at < %(before)s::timestamptz);
+-- Every call of the sessions (`every`), or those made before %(before)s or more than %(max_calls)s back (each null:
+-- no such limit).
+delete from session_calls c
+where c.catalog_id = %(catalog)s and c.session_id = any (%(sessions)s::text[])
+  and (%(every)s::boolean
+       or c.called_at < %(before)s::timestamptz
+       or c.seq <= (select s.last_seq from sessions s where s.catalog_id = c.catalog_id and s.session_id = c.session_id)
+                   - %(max_calls)s::bigint);
 
 -- name: drop_empty_sessions
 delete from sessions s

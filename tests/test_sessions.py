@@ -273,8 +273,16 @@ def test_retention_limits(logged: ToolStore) -> None:
         conn.execute("update session_calls set called_at = called_at - interval '30 days' where session_id = 's'")
     assert logged.prune_sessions() == {"calls": 3, "sessions": 1}
     assert stored_counts(logged) == recomputed_counts(logged) == Counter()
+    # a lower max_calls applies to every session by prune too, not only to the next write to each
+    logged.record_calls("long", ["app.t1", "app.t2", "app.t3", "app.t4"])
+    logged.record_calls("short", ["app.t5"])
+    logged.set_session_retention(max_calls=2, max_age_days=None)
+    assert logged.prune_sessions() == {"calls": 2, "sessions": 0}
+    assert [c.tool_id for c in logged.session_log("long")] == ["app.t3", "app.t4"]
+    assert [c.tool_id for c in logged.session_log("short")] == ["app.t5"]
+    assert stored_counts(logged) == recomputed_counts(logged) == Counter({("app.t3", "app.t4"): 1})
     logged.set_session_retention(max_calls=None, max_age_days=None)
-    with pytest.raises(InvalidInputError, match="retention age"):
+    with pytest.raises(InvalidInputError, match="set a retention limit"):
         logged.prune_sessions()
     for bad in ({"max_calls": 0}, {"max_calls": 1.5}, {"max_age_days": -1}, {"max_age_days": float("nan")}):
         with pytest.raises(InvalidInputError):

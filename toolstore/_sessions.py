@@ -49,12 +49,13 @@ class Retention:
 
 
 def prune_before(older_than: timedelta | None, session: str | None, keep: Retention) -> datetime | None:
-    """The time before which a prune deletes calls (None: by ``session`` alone); ``older_than`` defaults to the
-    retention age unless a session is given. InvalidInputError when nothing says what to prune or the age is bad."""
+    """The time before which a prune deletes calls (None: no age limit; every call of ``session`` when one is given);
+    ``older_than`` defaults to the retention age unless a session is given. InvalidInputError when nothing says what
+    to prune (no age, no session, no retention limit) or the age is bad."""
     if older_than is None and session is None:
         older_than = keep.max_age
-        if older_than is None:
-            raise InvalidInputError("give older_than or a session, or set a retention age (set_session_retention)")
+        if older_than is None and keep.max_calls is None:
+            raise InvalidInputError("give older_than or a session, or set a retention limit (set_session_retention)")
     if older_than is not None and (
         not isinstance(older_than, timedelta) or not timedelta(0) <= older_than <= timedelta(days=100_000)
     ):
@@ -220,15 +221,24 @@ def import_sessions(
 
 
 def prune(
-    conn: psycopg.Connection[Any], info: CatalogInfo, *, before: datetime | None = None, session: str | None = None
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    *,
+    before: datetime | None = None,
+    session: str | None = None,
+    max_calls: int | None = None,
 ) -> dict[str, int]:
-    """Delete the calls made before ``before`` (every call when None) of one session or of all, and the sessions
-    left empty; the transition counts follow. Returns how many calls and sessions went."""
+    """Delete the calls made before ``before`` and those more than ``max_calls`` back in their session, of one session
+    or of all, and the sessions left empty; the transition counts follow. Without ``before``, every call of the
+    sessions goes, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). Returns
+    how many calls and sessions went."""
     if before is not None and (not isinstance(before, datetime) or before.utcoffset() is None):
         raise InvalidInputError(f"before must be a datetime with a time zone, got {before!r}")
     if session is not None:
         session = check_session(session)
-    params: dict[str, Any] = {"catalog": info.id, "session": session, "before": before}
+    every = before is None and (session is not None or max_calls is None)
+    params: dict[str, Any] = {"catalog": info.id, "session": session, "before": before, "every": every}
+    params["max_calls"] = max_calls
 
     def write() -> dict[str, int]:
         with conn.transaction():
@@ -301,10 +311,12 @@ class SessionMethods:
 
     def prune_sessions(self, *, older_than: timedelta | None = None, session: str | None = None) -> dict[str, int]:
         """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
-        ``session``; sessions left empty go too, and the transition counts follow."""
+        ``session``, and those past the retention's ``max_calls`` in their session; sessions left empty go too, and
+        the transition counts follow."""
         keep = retention(self.info(counts=False).settings)
         before = prune_before(older_than, session, keep)
-        return self._run(lambda conn: prune(conn, self._info(conn), before=before, session=session))
+        cap = keep.max_calls
+        return self._run(lambda conn: prune(conn, self._info(conn), before=before, session=session, max_calls=cap))
 
     def set_session_retention(
         self, *, max_calls: int | None = DEFAULT_MAX_CALLS, max_age_days: float | None = None

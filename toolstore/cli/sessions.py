@@ -100,8 +100,9 @@ def show(ctx: click.Context, session: str) -> None:
 @click.option("--session", help="Delete this session's calls (all of them, or those --older-than).")
 @click.pass_context
 def prune(ctx: click.Context, older_than: str | None, session: str | None) -> None:
-    """Delete logged calls; sessions left empty go too, and the transition counts follow. Run it from cron when the
-    catalog has a retention age (`toolstore sessions retention --max-age-days N`)."""
+    """Delete logged calls (and those past the retention's --max-calls in their session); sessions left empty go too,
+    and the transition counts follow. Run it from cron when the catalog has a retention age (`toolstore sessions
+    retention --max-age-days N`)."""
     age = parse_duration(older_than) if older_than else None
     with open_store(ctx, create=False) as store:
         report = store.prune_sessions(older_than=age, session=session)
