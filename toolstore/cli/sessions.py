@@ -53,8 +53,8 @@ def sessions_group() -> None:
 @click.argument("file", type=FILE)
 @click.pass_context
 def import_(ctx: click.Context, file: Path) -> None:
-    """Log the calls of labelled sessions from FILE (bfcl_sessions format: {"sid", "turns": [{"calls": [...]}]}).
-    A session already in the log is replaced, so importing twice logs once; all or nothing."""
+    """Log the calls of labelled sessions from FILE (bfcl_sessions format: {"sid", "turns": [{"query", "calls":
+    [...]}]}). A session already in the log is replaced, so importing twice logs once; all or nothing."""
     sessions = load_sessions(file)
     if not sessions:
         raise InvalidInputError(f"{file}: no sessions found")
