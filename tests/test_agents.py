@@ -378,3 +378,22 @@ def test_a_call_logged_under_an_earlier_offer_is_not_unresolved(issues: ToolStor
     assert result.unresolved == []
     messages += call("c3", "create_issue")  # a new ambiguous call, offered nothing to resolve it: reported
     assert route_messages(issues, messages, session="chat", k=2).unresolved == ["create_issue"]
+
+
+def test_a_bad_route_option_records_no_call(issues: ToolStore) -> None:
+    from toolstore import InvalidInputError
+    from toolstore.integrations.openai import route_messages
+
+    call = {"id": "c1", "type": "function", "function": {"name": "send_message", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "tell the team"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": "and file a bug"},
+    ]
+    for bad in ({"k": 0}, {"turns": 10**6}, {"weights": {"bogus": 1.0}}):
+        with pytest.raises(InvalidInputError):
+            route_messages(issues, messages, session="chat", **bad)  # type: ignore[arg-type]
+    assert issues.session_log("chat") == []  # refused before anything was recorded
+    route_messages(issues, messages, session="chat", k=2)
+    assert [c.tool_id for c in issues.session_log("chat")] == ["slack.send_message"]
