@@ -10,6 +10,14 @@ from tools t
 where t.catalog_id = %(catalog)s
 order by t.id;
 
+-- name: eval_expansion_lines
+-- The lines of the catalog's expansions (`toolstore expand` writes one phrase a line), whitespace collapsed and
+-- lower-cased, without repeats.
+select distinct lower(regexp_replace(btrim(l.line), '\s+', ' ', 'g')) as line
+from tools t
+cross join lateral regexp_split_to_table(t.expansion, '\n') as l (line)
+where t.catalog_id = %(catalog)s and t.expansion <> '';
+
 -- name: eval_request_lexemes
 -- The lexemes of each request as `route` reads them (its `terms`), in the order given.
 select tsvector_to_array(to_tsvector('english'::regconfig, u.q)) as lexemes

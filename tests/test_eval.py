@@ -167,6 +167,29 @@ def test_tune_never_matches_a_query_to_its_own_example(store: ToolStore) -> None
     assert all(route_ids(lst, index, intent)[0] == j.relevant[0] for lst, (_, j) in zip(leaky, examples))
     report = tune(store, examples, seed=0, folds=3)
     assert report.train_ndcg < 0.6 and report.cv_ndcg_tuned < 0.6
+    assert report.expansion_copies == 0
+
+
+def test_tune_says_when_expansions_hold_its_requests(store: ToolStore, caplog: pytest.LogCaptureFixture) -> None:
+    """`expand --offline` copies intent examples into expansions (and so into the tools' vectors): cross-validation
+    cannot leave a request's copy out there, so tune says how many requests it holds and warns."""
+    import logging
+
+    from toolstore._expand import expand
+
+    rng = random.Random(6)
+    store.upsert(Tool(id=f"tool{i:02d}", name=f"tool{i:02d}", description="a tool") for i in range(N))
+    examples = [
+        (" ".join(f"w{rng.randrange(10**9)}" for _ in range(3)), Judgement(f"q{i}", (f"tool{i % N:02d}",)))
+        for i in range(30)
+    ]
+    store.add_examples(IntentExample(j.relevant[0], q) for q, j in examples)
+    expand(store, offline=True)
+    with caplog.at_level(logging.WARNING, logger="toolstore"):
+        report = tune(store, examples, seed=0, folds=3, save=False)
+    assert report.expansion_copies == 30 and report.as_dict()["expansion_copies"] == 30
+    assert "30 of the 30 labelled requests are lines of tools' expansions" in caplog.text
+    assert report.cv_ndcg_tuned > 0.9  # what the warning is about: each request matches its own copy
 
 
 def test_tune_falls_back_to_the_default_when_nothing_beats_it(dsn: str) -> None:

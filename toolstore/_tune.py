@@ -25,6 +25,7 @@ from ._errors import InvalidInputError
 from ._eval import check_queries, check_sessions
 from ._fusion import DEFAULT_AVOID, DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
 from ._metrics import CUTOFF, Judgement, LabelledSession
+from ._observe import logger
 from ._sql import query
 from ._text import query_text
 
@@ -82,6 +83,8 @@ class TuneReport:
     fold_fusions: list[Fusion] = field(default_factory=list)
     n_sessions: int = 0
     abstain: dict[str, object] | None = None
+    #: Labelled requests that a tool's expansion holds verbatim: their CV scores are optimistic (see tune()).
+    expansion_copies: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -99,7 +102,16 @@ class TuneReport:
             "fetch_seconds": round(self.fetch_seconds, 2),
             "fold_fusions": [x.as_dict() for x in self.fold_fusions],
             "abstain": self.abstain,
+            "expansion_copies": self.expansion_copies,
         }
+
+
+def expansion_copies(store: ToolStore, requests: Sequence[str]) -> int:
+    """How many of ``requests`` are a line of some tool's expansion (``toolstore expand --offline`` copies intent
+    examples there): cross-validation cannot leave those out of the expansion field or of the tool's vector."""
+    with store.connection() as conn:
+        lines = {r[0] for r in conn.execute(query("eval_expansion_lines"), {"catalog": store.info().id})}
+    return sum(" ".join(r.split()).lower() in lines for r in requests)
 
 
 def avoid_fractions(store: ToolStore, probes: Sequence[Probe], tools: ToolIndex) -> list[dict[str, float]]:
@@ -232,6 +244,15 @@ def tune(
     if len(examples) + len(sessions) < 2:  # cross-validation deals examples and whole sessions into folds
         raise InvalidInputError("tuning needs at least 2 examples or sessions to cross-validate, got one session")
     folds = min(folds, len(examples) + len(sessions))
+    copies = expansion_copies(store, [p.query for p in probes])
+    if copies:
+        logger.warning(
+            "%d of the %d labelled requests are lines of tools' expansions (toolstore expand --offline copies intent "
+            "examples there): cross-validation scores the expansion and dense retrievers too well for them; tune "
+            "before an offline expand, or expand with a model",
+            copies,
+            len(probes),
+        )
     depth = DEFAULT_FUSION.depth(k)
     tools = load_tool_index(store)
     lists = fetch_lists(store, probes, depth=depth, tools=tools)
@@ -297,4 +318,5 @@ def tune(
         fold_fusions=fold_fusions,
         n_sessions=len(sessions),
         abstain=abstain,
+        expansion_copies=copies,
     )
