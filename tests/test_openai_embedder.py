@@ -281,3 +281,14 @@ def test_injected_client_gets_sdk_retries_switched_off(server, delays):
     with pytest.raises(EmbedderError, match="after 1 attempt:"):
         embedder.embed("hello")
     assert len(server.requests) == 1
+
+
+def test_an_error_quoting_the_api_key_never_carries_it(delays):
+    """A provider's error may quote the key in a form redact() does not know (here a 32-hex Azure-style key)."""
+    key = "3f9c2b7a1d6e4f0a8b5c9d2e7f1a4b6c"
+    with FakeOpenAI(api_key=key) as server:
+        server.fail_next(400, body={"error": {"message": f"invalid request from key {key}"}})
+        embedder = OpenAIEmbedder(base_url=server.base_url, api_key=key, sleep=lambda s: None)
+        with pytest.raises(EmbedderError, match="invalid request from key") as failed:
+            embedder.embed("hello")
+    assert key not in str(failed.value)

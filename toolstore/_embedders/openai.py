@@ -148,22 +148,30 @@ class OpenAIEmbedder(Embedder):
             try:
                 return self._client.embeddings.create(**kwargs)
             except openai.AuthenticationError as exc:
-                raise EmbedderError(
+                raise self._error(
                     f"OpenAI rejected the API key (HTTP 401): {_message(exc).rstrip('.')}. "
                     "Check api_key or OPENAI_API_KEY."
                 ) from exc
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 if not _retryable(exc):
-                    raise EmbedderError(f"OpenAI embeddings request failed: {_describe(exc)}") from exc
+                    raise self._error(f"OpenAI embeddings request failed: {_describe(exc)}") from exc
                 if attempt >= retries:
-                    raise EmbedderError(
+                    raise self._error(
                         f"OpenAI embeddings request failed after {attempt + 1} attempt{'s' if attempt else ''}: "
                         f"{_describe(exc)}"
                     ) from exc
                 self._sleep(self._delay(attempt, exc))
                 attempt += 1
             except openai.OpenAIError as exc:  # e.g. a response the SDK cannot read
-                raise EmbedderError(f"OpenAI embeddings request failed: {redact(str(exc))}") from exc
+                raise self._error(f"OpenAI embeddings request failed: {redact(str(exc))}") from exc
+
+    def _error(self, message: str) -> EmbedderError:
+        """An EmbedderError whose message never holds the API key in use, whatever its form (a provider's error may
+        quote it; ``redact`` knows only the usual shapes of keys)."""
+        key = getattr(self._sdk_client, "api_key", None) or self._client_options[0] or os.environ.get("OPENAI_API_KEY")
+        if isinstance(key, str) and len(key) >= 8:
+            message = message.replace(key, "[redacted]")
+        return EmbedderError(message)
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         """Exponential backoff with jitter: ``base * 2**attempt`` scaled by [0.5, 1), capped; at least Retry-After."""
