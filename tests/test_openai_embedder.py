@@ -292,3 +292,12 @@ def test_an_error_quoting_the_api_key_never_carries_it(delays):
         with pytest.raises(EmbedderError, match="invalid request from key") as failed:
             embedder.embed("hello")
     assert key not in str(failed.value)
+
+
+@pytest.mark.parametrize("spec", ["hashing-\u00b2", "hashing-\u0666\u0664", "openai/text-embedding-3-small@\u00b2"])
+def test_an_embedder_spec_with_a_digit_int_refuses_is_invalid_input(spec: str) -> None:
+    """str.isdigit() takes superscripts and other scripts' digits; the number must be ASCII digits."""
+    from toolstore._embedders.factory import make_embedder
+
+    with pytest.raises(InvalidInputError, match="must be a number"):
+        make_embedder(spec, api_key="sk-test")

@@ -29,12 +29,12 @@ def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None
         return StaticEmbedder(_model_dir(spec, STATIC_FILES, "scripts/build_static_model.py"))
     if spec == "hashing" or spec.startswith("hashing-"):
         dim = spec.partition("-")[2] or "256"
-        if not dim.isdigit():
+        if not (dim.isascii() and dim.isdigit()):  # str.isdigit() takes '²', which int() refuses
             raise InvalidInputError(f"embedder {spec!r}: the hashing dimension must be a number")
         return HashingEmbedder(int(dim))
     if spec.startswith("openai/"):
         model, _, dims = spec[len("openai/") :].partition("@")
-        if dims and not dims.isdigit():
+        if dims and not (dims.isascii() and dims.isdigit()):
             raise InvalidInputError(f"embedder {spec!r}: dimensions after '@' must be a number")
         return OpenAIEmbedder(model=model, dimensions=int(dims) if dims else None, base_url=base_url, api_key=api_key)
     raise InvalidInputError(f"unknown embedder {spec!r}; expected {SPECS}")
