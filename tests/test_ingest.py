@@ -329,6 +329,19 @@ def test_offline_expansion_is_never_empty_and_uses_intent_examples(store: ToolSt
     assert expand(store, offline=True).updated == ["notes.add_note"]
 
 
+def test_offline_expansion_of_a_tool_with_many_examples_stays_within_the_limits(store: ToolStore) -> None:
+    """600 examples of 240 characters are a valid tool; its offline expansion keeps what the field's caps hold."""
+    from toolstore._expand import MAX_EXPANSION_CHARS
+
+    examples = tuple(f"example request number {i} " + "lorem ipsum dolor sit amet " * 8 for i in range(600))
+    store.upsert([Tool(id="big", name="big_tool", description="a tool with many examples", examples=examples)])
+    report = expand(store, offline=True, progress=False)
+    assert report.updated == ["big"]
+    expansion = store.get("big").expansion
+    assert 0.9 * MAX_EXPANSION_CHARS < len(expansion) <= MAX_EXPANSION_CHARS
+    assert expansion.splitlines()[:2] == ["big tool", examples[0][:300].strip()]
+
+
 def test_resync_keeps_generated_expansions(
     store: ToolStore, fake: FakeOpenAI, listings: dict[tuple[str, str], McpListing]
 ) -> None:

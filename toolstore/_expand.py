@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 from ._catalog import list_tools, upsert_tools
 from ._errors import ExpansionError, redact
+from ._input import MAX_DOC_CHARS
 from ._models import CatalogInfo, Tool
 from ._rows import EXPANSION_RECORD, expansion_record, expansion_sha, is_generated
 from ._sql import query
@@ -49,6 +50,9 @@ DEFAULT_MODEL = "gpt-4o-mini"
 MAX_LLM_PHRASES = 24
 MAX_INTENT_PHRASES = 20
 MAX_PHRASE_CHARS = 300
+#: The longest expansion written: phrases past it are left out (a tool's examples and keywords may number 1,000 each).
+#: A quarter of the indexed field's cap, which the split identifiers appended to it (at most 3.5x) keep it under.
+MAX_EXPANSION_CHARS = MAX_DOC_CHARS // 4
 WRITE_BATCH = 500  # tools per transaction when no model is called
 
 SYSTEM_PROMPT = (
@@ -99,8 +103,16 @@ def source_hash(tool: Tool) -> str:
 def with_expansion(
     tool: Tool, llm: Sequence[str], offline: Sequence[str], *, source: str | None, model: str | None
 ) -> Tool:
-    """The tool with its expansion (LLM phrases, then offline phrases) and the record of what it came from."""
-    text = "\n".join(dedupe([*llm, *offline]))
+    """The tool with its expansion (LLM phrases, then offline phrases, as many as :data:`MAX_EXPANSION_CHARS` holds)
+    and the record of what it came from."""
+    kept: list[str] = []
+    size = -1
+    for phrase in dedupe([*llm, *offline]):
+        size += len(phrase) + 1
+        if size > MAX_EXPANSION_CHARS:
+            break
+        kept.append(phrase)
+    text = "\n".join(kept)
     record = {"v": PROMPT_VERSION, "source": source, "model": model, "llm": list(llm), "sha": expansion_sha(text)}
     spec = {**(tool.spec or {}), EXPANSION_RECORD: record}
     return replace(tool, expansion=text, spec=spec)
