@@ -11,7 +11,7 @@ from ._fusion import DEFAULT_TURNS
 from ._messages import Conversation, read_messages
 from ._models import SessionCall, Tool
 from ._result import RouteResult
-from ._route import prepare_route
+from ._route import check_route_options
 
 if TYPE_CHECKING:
     from ._async_store import AsyncToolStore
@@ -52,7 +52,7 @@ def route_messages(
     unresolved: list[str] = []
     if session is not None:
         # route()'s own checks first: a bad option is refused before any call is recorded
-        prepare_route(store.info(counts=False), None, None, messages=messages, session=session, turns=turns, **options)
+        check_route_options(None, messages=messages, session=session, turns=turns, **options)
         conv = read_messages(messages, dialect, turns=turns)
         ids = _call_ids(conv, offered, store.resolve_calls)
         unresolved = _unresolved(conv, ids)
@@ -77,8 +77,7 @@ async def aroute_messages(
     """:func:`route_messages` for an :class:`AsyncToolStore`."""
     unresolved: list[str] = []
     if session is not None:
-        info = await store.info(counts=False)
-        prepare_route(info, None, None, messages=messages, session=session, turns=turns, **options)
+        check_route_options(None, messages=messages, session=session, turns=turns, **options)
         conv = read_messages(messages, dialect, turns=turns)
         pending = [c.name for c in conv.tool_calls if c.id and _offered(offered, c.name) is None]
         resolved = dict(zip(pending, await store.resolve_calls(pending))) if pending else {}

@@ -231,6 +231,12 @@ def prepare_route(
     return request, vector_plan(request, info, embedder)
 
 
+def check_route_options(query: str | None, **options: Any) -> None:
+    """InvalidInputError for what route() refuses of its arguments (``options``: its keyword arguments), judged
+    without the database: against a catalog with no settings, so only the arguments count."""
+    prepare_route(CatalogInfo(id=0, name="", embed_model=None, embed_dim=None, settings={}), None, query, **options)
+
+
 def override(
     fusion: Fusion,
     *,
