@@ -10,13 +10,18 @@ from tools t
 where t.catalog_id = %(catalog)s
 order by t.id;
 
--- name: eval_expansion_lines
--- The lines of the catalog's expansions (`toolstore expand` writes one phrase a line), whitespace collapsed and
--- lower-cased, without repeats.
-select distinct lower(regexp_replace(btrim(l.line), '\s+', ' ', 'g')) as line
-from tools t
-cross join lateral regexp_split_to_table(t.expansion, '\n') as l (line)
-where t.catalog_id = %(catalog)s and t.expansion <> '';
+-- name: eval_expansion_copies
+-- How many of %(texts)s are a line of one of the catalog's expansions (`toolstore expand` writes one phrase a line),
+-- both compared whitespace collapsed and lower-cased.
+with lines as (
+    select distinct lower(regexp_replace(btrim(l.line), '\s+', ' ', 'g')) as line
+    from tools t
+    cross join lateral regexp_split_to_table(t.expansion, '\n') as l (line)
+    where t.catalog_id = %(catalog)s and t.expansion <> ''
+)
+select count(*)
+from unnest(%(texts)s::text[]) as r (text)
+where lower(regexp_replace(btrim(r.text), '\s+', ' ', 'g')) in (select line from lines);
 
 -- name: eval_request_lexemes
 -- The lexemes of each request as `route` reads them (its `terms`), in the order given.

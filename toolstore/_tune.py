@@ -110,8 +110,8 @@ def expansion_copies(store: ToolStore, requests: Sequence[str]) -> int:
     """How many of ``requests`` are a line of some tool's expansion (``toolstore expand --offline`` copies intent
     examples there): cross-validation cannot leave those out of the expansion field or of the tool's vector."""
     with store.connection() as conn:
-        lines = {r[0] for r in conn.execute(query("eval_expansion_lines"), {"catalog": store.info().id})}
-    return sum(" ".join(r.split()).lower() in lines for r in requests)
+        row = conn.execute(query("eval_expansion_copies"), {"catalog": store.info().id, "texts": list(requests)})
+        return int(row.fetchone()[0])  # type: ignore[index]
 
 
 def avoid_fractions(store: ToolStore, probes: Sequence[Probe], tools: ToolIndex) -> list[dict[str, float]]:
