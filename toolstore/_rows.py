@@ -188,12 +188,12 @@ def _check_docs(tool: Tool) -> None:
             )
 
 
-def check_ids(ids: object, what: str = "tool ids") -> list[str]:
-    """Tool ids asked for (``tools(ids)``, ``get``, ``resolve(among=...)``) as a list of storable strings;
-    InvalidInputError naming ``what`` otherwise."""
+def check_ids(ids: object) -> list[str]:
+    """Tool ids asked for (``tools(ids)``, ``get``, ``resolve(among=...)``: any sequence or set but a str) as a list of
+    storable strings; InvalidInputError naming the id's place otherwise."""
     if isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, Set)):
-        raise InvalidInputError(f"{what} must be a list of strings, got {type(ids).__name__}")
-    return [check_text(i, f"{what[:-1]} #{n}", max_chars=MAX_ID_CHARS) for n, i in enumerate(ids, 1)]
+        raise InvalidInputError(f"tool ids must be a list of strings, got {type(ids).__name__}")
+    return [check_text(i, f"tool id #{n}", max_chars=MAX_ID_CHARS) for n, i in enumerate(ids, 1)]
 
 
 def check_examples(examples: Sequence[IntentExample]) -> None:
