@@ -13,9 +13,9 @@ list (``tests/test_filters.py``); an empty block list blocks nothing, as before.
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 
 from alembic import op
 
@@ -24,19 +24,9 @@ down_revision = "0018"
 branch_labels = None
 depends_on = None
 
-
-def _revision_0014() -> ModuleType:
-    """Migration 0014, loaded by its path (a module name cannot start with a digit), for its helpers that read an
-    earlier migration's definitions from where they were written."""
-    path = Path(__file__).with_name("0014_filtered_routes.py")
-    spec = importlib.util.spec_from_file_location("toolstore_revision_0014", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-R0014 = _revision_0014()
+# Migration 0014, run from its path (a module name cannot start with a digit), for its helpers that read an earlier
+# migration's definitions from where they were written.
+R0014 = SimpleNamespace(**runpy.run_path(str(Path(__file__).with_name("0014_filtered_routes.py"))))
 
 ROUTE_FILTER_0008 = R0014.function_statement(R0014.earlier("0008_controls.py").FILTERS, "route_filter")
 
