@@ -3,7 +3,9 @@
     python tests/mcp_server.py [--name NAME] [--variant base|changed|fewer] [--page-size N] [--http PORT]
 
 ``--name`` is the server name (``serverInfo.name``, the default provider). ``--variant changed`` edits
-the description of ``get_forecast``; ``--variant fewer`` drops ``list_alerts``. ``--page-size`` splits
+the description of ``get_forecast``; ``--variant fewer`` drops ``list_alerts``; ``--variant faulty`` adds ``refuse``
+(answers a JSON-RPC error, as TypeScript SDK servers do for bad arguments), ``nap`` (sleeps) and ``exit_soon``
+(answers, then the process exits). ``--page-size`` splits
 ``tools/list`` into pages linked by ``nextCursor`` (mcp 2.x). ``--http`` serves streamable HTTP on
 127.0.0.1:PORT at ``/mcp`` instead of stdio.
 """
@@ -11,6 +13,9 @@ the description of ``get_forecast``; ``--variant fewer`` drops ``list_alerts``. 
 from __future__ import annotations
 
 import argparse
+import os
+import threading
+import time
 from typing import Any
 
 try:  # mcp 2.x
@@ -34,6 +39,31 @@ def list_alerts(region: str) -> str:
     return f"no alerts in {region}"
 
 
+def refuse(x: int = 0) -> str:
+    """Always refused with a JSON-RPC error (invalid params)."""
+    from mcp.shared import exceptions
+
+    error = getattr(exceptions, "MCPError", None) or exceptions.McpError  # type: ignore[attr-defined]
+    try:
+        raise error(code=-32602, message=f"invalid arguments for refuse: {x}")
+    except TypeError:  # mcp 1.x: McpError(ErrorData)
+        from mcp.types import ErrorData
+
+        raise error(ErrorData(code=-32602, message=f"invalid arguments for refuse: {x}")) from None
+
+
+def nap(seconds: float = 1.0) -> str:
+    """Sleep for a while, then answer."""
+    time.sleep(seconds)
+    return f"slept {seconds}"
+
+
+def exit_soon() -> str:
+    """Answer, then exit the server process."""
+    threading.Timer(0.3, os._exit, (0,)).start()
+    return f"bye from {os.getpid()}"
+
+
 def build(name: str, variant: str, page_size: int) -> Any:
     server_class: Any = FastMCP
     if page_size > 0 and hasattr(FastMCP, "_handle_list_tools"):
@@ -44,6 +74,9 @@ def build(name: str, variant: str, page_size: int) -> Any:
     server.add_tool(get_forecast, description=forecast_doc)
     if variant != "fewer":
         server.add_tool(list_alerts, title="Weather alerts")
+    if variant == "faulty":
+        for tool in (refuse, nap, exit_soon):
+            server.add_tool(tool)
     return server
 
 
@@ -64,7 +97,7 @@ def _paginating(base: Any, page_size: int) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="weather")
-    parser.add_argument("--variant", choices=["base", "changed", "fewer"], default="base")
+    parser.add_argument("--variant", choices=["base", "changed", "fewer", "faulty"], default="base")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port")
     args = parser.parse_args()

@@ -280,3 +280,35 @@ def test_call_tool_calls_the_tool_find_tools_named(dsn: str) -> None:
                 await forward_call(store, "lookup", {})
 
     asyncio.run(main())
+
+
+FAULTY = Upstream("stdio", command=sys.executable, args=(SERVER, "--name", "faulty", "--variant", "faulty"))
+
+
+def test_an_upstream_error_reply_keeps_the_session_and_the_calls_in_flight() -> None:
+    """A JSON-RPC error answering one call (TypeScript servers answer bad arguments so) says nothing about the
+    connection: the session stays open, and another call in flight on it completes."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    outcomes: dict[str, str] = {}
+
+    async def main() -> None:
+        async with UpstreamSessions() as sessions:
+            await sessions.call(FAULTY, "nap", {"seconds": 0})
+            held = list(sessions._held.values())
+
+            async def call(name: str, arguments: dict[str, Any], delay: float) -> None:
+                await anyio.sleep(delay)
+                try:
+                    with anyio.fail_after(20):
+                        outcomes[name] = _text(await sessions.call(FAULTY, name, arguments))
+                except Exception as exc:
+                    outcomes[name] = f"error: {exc}"
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call, "nap", {"seconds": 2}, 0)
+                group.start_soon(call, "refuse", {"x": 1}, 0.5)
+            assert list(sessions._held.values()) == held  # the same session, still open
+
+    anyio.run(main)
+    assert outcomes == {"nap": "slept 2.0", "refuse": "error: invalid arguments for refuse: 1"}

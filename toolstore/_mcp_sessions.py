@@ -3,7 +3,9 @@
 The SDK's clients run task groups that must be entered and left by one task, so each session is held by its own
 task in the gateway's task group (:meth:`UpstreamSessions.__aenter__`); requests use the session from their own
 tasks. A session that fails (the server exited, the connection dropped) is closed and the call is retried once on a
-fresh one. Closing the pool stops every upstream (stdio processes exit).
+fresh one. An error the server answers to one call (a JSON-RPC error: bad arguments,
+an unknown tool) leaves the session, and the other calls in flight on it, alone. Closing the pool stops every
+upstream (stdio processes exit).
 """
 
 from __future__ import annotations
@@ -17,6 +19,17 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from ._mcp_sync import Upstream, open_session
 from ._observe import logger
+
+#: JSON-RPC error codes that speak of the connection, not of the call: the transport closed (-32000, the SDK's
+#: CONNECTION_CLOSED), or the server no longer knows the session (-32600: streamable HTTP's "Session not found").
+_SESSION_ERRORS = frozenset({-32000, -32600})
+
+
+def _answered(exc: Exception) -> bool:
+    """Whether ``exc`` is an error the server answered to this call (the SDK's ``MCPError``/``McpError``, with a
+    JSON-RPC code), on a connection that is still fine."""
+    code = getattr(getattr(exc, "error", None), "code", None)
+    return isinstance(code, int) and code not in _SESSION_ERRORS
 
 
 class UpstreamSessions:
@@ -42,21 +55,23 @@ class UpstreamSessions:
         return result
 
     async def call(self, upstream: Upstream, name: str, arguments: dict[str, Any]) -> Any:
-        """``tools/call`` on the upstream's session (opened if needed). Any failure closes the session (the next
-        call reconnects); a request that could not even be sent (the session was already dead) is retried once on
-        a fresh session, never one that may have reached the server. The caller bounds the time."""
+        """``tools/call`` on the upstream's session (opened if needed). A failure closes the session (the next call
+        reconnects), except an error the server answered (:func:`_answered`); a request that could not even be sent
+        (the session was already dead) is retried once on a fresh session, never one that may have reached the
+        server. The caller bounds the time."""
         key = json.dumps(asdict(upstream), sort_keys=True, default=dict)
         for attempt in (1, 2):
             session = await self._session(key, upstream)
             try:
                 return await session.call_tool(name, arguments)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # mcp 1.x: the session was closed
                 self._drop(key, session)
                 if attempt == 2:
                     raise
                 logger.debug("upstream session %s was closed; reconnecting", upstream.describe())
-            except Exception:
-                self._drop(key, session)
+            except Exception as exc:
+                if not _answered(exc):
+                    self._drop(key, session)
                 raise
         raise AssertionError("unreachable")
 
