@@ -312,3 +312,20 @@ def test_an_upstream_error_reply_keeps_the_session_and_the_calls_in_flight() -> 
 
     anyio.run(main)
     assert outcomes == {"nap": "slept 2.0", "refuse": "error: invalid arguments for refuse: 1"}
+
+
+def test_a_call_after_the_upstream_process_exited_is_retried_on_a_fresh_session() -> None:
+    """The upstream exited between two calls: the next call could not even be sent on the dead session, so it is
+    made on a fresh one (a new process) instead of failing."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    async def main() -> list[str]:
+        async with UpstreamSessions() as sessions:
+            first = _text(await sessions.call(FAULTY, "exit_soon", {}))
+            await anyio.sleep(1.5)  # the process is gone
+            with anyio.fail_after(20):
+                second = _text(await sessions.call(FAULTY, "exit_soon", {}))
+            return [first, second]
+
+    first, second = anyio.run(main)
+    assert first.startswith("bye from ") and second.startswith("bye from ") and first != second

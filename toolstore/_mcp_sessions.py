@@ -2,8 +2,8 @@
 
 The SDK's clients run task groups that must be entered and left by one task, so each session is held by its own
 task in the gateway's task group (:meth:`UpstreamSessions.__aenter__`); requests use the session from their own
-tasks. A session that fails (the server exited, the connection dropped) is closed and the call is retried once on a
-fresh one. An error the server answers to one call (a JSON-RPC error: bad arguments,
+tasks. A session whose connection ended (the server exited, the connection dropped) is closed, and a call that could
+not be sent on it is made on a fresh one. An error the server answers to one call (a JSON-RPC error: bad arguments,
 an unknown tool) leaves the session, and the other calls in flight on it, alone. Closing the pool stops every
 upstream (stdio processes exit).
 """
@@ -30,6 +30,11 @@ def _answered(exc: Exception) -> bool:
     JSON-RPC code), on a connection that is still fine."""
     code = getattr(getattr(exc, "error", None), "code", None)
     return isinstance(code, int) and code not in _SESSION_ERRORS
+
+
+def _ended(session: Any) -> bool:
+    """Whether the session's connection has already ended (mcp 2.x: its dispatcher read the end of the stream)."""
+    return getattr(getattr(session, "_dispatcher", None), "_closed", False) is True
 
 
 class UpstreamSessions:
@@ -62,6 +67,10 @@ class UpstreamSessions:
         key = json.dumps(asdict(upstream), sort_keys=True, default=dict)
         for attempt in (1, 2):
             session = await self._session(key, upstream)
+            if _ended(session):  # mcp 2.x: a request sent now fails with "Connection closed", never reaching a server
+                logger.debug("upstream session %s has ended; reconnecting", upstream.describe())
+                self._drop(key, session)
+                session = await self._session(key, upstream)
             try:
                 return await session.call_tool(name, arguments)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # mcp 1.x: the session was closed
