@@ -10,9 +10,11 @@ For the Responses API pass ``result.definitions("openai-responses")`` and the re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .._agents import ResolvedCall, aroute_messages, resolve_calls, route_messages
+from .._errors import InvalidInputError
 from .._result import RouteResult
 
 __all__ = ["ResolvedCall", "aroute_messages", "calls", "route_messages"]
@@ -20,10 +22,27 @@ __all__ = ["ResolvedCall", "aroute_messages", "calls", "route_messages"]
 
 def calls(result: RouteResult, response: Any) -> list[ResolvedCall]:
     """The tool calls of a Chat Completions reply (``ChatCompletion`` or its message) or a Responses ``Response``
-    (or its ``output`` list), resolved against ``result``."""
-    if hasattr(response, "choices"):
-        return resolve_calls(result, [response.choices[0].message], dialect="openai-chat")
-    output = getattr(response, "output", response)
+    (or its ``output`` list), the SDK's objects or their dicts, resolved against ``result``. A streamed chunk is
+    refused (InvalidInputError): pass the completion the stream adds up to."""
+    choices = _field(response, "choices")
+    if choices is not None:
+        if not choices:
+            raise InvalidInputError("the Chat Completions reply has no choices")
+        message = _field(choices[0], "message")
+        if message is None:
+            raise InvalidInputError(
+                "a streamed Chat Completions chunk holds no message: pass the whole completion "
+                "(e.g. client.chat.completions.stream(...).get_final_completion())"
+            )
+        return resolve_calls(result, [message], dialect="openai-chat")
+    output = response if _field(response, "role") is not None else _field(response, "output")
+    if output is None:
+        output = response
     if isinstance(output, list):
         return resolve_calls(result, output, dialect="openai-responses")
-    return resolve_calls(result, [response], dialect="openai-chat")
+    return resolve_calls(result, [output], dialect="openai-chat")
+
+
+def _field(value: Any, key: str) -> Any:
+    """``value[key]`` of a dict, else the attribute (None when it has neither)."""
+    return value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)

@@ -1,0 +1,73 @@
+"""The SDK adapters as an application uses them, without a database: replies in every form the SDKs and raw HTTP
+give them, and definitions the SDKs' own request types accept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.responses import Response
+
+from toolstore import InvalidInputError, Tool
+from toolstore._result import RoutedTool, RouteResult, Signals
+from toolstore.integrations import openai as ts_openai
+
+TOOLS = [
+    Tool(id="github.create_issue", name="create_issue", provider="github", description="Create an issue"),
+    Tool(id="jira.create_issue", name="create_issue", provider="jira", description="Create an issue"),
+    Tool(id="slack.send_message", name="send_message", provider="slack", description="Post to Slack"),
+]
+RESULT = RouteResult(query="q", tools=[RoutedTool(t, 1.0, Signals()) for t in TOOLS])
+
+
+def _chat_reply() -> dict[str, Any]:
+    tool_calls = [
+        {"id": "a", "type": "function", "function": {"name": "jira__create_issue", "arguments": '{"title": "x"}'}},
+        {"id": "b", "type": "function", "function": {"name": "send_message", "arguments": ""}},
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    choice = {"index": 0, "finish_reason": "tool_calls", "message": message}
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+
+
+def _responses_reply() -> dict[str, Any]:
+    call = {"type": "function_call", "id": "fc", "call_id": "c1", "name": "github__create_issue", "arguments": "{}"}
+    return {
+        "id": "r",
+        "object": "response",
+        "created_at": 0,
+        "model": "m",
+        "status": "completed",
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "output": [{"type": "reasoning", "id": "rs", "summary": []}, {**call, "status": "completed"}],
+    }
+
+
+def test_openai_calls_reads_replies_as_objects_or_dicts() -> None:
+    """A reply read back from JSON (raw HTTP, a cache, ``model_dump()``) is the same reply as the SDK's object."""
+    chat = _chat_reply()
+    expected = [("jira.create_issue", {"title": "x"}, "a"), ("slack.send_message", {}, "b")]
+    for reply in (ChatCompletion.model_validate(chat), chat, chat["choices"][0]["message"]):
+        assert [(c.tool.id, c.arguments, c.id) for c in ts_openai.calls(RESULT, reply)] == expected, reply
+    responses = _responses_reply()
+    for reply in (Response.model_validate(responses), responses, responses["output"]):
+        assert [(c.tool.id, c.id) for c in ts_openai.calls(RESULT, reply)] == [("github.create_issue", "c1")], reply
+
+
+def test_openai_calls_refuses_a_stream_chunk_or_no_choice_clearly() -> None:
+    call = {"index": 0, "id": "a", "type": "function", "function": {"name": "send_message", "arguments": ""}}
+    chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"tool_calls": [call]}}],
+    }
+    for reply in (ChatCompletionChunk.model_validate(chunk), chunk):
+        with pytest.raises(InvalidInputError, match="streamed Chat Completions chunk"):
+            ts_openai.calls(RESULT, reply)
+    with pytest.raises(InvalidInputError, match="no choices"):
+        ts_openai.calls(RESULT, {**_chat_reply(), "choices": []})
