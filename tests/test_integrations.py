@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from openai.types.responses import Response
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionToolParam
+from openai.types.responses import FunctionToolParam, Response
+from pydantic import TypeAdapter
 
 from toolstore import InvalidInputError, Tool
+from toolstore._formats import parse_tools, render
 from toolstore._result import RoutedTool, RouteResult, Signals
 from toolstore.integrations import openai as ts_openai
 
@@ -71,3 +73,27 @@ def test_openai_calls_refuses_a_stream_chunk_or_no_choice_clearly() -> None:
             ts_openai.calls(RESULT, reply)
     with pytest.raises(InvalidInputError, match="no choices"):
         ts_openai.calls(RESULT, {**_chat_reply(), "choices": []})
+
+
+def test_strict_stays_across_the_two_openai_shapes() -> None:
+    """A schema written for strict mode and imported in one OpenAI shape stays strict in the other (the Responses
+    API would otherwise get ``"strict": false`` and validate nothing); a tool that set no ``strict`` is unchanged."""
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    chat = {"type": "function", "function": {"name": "weather", "parameters": schema, "strict": True}}
+    responses = {"type": "function", "name": "weather", "parameters": schema, "strict": True}
+    [from_chat] = render(parse_tools([chat]), "openai-responses")
+    assert from_chat["strict"] is True
+    [from_responses] = render(parse_tools([responses]), "openai")
+    assert from_responses["function"]["strict"] is True
+    TypeAdapter(FunctionToolParam).validate_python(from_chat)
+    TypeAdapter(ChatCompletionToolParam).validate_python(from_responses)
+    plain = {"type": "function", "function": {"name": "weather", "parameters": schema}}
+    assert render(parse_tools([plain]), "openai-responses")[0]["strict"] is False
+    off = {**responses, "strict": False}
+    assert "strict" not in render(parse_tools([{**off, "strict": None}]), "openai")[0]["function"]
+    assert render(parse_tools([off]), "openai")[0]["function"]["strict"] is False

@@ -89,6 +89,14 @@ def _faithful(tool: Tool, fmt: str, rendered: dict[str, Any], schema_key: str) -
     return out
 
 
+def _openai_strict(tool: Tool) -> bool | None:
+    """The ``strict`` flag of the tool's OpenAI source definition (either shape), None when it set none."""
+    fmt = source_format(tool.spec)
+    source = _source(tool, fmt) if fmt in ("openai", "openai-responses") else None
+    strict = source.get("strict") if source is not None else None
+    return strict if isinstance(strict, bool) else None
+
+
 def metadata_block(tool: Tool, *, include_title: bool = True) -> dict[str, Any]:
     """The ``x-toolstore`` block holding every field the target format cannot carry itself.
 
@@ -135,19 +143,23 @@ def to_openai(
     (``Required[Optional[bool]]``), and strict mode refuses most schemas not written for it. A tool imported in
     Responses shape is the exception: it comes back with exactly the keys it had, so without ``strict`` when its
     source had none; a faithful round trip gives the caller the definition they wrote, read by the API as it read
-    that one (we do not add a key the source left to the API's default).
+    that one (we do not add a key the source left to the API's default). A ``strict`` the tool's source set in
+    the other OpenAI shape is kept in this one (a schema written for strict mode stays strict).
     """
     fn: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fn["description"] = tool.description
     fn["parameters"] = input_schema(tool)
+    strict = _openai_strict(tool)
     if shape == "responses":
         rendered = {"type": "function", **fn}
         if source_format(tool.spec) != "openai-responses":
-            rendered["strict"] = False
+            rendered["strict"] = False if strict is None else strict
         definition = _faithful(tool, "openai-responses", rendered, "parameters")
         target = definition
     elif shape == "chat":
+        if strict is not None and source_format(tool.spec) == "openai-responses":
+            fn["strict"] = strict
         fn = _faithful(tool, "openai", fn, "parameters")
         definition = {"type": "function", "function": fn}
         target = fn
