@@ -329,3 +329,19 @@ def test_a_call_after_the_upstream_process_exited_is_retried_on_a_fresh_session(
 
     first, second = anyio.run(main)
     assert first.startswith("bye from ") and second.startswith("bye from ") and first != second
+
+
+def test_an_upstream_session_knows_every_page_of_tools(caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK's client checks each call's result by the called tool's listing: a gateway session lists every page
+    once, so calling a tool past the first page costs no extra tools/list and logs no warning."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    paged = Upstream("stdio", command=sys.executable, args=(SERVER, "--page-size", "1"))
+
+    async def main() -> list[str]:
+        async with UpstreamSessions() as sessions:
+            return [_text(await sessions.call(paged, "list_alerts", {"region": r})) for r in ("north", "south")]
+
+    with caplog.at_level("WARNING"):
+        assert anyio.run(main) == ["no alerts in north", "no alerts in south"]
+    assert not [r.getMessage() for r in caplog.records if "not listed" in r.getMessage()]

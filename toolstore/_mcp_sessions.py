@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ._mcp_sync import Upstream, open_session
+from ._mcp_sync import Upstream, list_session_tools, open_session
 from ._observe import logger
 
 #: JSON-RPC error codes that speak of the connection, not of the call: the transport closed (-32000, the SDK's
@@ -30,6 +30,17 @@ def _answered(exc: Exception) -> bool:
     JSON-RPC code), on a connection that is still fine."""
     code = getattr(getattr(exc, "error", None), "code", None)
     return isinstance(code, int) and code not in _SESSION_ERRORS
+
+
+async def _list_tools(session: Any, upstream: Upstream) -> None:
+    """List every page of the upstream's tools once per session: the SDK's client checks a call's result against
+    the tool's ``outputSchema`` from the listing (mcp 2.x: it lists the first page again, with a warning, before every
+    call of a tool it has not seen listed; from protocol 2026-07-28 it also takes a tool's header arguments from it).
+    A server that fails to list is still called."""
+    try:
+        await list_session_tools(session)
+    except Exception as exc:
+        logger.debug("upstream %s: tools/list failed: %s", upstream.describe(), type(exc).__name__)
 
 
 def _ended(session: Any) -> bool:
@@ -104,6 +115,7 @@ class UpstreamSessions:
         session = None
         try:
             async with open_session(upstream) as (session, _):
+                await _list_tools(session, upstream)
                 stop = anyio.Event()
                 task_status.started((session, stop))
                 await stop.wait()

@@ -135,19 +135,24 @@ async def list_upstream(upstream: Upstream) -> McpListing:
     """Initialize, then page through ``tools/list`` until there is no ``nextCursor``."""
     async with open_session(upstream) as (session, init):
         server_name = str((init.get("serverInfo") or {}).get("name") or "").strip()
-        tools: list[dict[str, Any]] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            page = await _list_page(session, cursor)
-            tools.extend(page.get("tools") or [])
-            cursor = page.get("nextCursor")
-            if not cursor:
-                return McpListing(server_name, tools, upstream)
-            if cursor in seen:
-                raise McpSyncError(f"server repeated the tools/list cursor {cursor!r}; stopping")
-            seen.add(cursor)
-        raise McpSyncError(f"server returned more than {MAX_PAGES} pages of tools")
+        return McpListing(server_name, await list_session_tools(session), upstream)
+
+
+async def list_session_tools(session: Any) -> list[dict[str, Any]]:
+    """Every tool an open session's server lists (JSON form), page by page until there is no ``nextCursor``."""
+    tools: list[dict[str, Any]] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        page = await _list_page(session, cursor)
+        tools.extend(page.get("tools") or [])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return tools
+        if cursor in seen:
+            raise McpSyncError(f"server repeated the tools/list cursor {cursor!r}; stopping")
+        seen.add(cursor)
+    raise McpSyncError(f"server returned more than {MAX_PAGES} pages of tools")
 
 
 async def _list_page(session: Any, cursor: str | None) -> dict[str, Any]:
