@@ -15,10 +15,11 @@ where catalog_id = %(catalog)s
 order by id;
 
 -- name: open_session
--- The session's row, created when new, locked for this transaction: its latest position.
+-- The session's row, created when new, locked for this transaction: its latest position and the last call id it logged
+-- (migration 0021: kept when its calls go, so calls a trim took are not logged again).
 insert into sessions (catalog_id, session_id) values (%(catalog)s, %(session)s)
 on conflict (catalog_id, session_id) do update set updated_at = now()
-returning last_seq;
+returning last_seq, last_call_id;
 
 -- name: logged_call_ids
 select call_id from session_calls
@@ -31,7 +32,13 @@ from unnest(%(tools)s::text[], %(oks)s::boolean[], %(times)s::timestamptz[], %(c
      with ordinality as c (tool_id, ok, at, call_id, i);
 
 -- name: advance_session
-update sessions set last_seq = %(last_seq)s, updated_at = now()
+update sessions set last_seq = %(last_seq)s, last_call_id = coalesce(%(last_call_id)s::text, last_call_id),
+                    updated_at = now()
+where catalog_id = %(catalog)s and session_id = %(session)s;
+
+-- name: reset_session
+-- An import replaces the session: no position, no call seen.
+update sessions set last_seq = 0, last_call_id = null, updated_at = now()
 where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: trim_session
@@ -75,8 +82,11 @@ where c.catalog_id = %(catalog)s and c.session_id = any (%(sessions)s::text[])
                    - %(max_calls)s::bigint);
 
 -- name: drop_empty_sessions
+-- The sessions left without calls: all of them when the prune took every call (`every`: the sessions are forgotten),
+-- else those that remember no call id (a trim keeps the last one a session logged: `open_session`).
 delete from sessions s
 where s.catalog_id = %(catalog)s and s.session_id = any (%(sessions)s::text[])
+  and (%(every)s::boolean or s.last_call_id is null)
   and not exists (select 1 from session_calls c where c.catalog_id = s.catalog_id and c.session_id = s.session_id)
 returning s.session_id;
 

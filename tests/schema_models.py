@@ -219,6 +219,7 @@ sessions = Table(
     Column("session_id", Text, nullable=False),
     Column("last_seq", BigInteger, nullable=False, server_default=text("0")),
     *_timestamps(),
+    Column("last_call_id", Text),
     PrimaryKeyConstraint("catalog_id", "session_id", name="sessions_pkey"),
 )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 from typing import Any
 
 import anthropic
@@ -245,3 +246,29 @@ def test_async_helper_records_and_routes(dsn: str, fs: ToolStore) -> None:
 
     result, log = asyncio.run(main())
     assert result.query == "sort it by line" and [c.tool_id for c in log] == ["fs.cd", "fs.find"]
+
+
+def test_async_helper_does_not_log_calls_again_after_a_prune(dsn: str, fs: ToolStore) -> None:
+    """A session whose calls a prune took all: the same list again logs nothing, and a later call only itself."""
+    more = [
+        *CHAT,
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c3", "type": "function", "function": {"name": "sort", "arguments": "{}"}}],
+        },
+    ]
+
+    async def main() -> Any:
+        async with AsyncToolStore(dsn, embedder=fs.embedder, catalog=fs.catalog) as store:
+            await ts_openai.aroute_messages(store, CHAT, session="a1", k=3)
+            with fs.connection() as conn:
+                conn.execute("update session_calls set called_at = called_at - interval '30 days'")
+            pruned = await store.prune_sessions(older_than=timedelta(days=7))
+            await ts_openai.aroute_messages(store, CHAT, session="a1", k=3)
+            again = await store.session_log("a1")
+            await ts_openai.aroute_messages(store, more, session="a1", k=3)
+            return pruned, again, await store.session_log("a1")
+
+    pruned, again, log = asyncio.run(main())
+    assert pruned["calls"] == 2 and again == [] and [(c.tool_id, c.call_id) for c in log] == [("fs.sort", "c3")]
+    assert fs.transitions() == []

@@ -68,6 +68,29 @@ def test_upgrade_downgrade_reupgrade(empty_dsn: str) -> None:
         assert store.route("send an email").ids == ["a"]
 
 
+def test_0021_fills_each_sessions_last_call_id_from_its_log(dsn: str) -> None:
+    """Down to 0020 (the column goes) and up again: each session's last call id comes back from its log, so a prune
+    by age that empties the session keeps it and the calls are not logged again."""
+    from datetime import timedelta
+
+    from toolstore import SessionCall
+
+    tools = [Tool(id="a", name="a", description="first"), Tool(id="b", name="b", description="second")]
+    calls = [SessionCall("a", call_id="x1"), SessionCall("b", call_id="x2")]
+    with ToolStore(dsn, embedder=None, catalog="c") as store:
+        store.upsert(tools)
+        store.record_calls("s", [*calls, "a"])
+        store.record_calls("plain", ["a"])
+    migrate(dsn, revision="0020", downgrade=True)
+    migrate(dsn)
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("select session_id, last_call_id from toolstore.sessions order by 1").fetchall()
+    assert rows == [("plain", None), ("s", "x2")]
+    with ToolStore(dsn, embedder=None, catalog="c") as store:
+        assert store.prune_sessions(older_than=timedelta(0)) == {"calls": 4, "sessions": 1}
+        assert store.record_calls("s", calls) == 0 and store.session_log("s") == []
+
+
 def test_an_unknown_revision_is_invalid_input_and_changes_nothing(dsn: str) -> None:
     from toolstore import InvalidInputError
 

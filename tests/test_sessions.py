@@ -325,6 +325,60 @@ def test_calls_retention_trimmed_are_not_logged_again(logged: ToolStore) -> None
     assert [(c.tool_id, c.call_id) for c in logged.session_log("chat")] == [("app.t6", "m6"), ("app.t7", "m7")]
 
 
+def test_a_session_pruned_empty_does_not_log_its_calls_again(logged: ToolStore) -> None:
+    """Retention or a prune by age may take every call of a session: the same message list passed again must not log
+    them again (fresh times, transitions the log no longer had); only calls after the last one seen are new. A prune
+    of the whole session (``prune_sessions(session=...)``) forgets it: then the list is new again."""
+    from toolstore.integrations.openai import route_messages
+
+    def messages(*numbers: int) -> list[dict[str, Any]]:
+        step = [{"id": f"m{i}", "type": "function", "function": {"name": f"t{i}", "arguments": "{}"}} for i in numbers]
+        replies = [{"role": "tool", "tool_call_id": f"m{i}", "content": "ok"} for i in numbers]
+        return [{"role": "user", "content": "run the tools"}, {"role": "assistant", "tool_calls": step}, *replies]
+
+    def log(session: str) -> list[str | None]:
+        return [c.call_id for c in logged.session_log(session)]
+
+    def age(session: str) -> None:
+        with logged.connection() as conn:
+            conn.execute(
+                "update session_calls set called_at = called_at - interval '30 days' where session_id = %s", [session]
+            )
+
+    route_messages(logged, messages(1, 2, 3), session="chat")
+    age("chat")
+    assert logged.prune_sessions(older_than=timedelta(days=7))["calls"] == 3 and log("chat") == []
+    route_messages(logged, messages(1, 2, 3), session="chat")  # the same list: nothing new
+    assert log("chat") == [] and stored_counts(logged) == recomputed_counts(logged) == Counter()
+    # the session is kept, without calls: what it has seen (the last call id), no session went
+    assert {r["session_id"]: r["calls"] for r in logged.sessions()} == {"chat": 0}
+    route_messages(logged, messages(1, 2, 3, 4, 5), session="chat")  # only the calls after the last one seen
+    assert log("chat") == ["m4", "m5"]
+    assert stored_counts(logged) == recomputed_counts(logged) == Counter({("app.t4", "app.t5"): 1})
+    # the retention's age, applied by a prune of every session, and a prune by age of this one session
+    logged.set_session_retention(max_age_days=7)
+    age("chat")
+    assert logged.prune_sessions() == {"calls": 2, "sessions": 0}  # kept, as it remembers a call id
+    assert logged.record_calls("chat", [SessionCall(f"app.t{i}", call_id=f"m{i}") for i in range(1, 6)]) == 0
+    route_messages(logged, messages(1, 2, 3, 4, 5, 6), session="chat")
+    assert logged.prune_sessions(older_than=timedelta(0), session="chat") == {"calls": 1, "sessions": 0}
+    route_messages(logged, messages(1, 2, 3, 4, 5, 6), session="chat")
+    assert log("chat") == [] and stored_counts(logged) == recomputed_counts(logged) == Counter()
+    # a log trimmed to calls without a call id: the calls before them were seen all the same
+    logged.set_session_retention(max_calls=2)
+    calls = [*(SessionCall(f"app.t{i}", call_id=f"c{i}") for i in (1, 2, 3)), "app.t4", "app.t5"]
+    assert logged.record_calls("ids", calls) == 5 and log("ids") == [None, None]
+    assert logged.record_calls("ids", calls[:3]) == 0
+    # forgetting the session (a prune of all of it) or replacing it by an import starts it over
+    assert logged.prune_sessions(session="chat") == {"calls": 0, "sessions": 1}
+    assert logged.sessions()[0]["session_id"] == "ids" and len(logged.sessions()) == 1
+    route_messages(logged, messages(1, 2, 3), session="chat")
+    assert log("chat") == ["m2", "m3"]  # max_calls 2
+    logged.import_sessions([("ids", ["app.t6"])])
+    assert logged.record_calls("ids", calls[:3]) == 3
+    assert stored_counts(logged) == recomputed_counts(logged)
+
+
 def test_pruning_a_session_never_logged_removes_no_session(logged: ToolStore) -> None:
     logged.record_calls("real", ["app.t1", "app.t2"])
     assert logged.prune_sessions(session="never-logged") == {"calls": 0, "sessions": 0}

@@ -5,6 +5,12 @@ Connection-level functions; :class:`toolstore.ToolStore` says when to call them.
 different sessions do not wait for each other. The transition counts follow by trigger in the same transaction, in
 key order. Every write is all or nothing (one transaction, retried when Postgres picks it as a deadlock victim).
 Only tool ids, outcomes, times and provider call ids are stored, never user text.
+
+A session's row also keeps the last call id it logged (migration 0021), so the calls it has seen are known after its
+log is trimmed. Trimming (retention at each write, a prune by age or by ``max_calls``, of all sessions or of one)
+takes calls and keeps that row, even with no call left, when it holds a call id; forgetting a session (a prune of
+every call of it, ``prune_sessions(session=...)`` without an age, or dropping the catalog) takes the row too, and an
+import replaces it (the imported calls are all it has seen).
 """
 
 from __future__ import annotations
@@ -143,14 +149,17 @@ def _append(
     conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Sequence[SessionCall], keep: Retention
 ) -> int:
     """Inside a transaction: lock the session, append the calls it has not logged, apply retention. A call is logged
-    when its call id is in the log, and so is every call before the last such one (the calls come oldest first: those
-    were logged with it, or by an earlier write that retention or a prune has trimmed since)."""
+    when its call id is in the log or is the last call id the session logged (its row keeps that one when retention
+    or a prune takes the call), and so is every call before the last such one (the calls come oldest first: those
+    were logged with it, or by an earlier write whose calls retention or a prune has trimmed since)."""
     params: dict[str, Any] = {"catalog": info.id, "session": session}
-    last_seq = conn.execute(query("open_session"), params).fetchone()[0]  # type: ignore[index]
+    last_seq, last_call_id = conn.execute(query("open_session"), params).fetchone()  # type: ignore[misc]
     call_ids = [c.call_id for c in calls if c.call_id is not None]
     seen = (
         {r[0] for r in conn.execute(query("logged_call_ids"), {**params, "call_ids": call_ids})} if call_ids else set()
     )
+    if last_call_id is not None:
+        seen.add(last_call_id)
     logged = [i for i, c in enumerate(calls) if c.call_id is not None and c.call_id in seen]
     new: list[SessionCall] = []
     for call in calls[logged[-1] + 1 :] if logged else calls:
@@ -167,7 +176,8 @@ def _append(
         }
         conn.execute(query("append_calls"), {**params, **columns, "last_seq": last_seq})
         last_seq += len(new)
-        conn.execute(query("advance_session"), {**params, "last_seq": last_seq})
+        newest = next((c.call_id for c in reversed(new) if c.call_id is not None), None)
+        conn.execute(query("advance_session"), {**params, "last_seq": last_seq, "last_call_id": newest})
     trim = {**params, "last_seq": last_seq, "max_calls": keep.max_calls, "max_age": keep.max_age}
     conn.execute(query("trim_session"), trim)
     return len(new)
@@ -175,8 +185,8 @@ def _append(
 
 def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Iterable[object]) -> int:
     """Append ``calls`` (oldest first) to the session's log; returns how many were written (a call whose call id
-    the session's log holds is skipped, and so is every call before it, even one retention trimmed from the log
-    since). UnknownToolError when a call names no tool: then nothing is written."""
+    the session has logged is skipped, and so is every call before it, even after retention or a prune trimmed them
+    all from the log). UnknownToolError when a call names no tool: then nothing is written."""
     session = check_session(session)
     checked = _resolved(conn, info, check_calls(calls))
     if not checked:
@@ -194,7 +204,8 @@ def import_sessions(
     conn: psycopg.Connection[Any], info: CatalogInfo, sessions: Sequence[tuple[str, Sequence[object]]]
 ) -> dict[str, int]:
     """Replace the log of each given session with its calls (oldest first), all in one transaction: a re-import
-    writes the same log. Sessions are locked in id order; an unknown tool anywhere writes nothing."""
+    writes the same log, and the calls seen before are forgotten. Sessions are locked in id order; an unknown tool
+    anywhere writes nothing."""
     prepared: dict[str, list[SessionCall]] = {}
     for index, (session, calls) in enumerate(sessions):
         try:
@@ -213,7 +224,7 @@ def import_sessions(
             for sid in sorted(prepared):
                 conn.execute(query("open_session"), {"catalog": info.id, "session": sid})
                 conn.execute(query("clear_session"), {"catalog": info.id, "session": sid})
-                conn.execute(query("advance_session"), {"catalog": info.id, "session": sid, "last_seq": 0})
+                conn.execute(query("reset_session"), {"catalog": info.id, "session": sid})
                 written += _append(conn, info, sid, prepared[sid], keep)
         return written
 
@@ -229,9 +240,10 @@ def prune(
     max_calls: int | None = None,
 ) -> dict[str, int]:
     """Delete the calls made before ``before`` and those more than ``max_calls`` back in their session, of one session
-    or of all, and the sessions left empty; the transition counts follow. Without ``before``, every call of the
-    sessions goes, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). Returns
-    how many calls and sessions went."""
+    or of all (a trim: a session left empty stays when it remembers a call id, see the module's docstring, else it
+    goes); the transition counts follow. Without ``before``, every call of the sessions goes and the sessions are
+    forgotten, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). Returns how
+    many calls and sessions went."""
     if before is not None and (not isinstance(before, datetime) or before.utcoffset() is None):
         raise InvalidInputError(f"before must be a datetime with a time zone, got {before!r}")
     if session is not None:
@@ -288,17 +300,20 @@ class SessionMethods:
         """Append tool calls (oldest first) to ``session``'s log; ``route(..., session=...)`` looks back on them and
         the catalog's transition counts learn from them. A call is a tool id (or a name a model called it by), a
         :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
-        already logged is skipped. Returns how many were written; UnknownToolError (nothing written) when a call
-        names no tool of the catalog."""
+        already logged is skipped, and so is every call before it (the session remembers its last call id after
+        retention or a prune took its calls). Returns how many were written; UnknownToolError (nothing written) when
+        a call names no tool of the catalog."""
         return self._run(lambda conn: record_calls(conn, self._info(conn), session, calls))
 
     def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
-        """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction."""
+        """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction; the calls each
+        session had seen are forgotten."""
         sessions = list(sessions)
         return self._run(lambda conn: import_sessions(conn, self._info(conn), sessions))
 
     def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        """The catalog's logged sessions, most recently written first, with call counts and times."""
+        """The catalog's logged sessions, most recently written first, with call counts and times (0 calls: a session
+        whose calls retention or a prune took, kept for the last call id it logged)."""
         return self._run(lambda conn: list_sessions(conn, self._info(conn), limit=limit))
 
     def session_log(self, session: str) -> list[LoggedCall]:
@@ -311,8 +326,10 @@ class SessionMethods:
 
     def prune_sessions(self, *, older_than: timedelta | None = None, session: str | None = None) -> dict[str, int]:
         """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
-        ``session``, and those past the retention's ``max_calls`` in their session; sessions left empty go too, and
-        the transition counts follow."""
+        ``session``, and those past the retention's ``max_calls`` in their session; the transition counts follow.
+        ``session`` alone forgets that session (its calls and the last call id it logged: the same message list then
+        logs its calls again); a prune by age or count trims, and a session left empty stays when it remembers a call
+        id (so its calls are not logged again), else it goes."""
         keep = retention(self.info(counts=False).settings)
         before = prune_before(older_than, session, keep)
         cap = keep.max_calls

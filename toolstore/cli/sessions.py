@@ -97,12 +97,13 @@ def show(ctx: click.Context, session: str) -> None:
 
 @command("prune")
 @click.option("--older-than", help="Delete calls older than this (30d, 12h, 90m, 2w); default: the retention age.")
-@click.option("--session", help="Delete this session's calls (all of them, or those --older-than).")
+@click.option("--session", help="Forget this session (all its calls), or delete its calls --older-than.")
 @click.pass_context
 def prune(ctx: click.Context, older_than: str | None, session: str | None) -> None:
-    """Delete logged calls (and those past the retention's --max-calls in their session); sessions left empty go too,
-    and the transition counts follow. Run it from cron when the catalog has a retention age (`toolstore sessions
-    retention --max-age-days N`)."""
+    """Delete logged calls (and those past the retention's --max-calls in their session); the transition counts
+    follow. A session left empty stays when it remembers the last call id it logged (so an agent's message list does
+    not log those calls again), else it goes; --session alone forgets the session entirely. Run it from cron when the
+    catalog has a retention age (`toolstore sessions retention --max-age-days N`)."""
     age = parse_duration(older_than) if older_than else None
     with open_store(ctx, create=False) as store:
         report = store.prune_sessions(older_than=age, session=session)
