@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -116,8 +118,11 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
 
     cfg = alembic_config(connection, schema)
     connection.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})  # before _RUNNING: see there
+    # prepare_connection puts the schema first on the search_path for the rest of the transaction; in a host's
+    # transaction, the host's next migrations would create their tables in toolstore's schema: it goes back after.
+    path = connection.execute(text("select current_setting('search_path')")).scalar_one()
     try:
-        with _RUNNING:
+        with _RUNNING, _host_alembic_kept():
             if downgrade:
                 command.downgrade(cfg, revision)
             else:
@@ -125,6 +130,23 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     except CommandError as error:  # an unknown or unreachable revision: nothing ran
         newer_schema(current_revision(connection.connection.driver_connection, schema), schema)
         raise InvalidInputError(f"cannot migrate schema {schema!r} to {revision!r}: {error}") from error
+    connection.execute(text("select set_config('search_path', :path, true)"), {"path": path})
+
+
+@contextmanager
+def _host_alembic_kept() -> Iterator[None]:
+    """Give back a host's alembic run what toolstore's nested one takes: called from the host's migration
+    (``migrate(connection=op.get_bind())``), alembic's command installs its own ``op`` and ``context`` module
+    proxies over the host's and deletes them when done, so the host's next ``op.create_table`` found none and its
+    command ended in a KeyError. The host's proxies (``_proxy`` of each module, None outside a run) go back."""
+    from alembic import context, op
+
+    saved = [proxy for proxy in (getattr(op, "_proxy", None), getattr(context, "_proxy", None)) if proxy is not None]
+    try:
+        yield
+    finally:
+        for proxy in saved:
+            proxy._install_proxy()
 
 
 def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:

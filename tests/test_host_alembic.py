@@ -1,0 +1,111 @@
+"""README's recipe for a host application's own alembic history: one of its migrations calls
+``toolstore.migrate(connection=op.get_bind())``, run by the host's ``alembic upgrade`` / ``downgrade``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, pool
+
+from toolstore import HashingEmbedder, Tool, ToolStore
+from toolstore._migrate import HEAD_REVISION, VERSION_TABLE
+
+ENV = """
+from alembic import context
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection)
+with context.begin_transaction():
+    context.run_migrations()
+"""
+
+MIGRATION = """
+from alembic import op
+import sqlalchemy as sa
+import toolstore
+
+revision = {revision!r}
+down_revision = {down!r}
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+{upgrade}
+
+
+def downgrade():
+{downgrade}
+"""
+
+HOST_HISTORY = {  # revision -> (down_revision, upgrade, downgrade): the host's table, toolstore, another table
+    "h1": (None, 'op.create_table("users", sa.Column("id", sa.Integer, primary_key=True))', 'op.drop_table("users")'),
+    "h2": (
+        "h1",
+        'toolstore.migrate(connection=op.get_bind(), schema="toolstore")',
+        'toolstore.migrate(connection=op.get_bind(), schema="toolstore", revision="base", downgrade=True)',
+    ),
+    "h3": ("h2", 'op.create_table("orders", sa.Column("id", sa.Integer, primary_key=True))', 'op.drop_table("orders")'),
+}
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Config:
+    """The host application's alembic environment (its versions in tmp_path), connection given by the test."""
+    (tmp_path / "versions").mkdir()
+    (tmp_path / "env.py").write_text(ENV)
+    (tmp_path / "script.py.mako").write_text("")
+    for revision, (down, upgrade, downgrade) in HOST_HISTORY.items():
+        text = MIGRATION.format(revision=revision, down=down, upgrade=f"    {upgrade}", downgrade=f"    {downgrade}")
+        (tmp_path / "versions" / f"{revision}.py").write_text(text)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(tmp_path))
+    return cfg
+
+
+def run(cfg: Config, dsn: str, upgrade: bool, revision: str) -> None:
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn), poolclass=pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            (command.upgrade if upgrade else command.downgrade)(cfg, revision)
+    finally:
+        engine.dispose()
+
+
+def placed(dsn: str) -> dict[str, str]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "select table_name, table_schema from information_schema.tables "
+            "where table_name in ('users', 'orders', 'alembic_version', %s)",
+            [VERSION_TABLE],
+        )
+        return dict(rows.fetchall())
+
+
+def test_a_host_migration_after_toolstores_runs_in_the_hosts_schema(empty_dsn: str, host: Config) -> None:
+    """toolstore's nested alembic run took the host's ``op`` (its next ``op.create_table`` failed, and the host's
+    command ended in a KeyError) and left its schema first on the host's search_path (the host's next tables were
+    created in toolstore's schema)."""
+    run(host, empty_dsn, True, "head")
+    assert placed(empty_dsn) == {
+        "alembic_version": "public",
+        "users": "public",
+        "orders": "public",
+        VERSION_TABLE: "toolstore",
+    }
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("select version_num from public.alembic_version").fetchone() == ("h3",)
+        assert conn.execute(f"select version_num from toolstore.{VERSION_TABLE}").fetchone() == (HEAD_REVISION,)
+    with ToolStore(empty_dsn, embedder=HashingEmbedder(16), migrate=False) as store:
+        store.upsert([Tool(id="a", name="send_email", description="Send an email")])
+        assert store.route("send an email").ids == ["a"]
+
+    run(host, empty_dsn, False, "base")  # the host's downgrade drops its own tables, toolstore's go with h2
+    assert placed(empty_dsn) == {"alembic_version": "public", VERSION_TABLE: "toolstore"}
+    run(host, empty_dsn, True, "head")
+    assert placed(empty_dsn)["orders"] == "public"
