@@ -239,3 +239,31 @@ def test_the_process_lock_never_waits_while_holding_what_a_callers_transaction_w
         thread.join(60)
     engine.dispose()
     assert finished and errors == [], errors
+
+
+def test_a_role_that_owns_only_its_schema_migrates_it(empty_dsn: str) -> None:
+    """A locked-down database: an administrator made the schema (owned by the application's role) and pgvector,
+    and the role may not CREATE in the database. ``create schema if not exists`` checks that privilege before it
+    looks, so the migration was refused with "permission denied for database"."""
+    import uuid
+
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    role = f"ts_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(role)))
+        conn.execute("create extension vector")
+        conn.execute(sql.SQL("create schema agent_tools authorization {}").format(sql.Identifier(role)))
+        database = conn.execute("select current_database()").fetchone()[0]
+        conn.execute(sql.SQL("revoke create on database {} from public").format(sql.Identifier(database)))
+    try:
+        app = make_conninfo(empty_dsn, user=role)
+        migrate(app, schema="agent_tools")
+        with ToolStore(app, embedder=HashingEmbedder(16), schema="agent_tools", migrate=False) as store:
+            store.upsert([Tool(id="a", name="send_email", description="Send an email")])
+            assert store.route("send an email").ids == ["a"]
+    finally:
+        with psycopg.connect(empty_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))

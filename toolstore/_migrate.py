@@ -43,7 +43,15 @@ def prepare_connection(connection: Connection, schema: str) -> None:
     raw = connection.connection.driver_connection
     connection.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
     connection.execute(text("create extension if not exists vector"))
-    connection.exec_driver_sql(sql.SQL("create schema if not exists {}").format(sql.Identifier(schema)).as_string(raw))
+    # CREATE SCHEMA IF NOT EXISTS checks CREATE on the database before it looks: a role given only its own schema
+    # (made by an administrator) would be refused. Only a missing schema is created.
+    if (
+        connection.execute(
+            text("select to_regnamespace(:schema)"), {"schema": sql.Identifier(schema).as_string(raw)}
+        ).scalar()
+        is None
+    ):
+        connection.exec_driver_sql(sql.SQL("create schema {}").format(sql.Identifier(schema)).as_string(raw))
     ext_schema = connection.execute(
         text("select extnamespace::regnamespace::text from pg_extension where extname = 'vector'")
     ).scalar_one()
