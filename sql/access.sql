@@ -38,6 +38,13 @@ select exists (select 1 from catalog_grants where role = %(role)s)
        exists (select 1 from catalog_grants where role = %(role)s and can_write)
        or exists (select 1 from tenant_roles where role = %(role)s and can_write) as writes;
 
+-- name: granted_roles
+-- Every existing role with a grant: a migration to head sets their table privileges again.
+select r.rolname
+from pg_roles r
+where r.rolname in (select role from catalog_grants union select role from tenant_roles)
+order by 1;
+
 -- Table privileges that go with the grants. GRANT takes no bind parameters: the two templates below are composed
 -- with psycopg.sql (Identifier for the schema and the role) in toolstore/_access.py.
 

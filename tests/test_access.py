@@ -162,3 +162,28 @@ def test_a_granted_writer_leaves_index_maintenance_to_the_owner(
             assert len(writer.upsert(tools[30:]).inserted) == 30  # a bulk load: the index is not dropped first
             assert "HNSW indexes not dropped before a bulk load" in caplog.text
             assert indexes(owner) == [("tool_vectors", True)] and owner.info().n_tools == 60
+
+
+def test_grants_made_before_an_upgrade_cover_the_tables_it_creates(dsn: str, roles: dict[str, str]) -> None:
+    """Grants made at an older revision, then toolstore upgraded: the tables the upgrade creates (the session log,
+    0006; anchors, 0008) had no privileges for the granted roles, so every route of theirs failed with "permission
+    denied for table anchors" until each grant was made again."""
+    from toolstore import migrate
+
+    tools = generated_tools(20, seed=1)
+    with store_as(dsn, "alpha") as owner:
+        owner.upsert(tools)
+        owner.grant(roles["reader_name"])
+        owner.grant(roles["writer_name"], write=True)
+    migrate(dsn, revision="0005", downgrade=True)  # the grants stay (0005's tables), the later tables go
+    migrate(dsn)
+    query = generated_queries(1)[0]
+    with store_as(roles["reader"], "alpha", create=False) as reader:
+        assert len(reader.route(query)) > 0
+        with pytest.raises(DatabaseError):  # still read-only
+            reader.record_calls("s1", [tools[0].id])
+    with store_as(roles["writer"], "alpha", create=False) as writer:
+        assert writer.record_calls("s1", [tools[0].id, tools[1].id]) == 2
+        assert writer.route(query, session="s1").session == "s1"
+    with psycopg.connect(roles["reader"]) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("select * from toolstore.catalog_grants")  # and still not the grants

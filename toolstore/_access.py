@@ -3,7 +3,8 @@ it a tenant role that sees the catalog its connection names; row-level security 
 
 Run as the role that owns toolstore's tables (the one that ran the migrations). Table privileges follow the grants:
 a role with any grant may read toolstore's tables (rows of its catalogs only), a role with a write grant may change
-them (rows of its writable catalogs only), a role whose last grant is revoked loses its privileges.
+them (rows of its writable catalogs only), a role whose last grant is revoked loses its privileges
+(``_migrate.set_privileges``, which a migration runs again for every granted role: tables it creates are covered).
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 
 from ._catalog import lock_catalog
 from ._errors import InvalidInputError
 from ._input import check_text
+from ._migrate import set_privileges
 from ._sql import query
 
 MAX_ROLE_CHARS = 63  # Postgres truncates identifiers beyond this
@@ -34,18 +35,6 @@ def _role(conn: psycopg.Connection[Any], role: str) -> str:
     return role
 
 
-def _privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
-    """Table privileges as the role's grants require (inside the caller's transaction)."""
-    access = conn.execute(query("role_access"), {"role": role}).fetchone()
-    reads, writes = access if access else (False, False)
-    names = {"schema": sql.Identifier(schema), "role": sql.Identifier(role)}
-    conn.execute(sql.SQL(query("privileges_revoke")).format(**names))
-    if reads:
-        conn.execute(sql.SQL(query("privileges_read")).format(**names))
-    if writes:
-        conn.execute(sql.SQL(query("privileges_write")).format(**names))
-
-
 def grant(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role: str, *, write: bool) -> None:
     """Let ``role`` see (``write``: and change) ``catalog``; with ``catalog`` None, make it a tenant role."""
     with conn.transaction():
@@ -55,7 +44,7 @@ def grant(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role:
         else:
             info = lock_catalog(conn, catalog)
             conn.execute(query("grant_catalog"), {"catalog": info.id, "role": role, "write": write})
-        _privileges(conn, schema, role)
+        set_privileges(conn, schema, role)
 
 
 def revoke(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role: str) -> bool:
@@ -67,7 +56,7 @@ def revoke(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role
         else:
             info = lock_catalog(conn, catalog)
             gone = conn.execute(query("revoke_catalog"), {"catalog": info.id, "role": role}).fetchone()
-        _privileges(conn, schema, role)
+        set_privileges(conn, schema, role)
     return gone is not None
 
 

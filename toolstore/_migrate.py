@@ -13,7 +13,7 @@ from psycopg import sql
 
 from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, search_path
 from ._errors import DatabaseError, InvalidInputError
-from ._sql import resource_dir
+from ._sql import query, resource_dir
 
 if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: importing toolstore stays fast
     from alembic.config import Config
@@ -129,6 +129,7 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     # prepare_connection puts the schema first on the search_path for the rest of the transaction; in a host's
     # transaction, the host's next migrations would create their tables in toolstore's schema: it goes back after.
     path = connection.execute(text("select current_setting('search_path')")).scalar_one()
+    before = current_revision(connection.connection.driver_connection, schema)
     try:
         with _RUNNING, _host_alembic_kept():
             if downgrade:
@@ -138,6 +139,11 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     except CommandError as error:  # an unknown or unreachable revision: nothing ran
         newer_schema(current_revision(connection.connection.driver_connection, schema), schema)
         raise InvalidInputError(f"cannot migrate schema {schema!r} to {revision!r}: {error}") from error
+    raw = connection.connection.driver_connection
+    after = current_revision(raw, schema)
+    if after != before and after == HEAD_REVISION:  # tables it created or remade: no privileges for the grants yet
+        for (role,) in raw.execute(query("granted_roles")).fetchall():
+            set_privileges(raw, schema, role)
     connection.execute(text("select set_config('search_path', :path, true)"), {"path": path})
 
 
@@ -155,6 +161,20 @@ def _host_alembic_kept() -> Iterator[None]:
     finally:
         for proxy in saved:
             proxy._install_proxy()
+
+
+def set_privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
+    """Table privileges as ``role``'s grants require (inside the caller's transaction, ``schema`` first on its
+    search_path): granting and revoking set them (``_access``), and so does every migration that changes the
+    revision, for every granted role: a table it creates (the session log, anchors, a table remade) is covered."""
+    access = conn.execute(query("role_access"), {"role": role}).fetchone()
+    reads, writes = access if access else (False, False)
+    names = {"schema": sql.Identifier(schema), "role": sql.Identifier(role)}
+    conn.execute(sql.SQL(query("privileges_revoke")).format(**names))
+    if reads:
+        conn.execute(sql.SQL(query("privileges_read")).format(**names))
+    if writes:
+        conn.execute(sql.SQL(query("privileges_write")).format(**names))
 
 
 def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
