@@ -267,3 +267,17 @@ def test_a_role_that_owns_only_its_schema_migrates_it(empty_dsn: str) -> None:
         with psycopg.connect(empty_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(role)))
             conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+def test_a_schema_name_with_capitals_is_refused_before_anything_runs(empty_dsn: str) -> None:
+    """A name with capitals passed the check and failed half-way (migration 0015 reads the schema back through
+    ``current_schema()::regnamespace``, which folds it: 'schema "agenttools" does not exist')."""
+    from toolstore import InvalidInputError
+
+    for open_ in (lambda: migrate(empty_dsn, schema="AgentTools"), lambda: ToolStore(empty_dsn, schema="AgentTools")):
+        with pytest.raises(InvalidInputError, match="schema name must be lower case"):
+            open_()
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("select count(*) from pg_namespace where nspname ilike 'agenttools'").fetchone() == (0,)
+    migrate(empty_dsn, schema="agent_tools_2")  # lower case, digits and underscores are fine
+    assert tables(empty_dsn, "agent_tools_2") == TABLES | {VERSION_TABLE}

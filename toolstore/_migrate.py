@@ -33,6 +33,8 @@ _RUNNING = threading.Lock()
 def check_schema_name(schema: str) -> str:
     if not schema or len(schema) > 63 or not schema.replace("_", "a").isalnum() or schema[0].isdigit():
         raise InvalidInputError(f"schema name must be a plain identifier, got {schema!r}")
+    if any("A" <= ch <= "Z" for ch in schema):  # migration 0015 reads current_schema()::regnamespace, which folds case
+        raise InvalidInputError(f"schema name must be lower case (Postgres folds unquoted names), got {schema!r}")
     return schema
 
 
