@@ -125,6 +125,24 @@ def test_cli_bad_embedder_dimension_and_migrate_revision_are_one_line(dsn: str) 
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+def test_cli_migrate_says_the_revision_it_reached_and_never_claims_one_it_did_not(dsn: str) -> None:
+    """``migrate --revision 0010`` on a schema at head did nothing (alembic's upgrade to a revision already passed)
+    and printed "toolstore: at 0010"; a relative revision printed itself ("at -2") instead of where it went."""
+    from toolstore._migrate import HEAD_REVISION
+
+    def migrated(*args: str) -> dict[str, object]:
+        return json.loads(run(dsn, "migrate", "--json", *args).stdout)
+
+    assert migrated("--downgrade", "--revision", "-2")["revision"] == f"{int(HEAD_REVISION) - 2:04d}"
+    assert migrated("--revision", "+1")["revision"] == f"{int(HEAD_REVISION) - 1:04d}"
+    proc = run(dsn, "migrate", "--revision", "0010", check=False)
+    assert proc.returncode == 1, proc.stdout
+    assert f"schema 'toolstore' is at {int(HEAD_REVISION) - 1:04d}, past '0010'" in proc.stderr, proc.stderr
+    assert "--downgrade" in proc.stderr
+    assert migrated()["revision"] == HEAD_REVISION
+    assert migrated("--downgrade", "--revision", "base")["revision"] is None
+
+
 def test_cli_reports_an_unreachable_database() -> None:
     proc = run("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2", "list", check=False)
     assert proc.returncode == 1

@@ -90,27 +90,27 @@ def migrate(
     revision: str = "head",
     downgrade: bool = False,
     connection: Connection | None = None,
-) -> None:
-    """Upgrade (or downgrade) toolstore's schema to ``revision``.
+) -> str | None:
+    """Upgrade (or downgrade) toolstore's schema to ``revision``; the revision it is at afterwards (None: base).
 
     Pass ``connection`` (a SQLAlchemy connection, e.g. ``op.get_bind()`` in the host app's own alembic
     migration) to run inside the caller's transaction; otherwise ``dsn`` is used (the embedded server
-    when it is None) and the migration commits on its own. An unknown revision (or a downgrade to ``head``) is
-    an InvalidInputError; a failing migration a DatabaseError, nothing changed.
+    when it is None) and the migration commits on its own. An unknown revision (or a downgrade to ``head``, or an
+    upgrade to a revision the schema is already past) is an InvalidInputError; a failing migration a DatabaseError,
+    nothing changed.
     """
     check_schema_name(schema)
     if downgrade and revision == "head":
         raise InvalidInputError("a downgrade needs the revision to go down to (e.g. '0017' or 'base'), not 'head'")
     if connection is not None:
-        _run(connection, schema, revision, downgrade)
-        return
+        return _run(connection, schema, revision, downgrade)
     from sqlalchemy import create_engine, exc, pool
 
     target = resolve_dsn(dsn)
     engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=pool.NullPool)
     try:
         with engine.begin() as conn:
-            _run(conn, schema, revision, downgrade)
+            return _run(conn, schema, revision, downgrade)
     except psycopg.OperationalError as error:
         raise DatabaseError(f"cannot connect to the database: {first_line(error)}") from error
     except exc.DBAPIError as error:  # one transaction: nothing of the failed migration stays
@@ -121,7 +121,7 @@ def migrate(
         engine.dispose()
 
 
-def _run(connection: Connection, schema: str, revision: str, downgrade: bool) -> None:
+def _run(connection: Connection, schema: str, revision: str, downgrade: bool) -> str | None:
     from alembic import command
     from alembic.util import CommandError
     from sqlalchemy import text
@@ -132,6 +132,11 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     # transaction, the host's next migrations would create their tables in toolstore's schema: it goes back after.
     path = connection.execute(text("select current_setting('search_path')")).scalar_one()
     before = current_revision(connection.connection.driver_connection, schema)
+    newer_schema(before, schema)
+    if not downgrade and before is not None and _below(revision, before):  # alembic: a silent no-op
+        raise InvalidInputError(
+            f"schema {schema!r} is at {before}, past {revision!r}: to go down to it, downgrade (--downgrade)"
+        )
     try:
         with _RUNNING, _host_alembic_kept():
             if downgrade:
@@ -147,6 +152,12 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
         for (role,) in raw.execute(query("granted_roles")).fetchall():
             set_privileges(raw, schema, role)
     connection.execute(text("select set_config('search_path', :path, true)"), {"path": path})
+    return after
+
+
+def _below(revision: str, current: str) -> bool:
+    """Whether ``revision`` names a revision before ``current`` (toolstore's revisions are numbered)."""
+    return revision == "base" or (revision.isdigit() and current.isdigit() and int(revision) < int(current))
 
 
 @contextmanager

@@ -25,9 +25,9 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 def migrate(ctx: click.Context, revision: str, downgrade: bool) -> None:
     """Create or upgrade toolstore's schema (--schema; its own alembic version table)."""
     schema = options(ctx)["schema"]
-    run_migrations(options(ctx)["dsn"], schema=schema, revision=revision, downgrade=downgrade)
-    data = {"migrated": revision, "schema": schema, "downgrade": downgrade}
-    emit(ctx, data, lambda: click.echo(f"{schema}: at {revision}"))
+    reached = run_migrations(options(ctx)["dsn"], schema=schema, revision=revision, downgrade=downgrade)
+    data = {"migrated": revision, "revision": reached, "schema": schema, "downgrade": downgrade}
+    emit(ctx, data, lambda: click.echo(f"{schema}: at {reached or 'base'}"))
 
 
 @command()
