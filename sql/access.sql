@@ -57,7 +57,6 @@ revoke usage on schema {schema} from {role};
 grant usage on schema {schema} to {role};
 grant select on all tables in schema {schema} to {role};
 revoke select on {schema}.catalog_grants, {schema}.tenant_roles from {role};
-grant insert on {schema}.embedding_cache to {role};
 
 -- name: privileges_write
 grant insert, update, delete on {schema}.tools, {schema}.postings, {schema}.lexeme_stats, {schema}.field_stats,

@@ -4,6 +4,10 @@
 select text_sha256, embedding from embedding_cache
 where model = %(model)s and text_sha256 = any (%(hashes)s::bytea[]);
 
+-- name: cache_writable
+-- Only the owner writes the cache (granted roles read it): a vector a tenant wrote would be another tenant's.
+select has_table_privilege('embedding_cache', 'insert');
+
 -- name: cache_store
 -- Rows go in hash order: two writers caching overlapping texts lock the same keys in the same order.
 insert into embedding_cache (model, text_sha256, embedding)

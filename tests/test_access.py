@@ -13,7 +13,7 @@ from psycopg.conninfo import make_conninfo
 import toolstore._catalog
 import toolstore._indexes
 import toolstore._sql
-from toolstore import DatabaseError, HashingEmbedder, InvalidInputError, ToolStore, UnknownCatalogError
+from toolstore import DatabaseError, HashingEmbedder, InvalidInputError, Tool, ToolStore, UnknownCatalogError
 
 from catalog_gen import generated_queries, generated_tools
 
@@ -187,3 +187,42 @@ def test_grants_made_before_an_upgrade_cover_the_tables_it_creates(dsn: str, rol
         assert writer.route(query, session="s1").session == "s1"
     with psycopg.connect(roles["reader"]) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute("select * from toolstore.catalog_grants")  # and still not the grants
+
+
+def test_a_granted_role_cannot_plant_vectors_in_the_shared_embedding_cache(dsn: str, roles: dict[str, str]) -> None:
+    """``embedding_cache`` is read by every catalog's writes (keyed by model and sha256 of the text): a granted role,
+    even read-only, could insert a vector for a text another tenant would later import, and that tenant's tool got
+    the planted vector. Only the owner writes the cache now; granted roles read it, and still import and evaluate."""
+    from toolstore._text import dense_text
+    from toolstore._vectors import text_hash
+
+    model, planted = HashingEmbedder(32).model, "[" + ",".join(["1"] * 32) + "]"
+    victim = Tool(id="bank.transfer", name="transfer_funds", description="Move money between a customer's accounts")
+    with store_as(dsn, "alpha") as owner:
+        owner.upsert(generated_tools(5, seed=1))
+        owner.grant(roles["reader_name"])
+        owner.grant(roles["writer_name"], write=True)
+    for login in ("reader", "writer"):
+        with psycopg.connect(roles[login]) as conn:
+            try:
+                conn.execute(
+                    "insert into toolstore.embedding_cache (model, text_sha256, embedding) values (%s, %s, %s)",
+                    [model, text_hash(dense_text(victim)), planted],
+                )
+                conn.commit()
+            except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UniqueViolation):  # refused; planted
+                pass
+    with store_as(dsn, "beta") as other, other.connection() as conn:  # another tenant imports that tool
+        other.upsert([victim])
+        vector = conn.execute(
+            "select v.embedding = %s::vector from tool_vectors v where v.catalog_id = %s", [planted, other.info().id]
+        ).fetchall()
+        assert vector == [(False,)]  # its own text's vector, not the planted one
+        assert conn.execute(
+            "select count(*) from embedding_cache where embedding = %s::vector", [planted]
+        ).fetchone() == (0,)
+    with store_as(roles["writer"], "alpha", create=False) as writer:  # a granted writer's import embeds uncached
+        assert writer.upsert(generated_tools(3, seed=3)).inserted
+        assert writer.route(generated_queries(1)[0], k=3).dense_used
+    with store_as(roles["reader"], "alpha", create=False) as reader:
+        assert len(reader.route(generated_queries(1)[0], k=3)) > 0

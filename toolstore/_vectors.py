@@ -51,7 +51,8 @@ def embed_cached(
     """Vectors for ``texts``, from the Postgres cache keyed by (model, sha256) where present.
 
     Misses are embedded with ``embed`` (default ``embedder.embed_many``: all of them, or an error and nothing
-    stored) and added to the cache.
+    stored) and added to the cache when the role may write it (the owner: a vector a granted role cached would be
+    used by every catalog's writes).
     """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
@@ -68,7 +69,8 @@ def embed_cached(
             raise EmbedderError(f"embedder returned shape {vectors.shape}, expected ({len(missing)}, {embedder.dim})")
         rows = [(embedder.model, h, v) for h, v in sorted(zip(missing, vectors), key=lambda r: r[0])]
         params = {"model": embedder.model, "hashes": [r[1] for r in rows], "vectors": [r[2] for r in rows]}
-        store_rows(conn, "copy_cache", ("text", "bytea", "vector"), rows, fallback=("cache_store", params))
+        if conn.execute(query("cache_writable")).fetchone()[0]:  # type: ignore[index]
+            store_rows(conn, "copy_cache", ("text", "bytea", "vector"), rows, fallback=("cache_store", params))
         found.update(zip(missing, vectors))
     return np.stack([found[h] for h in hashes])
 
