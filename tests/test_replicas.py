@@ -3,7 +3,10 @@ replica has not replayed yet read from the primary instead."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -27,6 +30,16 @@ def wait_for(replica: str, catalog: str, n_tools: int) -> None:
             return
         assert time.monotonic() < deadline, "the replica never caught up"
         time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def replicated() -> Iterator[tuple[str, str]]:
+    """A migrated primary and a real streaming replica of it (its DSN), both left running by the tests that share
+    them; a test that pauses the replica's replay resumes it."""
+    with private_server() as server:
+        dsn = migrated_dsn(server)
+        with streaming_replica(server) as template:
+            yield dsn, template.format(db="postgres")
 
 
 def test_reads_go_to_the_replica_and_a_lagging_one_hands_them_to_the_primary() -> None:
@@ -79,3 +92,38 @@ def test_a_replica_that_is_down_hands_reads_to_the_primary_from_the_start(dsn: s
         assert asked >= 1
         assert len(store.route("send a message")) > 0 and store.info().n_tools == 5
         assert pool.get_stats()["requests_num"] == asked
+
+
+def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
+    replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More concurrent routes than pool_size: the one that waited in vain for the replica's pool is routed on the
+    primary, and the replica, which answers, stays in the reads (only one that cannot be reached is left out)."""
+    monkeypatch.setattr("toolstore._connect.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
+    dsn, replica = replicated
+    query = generated_queries(1, seed=3)[0]
+    with ToolStore(dsn, embedder=None, catalog="busy", read_dsn=replica, pool_size=1, timeout=1) as store:
+        store.upsert(generated_tools(20, seed=8))
+        wait_for(replica, "busy", 20)
+        expected = store.route(query).ids
+        holding, release = threading.Event(), threading.Event()
+
+        def hold(_query: str, candidates: list[Any]) -> list[float]:  # keeps the replica's one connection
+            holding.set()
+            release.wait()
+            return [0.0] * len(candidates)
+
+        held = threading.Thread(target=store.route, args=(query,), kwargs={"reranker": hold})
+        held.start()
+        try:
+            assert holding.wait(60)
+            primary = store.pool.get_stats()["requests_num"]
+            assert store.route(query).ids == expected  # the replica's pool is busy: routed on the primary
+            assert store.pool.get_stats()["requests_num"] > primary
+        finally:
+            release.set()
+            held.join()
+        replica_pool = store._replicas.connectors[0].pool
+        asked = replica_pool.get_stats()["requests_num"]
+        assert store.route(query).ids == expected
+        assert replica_pool.get_stats()["requests_num"] > asked  # the replica was asked again, not left out

@@ -119,7 +119,14 @@ def _pool_options(timeout: float) -> dict[str, Any]:
     }
 
 
+class PoolBusy(PoolTimeout):
+    """No connection within the timeout while some connection of the pool was in use: the server answers, the pool
+    is only full (more concurrent calls than ``pool_size``)."""
+
+
 def _translate(exc: BaseException, timeout: float) -> DatabaseError:
+    if isinstance(exc, PoolBusy):
+        return DatabaseError(f"no database connection within {timeout:g} s: {exc}")
     if isinstance(exc, PoolTimeout):
         return DatabaseError(f"no database connection within {timeout:g} s: is the server up?")
     return DatabaseError(f"database error: {first_line(exc)}")
@@ -132,6 +139,17 @@ def connection_lost(exc: BaseException) -> bool:
     if isinstance(exc, (PoolTimeout, PoolClosed)):
         return False
     return isinstance(exc, _LOST) or (isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """True for failures that mean the server cannot be reached, which leave a replica out of reads for
+    :data:`REPLICA_RETRY` seconds: a lost connection (:func:`connection_lost`: a server stopped or restarted, the
+    network), or a pool that gave no connection within the timeout while none of its connections was in use, so it
+    could not open one (refused, no such host, a server not accepting connections). A pool that had a connection in
+    use meanwhile (:class:`PoolBusy`, from :class:`Connector`'s count of the connections it lends; psycopg_pool's
+    PoolTimeout chains no error, and its ``pool_size`` stat counts connections still being attempted) is only busy:
+    the server answers, and a later call may find a connection free."""
+    return (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy)) or connection_lost(exc)
 
 
 def retry_conflicts(write: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS) -> T:
@@ -152,7 +170,8 @@ class Connector:
 
     :meth:`run` hands a function a connection for at most ``timeout`` seconds of waiting, turns psycopg's errors into
     :class:`DatabaseError`, and after a lost connection (a restarted server) discards the pool's dead connections and
-    tries once more, so a store recovers by itself when the server is back.
+    tries once more, so a store recovers by itself when the server is back. A wait that ends without a connection is
+    a :class:`PoolBusy` (the error's cause) when some connection was lent meanwhile, not just an unanswered pool.
     """
 
     def __init__(
@@ -178,6 +197,7 @@ class Connector:
         self.pool: ConnectionPool[Any] = ConnectionPool(
             dsn, min_size=min_size, max_size=max_size, configure=configure, **_pool_options(self.timeout)
         )
+        self._lent, self._returned, self._count = 0, 0, threading.Lock()  # connections out now, and given back
         if not wait:  # the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open(wait=False)
             return
@@ -190,13 +210,29 @@ class Connector:
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection, waited for at most ``timeout`` seconds; psycopg's failures become DatabaseError."""
+        with self._count:
+            returned = self._returned
         try:
             with self.pool.connection(timeout=self.timeout) as conn:
-                yield conn
+                with self._count:
+                    self._lent += 1
+                try:
+                    yield conn
+                finally:
+                    with self._count:
+                        self._lent, self._returned = self._lent - 1, self._returned + 1
         except (PoolTimeout, psycopg.Error) as exc:
             if connection_lost(exc):
                 self.pool.check()  # drop the pool's other dead connections too
-            raise _translate(exc, self.timeout) from exc
+            busy = isinstance(exc, PoolTimeout) and self._lent_since(returned)
+            cause = PoolBusy(f"the pool's connections (pool_size={self.pool.max_size}) are all in use") if busy else exc
+            raise _translate(cause, self.timeout) from cause
+
+    def _lent_since(self, returned: int) -> bool:
+        """Whether some connection was out at any time since the count of returns was ``returned``: it is out now,
+        or one came back since."""
+        with self._count:
+            return self._lent > 0 or self._returned != returned
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
@@ -219,7 +255,9 @@ class Replicas:
     """Read replicas taken in turn: :meth:`run` tries each from the next one round, and returns None when every
     replica failed (down, or it has not replayed the catalog yet: ``handover`` errors) so the caller reads from the
     primary. Their pools connect in the background, so a replica that is down does not keep the store from opening;
-    one that could not be reached is left out of reads for :data:`REPLICA_RETRY` seconds."""
+    one that could not be reached (:func:`unreachable`) is left out of reads for :data:`REPLICA_RETRY` seconds. One
+    whose pool is only busy (every connection in use for ``timeout`` seconds: more concurrent reads than
+    ``pool_size``) hands that read on too, but is asked again by the next."""
 
     def __init__(self, dsns: Sequence[str], *, handover: tuple[type[Exception], ...], **options: Any) -> None:
         self.connectors: list[Connector] = []
@@ -244,8 +282,7 @@ class Replicas:
             try:
                 return True, self.connectors[i].run(work)
             except self._handover as exc:
-                cause = exc.__cause__
-                if isinstance(cause, PoolTimeout) or (cause is not None and connection_lost(cause)):
+                if exc.__cause__ is not None and unreachable(exc.__cause__):
                     self._down_until[i] = time.monotonic() + REPLICA_RETRY
                 logger.debug("read on a replica failed, trying the next: %s", exc)
         return False, None

@@ -55,8 +55,8 @@ class ToolStore(AnchorMethods, SessionMethods):
     ``read_dsn``: one or several read replicas (hot standbys). route(), info(), tools(), get(), resolve() and
     catalogs() read from them in turn; writes go to ``dsn``. A replica that is down, or that has not yet replayed a
     catalog (or its switch to another model), hands the read to the next replica and finally to the primary (one
-    that could not be reached is left out of reads for 10 s; the store opens while a replica is down); otherwise a
-    read may lag the primary by the replica's replay delay.
+    that could not be reached is left out of reads for 10 s, one whose pool was only busy is not; the store opens
+    while a replica is down); otherwise a read may lag the primary by the replica's replay delay.
     """
 
     def __init__(
