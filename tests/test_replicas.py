@@ -6,12 +6,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
 
-from toolstore import DatabaseError, HashingEmbedder, ModelMismatchError, ToolStore
+from toolstore import DatabaseError, HashingEmbedder, ModelMismatchError, Tool, ToolStore, UnmatchedFilterError
 
 from catalog_gen import generated_queries, generated_tools
 from servers import migrated_dsn, private_server, stop, streaming_replica
@@ -30,6 +31,19 @@ def wait_for(replica: str, catalog: str, n_tools: int) -> None:
             return
         assert time.monotonic() < deadline, "the replica never caught up"
         time.sleep(0.2)
+
+
+@contextmanager
+def replay_paused(replica: str) -> Iterator[None]:
+    """The replica replays nothing inside the block (its pause is asked for, then awaited)."""
+    with psycopg.connect(replica, autocommit=True) as conn:
+        conn.execute("select pg_wal_replay_pause()")
+        while conn.execute("select pg_get_wal_replay_pause_state()").fetchone() != ("paused",):
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            conn.execute("select pg_wal_replay_resume()")
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +141,36 @@ def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
         asked = replica_pool.get_stats()["requests_num"]
         assert store.route(query).ids == expected
         assert replica_pool.get_stats()["requests_num"] > asked  # the replica was asked again, not left out
+
+
+def test_a_filter_value_only_the_primary_has_hands_the_route_to_the_primary(replicated: tuple[str, str]) -> None:
+    """A filter naming a tool, category, provider or tag the replica has not replayed yet (TS002 there) routes on the
+    primary, which has it; a value the primary lacks too is still the caller's error (an InvalidInputError)."""
+    dsn, replica = replicated
+    fresh = Tool(
+        id="fresh.ping",
+        name="ping_fresh",
+        description="ping the fresh service",
+        provider="freshco",
+        categories=("freshness",),
+        tags=("fresh-tag",),
+    )
+    with ToolStore(dsn, embedder=None, catalog="filters", read_dsn=replica, timeout=3) as store:
+        store.upsert(generated_tools(20, seed=9))
+        wait_for(replica, "filters", 20)
+        assert len(store.route("send a message")) > 0  # the catalog row, read on the replica, is cached
+        with replay_paused(replica):
+            store.upsert([fresh])  # only the primary has it
+            filters: list[dict[str, Any]] = [
+                {"allow": ["fresh.ping"]},
+                {"allow": ["fresh.*"]},
+                {"categories": ["freshness"]},
+                {"providers": ["freshco"]},
+                {"tags": ["fresh-tag"]},
+            ]
+            for given in filters:
+                assert store.route("ping the fresh service", **given).ids == ["fresh.ping"], given
+            asked = store.pool.get_stats()["requests_num"]
+            with pytest.raises(UnmatchedFilterError, match="nowhere"):  # the primary lacks it too
+                store.route("ping the fresh service", categories=["nowhere"])
+            assert store.pool.get_stats()["requests_num"] > asked  # the primary was asked before it was an error

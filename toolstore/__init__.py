@@ -22,6 +22,7 @@ from ._errors import (
     ToolstoreError,
     UnknownCatalogError,
     UnknownToolError,
+    UnmatchedFilterError,
 )
 from ._examples import load_examples
 from ._formats import export_catalog, load_tools_file, parse_tools, render, to_anthropic, to_mcp, to_openai
@@ -79,6 +80,7 @@ __all__ = [
     "Turn",
     "UnknownCatalogError",
     "UnknownToolError",
+    "UnmatchedFilterError",
     "export_catalog",
     "load_examples",
     "load_judgements",

@@ -38,6 +38,12 @@ class InvalidToolError(InvalidInputError):
     """A tool definition cannot be imported; the message names the tool and, for files, the line."""
 
 
+class UnmatchedFilterError(InvalidInputError):
+    """A route filter's value (allow, category, provider, tag) matches no tool of the catalog as the database that
+    ran the route has it. The caller's error on the primary; a read replica may only be behind it, so ToolStore hands
+    such a route on to the primary, as it does a catalog or a model switch the replica has not replayed."""
+
+
 class UnknownCatalogError(ToolstoreError, LookupError):
     """The named catalog does not exist."""
 

@@ -4,7 +4,7 @@ match no tool.
 The filters themselves live in the database (migration 0008): ``route_keeps()`` is their one home (allow and block
 ids with ``*`` and ``?`` globs, categories, providers, tags), ``route_kept()`` checks them against the catalog inside
 the route statement and raises SQLSTATE :data:`UNMATCHED_FILTER` naming every value that matches no tool, which
-:func:`unmatched_filter` turns into an InvalidInputError.
+:func:`unmatched_filter` turns into an InvalidInputError (:class:`UnmatchedFilterError`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, UnmatchedFilterError
 from ._input import MAX_FILTER_VALUES, MAX_ID_CHARS, check_text
 
 #: SQLSTATE that ``route_kept()`` (migration 0008) raises, naming the filter values that match no tool.
@@ -38,9 +38,9 @@ def filter_params(request: Any) -> dict[str, Any]:
     return {**filters, "filtered": any(v is not None for v in filters.values())}
 
 
-def unmatched_filter(exc: BaseException) -> InvalidInputError | None:
+def unmatched_filter(exc: BaseException) -> UnmatchedFilterError | None:
     """The InvalidInputError a route statement's TS002 error means (a filter value matched no tool), else None."""
     if getattr(exc, "sqlstate", None) != UNMATCHED_FILTER:
         return None
     diag = getattr(exc, "diag", None)
-    return InvalidInputError(getattr(diag, "message_primary", None) or str(exc))
+    return UnmatchedFilterError(getattr(diag, "message_primary", None) or str(exc))

@@ -18,7 +18,13 @@ from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import InvalidInputError, ModelMismatchError, UnknownCatalogError, UnknownToolError
+from ._errors import (
+    InvalidInputError,
+    ModelMismatchError,
+    UnknownCatalogError,
+    UnknownToolError,
+    UnmatchedFilterError,
+)
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
@@ -54,9 +60,10 @@ class ToolStore(AnchorMethods, SessionMethods):
     asking it for this many seconds; then one route probes it again.
     ``read_dsn``: one or several read replicas (hot standbys). route(), info(), tools(), get(), resolve() and
     catalogs() read from them in turn; writes go to ``dsn``. A replica that is down, or that has not yet replayed a
-    catalog (or its switch to another model), hands the read to the next replica and finally to the primary (one
-    that could not be reached is left out of reads for 10 s, one whose pool was only busy is not; the store opens
-    while a replica is down); otherwise a read may lag the primary by the replica's replay delay.
+    catalog (or its switch to another model, or a tool or value a route filter names), hands the read to the next
+    replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one whose pool
+    was only busy is not; the store opens while a replica is down); otherwise a read may lag the primary by the
+    replica's replay delay.
     """
 
     def __init__(
@@ -89,7 +96,8 @@ class ToolStore(AnchorMethods, SessionMethods):
         self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
         replicas = [read_dsn] if isinstance(read_dsn, str) else list(read_dsn or [])
         try:
-            lagging = (UnknownCatalogError, ModelMismatchError)  # a replica behind the catalog or its model switch
+            # a replica behind the catalog, its model switch, or a tool or value a route filter names
+            lagging = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError)
             self._replicas = Replicas(replicas, handover=lagging, schema=self.schema, tenant=catalog, **pool_options)
         except BaseException:
             self._db.close()
