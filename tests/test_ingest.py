@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -62,11 +63,17 @@ def server(name: str = "weather", variant: str = "base", page_size: int = 2) -> 
 
 @pytest.fixture(scope="module")
 def listings() -> dict[tuple[str, str], McpListing]:
-    """Each server variant is started once per module (over stdio, through pages of 2); syncs reuse the listing."""
+    """Each server variant is started once per module (over stdio, through pages of 2); syncs reuse the listing.
+    The weather variants play one server whose tools change between syncs: each is recorded as reached by the base
+    variant's command line (another command line is another upstream, see the test of two servers of one name)."""
     variants = [("weather", "base"), ("docs", "base"), ("weather", "changed"), ("weather", "fewer")]
     with ThreadPoolExecutor(len(variants)) as pool:
-        found = pool.map(lambda v: fetch_stdio(sys.executable, server(*v)), variants)
-        return dict(zip(variants, found))
+        found = dict(zip(variants, pool.map(lambda v: fetch_stdio(sys.executable, server(*v)), variants)))
+    base = found["weather", "base"].upstream
+    return {
+        key: dataclasses.replace(listing, upstream=base) if key[0] == "weather" else listing
+        for key, listing in found.items()
+    }
 
 
 @pytest.fixture
@@ -140,6 +147,45 @@ def test_sync_provider_override_and_errors(store: ToolStore) -> None:
         fetch_stdio(sys.executable, ["-c", "import sys; sys.exit(3)"], timeout=10)
 
 
+def _recorded(dsn: str, catalog: str) -> list[tuple[str, list[str]]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "select u.provider, u.args from toolstore.mcp_upstreams u join toolstore.catalogs c on c.id = u.catalog_id"
+            " where c.name = %s order by 1",
+            [catalog],
+        ).fetchall()
+
+
+def test_two_servers_reporting_one_name_never_share_a_provider(dsn: str, store: ToolStore) -> None:
+    """Two upstreams (different command lines) whose servers both say "weather": the second sync is refused, naming
+    both, and writes nothing (no tool pruned, the gateway's record of the first kept); under its own provider it
+    syncs beside the first; replacing the first (the server moved) is asked for explicitly, and only then pruned."""
+    first, other = server("weather"), server("weather", "fewer", page_size=0)  # another command line, one tool less
+    sync_mcp_stdio(store, sys.executable, first)
+    ids = sorted(t.id for t in store.tools())
+    assert ids == ["weather.get_forecast", "weather.list_alerts", "weather.search"]
+    listing = fetch_stdio(sys.executable, other)
+    assert listing.server_name == "weather" and listing.upstream is not None
+    for prune in (False, True):
+        with pytest.raises(McpSyncError) as refused:
+            sync_listing(store, listing, prune=prune)
+        message = str(refused.value)
+        assert "'weather'" in message and shlex.join([sys.executable, *first]) in message, message
+        assert shlex.join([sys.executable, *other]) in message and "--provider" in message, message
+    assert sorted(t.id for t in store.tools()) == ids  # nothing pruned, nothing overwritten
+    assert _recorded(dsn, store.catalog) == [("weather", first)]  # call_tool still reaches the first server
+
+    report = sync_listing(store, listing, provider="weather_eu", prune=True)  # kept apart: its own provider
+    assert sorted(report.inserted) == ["weather_eu.get_forecast", "weather_eu.search"] and report.removed == []
+    assert _recorded(dsn, store.catalog) == [("weather", first), ("weather_eu", other)]
+    again = sync_mcp_stdio(store, sys.executable, first, prune=True)  # the same server again: no conflict
+    assert (again.unchanged, again.removed) == (3, [])
+
+    report = sync_listing(store, listing, prune=True, replace_upstream=True)  # the server moved: said explicitly
+    assert report.removed == ["weather.list_alerts"]
+    assert _recorded(dsn, store.catalog) == [("weather", other), ("weather_eu", other)]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -181,7 +227,11 @@ def cli(dsn: str, *args: str) -> Any:
 def test_cli_sync_expand_and_export(dsn: str, tmp_path: Path) -> None:
     out = cli(dsn, "sync", "mcp", "--provider", "wx", "--", sys.executable, *server("weather"))
     assert (out["inserted"], out["provider"], out["server"]) == (3, "wx", "weather")
-    out = cli(dsn, "sync", "mcp", "--provider", "wx", "--prune", "--", sys.executable, *server("weather", "fewer"))
+    fewer = ["--", sys.executable, *server("weather", "fewer")]  # another command line: replaces the first, as said
+    args = ["--dsn", dsn, "--embedder", "hashing", "--catalog", "cli", "sync", "mcp", "--provider", "wx", "--prune"]
+    refused = CliRunner().invoke(main_cli, [*args, *fewer])
+    assert isinstance(refused.exception, McpSyncError) and "--replace-upstream" in str(refused.exception)
+    out = cli(dsn, "sync", "mcp", "--provider", "wx", "--prune", "--replace-upstream", *fewer)
     assert (out["unchanged"], out["removed"], out["embedded"]) == (2, 1, 0)
     out = cli(dsn, "expand", "--offline")
     assert (out["tools"], out["updated"], out["llm_calls"]) == (2, 2, 0)

@@ -29,6 +29,11 @@ def sync_group() -> None:
 @click.option("--header", "headers", multiple=True, help="HTTP header 'Name: value' for --url (repeatable).")
 @click.option("--provider", help="Namespace for the server's tools; default: the server's name (serverInfo.name).")
 @click.option("--prune", is_flag=True, help="Remove this provider's tools that the server no longer offers.")
+@click.option(
+    "--replace-upstream",
+    is_flag=True,
+    help="The provider's server moved: record this command or URL instead of the one synced before.",
+)
 @click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds for the whole listing.")
 @click.option(
     "--env",
@@ -44,6 +49,7 @@ def sync_mcp_cmd(
     headers: tuple[str, ...],
     provider: str | None,
     prune: bool,
+    replace_upstream: bool,
     timeout: float,
     env_pairs: tuple[str, ...],
     command: tuple[str, ...],
@@ -53,6 +59,8 @@ def sync_mcp_cmd(
     Unchanged tools are skipped (nothing embedded); one transaction, so on any error nothing is written. How the
     server is reached is recorded for `toolstore serve mcp --gateway`: header and env values are stored as given,
     so write secrets as ${VAR} references (single-quoted in the shell) to keep them out of the database.
+    A provider has one server: another command line or URL whose server reports a name already synced from another
+    one is refused (use --provider for a name of its own, or --replace-upstream when the server moved).
     """
     if bool(url) == bool(command):
         raise click.UsageError("give either --url URL or -- COMMAND ARGS... (one of them)")
@@ -71,7 +79,7 @@ def sync_mcp_cmd(
     else:
         listing = fetch_stdio(command[0], command[1:], env=env, timeout=timeout)
     with open_store(ctx) as store, progress(ctx, "embedding tools"):
-        report = sync_listing(store, listing, provider=provider, prune=prune)
+        report = sync_listing(store, listing, provider=provider, prune=prune, replace_upstream=replace_upstream)
     data = {
         "catalog": store.catalog,
         "server": listing.server_name,
