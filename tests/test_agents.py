@@ -346,6 +346,40 @@ def test_langgraph_bigtool_retrieves_from_the_store(issues: ToolStore) -> None:
     assert "slack_send_message" in bound[-1]  # the next model call was given the retrieved tool
 
 
+def test_an_empty_bigtool_query_selects_no_tools_and_the_run_goes_on(dsn: str, issues: ToolStore) -> None:
+    """The model searches with a blank query first: create_agent's tool selection gets no tools (and tells the model
+    so) instead of an InvalidInputError ending the run; its next, real search selects as usual."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.tools import StructuredTool
+    from langgraph_bigtool import create_agent
+
+    class FakeModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    registry = {
+        t.id: StructuredTool.from_function(lambda: "", name=t.id.replace(".", "_"), description=t.description)
+        for t in issues.tools()
+    }
+    retriever = ts_langgraph.bigtool_retriever(issues, k=2)
+    for blank in ("", "   \n\t"):
+        assert retriever(blank) == []
+        assert asyncio.run(_coroutine(dsn, issues, blank)) == []
+    searches = [{"name": "retrieve_tools", "args": {"query": q}, "id": f"r{i}"} for i, q in enumerate(["  ", "slack"])]
+    script = iter([AIMessage(content="", tool_calls=[c]) for c in searches] + [AIMessage(content="done")])
+    agent = create_agent(FakeModel(messages=script), registry, retrieve_tools_function=retriever).compile()
+    state = agent.invoke({"messages": [{"role": "user", "content": "tell slack hello"}]})
+    answers = [m.content for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert answers[0] == "Available tools: []" and "slack_send_message" in answers[1], answers
+    assert state["selected_tool_ids"][0] == "slack.send_message" and state["messages"][-1].content == "done"
+
+
+async def _coroutine(dsn: str, issues: ToolStore, query: str) -> list[str]:
+    async with AsyncToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+        return await ts_langgraph.bigtool_coroutine(store, k=1)(query)
+
+
 def test_langgraph_bigtool_coroutine_over_the_async_store(dsn: str, issues: ToolStore) -> None:
     async def main() -> list[str]:
         async with AsyncToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:

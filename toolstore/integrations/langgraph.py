@@ -5,6 +5,11 @@
     agent = create_agent(llm, registry, retrieve_tools_function=bigtool_retriever(store, k=4)).compile()
 
 The retriever routes the model's search query through ``store.route`` and returns tool ids (the registry's keys).
+A blank query (empty, or only whitespace: nothing to route) returns no tool ids, without a database round trip, so
+the model's tool-selection step goes on instead of raising InvalidInputError, which would end the agent's run:
+langgraph-bigtool answers the model ``Available tools: []``, the tools it selected before stay bound, and it may search
+again. (Not the catalog's always-on tools: they come with the first routed query, as with every route.) Any other
+invalid query (over the length limit, control characters) still raises InvalidInputError.
 """
 
 from __future__ import annotations
@@ -21,10 +26,18 @@ __all__ = ["bigtool_coroutine", "bigtool_retriever"]
 _DOC = "Retrieve the tools for a task: describe in a few words what you need to do."
 
 
+def _blank(query: object) -> bool:
+    """A query with nothing to route: bigtool gets no tool ids for it (see the module's doc)."""
+    return isinstance(query, str) and not query.strip()
+
+
 def bigtool_retriever(store: ToolStore, *, k: int = 4, **options: Any) -> Callable[[str], list[str]]:
-    """A ``retrieve_tools_function`` for ``langgraph_bigtool.create_agent`` (``options``: token_budget, weights...)."""
+    """A ``retrieve_tools_function`` for ``langgraph_bigtool.create_agent`` (``options``: token_budget, weights...):
+    the routed tool ids, best first; none for a blank query."""
 
     def retrieve_tools(query: str) -> list[str]:
+        if _blank(query):
+            return []
         return store.route(query, k=k, **options).ids
 
     retrieve_tools.__doc__ = _DOC
@@ -32,9 +45,11 @@ def bigtool_retriever(store: ToolStore, *, k: int = 4, **options: Any) -> Callab
 
 
 def bigtool_coroutine(store: AsyncToolStore, *, k: int = 4, **options: Any) -> Callable[[str], Awaitable[list[str]]]:
-    """A ``retrieve_tools_coroutine`` for ``create_agent``, over an :class:`AsyncToolStore`."""
+    """A ``retrieve_tools_coroutine`` for ``create_agent``, over an :class:`AsyncToolStore` (a blank query: none)."""
 
     async def retrieve_tools(query: str) -> list[str]:
+        if _blank(query):
+            return []
         return (await store.route(query, k=k, **options)).ids
 
     retrieve_tools.__doc__ = _DOC
