@@ -309,6 +309,47 @@ def test_anthropic_tool_references(issues: ToolStore) -> None:
     assert all(ref["tool_name"] in names and ref["type"] == "tool_reference" for ref in block["content"])
 
 
+def test_anthropic_tool_search_calls_resolve_the_names_the_search_referenced(issues: ToolStore) -> None:
+    """The catalog goes out deferred (catalog-wide names: three create_issue tools, so github__create_issue); the
+    search routes github's alone, whose own name in that result is create_issue; the model calls the tool it loaded
+    by the name the tool_reference gave, and calls() of the search result resolves it."""
+    everything = issues.tools()
+    search = {"name": "search_tools", "description": "Find tools", "input_schema": {"type": "object"}}
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        _check_tools(body["tools"], lambda t: t["name"])
+        loaded = [r["tool_name"] for r in body["messages"][-1]["content"][0]["content"]]  # the tool_reference blocks
+        assert all(r in {t["name"] for t in body["tools"]} for r in loaded)
+        use = {"type": "tool_use", "id": "toolu_2", "name": loaded[0], "input": {"title": "login"}}
+        reply = {"id": "m", "type": "message", "role": "assistant", "model": body["model"], "content": [use]}
+        reply |= {"stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        return httpx2.Response(200, json=reply)
+
+    result = issues.route("create an issue", k=1, providers=["github"])
+    assert result.ids == ["github.create_issue"] and result.names == ["create_issue"]
+    asked = {"type": "tool_use", "id": "toolu_1", "name": "search_tools", "input": {"query": "create an issue"}}
+    messages = [
+        {"role": "user", "content": "create an issue for the login bug"},
+        {"role": "assistant", "content": [asked]},
+        {"role": "user", "content": [ts_anthropic.tool_search_result(result, "toolu_1", deferred=everything)]},
+    ]
+    tools = [search, *ts_anthropic.deferred_definitions(everything)]
+    reply = _anthropic(handler).messages.create(model="claude-test", max_tokens=100, messages=messages, tools=tools)
+    assert reply.content[0].name == "github__create_issue"  # type: ignore[union-attr]
+    for kwargs in ({}, {"deferred": everything}):
+        [call] = ts_anthropic.calls(result, reply, **kwargs)  # type: ignore[arg-type]
+        assert (call.tool.id, call.name) == ("github.create_issue", "github__create_issue")
+        assert call.arguments == {"title": "login"}
+    with pytest.raises(UnknownToolError):  # the search referred to it by its catalog-wide name only
+        ts_anthropic.calls(result, _tool_use("create_issue"), deferred=everything)
+    assert [c.tool.id for c in ts_anthropic.calls(result, _tool_use("create_issue"))] == ["github.create_issue"]
+
+
+def _tool_use(name: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": name, "input": {}}]}
+
+
 # -- langgraph-bigtool ---------------------------------------------------------------------------------------
 
 

@@ -10,9 +10,10 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletio
 from openai.types.responses import FunctionToolParam, Response
 from pydantic import TypeAdapter
 
-from toolstore import InvalidInputError, Tool
+from toolstore import InvalidInputError, Tool, UnknownToolError
 from toolstore._formats import parse_tools, render
 from toolstore._result import RoutedTool, RouteResult, Signals
+from toolstore.integrations import anthropic as ts_anthropic
 from toolstore.integrations import openai as ts_openai
 
 TOOLS = [
@@ -97,3 +98,33 @@ def test_strict_stays_across_the_two_openai_shapes() -> None:
     off = {**responses, "strict": False}
     assert "strict" not in render(parse_tools([{**off, "strict": None}]), "openai")[0]["function"]
     assert render(parse_tools([off]), "openai")[0]["function"]["strict"] is False
+
+
+def test_anthropic_calls_never_guess_between_a_searchs_names_and_the_results() -> None:
+    """In this catalog github's create_issue is github__create_issue (two other create_issue tools), and x's tool
+    named github__create_issue is x__github__create_issue (y has one too). A search that routes only those two gave
+    the model github__create_issue for github's tool (deferred names), while result.definitions would give that name
+    to x's: without the deferred tools calls() cannot tell which, so it refuses; with them it resolves exactly."""
+    catalog = [
+        Tool(id="x.github__create_issue", name="github__create_issue", provider="x"),
+        Tool(id="y.github__create_issue", name="github__create_issue", provider="y"),
+        Tool(id="github.create_issue", name="create_issue", provider="github"),
+        Tool(id="linear.create_issue", name="create_issue", provider="linear"),
+    ]
+    result = RouteResult(query="q", tools=[RoutedTool(t, 1.0, Signals()) for t in (catalog[0], catalog[2])])
+    assert result.names == ["github__create_issue", "create_issue"]
+    block = ts_anthropic.tool_search_result(result, "s", deferred=catalog)
+    assert [r["tool_name"] for r in block["content"]] == ["x__github__create_issue", "github__create_issue"]
+
+    def use(name: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": name, "input": {}}]}
+
+    with pytest.raises(UnknownToolError, match="may mean any of x.github__create_issue, github.create_issue"):
+        ts_anthropic.calls(result, use("github__create_issue"))
+    assert ts_anthropic.calls(result, use("github__create_issue"), deferred=catalog)[0].tool.id == "github.create_issue"
+    assert ts_anthropic.calls(result, use("x__github__create_issue"), deferred=catalog)[0].tool.id == catalog[0].id
+    assert ts_anthropic.calls(result, use("x__github__create_issue"))[0].tool.id == catalog[0].id
+    assert ts_anthropic.calls(result, use("create_issue"))[0].tool.id == "github.create_issue"
+    for name in ("create_issue", "linear__create_issue"):  # not what the search referred to / not routed
+        with pytest.raises(UnknownToolError):
+            ts_anthropic.calls(result, use(name), deferred=catalog)

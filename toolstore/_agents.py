@@ -2,7 +2,7 @@
 calls the model made in the session log, and map the calls back to tools (annotations evaluated, as in ``_models``).
 Shared by the SDK adapters in ``toolstore.integrations``; message reading itself is ``_messages``."""
 
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -124,8 +124,12 @@ def _session_calls(conv: Conversation, ids: Sequence[str | None]) -> list[Sessio
     ]
 
 
-def resolve_calls(result: RouteResult, items: Sequence[object], *, dialect: str = "auto") -> list[ResolvedCall]:
+def resolve_calls(
+    result: RouteResult, items: Sequence[object], *, dialect: str = "auto", resolve: Callable[[str], Tool] | None = None
+) -> list[ResolvedCall]:
     """Every tool call in ``items`` (the model's reply as messages or output items), resolved against the tools
-    ``result`` offered; UnknownToolError for a name that was not offered."""
+    ``result`` offered (``resolve``: name -> tool, default ``result.resolve``); UnknownToolError for a name that was
+    not offered."""
     calls = read_messages(list(items), dialect).tool_calls
-    return [ResolvedCall(result.resolve(c.name), c.name, c.arguments, c.id) for c in calls]
+    resolve = resolve or result.resolve
+    return [ResolvedCall(resolve(c.name), c.name, c.arguments, c.id) for c in calls]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ._errors import UnknownToolError
 from ._models import Tool
@@ -103,6 +103,22 @@ def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
             ids = ", ".join(sorted(found))
             raise UnknownToolError(f"tool name {name!r} is ambiguous ({ids}); pass the ids that were offered")
     raise UnknownToolError(f"no tool named {name!r}")
+
+
+def resolve_given(name: str, tools: Sequence[Tool], given: Sequence[Collection[str]], *, hint: str = "") -> Tool:
+    """The one tool of ``tools`` a model may have been given under ``name`` (``given[i]``: the names ``tools[i]`` may
+    have been given under). UnknownToolError when none was, or when more than one may have been: an ambiguous name is
+    never guessed (``hint`` is added to that error)."""
+    if not isinstance(name, str) or not name:
+        raise UnknownToolError(f"tool name must be a non-empty string, got {name!r}")
+    found = [t for t, names in zip(tools, given) if name in names]
+    if len(found) > 1:
+        ids = ", ".join(t.id for t in found)
+        raise UnknownToolError(f"tool name {name!r} may mean any of {ids}{hint}")
+    if not found:
+        offered = sorted({n for names in given for n in names})
+        raise UnknownToolError(f"no offered tool is named {name!r} (offered: {', '.join(offered)})")
+    return found[0]
 
 
 def resolve_among(name: str, tools: Sequence[Tool], ids: Sequence[str]) -> Tool:

@@ -7,7 +7,10 @@ and client-side tool search results (``tool_reference`` blocks) for tools sent w
         ...
 
 Tool search: send every tool with ``defer_loading: true`` (:func:`deferred_definitions`) plus your own search tool;
-when the model calls it, answer with :func:`tool_search_result` and the API loads the tools it references.
+when the model calls it, answer with :func:`tool_search_result` and the API loads the tools it references. The model
+then calls them by their catalog-wide names (``github__create_issue`` where another provider has a ``create_issue``
+too), which may differ from ``result.names`` (``create_issue`` when it was the only one routed): :func:`calls` of the
+search result resolves both, and exactly the referenced names when given the same ``deferred`` tools.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 from .._agents import ResolvedCall, aroute_messages, resolve_calls, route_messages
 from .._formats import render
 from .._models import Tool
-from .._names import model_names
+from .._names import model_names, name_forms, resolve_given
 from .._result import RouteResult
 
 __all__ = [
@@ -32,9 +35,27 @@ __all__ = [
 ]
 
 
-def calls(result: RouteResult, message: Any) -> list[ResolvedCall]:
-    """The ``tool_use`` blocks of an assistant ``Message`` (or its dict), resolved against ``result``."""
-    return resolve_calls(result, [message], dialect="anthropic")
+def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None = None) -> list[ResolvedCall]:
+    """The ``tool_use`` blocks of an assistant ``Message`` (or its dict), resolved against ``result``.
+
+    A routed tool answers to the names ``result`` could have given the model. Without ``deferred``: its name in
+    ``result.definitions`` (which :func:`tool_search_result` also refers to it by without ``deferred``) and each of
+    its name forms (:func:`toolstore._names.name_forms`), one of which is its catalog-wide name, the one a search
+    answered with ``deferred`` refers to it by. With ``deferred`` (the tools given to :func:`tool_search_result`):
+    exactly the name that search referred to it by. A name that more than one routed tool may have been given raises
+    UnknownToolError rather than picking one (``deferred`` makes a search's names exact), as does a name none was."""
+    tools = [r.tool for r in result.tools]
+    if deferred is None:
+        given = [{offered, *name_forms(t)} for t, offered in zip(tools, result.names)]
+        hint = "; pass calls(..., deferred=) the tools the search was given, to resolve the names it referenced"
+    else:
+        deferred = list(deferred)
+        searched = dict(zip((t.id for t in deferred), model_names(deferred)))
+        given = [{searched[t.id]} if t.id in searched else set() for t in tools]
+        hint = ""
+    return resolve_calls(
+        result, [message], dialect="anthropic", resolve=lambda name: resolve_given(name, tools, given, hint=hint)
+    )
 
 
 def deferred_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:
