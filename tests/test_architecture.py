@@ -39,7 +39,7 @@ LAYERS: list[set[str]] = [
         "_rerank",
         "_filters",
     },
-    {"_embedded", "_connect", "_migrate"},
+    {"_embedded", "_connect", "_replicas", "_migrate"},
     {"_indexes", "_vectors", "_catalog", "_route", "_routed", "_steps", "_reembed", "_access", "_sessions", "_anchors"},
     {"_store", "_async_store"},
     {

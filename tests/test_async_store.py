@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import uuid
 from collections.abc import Sequence
@@ -162,6 +163,14 @@ def test_async_store_has_the_same_methods_as_the_sync_store() -> None:
     assert public_methods(AsyncToolStore) - ASYNC_ONLY == public_methods(ToolStore)
     for name in public_methods(ToolStore) - {"connection"}:
         assert asyncio.iscoroutinefunction(getattr(AsyncToolStore, name)), name
+
+
+def test_async_store_takes_the_same_arguments_as_the_sync_store() -> None:
+    """ "Arguments as for ToolStore": the constructor's and every public method's parameters (names, kinds, defaults,
+    annotations) are the same in both stores."""
+    for name in sorted(public_methods(ToolStore) | {"__init__"}):
+        sync, aio = inspect.signature(getattr(ToolStore, name)), inspect.signature(getattr(AsyncToolStore, name))
+        assert list(aio.parameters.values()) == list(sync.parameters.values()), name
 
 
 def test_async_store_grants_retention_and_connection_and_writes_before_open(dsn: str) -> None:

@@ -3,6 +3,7 @@ replica has not replayed yet read from the primary instead."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -12,7 +13,15 @@ from typing import Any
 import psycopg
 import pytest
 
-from toolstore import DatabaseError, HashingEmbedder, ModelMismatchError, Tool, ToolStore, UnmatchedFilterError
+from toolstore import (
+    AsyncToolStore,
+    DatabaseError,
+    HashingEmbedder,
+    ModelMismatchError,
+    Tool,
+    ToolStore,
+    UnmatchedFilterError,
+)
 
 from catalog_gen import generated_queries, generated_tools
 from servers import migrated_dsn, private_server, stop, streaming_replica
@@ -113,7 +122,7 @@ def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
 ) -> None:
     """More concurrent routes than pool_size: the one that waited in vain for the replica's pool is routed on the
     primary, and the replica, which answers, stays in the reads (only one that cannot be reached is left out)."""
-    monkeypatch.setattr("toolstore._connect.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
+    monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
     dsn, replica = replicated
     query = generated_queries(1, seed=3)[0]
     with ToolStore(dsn, embedder=None, catalog="busy", read_dsn=replica, pool_size=1, timeout=1) as store:
@@ -174,3 +183,113 @@ def test_a_filter_value_only_the_primary_has_hands_the_route_to_the_primary(repl
             with pytest.raises(UnmatchedFilterError, match="nowhere"):  # the primary lacks it too
                 store.route("ping the fresh service", categories=["nowhere"])
             assert store.pool.get_stats()["requests_num"] > asked  # the primary was asked before it was an error
+
+
+FRESH = Tool(id="fresh.ping", name="ping_fresh", description="ping the fresh service", provider="freshco")
+
+
+def requests(pool: Any) -> int:
+    return int(pool.get_stats().get("requests_num", 0))
+
+
+def test_async_store_reads_from_the_replica_and_hands_lagging_reads_to_the_primary(
+    replicated: tuple[str, str],
+) -> None:
+    """AsyncToolStore(read_dsn=...): reads on the replica (the primary's pool is not asked), a catalog or a filter
+    value the replica has not replayed read on the primary, writes on the primary; the same answers as ToolStore."""
+    dsn, replica = replicated
+    query = generated_queries(1, seed=3)[0]
+    with ToolStore(dsn, embedder=None, catalog="areads", read_dsn=replica, timeout=3) as sync:
+        sync.upsert(generated_tools(20, seed=11))
+        wait_for(replica, "areads", 20)
+        expected = sync.route(query).ids
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="areads", read_dsn=[replica], timeout=3) as store:
+            primary = requests(store.pool)
+            assert (await store.route(query)).ids == expected
+            assert (await store.info()).n_tools == 20 and len(await store.tools()) == 20
+            assert any(c["name"] == "areads" for c in await store.catalogs())
+            assert requests(store.pool) == primary  # every read went to the replica
+            assert requests(store._replicas.connectors[0].pool) >= 4
+            with replay_paused(replica):
+                await store.upsert([FRESH])  # on the primary
+                assert (await store.route("ping the fresh service", providers=["freshco"])).ids == ["fresh.ping"]
+                with pytest.raises(UnmatchedFilterError, match="nowhere"):
+                    await store.route("ping the fresh service", providers=["nowhere"])
+                async with AsyncToolStore(dsn, embedder=None, catalog="alate", read_dsn=replica, timeout=3) as late:
+                    await late.upsert(generated_tools(5, seed=12))  # a catalog only the primary has
+                    assert (await late.info()).n_tools == 5 and len(await late.route(query)) > 0
+
+    asyncio.run(main())
+
+
+def test_async_store_leaves_out_a_replica_that_is_down_but_not_one_that_is_busy(
+    replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ToolStore: a replica that cannot be reached is asked once and then left out (REPLICA_RETRY); one whose
+    async pool is only busy hands that read to the primary and is asked again by the next."""
+    monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
+    dsn, replica = replicated
+    down = "postgresql://postgres@/postgres?host=/nonexistent-replica-socket-dir"
+    query = generated_queries(1, seed=3)[0]
+    with ToolStore(dsn, embedder=None, catalog="abusy", read_dsn=replica, timeout=3) as sync:
+        sync.upsert(generated_tools(20, seed=13))
+        wait_for(replica, "abusy", 20)
+        expected = sync.route(query).ids
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="abusy", read_dsn=down, timeout=1) as store:
+            assert (await store.route(query)).ids == expected
+            pool = store._replicas.connectors[0].pool
+            asked = requests(pool)
+            assert asked >= 1
+            assert (await store.route(query)).ids == expected and (await store.info()).n_tools == 20
+            assert requests(pool) == asked  # left out
+        async with AsyncToolStore(dsn, embedder=None, catalog="abusy", read_dsn=replica, pool_size=1, timeout=1) as s:
+            holding, release = asyncio.Event(), asyncio.Event()
+
+            async def hold(_query: str, candidates: list[Any]) -> list[float]:  # keeps the replica's one connection
+                holding.set()
+                await release.wait()
+                return [0.0] * len(candidates)
+
+            held = asyncio.create_task(s.route(query, reranker=hold))
+            await holding.wait()
+            primary = requests(s.pool)
+            assert (await s.route(query)).ids == expected  # the replica's pool is busy: routed on the primary
+            assert requests(s.pool) > primary
+            release.set()
+            await held
+            replica_pool = s._replicas.connectors[0].pool
+            asked = requests(replica_pool)
+            assert (await s.route(query)).ids == expected
+            assert requests(replica_pool) > asked  # asked again, not left out
+
+    asyncio.run(main())
+
+
+def test_the_replica_rotation_takes_turns_skips_the_unreachable_and_keeps_the_busy() -> None:
+    """The sans-I/O rule both stores' replicas follow (``_replicas.Rotation``), on a clock the test sets."""
+    from psycopg_pool import PoolTimeout
+
+    from toolstore._connect import PoolBusy
+    from toolstore._replicas import LAGGING, REPLICA_RETRY, Rotation
+
+    now = [100.0]
+    rotation = Rotation(3, clock=lambda: now[0])
+    assert [list(rotation.order()) for _ in range(4)] == [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 1, 2]]
+
+    def failure(cause: BaseException) -> DatabaseError:
+        error = DatabaseError("no connection")
+        error.__cause__ = cause
+        return error
+
+    assert rotation.hands_over(1, failure(PoolBusy("busy")))  # busy: handed on, not left out
+    assert rotation.hands_over(2, failure(PoolTimeout("no connection")))  # unreachable: left out
+    assert all(rotation.hands_over(0, error("lagging")) for error in LAGGING)
+    assert not rotation.hands_over(0, ValueError("a bug, not a lag"))
+    assert [list(rotation.order()) for _ in range(3)] == [[1, 0], [0, 1], [0, 1]]
+    now[0] += REPLICA_RETRY + 1
+    assert list(rotation.order()) == [1, 2, 0]
+    assert list(Rotation(0).order()) == []

@@ -1,8 +1,9 @@
 """AsyncToolStore: ToolStore's methods for asyncio, the async driver of the same route core.
 
 Reads and routing run on psycopg's async pool (``_connect.AsyncConnector``: the same connection setup, bounded waits,
-errors and reconnection as the sync store's) through the sans-I/O core in ``_route``, ``_rows`` and ``_names``; the
-embedder runs off the event loop (``asyncio.to_thread``), behind the same circuit breaker (``_vectors.QueryVectors``).
+errors and reconnection as the sync store's), or the read replicas' by the sync store's rule (``_replicas.Rotation``),
+through the sans-I/O core in ``_route``, ``_rows`` and ``_names``; the embedder runs off the event loop
+(``asyncio.to_thread``), behind the same circuit breaker (``_vectors.QueryVectors``).
 Writes (upsert, examples, reembed, tune, ...) are bulk, transactional and rare: they run the sync write path of a
 :class:`ToolStore` on the same database in a worker thread, so the write path exists once.
 """
@@ -13,7 +14,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import psycopg
@@ -32,16 +33,22 @@ from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
 from ._names import resolve_among, resolve_name
+from ._replicas import AsyncReplicas, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._rows import check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
-from ._sessions import retention
+from ._sessions import DEFAULT_MAX_CALLS, retention
 from ._steps import Embed, Fetch, Rerank, Step, adrive, afetch_rows, rerank_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from ._tune import TuneReport
+
+T = TypeVar("T")
+Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
 
 NOT_OPEN = "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
 
@@ -49,7 +56,8 @@ NOT_OPEN = "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or 
 class AsyncToolStore:
     """:class:`ToolStore` for asyncio: ``async with AsyncToolStore(...) as store: await store.route(...)``.
 
-    Arguments as for ToolStore. Nothing touches the database until :meth:`open` (``async with`` calls it).
+    Arguments as for ToolStore (``read_dsn`` included: reads go to the replicas the same way). Nothing touches the
+    database until :meth:`open` (``async with`` calls it).
     """
 
     def __init__(
@@ -64,6 +72,7 @@ class AsyncToolStore:
         pool_size: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
         embedder_cooldown: float = BREAKER_COOLDOWN,
+        read_dsn: str | Sequence[str] | None = None,
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
@@ -72,13 +81,13 @@ class AsyncToolStore:
         elif isinstance(embedder, str):
             raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
         self.embedder: Embedder | None = embedder
-        self._dsn = dsn
-        self._create = create
-        self._migrate = migrate
+        self._dsn, self._create, self._migrate = dsn, create, migrate
         self._pool_size = check_pool_size(pool_size)
         self._timeout = check_timeout(timeout)
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
+        self._read_dsns = replica_dsns(read_dsn)
         self._db: AsyncConnector | None = None
+        self._replicas = AsyncReplicas([])
         self._writer: ToolStore | None = None
         self._writer_lock = asyncio.Lock()
         self._open_lock = asyncio.Lock()
@@ -87,21 +96,29 @@ class AsyncToolStore:
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def open(self) -> AsyncToolStore:
-        """Resolve the DSN, migrate when behind (in a thread: alembic is sync) and open the async pool."""
+        """Resolve the DSN, migrate when behind (in a thread: alembic is sync) and open the async pools (the
+        replicas' connect in the background, as ToolStore's)."""
         async with self._open_lock:  # opens at once (asyncio.gather) make one pool, not one each
             if self._db is not None:
                 return self
             self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
             await asyncio.to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
-            self._db = await AsyncConnector.open(
-                self.dsn, schema=self.schema, tenant=self.catalog, max_size=self._pool_size, timeout=self._timeout
-            )
+            options: dict[str, Any] = dict(schema=self.schema, tenant=self.catalog, timeout=self._timeout)
+            db = await AsyncConnector.open(self.dsn, max_size=self._pool_size, **options)
+            try:
+                self._replicas = await AsyncReplicas.open(self._read_dsns, max_size=self._pool_size, **options)
+            except BaseException:
+                await db.close()
+                raise
+            self._db = db
         return self
 
     async def close(self) -> None:
         if self._db is not None:
             await self._db.close()
             self._db = None
+        await self._replicas.close()
+        self._replicas = AsyncReplicas([])
         if self._writer is not None:
             await asyncio.to_thread(self._writer.close)
             self._writer = None
@@ -133,16 +150,9 @@ class AsyncToolStore:
             raise InvalidInputError(NOT_OPEN)
         async with self._writer_lock:
             if self._writer is None:
+                options = dict(catalog=self.catalog, schema=self.schema, create=self._create, timeout=self._timeout)
                 self._writer = await asyncio.to_thread(
-                    ToolStore,
-                    self.dsn,
-                    embedder=self.embedder,
-                    catalog=self.catalog,
-                    schema=self.schema,
-                    create=self._create,
-                    migrate=False,
-                    pool_size=2,
-                    timeout=self._timeout,
+                    ToolStore, self.dsn, embedder=self.embedder, migrate=False, pool_size=2, **options
                 )
         self._writer.embedder = self.embedder
         result = await asyncio.to_thread(getattr(self._writer, method), *args, **kwargs)
@@ -150,6 +160,12 @@ class AsyncToolStore:
         return result
 
     # -- reads ---------------------------------------------------------------------------------------
+
+    async def _read(self, work: Work[T]) -> T:
+        """A read on the replicas in turn, then on the primary: :meth:`ToolStore._read` for asyncio."""
+        db = self.db
+        answered, result = await self._replicas.run(work)
+        return result if answered else await db.run(work)  # type: ignore[return-value]
 
     async def _info(self, conn: psycopg.AsyncConnection[Any], *, counts: bool = False) -> CatalogInfo:
         async with conn.cursor(row_factory=dict_row) as cur:
@@ -160,7 +176,7 @@ class AsyncToolStore:
         return info_from_row(row)
 
     async def info(self, *, counts: bool = True) -> CatalogInfo:
-        return await self.db.run(lambda conn: self._info(conn, counts=counts))
+        return await self._read(lambda conn: self._info(conn, counts=counts))
 
     async def catalogs(self) -> list[dict[str, Any]]:
         async def work(conn: psycopg.AsyncConnection[Any]) -> list[dict[str, Any]]:
@@ -168,13 +184,13 @@ class AsyncToolStore:
                 await cur.execute(_sql.query("list_catalogs"))
                 return await cur.fetchall()
 
-        return await self.db.run(work)
+        return await self._read(work)
 
     async def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
         async def work(conn: psycopg.AsyncConnection[Any]) -> list[Tool]:
             return await self._tools(conn, await self._info(conn), ids)
 
-        return await self.db.run(work)
+        return await self._read(work)
 
     async def _tools(
         self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, ids: Sequence[str] | None
@@ -205,7 +221,7 @@ class AsyncToolStore:
                 found = resolve_name(name, [name_row(r) for r in await cur.fetchall()], offered=False)
             return (await self._tools(conn, info, [found.id]))[0]
 
-        return await self.db.run(work)
+        return await self._read(work)
 
     # -- routing -------------------------------------------------------------------------------------
 
@@ -244,7 +260,7 @@ class AsyncToolStore:
         async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
             return await adrive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
 
-        return await self.db.run(work)
+        return await self._read(work)
 
     async def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
         """See :meth:`ToolStore.resolve_calls`."""
@@ -253,7 +269,7 @@ class AsyncToolStore:
         async def work(conn: psycopg.AsyncConnection[Any]) -> list[str | None]:
             return await adrive(resolve_steps(await self._info(conn), names), self._answer(conn))
 
-        return await self.db.run(work)
+        return await self._read(work)
 
     def _answer(self, conn: psycopg.AsyncConnection[Any]) -> Callable[[Step], Awaitable[Any]]:
         """What answers a route step (``_steps``) on ``conn``: :meth:`ToolStore._answer` for asyncio."""
@@ -284,12 +300,10 @@ class AsyncToolStore:
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 
     async def upsert(self, tools: Iterable[Tool], *, prune: bool = False) -> ImportReport:
-        result: ImportReport = await self._write("upsert", list(tools), prune=prune)
-        return result
+        return cast("ImportReport", await self._write("upsert", list(tools), prune=prune))
 
     async def add_examples(self, examples: Iterable[IntentExample]) -> int:
-        result: int = await self._write("add_examples", list(examples))
-        return result
+        return cast("int", await self._write("add_examples", list(examples)))
 
     async def remove(self, tool_id: str) -> None:
         await self._write("remove", tool_id)
@@ -297,16 +311,13 @@ class AsyncToolStore:
     async def add_anchors(
         self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False
     ) -> list[Anchor]:
-        result: list[Anchor] = await self._write("add_anchors", anchors, replace=replace)
-        return result
+        return cast("list[Anchor]", await self._write("add_anchors", anchors, replace=replace))
 
     async def anchors(self) -> list[Anchor]:
-        result: list[Anchor] = await self._write("anchors")
-        return result
+        return cast("list[Anchor]", await self._write("anchors"))
 
     async def remove_anchors(self, ids: Iterable[int]) -> int:
-        result: int = await self._write("remove_anchors", list(ids))
-        return result
+        return cast("int", await self._write("remove_anchors", list(ids)))
 
     async def drop_catalog(self) -> None:
         await self._write("drop_catalog")
@@ -326,8 +337,7 @@ class AsyncToolStore:
         await self._write("set_abstain", model, fusion=fusion)
 
     async def reembed(self, embedder: Embedder) -> dict[str, Any]:
-        result: dict[str, Any] = await self._write("reembed", embedder)
-        return result
+        return cast("dict[str, Any]", await self._write("reembed", embedder))
 
     async def tune(
         self,
@@ -339,10 +349,8 @@ class AsyncToolStore:
         save: bool = True,
         negatives: str | os.PathLike[str] | Sequence[str] | None = None,
     ) -> TuneReport:
-        result: TuneReport = await self._write(
-            "tune", examples, sessions=sessions, seed=seed, folds=folds, save=save, negatives=negatives
-        )
-        return result
+        options = dict(sessions=sessions, seed=seed, folds=folds, save=save, negatives=negatives)
+        return cast("TuneReport", await self._write("tune", examples, **options))
 
     async def analyze(self) -> None:
         await self._write("analyze")
@@ -351,41 +359,37 @@ class AsyncToolStore:
         await self._write("grant", role, write=write, tenant=tenant)
 
     async def revoke(self, role: str, *, tenant: bool = False) -> bool:
-        result: bool = await self._write("revoke", role, tenant=tenant)
-        return result
+        return cast("bool", await self._write("revoke", role, tenant=tenant))
 
     async def grants(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._write("grants")
-        return result
+        return cast("list[dict[str, Any]]", await self._write("grants"))
 
     # -- the session log (see ToolStore; its listings also run in the writer's thread) -----------------------
 
     async def record_calls(self, session: str, calls: Iterable[object]) -> int:
-        result: int = await self._write("record_calls", session, list(calls))
-        return result
+        return cast("int", await self._write("record_calls", session, list(calls)))
 
     async def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
-        result: dict[str, int] = await self._write("import_sessions", list(sessions))
-        return result
+        return cast("dict[str, int]", await self._write("import_sessions", list(sessions)))
 
     async def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._write("sessions", limit=limit)
-        return result
+        return cast("list[dict[str, Any]]", await self._write("sessions", limit=limit))
 
     async def session_log(self, session: str) -> list[LoggedCall]:
-        result: list[LoggedCall] = await self._write("session_log", session)
-        return result
+        return cast("list[LoggedCall]", await self._write("session_log", session))
 
-    async def prune_sessions(self, **options: Any) -> dict[str, int]:
-        result: dict[str, int] = await self._write("prune_sessions", **options)
-        return result
+    async def prune_sessions(
+        self, *, older_than: timedelta | None = None, session: str | None = None
+    ) -> dict[str, int]:
+        return cast("dict[str, int]", await self._write("prune_sessions", older_than=older_than, session=session))
 
-    async def transitions(self, **options: Any) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self._write("transitions", **options)
-        return result
+    async def transitions(self, *, prev: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        return cast("list[dict[str, Any]]", await self._write("transitions", prev=prev, limit=limit))
 
-    async def set_session_retention(self, **limits: Any) -> None:
-        await self._write("set_session_retention", **limits)
+    async def set_session_retention(
+        self, *, max_calls: int | None = DEFAULT_MAX_CALLS, max_age_days: float | None = None
+    ) -> None:
+        await self._write("set_session_retention", max_calls=max_calls, max_age_days=max_age_days)
 
     async def session_retention(self) -> dict[str, Any]:
         """See :meth:`ToolStore.session_retention` (read on the async pool)."""

@@ -8,7 +8,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -21,13 +21,10 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTi
 
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, redact
-from ._observe import logger
 
 T = TypeVar("T")
 #: Seconds a call may wait for a database connection before it raises DatabaseError.
 DEFAULT_TIMEOUT = 5.0
-#: Seconds a read replica that could not be reached is left out of reads (they go to the next one, then the primary).
-REPLICA_RETRY = 10.0
 #: Attempts of a write transaction that Postgres chose as a deadlock (or serialization) victim.
 CONFLICT_ATTEMPTS = 4
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
@@ -124,6 +121,36 @@ class PoolBusy(PoolTimeout):
     is only full (more concurrent calls than ``pool_size``)."""
 
 
+class Lending:
+    """The connections a pool lent (:class:`Connector`'s and :class:`AsyncConnector`'s count): how many are out now,
+    and how many came back, which tells a busy pool (:class:`PoolBusy`) from one that could not connect."""
+
+    def __init__(self) -> None:
+        self._out, self._returned, self._lock = 0, 0, threading.Lock()
+
+    def returned(self) -> int:
+        """How many came back so far: :meth:`failure`'s ``since``, taken before waiting for a connection."""
+        with self._lock:
+            return self._returned
+
+    def lend(self) -> None:
+        with self._lock:
+            self._out += 1
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._out, self._returned = self._out - 1, self._returned + 1
+
+    def failure(self, exc: BaseException, since: int, pool_size: int) -> BaseException:
+        """What a wait for a connection that failed with ``exc`` means: a :class:`PoolBusy` when it timed out while
+        some connection was out (one is out now, or one came back since ``since``), else ``exc`` itself."""
+        with self._lock:
+            lent = self._out > 0 or self._returned != since
+        if isinstance(exc, PoolTimeout) and lent:
+            return PoolBusy(f"the pool's connections (pool_size={pool_size}) are all in use")
+        return exc
+
+
 def _translate(exc: BaseException, timeout: float) -> DatabaseError:
     if isinstance(exc, PoolBusy):
         return DatabaseError(f"no database connection within {timeout:g} s: {exc}")
@@ -143,10 +170,10 @@ def connection_lost(exc: BaseException) -> bool:
 
 def unreachable(exc: BaseException) -> bool:
     """True for failures that mean the server cannot be reached, which leave a replica out of reads for
-    :data:`REPLICA_RETRY` seconds: a lost connection (:func:`connection_lost`: a server stopped or restarted, the
+    ``_replicas.REPLICA_RETRY`` seconds: a lost connection (:func:`connection_lost`: a server stopped or restarted, the
     network), or a pool that gave no connection within the timeout while none of its connections was in use, so it
     could not open one (refused, no such host, a server not accepting connections). A pool that had a connection in
-    use meanwhile (:class:`PoolBusy`, from :class:`Connector`'s count of the connections it lends; psycopg_pool's
+    use meanwhile (:class:`PoolBusy`, from the :class:`Lending` count of both connectors; psycopg_pool's
     PoolTimeout chains no error, and its ``pool_size`` stat counts connections still being attempted) is only busy:
     the server answers, and a later call may find a connection free."""
     return (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy)) or connection_lost(exc)
@@ -197,7 +224,7 @@ class Connector:
         self.pool: ConnectionPool[Any] = ConnectionPool(
             dsn, min_size=min_size, max_size=max_size, configure=configure, **_pool_options(self.timeout)
         )
-        self._lent, self._returned, self._count = 0, 0, threading.Lock()  # connections out now, and given back
+        self.lending = Lending()
         if not wait:  # the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open(wait=False)
             return
@@ -210,29 +237,19 @@ class Connector:
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection, waited for at most ``timeout`` seconds; psycopg's failures become DatabaseError."""
-        with self._count:
-            returned = self._returned
+        since = self.lending.returned()
         try:
             with self.pool.connection(timeout=self.timeout) as conn:
-                with self._count:
-                    self._lent += 1
+                self.lending.lend()
                 try:
                     yield conn
                 finally:
-                    with self._count:
-                        self._lent, self._returned = self._lent - 1, self._returned + 1
+                    self.lending.give_back()
         except (PoolTimeout, psycopg.Error) as exc:
             if connection_lost(exc):
                 self.pool.check()  # drop the pool's other dead connections too
-            busy = isinstance(exc, PoolTimeout) and self._lent_since(returned)
-            cause = PoolBusy(f"the pool's connections (pool_size={self.pool.max_size}) are all in use") if busy else exc
+            cause = self.lending.failure(exc, since, self.pool.max_size)
             raise _translate(cause, self.timeout) from cause
-
-    def _lent_since(self, returned: int) -> bool:
-        """Whether some connection was out at any time since the count of returns was ``returned``: it is out now,
-        or one came back since."""
-        with self._count:
-            return self._lent > 0 or self._returned != returned
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
@@ -251,54 +268,14 @@ class Connector:
         self.pool.close()
 
 
-class Replicas:
-    """Read replicas taken in turn: :meth:`run` tries each from the next one round, and returns None when every
-    replica failed (down, or it has not replayed the catalog yet: ``handover`` errors) so the caller reads from the
-    primary. Their pools connect in the background, so a replica that is down does not keep the store from opening;
-    one that could not be reached (:func:`unreachable`) is left out of reads for :data:`REPLICA_RETRY` seconds. One
-    whose pool is only busy (every connection in use for ``timeout`` seconds: more concurrent reads than
-    ``pool_size``) hands that read on too, but is asked again by the next."""
-
-    def __init__(self, dsns: Sequence[str], *, handover: tuple[type[Exception], ...], **options: Any) -> None:
-        self.connectors: list[Connector] = []
-        try:
-            for dsn in dsns:
-                self.connectors.append(Connector(dsn, wait=False, **options))
-        except BaseException:
-            self.close()
-            raise
-        self._handover = (DatabaseError, *handover)
-        self._turn, self._lock = -1, threading.Lock()
-        self._down_until = [0.0] * len(self.connectors)
-
-    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> tuple[bool, T | None]:
-        """(True, result) from the first replica that answered, or (False, None) when none did."""
-        n = len(self.connectors)
-        with self._lock:
-            self._turn = first = (self._turn + 1) % n if n else 0
-        for i in ((first + offset) % n for offset in range(n)):
-            if self._down_until[i] > time.monotonic():
-                continue
-            try:
-                return True, self.connectors[i].run(work)
-            except self._handover as exc:
-                if exc.__cause__ is not None and unreachable(exc.__cause__):
-                    self._down_until[i] = time.monotonic() + REPLICA_RETRY
-                logger.debug("read on a replica failed, trying the next: %s", exc)
-        return False, None
-
-    def close(self) -> None:
-        for connector in self.connectors:
-            connector.close()
-
-
 class AsyncConnector:
     """:class:`Connector` for asyncio, on psycopg's async pool: the same connection setup, bounded waits, errors
-    and one retry after a lost connection. Made with :meth:`open`."""
+    (a busy pool's :class:`PoolBusy` too) and one retry after a lost connection. Made with :meth:`open`."""
 
     def __init__(self, pool: AsyncConnectionPool[Any], timeout: float) -> None:
         self.pool = pool
         self.timeout = timeout
+        self.lending = Lending()
 
     @classmethod
     async def open(
@@ -310,7 +287,9 @@ class AsyncConnector:
         min_size: int = 1,
         max_size: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
+        wait: bool = True,
     ) -> AsyncConnector:
+        """``wait=False``: the pool connects in the background; until it has, a call waits up to ``timeout``."""
         timeout = check_timeout(timeout)
         check_dsn(dsn)
 
@@ -324,7 +303,7 @@ class AsyncConnector:
             dsn, min_size=min_size, max_size=max_size, configure=configure, **_pool_options(timeout)
         )
         try:
-            await pool.open(wait=True, timeout=max(timeout, 15.0))
+            await pool.open(wait=wait, timeout=max(timeout, 15.0))
         except Exception as exc:
             await pool.close()
             raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
@@ -332,13 +311,19 @@ class AsyncConnector:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        since = self.lending.returned()
         try:
             async with self.pool.connection(timeout=self.timeout) as conn:
-                yield conn
+                self.lending.lend()
+                try:
+                    yield conn
+                finally:
+                    self.lending.give_back()
         except (PoolTimeout, psycopg.Error) as exc:
             if connection_lost(exc):
                 await self.pool.check()
-            raise _translate(exc, self.timeout) from exc
+            cause = self.lending.failure(exc, since, self.pool.max_size)
+            raise _translate(cause, self.timeout) from cause
 
     async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         for attempt in range(2):

@@ -15,16 +15,10 @@ from . import _access, _catalog, _sql
 from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._anchors import AnchorMethods
 from ._catalog_cache import CatalogCache
-from ._connect import DEFAULT_TIMEOUT, Connector, Replicas, check_pool_size, check_timeout, resolve_dsn
+from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import (
-    InvalidInputError,
-    ModelMismatchError,
-    UnknownCatalogError,
-    UnknownToolError,
-    UnmatchedFilterError,
-)
+from ._errors import InvalidInputError, UnknownToolError
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
@@ -33,6 +27,7 @@ from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import logger, span
 from ._reembed import reembed
+from ._replicas import Replicas, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._rows import check_ids, name_row, unknown_catalog
@@ -42,6 +37,7 @@ from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
 T = TypeVar("T")
+Work = Callable[[psycopg.Connection[Any]], T]
 
 DEFAULT = "default"
 
@@ -94,11 +90,8 @@ class ToolStore(AnchorMethods, SessionMethods):
         ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
         pool_options: dict[str, Any] = {"max_size": pool_size, "timeout": timeout}
         self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
-        replicas = [read_dsn] if isinstance(read_dsn, str) else list(read_dsn or [])
         try:
-            # a replica behind the catalog, its model switch, or a tool or value a route filter names
-            lagging = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError)
-            self._replicas = Replicas(replicas, handover=lagging, schema=self.schema, tenant=catalog, **pool_options)
+            self._replicas = Replicas(replica_dsns(read_dsn), schema=self.schema, tenant=catalog, **pool_options)
         except BaseException:
             self._db.close()
             raise
@@ -117,8 +110,8 @@ class ToolStore(AnchorMethods, SessionMethods):
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         return self._db.run(work)
 
-    def _read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """A read on the replicas in turn, then on the primary."""
+    def _read(self, work: Work[T]) -> T:
+        """A read on the replicas in turn (``_replicas.Rotation``), then on the primary."""
         answered, result = self._replicas.run(work)
         return result if answered else self._db.run(work)  # type: ignore[return-value]
 

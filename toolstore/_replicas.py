@@ -1,0 +1,127 @@
+"""Read replicas: the rule of which one a read goes to (:class:`Rotation`, sans-I/O), and its two drivers,
+:class:`Replicas` on :class:`Connector` pools for ``ToolStore`` and :class:`AsyncReplicas` on :class:`AsyncConnector`
+pools for ``AsyncToolStore``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import psycopg
+
+from ._connect import AsyncConnector, Connector, unreachable
+from ._errors import (
+    DatabaseError,
+    ModelMismatchError,
+    UnknownCatalogError,
+    UnmatchedFilterError,
+)
+from ._observe import logger
+
+T = TypeVar("T")
+#: Seconds a read replica that could not be reached is left out of reads (they go to the next one, then the primary).
+REPLICA_RETRY = 10.0
+#: What a replica that is only behind the primary answers, so the read is handed on: a catalog it has not replayed,
+#: its switch to another model, a value a route filter names (TS002).
+LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError)
+
+
+def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
+    """The stores' ``read_dsn`` argument as a list."""
+    return [read_dsn] if isinstance(read_dsn, str) else list(read_dsn or [])
+
+
+class Rotation:
+    """Which of ``n`` replicas a read asks, in what order, and what a failure means; no I/O.
+
+    Each read starts one replica further round (:meth:`order`) and skips those left out. A failure
+    (:meth:`hands_over`) is handed on to the next replica, and finally the primary, when it is a :class:`DatabaseError`
+    or one of :data:`LAGGING`; when its cause says the server cannot be reached (:func:`_connect.unreachable`), the
+    replica is also left out for :data:`REPLICA_RETRY` seconds. A pool that was only busy hands on that read alone."""
+
+    def __init__(self, n: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._n, self._clock = n, clock
+        self._turn, self._lock = -1, threading.Lock()
+        self._down_until = [0.0] * n
+
+    def order(self) -> Iterator[int]:
+        """The replicas this read asks, in turn (none: the primary at once)."""
+        n = self._n
+        with self._lock:
+            self._turn = first = (self._turn + 1) % n if n else 0
+        for i in ((first + offset) % n for offset in range(n)):
+            if self._down_until[i] <= self._clock():
+                yield i
+
+    def hands_over(self, replica: int, exc: Exception) -> bool:
+        """Whether replica ``replica``'s failure ``exc`` hands the read on (else it is the caller's error)."""
+        if not isinstance(exc, (DatabaseError, *LAGGING)):
+            return False
+        if exc.__cause__ is not None and unreachable(exc.__cause__):
+            self._down_until[replica] = self._clock() + REPLICA_RETRY
+        logger.debug("read on a replica failed, trying the next: %s", exc)
+        return True
+
+
+class Replicas:
+    """:class:`Rotation` on :class:`Connector` pools, which connect in the background (a replica that is down does
+    not keep the store from opening)."""
+
+    def __init__(self, dsns: Sequence[str], **options: Any) -> None:
+        self.connectors: list[Connector] = []
+        try:
+            for dsn in dsns:
+                self.connectors.append(Connector(dsn, wait=False, **options))
+        except BaseException:
+            self.close()
+            raise
+        self.rotation = Rotation(len(self.connectors))
+
+    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> tuple[bool, T | None]:
+        """(True, result) from the first replica that answered, or (False, None) when the primary must."""
+        for i in self.rotation.order():
+            try:
+                return True, self.connectors[i].run(work)
+            except Exception as exc:
+                if not self.rotation.hands_over(i, exc):
+                    raise
+        return False, None
+
+    def close(self) -> None:
+        for connector in self.connectors:
+            connector.close()
+
+
+class AsyncReplicas:
+    """:class:`Replicas` for asyncio, on :class:`AsyncConnector` pools; made with :meth:`open`."""
+
+    def __init__(self, connectors: list[AsyncConnector]) -> None:
+        self.connectors = connectors
+        self.rotation = Rotation(len(connectors))
+
+    @classmethod
+    async def open(cls, dsns: Sequence[str], **options: Any) -> AsyncReplicas:
+        connectors: list[AsyncConnector] = []
+        try:
+            for dsn in dsns:
+                connectors.append(await AsyncConnector.open(dsn, wait=False, **options))
+        except BaseException:
+            await cls(connectors).close()
+            raise
+        return cls(connectors)
+
+    async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> tuple[bool, T | None]:
+        """(True, result) from the first replica that answered, or (False, None) when the primary must."""
+        for i in self.rotation.order():
+            try:
+                return True, await self.connectors[i].run(work)
+            except Exception as exc:
+                if not self.rotation.hands_over(i, exc):
+                    raise
+        return False, None
+
+    async def close(self) -> None:
+        for connector in self.connectors:
+            await connector.close()
