@@ -20,6 +20,7 @@ from toolstore import (
     ModelMismatchError,
     Tool,
     ToolStore,
+    UnknownToolError,
     UnmatchedFilterError,
 )
 
@@ -186,6 +187,39 @@ def test_a_filter_value_only_the_primary_has_hands_the_route_to_the_primary(repl
 
 
 FRESH = Tool(id="fresh.ping", name="ping_fresh", description="ping the fresh service", provider="freshco")
+
+
+def test_reads_of_a_tool_the_replica_lacks_hand_over_to_the_primary(replicated: tuple[str, str]) -> None:
+    """resolve(), get() and tools(ids) of a tool only the primary has yet read it there (a tool the primary lacks too
+    is still unknown); ToolStore and AsyncToolStore alike."""
+    dsn, replica = replicated
+    tools = generated_tools(20, seed=10)
+    with ToolStore(dsn, embedder=None, catalog="lacks", read_dsn=replica, timeout=3) as store:
+        store.upsert(tools)
+        wait_for(replica, "lacks", 20)
+        with replay_paused(replica):
+            store.upsert([FRESH])  # only the primary has it
+            assert store.resolve("ping_fresh").id == "fresh.ping"
+            assert store.resolve("ping_fresh", among=["fresh.ping", tools[0].id]).id == "fresh.ping"
+            assert store.get("fresh.ping").provider == "freshco"
+            assert [t.id for t in store.tools(["fresh.ping", tools[0].id])] == sorted(["fresh.ping", tools[0].id])
+            assert [t.id for t in store.tools(["fresh.ping", "nowhere"])] == ["fresh.ping"]  # the primary's answer
+            with pytest.raises(UnknownToolError):
+                store.get("nowhere")
+            with pytest.raises(UnknownToolError):
+                store.resolve("nowhere_at_all")
+
+            async def main() -> None:
+                async with AsyncToolStore(dsn, embedder=None, catalog="lacks", read_dsn=replica, timeout=3) as astore:
+                    assert (await astore.resolve("ping_fresh")).id == "fresh.ping"
+                    assert (await astore.get("fresh.ping")).provider == "freshco"
+                    found = await astore.tools(["fresh.ping", tools[0].id])
+                    assert [t.id for t in found] == sorted(["fresh.ping", tools[0].id])
+                    assert [t.id for t in await astore.tools(["fresh.ping", "nowhere"])] == ["fresh.ping"]
+                    with pytest.raises(UnknownToolError):
+                        await astore.get("nowhere")
+
+            asyncio.run(main())
 
 
 def requests(pool: Any) -> int:

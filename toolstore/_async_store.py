@@ -26,7 +26,7 @@ from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import InvalidInputError, UnknownToolError
+from ._errors import InvalidInputError
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
@@ -36,7 +36,7 @@ from ._names import resolve_among, resolve_name
 from ._replicas import AsyncReplicas, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._rows import check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
+from ._rows import all_found, check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
 from ._sessions import DEFAULT_MAX_CALLS, retention
 from ._steps import Embed, Fetch, Rerank, Step, adrive, afetch_rows, rerank_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
@@ -161,11 +161,11 @@ class AsyncToolStore:
 
     # -- reads ---------------------------------------------------------------------------------------
 
-    async def _read(self, work: Work[T]) -> T:
+    async def _read(self, work: Work[T], primary: Work[T] | None = None) -> T:
         """A read on the replicas in turn, then on the primary: :meth:`ToolStore._read` for asyncio."""
         db = self.db
         answered, result = await self._replicas.run(work)
-        return result if answered else await db.run(work)  # type: ignore[return-value]
+        return result if answered else await db.run(primary or work)  # type: ignore[return-value]
 
     async def _info(self, conn: psycopg.AsyncConnection[Any], *, counts: bool = False) -> CatalogInfo:
         async with conn.cursor(row_factory=dict_row) as cur:
@@ -187,10 +187,16 @@ class AsyncToolStore:
         return await self._read(work)
 
     async def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
-        async def work(conn: psycopg.AsyncConnection[Any]) -> list[Tool]:
-            return await self._tools(conn, await self._info(conn), ids)
+        return await self._read(self._listing(ids, complete=True), self._listing(ids, complete=False))
 
-        return await self._read(work)
+    def _listing(self, ids: Sequence[str] | None, *, complete: bool) -> Work[list[Tool]]:
+        """See :meth:`ToolStore._listing`."""
+
+        async def work(conn: psycopg.AsyncConnection[Any]) -> list[Tool]:
+            found = await self._tools(conn, await self._info(conn), ids)
+            return all_found(found, ids, self.catalog) if complete and ids is not None else found
+
+        return work
 
     async def _tools(
         self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, ids: Sequence[str] | None
@@ -203,10 +209,7 @@ class AsyncToolStore:
             return [tool_from_row(r) for r in await cur.fetchall()]
 
     async def get(self, tool_id: str) -> Tool:
-        found = await self.tools([tool_id])
-        if not found:
-            raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
-        return found[0]
+        return (await self._read(self._listing([tool_id], complete=True)))[0]
 
     async def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
         """See :meth:`ToolStore.resolve`."""

@@ -16,6 +16,7 @@ from ._errors import (
     DatabaseError,
     ModelMismatchError,
     UnknownCatalogError,
+    UnknownToolError,
     UnmatchedFilterError,
 )
 from ._observe import logger
@@ -24,8 +25,8 @@ T = TypeVar("T")
 #: Seconds a read replica that could not be reached is left out of reads (they go to the next one, then the primary).
 REPLICA_RETRY = 10.0
 #: What a replica that is only behind the primary answers, so the read is handed on: a catalog it has not replayed,
-#: its switch to another model, a value a route filter names (TS002).
-LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError)
+#: its switch to another model, a value a route filter names (TS002), a tool (``resolve``, ``get``, ``tools(ids)``).
+LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError, UnknownToolError)
 
 
 def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any
 
-from ._errors import InvalidInputError, InvalidToolError, UnknownCatalogError
+from ._errors import InvalidInputError, InvalidToolError, UnknownCatalogError, UnknownToolError
 from ._input import (
     MAX_DOC_CHARS,
     MAX_ID_CHARS,
@@ -194,6 +194,16 @@ def check_ids(ids: object) -> list[str]:
     if isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, Set)):
         raise InvalidInputError(f"tool ids must be a list of strings, got {type(ids).__name__}")
     return [check_text(i, f"tool id #{n}", max_chars=MAX_ID_CHARS) for n, i in enumerate(ids, 1)]
+
+
+def all_found(tools: Sequence[Tool], ids: Sequence[str], catalog: str) -> list[Tool]:
+    """``tools`` (those found of ``ids``), or UnknownToolError naming the ids none of them has."""
+    have = {t.id for t in tools}
+    missing = sorted({i for i in ids if i not in have})
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise UnknownToolError(f"no tool {shown} in catalog {catalog!r}")
+    return list(tools)
 
 
 def check_examples(examples: Sequence[IntentExample]) -> None:

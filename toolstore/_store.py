@@ -18,7 +18,7 @@ from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import InvalidInputError, UnknownToolError
+from ._errors import InvalidInputError
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
@@ -30,7 +30,7 @@ from ._reembed import reembed
 from ._replicas import Replicas, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._rows import check_ids, name_row, unknown_catalog
+from ._rows import all_found, check_ids, name_row, unknown_catalog
 from ._sessions import SessionMethods
 from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
 from ._tune import TuneReport, tune
@@ -56,10 +56,10 @@ class ToolStore(AnchorMethods, SessionMethods):
     asking it for this many seconds; then one route probes it again.
     ``read_dsn``: one or several read replicas (hot standbys). route(), info(), tools(), get(), resolve() and
     catalogs() read from them in turn; writes go to ``dsn``. A replica that is down, or that has not yet replayed a
-    catalog (or its switch to another model, or a tool or value a route filter names), hands the read to the next
-    replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one whose pool
-    was only busy is not; the store opens while a replica is down); otherwise a read may lag the primary by the
-    replica's replay delay.
+    catalog (or its switch to another model, a tool or value a route filter names, or a tool that resolve(), get() or
+    tools(ids) asks for), hands the read to the next replica and finally to the primary (one that could not be
+    reached is left out of reads for 10 s, one whose pool was only busy is not; the store opens while a replica is
+    down); otherwise a read may lag the primary by the replica's replay delay.
     """
 
     def __init__(
@@ -110,10 +110,11 @@ class ToolStore(AnchorMethods, SessionMethods):
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         return self._db.run(work)
 
-    def _read(self, work: Work[T]) -> T:
-        """A read on the replicas in turn (``_replicas.Rotation``), then on the primary."""
+    def _read(self, work: Work[T], primary: Work[T] | None = None) -> T:
+        """A read on the replicas in turn (``_replicas.Rotation``), then on the primary (``primary`` when given: what
+        a replica that lacks something, so hands on, would answer there)."""
         answered, result = self._replicas.run(work)
-        return result if answered else self._db.run(work)  # type: ignore[return-value]
+        return result if answered else self._db.run(primary or work)  # type: ignore[return-value]
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -257,14 +258,20 @@ class ToolStore(AnchorMethods, SessionMethods):
 
     def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
         """All tools of the catalog (or those with the given ids), ordered by id."""
-        return self._read(lambda conn: _catalog.list_tools(conn, self._info(conn), ids))
+        return self._read(self._listing(ids, complete=True), self._listing(ids, complete=False))
 
     def get(self, tool_id: str) -> Tool:
         """One tool by id; UnknownToolError when the catalog has no such tool."""
-        found = self.tools([tool_id])
-        if not found:
-            raise UnknownToolError(f"no tool {tool_id!r} in catalog {self.catalog!r}")
-        return found[0]
+        return self._read(self._listing([tool_id], complete=True))[0]
+
+    def _listing(self, ids: Sequence[str] | None, *, complete: bool) -> Work[list[Tool]]:
+        """The tools with ``ids``; ``complete``: UnknownToolError for any the catalog lacks (a replica hands on)."""
+
+        def work(conn: psycopg.Connection[Any]) -> list[Tool]:
+            found = _catalog.list_tools(conn, self._info(conn), ids)
+            return all_found(found, ids, self.catalog) if complete and ids is not None else found
+
+        return work
 
     def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
         """The tool a model called by ``name`` in any turn: a name ``RouteResult.definitions`` gave (``provider__name``
