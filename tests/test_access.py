@@ -226,3 +226,40 @@ def test_a_granted_role_cannot_plant_vectors_in_the_shared_embedding_cache(dsn: 
         assert writer.route(generated_queries(1)[0], k=3).dense_used
     with store_as(roles["reader"], "alpha", create=False) as reader:
         assert len(reader.route(generated_queries(1)[0], k=3)) > 0
+
+
+def test_a_granted_writer_updates_only_the_catalog_columns_its_writes_need(dsn: str, roles: dict[str, str]) -> None:
+    """A --write grant covered every column of ``catalogs``: the writer could rename its catalog (the owner's
+    application then found no catalog), or set its id, version or creation date. It may update only what the write
+    path writes (model, dimension, settings, updated_at; the version trigger bumps the version), and every write a
+    writer may make still works: imports, removals, examples, settings, tuning, anchors, sessions, expansions, a
+    model switch."""
+    from toolstore import Anchor, IntentExample, Judgement
+    from toolstore._expand import expand
+
+    tools = generated_tools(30, seed=2)
+    with store_as(dsn, "beta") as owner:
+        owner.upsert(tools[:20])
+        owner.grant(roles["writer_name"], write=True)
+        version = owner.info().version
+    with psycopg.connect(roles["writer"], autocommit=True) as conn:
+        for change in ("name = 'renamed'", "version = 1", "created_at = now()", "id = default"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"update toolstore.catalogs set {change} where name = 'beta'")
+    query = generated_queries(1)[0]
+    with store_as(roles["writer"], "beta", create=False) as writer:
+        assert len(writer.upsert(tools[20:]).inserted) == 10
+        writer.remove(tools[0].id)
+        assert writer.add_examples([IntentExample(tools[1].id, query)]) == 1
+        writer.set_fusion(weights={"name": 1.0, "description": 1.0, "dense": 1.0})
+        examples = [(q, Judgement(qid=str(i), relevant=(tools[i + 1].id,))) for i, q in enumerate(generated_queries(6))]
+        writer.tune(examples, folds=2)
+        assert writer.add_anchors([Anchor(r"\bsend\b", tools[2].id, 0.5)])
+        assert writer.record_calls("s1", [tools[1].id, tools[2].id]) == 2
+        assert expand(writer, offline=True, progress=False).updated
+        assert writer.reembed(HashingEmbedder(16))["to_model"] == HashingEmbedder(16).model
+        assert writer.route(query, k=3).dense_used
+        info = writer.info()
+        assert info.version > version and info.embed_dim == 16 and "fusion" in info.settings
+    with ToolStore(dsn, embedder=None, catalog="beta", migrate=False, create=False) as owner:
+        assert owner.info().n_tools == 29
