@@ -45,6 +45,12 @@ from pg_roles r
 where r.rolname in (select role from catalog_grants union select role from tenant_roles)
 order by 1;
 
+-- name: sets_privileges
+-- Whether the migrating role may set the grants' privileges: it owns toolstore's tables (or is a member of, or
+-- a superuser over, the role that does).
+select exists (select 1 from pg_tables where schemaname = current_schema() and tablename = 'tools'
+               and pg_has_role(current_user, tableowner, 'MEMBER'));
+
 -- Table privileges that go with the grants. GRANT takes no bind parameters: the two templates below are composed
 -- with psycopg.sql (Identifier for the schema and the role) in toolstore/_access.py.
 

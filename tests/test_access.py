@@ -263,3 +263,24 @@ def test_a_granted_writer_updates_only_the_catalog_columns_its_writes_need(dsn: 
         assert info.version > version and info.embed_dim == 16 and "fusion" in info.settings
     with ToolStore(dsn, embedder=None, catalog="beta", migrate=False, create=False) as owner:
         assert owner.info().n_tools == 29
+
+
+def test_a_migration_to_head_sets_the_grants_privileges_again_even_at_head(dsn: str, roles: dict[str, str]) -> None:
+    """Privileges a role got from an older toolstore (here UPDATE on every column of ``catalogs``) stayed until the
+    role was granted again: a migration to head set them again only when it applied a revision, and a release that
+    narrows them adds none. Now a migration to head run by the tables' owner sets them again; a granted role may
+    still run one (it changes nothing)."""
+    from toolstore import migrate
+    from toolstore._migrate import HEAD_REVISION
+
+    with store_as(dsn, "beta") as owner:
+        owner.upsert(generated_tools(5))
+        owner.grant(roles["writer_name"], write=True)
+        with owner.connection() as conn:  # what an older toolstore granted
+            conn.execute(sql.SQL("grant update on catalogs to {}").format(sql.Identifier(roles["writer_name"])))
+    assert migrate(roles["writer"]) == HEAD_REVISION
+    assert migrate(dsn) == HEAD_REVISION
+    with psycopg.connect(roles["writer"], autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("update toolstore.catalogs set name = 'renamed' where name = 'beta'")
+    with store_as(roles["writer"], "beta", create=False) as writer:
+        assert writer.upsert(generated_tools(3, seed=3)).inserted

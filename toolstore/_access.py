@@ -5,7 +5,8 @@ Run as the role that owns toolstore's tables (the one that ran the migrations). 
 a role with any grant may read toolstore's tables (rows of its catalogs only), a role with a write grant may change
 them (rows of its writable catalogs only; of a ``catalogs`` row only the columns the write path sets: model, dimension,
 settings, ``updated_at``), a role whose last grant is revoked loses its privileges
-(``_migrate.set_privileges``, which a migration runs again for every granted role: tables it creates are covered).
+(``_migrate.set_privileges``, which a migration to head runs again for every granted role: tables it creates are
+covered).
 """
 
 from __future__ import annotations

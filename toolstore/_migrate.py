@@ -148,7 +148,9 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
         raise InvalidInputError(f"cannot migrate schema {schema!r} to {revision!r}: {error}") from error
     raw = connection.connection.driver_connection
     after = current_revision(raw, schema)
-    if after != before and after == HEAD_REVISION:  # tables it created or remade: no privileges for the grants yet
+    # Tables it created or remade have no privileges for the grants yet, and a release may change what a grant
+    # carries without a revision: at head, the owner sets them again (a granted role's migration changes nothing).
+    if after == HEAD_REVISION and (after != before or raw.execute(query("sets_privileges")).fetchone()[0]):  # type: ignore[index]
         for (role,) in raw.execute(query("granted_roles")).fetchall():
             set_privileges(raw, schema, role)
     connection.execute(text("select set_config('search_path', :path, true)"), {"path": path})
@@ -178,8 +180,9 @@ def _host_alembic_kept() -> Iterator[None]:
 
 def set_privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
     """Table privileges as ``role``'s grants require (inside the caller's transaction, ``schema`` first on its
-    search_path): granting and revoking set them (``_access``), and so does every migration that changes the
-    revision, for every granted role: a table it creates (the session log, anchors, a table remade) is covered."""
+    search_path): granting and revoking set them (``_access``), and so does every migration to head, for every granted
+    role (one that changes the revision, or the owner's at head already): a table it creates (the session log,
+    anchors, a table remade) is covered, and so is what a newer toolstore grants differently."""
     access = conn.execute(query("role_access"), {"role": role}).fetchone()
     reads, writes = access if access else (False, False)
     names = {"schema": sql.Identifier(schema), "role": sql.Identifier(role)}
