@@ -284,3 +284,40 @@ def test_a_migration_to_head_sets_the_grants_privileges_again_even_at_head(dsn: 
         conn.execute("update toolstore.catalogs set name = 'renamed' where name = 'beta'")
     with store_as(roles["writer"], "beta", create=False) as writer:
         assert writer.upsert(generated_tools(3, seed=3)).inserted
+
+
+def test_a_role_revoked_while_its_store_is_open_is_told_which_privilege_it_lacks(
+    dsn: str, roles: dict[str, str]
+) -> None:
+    """Revoked while its store was open, a role's next call failed with 'function route_catalog(smallint, smallint)
+    does not exist' or 'relation "catalogs" does not exist': without USAGE on the schema, Postgres leaves it off the
+    search_path. The DatabaseError now says the role lacks USAGE on toolstore's schema, on both stores."""
+    import asyncio
+
+    from toolstore import AsyncToolStore
+
+    query, name = generated_queries(1)[0], roles["writer_name"]
+    with store_as(dsn, "alpha") as owner:
+        owner.upsert(generated_tools(10))
+        owner.grant(name, write=True)
+        missing = f"role '{name}' has no USAGE privilege on schema 'toolstore'"
+        with store_as(roles["writer"], "alpha", create=False) as writer:
+            assert len(writer.route(query)) > 0
+            owner.revoke(name)
+            for call in (lambda: writer.route(query), writer.info, lambda: writer.upsert(generated_tools(2, seed=5))):
+                with pytest.raises(DatabaseError, match=missing) as error:
+                    call()
+                assert "does not exist" not in str(error.value)
+            owner.grant(name)
+            assert len(writer.route(query)) > 0  # granted again: the same store works again
+
+        async def routes() -> None:
+            store = AsyncToolStore(roles["writer"], embedder=HashingEmbedder(32), catalog="alpha", migrate=False)
+            async with store:
+                assert len(await store.route(query)) > 0
+                owner.revoke(name)
+                for call in (lambda: store.route(query), store.info):
+                    with pytest.raises(DatabaseError, match=missing):
+                        await call()
+
+        asyncio.run(routes())

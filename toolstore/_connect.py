@@ -21,6 +21,8 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTi
 
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, redact
+from ._observe import logger
+from ._sql import query
 
 T = TypeVar("T")
 #: Seconds a call may wait for a database connection before it raises DatabaseError.
@@ -86,6 +88,35 @@ def search_path(conn: Any, schema: str, ext_schema: str) -> str:
 def first_line(exc: BaseException) -> str:
     """The first line of a driver error's message for a DatabaseError's text, credentials redacted."""
     return redact((str(exc).strip().splitlines() or [type(exc).__name__])[0])
+
+
+#: A name not found (undefined table, function, object): also what a role that may not use the schema gets (Postgres
+#: leaves the schema off its search_path), e.g. once its grant was revoked; only then is the schema's USAGE asked.
+_UNDEFINED = frozenset({"42P01", "42883", "42704"})
+
+
+def _denied(row: Any, schema: str) -> DatabaseError | None:
+    """``schema_denied``'s row (the role, when it may not use ``schema``) as the error to raise, else None."""
+    return row and DatabaseError(
+        f"role {row[0]!r} has no USAGE privilege on schema {schema!r}: it has no toolstore grant (revoked, or never "
+        "made: the tables' owner grants one, `toolstore grant`)"
+    )
+
+
+def schema_denied(conn: psycopg.Connection[Any], schema: str) -> DatabaseError | None:
+    """After a name was not found on ``conn``: the error that says its role may not use ``schema``, when that is why."""
+    try:
+        return _denied(conn.execute(query("schema_denied"), [schema]).fetchone(), schema)
+    except psycopg.Error:  # a failed transaction, or the connection is gone: the original error stands
+        return None
+
+
+async def schema_denied_async(conn: psycopg.AsyncConnection[Any], schema: str) -> DatabaseError | None:
+    """:func:`schema_denied` on an async connection."""
+    try:
+        return _denied(await (await conn.execute(query("schema_denied"), [schema])).fetchone(), schema)
+    except psycopg.Error:
+        return None
 
 
 def _extension_schema(row: Any) -> str:
@@ -213,6 +244,7 @@ class Connector:
         wait: bool = True,
     ) -> None:
         self.timeout = check_timeout(timeout)
+        self.schema = schema
         check_dsn(dsn)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
@@ -243,6 +275,10 @@ class Connector:
                 self.lending.lend()
                 try:
                     yield conn
+                except psycopg.Error as exc:
+                    if exc.sqlstate in _UNDEFINED and (denied := schema_denied(conn, self.schema)):
+                        raise denied from exc
+                    raise
                 finally:
                     self.lending.give_back()
         except (PoolTimeout, psycopg.Error) as exc:
@@ -272,10 +308,11 @@ class AsyncConnector:
     """:class:`Connector` for asyncio, on psycopg's async pool: the same connection setup, bounded waits, errors
     (a busy pool's :class:`PoolBusy` too) and one retry after a lost connection. Made with :meth:`open`."""
 
-    def __init__(self, pool: AsyncConnectionPool[Any], timeout: float) -> None:
+    def __init__(self, pool: AsyncConnectionPool[Any], timeout: float, schema: str) -> None:
         self.pool = pool
         self.timeout = timeout
         self.lending = Lending()
+        self.schema = schema
 
     @classmethod
     async def open(
@@ -307,7 +344,7 @@ class AsyncConnector:
         except Exception as exc:
             await pool.close()
             raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
-        return cls(pool, timeout)
+        return cls(pool, timeout, schema)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
@@ -317,6 +354,10 @@ class AsyncConnector:
                 self.lending.lend()
                 try:
                     yield conn
+                except psycopg.Error as exc:
+                    if exc.sqlstate in _UNDEFINED and (denied := await schema_denied_async(conn, self.schema)):
+                        raise denied from exc
+                    raise
                 finally:
                     self.lending.give_back()
         except (PoolTimeout, psycopg.Error) as exc:
