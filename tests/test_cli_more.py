@@ -124,3 +124,20 @@ def test_sync_env_is_recorded_for_the_gateway(dsn: str, monkeypatch: object) -> 
     with psycopg.connect(dsn) as conn:
         row = conn.execute("select transport, command, args, env from toolstore.mcp_upstreams").fetchone()
     assert row == ("stdio", sys.executable, [server], {"WX_TOKEN": "${WX_NAME}"})  # the reference, not its value
+
+
+def test_import_skips_builtin_tools_with_a_warning(dsn: str, tmp_path: Path) -> None:
+    """An OpenAI Assistant's code interpreter and file search are no functions to route to: `import` writes its
+    function tools and warns on stderr, one line naming the skipped ones; a file of nothing else fails, one line."""
+    function = {"type": "function", "function": {"name": "get_weather", "description": "Weather now."}}
+    assistant = {"name": "Helper", "tools": [{"type": "code_interpreter"}, function, {"type": "file_search"}]}
+    path = tmp_path / "assistant.json"
+    path.write_text(json.dumps(assistant), encoding="utf-8")
+    code, out, err = cli(dsn, "-c", "helper", "--json", "import", str(path))
+    assert code == 0 and json.loads(out)["inserted"] == 1, err
+    assert err.startswith(f"warning: toolstore: {path}: skipped 2 built-in tools: tool tools[0] (type ")
+    assert len(err.strip().splitlines()) == 1, err
+    path.write_text(json.dumps({**assistant, "tools": [{"type": "file_search"}]}), encoding="utf-8")
+    code, _, err = cli("postgresql:///none?host=/nonexistent", "import", str(path))
+    assert code == 1 and err.startswith(f"error: {path}: no function tools to import, only built-in ones"), err
+    assert len(err.strip().splitlines()) == 1, err

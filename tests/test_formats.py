@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,93 @@ def test_named_wrapper_of_tools_is_parsed_as_its_tools() -> None:
         parse_tools(ambiguous)
     with pytest.raises(InvalidToolError, match="^tool 'x': has both 'tools' and a tool's 'inputSchema'"):
         parse_tools({"name": "x", "inputSchema": {"type": "object"}, "tools": []})
+
+
+def test_builtin_tools_are_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """An OpenAI Assistant, a Responses or an Anthropic tools list holding the provider's built-in tools (code
+    interpreter, file search, web search, computer use, remote MCP...) imports its function tools; the built-in ones,
+    no functions to route to, are skipped with a warning naming them."""
+    function = {"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_SCHEMA}}
+    assistant = {
+        "id": "asst_1",
+        "object": "assistant",
+        "name": "Helper",
+        "tools": [{"type": "code_interpreter"}, function, {"type": "file_search", "file_search": {}}],
+    }
+    with caplog.at_level("WARNING", logger="toolstore"):
+        assert [t.name for t in parse_tools(assistant)] == ["get_weather"]
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert (
+        caplog.records[0]
+        .getMessage()
+        .startswith(
+            "skipped 2 built-in tools: tool tools[0] (type 'code_interpreter'), tool tools[2] (type 'file_search'); "
+            "built-in tools run inside the model provider"
+        )
+    )
+    responses = [
+        {"type": "web_search_preview"},
+        {"type": "function", "name": "get_weather", "parameters": WEATHER_SCHEMA},
+        {"type": "computer_use_preview", "display_width": 1024, "display_height": 768, "environment": "browser"},
+        {"type": "image_generation"},
+        {"type": "mcp", "server_label": "deepwiki", "server_url": "https://mcp.deepwiki.com/mcp"},
+        {"type": "web_search_preview_2025_03_11"},
+        {"type": "custom", "name": "run_sql", "description": "Run SQL."},
+    ]
+    anthropic = [{"type": "web_search_20250305", "name": "web_search", "max_uses": 5}, {"name": "get_weather"}]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="toolstore"):
+        assert [t.name for t in parse_tools(responses)] == ["get_weather", "run_sql"]
+        assert [t.name for t in parse_tools(anthropic)] == ["get_weather"]
+    assert "skipped 5 built-in tools: tool [0] (type 'web_search_preview')" in caplog.records[0].getMessage()
+    assert "tool [0] 'web_search' (type 'web_search_20250305')" in caplog.records[1].getMessage()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"name": "Helper", "tools": [{"type": "code_interpreter"}, {"type": "file_search"}]},
+            "no function tools to import, only built-in ones: tool tools[0] (unsupported tool type "
+            "'code_interpreter'), tool tools[1] (unsupported tool type 'file_search'); built-in tools run inside the "
+            "model provider and are not functions toolstore can route to",
+        ),
+        ([{"type": "mcp", "server_label": "x"}], "only built-in ones: tool [0] (unsupported tool type 'mcp')"),
+        # a type that is no tool anyone runs is an error, not a skip
+        ([{"type": "code_interpreter"}, {"type": "fucntion", "name": "x"}], "unsupported tool type 'fucntion'"),
+    ],
+)
+def test_only_builtin_tools_is_an_error(data: object, message: str) -> None:
+    with pytest.raises(InvalidToolError) as info:
+        parse_tools(data)
+    assert message in str(info.value), str(info.value)
+
+
+def test_builtin_tools_in_files(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A file's built-in tools are skipped across the whole file (a JSONL line of them is no error), with a warning
+    naming the file and line; a file of nothing else is an error naming it."""
+    rows: list[object] = [
+        {"type": "code_interpreter"},
+        {"name": "a"},
+        {"tools": [{"type": "file_search"}, {"name": "b"}]},
+    ]
+    path = write_lines(tmp_path / "tools.jsonl", rows)
+    with caplog.at_level("WARNING", logger="toolstore"):
+        assert [t.name for t in load_tools_file(path)] == ["a", "b"]
+    assert (
+        caplog.records[0]
+        .getMessage()
+        .startswith(
+            f"{path}: skipped 2 built-in tools: line 1 (tool) (type 'code_interpreter'), line 3 (tool tools[0]) "
+            "(type 'file_search')"
+        )
+    )
+    path = tmp_path / "assistant.json"
+    path.write_text(json.dumps({"name": "Helper", "tools": [{"type": "file_search"}]}), encoding="utf-8")
+    with pytest.raises(
+        InvalidToolError, match=f"^{re.escape(str(path))}: no function tools to import, only built-in ones: tool"
+    ):
+        load_tools_file(path)
 
 
 def test_jsonrpc_error_is_reported() -> None:

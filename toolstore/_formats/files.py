@@ -10,7 +10,7 @@ from typing import Any
 from .._errors import InvalidInputError, InvalidToolError
 from .._input import parse_json, read_text_file
 from .._models import Tool
-from .parse import Located, check_unique, parse_located
+from .parse import Located, Skipped, check_skipped, check_unique, parse_located
 
 JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -27,20 +27,22 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
 
     Raises :class:`InvalidToolError` naming the file, the line (for JSONL) and the tool when any
     definition is invalid, the JSON is malformed (NaN and Infinity included), two tools share an id, the file
-    holds no tools, or it cannot be read, is not a regular file or is over the size limit; nothing is returned
-    on error.
+    holds no tools (or only built-in ones, which are otherwise skipped with a warning: see :func:`parse_tools`),
+    or it cannot be read, is not a regular file or is over the size limit; nothing is returned on error.
     """
     name = str(path)
     suffix = Path(path).suffix.lower()
     if suffix not in JSON_SUFFIXES + JSONL_SUFFIXES + YAML_SUFFIXES:
         raise InvalidToolError(f"{name}: unsupported file type {suffix!r}; expected .json, .jsonl or .yaml")
     text = _read_text(Path(path), name)
+    skipped: list[Skipped] = []
     if suffix in JSONL_SUFFIXES:
-        located = _parse_jsonl(text, name, provider)
+        located = _parse_jsonl(text, name, provider, skipped)
     elif suffix in YAML_SUFFIXES:
-        located = _parse_yaml(text, name, provider)
+        located = _parse_yaml(text, name, provider, skipped)
     else:
-        located = _parse_json(text, name, provider)
+        located = _parse_json(text, name, provider, skipped)
+    check_skipped(located, skipped, name)
     if not located:
         raise InvalidToolError(f"{name}: no tools found")
     check_unique(located, name)
@@ -57,7 +59,7 @@ def _read_text(path: Path, name: str) -> str:
     return text
 
 
-def _parse_json(text: str, name: str, provider: str | None) -> list[Located]:
+def _parse_json(text: str, name: str, provider: str | None, skipped: list[Skipped]) -> list[Located]:
     try:
         data = parse_json(text)
     except json.JSONDecodeError as exc:
@@ -65,12 +67,12 @@ def _parse_json(text: str, name: str, provider: str | None) -> list[Located]:
     except ValueError as exc:
         raise InvalidToolError(f"{name}: invalid JSON: {exc}") from None
     try:
-        return parse_located(data, provider=provider)
+        return parse_located(data, provider=provider, skipped=skipped)
     except InvalidToolError as exc:
         raise InvalidToolError(f"{name}: {exc}") from None
 
 
-def _parse_jsonl(text: str, name: str, provider: str | None) -> list[Located]:
+def _parse_jsonl(text: str, name: str, provider: str | None, skipped: list[Skipped]) -> list[Located]:
     located: list[Located] = []
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -82,15 +84,17 @@ def _parse_jsonl(text: str, name: str, provider: str | None) -> list[Located]:
             raise InvalidToolError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
         except ValueError as exc:
             raise InvalidToolError(f"{where}: invalid JSON: {exc}") from None
+        line_skipped: list[Skipped] = []
         try:
-            tools = parse_located(data, provider=provider)
+            tools = parse_located(data, provider=provider, skipped=line_skipped)
         except InvalidToolError as exc:
             raise InvalidToolError(f"{where}: {exc}") from None
         located.extend((tool, f"line {lineno} ({label})") for tool, label in tools)
+        skipped.extend((f"line {lineno} ({label})", kind) for label, kind in line_skipped)
     return located
 
 
-def _parse_yaml(text: str, name: str, provider: str | None) -> list[Located]:
+def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skipped]) -> list[Located]:
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -122,6 +126,6 @@ def _parse_yaml(text: str, name: str, provider: str | None) -> list[Located]:
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidToolError(f"{name}: YAML that has no JSON equivalent: {exc}") from None
     try:
-        return parse_located(data, provider=provider)
+        return parse_located(data, provider=provider, skipped=skipped)
     except InvalidToolError as exc:
         raise InvalidToolError(f"{name}: {exc}") from None

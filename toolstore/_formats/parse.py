@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,6 +15,25 @@ from .openapi import is_openapi, openapi_drafts
 
 Located = tuple[Tool, str]
 """A parsed tool and the label that names where it came from, for error messages."""
+Skipped = tuple[str, str]
+"""A built-in tool left out: the label that names where it was, and its type."""
+
+#: The ``toolstore`` logger (``_observe.logger``; importing ``_observe`` from here would be a cycle through
+#: ``_result``).
+logger = logging.getLogger("toolstore")
+
+#: Tool types a model provider runs itself (OpenAI Assistants and Responses: code interpreter, file search, web
+#: search, computer use, image generation, remote MCP servers, shells...; Anthropic's MCP connector): not functions
+#: a router can offer, so an import skips them with a warning. Dated types are built-in too (:data:`_DATED_TYPE`).
+BUILTIN_TYPES = frozenset(
+    "apply_patch code_interpreter computer computer_use computer_use_preview file_search image_generation "
+    "local_shell mcp mcp_toolset programmatic_tool_calling retrieval shell tool_search web_search "
+    "web_search_preview".split()
+)
+# A provider's built-in tool versioned by date: Anthropic's "web_search_20250305", "bash_20250124",
+# "text_editor_20250728"; OpenAI's "web_search_preview_2025_03_11".
+_DATED_TYPE = re.compile(r"[a-z][a-z_]*_(?:\d{8}|\d{4}_\d{2}_\d{2})")
+_WHY_BUILTIN = "built-in tools run inside the model provider and are not functions toolstore can route to"
 
 
 def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
@@ -25,16 +46,23 @@ def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
     ``provider`` is the default provider of tools that do not name their own
     (in ``x-toolstore`` or a benchmark row's ``provider``); it overrides an OpenAPI ``info.title``.
     With a provider a tool's id is ``provider.name`` unless the definition gives an explicit id.
+    Built-in tools that the model's provider runs itself (``{"type": "code_interpreter"}``, ``file_search``,
+    ``web_search_preview``, ``mcp``, Anthropic's ``web_search_20250305``...: :func:`is_builtin`) are no functions to
+    route to: they are skipped with a warning on the ``toolstore`` logger.
 
-    Raises :class:`InvalidToolError` naming the offending tool; nothing is returned on error.
+    Raises :class:`InvalidToolError` naming the offending tool, or the built-in tools when they are all ``data``
+    holds; nothing is returned on error.
     """
-    located = parse_located(data, provider=provider)
+    skipped: list[Skipped] = []
+    located = parse_located(data, provider=provider, skipped=skipped)
+    check_skipped(located, skipped)
     check_unique(located)
     return [tool for tool, _ in located]
 
 
-def parse_located(data: object, *, provider: str | None = None) -> list[Located]:
-    """Like :func:`parse_tools`, keeping each tool's label and without the duplicate-id check."""
+def parse_located(data: object, *, provider: str | None = None, skipped: list[Skipped]) -> list[Located]:
+    """Like :func:`parse_tools`, keeping each tool's label and without the duplicate-id check; a built-in tool is
+    appended to ``skipped`` rather than parsed, for the caller's :func:`check_skipped`."""
     if provider is not None and (not isinstance(provider, str) or not provider.strip()):
         raise InvalidInputError(f"provider must be a non-empty string or None, got {provider!r}")
     try:
@@ -42,7 +70,7 @@ def parse_located(data: object, *, provider: str | None = None) -> list[Located]
     except ValueError as exc:
         raise InvalidToolError(f"tool definitions {exc}") from None
     drafts: list[tuple[Draft, str]] = []
-    _collect(data, "", drafts)
+    _collect(data, "", drafts, skipped)
     located = []
     for draft, loc in drafts:
         tool = build_tool(draft, loc, provider)
@@ -60,20 +88,42 @@ def check_unique(located: Iterable[Located], context: str = "") -> None:
         seen[tool.id] = label
 
 
+def check_skipped(located: list[Located], skipped: list[Skipped], context: str = "") -> None:
+    """Log the built-in tools an import left out; when they were all it held, raise :class:`InvalidToolError`."""
+    if not skipped:
+        return
+    prefix = f"{context}: " if context else ""
+    more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+    if not located:
+        listed = ", ".join(f"{label} (unsupported tool type {kind!r})" for label, kind in skipped[:5])
+        raise InvalidToolError(
+            f"{prefix}no function tools to import, only built-in ones: {listed}{more}; {_WHY_BUILTIN}"
+        )
+    listed = ", ".join(f"{label} (type {kind!r})" for label, kind in skipped[:5])
+    tools = "tool" if len(skipped) == 1 else "tools"
+    logger.warning("%sskipped %d built-in %s: %s%s; %s", prefix, len(skipped), tools, listed, more, _WHY_BUILTIN)
+
+
+def is_builtin(value: dict[str, Any]) -> bool:
+    """Whether a tool object is one a model provider runs itself (:data:`BUILTIN_TYPES`, or a dated type)."""
+    kind = value.get("type")
+    return isinstance(kind, str) and (kind in BUILTIN_TYPES or bool(_DATED_TYPE.fullmatch(kind)))
+
+
 def _join(loc: str, key: str) -> str:
     return f"{loc}.{key}" if loc else key
 
 
-def _collect(value: object, loc: str, out: list[tuple[Draft, str]]) -> None:
-    """Append a ``(draft, location)`` for every tool found in ``value``."""
+def _collect(value: object, loc: str, out: list[tuple[Draft, str]], skipped: list[Skipped]) -> None:
+    """Append a ``(draft, location)`` for every tool found in ``value``, and each built-in tool to ``skipped``."""
     if isinstance(value, list):
         for i, item in enumerate(value):
-            _collect(item, f"{loc}[{i}]", out)
+            _collect(item, f"{loc}[{i}]", out, skipped)
         return
     if not isinstance(value, dict):
         raise InvalidToolError(f"{tool_label(loc, None)}: expected a JSON object, got {type_name(value)}")
     if "jsonrpc" in value:
-        _collect(_jsonrpc_result(value, loc), _join(loc, "result"), out)
+        _collect(_jsonrpc_result(value, loc), _join(loc, "result"), out, skipped)
     elif is_openapi(value):
         try:
             out.extend(openapi_drafts(value, loc))
@@ -84,7 +134,9 @@ def _collect(value: object, loc: str, out: list[tuple[Draft, str]]) -> None:
         if not isinstance(tools, list):
             where = _join(loc, "tools")
             raise InvalidToolError(f"{where}: must be a list of tools, got {type_name(tools)}")
-        _collect(tools, _join(loc, "tools"), out)
+        _collect(tools, _join(loc, "tools"), out, skipped)
+    elif is_builtin(value):
+        skipped.append((tool_label(loc, value.get("name")), value["type"]))
     else:
         out.append((_draft(value, loc), loc))
 
