@@ -4,8 +4,11 @@ gives none. Pure: no database."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from toolstore._input import MAX_QUERY_CHARS
 from toolstore._split import MAX_PARTS, split_request
 
 DEMO_REQUEST = (
@@ -166,3 +169,66 @@ def test_split_is_bounded() -> None:
     assert len(pieces) == MAX_PARTS
     assert pieces[-1].count("Create a new project board") == 20 - (MAX_PARTS - 1)
     assert split_request(text, max_parts=3)[:2] == pieces[:2]
+
+
+def test_no_cut_inside_quotes_or_a_hyphenated_word() -> None:
+    """A joining word, a comma before an action verb or a sentence end inside quotes (straight or curly, single or
+    double) or inside a hyphenated word is part of what is quoted or named, not a cut; the words stay as written."""
+    for quoted in (
+        "'salt and pepper'",
+        "\u201csalt and pepper\u201d",
+        "\u2018salt and pepper\u2019",
+        '"salt and pepper"',
+    ):
+        assert split_request(f"search for {quoted} shrimp recipes and then email the list to Bob") == (
+            f"search for {quoted} shrimp recipes",
+            "email the list to Bob",
+        )
+    assert (
+        split_request(
+            'post "backup of the billing database and cleanup of old invoices finished" to the ops channel in Slack'
+        )
+        == ()
+    )
+    assert split_request("find rock-and-roll concerts in Berlin and book two tickets for friday") == (
+        "find rock-and-roll concerts in Berlin",
+        "book two tickets for friday",
+    )
+    assert split_request("create a Jira ticket titled 'drag-and-drop upload fails and then crashes' in WEB") == ()
+    assert split_request(
+        'post "Deploy done. Tests green." to the release channel in Slack and then close the Jira ticket'
+    ) == ('post "Deploy done. Tests green." to the release channel in Slack', "close the Jira ticket")
+    assert split_request('set my Slack status to "offline, call me after lunch" and then book a meeting room') == (
+        'set my Slack status to "offline, call me after lunch"',
+        "book a meeting room",
+    )
+    # an apostrophe opens or closes no quote: "users' files" and "'90s" do not hide the "and then" between them
+    assert split_request("play '90s hits on Spotify and then back up the users' files to Dropbox") == (
+        "play '90s hits on Spotify",
+        "back up the users' files to Dropbox",
+    )
+    assert split_request("archive the users' files and then send 'done and dusted' to the team channel") == (
+        "archive the users' files",
+        "send 'done and dusted' to the team channel",
+    )
+    assert split_request(
+        "rename the channel to \u2018Bob\u2019s team and friends\u2019 and then invite Alice to the channel"
+    ) == (
+        "rename the channel to \u2018Bob\u2019s team and friends\u2019",
+        "invite Alice to the channel",
+    )
+    text = "I don't need the drafts anymore, delete the users' files and then notify the admins in Slack"
+    assert split_request(text) == (
+        "I don't need the drafts anymore delete the users' files",
+        "notify the admins in Slack",
+    )
+
+
+@pytest.mark.parametrize("unit", [" 'a", " 'a'b", ' "a', " \u2018a\u2019b", " \u201ca", "a-", "a"])
+def test_quotes_keep_the_split_linear(unit: str) -> None:
+    """The longest request of openings with no close, apostrophes, hyphens or one long word splits in well under a
+    second (a search for the closing quote from every opening, or a hyphenated word from every letter, took 10 s)."""
+    text = (unit * (MAX_QUERY_CHARS // len(unit) + 1))[:MAX_QUERY_CHARS]
+    started = time.perf_counter()
+    split_request(text)
+    assert time.perf_counter() - started < 1.0

@@ -2,8 +2,9 @@
 Linear, and notify the on-call channel in Slack" asks for three tools, and each clause finds its own best.
 
 :func:`split_request` cuts at sentence ends and at the words that join actions (``then``, ``after that``,
-``finally``, ``also``, ``and``, a comma before a new clause), drops the joining words and the pieces too short to
-route on, and returns the pieces in order (none when the request is one action). Not every sentence or clause is an
+``finally``, ``also``, ``and``, a comma before a new clause), never inside quotes or a hyphenated word ("search for
+'salt and pepper' recipes", "rock-and-roll"), drops the joining words and the pieces too short to route on, and
+returns the pieces in order (none when the request is one action). Not every sentence or clause is an
 action of its own: one that only states context ("I'm building an app for dog owners.", "The program has 15
 places.") stays with the request it serves, and one that points back ("Suggest an API for this purpose.") or only
 asks for the tool to do it ("Which model should I use?") with the piece before it, so "context + question" is one
@@ -12,6 +13,7 @@ action. Deterministic, pure, microseconds.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import NamedTuple
 
@@ -65,6 +67,24 @@ _JOINS = re.compile(
     re.IGNORECASE,
 )
 _STARTS_WITH_VERB = re.compile(_VERB, re.IGNORECASE)
+# What no cut goes inside: a quoted span ("search for 'salt and pepper' recipes", "send “build and deploy done” to
+# Slack": :func:`_uncut`) and a hyphenated word ("rock-and-roll"). Per kind of quote (straight or curly, single or
+# double): where one opens, what ends the text it quotes, and whether that end closes it. An apostrophe is no quote: a
+# single quote opens after no letter and before a letter ("don't", "'90s", "users' files" open none), and an
+# apostrophe before a letter ("don't", "Bob’s") ends no quoted text.
+_QUOTES = tuple(
+    (mark, re.compile(opens), re.compile(ends), re.compile(closes))
+    for mark, opens, ends, closes in (
+        ('"', r'(?<!\w)"(?=\S)', r'"', r'(?<=\S)"'),
+        ("\u201c", "\u201c", "[\u201c\u201d]", "\u201d"),
+        ("'", r"(?<!\w)'(?=[^\W\d_])", r"'(?!\w)", r"(?<=\S)'"),
+        ("\u2018", "\u2018", "\u2018|\u2019(?!\\w)", "\u2019"),
+    )
+)
+_HYPHENS = "-\u2010\u2011"
+#: At most this many characters between two quotes make a quoted span.
+QUOTED_CHARS = 300
+_HYPHENATED = re.compile(r"(?<!\w)\w+(?:[" + _HYPHENS + r"]\w+)+")
 # A joining word right after a subject or an auxiliary ("I would also like ...", "we also need ...") is inside one verb.
 _INSIDE_VERB = re.compile(
     r"\b(?:i|we|you|they|would|will|can|could|should|do|does|i'd|i'm|we'd|we're|am|are)\s*$", re.IGNORECASE
@@ -124,7 +144,7 @@ class _Unit(NamedTuple):
 
 def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
     """The sub-requests of ``text``, in order: empty when it holds fewer than two actions to route on."""
-    units = [unit for sentence in _SENTENCES.split(text) for unit in _units(sentence)]
+    units = [unit for sentence in _sentences(text) for unit in _units(sentence)]
     pieces: list[str] = []
     context, context_step = "", False  # statements waiting for the request they serve; whether they opened a step
     for i, unit in enumerate(units):
@@ -151,6 +171,50 @@ def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
     if len(pieces) > max_parts:
         pieces[max_parts - 1 :] = [" ".join(pieces[max_parts - 1 :])]
     return tuple(pieces)
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of ``text``: cut at each sentence end that is not inside a quoted span."""
+    uncut, sentences, start = _uncut(text), [], 0
+    for end in _SENTENCES.finditer(text):
+        if not _inside(uncut, end):
+            sentences.append(text[start : end.start()])
+            start = end.end()
+    return [*sentences, text[start:]]
+
+
+def _uncut(text: str) -> list[tuple[int, int]]:
+    """Where in ``text`` no cut goes, in order and disjoint: its quoted spans (at most :data:`QUOTED_CHARS` characters
+    inside, on one line; a quote opening inside an earlier span opens none) and hyphenated words. Linear in ``text``
+    but for a binary search per quote."""
+    quoted: list[tuple[int, int]] = []
+    for mark, opens, ends, closes in _QUOTES:
+        if mark not in text:
+            continue
+        stops = [m.start() for m in ends.finditer(text)]
+        for start in (m.start() for m in opens.finditer(text)):
+            k = bisect.bisect_right(stops, start)
+            end = stops[k] if k < len(stops) else -1
+            if 0 < end - start <= QUOTED_CHARS + 1 and closes.match(text, end) and "\n" not in text[start:end]:
+                quoted.append((start, end + 1))
+    spans: list[tuple[int, int]] = []
+    for start, end in sorted(quoted):
+        if not spans or start >= spans[-1][1]:
+            spans.append((start, end))
+    uncut: list[tuple[int, int]] = []
+    hyphenated = [m.span() for m in _HYPHENATED.finditer(text)] if any(h in text for h in _HYPHENS) else []
+    for start, end in sorted(spans + hyphenated):
+        if uncut and start < uncut[-1][1]:  # a hyphenated word in quotes
+            uncut[-1] = (uncut[-1][0], max(end, uncut[-1][1]))
+        else:
+            uncut.append((start, end))
+    return uncut
+
+
+def _inside(uncut: list[tuple[int, int]], cut: re.Match[str]) -> bool:
+    """Whether ``cut`` (a sentence end or a joining word) overlaps one of the spans ``uncut`` (sorted, disjoint)."""
+    k = bisect.bisect_left(uncut, (cut.end(),)) - 1
+    return k >= 0 and uncut[k][1] > cut.start()
 
 
 def _units(sentence: str) -> list[_Unit]:
@@ -182,15 +246,17 @@ def _first_word(text: str) -> str:
 
 
 def _clauses(sentence: str) -> list[str]:
-    """The clauses of one sentence: cut at its joining words, except a bare "and" that ends a list of values; a
-    fragment ("Can you", "63 employees") joins the next clause, else the one before."""
+    """The clauses of one sentence: cut at its joining words, except inside quotes or a hyphenated word and a bare
+    "and" that ends a list of values; a fragment ("Can you", "63 employees") joins the next clause, else the one
+    before."""
     clauses: list[str] = []
-    pending, start = "", 0
+    pending, start, uncut = "", 0, _uncut(sentence)
     for join in [*_JOINS.finditer(sentence), None]:
         end = len(sentence) if join is None else join.start()
         after = "" if join is None else sentence[join.end() :]
         if join is not None and (
-            _INSIDE_VERB.search(sentence[start:end])
+            _inside(uncut, join)
+            or _INSIDE_VERB.search(sentence[start:end])
             or (join.group("and") is not None and _ends_list(sentence[start:end], after))
         ):
             continue
