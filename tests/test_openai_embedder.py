@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from toolstore import EmbedderError, InvalidInputError, OpenAIEmbedder
-from toolstore.testing.fake_openai import MALFORMED_KINDS, FakeOpenAI, fake_vector
+from toolstore.testing.fake_openai import MALFORMED_KINDS, FakeOpenAI, fake_token_count, fake_vector
 
 TEXTS = ["search the web", "send an email", "create a calendar event", "convert currency", "weather forecast"]
 
@@ -236,6 +236,44 @@ def test_fake_rejects_a_wrong_key_like_openai(server):
     with pytest.raises(openai.AuthenticationError) as info:
         client.embeddings.create(model="text-embedding-3-small", input=["hello"])
     assert info.value.code == "invalid_api_key" and "sk-nope" not in info.value.message
+
+
+def test_fake_refuses_an_input_over_the_models_context_like_openai(server):
+    """The 400 OpenAI answers today (2025-26) names the input; its earlier message named none."""
+    client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=0)
+    long = "lorem " * 10_000  # 15,000 tokens as the fake counts (a quarter of 60,000 bytes)
+    with pytest.raises(openai.BadRequestError) as info:
+        client.embeddings.create(model="text-embedding-3-small", input=["hello", long])
+    assert info.value.body == {
+        "message": "Invalid 'input[1]': maximum input length is 8192 tokens.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    }
+    with FakeOpenAI(legacy_errors=True) as legacy:
+        client = openai.OpenAI(api_key=legacy.api_key, base_url=legacy.base_url, max_retries=0)
+        with pytest.raises(
+            openai.BadRequestError, match="maximum context length is 8192 tokens, however you requested 15000"
+        ):
+            client.embeddings.create(model="text-embedding-3-small", input=["hello", long])
+
+
+def test_fake_refuses_a_request_over_300000_tokens_like_openai(server):
+    client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=0)
+    with pytest.raises(openai.BadRequestError) as info:
+        client.embeddings.create(model="text-embedding-3-small", input=["lorem " * 1000] * 300)  # 300 x 1,500 tokens
+    assert info.value.code == "max_tokens_per_request"
+    assert info.value.body["message"] == "Requested 450000 tokens, max 300000 tokens per request"  # type: ignore[index]
+    response = client.embeddings.create(model="text-embedding-3-small", input=["lorem " * 1000] * 200)
+    assert len(response.data) == 200 and response.usage.total_tokens == 300_000
+
+
+def test_fake_token_count_is_near_a_real_count_and_never_over_the_bytes():
+    assert fake_token_count("lorem " * 1500) == 2250  # 9,000 bytes, far under the context: sent whole
+    assert fake_token_count("a b c d") == 4 and fake_token_count("12345678") == 3
+    assert fake_token_count("\u5929\u6c14\u9884\u62a5" * 100) == 300  # 1,200 bytes
+    for text in ["x", "!!", " \n", "\U0001f600", "a_b-c 1.5", "lorem " * 1500, "\u00e9" * 7]:
+        assert 1 <= fake_token_count(text) <= len(text.encode())
 
 
 def test_chat_completions_answer_through_the_sdk():

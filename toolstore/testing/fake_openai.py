@@ -7,6 +7,12 @@
 Implements ``POST /v1/embeddings`` (deterministic vectors from a hash of the text; ``dimensions``
 and both ``encoding_format`` values, the SDK sends ``base64`` unless told otherwise) and
 ``POST /v1/chat/completions`` (reply from ``chat_handler(messages, model)``; no streaming).
+
+Embeddings requests are held to the real API's limits, answering its 400s: at most 2,048 inputs of at most
+``max_input_tokens`` (8,191) tokens each ("Invalid 'input[i]': maximum input length is 8192 tokens."; with
+``legacy_errors``, the earlier "This model's maximum context length is 8192 tokens, however you requested ...",
+which names no input) and ``max_request_tokens`` (300,000) in all ("Requested N tokens, max 300000 tokens per
+request", type and code ``max_tokens_per_request``); tokens as :func:`fake_token_count` counts them.
 Requests are recorded in :attr:`FakeOpenAI.requests`; failures are scripted with
 :meth:`FakeOpenAI.fail_next` and :meth:`FakeOpenAI.respond_malformed_next`, and each scripted
 entry is consumed by the next authorised request to either endpoint.
@@ -17,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +42,9 @@ DEFAULT_MODELS: dict[str, int] = {
 }
 MALFORMED_KINDS = ("missing_data", "wrong_count", "wrong_dimension", "non_numeric", "not_json")
 _MAX_INPUTS = 2048
+MAX_INPUT_TOKENS = 8191  # text-embedding-3-* and ada-002: the error says "8192 tokens"; 8,191 is the documented input
+MAX_REQUEST_TOKENS = 300_000  # summed over a request's inputs, for every embedding model
+_PIECES = re.compile(r"\s?[^\W\d_]+|\d{1,3}|\s?[^\w\s]+|\s+|_+")
 
 _ERROR_MESSAGES = {
     429: ("Rate limit reached for requests. Please try again in 20ms.", "requests", "rate_limit_exceeded"),
@@ -77,6 +87,16 @@ def fake_vector(text: str, dim: int) -> np.ndarray:
     return (full / np.linalg.norm(full)).astype(np.float32)
 
 
+def fake_token_count(text: str) -> int:
+    """The larger of ``text``'s pieces and a quarter of its UTF-8 bytes (rounded up): the fake's token count.
+
+    Pieces are what byte-level BPE tokenizers split text into before merging, each a token or more: a word with
+    the space before it, up to three digits, a run of punctuation or of whitespace. A quarter of the bytes is about
+    the real count for English prose and code; Chinese (a token a character, three bytes) and rare words count
+    more in reality. Never more than the byte count, which real byte-level BPE tokens never exceed either."""
+    return max(len(_PIECES.findall(text)), -(-len(text.encode()) // 4))
+
+
 class FakeOpenAI:
     """An OpenAI-compatible HTTP server on ``127.0.0.1`` (random port), run in a background thread."""
 
@@ -86,10 +106,16 @@ class FakeOpenAI:
         api_key: str = "sk-fake-test-key",
         models: Mapping[str, int] | None = None,
         chat_handler: ChatHandler | None = None,
+        max_input_tokens: int = MAX_INPUT_TOKENS,
+        max_request_tokens: int = MAX_REQUEST_TOKENS,
+        legacy_errors: bool = False,
     ) -> None:
         self.api_key = api_key
         self.models = {**DEFAULT_MODELS, **(models or {})}
         self.chat_handler = chat_handler
+        self.max_input_tokens = max_input_tokens
+        self.max_request_tokens = max_request_tokens
+        self.legacy_errors = legacy_errors
         self.requests: list[RecordedRequest] = []
         self._script: list[_Scripted] = []
         self._lock = threading.Lock()
@@ -233,6 +259,8 @@ class FakeOpenAI:
                 "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
                 "invalid_request_error",
             )
+        counts = [fake_token_count(t) for t in texts]
+        self._check_lengths(counts, isinstance(body.get("input"), list))
         dim = self.models[model]
         if body.get("dimensions") is not None:
             wanted = body["dimensions"]
@@ -260,7 +288,7 @@ class FakeOpenAI:
             data.append({"object": "embedding", "index": index, "embedding": encoded})
         if malformed == "wrong_count":
             data = data[:-1]
-        tokens = sum(len(t.split()) for t in texts)
+        tokens = sum(counts)
         reply: dict[str, Any] = {
             "object": "list",
             "data": data,
@@ -270,6 +298,22 @@ class FakeOpenAI:
         if malformed == "missing_data":
             del reply["data"]
         return reply
+
+    def _check_lengths(self, counts: list[int], listed: bool) -> None:
+        """The real API's 400s for an input over the model's context and for a request over its token total."""
+        over = next((i for i, count in enumerate(counts) if count > self.max_input_tokens), None)
+        if over is not None:
+            context, count = self.max_input_tokens + 1, counts[over]
+            message = (
+                f"This model's maximum context length is {context} tokens, however you requested {count} tokens "
+                f"({count} in your prompt; 0 for the completion). Please reduce your prompt; or completion length."
+                if self.legacy_errors
+                else f"Invalid 'input{f'[{over}]' if listed else ''}': maximum input length is {context} tokens."
+            )
+            raise _ApiError(400, message, "invalid_request_error")
+        if sum(counts) > self.max_request_tokens:
+            message = f"Requested {sum(counts)} tokens, max {self.max_request_tokens} tokens per request"
+            raise _ApiError(400, message, "max_tokens_per_request", "max_tokens_per_request")
 
     def _chat(self, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
@@ -281,8 +325,7 @@ class FakeOpenAI:
             content = self.chat_handler(messages, model)
         else:
             content = f"fake reply to: {_text_of(messages[-1])}"
-        prompt_tokens = sum(len(_text_of(m).split()) for m in messages)
-        completion_tokens = len(content.split())
+        prompt, completion = sum(len(_text_of(m).split()) for m in messages), len(content.split())
         with self._lock:
             self._ids += 1
             ident = f"chatcmpl-fake{self._ids}"
@@ -299,11 +342,7 @@ class FakeOpenAI:
                     "message": {"role": "assistant", "content": content, "refusal": None},
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         }
 
 
