@@ -98,6 +98,32 @@ def test_batching_splits_at_batch_size(server, delays):
     np.testing.assert_allclose(vectors[4], fake_vector(TEXTS[4], 1536), atol=1e-6)
 
 
+def test_batches_are_cut_under_the_apis_300000_tokens_per_request(server, delays):
+    """2,048 inputs of about 180 tokens each, 370,000 in all: one request of them all is refused. Requests are cut at
+    300,000 UTF-8 bytes, and a byte-level BPE tokenizer never counts more tokens than bytes."""
+    texts = [f"tool {i} " + "lorem " * 120 for i in range(2048)]
+    embedder = make(server, delays, dimensions=8)
+
+    vectors = embedder.embed_many(texts)
+
+    batches = server.embedding_batches()
+    assert [text for batch in batches for text in batch] == texts and len(batches) == 5
+    assert all(sum(len(text.encode()) for text in batch) <= 300_000 for batch in batches)
+    np.testing.assert_allclose(vectors[[0, 2047]], [fake_vector(texts[0], 8), fake_vector(texts[-1], 8)], atol=1e-6)
+    np.testing.assert_array_equal(embedder.embed_batch(texts), vectors)  # one batch of 2,048 texts, five requests
+    assert len(server.embedding_batches()) == 10
+
+
+def test_a_request_refused_as_over_the_servers_token_total_is_split(delays):
+    """A compatible server may allow fewer tokens per request than OpenAI: a refused request is halved until taken."""
+    with FakeOpenAI(max_request_tokens=500) as server:
+        texts = [f"tool {i} " + "lorem " * 30 for i in range(40)]  # 47 tokens each, 1,880 in all
+        vectors = make(server, delays).embed_many(texts)
+        assert server.embedding_batches()[0] == texts  # refused
+        assert [len(batch) for batch in server.embedding_batches()[1:]] == [20, 10, 10, 20, 10, 10]  # halved
+    np.testing.assert_allclose(vectors[5], fake_vector(texts[5], 1536), atol=1e-6)
+
+
 def test_empty_input_makes_no_request(server, delays):
     assert make(server, delays).embed_many([]).shape == (0, 1536)
     assert server.requests == []

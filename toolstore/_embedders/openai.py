@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._errors import EmbedderError, InvalidInputError, redact
+from .._progress import report
 from .base import Embedder, normalise
 
 if TYPE_CHECKING:  # the SDK is imported when an embedder is made: it takes most of a second
@@ -23,6 +25,8 @@ KNOWN_DIMS: dict[str, int] = {
     "text-embedding-ada-002": 1536,
 }
 MAX_BATCH_SIZE = 2048  # the API's limit on inputs per request
+MAX_REQUEST_BYTES = 300_000  # it refuses more than 300,000 tokens per request; a byte-level BPE token is a byte or more
+_TOTAL_REFUSED = re.compile(r"tokens per request", re.IGNORECASE)
 
 
 class OpenAIEmbedder(Embedder):
@@ -39,7 +43,11 @@ class OpenAIEmbedder(Embedder):
     connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
     jitter (honouring a numeric ``Retry-After``) before raising; any other API error, or a
     malformed response, raises at once. The SDK's own retries are disabled. :meth:`embed_many`
-    returns all vectors or raises: nothing partial. :meth:`embed_query` (route time) makes one
+    returns all vectors or raises: nothing partial.
+
+    Requests hold at most ``batch_size`` texts and ``MAX_REQUEST_BYTES`` UTF-8 bytes (a text longer than that goes
+    alone), so never more than the API's 300,000 tokens; a request a compatible server refuses as over its own total
+    of tokens per request is split in halves until taken. :meth:`embed_query` (route time) makes one
     attempt of at most ``query_timeout`` seconds. Error messages never carry the API key.
 
     The key is ``api_key`` or ``$OPENAI_API_KEY``, looked up on the first request: without one,
@@ -113,7 +121,17 @@ class OpenAIEmbedder(Embedder):
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) > MAX_BATCH_SIZE:
             raise InvalidInputError(f"at most {MAX_BATCH_SIZE} texts per request, got {len(texts)}; use embed_many")
-        return self._vectors(self._create(texts), len(texts))
+        return np.concatenate([self._fit(chunk) for chunk in request_batches(texts, self.batch_size)])
+
+    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
+        """Any number of texts, by requests of at most ``batch_size`` texts and ``MAX_REQUEST_BYTES`` bytes."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts: list[np.ndarray] = []
+        for chunk in request_batches(texts, self.batch_size):
+            parts.append(self._fit(chunk))
+            report(sum(len(p) for p in parts), len(texts))
+        return np.concatenate(parts)
 
     def embed_query(self, text: str) -> np.ndarray:
         """One attempt of at most ``query_timeout`` seconds, no retries (see :meth:`Embedder.embed_query`)."""
@@ -133,6 +151,25 @@ class OpenAIEmbedder(Embedder):
         return normalise(vectors)
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _fit(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of ``texts``: one request, or halves of it while the server refuses it as over its total of
+        tokens per request."""
+        rows: list[np.ndarray | None] = [None] * len(texts)
+        groups = [list(range(len(texts)))]
+        while groups:
+            group = groups.pop()
+            try:
+                vectors = self._vectors(self._create([texts[i] for i in group]), len(group))
+            except _Refused as refused:
+                if len(group) == 1:
+                    raise EmbedderError(str(refused)) from refused
+                half = len(group) // 2
+                groups += [group[half:], group[:half]]  # the first half next
+                continue
+            for i, vector in zip(group, vectors):
+                rows[i] = vector
+        return np.stack(rows)  # type: ignore[arg-type]
 
     def _create(self, texts: list[str], *, retries: int | None = None, timeout: float | None = None) -> Any:
         import openai
@@ -154,7 +191,8 @@ class OpenAIEmbedder(Embedder):
                 ) from exc
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 if not _retryable(exc):
-                    raise self._error(f"OpenAI embeddings request failed: {_describe(exc)}") from exc
+                    error = self._error(f"OpenAI embeddings request failed: {_describe(exc)}")
+                    raise (_Refused(str(error)) if _total_refused(exc) else error) from exc
                 if attempt >= retries:
                     raise self._error(
                         f"OpenAI embeddings request failed after {attempt + 1} attempt{'s' if attempt else ''}: "
@@ -207,6 +245,24 @@ class OpenAIEmbedder(Embedder):
         return np.stack(rows)  # type: ignore[arg-type]
 
 
+class _Refused(Exception):  # not an error of toolstore's: the embedder handles it and never raises it
+    """The server refused a request as over its total of tokens per request (HTTP 400); the message is the
+    EmbedderError's to raise if nothing else can be done."""
+
+
+def request_batches(texts: Sequence[str], size: int, max_bytes: int = MAX_REQUEST_BYTES) -> Iterator[Sequence[str]]:
+    """Consecutive slices of ``texts`` of at most ``size`` texts and ``max_bytes`` UTF-8 bytes (or one longer text)."""
+    start = total = 0
+    for end, text in enumerate(texts):
+        length = len(text.encode())
+        if end > start and (end - start == size or total + length > max_bytes):
+            yield texts[start:end]
+            start, total = end, 0
+        total += length
+    if start < len(texts):
+        yield texts[start:]
+
+
 def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:
     import openai
 
@@ -229,6 +285,14 @@ def _retryable(exc: Exception) -> bool:
         return True
     status = getattr(exc, "status_code", 0)
     return status == 429 or status >= 500
+
+
+def _total_refused(exc: Exception) -> bool:
+    """A 400 for more tokens in the request than the server takes ("Requested N tokens, max 300000 tokens per
+    request", code ``max_tokens_per_request``)."""
+    return getattr(exc, "status_code", None) == 400 and (
+        getattr(exc, "code", None) == "max_tokens_per_request" or bool(_TOTAL_REFUSED.search(_message(exc)))
+    )
 
 
 def _message(exc: Exception) -> str:
