@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -122,6 +123,81 @@ def test_a_request_refused_as_over_the_servers_token_total_is_split(delays):
         assert server.embedding_batches()[0] == texts  # refused
         assert [len(batch) for batch in server.embedding_batches()[1:]] == [20, 10, 10, 20, 10, 10]  # halved
     np.testing.assert_allclose(vectors[5], fake_vector(texts[5], 1536), atol=1e-6)
+
+
+def test_texts_over_the_models_context_are_embedded_truncated_with_a_warning(server, delays, caplog):
+    """OpenAI refuses an input over 8,191 tokens and names it; the rest of the request is embedded as it is."""
+    long, longer = "lorem " * 10_000, "dolor sit " * 8_000  # 15,000 and 20,000 tokens as the fake counts them
+    texts = ["send an email", long, "weather forecast", longer, "x" * 9_000]  # the last, 2,250 tokens, fits
+
+    with caplog.at_level(logging.WARNING, logger="toolstore"):
+        vectors = make(server, delays).embed_many(texts)
+
+    batches = server.embedding_batches()
+    assert batches[0] == texts  # refused: input[1]
+    kept = {text for batch in batches[1:] for text in batch if text not in texts}
+    assert len(kept) == 2 and batches[-1] == [texts[0], texts[2], texts[4]]  # the others, whole
+    for original in (long, longer):
+        head = next(k for k in kept if original.startswith(k))
+        assert 8_191 < len(head.encode()) and fake_token_count(head) <= 8_191  # truncated, to more than the bound
+        np.testing.assert_allclose(vectors[texts.index(original)], fake_vector(head, 1536), atol=1e-6)
+    for i in (0, 2, 4):
+        np.testing.assert_allclose(vectors[i], fake_vector(texts[i], 1536), atol=1e-6)
+    assert "2 of 5 texts were over the input limit of openai/text-embedding-3-small" in caplog.text
+    assert len(batches) <= 8
+
+
+def test_a_long_text_within_the_context_is_sent_whole(server, delays, caplog):
+    """9,000 bytes of ~2,250 tokens: far over 8,191 bytes, within the context. Nothing is cut, nothing warned."""
+    text = "lorem " * 1_500
+    with caplog.at_level(logging.WARNING, logger="toolstore"):
+        vector = make(server, delays).embed(text)
+    assert server.embedding_batches() == [[text]] and not caplog.text
+    np.testing.assert_allclose(vector, fake_vector(text, 1536), atol=1e-6)
+
+
+def test_a_refusal_naming_no_input_finds_the_long_ones_by_halving(delays, caplog):
+    """The API's earlier message ("This model's maximum context length is 8192 tokens, however you requested ...")
+    does not say which input; halving the request does."""
+    texts = [f"tool {i}" for i in range(8)]
+    texts[2], texts[5] = "lorem " * 10_000, "ipsum " * 9_000
+    with FakeOpenAI(legacy_errors=True) as server, caplog.at_level(logging.WARNING, logger="toolstore"):
+        vectors = make(server, delays).embed_many(texts)
+        batches = server.embedding_batches()
+    for i, text in enumerate(texts):
+        sent = next(t for b in reversed(batches) for t in b if text.startswith(t))  # the text or what was kept
+        assert (sent == text) == (i not in (2, 5))
+        np.testing.assert_allclose(vectors[i], fake_vector(sent, 1536), atol=1e-6)
+    assert "2 of 8 texts" in caplog.text
+
+
+def test_a_small_context_of_a_compatible_server_is_read_from_its_refusal(delays):
+    """vLLM serves models of 512 tokens and says so; the cut follows the context the message states."""
+    with FakeOpenAI(models={"bge-small": 384}, max_input_tokens=511) as server:
+        text = "lorem " * 2_000  # 3,000 tokens
+        vector = make(server, delays, model="bge-small").embed(text)
+        head = server.embedding_batches()[-1][0]
+    assert text.startswith(head) and 511 < len(head) and fake_token_count(head) <= 511
+    np.testing.assert_allclose(vector, fake_vector(head, 384), atol=1e-6)
+
+
+def test_a_refusal_naming_an_input_too_short_to_be_over_is_not_believed(server, delays, caplog):
+    """A text of fewer bytes than the context has fewer tokens: a server naming it is found out by halving, and no
+    text is cut for its word."""
+    message = "Invalid 'input[0]': maximum input length is 8192 tokens."
+    server.fail_next(400, body={"error": {"message": message, "type": "invalid_request_error"}})
+    with caplog.at_level(logging.WARNING, logger="toolstore"):
+        vectors = make(server, delays).embed_many(TEXTS[:2])
+    assert server.embedding_batches() == [TEXTS[:2], TEXTS[:1], TEXTS[1:2]] and not caplog.text
+    np.testing.assert_allclose(vectors, [fake_vector(t, 1536) for t in TEXTS[:2]], atol=1e-6)
+
+
+def test_an_input_refused_at_every_length_raises_after_a_few_tries(server, delays):
+    body = {"error": {"message": "This model's maximum context length is 512 tokens.", "type": "invalid_request_error"}}
+    server.fail_next(400, times=100, body=body)
+    with pytest.raises(EmbedderError, match=r"refused a text of 60,000 UTF-8 bytes.*down to 67 bytes"):
+        make(server, delays).embed("lorem " * 10_000)
+    assert len(server.requests) < 15 and delays == []
 
 
 def test_empty_input_makes_no_request(server, delays):

@@ -5,16 +5,26 @@ from __future__ import annotations
 import math
 import os
 import random
-import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._errors import EmbedderError, InvalidInputError, redact
+from .._observe import logger
 from .._progress import report
 from .base import Embedder, normalise
+from .openai_limits import (
+    CONTEXT_TOKENS,
+    MAX_BATCH_SIZE,
+    LengthRefused,
+    cut_sizes,
+    length_refusal,
+    prefix,
+    request_batches,
+    truncation_warning,
+)
 
 if TYPE_CHECKING:  # the SDK is imported when an embedder is made: it takes most of a second
     import openai
@@ -24,9 +34,6 @@ KNOWN_DIMS: dict[str, int] = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
 }
-MAX_BATCH_SIZE = 2048  # the API's limit on inputs per request
-MAX_REQUEST_BYTES = 300_000  # it refuses more than 300,000 tokens per request; a byte-level BPE token is a byte or more
-_TOTAL_REFUSED = re.compile(r"tokens per request", re.IGNORECASE)
 
 
 class OpenAIEmbedder(Embedder):
@@ -45,10 +52,14 @@ class OpenAIEmbedder(Embedder):
     malformed response, raises at once. The SDK's own retries are disabled. :meth:`embed_many`
     returns all vectors or raises: nothing partial.
 
-    Requests hold at most ``batch_size`` texts and ``MAX_REQUEST_BYTES`` UTF-8 bytes (a text longer than that goes
-    alone), so never more than the API's 300,000 tokens; a request a compatible server refuses as over its own total
-    of tokens per request is split in halves until taken. :meth:`embed_query` (route time) makes one
-    attempt of at most ``query_timeout`` seconds. Error messages never carry the API key.
+    Lengths (see ``openai_limits``): requests hold at most ``batch_size`` texts and 300,000 UTF-8 bytes (a longer
+    text goes alone), so never more than the API's 300,000 tokens; a request a compatible server refuses as over its
+    own total is split in halves until taken. Texts are sent whole: a text the model refuses as over its context
+    (8,191 tokens; the refusal names it, or halving the request finds it) is embedded from its longest prefix the
+    model takes among ``cut_sizes`` (a warning says how many), the other texts of the request as they are.
+
+    :meth:`embed_query` (route time) makes one attempt of at most ``query_timeout`` seconds. Error messages never
+    carry the API key.
 
     The key is ``api_key`` or ``$OPENAI_API_KEY``, looked up on the first request: without one,
     embedding raises :class:`EmbedderError` (and route() answers lexically, saying why).
@@ -121,17 +132,13 @@ class OpenAIEmbedder(Embedder):
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) > MAX_BATCH_SIZE:
             raise InvalidInputError(f"at most {MAX_BATCH_SIZE} texts per request, got {len(texts)}; use embed_many")
-        return np.concatenate([self._fit(chunk) for chunk in request_batches(texts, self.batch_size)])
+        return self._embed_all(texts, progress=False)
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
-        """Any number of texts, by requests of at most ``batch_size`` texts and ``MAX_REQUEST_BYTES`` bytes."""
+        """Any number of texts, by requests of at most ``batch_size`` texts and 300,000 UTF-8 bytes."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        parts: list[np.ndarray] = []
-        for chunk in request_batches(texts, self.batch_size):
-            parts.append(self._fit(chunk))
-            report(sum(len(p) for p in parts), len(texts))
-        return np.concatenate(parts)
+        return self._embed_all(texts, progress=True)
 
     def embed_query(self, text: str) -> np.ndarray:
         """One attempt of at most ``query_timeout`` seconds, no retries (see :meth:`Embedder.embed_query`)."""
@@ -142,7 +149,10 @@ class OpenAIEmbedder(Embedder):
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._vectors(self._create(texts, retries=0, timeout=self.query_timeout), len(texts))
+        try:
+            return self._vectors(self._create(texts, retries=0, timeout=self.query_timeout), len(texts))
+        except LengthRefused as refused:
+            raise EmbedderError(str(refused)) from refused
 
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
@@ -152,24 +162,61 @@ class OpenAIEmbedder(Embedder):
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _fit(self, texts: Sequence[str]) -> np.ndarray:
-        """The vectors of ``texts``: one request, or halves of it while the server refuses it as over its total of
-        tokens per request."""
+    def _embed_all(self, texts: Sequence[str], *, progress: bool) -> np.ndarray:
+        parts: list[np.ndarray] = []
+        cut: list[tuple[int, int]] = []
+        for chunk in request_batches(texts, self.batch_size):
+            parts.append(self._fit(chunk, cut))
+            if progress:
+                report(sum(len(p) for p in parts), len(texts))
+        if cut:
+            logger.warning(truncation_warning(cut, len(texts), self.model))
+        return np.concatenate(parts)
+
+    def _fit(self, texts: Sequence[str], cut: list[tuple[int, int]]) -> np.ndarray:
+        """The vectors of ``texts``: one request while the server takes it. A request refused as over its total of
+        tokens, or over the context by an input it does not name, is split in halves; an input refused as over the
+        context is embedded truncated (:meth:`_shrink`, which notes it in ``cut``) and the others asked again."""
         rows: list[np.ndarray | None] = [None] * len(texts)
         groups = [list(range(len(texts)))]
         while groups:
             group = groups.pop()
             try:
                 vectors = self._vectors(self._create([texts[i] for i in group]), len(group))
-            except _Refused as refused:
-                if len(group) == 1:
-                    raise EmbedderError(str(refused)) from refused
-                half = len(group) // 2
-                groups += [group[half:], group[:half]]  # the first half next
+            except LengthRefused as refused:
+                named = 0 if len(group) == 1 else _named(refused, [texts[i] for i in group])
+                if named is None:
+                    half = len(group) // 2
+                    groups += [group[half:], group[:half]]  # the first half next
+                    continue
+                one = group.pop(named)
+                rows[one] = self._shrink(texts[one], refused.context, cut)
+                if group:
+                    groups.append(group)
                 continue
             for i, vector in zip(group, vectors):
                 rows[i] = vector
         return np.stack(rows)  # type: ignore[arg-type]
+
+    def _shrink(self, text: str, context: int | None, cut: list[tuple[int, int]]) -> np.ndarray:
+        """The vector of the longest of ``text``'s prefixes (``cut_sizes``) that the model takes; EmbedderError when
+        it takes none."""
+        length = tried = len(text.encode())
+        for size in cut_sizes(length, context or CONTEXT_TOKENS):
+            head = prefix(text, size)
+            if not head:
+                break
+            tried = len(head.encode())
+            try:
+                vector = self._vectors(self._create([head]), 1)[0]
+            except LengthRefused:
+                continue
+            cut.append((length, len(head.encode())))
+            return vector
+        raise self._error(
+            f"OpenAI embeddings request failed: {self.openai_model} refused a text of {length:,} UTF-8 bytes as too "
+            f"long, and every beginning of it tried, down to {tried:,} bytes"
+        )
 
     def _create(self, texts: list[str], *, retries: int | None = None, timeout: float | None = None) -> Any:
         import openai
@@ -192,7 +239,8 @@ class OpenAIEmbedder(Embedder):
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
                 if not _retryable(exc):
                     error = self._error(f"OpenAI embeddings request failed: {_describe(exc)}")
-                    raise (_Refused(str(error)) if _total_refused(exc) else error) from exc
+                    refusal = length_refusal(exc, _message(exc))
+                    raise (error if refusal is None else LengthRefused(str(error), *refusal)) from exc
                 if attempt >= retries:
                     raise self._error(
                         f"OpenAI embeddings request failed after {attempt + 1} attempt{'s' if attempt else ''}: "
@@ -245,22 +293,13 @@ class OpenAIEmbedder(Embedder):
         return np.stack(rows)  # type: ignore[arg-type]
 
 
-class _Refused(Exception):  # not an error of toolstore's: the embedder handles it and never raises it
-    """The server refused a request as over its total of tokens per request (HTTP 400); the message is the
-    EmbedderError's to raise if nothing else can be done."""
-
-
-def request_batches(texts: Sequence[str], size: int, max_bytes: int = MAX_REQUEST_BYTES) -> Iterator[Sequence[str]]:
-    """Consecutive slices of ``texts`` of at most ``size`` texts and ``max_bytes`` UTF-8 bytes (or one longer text)."""
-    start = total = 0
-    for end, text in enumerate(texts):
-        length = len(text.encode())
-        if end > start and (end - start == size or total + length > max_bytes):
-            yield texts[start:end]
-            start, total = end, 0
-        total += length
-    if start < len(texts):
-        yield texts[start:]
+def _named(refused: LengthRefused, texts: list[str]) -> int | None:
+    """The input of ``texts`` that ``refused`` names as over the context, unless it cannot be: a text of fewer UTF-8
+    bytes than the context has fewer tokens (a server naming one miscounts or means another; halving finds it)."""
+    index, context = refused.index, refused.context
+    if index is None or context is None or not 0 <= index < len(texts):
+        return None
+    return index if len(texts[index].encode()) >= context else None
 
 
 def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:
@@ -285,14 +324,6 @@ def _retryable(exc: Exception) -> bool:
         return True
     status = getattr(exc, "status_code", 0)
     return status == 429 or status >= 500
-
-
-def _total_refused(exc: Exception) -> bool:
-    """A 400 for more tokens in the request than the server takes ("Requested N tokens, max 300000 tokens per
-    request", code ``max_tokens_per_request``)."""
-    return getattr(exc, "status_code", None) == 400 and (
-        getattr(exc, "code", None) == "max_tokens_per_request" or bool(_TOTAL_REFUSED.search(_message(exc)))
-    )
 
 
 def _message(exc: Exception) -> str:
