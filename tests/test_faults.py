@@ -151,6 +151,17 @@ def test_a_hanging_provider_costs_one_query_timeout(dsn: str) -> None:
         assert time.monotonic() - started < 1.0
 
 
+def test_a_request_over_the_models_context_routes_densely_and_leaves_the_breaker_closed(dsn: str) -> None:
+    """20,000 characters can be over 8,191 tokens; the API's refusal used to fail the route's dense part and open
+    the breaker, so every route for the next 30 s answered lexically."""
+    long = "a " * 9_985 + "send the weekly report"  # 9,989 tokens as FakeOpenAI counts them
+    with FakeOpenAI() as server, openai_store(dsn, server) as store:
+        store.upsert(generated_tools(10))
+        result = store.route(long)
+        assert result.dense_used, result.degraded_reason
+        assert store.route("another request").dense_used
+
+
 def test_provider_errors_never_carry_the_api_key(dsn: str) -> None:
     secret = "sk-live-0123456789abcdefghij"
     body = {"error": {"message": f"proxy rejected header Authorization: Bearer {secret}", "type": "server_error"}}

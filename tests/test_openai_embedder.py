@@ -200,6 +200,26 @@ def test_an_input_refused_at_every_length_raises_after_a_few_tries(server, delay
     assert len(server.requests) < 15 and delays == []
 
 
+def test_route_time_texts_over_the_context_are_cut_at_once(server, delays, caplog):
+    """At route time a refusal for length would fail the route's dense part and open the breaker for every route: the
+    texts over the context's bound in bytes are cut to it and sent again at once, no search."""
+    long = "lorem " * 10_000
+    with caplog.at_level(logging.WARNING, logger="toolstore"):
+        vectors = make(server, delays).embed_queries(["weather forecast", long])
+    assert server.embedding_batches() == [["weather forecast", long], ["weather forecast", long[:8191]]]
+    np.testing.assert_allclose(vectors, [fake_vector(t, 1536) for t in ("weather forecast", long[:8191])], atol=1e-6)
+    assert "1 of 2 texts were over the input limit" in caplog.text
+
+
+def test_route_time_texts_are_sent_in_requests_under_the_total(server, delays):
+    """A conversation's earlier turns (up to 100, of up to 20,000 characters) can be more than 300,000 tokens."""
+    turns = [f"turn {i} " + "lorem " * 3_300 for i in range(100)]  # about 5,000 tokens each
+    vectors = make(server, delays, dimensions=8, query_timeout=30.0).embed_queries(turns)
+    batches = server.embedding_batches()
+    assert [t for b in batches for t in b] == turns and all(sum(len(t) for t in b) <= 300_000 for b in batches)
+    np.testing.assert_allclose(vectors[99], fake_vector(turns[99], 8), atol=1e-6)
+
+
 def test_empty_input_makes_no_request(server, delays):
     assert make(server, delays).embed_many([]).shape == (0, 1536)
     assert server.requests == []

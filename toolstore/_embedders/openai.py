@@ -58,8 +58,9 @@ class OpenAIEmbedder(Embedder):
     (8,191 tokens; the refusal names it, or halving the request finds it) is embedded from its longest prefix the
     model takes among ``cut_sizes`` (a warning says how many), the other texts of the request as they are.
 
-    :meth:`embed_query` (route time) makes one attempt of at most ``query_timeout`` seconds. Error messages never
-    carry the API key.
+    :meth:`embed_queries` (route time) makes one attempt per request, all within ``query_timeout`` seconds, with no
+    search for a text over the context: it cuts every text longer than the context in bytes and asks once more.
+    Error messages never carry the API key.
 
     The key is ``api_key`` or ``$OPENAI_API_KEY``, looked up on the first request: without one,
     embedding raises :class:`EmbedderError` (and route() answers lexically, saying why).
@@ -145,14 +146,31 @@ class OpenAIEmbedder(Embedder):
         return self.embed_queries([text])[0]
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """One request for all ``texts``, one attempt of at most ``query_timeout`` seconds, no retries."""
+        """One request for all ``texts`` (one per 300,000 bytes), one attempt each, no retries, all within
+        ``query_timeout`` seconds. Refused for length, the texts over the context in bytes are cut to fit and sent
+        once more (never over it for OpenAI's models)."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        try:
-            return self._vectors(self._create(texts, retries=0, timeout=self.query_timeout), len(texts))
-        except LengthRefused as refused:
-            raise EmbedderError(str(refused)) from refused
+        deadline = time.monotonic() + self.query_timeout
+        parts: list[np.ndarray] = []
+        cut: list[tuple[int, int]] = []
+        for chunk in request_batches(texts, MAX_BATCH_SIZE):  # a route's few texts: one request, as they fit
+            try:
+                vectors = self._vectors(self._create(list(chunk), retries=0, deadline=deadline), len(chunk))
+            except LengthRefused as refused:
+                fitted = [prefix(t, (refused.context or CONTEXT_TOKENS) - 1) for t in chunk]
+                try:
+                    if fitted == list(chunk):
+                        raise
+                    vectors = self._vectors(self._create(fitted, retries=0, deadline=deadline), len(chunk))
+                except LengthRefused as again:  # an EmbedderError of the usual name for route()'s reason
+                    raise EmbedderError(str(again)) from again
+                cut += [(len(t.encode()), len(f.encode())) for t, f in zip(chunk, fitted) if f != t]
+            parts.append(vectors)
+        if cut:
+            logger.warning(truncation_warning(cut, len(texts), self.model))
+        return np.concatenate(parts)
 
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
@@ -218,14 +236,16 @@ class OpenAIEmbedder(Embedder):
             f"long, and every beginning of it tried, down to {tried:,} bytes"
         )
 
-    def _create(self, texts: list[str], *, retries: int | None = None, timeout: float | None = None) -> Any:
+    def _create(self, texts: list[str], *, retries: int | None = None, deadline: float | None = None) -> Any:
         import openai
 
         kwargs: dict[str, Any] = {"model": self.openai_model, "input": texts, "encoding_format": "float"}
         if self.dimensions is not None:
             kwargs["dimensions"] = self.dimensions
-        if timeout is not None:
-            kwargs["timeout"] = timeout
+        if deadline is not None:  # a request at route time: at most the time left of query_timeout
+            kwargs["timeout"] = deadline - time.monotonic()
+            if kwargs["timeout"] <= 0:
+                raise self._error(f"OpenAI embeddings request not sent: query_timeout ({self.query_timeout} s) spent")
         retries = self.max_retries if retries is None else retries
         attempt = 0
         while True:
