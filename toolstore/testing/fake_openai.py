@@ -27,6 +27,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -113,8 +114,7 @@ class FakeOpenAI:
         self.api_key = api_key
         self.models = {**DEFAULT_MODELS, **(models or {})}
         self.chat_handler = chat_handler
-        self.max_input_tokens = max_input_tokens
-        self.max_request_tokens = max_request_tokens
+        self.max_input_tokens, self.max_request_tokens = max_input_tokens, max_request_tokens
         self.legacy_errors = legacy_errors
         self.requests: list[RecordedRequest] = []
         self._script: list[_Scripted] = []
@@ -359,27 +359,27 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:
-        self._serve("POST")
+        self._serve()
 
-    def do_GET(self) -> None:
-        self._serve("GET")
+    do_GET = do_POST
 
-    def _serve(self, method: str) -> None:
+    def _serve(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
-            status, extra, payload = self.fake._handle(method, self.path.split("?")[0], headers, raw)
+            status, extra, payload = self.fake._handle(self.command, self.path.split("?")[0], headers, raw)
         except _RawReply as exc:
             status, extra, payload = 200, {"Content-Type": "text/html"}, exc.payload
         except Exception as exc:  # e.g. a failing chat_handler: answer 500 rather than drop the connection
             status, extra, payload = _json(
                 500, _ApiError(500, f"FakeOpenAI handler failed: {exc!r}", "server_error").body
             )
-        self.send_response(status)
-        for name, value in {**extra, "Content-Length": str(len(payload)), "x-request-id": "req_fake"}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(payload)
+        with suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout): no one to answer
+            self.send_response(status)
+            for name, value in {**extra, "Content-Length": str(len(payload)), "x-request-id": "req_fake"}.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
 
     def log_message(self, format: str, *args: Any) -> None:  # silence per-request logging
         pass
