@@ -21,7 +21,6 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTi
 
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, redact
-from ._observe import logger
 from ._sql import query
 
 T = TypeVar("T")
