@@ -42,7 +42,7 @@ select exists (select 1 from catalog_grants where role = %(role)s)
 -- The connected role when it may not use the schema (no grant, or its last one revoked): Postgres then leaves the
 -- schema off the search_path, and a statement fails with "relation ... does not exist". No row when it may, or
 -- when there is no such schema.
-select current_user::text from pg_namespace where nspname = %s and not has_schema_privilege(oid, 'USAGE');
+select current_user::text from pg_namespace where nspname = %(schema)s and not has_schema_privilege(oid, 'USAGE');
 
 -- name: granted_roles
 -- Every existing role with a grant: a migration to head sets their table privileges again.

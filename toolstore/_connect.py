@@ -105,7 +105,7 @@ def _denied(row: Any, schema: str) -> DatabaseError | None:
 def schema_denied(conn: psycopg.Connection[Any], schema: str) -> DatabaseError | None:
     """After a name was not found on ``conn``: the error that says its role may not use ``schema``, when that is why."""
     try:
-        return _denied(conn.execute(query("schema_denied"), [schema]).fetchone(), schema)
+        return _denied(conn.execute(query("schema_denied"), {"schema": schema}).fetchone(), schema)
     except psycopg.Error:  # a failed transaction, or the connection is gone: the original error stands
         return None
 
@@ -113,7 +113,7 @@ def schema_denied(conn: psycopg.Connection[Any], schema: str) -> DatabaseError |
 async def schema_denied_async(conn: psycopg.AsyncConnection[Any], schema: str) -> DatabaseError | None:
     """:func:`schema_denied` on an async connection."""
     try:
-        return _denied(await (await conn.execute(query("schema_denied"), [schema])).fetchone(), schema)
+        return _denied(await (await conn.execute(query("schema_denied"), {"schema": schema})).fetchone(), schema)
     except psycopg.Error:
         return None
 
