@@ -4,12 +4,21 @@ gives none. Pure: no database."""
 
 from __future__ import annotations
 
+import json
+import random
+import re
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from toolstore import _split
 from toolstore._input import MAX_QUERY_CHARS
 from toolstore._split import MAX_PARTS, split_request
+
+import split_oracle
+from benchdata import BENCH
 
 DEMO_REQUEST = (
     "pull failed payments from Stripe, file a support ticket in Linear, and notify the on-call channel in Slack"
@@ -232,3 +241,99 @@ def test_quotes_keep_the_split_linear(unit: str) -> None:
     started = time.perf_counter()
     split_request(text)
     assert time.perf_counter() - started < 1.0
+
+
+# --- the linear splitter splits as the one it replaced (tests/split_oracle.py) ---------------------------------------
+
+# Words, marks and spaces the splitter reads: joining words, verbs, subjects, quotes, hyphens, commas, sentence ends,
+# titles, numbers, line breaks and other spaces.
+TOKENS = (
+    "and then also finally lastly after that afterwards plus additionally as well as Then Finally Also And "
+    ", . ! ? ; : / and/or or/and send email report to Alice Bob the I we you would can could do am are i'd "
+    "i'm we're please hi there ok so now Specifically this that for purpose task API model tools Which recommend "
+    "suggest Dr. Mr. 3.5 50000.0. e.g. find search file create delete update list get check book rock-and-roll "
+    "drag-and-drop ' \" \u201c \u201d \u2018 \u2019 - \u2010 users' don't '90s The It My A x y drums vocals bass kg/s "
+    "100 it's"
+).split(" ") + [
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "\u00a0",
+    "\u2028",
+    "\x0b",
+    "\r\n",
+    ", and",
+    "and,",
+    " , ",
+    "'salt and pepper'",
+    '"Done. Tests green."',
+    "x-and-y",
+]
+SEPARATORS = (" ", " ", " ", "", "  ", ", ", "\n", " \t ")
+
+
+def generated_request(rng: random.Random) -> str:
+    return "".join(rng.choice(TOKENS) + rng.choice(SEPARATORS) for _ in range(rng.randint(1, 40)))
+
+
+def bench_requests() -> list[str]:
+    requests = []
+    for path in sorted(BENCH.glob("*/*.jsonl")):
+        if path.name != "tools.jsonl":
+            for row in map(json.loads, filter(str.strip, path.read_text(encoding="utf-8").splitlines())):
+                requests += [row["query"]] if "query" in row else [turn["query"] for turn in row.get("turns", ())]
+    return requests
+
+
+@pytest.mark.skipif(not BENCH.exists(), reason="shared benchmarks not present")
+def test_the_bench_requests_split_as_before() -> None:
+    requests = bench_requests()
+    assert len(requests) > 5000
+    assert sum(bool(split_request(r)) for r in requests) > 500  # many are compound
+    for request in requests:
+        assert split_request(request) == split_oracle.split_request(request), request
+
+
+def test_generated_requests_split_as_before() -> None:
+    rng = random.Random(20240611)
+    for _ in range(3000):
+        request = generated_request(rng)
+        for max_parts in (MAX_PARTS, 2):
+            expected = split_oracle.split_request(request, max_parts=max_parts)
+            assert split_request(request, max_parts=max_parts) == expected, request
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(TOKENS), st.text(alphabet=",.;!?'\"- \n\t\u00a0aIdn", max_size=6)), max_size=30),
+    st.lists(st.sampled_from(SEPARATORS), min_size=30, max_size=30),
+)
+def test_any_request_splits_as_before(tokens: list[str], separators: list[str]) -> None:
+    request = "".join(token + separator for token, separator in zip(tokens, separators))
+    assert split_request(request) == split_oracle.split_request(request)
+
+
+@pytest.mark.parametrize("unit", ["I then ", "it then ", "do it and then ", "x and y, ", "a, b and ", "we then "])
+def test_a_long_request_is_read_a_bounded_number_of_times(unit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest request of thousands of joining words has its words counted and its joins checked for a verb
+    around them reading each character a bounded number of times; the pieces were rebuilt and counted again as they
+    grew, and each join read the sentence back to the last cut (0.5 to 3 s)."""
+    text = (unit * (MAX_QUERY_CHARS // len(unit) + 1))[:MAX_QUERY_CHARS]
+    expected = split_oracle.split_request(text)
+    read = {"words": 0, "verb": 0}
+    count_words, inside_verb = _split._content_words, _split._INSIDE_VERB
+
+    class CountedVerb:
+        def search(self, string: str) -> re.Match[str] | None:
+            read["verb"] += len(string)
+            return inside_verb.search(string)
+
+    def counted_words(string: str) -> int:
+        read["words"] += len(string)
+        return count_words(string)
+
+    monkeypatch.setattr(_split, "_content_words", counted_words)
+    monkeypatch.setattr(_split, "_INSIDE_VERB", CountedVerb())
+    assert split_request(text) == expected
+    assert read["words"] <= 3 * len(text) and read["verb"] <= 3 * len(text), read

@@ -8,7 +8,7 @@ returns the pieces in order (none when the request is one action). Not every sen
 action of its own: one that only states context ("I'm building an app for dog owners.", "The program has 15
 places.") stays with the request it serves, and one that points back ("Suggest an API for this purpose.") or only
 asks for the tool to do it ("Which model should I use?") with the piece before it, so "context + question" is one
-action. Deterministic, pure, microseconds.
+action. Deterministic, pure, linear in the text: microseconds for a request, milliseconds for the longest.
 """
 
 from __future__ import annotations
@@ -51,19 +51,25 @@ BACK_REFERENCES = frozenset("the this that these those it it's its he she they h
 
 # A sentence ends at . ! ? ; or a line break followed by more text: after a word ("... Linear. Then"), a number
 # before a capital ("... 50000.0. Lastly"), or a closing quote; not inside a number like 3.5, "e.g." or after "Dr.".
+# A line break with the spaces around it is found from where its run of spaces starts, reading the run once
+# (`\s*\n+\s*`, tried again from every space of a run, read a run without a line break in quadratic time).
 _SENTENCES = re.compile(
     r"(?<=[!?;])\s+"
     r"|(?<=[^\s.]{2}\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)\s+(?=\S)"
-    r"|(?<=\d\.)\s+(?=[A-Z])|(?<=[^\s.]\.['\"])\s+(?=[A-Z])|\s*\n+\s*"
+    r"|(?<=\d\.)\s+(?=[A-Z])|(?<=[^\s.]\.['\"])\s+(?=[A-Z])|(?<!\s)[^\S\n]*\n\s*"
 )
 _VERB = r"(?:" + "|".join(ACTION_VERBS) + r")\b"
 # Words that join two actions inside a sentence, and a comma before an action verb. Group `and`: a bare "and", which
 # does not cut where it ends a list of values ("drums, vocals, and bass": `_ends_list`).
+# Linear in the sentence: a join never starts inside a run of spaces (it would have started where the run does, with
+# the same words after it), and the spaces and comma around a joining word are read one way only (`\s*(?:,\s*)?`, not
+# `\s*,?\s*`, which retries every split of a run of spaces: cubic in its length).
 _JOINS = re.compile(
-    r"\s*,?\s*\b(?:and\s+then|and\s+also|and\s+afterwards|after\s+that|afterwards|then|finally|lastly|"
-    r"additionally|as\s+well\s+as|also|plus)\b\s*,?\s*"
-    r"|(?P<and>\s*,?\s*\band\b\s*,?\s*)"
-    r"|\s*,\s*(?=" + _VERB + r")",
+    r"(?!(?<=\s)\s)(?:"
+    r"\s*(?:,\s*)?\b(?:and\s+then|and\s+also|and\s+afterwards|after\s+that|afterwards|then|finally|lastly|"
+    r"additionally|as\s+well\s+as|also|plus)\b\s*(?:,\s*)?"
+    r"|(?P<and>\s*(?:,\s*)?\band\b\s*(?:,\s*)?)"
+    r"|\s*,\s*(?=" + _VERB + r"))",
     re.IGNORECASE,
 )
 _STARTS_WITH_VERB = re.compile(_VERB, re.IGNORECASE)
@@ -142,30 +148,57 @@ class _Unit(NamedTuple):
     back: bool  # it is about what came before: "Specifically, ...", "The program ...", "for this purpose", "Which API?"
 
 
+class _Text:
+    """Text built of parts joined by a space, and its count of content words (a sum: no word runs over a space), so
+    growing a piece or the pending context costs what is added, not the length of what is there."""
+
+    __slots__ = ("parts", "words")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.words = 0
+
+    def add(self, text: str, words: int) -> None:
+        self.parts.append(text)
+        self.words += words
+
+    def extend(self, other: _Text) -> None:
+        self.parts.extend(other.parts)
+        self.words += other.words
+
+    def __str__(self) -> str:
+        return " ".join(self.parts)
+
+
 def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
-    """The sub-requests of ``text``, in order: empty when it holds fewer than two actions to route on."""
+    """The sub-requests of ``text``, in order: empty when it holds fewer than two actions to route on. Linear in
+    ``text`` (no piece is rebuilt or counted again as it grows)."""
     units = [unit for sentence in _sentences(text) for unit in _units(sentence)]
-    pieces: list[str] = []
-    context, context_step = "", False  # statements waiting for the request they serve; whether they opened a step
+    built: list[_Text] = []
+    context, context_step = _Text(), False  # statements waiting for the request they serve; whether they opened a step
     for i, unit in enumerate(units):
         following = units[i + 1] if i + 1 < len(units) else None
+        words = _content_words(unit.text)
         if unit.states:
-            if pieces and not context and _serves_previous(unit, following):
-                pieces[-1] = f"{pieces[-1]} {unit.text}"
+            if built and not context.parts and _serves_previous(unit, following):
+                built[-1].add(unit.text, words)
             else:
-                context, context_step = f"{context} {unit.text}".strip(), context_step or (not context and unit.step)
-        elif pieces and unit.back:  # a request about what came before: "Suggest an API for this purpose"
-            pieces[-1] = " ".join(filter(None, (pieces[-1], context, unit.text)))
-            context = ""
+                context_step = context_step or (not context.parts and unit.step)
+                context.add(unit.text, words)
+        elif built and unit.back:  # a request about what came before: "Suggest an API for this purpose"
+            built[-1].extend(context)
+            built[-1].add(unit.text, words)
+            context = _Text()
         else:
-            _extend(pieces, f"{context} {unit.text}".strip())
-            context = ""
-    if context:  # statements after the last request: a new step of their own, else more about that request
-        if pieces and not context_step:
-            pieces[-1] = f"{pieces[-1]} {context}"
+            context.add(unit.text, words)
+            _extend(built, context)
+            context = _Text()
+    if context.parts:  # statements after the last request: a new step of their own, else more about that request
+        if built and not context_step:
+            built[-1].extend(context)
         else:
-            _extend(pieces, context)
-    pieces = list(dict.fromkeys(pieces))
+            _extend(built, context)
+    pieces = list(dict.fromkeys(str(piece) for piece in built))
     if len(pieces) < 2:
         return ()
     if len(pieces) > max_parts:
@@ -248,45 +281,83 @@ def _first_word(text: str) -> str:
 def _clauses(sentence: str) -> list[str]:
     """The clauses of one sentence: cut at its joining words, except inside quotes or a hyphenated word and a bare
     "and" that ends a list of values; a fragment ("Can you", "63 employees") joins the next clause, else the one
-    before."""
+    before. Linear in the sentence: each check of a join looks at a bounded part of it (`_inside_verb`, `_Marks`)."""
     clauses: list[str] = []
-    pending, start, uncut = "", 0, _uncut(sentence)
+    pending, start, uncut, marks = _Text(), 0, _uncut(sentence), None
     for join in [*_JOINS.finditer(sentence), None]:
         end = len(sentence) if join is None else join.start()
-        after = "" if join is None else sentence[join.end() :]
-        if join is not None and (
-            _inside(uncut, join)
-            or _INSIDE_VERB.search(sentence[start:end])
-            or (join.group("and") is not None and _ends_list(sentence[start:end], after))
-        ):
-            continue
-        clause = f"{pending} {_trim(sentence[start:end])}".strip()
+        if join is not None:
+            if _inside(uncut, join) or _inside_verb(sentence, start, end):
+                continue
+            if join.group("and") is not None:
+                marks = marks or _Marks(sentence)
+                if marks.ends_list(start, end, join.end()):
+                    continue
+        text = _trim(sentence[start:end])
         start = end if join is None else join.end()
-        if not clause:
+        if not text.strip():  # nothing to add: the pending fragment, if any, waits on
             continue
-        if _content_words(clause) >= MIN_WORDS:
-            clauses.append(clause)
-            pending = ""
-        else:
-            pending = clause
-    if pending and clauses:
+        pending.add(text.rstrip() if pending.parts else text.strip(), _content_words(text))
+        if pending.words >= MIN_WORDS:
+            clauses.append(str(pending))
+            pending = _Text()
+    if pending.parts and clauses:
         clauses[-1] = f"{clauses[-1]} {pending}"
-    elif pending:
-        clauses.append(pending)
+    elif pending.parts:
+        clauses.append(str(pending))
     return clauses
 
 
-def _ends_list(before: str, after: str) -> bool:
-    """Whether an "and" between ``before`` and ``after`` ends a list of values ("drums, vocals, and bass"): the text
-    before it has a comma and a short last item, and no action verb follows it."""
-    head, comma, item = before.rpartition(",")
-    return bool(comma) and bool(head.strip()) and len(item.split()) <= 4 and not _STARTS_WITH_VERB.match(after)
+def _inside_verb(sentence: str, start: int, end: int) -> bool:
+    """Whether the text between two cuts, ``sentence[start:end]``, ends inside a verb (:data:`_INSIDE_VERB`). Only its
+    last word can: at most 6 letters after the character before it and before the spaces that end the text."""
+    last = end
+    while last > start and sentence[last - 1].isspace():
+        last -= 1
+    return bool(_INSIDE_VERB.search(sentence[max(start, last - 7) : end]))
 
 
-def _extend(pieces: list[str], piece: str) -> None:
+class _Marks:
+    """A sentence's commas and where its words (runs of non-space) start, found once, so whether an "and" ends a
+    list of values is answered with binary searches rather than by reading the sentence back to its last cut."""
+
+    def __init__(self, sentence: str) -> None:
+        self.sentence = sentence
+        self.commas = [m.start() for m in re.finditer(",", sentence)]
+        self.words = [m.start() for m in re.finditer(r"\S+", sentence)]
+
+    def ends_list(self, start: int, end: int, after: int) -> bool:
+        """Whether an "and" between ``sentence[start:end]`` and ``sentence[after:]`` ends a list of values ("drums,
+        vocals, and bass"): the text before it has a comma and a short last item, and no action verb follows it."""
+        k = bisect.bisect_left(self.commas, end) - 1
+        comma = self.commas[k] if k >= 0 else -1
+        if comma < start:
+            return False
+        return (
+            self._has_words(start, comma)
+            and self._count_words(comma + 1, end) <= 4
+            and not _STARTS_WITH_VERB.match(self.sentence, after)
+        )
+
+    def _has_words(self, start: int, end: int) -> bool:
+        """Whether ``sentence[start:end]`` is more than spaces."""
+        return start < end and (
+            not self.sentence[start].isspace()
+            or bisect.bisect_left(self.words, end) > bisect.bisect_right(self.words, start)
+        )
+
+    def _count_words(self, start: int, end: int) -> int:
+        """``len(sentence[start:end].split())``."""
+        if start >= end:
+            return 0
+        inner = bisect.bisect_left(self.words, end) - bisect.bisect_right(self.words, start)
+        return inner + (not self.sentence[start].isspace())
+
+
+def _extend(pieces: list[_Text], piece: _Text) -> None:
     """Append ``piece``, or add it to the last piece when either is too short to route on alone."""
-    if pieces and (_content_words(piece) < MIN_WORDS or _content_words(pieces[-1]) < MIN_WORDS):
-        pieces[-1] = f"{pieces[-1]} {piece}"
+    if pieces and (piece.words < MIN_WORDS or pieces[-1].words < MIN_WORDS):
+        pieces[-1].extend(piece)
     else:
         pieces.append(piece)
 
