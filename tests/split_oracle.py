@@ -3,7 +3,7 @@ rebuilt and counted again as they grow, each join's checks reading the sentence 
 sentence-end and joining-word patterns that retried every split of a run of spaces. Quadratic (cubic in a run of
 spaces), so only for short requests; ``tests/test_split.py`` holds the splitter to it. It shares with the splitter
 what the linear rewrite left as it was: the word lists, the other patterns and where no cut goes
-(``_split._uncut``)."""
+(``_split._uncut``, which since the rewrite also keeps "and/or" whole: the one rule added after it)."""
 
 from __future__ import annotations
 

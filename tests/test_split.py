@@ -233,6 +233,19 @@ def test_no_cut_inside_quotes_or_a_hyphenated_word() -> None:
     )
 
 
+def test_and_or_is_no_joining_word() -> None:
+    """ "and/or" (or "or/and", with or without spaces around the slash) is one word, not an "and" that joins two
+    actions: it stays as written in its piece."""
+    assert split_request("send the report to Alice and/or Bob") == ()
+    assert split_request("send the report to Alice and/or Bob and then book a meeting room") == (
+        "send the report to Alice and/or Bob",
+        "book a meeting room",
+    )
+    for joined in ("and/or", "And / Or", "or/and"):
+        text = f"email the report to the whole team {joined} post the summary in the Slack channel"
+        assert split_request(text) == (), text
+
+
 @pytest.mark.parametrize("unit", [" 'a", " 'a'b", ' "a', " \u2018a\u2019b", " \u201ca", "a-", "a"])
 def test_quotes_keep_the_split_linear(unit: str) -> None:
     """The longest request of openings with no close, apostrophes, hyphens or one long word splits in well under a

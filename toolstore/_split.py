@@ -2,10 +2,10 @@
 Linear, and notify the on-call channel in Slack" asks for three tools, and each clause finds its own best.
 
 :func:`split_request` cuts at sentence ends and at the words that join actions (``then``, ``after that``,
-``finally``, ``also``, ``and``, a comma before a new clause), never inside quotes or a hyphenated word ("search for
-'salt and pepper' recipes", "rock-and-roll"), drops the joining words and the pieces too short to route on, and
-returns the pieces in order (none when the request is one action). Not every sentence or clause is an
-action of its own: one that only states context ("I'm building an app for dog owners.", "The program has 15
+``finally``, ``also``, ``and``, a comma before a new clause), never inside quotes, a hyphenated word or "and/or"
+("search for 'salt and pepper' recipes", "rock-and-roll", "Alice and/or Bob"), drops the joining words and the pieces
+too short to route on, and returns the pieces in order (none when the request is one action). Not every sentence or
+clause is an action of its own: one that only states context ("I'm building an app for dog owners.", "The program has 15
 places.") stays with the request it serves, and one that points back ("Suggest an API for this purpose.") or only
 asks for the tool to do it ("Which model should I use?") with the piece before it, so "context + question" is one
 action. Deterministic, pure, linear in the text: microseconds for a request, milliseconds for the longest.
@@ -74,9 +74,9 @@ _JOINS = re.compile(
 )
 _STARTS_WITH_VERB = re.compile(_VERB, re.IGNORECASE)
 # What no cut goes inside: a quoted span ("search for 'salt and pepper' recipes", "send “build and deploy done” to
-# Slack": :func:`_uncut`) and a hyphenated word ("rock-and-roll"). Per kind of quote (straight or curly, single or
-# double): where one opens, what ends the text it quotes, and whether that end closes it. An apostrophe is no quote: a
-# single quote opens after no letter and before a letter ("don't", "'90s", "users' files" open none), and an
+# Slack": :func:`_uncut`), a hyphenated word ("rock-and-roll") and "and/or". Per kind of quote (straight or curly,
+# single or double): where one opens, what ends the text it quotes, and whether that end closes it. An apostrophe is no
+# quote: a single quote opens after no letter and before a letter ("don't", "'90s", "users' files" open none), and an
 # apostrophe before a letter ("don't", "Bob’s") ends no quoted text.
 _QUOTES = tuple(
     (mark, re.compile(opens), re.compile(ends), re.compile(closes))
@@ -91,6 +91,8 @@ _HYPHENS = "-\u2010\u2011"
 #: At most this many characters between two quotes make a quoted span.
 QUOTED_CHARS = 300
 _HYPHENATED = re.compile(r"(?<!\w)\w+(?:[" + _HYPHENS + r"]\w+)+")
+# "and/or" (or "or/and", "and / or") is one word, not an "and" that joins two actions ("send it to Alice and/or Bob").
+_AND_OR = re.compile(r"\b(?:and[ \t]*/[ \t]*or|or[ \t]*/[ \t]*and)\b", re.IGNORECASE)
 # A joining word right after a subject or an auxiliary ("I would also like ...", "we also need ...") is inside one verb.
 _INSIDE_VERB = re.compile(
     r"\b(?:i|we|you|they|would|will|can|could|should|do|does|i'd|i'm|we'd|we're|am|are)\s*$", re.IGNORECASE
@@ -218,8 +220,8 @@ def _sentences(text: str) -> list[str]:
 
 def _uncut(text: str) -> list[tuple[int, int]]:
     """Where in ``text`` no cut goes, in order and disjoint: its quoted spans (at most :data:`QUOTED_CHARS` characters
-    inside, on one line; a quote opening inside an earlier span opens none) and hyphenated words. Linear in ``text``
-    but for a binary search per quote."""
+    inside, on one line; a quote opening inside an earlier span opens none), hyphenated words and "and/or". Linear in
+    ``text`` but for a binary search per quote."""
     quoted: list[tuple[int, int]] = []
     for mark, opens, ends, closes in _QUOTES:
         if mark not in text:
@@ -235,9 +237,10 @@ def _uncut(text: str) -> list[tuple[int, int]]:
         if not spans or start >= spans[-1][1]:
             spans.append((start, end))
     uncut: list[tuple[int, int]] = []
-    hyphenated = [m.span() for m in _HYPHENATED.finditer(text)] if any(h in text for h in _HYPHENS) else []
-    for start, end in sorted(spans + hyphenated):
-        if uncut and start < uncut[-1][1]:  # a hyphenated word in quotes
+    words = [m.span() for m in _HYPHENATED.finditer(text)] if any(h in text for h in _HYPHENS) else []
+    words += [m.span() for m in _AND_OR.finditer(text)] if "/" in text else []
+    for start, end in sorted(spans + words):
+        if uncut and start < uncut[-1][1]:  # a hyphenated word or "and/or" in quotes, or both in one
             uncut[-1] = (uncut[-1][0], max(end, uncut[-1][1]))
         else:
             uncut.append((start, end))
@@ -279,8 +282,8 @@ def _first_word(text: str) -> str:
 
 
 def _clauses(sentence: str) -> list[str]:
-    """The clauses of one sentence: cut at its joining words, except inside quotes or a hyphenated word and a bare
-    "and" that ends a list of values; a fragment ("Can you", "63 employees") joins the next clause, else the one
+    """The clauses of one sentence: cut at its joining words, except inside quotes, a hyphenated word or "and/or", and
+    a bare "and" that ends a list of values; a fragment ("Can you", "63 employees") joins the next clause, else the one
     before. Linear in the sentence: each check of a join looks at a bounded part of it (`_inside_verb`, `_Marks`)."""
     clauses: list[str] = []
     pending, start, uncut, marks = _Text(), 0, _uncut(sentence), None
