@@ -51,6 +51,14 @@ ANTHROPIC_TOOL = {
     "cache_control": {"type": "ephemeral"},
 }
 NO_ARGS_MCP = {"name": "ping_server", "description": "Ping the server", "inputSchema": {"type": "object"}}
+CUSTOM_TOOL = {  # an OpenAI custom tool, Chat Completions shape: free-form text held to a grammar
+    "type": "custom",
+    "custom": {
+        "name": "run_query",
+        "description": "Run a read-only SQL query on the sales database",
+        "format": {"type": "grammar", "grammar": {"syntax": "regex", "definition": "^SELECT .+$"}},
+    },
+}
 
 
 def _only(definitions: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -79,6 +87,19 @@ def test_definitions_round_trip_exactly_through_the_database(store: ToolStore) -
     for fmt in ("openai", "openai-responses", "anthropic", "mcp"):
         again = parse_tools(export_catalog(store.tools(), fmt, with_metadata=True))
         assert [(t.id, t.parameters) for t in again] == [(t.id, t.parameters) for t in store.tools()]
+
+
+def test_custom_tools_round_trip_exactly_through_the_database(store: ToolStore) -> None:
+    """An OpenAI custom tool comes back from a route as it was imported, and as the Responses API writes it."""
+    store.upsert(parse_tools([OPENAI_TOOL, CUSTOM_TOOL]))
+    result = store.route("run a SQL query on the sales database", k=2)
+    assert json.dumps(next(d for d in result.definitions("openai") if d["type"] == "custom")) == json.dumps(CUSTOM_TOOL)
+    assert next(d for d in result.definitions("openai-responses") if d["type"] == "custom") == {
+        "type": "custom",
+        "name": "run_query",
+        "description": "Run a read-only SQL query on the sales database",
+        "format": {"type": "grammar", "syntax": "regex", "definition": "^SELECT .+$"},
+    }
 
 
 def test_reordered_parameters_are_a_change(store: ToolStore) -> None:

@@ -781,6 +781,84 @@ def test_responses_tool_round_trips_with_its_own_keys() -> None:
     assert render(parse_tools([chat]), "openai-responses") == [{**source, "strict": False}]
 
 
+# An OpenAI custom tool's grammar (free-form text input held to it), as OpenAI's function calling guide writes one.
+MATH_GRAMMAR = 'start: expr\nexpr: term (SP ADD SP term)*\nterm: INT\nSP: " "\nADD: "+"\n%import common.INT'
+
+
+def test_openai_custom_tools_in_both_shapes_round_trip() -> None:
+    """OpenAI custom tools take free-form text, optionally held to a grammar (Lark or a regex): Chat Completions nests
+    the tool under "custom" and the grammar under "grammar", the Responses API writes both flat. Each imports (no
+    parameters schema) and renders back as it was in its own shape, and as a custom tool of the other shape in the
+    other (the grammar moved where that shape keeps it)."""
+    chat = {
+        "type": "custom",
+        "custom": {
+            "name": "do_math",
+            "description": "Do arithmetic.",
+            "format": {"type": "grammar", "grammar": {"definition": MATH_GRAMMAR, "syntax": "lark"}},
+        },
+    }
+    responses = {
+        "type": "custom",
+        "name": "do_math",
+        "description": "Do arithmetic.",
+        "format": {"type": "grammar", "definition": MATH_GRAMMAR, "syntax": "lark"},
+    }
+    expected = Tool(id="calc.do_math", name="do_math", description="Do arithmetic.", provider="calc")
+    for data in (chat, responses):
+        tool = one(data, provider="calc")
+        assert without_spec(tool) == expected and tool.spec == data
+        assert to_openai(tool) == chat
+        assert to_openai(tool, shape="responses") == responses
+        assert to_openai(tool, name="calc_do_math")["custom"]["name"] == "calc_do_math"
+        for fmt in ("openai", "openai-responses"):
+            exported = export_catalog([tool], fmt, with_metadata=True)  # type: ignore[arg-type]
+            back = parse_tools(json.loads(json.dumps(exported)))
+            assert same_tools(back, [tool])
+            assert export_catalog(back, fmt, with_metadata=True) == exported  # type: ignore[arg-type]
+    # a source's other keys and their order are kept in its own shape
+    text = {
+        "type": "custom",
+        "name": "run_sql",
+        "defer_loading": True,
+        "format": {"type": "text"},
+        "description": "SQL",
+    }
+    assert render(parse_tools([text]), "openai-responses") == [text]
+    assert render(parse_tools([text]), "openai") == [
+        {"type": "custom", "custom": {"name": "run_sql", "description": "SQL", "format": {"type": "text"}}}
+    ]
+    bare = {"type": "custom", "custom": {"name": "shell"}}
+    assert render(parse_tools([bare]), "openai") == [bare]
+    assert render(parse_tools([bare]), "openai-responses") == [{"type": "custom", "name": "shell"}]
+    # Anthropic's client tools may say "type": "custom" too: they have an input_schema
+    anthropic = {"type": "custom", "name": "get_weather", "input_schema": WEATHER_SCHEMA}
+    assert one(anthropic).parameters == WEATHER_SCHEMA
+    assert to_openai(one(anthropic))["type"] == "function"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"type": "custom", "custom": "do_math"}, "tool: custom must be a JSON object, got string"),
+        ({"type": "custom", "custom": {"description": "Do arithmetic."}}, "tool: name is missing"),
+        ({"type": "custom", "name": "do_math", "format": "lark"}, "tool 'do_math': format must be a JSON object"),
+        (
+            {"type": "custom", "custom": {"name": "do_math", "format": ["lark"]}},
+            "tool 'do_math': format must be a JSON object, got list",
+        ),
+        (
+            {"type": "custom", "custom": {"name": "m", "x-toolstore": {}}, "x-toolstore": {}},
+            "tool 'm': x-toolstore given both outside and in custom",
+        ),
+    ],
+)
+def test_invalid_openai_custom_tools(data: object, message: str) -> None:
+    with pytest.raises(InvalidToolError) as info:
+        parse_tools(data)
+    assert message in str(info.value), str(info.value)
+
+
 def test_spec_is_not_compared_but_kept() -> None:
     data = {"type": "function", "function": {"name": "a", "strict": True}}
     tool = one(data)
@@ -809,7 +887,21 @@ def test_openai_sdk_types() -> None:
         for tool in CATALOG:
             chat.validate_python(to_openai(tool, with_metadata=with_metadata))
             responses.validate_python(to_openai(tool, shape="responses", with_metadata=with_metadata))
+    # custom tools, as either shape renders them
+    custom_chat = pydantic.TypeAdapter(chat_types.ChatCompletionCustomToolParam)
+    custom_responses = pydantic.TypeAdapter(responses_types.CustomToolParam)
+    grammar = {"type": "grammar", "definition": "start: /[0-9]+/", "syntax": "lark"}
+    for source in (
+        {"type": "custom", "name": "n", "description": "N.", "format": grammar},
+        {"type": "custom", "name": "t"},
+    ):
+        for with_metadata in (False, True):
+            tool = one(source)
+            custom_chat.validate_python(to_openai(tool, with_metadata=with_metadata))
+            custom_responses.validate_python(to_openai(tool, shape="responses", with_metadata=with_metadata))
     # the validators are strict enough to catch a wrong shape
+    with pytest.raises(pydantic.ValidationError):
+        custom_chat.validate_python(to_openai(one({"type": "custom", "name": "t"}), shape="responses"))
     with pytest.raises(pydantic.ValidationError):
         chat.validate_python(to_openai(RICH, shape="responses"))
     with pytest.raises(pydantic.ValidationError):

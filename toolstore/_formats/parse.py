@@ -39,8 +39,8 @@ _WHY_BUILTIN = "built-in tools run inside the model provider and are not functio
 def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
     """Parse tool definitions of any supported format, detected per object.
 
-    ``data`` is a decoded JSON value: one tool (OpenAI chat or Responses, Anthropic, MCP, bare
-    ``{"name", "description", "parameters"}`` or a benchmark row), an MCP ``tools/list`` result
+    ``data`` is a decoded JSON value: one tool (OpenAI chat or Responses, a function or a custom tool, Anthropic,
+    MCP, bare ``{"name", "description", "parameters"}`` or a benchmark row), an MCP ``tools/list`` result
     or JSON-RPC response, an OpenAPI 3.x document, a ``{"tools": [...]}`` wrapper (a named one too when
     it defines no tool itself: an MCP server manifest, an OpenAI Assistant), or a list of any of these.
     ``provider`` is the default provider of tools that do not name their own
@@ -175,7 +175,11 @@ def _draft(d: dict[str, Any], loc: str) -> Draft:
     """Detect the shape of one tool object and extract its raw fields."""
     kind = d.get("type")
     if kind == "function" or (kind is None and isinstance(d.get("function"), dict)):
-        return _openai_chat(d, loc) if "function" in d else _plain(d, "parameters")
+        return _openai_chat(d, loc, "function") if "function" in d else _plain(d, "parameters")
+    if kind == "custom" and "input_schema" not in d:  # OpenAI's: free-form text input, no parameters schema
+        draft = _openai_chat(d, loc, "custom") if "custom" in d else _plain(d, "parameters")
+        _check_format(draft, loc)
+        return draft
     if kind == "custom" or "input_schema" in d:
         _check_kind(d, loc, "custom")
         return _plain(d, "input_schema")
@@ -203,16 +207,25 @@ def _check_kind(d: dict[str, Any], loc: str, allowed: str | None) -> None:
         raise InvalidToolError(f"{tool_label(loc, d.get('name'))}: unsupported tool type {kind!r}")
 
 
-def _openai_chat(d: dict[str, Any], loc: str) -> Draft:
-    fn = d["function"]
+def _openai_chat(d: dict[str, Any], loc: str, key: str) -> Draft:
+    """A Chat Completions tool: its definition nested under ``key`` (``function``, or ``custom`` for a custom tool)."""
+    fn = d[key]
     if not isinstance(fn, dict):
-        raise InvalidToolError(f"{tool_label(loc, None)}: function must be a JSON object, got {type_name(fn)}")
+        raise InvalidToolError(f"{tool_label(loc, None)}: {key} must be a JSON object, got {type_name(fn)}")
     if META_KEY in d and META_KEY in fn:
-        raise InvalidToolError(f"{tool_label(loc, fn.get('name'))}: {META_KEY} given both outside and in function")
+        raise InvalidToolError(f"{tool_label(loc, fn.get('name'))}: {META_KEY} given both outside and in {key}")
     draft = _plain(fn, "parameters")
     draft.meta = d.get(META_KEY, fn.get(META_KEY))
     draft.spec = d
     return draft
+
+
+def _check_format(draft: Draft, loc: str) -> None:
+    """An OpenAI custom tool's ``format`` (``{"type": "text"}`` or a grammar), when given, is an object."""
+    fields = draft.spec.get("custom", draft.spec)
+    if "format" in fields and not isinstance(fields["format"], dict):
+        got = type_name(fields["format"])
+        raise InvalidToolError(f"{tool_label(loc, draft.name)}: format must be a JSON object, got {got}")
 
 
 def _plain(d: dict[str, Any], parameters_field: str) -> Draft:

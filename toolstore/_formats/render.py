@@ -31,6 +31,10 @@ _RENDERED = {
     "openai-responses": ("type", "name", "description", "parameters"),
     "anthropic": ("name", "description", "input_schema"),
     "mcp": ("name", "title", "description", "inputSchema"),
+    # OpenAI custom tools (free-form text input, an optional format: a grammar): Chat Completions ("custom" object
+    # inside) and Responses
+    "openai-custom": ("name", "description", "format"),
+    "openai-responses-custom": ("type", "name", "description", "format"),
 }
 
 
@@ -46,6 +50,10 @@ def source_format(spec: dict[str, Any] | None) -> str | None:
         return "openai"
     if spec.get("type") == "function" and "name" in spec:
         return "openai-responses"
+    if spec.get("type") == "custom" and isinstance(spec.get("custom"), dict):
+        return "openai-custom"
+    if spec.get("type") == "custom" and "name" in spec:
+        return "openai-responses-custom"
     return None
 
 
@@ -55,7 +63,7 @@ def http_endpoint(tool: Tool) -> dict[str, str] | None:
     spec = tool.spec if isinstance(tool.spec, dict) else {}
     if isinstance(spec.get("method"), str) and isinstance(spec.get("path"), str) and "operation" in spec:
         return {"method": spec["method"].upper(), "path": spec["path"]}
-    holder = spec.get("function") if isinstance(spec.get("function"), dict) else spec
+    holder = next((spec[k] for k in ("function", "custom") if isinstance(spec.get(k), dict)), spec)
     meta = holder.get(META_KEY) if isinstance(holder, dict) else None
     http = meta.get("http") if isinstance(meta, dict) else None
     if isinstance(http, dict) and isinstance(http.get("method"), str) and isinstance(http.get("path"), str):
@@ -67,16 +75,16 @@ def _source(tool: Tool, fmt: str) -> dict[str, Any] | None:
     """The tool's source definition when it is in ``fmt`` (the ``function`` object for OpenAI chat)."""
     if source_format(tool.spec) != fmt or tool.spec is None:
         return None
-    return tool.spec["function"] if fmt == "openai" else tool.spec
+    return tool.spec["function"] if fmt == "openai" else tool.spec["custom"] if fmt == "openai-custom" else tool.spec
 
 
-def _faithful(tool: Tool, fmt: str, rendered: dict[str, Any], schema_key: str) -> dict[str, Any]:
+def _faithful(tool: Tool, fmt: str, rendered: dict[str, Any], schema_key: str | None) -> dict[str, Any]:
     """``rendered`` laid out as the tool's source definition in ``fmt`` was: its key order, its extra keys, and its
     own spelling of an empty schema. Unchanged fields come back exactly as imported."""
     source = _source(tool, fmt)
     if source is None:
         return rendered
-    if tool.parameters is None and isinstance(source.get(schema_key), dict):
+    if schema_key and tool.parameters is None and isinstance(source.get(schema_key), dict):
         rendered[schema_key] = source[schema_key]
     out: dict[str, Any] = {}
     for key, value in source.items():
@@ -145,11 +153,16 @@ def to_openai(
     source had none; a faithful round trip gives the caller the definition they wrote, read by the API as it read
     that one (we do not add a key the source left to the API's default). A ``strict`` the tool's source set in
     the other OpenAI shape is kept in this one (a schema written for strict mode stays strict).
+
+    A custom tool (free-form text input, imported from either shape) is rendered as a custom tool of ``shape``
+    (:func:`_openai_custom`), its format (a grammar) written as that shape writes it.
     """
     fn: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fn["description"] = tool.description
     fn["parameters"] = input_schema(tool)
+    if source_format(tool.spec) in ("openai-custom", "openai-responses-custom"):
+        return _openai_custom(tool, shape=shape, with_metadata=with_metadata, name=name)
     strict = _openai_strict(tool)
     if shape == "responses":
         rendered = {"type": "function", **fn}
@@ -168,6 +181,45 @@ def to_openai(
     if with_metadata:
         _add_metadata(target, tool, include_title=True)
     return definition
+
+
+def _openai_custom(tool: Tool, *, shape: str, with_metadata: bool, name: str | None) -> dict[str, Any]:
+    """An OpenAI custom tool (free-form text input) in either shape: Chat Completions ``{"type": "custom", "custom":
+    {"name", "description"?, "format"?}}``, its grammar ``{"type": "grammar", "grammar": {"definition", "syntax"}}``,
+    or Responses ``{"type": "custom", "name", "description"?, "format"?}``, its grammar flat. A tool imported in the
+    same shape keeps its other keys (``defer_loading``, ...) and their order."""
+    spec = tool.spec or {}
+    source = spec["custom"] if source_format(spec) == "openai-custom" else spec
+    fields: dict[str, Any] = {"name": name or tool.name}
+    if tool.description:
+        fields["description"] = tool.description
+    if "format" in source:
+        fields["format"] = _chat_format(source["format"]) if shape == "chat" else _responses_format(source["format"])
+    if shape == "responses":
+        definition = _faithful(tool, "openai-responses-custom", {"type": "custom", **fields}, None)
+        target = definition
+    elif shape == "chat":
+        target = _faithful(tool, "openai-custom", fields, None)
+        definition = {"type": "custom", "custom": target}
+    else:
+        raise InvalidInputError(f"shape must be 'chat' or 'responses', got {shape!r}")
+    if with_metadata:
+        _add_metadata(target, tool, include_title=True)
+    return definition
+
+
+def _chat_format(fmt: object) -> object:
+    """A custom tool's format as Chat Completions writes it: a grammar's definition and syntax under ``grammar``."""
+    if not isinstance(fmt, dict) or fmt.get("type") != "grammar" or "grammar" in fmt:
+        return fmt
+    return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
+
+
+def _responses_format(fmt: object) -> object:
+    """A custom tool's format as the Responses API writes it: a grammar's definition and syntax beside its type."""
+    if not isinstance(fmt, dict) or fmt.get("type") != "grammar" or not isinstance(fmt.get("grammar"), dict):
+        return fmt
+    return {**{k: v for k, v in fmt.items() if k != "grammar"}, **fmt["grammar"]}
 
 
 def to_anthropic(tool: Tool, *, with_metadata: bool = False, name: str | None = None) -> dict[str, Any]:
