@@ -185,6 +185,50 @@ def test_builtin_tools_are_skipped_with_a_warning(caplog: pytest.LogCaptureFixtu
     assert "tool [0] 'web_search' (type 'web_search_20250305')" in caplog.records[1].getMessage()
 
 
+def test_a_responses_namespace_is_its_tools_provider() -> None:
+    """A Responses API namespace groups function and custom tools under the name the model calls them by ("crm"):
+    they are imported with it as their provider (ids "crm.create_lead"), as a synced MCP server's tools are, so two
+    namespaces may hold the same name; the caller's provider fills only the gaps, a tool's own x-toolstore provider
+    wins. Each tool renders back as it was; the namespace itself is not rebuilt."""
+    crm = {
+        "type": "namespace",
+        "name": "crm",
+        "description": "Customer records.",
+        "tools": [
+            {"type": "function", "name": "create_lead", "description": "Create a lead.", "parameters": WEATHER_SCHEMA},
+            {"type": "custom", "name": "search", "description": "Search the CRM in its query language."},
+        ],
+    }
+    tickets = {
+        "type": "namespace",
+        "name": "tickets",
+        "description": "Support tickets.",
+        "tools": [{"type": "function", "name": "search", "description": "Search tickets."}],
+    }
+    weather = {"type": "function", "name": "get_weather", "parameters": WEATHER_SCHEMA}
+    tools = parse_tools({"tools": [crm, {"type": "web_search"}, tickets, weather]})
+    assert [(t.id, t.name, t.provider) for t in tools] == [
+        ("crm.create_lead", "create_lead", "crm"),
+        ("crm.search", "search", "crm"),
+        ("tickets.search", "search", "tickets"),
+        ("get_weather", "get_weather", None),
+    ]
+    assert render(tools[:2], "openai-responses") == crm["tools"]
+    assert [t.id for t in parse_tools([crm, weather], provider="acme")] == [
+        "crm.create_lead",
+        "crm.search",
+        "acme.get_weather",
+    ]
+    own = {**crm, "tools": [{**crm["tools"][0], "x-toolstore": {"provider": "sales"}}]}
+    assert one(own).id == "sales.create_lead"
+    with pytest.raises(InvalidToolError, match=r"^tool \[0\]: a namespace's name must be a non-empty string, got None"):
+        parse_tools([{"type": "namespace", "description": "x", "tools": [weather]}])
+    with pytest.raises(InvalidToolError, match=r"^tool \[0\]\.tools\[0\] 'create_lead': NUL byte in provider"):
+        parse_tools([{**crm, "name": "c\x00rm"}])
+    with pytest.raises(InvalidToolError, match="^tools: must be a list of tools, got object"):
+        parse_tools({**crm, "tools": {"a": weather}})
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [

@@ -42,9 +42,10 @@ def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
     ``data`` is a decoded JSON value: one tool (OpenAI chat or Responses, a function or a custom tool, Anthropic,
     MCP, bare ``{"name", "description", "parameters"}`` or a benchmark row), an MCP ``tools/list`` result
     or JSON-RPC response, an OpenAPI 3.x document, a ``{"tools": [...]}`` wrapper (a named one too when
-    it defines no tool itself: an MCP server manifest, an OpenAI Assistant), or a list of any of these.
+    it defines no tool itself: an MCP server manifest, an OpenAI Assistant), a Responses API ``namespace`` (its name
+    is its tools' provider: the model calls them by it), or a list of any of these.
     ``provider`` is the default provider of tools that do not name their own
-    (in ``x-toolstore`` or a benchmark row's ``provider``); it overrides an OpenAPI ``info.title``.
+    (in ``x-toolstore``, a benchmark row's ``provider`` or a namespace); it overrides an OpenAPI ``info.title``.
     With a provider a tool's id is ``provider.name`` unless the definition gives an explicit id.
     Built-in tools that the model's provider runs itself (``{"type": "code_interpreter"}``, ``file_search``,
     ``web_search_preview``, ``mcp``, Anthropic's ``web_search_20250305``...: :func:`is_builtin`) are no functions to
@@ -70,7 +71,7 @@ def parse_located(data: object, *, provider: str | None = None, skipped: list[Sk
     except ValueError as exc:
         raise InvalidToolError(f"tool definitions {exc}") from None
     drafts: list[tuple[Draft, str]] = []
-    _collect(data, "", drafts, skipped)
+    _collect(data, "", drafts, skipped, None)
     located = []
     for draft, loc in drafts:
         tool = build_tool(draft, loc, provider)
@@ -114,31 +115,47 @@ def _join(loc: str, key: str) -> str:
     return f"{loc}.{key}" if loc else key
 
 
-def _collect(value: object, loc: str, out: list[tuple[Draft, str]], skipped: list[Skipped]) -> None:
-    """Append a ``(draft, location)`` for every tool found in ``value``, and each built-in tool to ``skipped``."""
+def _collect(
+    value: object, loc: str, out: list[tuple[Draft, str]], skipped: list[Skipped], namespace: str | None
+) -> None:
+    """Append a ``(draft, location)`` for every tool found in ``value``, and each built-in tool to ``skipped``; a tool
+    inside a Responses ``namespace`` has its name as provider unless it names its own (``x-toolstore``)."""
     if isinstance(value, list):
         for i, item in enumerate(value):
-            _collect(item, f"{loc}[{i}]", out, skipped)
+            _collect(item, f"{loc}[{i}]", out, skipped, namespace)
         return
     if not isinstance(value, dict):
         raise InvalidToolError(f"{tool_label(loc, None)}: expected a JSON object, got {type_name(value)}")
     if "jsonrpc" in value:
-        _collect(_jsonrpc_result(value, loc), _join(loc, "result"), out, skipped)
+        _collect(_jsonrpc_result(value, loc), _join(loc, "result"), out, skipped, namespace)
     elif is_openapi(value):
         try:
             out.extend(openapi_drafts(value, loc))
         except ValueError as exc:
             raise InvalidToolError(f"{' '.join(['OpenAPI document', loc]).strip()}: {exc}") from None
+    elif value.get("type") == "namespace" and "tools" in value:  # Responses: tools the model calls as crm.<name>
+        name = value.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidToolError(
+                f"{tool_label(loc, None)}: a namespace's name must be a non-empty string, got {name!r:.80}"
+            )
+        _collect(_tools_list(value, loc), _join(loc, "tools"), out, skipped, name)
     elif "tools" in value and _is_wrapper(value, loc):
-        tools = value["tools"]
-        if not isinstance(tools, list):
-            where = _join(loc, "tools")
-            raise InvalidToolError(f"{where}: must be a list of tools, got {type_name(tools)}")
-        _collect(tools, _join(loc, "tools"), out, skipped)
+        _collect(_tools_list(value, loc), _join(loc, "tools"), out, skipped, namespace)
     elif is_builtin(value):
         skipped.append((tool_label(loc, value.get("name")), value["type"]))
     else:
-        out.append((_draft(value, loc), loc))
+        draft = _draft(value, loc)
+        if namespace is not None and draft.provider is None:
+            draft.provider = namespace
+        out.append((draft, loc))
+
+
+def _tools_list(value: dict[str, Any], loc: str) -> list[Any]:
+    tools = value["tools"]
+    if not isinstance(tools, list):
+        raise InvalidToolError(f"{_join(loc, 'tools')}: must be a list of tools, got {type_name(tools)}")
+    return tools
 
 
 #: Keys that make an object one tool definition rather than a wrapper of its ``tools``.
