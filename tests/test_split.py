@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -247,13 +247,40 @@ def test_and_or_is_no_joining_word() -> None:
 
 
 @pytest.mark.parametrize("unit", [" 'a", " 'a'b", ' "a', " \u2018a\u2019b", " \u201ca", "a-", "a"])
-def test_quotes_keep_the_split_linear(unit: str) -> None:
-    """The longest request of openings with no close, apostrophes, hyphens or one long word splits in well under a
-    second (a search for the closing quote from every opening, or a hyphenated word from every letter, took 10 s)."""
+def test_quotes_keep_the_split_linear(unit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest request of openings with no close, apostrophes, hyphens or one long word has its quotes and
+    hyphenated words found reading each character a bounded number of times (a search for the closing quote from
+    every opening, or for a hyphenated word from every letter, read the rest of the text each time: 10 s)."""
     text = (unit * (MAX_QUERY_CHARS // len(unit) + 1))[:MAX_QUERY_CHARS]
-    started = time.perf_counter()
-    split_request(text)
-    assert time.perf_counter() - started < 1.0
+    expected = split_oracle.split_request(text)
+    read = {"chars": 0}
+
+    class Counted:
+        """A compiled pattern that counts the characters each call may read: from ``pos`` to the end."""
+
+        def __init__(self, pattern: re.Pattern[str]) -> None:
+            self.pattern = pattern
+
+        def _count(self, string: str, pos: int, bounded: bool) -> None:
+            read["chars"] += len(self.pattern.pattern) if bounded else len(string) - pos
+
+        def finditer(self, string: str, pos: int = 0) -> Iterator[re.Match[str]]:
+            self._count(string, pos, bounded=False)
+            return self.pattern.finditer(string, pos)
+
+        def search(self, string: str, pos: int = 0) -> re.Match[str] | None:
+            self._count(string, pos, bounded=False)
+            return self.pattern.search(string, pos)
+
+        def match(self, string: str, pos: int = 0) -> re.Match[str] | None:  # anchored: the pattern's length
+            self._count(string, pos, bounded=True)
+            return self.pattern.match(string, pos)
+
+    quotes = tuple((mark, *(Counted(p) for p in patterns)) for mark, *patterns in _split._QUOTES)
+    monkeypatch.setattr(_split, "_QUOTES", quotes)
+    monkeypatch.setattr(_split, "_HYPHENATED", Counted(_split._HYPHENATED))
+    assert split_request(text) == expected
+    assert read["chars"] <= 20 * len(text), read
 
 
 # --- the linear splitter splits as the one it replaced (tests/split_oracle.py) ---------------------------------------
