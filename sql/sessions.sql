@@ -90,6 +90,29 @@ where s.catalog_id = %(catalog)s and s.session_id = any (%(sessions)s::text[])
   and not exists (select 1 from session_calls c where c.catalog_id = s.catalog_id and c.session_id = s.session_id)
 returning s.session_id;
 
+-- name: idle_sessions
+-- Sessions not written to for %(idle)s (`updated_at`: set by `open_session`, `advance_session`, `reset_session`; a
+-- prune's `lock_sessions` leaves it), to lock in id order and forget. No index on updated_at: a scan of the catalog's
+-- rows by primary key.
+select session_id from sessions
+where catalog_id = %(catalog)s and updated_at < now() - %(idle)s::interval
+order by session_id;
+
+-- name: forget_idle_calls
+-- Every call of the locked sessions that are still idle (a write since the listing made one active again).
+delete from session_calls c
+using sessions s
+where s.catalog_id = %(catalog)s and s.session_id = any (%(sessions)s::text[])
+  and s.updated_at < now() - %(idle)s::interval
+  and c.catalog_id = s.catalog_id and c.session_id = s.session_id;
+
+-- name: forget_idle_sessions
+-- Then their rows (and the last call id each logged): the sessions are forgotten.
+delete from sessions
+where catalog_id = %(catalog)s and session_id = any (%(sessions)s::text[])
+  and updated_at < now() - %(idle)s::interval
+returning session_id;
+
 -- name: list_sessions
 select s.session_id, count(c.seq) as calls, min(c.called_at) as first_call, max(c.called_at) as last_call,
        s.updated_at

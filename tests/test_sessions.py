@@ -389,6 +389,56 @@ def test_pruning_a_session_never_logged_removes_no_session(logged: ToolStore) ->
     assert logged.sessions() == []
 
 
+def test_forget_idle_forgets_exactly_the_idle_sessions(logged: ToolStore) -> None:
+    """``prune_sessions(forget_idle=...)`` forgets (row, calls, last call id) every session whose last write
+    (``updated_at``) is older than the age, and no other; the counts follow; a bad value is refused."""
+
+    def idle(*sessions: str) -> None:  # last written 100 days ago
+        with logged.connection() as conn:
+            conn.execute(
+                "update sessions set updated_at = now() - interval '100 days' where session_id = any (%s)",
+                [list(sessions)],
+            )
+
+    logged.set_session_retention(max_calls=None)
+    logged.record_calls("old-a", ["app.t1", "app.t2", "app.t3"])
+    logged.record_calls("old-b", [SessionCall("app.t3", call_id="b1"), SessionCall("app.t4", call_id="b2")])
+    logged.record_calls("old-empty", [SessionCall("app.t5", call_id="e1")])
+    logged.prune_sessions(session="old-empty", older_than=timedelta(0))  # trimmed: a row with no call left
+    logged.record_calls("active", ["app.t2", "app.t3", "app.t4"])
+    logged.record_calls("revived", [SessionCall("app.t6", call_id="r1")])
+    idle("old-a", "old-b", "old-empty", "revived")
+    assert logged.record_calls("revived", [SessionCall("app.t6", call_id="r1")]) == 0  # a write all the same
+    assert {r["session_id"]: r["calls"] for r in logged.sessions()}["old-empty"] == 0
+    active_log = logged.session_log("active")
+    assert logged.prune_sessions(forget_idle=timedelta(days=90)) == {"calls": 5, "sessions": 3}
+    assert {r["session_id"]: r["calls"] for r in logged.sessions()} == {"active": 3, "revived": 1}
+    assert logged.session_log("active") == active_log
+    assert (
+        stored_counts(logged)
+        == recomputed_counts(logged)
+        == Counter({("app.t2", "app.t3"): 1, ("app.t3", "app.t4"): 1})
+    )
+    # forgotten: the call ids they had seen log anew
+    assert logged.record_calls("old-b", [SessionCall("app.t3", call_id="b1"), SessionCall("app.t4", call_id="b2")]) == 2
+    assert logged.prune_sessions(forget_idle=timedelta(days=90)) == {"calls": 0, "sessions": 0}
+    # with a trim: both in one prune, the counts still equal the log
+    logged.set_session_retention(max_calls=2)
+    idle("active")
+    assert logged.prune_sessions(forget_idle=timedelta(days=1), older_than=timedelta(days=1)) == {
+        "calls": 3,
+        "sessions": 1,
+    }
+    assert sorted(r["session_id"] for r in logged.sessions()) == ["old-b", "revived"]
+    assert stored_counts(logged) == recomputed_counts(logged)
+    for bad in (timedelta(0), timedelta(seconds=-1), timedelta(days=100_001), 90, "90d"):
+        with pytest.raises(InvalidInputError, match="forget_idle must be a timedelta"):
+            logged.prune_sessions(forget_idle=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="forget_idle .* without session"):
+        logged.prune_sessions(forget_idle=timedelta(days=1), session="old-b")
+    assert len(logged.sessions()) == 2
+
+
 def test_import_replaces_sessions(logged: ToolStore) -> None:
     assert logged.import_sessions([("a", ["app.t1", "app.t2"]), ("b", ["app.t2", "app.t1"])]) == {
         "sessions": 2,
@@ -439,6 +489,10 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
     }
     assert run("prune", "--session", "one") == {"version": 1, "calls": 2, "sessions": 1}
     assert run("prune", "--older-than", "1h") == {"version": 1, "calls": 0, "sessions": 0}
+    with ToolStore(dsn, embedder=None, catalog="cli") as store, store.connection() as conn:
+        conn.execute("update sessions set updated_at = now() - interval '100 days' where session_id = 'two'")
+    assert run("prune", "--forget-idle", "90d") == {"version": 1, "calls": 2, "sessions": 1}
+    assert run("list")["sessions"] == []
     bad = subprocess.run(
         [sys.executable, "-m", "toolstore", "-c", "cli", "sessions", "prune", "--older-than", "soon"],
         capture_output=True,
@@ -449,3 +503,11 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
     assert bad.returncode == 1 and "--older-than wants a duration" in bad.stderr and "Traceback" not in bad.stderr
     with pytest.raises(InvalidInputError, match="too long"):
         parse_duration("99999999999d")
+    bad = subprocess.run(
+        [sys.executable, "-m", "toolstore", "-c", "cli", "sessions", "prune", "--forget-idle", "later"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert bad.returncode == 1 and "--forget-idle wants a duration" in bad.stderr and "Traceback" not in bad.stderr

@@ -382,9 +382,10 @@ class AsyncToolStore:
         return cast("list[LoggedCall]", await self._write("session_log", session))
 
     async def prune_sessions(
-        self, *, older_than: timedelta | None = None, session: str | None = None
+        self, *, older_than: timedelta | None = None, session: str | None = None, forget_idle: timedelta | None = None
     ) -> dict[str, int]:
-        return cast("dict[str, int]", await self._write("prune_sessions", older_than=older_than, session=session))
+        options = dict(older_than=older_than, session=session, forget_idle=forget_idle)
+        return cast("dict[str, int]", await self._write("prune_sessions", **options))
 
     async def transitions(self, *, prev: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         return cast("list[dict[str, Any]]", await self._write("transitions", prev=prev, limit=limit))

@@ -9,8 +9,11 @@ Only tool ids, outcomes, times and provider call ids are stored, never user text
 A session's row also keeps the last call id it logged (migration 0021), so the calls it has seen are known after its
 log is trimmed. Trimming (retention at each write, a prune by age or by ``max_calls``, of all sessions or of one)
 takes calls and keeps that row, even with no call left, when it holds a call id; forgetting a session (a prune of
-every call of it, ``prune_sessions(session=...)`` without an age, or dropping the catalog) takes the row too, and an
-import replaces it (the imported calls are all it has seen).
+every call of it, ``prune_sessions(session=...)`` without an age, a prune with ``forget_idle`` of every session whose
+row was last written, its ``updated_at``, longer ago than that, or dropping the catalog) takes the row too, and an
+import replaces it (the imported calls are all it has seen). A row's ``updated_at`` is its last write: each
+``record_calls`` of at least one call (even one whose calls were all logged already) and each import set it; a prune
+and a route reading the log do not.
 """
 
 from __future__ import annotations
@@ -67,6 +70,18 @@ def prune_before(older_than: timedelta | None, session: str | None, keep: Retent
     ):
         raise InvalidInputError(f"older_than must be a timedelta from 0 to 100,000 days, got {older_than!r}")
     return None if older_than is None else datetime.now(timezone.utc) - older_than
+
+
+def check_idle(forget_idle: object, session: str | None) -> timedelta | None:
+    """``forget_idle`` checked: None, or a positive timedelta of at most 100,000 days, given without a session (it
+    forgets every idle session of the catalog); InvalidInputError naming it otherwise."""
+    if forget_idle is None:
+        return None
+    if session is not None:
+        raise InvalidInputError("forget_idle forgets every idle session of the catalog: give it without session")
+    if not isinstance(forget_idle, timedelta) or not timedelta(0) < forget_idle <= timedelta(days=100_000):
+        raise InvalidInputError(f"forget_idle must be a timedelta over 0 and up to 100,000 days, got {forget_idle!r}")
+    return forget_idle
 
 
 def check_retention(max_calls: int | None, max_age_days: float | None) -> Retention:
@@ -238,31 +253,41 @@ def prune(
     before: datetime | None = None,
     session: str | None = None,
     max_calls: int | None = None,
+    forget_idle: timedelta | None = None,
+    trim: bool = True,
 ) -> dict[str, int]:
     """Delete the calls made before ``before`` and those more than ``max_calls`` back in their session, of one session
     or of all (a trim: a session left empty stays when it remembers a call id, see the module's docstring, else it
     goes); the transition counts follow. Without ``before``, every call of the sessions goes and the sessions are
-    forgotten, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). Returns how
-    many calls and sessions went."""
+    forgotten, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). With
+    ``forget_idle``, every session of the catalog whose row was last written (``updated_at``) longer ago than that is
+    forgotten too, in the same transaction (``trim=False``: only that). Returns how many calls and sessions went."""
     if before is not None and (not isinstance(before, datetime) or before.utcoffset() is None):
         raise InvalidInputError(f"before must be a datetime with a time zone, got {before!r}")
     if session is not None:
         session = check_session(session)
+    forget_idle = check_idle(forget_idle, session)
     every = before is None and (session is not None or max_calls is None)
     params: dict[str, Any] = {"catalog": info.id, "session": session, "before": before, "every": every}
-    params["max_calls"] = max_calls
+    params.update(max_calls=max_calls, idle=forget_idle)
 
     def write() -> dict[str, int]:
         with conn.transaction():
-            sessions = (
-                [session] if session is not None else [r[0] for r in conn.execute(query("sessions_to_prune"), params)]
-            )
-            locked = {**params, "sessions": sessions}
+            trimmed = [session] if session is not None else []
+            if trim and session is None:
+                trimmed = [r[0] for r in conn.execute(query("sessions_to_prune"), params)]
+            idle = [r[0] for r in conn.execute(query("idle_sessions"), params)] if forget_idle is not None else []
+            locked = {**params, "sessions": sorted({*trimmed, *idle})}
             # then the deletes see every call committed before; rows the lock created are no session that went
             created = {r[0] for r in conn.execute(query("lock_sessions"), locked) if r[1]}
-            calls = conn.execute(query("prune_calls"), locked).rowcount
-            dropped = [r[0] for r in conn.execute(query("drop_empty_sessions"), locked) if r[0] not in created]
-        return {"calls": calls, "sessions": len(dropped)}
+            calls = conn.execute(query("prune_calls"), {**params, "sessions": trimmed}).rowcount if trimmed else 0
+            forgotten = []
+            if idle:  # those still idle under the lock: their calls (the counts follow), then their rows
+                calls += conn.execute(query("forget_idle_calls"), {**params, "sessions": idle}).rowcount
+                forgotten = [r[0] for r in conn.execute(query("forget_idle_sessions"), {**params, "sessions": idle})]
+            empty = {**params, "sessions": sorted({*trimmed, *created})}
+            dropped = [r[0] for r in conn.execute(query("drop_empty_sessions"), empty) if r[0] not in created]
+        return {"calls": calls, "sessions": len(dropped) + len(forgotten)}
 
     return retry_conflicts(write)
 
@@ -324,16 +349,26 @@ class SessionMethods:
         """The catalog's learned transition counts (from ``prev`` when given), most frequent first."""
         return self._run(lambda conn: transitions(conn, self._info(conn), prev=prev, limit=limit))
 
-    def prune_sessions(self, *, older_than: timedelta | None = None, session: str | None = None) -> dict[str, int]:
+    def prune_sessions(
+        self, *, older_than: timedelta | None = None, session: str | None = None, forget_idle: timedelta | None = None
+    ) -> dict[str, int]:
         """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
         ``session``, and those past the retention's ``max_calls`` in their session; the transition counts follow.
         ``session`` alone forgets that session (its calls and the last call id it logged: the same message list then
         logs its calls again); a prune by age or count trims, and a session left empty stays when it remembers a call
-        id (so its calls are not logged again), else it goes."""
+        id (so its calls are not logged again), else it goes. ``forget_idle`` (a positive timedelta, not with
+        ``session``) also forgets every session not written to for that long (its row's ``updated_at``: the last
+        ``record_calls`` or import of it), row and calls, in the same transaction; alone, with no age given or set
+        and no ``max_calls``, it only forgets. Returns how many ``calls`` and ``sessions`` went (forgotten ones
+        included)."""
+        forget_idle = check_idle(forget_idle, session)
         keep = retention(self.info(counts=False).settings)
-        before = prune_before(older_than, session, keep)
-        cap = keep.max_calls
-        return self._run(lambda conn: prune(conn, self._info(conn), before=before, session=session, max_calls=cap))
+        trim = not (forget_idle is not None and older_than is None and keep.max_age is None and keep.max_calls is None)
+        before = prune_before(older_than, session, keep) if trim else None
+        options: dict[str, Any] = dict(
+            before=before, session=session, max_calls=keep.max_calls, forget_idle=forget_idle, trim=trim
+        )
+        return self._run(lambda conn: prune(conn, self._info(conn), **options))
 
     def set_session_retention(
         self, *, max_calls: int | None = DEFAULT_MAX_CALLS, max_age_days: float | None = None

@@ -18,15 +18,15 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks", "": "days"}
 
 
-def parse_duration(text: str) -> timedelta:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days)."""
+def parse_duration(text: str, what: str = "--older-than") -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days); errors name the option ``what``."""
     match = _DURATION.match(text)
     try:
         if match:
             return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
     except OverflowError:
-        raise InvalidInputError(f"--older-than {text!r} is too long: at most 100,000 days") from None
-    raise InvalidInputError(f"--older-than wants a duration like 30d, 12h, 90m or 2w, got {text!r}")
+        raise InvalidInputError(f"{what} {text!r} is too long: at most 100,000 days") from None
+    raise InvalidInputError(f"{what} wants a duration like 30d, 12h, 90m or 2w, got {text!r}")
 
 
 def _limit(value: str, what: str, kind: type[int] | type[float]) -> int | float | None:
@@ -98,15 +98,19 @@ def show(ctx: click.Context, session: str) -> None:
 @command("prune")
 @click.option("--older-than", help="Delete calls older than this (30d, 12h, 90m, 2w); default: the retention age.")
 @click.option("--session", help="Forget this session (all its calls), or delete its calls --older-than.")
+@click.option("--forget-idle", help="Also forget every session not written to for this long (90d); not with --session.")
 @click.pass_context
-def prune(ctx: click.Context, older_than: str | None, session: str | None) -> None:
+def prune(ctx: click.Context, older_than: str | None, session: str | None, forget_idle: str | None) -> None:
     """Delete logged calls (and those past the retention's --max-calls in their session); the transition counts
     follow. A session left empty stays when it remembers the last call id it logged (so an agent's message list does
-    not log those calls again), else it goes; --session alone forgets the session entirely. Run it from cron when the
-    catalog has a retention age (`toolstore sessions retention --max-age-days N`)."""
+    not log those calls again), else it goes; --session alone forgets the session entirely, and --forget-idle 90d
+    forgets (row and calls) every session whose last write (a logged call or an import) is older than 90 days. Run it
+    from cron when the catalog has a retention age (`toolstore sessions retention --max-age-days N`) or to forget idle
+    sessions; `sessions` counts the sessions that went, forgotten ones included."""
     age = parse_duration(older_than) if older_than else None
+    idle = parse_duration(forget_idle, "--forget-idle") if forget_idle is not None else None
     with open_store(ctx, create=False) as store:
-        report = store.prune_sessions(older_than=age, session=session)
+        report = store.prune_sessions(older_than=age, session=session, forget_idle=idle)
     emit(ctx, report, summary(report))
 
 
