@@ -50,8 +50,10 @@ class Rotation:
     def order(self) -> Iterator[int]:
         """The replicas this read asks, in turn (none: the primary at once)."""
         n = self._n
+        if not n:  # no replicas (most stores): no lock on every read
+            return
         with self._lock:
-            self._turn = first = (self._turn + 1) % n if n else 0
+            self._turn = first = (self._turn + 1) % n
         for i in ((first + offset) % n for offset in range(n)):
             if self._down_until[i] <= self._clock():
                 yield i
