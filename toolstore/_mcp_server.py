@@ -237,7 +237,7 @@ async def forward_call(
         row = await cur.fetchone()
     if row is None:
         raise McpSyncError(f"tool {tool.id!r} has no upstream MCP server recorded: sync it with `toolstore sync mcp`")
-    upstream = upstream_from_row(dict(zip(("transport", "command", "args", "env", "url", "headers"), row)))
+    upstream = upstream_from_row(row)
     where = f"upstream {tool.provider!r} ({upstream.describe()})"
     start = time.perf_counter()
     failed = True

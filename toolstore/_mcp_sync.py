@@ -294,7 +294,7 @@ def _check_upstream(conn: Any, catalog: int | None, provider: str, upstream: Ups
     row = conn.execute(query("get_upstream"), {"catalog": catalog, "provider": provider}).fetchone()
     if row is None:
         return
-    recorded = upstream_from_row(dict(zip(("transport", "command", "args", "env", "url", "headers"), row)))
+    recorded = upstream_from_row(row)
     if recorded.target() != upstream.target():
         raise McpSyncError(
             f"provider {provider!r} is already synced from another MCP server ({recorded.describe()}); this one "
@@ -349,13 +349,14 @@ def upstream_params(catalog: int, provider: str, upstream: Upstream) -> dict[str
     }
 
 
-def upstream_from_row(row: Mapping[str, Any]) -> Upstream:
-    """An ``mcp_upstreams`` row (by column name) as an Upstream."""
+def upstream_from_row(row: Sequence[Any]) -> Upstream:
+    """A ``get_upstream`` row (transport, command, args, env, url, headers) as an Upstream."""
+    transport, command, args, env, url, headers = row
     return Upstream(
-        transport=row["transport"],
-        command=row["command"],
-        args=tuple(row["args"] or ()),
-        env=dict(row["env"] or {}),
-        url=row["url"],
-        headers=dict(row["headers"] or {}),
+        transport=transport,
+        command=command,
+        args=tuple(args or ()),
+        env=dict(env or {}),
+        url=url,
+        headers=dict(headers or {}),
     )
