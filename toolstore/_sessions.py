@@ -254,19 +254,20 @@ def prune(
     session: str | None = None,
     max_calls: int | None = None,
     forget_idle: timedelta | None = None,
-    trim: bool = True,
 ) -> dict[str, int]:
     """Delete the calls made before ``before`` and those more than ``max_calls`` back in their session, of one session
     or of all (a trim: a session left empty stays when it remembers a call id, see the module's docstring, else it
     goes); the transition counts follow. Without ``before``, every call of the sessions goes and the sessions are
     forgotten, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). With
     ``forget_idle``, every session of the catalog whose row was last written (``updated_at``) longer ago than that is
-    forgotten too, in the same transaction (``trim=False``: only that). Returns how many calls and sessions went."""
+    forgotten too, in the same transaction (only that when neither ``before`` nor ``max_calls`` is given). Returns how
+    many calls and sessions went."""
     if before is not None and (not isinstance(before, datetime) or before.utcoffset() is None):
         raise InvalidInputError(f"before must be a datetime with a time zone, got {before!r}")
     if session is not None:
         session = check_session(session)
     forget_idle = check_idle(forget_idle, session)
+    trim = forget_idle is None or before is not None or max_calls is not None  # else it only forgets
     every = before is None and (session is not None or max_calls is None)
     params: dict[str, Any] = {"catalog": info.id, "session": session, "before": before, "every": every}
     params.update(max_calls=max_calls, idle=forget_idle)
@@ -361,12 +362,11 @@ class SessionMethods:
         ``record_calls`` or import of it), row and calls, in the same transaction; alone, with no age given or set
         and no ``max_calls``, it only forgets. Returns how many ``calls`` and ``sessions`` went (forgotten ones
         included)."""
-        forget_idle = check_idle(forget_idle, session)
         keep = retention(self.info(counts=False).settings)
-        trim = not (forget_idle is not None and older_than is None and keep.max_age is None and keep.max_calls is None)
-        before = prune_before(older_than, session, keep) if trim else None
+        only_forget = forget_idle is not None and older_than is None and keep.max_age is None and keep.max_calls is None
+        before = None if only_forget else prune_before(older_than, session, keep)
         options: dict[str, Any] = dict(
-            before=before, session=session, max_calls=keep.max_calls, forget_idle=forget_idle, trim=trim
+            before=before, session=session, max_calls=keep.max_calls, forget_idle=forget_idle
         )
         return self._run(lambda conn: prune(conn, self._info(conn), **options))
 
