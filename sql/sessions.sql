@@ -4,8 +4,9 @@
 -- name: call_candidates
 -- Tools a model may have meant by the names it called: by id, or by call_key() (migration 0020) of their name or id
 -- against that of the names' parts (`_names.call_keys`); each lookup indexed. Every tool one of the names may mean
--- under `_names.resolve_name` is among them, but for a name form carrying a hash (a name over 64 characters) or
--- the fallback `tool` (`_names.indexed_lookup_suffices`: then `_steps.resolve_steps` reads the whole catalog).
+-- under `_names.resolve_name` is among them (the fallback `tool` of a part with no valid character too: `call_keys`
+-- also looks a name up without such parts), but for a name form carrying a hash (a name over 64 characters): one that
+-- finds no tool here is resolved across the whole catalog (`_steps.resolve_steps`).
 select id, name, provider
 from tools
 where catalog_id = %(catalog)s

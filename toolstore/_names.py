@@ -136,22 +136,17 @@ _HASH_SUFFIX = re.compile(r"_[0-9a-f]{8}$")
 def call_keys(names: Sequence[str]) -> list[str]:
     """What ``call_candidates`` looks the tools a model called ``names`` up by (``call_key()`` of a tool's name or id,
     migration 0020, against ``call_key()`` of these): each name, and each part of it after a ``__`` (the part after
-    a provider), each also without a hash suffix."""
+    a provider), each also without a hash suffix, and each of those also without its :data:`FALLBACK` parts (what a
+    name or id part with no valid character is offered as: ``call_key()`` keeps nothing of such a part)."""
     keys: set[str] = set()
     for name in names:
         parts = name.split(SEPARATOR)
         for start in range(len(parts)):
             part = SEPARATOR.join(parts[start:])
             if part:
-                keys.update((part, _HASH_SUFFIX.sub("", part)))
+                for key in (part, _HASH_SUFFIX.sub("", part)):
+                    keys.update((key, SEPARATOR.join(p for p in key.split(SEPARATOR) if p != FALLBACK)))
     return sorted(keys)
-
-
-def indexed_lookup_suffices(names: Sequence[str]) -> bool:
-    """Whether ``call_candidates`` finds every tool these names may mean: not where a part of a name (between
-    ``__``, a hash suffix left out) is :data:`FALLBACK`, which a name or id part without a letter or digit becomes
-    (``call_key()`` keeps nothing of such a part)."""
-    return not any(FALLBACK in _HASH_SUFFIX.sub("", name).split(SEPARATOR) for name in names)
 
 
 def resolve_calls(names: Sequence[str], candidates: Sequence[Tool]) -> list[str | None]:

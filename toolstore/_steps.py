@@ -24,7 +24,7 @@ from ._embedders.base import Embedder
 from ._explain import statement_fusion
 from ._filters import unmatched_filter
 from ._models import CatalogInfo
-from ._names import call_keys, indexed_lookup_suffices, resolve_calls
+from ._names import call_keys, resolve_calls
 from ._observe import RouteTrace
 from ._rerank import Reranker, check_scores, pool_positions, reorder, rerank_failed, rerank_summary
 from ._result import RoutedTool, RouteResult
@@ -141,12 +141,12 @@ async def adrive(steps: Steps[T], answer: Callable[[Step], Awaitable[Any]]) -> T
 
 def resolve_steps(info: CatalogInfo, names: Sequence[str]) -> Steps[list[str | None]]:
     """The tool id each name a model called means in the catalog (``_names.resolve_calls``), or None: by index first,
-    the catalog's whole name list only when some name found nothing there, or the index may miss a tool it means."""
+    the catalog's whole name list only when some name found nothing there."""
     if not names:
         return []
     params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
     resolved = resolve_calls(names, [name_row(r) for r in (yield Fetch("call_candidates", params))])
-    if None in resolved or not indexed_lookup_suffices(names):
+    if None in resolved:
         rows = yield Fetch("tool_names", {"catalog": info.id})
         resolved = resolve_calls(names, [name_row(r) for r in rows])
     return resolved
