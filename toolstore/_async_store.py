@@ -31,20 +31,18 @@ from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS,
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, Tool
+from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, Tool
 from ._names import resolve_among, resolve_name
 from ._replicas import AsyncReplicas, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._rows import all_found, check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
-from ._sessions import DEFAULT_MAX_CALLS, retention
+from ._session_methods import AsyncSessionMethods
 from ._steps import Embed, Fetch, Rerank, Step, adrive, afetch_rows, rerank_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
 if TYPE_CHECKING:
-    from datetime import timedelta
-
     from ._tune import TuneReport
 
 T = TypeVar("T")
@@ -53,7 +51,7 @@ Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
 NOT_OPEN = "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
 
 
-class AsyncToolStore:
+class AsyncToolStore(AsyncSessionMethods):
     """:class:`ToolStore` for asyncio: ``async with AsyncToolStore(...) as store: await store.route(...)``.
 
     Arguments as for ToolStore (``read_dsn`` included: reads go to the replicas the same way). Nothing touches the
@@ -366,35 +364,3 @@ class AsyncToolStore:
 
     async def grants(self) -> list[dict[str, Any]]:
         return cast("list[dict[str, Any]]", await self._write("grants"))
-
-    # -- the session log (see ToolStore; its listings also run in the writer's thread) -----------------------
-
-    async def record_calls(self, session: str, calls: Iterable[object]) -> int:
-        return cast("int", await self._write("record_calls", session, list(calls)))
-
-    async def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
-        return cast("dict[str, int]", await self._write("import_sessions", list(sessions)))
-
-    async def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        return cast("list[dict[str, Any]]", await self._write("sessions", limit=limit))
-
-    async def session_log(self, session: str) -> list[LoggedCall]:
-        return cast("list[LoggedCall]", await self._write("session_log", session))
-
-    async def prune_sessions(
-        self, *, older_than: timedelta | None = None, session: str | None = None, forget_idle: timedelta | None = None
-    ) -> dict[str, int]:
-        options = dict(older_than=older_than, session=session, forget_idle=forget_idle)
-        return cast("dict[str, int]", await self._write("prune_sessions", **options))
-
-    async def transitions(self, *, prev: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        return cast("list[dict[str, Any]]", await self._write("transitions", prev=prev, limit=limit))
-
-    async def set_session_retention(
-        self, *, max_calls: int | None = DEFAULT_MAX_CALLS, max_age_days: float | None = None
-    ) -> None:
-        await self._write("set_session_retention", max_calls=max_calls, max_age_days=max_age_days)
-
-    async def session_retention(self) -> dict[str, Any]:
-        """See :meth:`ToolStore.session_retention` (read on the async pool)."""
-        return retention((await self.info(counts=False)).settings).as_dict()

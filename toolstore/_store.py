@@ -31,7 +31,7 @@ from ._replicas import Replicas, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._rows import all_found, check_ids, name_row, unknown_catalog
-from ._sessions import SessionMethods
+from ._session_methods import SessionMethods
 from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
