@@ -16,15 +16,20 @@ where catalog_id = %(catalog)s
 order by id;
 
 -- name: open_session
--- The session's row, created when new, locked for this transaction: its latest position and the last call id it logged
--- (migration 0021: kept when its calls go, so calls a trim took are not logged again).
+-- The session's row, created when new, locked for this transaction: its latest position.
 insert into sessions (catalog_id, session_id) values (%(catalog)s, %(session)s)
 on conflict (catalog_id, session_id) do update set updated_at = now()
-returning last_seq, last_call_id;
+returning last_seq;
 
--- name: logged_call_ids
+-- name: seen_call_ids
+-- Of the given call ids, those the session has seen: in its log, or the last call id it logged (migration 0021: kept
+-- when its calls go, so calls a trim took are not taken for new ones). Indexed lookups (session_calls_call_id_key and
+-- the primary key).
 select call_id from session_calls
-where catalog_id = %(catalog)s and session_id = %(session)s and call_id = any (%(call_ids)s::text[]);
+where catalog_id = %(catalog)s and session_id = %(session)s and call_id = any (%(call_ids)s::text[])
+union
+select last_call_id from sessions
+where catalog_id = %(catalog)s and session_id = %(session)s and last_call_id = any (%(call_ids)s::text[]);
 
 -- name: append_calls
 insert into session_calls (catalog_id, session_id, seq, tool_id, ok, called_at, call_id)

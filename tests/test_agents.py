@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import anthropic
@@ -453,6 +454,49 @@ def test_a_call_logged_under_an_earlier_offer_is_not_unresolved(issues: ToolStor
     assert result.unresolved == []
     messages += call("c3", "create_issue")  # a new ambiguous call, offered nothing to resolve it: reported
     assert route_messages(issues, messages, session="chat", k=2).unresolved == ["create_issue"]
+
+
+def test_a_call_seen_before_a_prune_is_not_unresolved_again(dsn: str, issues: ToolStore) -> None:
+    """A call logged under an earlier offer, ambiguous under the next one, is not reported unresolved after retention
+    or a prune took it from the log: the session has seen it (its last call id is a later one). Nor is an ambiguous
+    call before the last one the session has seen; a new one after it is, by both stores."""
+    from toolstore._result import RoutedTool, RouteResult, Signals
+    from toolstore.integrations.openai import aroute_messages, route_messages
+
+    def offer(*ids: str) -> RouteResult:
+        return RouteResult(query="q", tools=[RoutedTool(t, 1.0, Signals()) for t in issues.tools(list(ids))])
+
+    def call(call_id: str, name: str) -> list[dict[str, Any]]:
+        tool_call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+        return [
+            {"role": "assistant", "tool_calls": [tool_call]},
+            {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+        ]
+
+    async def aunresolved(messages: list[dict[str, Any]], **options: Any) -> list[str]:
+        async with AsyncToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+            return list((await aroute_messages(store, messages, session="chat", k=2, **options)).unresolved)
+
+    messages = [{"role": "user", "content": "file a bug about login, then tell the team"}, *call("c0", "no_such_tool")]
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == ["no_such_tool"]
+    messages += call("c1", "create_issue")
+    result = route_messages(issues, messages, session="chat", offered=offer("github.create_issue"), k=2)
+    assert result.unresolved == ["no_such_tool"]  # not seen yet: the session had logged no call after it
+    messages += call("c2", "send_message")
+    issues.set_session_retention(max_calls=1)
+    route_messages(issues, messages, session="chat", offered=offer("slack.send_message"), k=2)
+    assert [c.call_id for c in issues.session_log("chat")] == ["c2"]  # c1 was trimmed
+    for offered in (offer("slack.send_message"), None):  # c0 matches nothing, c1 is ambiguous: both seen
+        assert route_messages(issues, messages, session="chat", offered=offered, k=2).unresolved == []
+        assert asyncio.run(aunresolved(messages, offered=offered)) == []
+    assert issues.new_calls("chat", ["c0", "c1", "c2", "c3"]) == ["c3"]
+    issues.prune_sessions(older_than=timedelta(0))  # every call taken: the session keeps its last call id
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == []
+    assert issues.session_log("chat") == [] and issues.new_calls("chat", ["c0", "c1", "c2"]) == []
+    messages += call("c3", "create_issue")  # a new ambiguous call: reported
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == ["create_issue"]
+    assert asyncio.run(aunresolved(messages)) == ["create_issue"]
+    assert issues.session_log("chat") == []
 
 
 def test_a_bad_route_option_records_no_call(issues: ToolStore) -> None:

@@ -379,6 +379,35 @@ def test_a_session_pruned_empty_does_not_log_its_calls_again(logged: ToolStore) 
     assert stored_counts(logged) == recomputed_counts(logged)
 
 
+def test_new_calls_are_what_an_append_logs(logged: ToolStore) -> None:
+    """``new_calls`` (which of a message list's calls route_messages reports) names exactly the calls a write of
+    that list then logs, through edits, repeats, trims and prunes; it writes nothing; bad input is refused."""
+    rng = random.Random(5)
+    logged.set_session_retention(max_calls=4)
+    history: list[str] = []
+    for step in range(40):
+        history += [f"c{step}-{i}" for i in range(rng.randint(0, 3))]
+        ids = list(history)
+        if rng.random() < 0.4 and ids:  # an edited list: a call or the tail from it removed, a call repeated
+            cut = rng.randrange(len(ids))
+            ids = ids[:cut] + (ids[cut + 1 :] if rng.random() < 0.5 else [])
+            ids += rng.sample(history, 1)
+        if rng.random() < 0.2:
+            logged.prune_sessions(older_than=timedelta(0))
+        before = [c.call_id for c in logged.session_log("s")]
+        new = logged.new_calls("s", ids)
+        assert [c.call_id for c in logged.session_log("s")] == before  # a read
+        written = logged.record_calls("s", [SessionCall(f"app.t{len(i) % 8}", call_id=i) for i in ids])
+        assert written == len(new), step
+        if new:
+            assert [c.call_id for c in logged.session_log("s")][-min(len(new), 4) :] == new[-4:], step
+    assert logged.new_calls("never", ["x", "y"]) == ["x", "y"] and [r["session_id"] for r in logged.sessions()] == ["s"]
+    bad_input = [("c1", "call_ids must be a list"), ([""], r"call_ids\[0\] is empty"), ([3], "call_ids")]
+    for bad, error in [*bad_input, (["c"] * 10_001, "more than 10,000 call ids")]:
+        with pytest.raises(InvalidInputError, match=error):
+            logged.new_calls("s", bad)  # type: ignore[arg-type]
+
+
 def test_pruning_a_session_never_logged_removes_no_session(logged: ToolStore) -> None:
     logged.record_calls("real", ["app.t1", "app.t2"])
     assert logged.prune_sessions(session="never-logged") == {"calls": 0, "sessions": 0}

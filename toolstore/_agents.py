@@ -2,7 +2,7 @@
 calls the model made in the session log, and map the calls back to tools (annotations evaluated, as in ``_models``).
 Shared by the SDK adapters in ``toolstore.integrations``; message reading itself is ``_messages``."""
 
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +47,9 @@ def route_messages(
     then routes with the session's calls. ``offered``: the
     RouteResult the model was given when it made those calls, which resolves the names of the calls being recorded
     exactly (without a session, route() resolves the names across the catalog); other names are resolved across the
-    catalog, and those that match no tool (or several) and that the session has not logged (at an earlier step,
-    under an earlier offer) are listed in ``result.unresolved``.
+    catalog, and those that match no tool (or several) and are new to the session (``store.new_calls``: after the
+    last call it has seen; not one it logged at an earlier step under an earlier offer, nor one before such a call,
+    even once retention or a prune took it) are listed in ``result.unresolved``.
     """
     unresolved: list[str] = []
     if session is not None:
@@ -56,9 +57,9 @@ def route_messages(
         check_route_options(None, messages=messages, session=session, turns=turns, **options)
         conv = read_messages(messages, dialect, turns=turns)
         ids = _call_ids(conv, offered, store.resolve_calls)
-        unresolved = _unresolved(conv, ids)
-        if unresolved:  # a call logged at an earlier step (under an earlier offer) is looked back on all the same
-            unresolved = _unresolved(conv, ids, {c.call_id for c in store.session_log(session)})
+        if _unresolved(conv, ids):  # only those new to the session: it has seen the others (maybe under another offer)
+            new = set(store.new_calls(session, [c.id for c in conv.tool_calls if c.id]))
+            unresolved = _unresolved(conv, ids, new)
         if any(ids):
             store.record_calls(session, _session_calls(conv, ids))
     result = store.route(messages=messages, session=session, turns=turns, **options)
@@ -83,9 +84,9 @@ async def aroute_messages(
         pending = [c.name for c in conv.tool_calls if c.id and _offered(offered, c.name) is None]
         resolved = dict(zip(pending, await store.resolve_calls(pending))) if pending else {}
         ids = _call_ids(conv, offered, lambda names: [resolved[n] for n in names])
-        unresolved = _unresolved(conv, ids)
-        if unresolved:
-            unresolved = _unresolved(conv, ids, {c.call_id for c in await store.session_log(session)})
+        if _unresolved(conv, ids):
+            new = set(await store.new_calls(session, [c.id for c in conv.tool_calls if c.id]))
+            unresolved = _unresolved(conv, ids, new)
         if any(ids):
             await store.record_calls(session, _session_calls(conv, ids))
     result = await store.route(messages=messages, session=session, turns=turns, **options)
@@ -111,10 +112,12 @@ def _call_ids(conv: Conversation, offered: RouteResult | None, resolve: Any) -> 
     return ids
 
 
-def _unresolved(conv: Conversation, ids: Sequence[str | None], logged: Set[str | None] = frozenset()) -> list[str]:
-    """The names of calls with a call id that resolved to no tool (and that the session has not ``logged``)."""
+def _unresolved(conv: Conversation, ids: Sequence[str | None], new: Collection[str] | None = None) -> list[str]:
+    """The names of calls with a call id that resolved to no tool (of those whose call id is ``new`` when given)."""
     return list(
-        dict.fromkeys(c.name for c, i in zip(conv.tool_calls, ids) if c.id and i is None and c.id not in logged)
+        dict.fromkeys(
+            c.name for c, i in zip(conv.tool_calls, ids) if c.id and i is None and (new is None or c.id in new)
+        )
     )
 
 

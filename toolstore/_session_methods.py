@@ -18,6 +18,7 @@ from ._sessions import (
     check_retention,
     import_sessions,
     list_sessions,
+    new_call_ids,
     prune,
     prune_before,
     record_calls,
@@ -44,6 +45,13 @@ class SessionMethods:
         retention or a prune took its calls). Returns how many were written; UnknownToolError (nothing written) when
         a call names no tool of the catalog."""
         return self._run(lambda conn: record_calls(conn, self._info(conn), session, calls))
+
+    def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
+        """Of a message list's call ids (oldest first), those new to ``session``: after the last call it has seen (in
+        its log, or the last call id it logged, which it keeps when retention or a prune takes its calls), each once
+        and none it has seen. What :meth:`record_calls` of calls with these ids would log; it writes nothing."""
+        ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
+        return self._run(lambda conn: new_call_ids(conn, self._info(conn), session, ids))
 
     def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
         """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction; the calls each
@@ -108,6 +116,10 @@ class AsyncSessionMethods:
 
     async def record_calls(self, session: str, calls: Iterable[object]) -> int:
         return cast("int", await self._write("record_calls", session, list(calls)))
+
+    async def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
+        ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
+        return cast("list[str]", await self._write("new_calls", session, ids))
 
     async def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
         return cast("dict[str, int]", await self._write("import_sessions", list(sessions)))

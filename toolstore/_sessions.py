@@ -18,7 +18,7 @@ and a route reading the log do not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -159,28 +159,51 @@ def _resolved(conn: psycopg.Connection[Any], info: CatalogInfo, calls: list[Sess
     return [SessionCall(i, c.ok, c.at, c.call_id) for c, i in zip(calls, ids) if i is not None]
 
 
+def new_positions(call_ids: Sequence[str | None], seen: Set[str]) -> list[int]:
+    """The positions of the calls (oldest first, given by call id; None: a call without one) that are new to a session
+    that has seen the call ids ``seen`` (``seen_call_ids``): those after the last call it has seen (the ones before it
+    were seen with it, or at an earlier write whose calls a trim has taken since), each call id once, and never one it
+    has seen. What an append logs, and which of a message list's calls ``route_messages`` reports."""
+    last = max((i for i, c in enumerate(call_ids) if c is not None and c in seen), default=-1)
+    taken, out = set(seen), []
+    for i in range(last + 1, len(call_ids)):
+        call_id = call_ids[i]
+        if call_id is None or call_id not in taken:
+            out.append(i)
+            if call_id is not None:
+                taken.add(call_id)
+    return out
+
+
+def _seen(conn: psycopg.Connection[Any], params: Mapping[str, Any], call_ids: Sequence[str | None]) -> set[str]:
+    """Of ``call_ids``, those the session has seen: in its log, or the last call id it logged."""
+    given = [c for c in call_ids if c is not None]
+    return {r[0] for r in conn.execute(query("seen_call_ids"), {**params, "call_ids": given})} if given else set()
+
+
+def new_call_ids(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, call_ids: Sequence[str]) -> list[str]:
+    """Of a message list's call ids (oldest first), those new to the session (:func:`new_positions`): what an append
+    of calls with these ids would log. A read: it locks nothing."""
+    session = check_session(session)
+    if isinstance(call_ids, (str, bytes)):
+        raise InvalidInputError("call_ids must be a list of call ids, not a single value")
+    if len(call_ids) > MAX_CALLS_PER_WRITE:  # as many as one record_calls takes
+        raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} call ids at once")
+    given = [check_text(c, f"call_ids[{i}]", max_chars=MAX_ID_CHARS) for i, c in enumerate(call_ids)]
+    seen = _seen(conn, {"catalog": info.id, "session": session}, given)
+    return [given[i] for i in new_positions(given, seen)]
+
+
 def _append(
     conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Sequence[SessionCall], keep: Retention
 ) -> int:
-    """Inside a transaction: lock the session, append the calls it has not logged, apply retention. A call is logged
-    when its call id is in the log or is the last call id the session logged (its row keeps that one when retention
-    or a prune takes the call), and so is every call before the last such one (the calls come oldest first: those
-    were logged with it, or by an earlier write whose calls retention or a prune has trimmed since)."""
+    """Inside a transaction: lock the session, append the calls new to it (:func:`new_positions`: a call id in its
+    log or the last one it logged, which its row keeps when retention or a prune takes the call, was seen, and so was
+    every call before the last such one), apply retention."""
     params: dict[str, Any] = {"catalog": info.id, "session": session}
-    last_seq, last_call_id = conn.execute(query("open_session"), params).fetchone()  # type: ignore[misc]
-    call_ids = [c.call_id for c in calls if c.call_id is not None]
-    seen = (
-        {r[0] for r in conn.execute(query("logged_call_ids"), {**params, "call_ids": call_ids})} if call_ids else set()
-    )
-    if last_call_id is not None:
-        seen.add(last_call_id)
-    logged = [i for i, c in enumerate(calls) if c.call_id is not None and c.call_id in seen]
-    new: list[SessionCall] = []
-    for call in calls[logged[-1] + 1 :] if logged else calls:
-        if call.call_id is None or call.call_id not in seen:
-            new.append(call)
-            if call.call_id is not None:
-                seen.add(call.call_id)
+    last_seq = conn.execute(query("open_session"), params).fetchone()[0]  # type: ignore[index]
+    call_ids = [c.call_id for c in calls]
+    new = [calls[i] for i in new_positions(call_ids, _seen(conn, params, call_ids))]
     if new:
         columns = {
             "tools": [c.tool for c in new],
