@@ -79,18 +79,20 @@ select (select count(*) from tools where catalog_id = %(catalog)s)
 
 -- name: tools_without_vectors
 -- The catalog's tools that have no vector (written while no embedder was at hand), which a write with the embedder
--- embeds: an anti-join of the catalog's tools with its vectors' primary key.
-select t.id
+-- embeds: an anti-join of the catalog's tools with its vectors' primary key. With the upstream that synced each (a
+-- sync's prune removes that upstream's tools it does not keep, which are not embedded first).
+select t.id, t.upstream
 from tools t
 where t.catalog_id = %(catalog)s
   and not exists (select 1 from tool_vectors v where v.catalog_id = t.catalog_id and v.tool_pk = t.pk)
 order by t.id;
 
 -- name: prune_tools
--- The catalog's tools not kept; with a provider, only that provider's (a sync owns its server's tools only).
+-- The catalog's tools not kept; with an upstream, only those it synced (a sync owns its server's tools only, never a
+-- tool imported by hand under the same provider: migration 0022).
 delete from tools
 where catalog_id = %(catalog)s and id <> all (%(keep)s::text[])
-  and (%(provider)s::text is null or provider = %(provider)s::text)
+  and (%(upstream)s::text is null or upstream = %(upstream)s::text)
 returning id;
 
 -- name: delete_tool

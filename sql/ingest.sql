@@ -20,3 +20,16 @@ on conflict (catalog_id, provider) do update set
 select transport, command, args, env, url, headers
 from mcp_upstreams
 where catalog_id = %(catalog)s and provider = %(provider)s;
+
+-- name: foreign_tools
+-- Of the ids a sync writes, those the catalog holds that this upstream did not sync (imported by hand, or synced by
+-- another upstream): a sync refuses to take them over unless told to (migration 0022).
+select id, upstream
+from tools
+where catalog_id = %(catalog)s and id = any (%(ids)s::text[]) and upstream is distinct from %(upstream)s::text
+order by id;
+
+-- name: claim_tools
+-- The tools a sync wrote (new, changed or unchanged) as its upstream's: they are what its --prune may remove.
+update tools set upstream = %(upstream)s::text
+where catalog_id = %(catalog)s and id = any (%(ids)s::text[]) and upstream is distinct from %(upstream)s::text;

@@ -80,6 +80,7 @@ tools = Table(
     Column("name_doc", Text, nullable=False, server_default=""),
     Column("description_doc", Text, nullable=False, server_default=""),
     Column("expansion_doc", Text, nullable=False, server_default=""),
+    Column("upstream", Text),  # the MCP upstream (its provider) that synced the tool; null: imported
     Column("name_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, name_doc)", persisted=True)),
     Column("description_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, description_doc)", persisted=True)),
     Column("expansion_tsv", TSVECTOR, Computed("to_tsvector('english'::regconfig, expansion_doc)", persisted=True)),

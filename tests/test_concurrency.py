@@ -13,6 +13,7 @@ import pytest
 
 from toolstore import HashingEmbedder, IntentExample, Tool, ToolStore, UnknownToolError
 from toolstore import _catalog as catalog_module
+from toolstore._sql import query
 
 from catalog_gen import generated_queries, generated_tools
 
@@ -203,9 +204,13 @@ def test_an_upsert_with_the_embedder_embeds_the_catalogs_other_tools_without_a_v
                 return [r[0] for r in rows]
 
         assert without_vectors() == sorted(t.id for t in edited[:4])
-        # a sync of provider q keeping only tools[0]: tools[2] is pruned, not embedded first; tools[1] and [3] are
+        # a sync of provider q's upstream keeping only tools[0]: tools[2] is pruned, not embedded first; tools[1] and
+        # [3] are (a sync marks the tools it writes as its upstream's: here q's, as if synced before)
+        with store.connection() as conn:
+            q = [t.id for t in tools if t.provider == "q"]
+            conn.execute(query("claim_tools"), {"catalog": store.info().id, "ids": q, "upstream": "q"})
         report = store._run(
-            lambda conn: catalog_module.upsert_tools(conn, "r", edited[:1], embedder, prune=True, prune_provider="q")
+            lambda conn: catalog_module.upsert_tools(conn, "r", edited[:1], embedder, prune=True, prune_upstream="q")
         )
         assert (report.unchanged, report.embedded, sorted(report.removed)) == (1, 3, sorted([tools[2].id, tools[4].id]))
         assert without_vectors() == []

@@ -147,6 +147,37 @@ def test_sync_provider_override_and_errors(store: ToolStore) -> None:
         fetch_stdio(sys.executable, ["-c", "import sys; sys.exit(3)"], timeout=10)
 
 
+def test_a_sync_prunes_only_what_its_upstream_synced(
+    store: ToolStore, listings: dict[tuple[str, str], McpListing], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tools imported by hand under a provider are not its upstream's: a first sync of that provider with prune keeps
+    them; one of the same id as a tool the server lists is refused, naming it, and writes nothing, unless adopted
+    (with a warning naming it), after which the upstream's prune may remove it."""
+    radar = Tool(id="weather.radar", name="radar", provider="weather", description="Rain radar images of a region")
+    store.upsert([radar])
+    report = sync_listing(store, listings["weather", "base"], prune=True)
+    assert sorted(report.inserted) == ["weather.get_forecast", "weather.list_alerts", "weather.search"]
+    assert report.removed == []
+    report = sync_listing(store, listings["weather", "fewer"], prune=True)
+    assert report.removed == ["weather.list_alerts"]
+
+    mine = Tool(id="weather.list_alerts", name="list_alerts", provider="weather", description="My own alerts")
+    store.upsert([mine])
+    for prune in (False, True):
+        with pytest.raises(McpSyncError, match=r"'weather.list_alerts' \(imported by hand\).*--adopt"):
+            sync_listing(store, listings["weather", "base"], prune=prune)
+    assert store.get("weather.list_alerts").description == "My own alerts"
+    with caplog.at_level("WARNING", logger="toolstore"):
+        report = sync_listing(store, listings["weather", "base"], adopt=True)
+    assert report.updated == ["weather.list_alerts"]
+    assert any(
+        "took over 1 tool(s)" in r.getMessage() and "weather.list_alerts" in r.getMessage() for r in caplog.records
+    )
+    report = sync_listing(store, listings["weather", "fewer"], prune=True)
+    assert report.removed == ["weather.list_alerts"]
+    assert [t.id for t in store.tools()] == ["weather.get_forecast", "weather.radar", "weather.search"]
+
+
 def _recorded(dsn: str, catalog: str) -> list[tuple[str, list[str]]]:
     with psycopg.connect(dsn) as conn:
         return conn.execute(

@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, pool, text
 
-from toolstore import DatabaseError, HashingEmbedder, Tool, ToolStore, migrate
+from toolstore import DatabaseError, HashingEmbedder, Tool, ToolStore, migrate, parse_tools
 from toolstore._migrate import HEAD_REVISION, VERSION_TABLE, head_revision
 
 from schema_models import metadata
@@ -89,6 +89,31 @@ def test_0021_fills_each_sessions_last_call_id_from_its_log(dsn: str) -> None:
     with ToolStore(dsn, embedder=None, catalog="c") as store:
         assert store.prune_sessions(older_than=timedelta(0)) == {"calls": 4, "sessions": 1}
         assert store.record_calls("s", calls) == 0 and store.session_log("s") == []
+
+
+def test_0022_marks_the_tools_each_upstream_synced_before(dsn: str) -> None:
+    """Down to 0021 (tools.upstream goes) and up again: the MCP tools of a provider with an upstream recorded count as
+    synced by it, so an upgraded catalog's prune still removes what the server no longer offers; a tool imported by
+    hand in another format under that provider, and the tools of a provider never synced, do not."""
+    from toolstore._mcp_sync import McpListing, Upstream, sync_listing
+
+    def mcp_tool(name: str) -> dict[str, Any]:
+        return {"name": name, "description": f"{name} things", "inputSchema": {"type": "object"}}
+
+    upstream = Upstream("stdio", command="weather-server")
+    hand = {"type": "function", "function": {"name": "radar", "description": "Rain radar", "parameters": {}}}
+    with ToolStore(dsn, embedder=None, catalog="c") as store:
+        sync_listing(store, McpListing("weather", [mcp_tool("a"), mcp_tool("b")], upstream))
+        store.upsert(parse_tools([hand], provider="weather"))
+        store.upsert(parse_tools({"tools": [mcp_tool("c")]}, provider="docs"))
+    migrate(dsn, revision="0021", downgrade=True)
+    migrate(dsn)
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("select id, upstream from toolstore.tools order by id").fetchall()
+    assert rows == [("docs.c", None), ("weather.a", "weather"), ("weather.b", "weather"), ("weather.radar", None)]
+    with ToolStore(dsn, embedder=None, catalog="c") as store:
+        report = sync_listing(store, McpListing("weather", [mcp_tool("a")], upstream), prune=True)
+        assert report.removed == ["weather.b"]
 
 
 def test_an_unknown_revision_is_invalid_input_and_changes_nothing(dsn: str) -> None:

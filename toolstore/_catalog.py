@@ -101,13 +101,12 @@ def _changes(
     repair: list[Tool] = []
     vectorless = conn.execute(query("vectorless_count"), {"catalog": info.id}).fetchone() if embedder else None
     if vectorless is not None and vectorless[0] > 0:  # then which; read only when some are not in this write
-        missing = [r[0] for r in conn.execute(query("tools_without_vectors"), {"catalog": info.id})]
+        missing = dict(conn.execute(query("tools_without_vectors"), {"catalog": info.id}).fetchall())
         incoming, changed_ids = {t.id: t for t in tools}, {t.id for t in changed}
         repair = [incoming[i] for i in missing if i in incoming and i not in changed_ids]
-        others = [i for i in missing if i not in incoming]
-        prune, provider = prune_scope  # a tool this write prunes is not embedded first
-        stored = list_tools(conn, info, others) if others else []
-        repair += [t for t in stored if not prune or (provider is not None and t.provider != provider)]
+        prune, upstream = prune_scope  # a tool this write prunes is not embedded first
+        others = [i for i, u in missing.items() if i not in incoming and not (prune and upstream in (None, u))]
+        repair += list_tools(conn, info, others) if others else []
     return _Changes(tools, changed, repair, hashes)
 
 
@@ -118,13 +117,14 @@ def upsert_tools(
     embedder: Embedder | None,
     *,
     prune: bool = False,
-    prune_provider: str | None = None,
+    prune_upstream: str | None = None,
     if_unchanged: Mapping[str, str] | None = None,
     create: bool = True,
 ) -> ImportReport:
     """Insert new tools, update changed ones (by content hash), optionally remove the catalog's others.
 
-    ``prune`` removes the catalog's tools absent from ``tools`` (only those of ``prune_provider`` when given).
+    ``prune`` removes the catalog's tools absent from ``tools`` (only those ``prune_upstream`` synced when given: the
+    ``tools.upstream`` a sync sets, migration 0022).
     ``if_unchanged`` (id -> content hash when read) skips tools changed or removed by someone else since.
     Incoming tools without an expansion keep the one ``toolstore expand`` generated for them. With an embedder,
     new and changed tools are embedded, and so is every other tool of the catalog that has no vector (repair, counted
@@ -138,7 +138,7 @@ def upsert_tools(
         raise unknown_catalog(catalog)
     if embedder is not None and info is not None:
         info.require_model(embedder.model)
-    prune_scope = (prune, prune_provider)
+    prune_scope = (prune, prune_upstream)
     fresh = _Changes(list(tools), list(tools), [], {})  # a catalog's first write
     guess = _changes(conn, info, tools, embedder, prune_scope) if info is not None else fresh
     texts = [dense_text(t) for t in guess.changed + guess.repair] if embedder is not None else []
@@ -211,9 +211,9 @@ def _write_tools(
             ids = [t.id for t in changes.changed]
             conn.execute(query("delete_tool_vectors"), {"catalog": info.id, "ids": ids})
             report.unembedded = len(ids)
-        prune, provider = prune_scope
+        prune, upstream = prune_scope
         if prune:
-            params = {"catalog": info.id, "keep": [t.id for t in changes.tools], "provider": provider}
+            params = {"catalog": info.id, "keep": [t.id for t in changes.tools], "upstream": upstream}
             report.removed = [r[0] for r in conn.execute(query("prune_tools"), params)]
     return report
 

@@ -5,8 +5,10 @@ default provider, so ids are ``provider.tool_name`` and two servers offering a t
 coexist), then ``tools/list`` page by page (``nextCursor``). The MCP tool objects are converted by
 :func:`toolstore._formats.parse_tools` and written in one transaction: upsert (unchanged tools are
 skipped by content hash, only new and changed ones are embedded) and, with ``prune``, removal of the
-provider's tools the server no longer offers. Pruning is scoped to the provider: tools of other
-servers and imports in the same catalog are left alone.
+tools this upstream synced that the server no longer offers. Each tool a sync writes is marked as its upstream's
+(``tools.upstream``, the provider's name: migration 0022), so pruning never touches tools of other servers or tools
+imported by hand, even under the same provider; a listed tool whose id a tool imported by hand holds is refused,
+naming it, unless ``adopt`` (then taken over, with a warning).
 
 A provider has one upstream: a tool records only its provider, and the gateway forwards a call to the upstream
 recorded for it (``mcp_upstreams``, one row per catalog and provider). So a sync whose server is another upstream
@@ -38,6 +40,7 @@ from ._catalog import catalog_info, upsert_tools
 from ._errors import InvalidInputError, McpSyncError
 from ._formats import parse_tools
 from ._models import ImportReport
+from ._observe import logger
 from ._sql import query
 
 if TYPE_CHECKING:
@@ -261,30 +264,63 @@ def sync_listing(
     provider: str | None = None,
     prune: bool = False,
     replace_upstream: bool = False,
+    adopt: bool = False,
 ) -> ImportReport:
-    """Upsert a server's tools under ``provider`` (default: its server name); ``prune`` drops the rest of
-    that provider's tools; how the server was reached is recorded for the gateway (``mcp_upstreams``). One
+    """Upsert a server's tools under ``provider`` (default: its server name), each marked as synced by this upstream
+    (``tools.upstream``, the provider's name); ``prune`` drops the other tools this upstream synced before, never a
+    tool imported by hand; how the server was reached is recorded for the gateway (``mcp_upstreams``). One
     transaction: on any error nothing is written. McpSyncError when another upstream is recorded for ``provider``
-    (see the module's doc), unless ``replace_upstream``."""
+    (see the module's doc), unless ``replace_upstream``; and when a tool of the same id as one listed is in the catalog
+    but was not synced by this upstream (imported by hand), unless ``adopt``: this upstream then takes it over."""
     provider = provider if provider is not None else listing.server_name
     if not provider or not provider.strip():
         raise InvalidInputError("the MCP server did not report a name (serverInfo.name); pass a provider")
     tools = parse_tools({"tools": listing.tools}, provider=provider)
+    ids = [t.id for t in tools]
     upstream = listing.upstream
-    if upstream is not None and not replace_upstream:  # refused before any embedding ...
-        with store.connection() as conn:
-            info = catalog_info(conn, store.catalog)
-            _check_upstream(conn, info.id if info is not None else None, provider, upstream)
+    with store.connection() as conn:  # refused before any embedding ...
+        info = catalog_info(conn, store.catalog)
+        if info is not None and upstream is not None and not replace_upstream:
+            _check_upstream(conn, info.id, provider, upstream)
+        if info is not None and not adopt:
+            _check_foreign(conn, info.id, provider, ids)
     with store.connection() as conn, conn.transaction():  # the upsert's own transaction becomes a savepoint
         report = upsert_tools(
-            conn, store.catalog, tools, store.embedder, prune=prune, prune_provider=provider, create=store.create
+            conn, store.catalog, tools, store.embedder, prune=prune, prune_upstream=provider, create=store.create
         )
         info = catalog_info(conn, store.catalog)
-        if upstream is not None and info is not None:  # how the gateway reaches these tools
-            if not replace_upstream:  # ... and again under the catalog's lock, which the upsert holds until commit
-                _check_upstream(conn, info.id, provider, upstream)
-            conn.execute(query("save_upstream"), upstream_params(info.id, provider, upstream))
+        if info is not None:  # ... and again under the catalog's lock, which the upsert holds until commit
+            if upstream is not None:  # how the gateway reaches these tools
+                if not replace_upstream:
+                    _check_upstream(conn, info.id, provider, upstream)
+                conn.execute(query("save_upstream"), upstream_params(info.id, provider, upstream))
+            stored = sorted(set(ids) - set(report.inserted))  # were in the catalog before this write
+            foreign = _check_foreign(conn, info.id, provider, stored, refuse=not adopt)
+            if foreign:
+                logger.warning("provider %r: this sync took over %s", provider, _named(foreign))
+            conn.execute(query("claim_tools"), {"catalog": info.id, "ids": ids, "upstream": provider})
     return report
+
+
+def _named(foreign: Sequence[tuple[str, str | None]]) -> str:
+    shown = ", ".join(f"{i!r} ({'imported by hand' if u is None else f'synced by {u!r}'})" for i, u in foreign[:5])
+    return f"{len(foreign)} tool(s) it had not synced: {shown}{', ...' if len(foreign) > 5 else ''}"
+
+
+def _check_foreign(
+    conn: Any, catalog: int, provider: str, ids: list[str], *, refuse: bool = True
+) -> list[tuple[str, str | None]]:
+    """The catalog's tools of ``ids`` that the upstream of ``provider`` did not sync (imported by hand); McpSyncError
+    naming them when there are some and ``refuse``."""
+    params = {"catalog": catalog, "ids": ids, "upstream": provider}
+    foreign = [(r[0], r[1]) for r in conn.execute(query("foreign_tools"), params)]
+    if foreign and refuse:
+        raise McpSyncError(
+            f"provider {provider!r}: the catalog holds {_named(foreign)}; a sync would overwrite them and a later "
+            "--prune delete them. Sync under another name (--provider NAME), remove them, or let this upstream take "
+            "them over (--adopt)"
+        )
+    return foreign
 
 
 def _check_upstream(conn: Any, catalog: int | None, provider: str, upstream: Upstream) -> None:

@@ -34,6 +34,11 @@ def sync_group() -> None:
     is_flag=True,
     help="The provider's server moved: record this command or URL instead of the one synced before.",
 )
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Take over tools of the same ids imported by hand (refused otherwise); --prune may then remove them.",
+)
 @click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds for the whole listing.")
 @click.option(
     "--env",
@@ -50,6 +55,7 @@ def sync_mcp_cmd(
     provider: str | None,
     prune: bool,
     replace_upstream: bool,
+    adopt: bool,
     timeout: float,
     env_pairs: tuple[str, ...],
     command: tuple[str, ...],
@@ -60,7 +66,9 @@ def sync_mcp_cmd(
     server is reached is recorded for `toolstore serve mcp --gateway`: header and env values are stored as given,
     so write secrets as ${VAR} references (single-quoted in the shell) to keep them out of the database.
     A provider has one server: another command line or URL whose server reports a name already synced from another
-    one is refused (use --provider for a name of its own, or --replace-upstream when the server moved).
+    one is refused (use --provider for a name of its own, or --replace-upstream when the server moved). --prune only
+    removes tools this server synced before: a tool imported by hand under the provider stays, and one of the same id
+    as a tool the server lists is refused, naming it, unless --adopt.
     """
     if bool(url) == bool(command):
         raise click.UsageError("give either --url URL or -- COMMAND ARGS... (one of them)")
@@ -79,7 +87,9 @@ def sync_mcp_cmd(
     else:
         listing = fetch_stdio(command[0], command[1:], env=env, timeout=timeout)
     with open_store(ctx) as store, progress(ctx, "embedding tools"):
-        report = sync_listing(store, listing, provider=provider, prune=prune, replace_upstream=replace_upstream)
+        report = sync_listing(
+            store, listing, provider=provider, prune=prune, replace_upstream=replace_upstream, adopt=adopt
+        )
     data = {
         "catalog": store.catalog,
         "server": listing.server_name,
