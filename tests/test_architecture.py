@@ -60,6 +60,7 @@ LAYERS: list[set[str]] = [
         "_tune",
         "_eval",
         "_expand",
+        "_mcp_upstream",
         "_mcp_sync",
         "_agents",
         "_mcp_server",

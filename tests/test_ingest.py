@@ -34,7 +34,7 @@ from toolstore import (
 )
 from toolstore._expand import expand, offline_phrases, parse_phrases
 from toolstore._formats import FORMATS
-from toolstore._mcp_sync import McpListing, fetch_stdio, sync_listing, sync_mcp_http, sync_mcp_stdio
+from toolstore._mcp_sync import McpListing, Upstream, fetch_stdio, sync_listing, sync_mcp_http, sync_mcp_stdio
 from toolstore._rows import expansion_record
 from toolstore.cli import cli as main_cli
 from toolstore.testing.fake_openai import FakeOpenAI
@@ -217,6 +217,38 @@ def test_two_servers_reporting_one_name_never_share_a_provider(dsn: str, store: 
     assert _recorded(dsn, store.catalog) == [("weather", other), ("weather_eu", other)]
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_same_command_or_url_with_other_env_or_headers_is_another_upstream(
+    dsn: str, store: ToolStore, transport: str
+) -> None:
+    """One server command run with two accounts' tokens (or one URL with two Authorization headers) is two upstreams:
+    the second sync under the same provider is refused, naming what differs but no value, and writes nothing; under
+    its own provider both are recorded, and the gateway keeps a session for each."""
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+
+    def upstream(secret: str) -> Upstream:
+        if transport == "stdio":
+            return Upstream("stdio", command="github-mcp", env={"GITHUB_TOKEN": secret})
+        return Upstream("http", url="https://mcp.example.com/mcp", headers={"Authorization": f"Bearer {secret}"})
+
+    work, home = upstream("work-secret"), upstream("home-secret")
+    sync_listing(store, McpListing("github", tools, work))
+    for prune in (False, True):
+        with pytest.raises(McpSyncError) as refused:
+            sync_listing(store, McpListing("github", tools, home), prune=prune)
+        message = str(refused.value)
+        name = "GITHUB_TOKEN" if transport == "stdio" else "Authorization"
+        assert f"{name} differ" in message and "--replace-upstream" in message, message
+        assert "secret" not in message, message
+    assert _recorded(dsn, store.catalog) == [("github", [])]
+    with psycopg.connect(dsn) as conn:
+        assert "work-secret" in str(conn.execute("select env, headers from toolstore.mcp_upstreams").fetchall())
+    sync_listing(store, McpListing("github", tools, home), provider="github_home")
+    assert [r[0] for r in _recorded(dsn, store.catalog)] == ["github", "github_home"]
+    assert work.key() != home.key()
+    sync_listing(store, McpListing("github", tools, work), prune=True)  # the same upstream again: no conflict
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -241,7 +273,7 @@ def test_http_sync(store: ToolStore) -> None:
         url = f"http://127.0.0.1:{port}/mcp"
         report = sync_mcp_http(store, url, headers={"X-Test": "1"})
         assert sorted(report.inserted) == ["web.get_forecast", "web.list_alerts", "web.search"]
-        again = sync_mcp_http(store, url, prune=True)
+        again = sync_mcp_http(store, url, headers={"X-Test": "1"}, prune=True)
         assert (again.unchanged, again.embedded, again.removed) == (3, 0, [])
     finally:
         proc.terminate()

@@ -26,7 +26,8 @@ from ._formats import render
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_sessions import UpstreamSessions
-from ._mcp_sync import leaf_error, open_session, require_mcp, upstream_from_row
+from ._mcp_sync import leaf_error, open_session, require_mcp
+from ._mcp_upstream import upstream_from_row
 from ._models import JSON_VERSION, SessionCall
 from ._names import model_names
 from ._observe import logger, span

@@ -10,14 +10,13 @@ upstream (stdio processes exit).
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ._mcp_sync import Upstream, list_session_tools, open_session
+from ._mcp_sync import list_session_tools, open_session
+from ._mcp_upstream import Upstream
 from ._observe import logger
 
 #: JSON-RPC error codes that speak of the connection, not of the call: the transport closed (-32000, the SDK's
@@ -75,7 +74,7 @@ class UpstreamSessions:
         reconnects), except an error the server answered (:func:`_answered`); a request that could not even be sent
         (the session was already dead) is retried once on a fresh session, never one that may have reached the
         server. The caller bounds the time."""
-        key = json.dumps(asdict(upstream), sort_keys=True, default=dict)
+        key = upstream.key()
         for attempt in (1, 2):
             session = await self._session(key, upstream)
             if _ended(session):  # mcp 2.x: a request sent now fails with "Connection closed", never reaching a server

@@ -1,0 +1,109 @@
+"""How to reach an MCP server (:class:`Upstream`), what makes two of them one, and its row in ``mcp_upstreams``.
+
+An upstream is everything that decides which server answers and as whom: the command with its arguments and
+environment, or the URL with its headers. The same command run with another ``GITHUB_TOKEN`` (or the same URL with
+another ``Authorization``) is another account's server, so it is another upstream (:meth:`Upstream.target`): a sync
+refuses to record it over the provider's (``_mcp_sync``), and the gateway keeps a session of its own for it
+(``_mcp_sessions``). Env and header values may be ``${VAR}`` references, expanded when connecting, so a stored
+upstream need not hold a secret, and such a reference stays the same when the secret it names changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from ._errors import McpSyncError
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+Target = tuple[str, str | None, tuple[str, ...], str | None, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """How to reach an MCP server: a command on stdio (``env`` merged over the SDK's safe default environment) or
+    a streamable-HTTP ``url`` with ``headers``. Values in ``env`` and ``headers`` may be ``${VAR}`` references,
+    expanded from this process's environment when connecting, so a stored upstream need not hold a secret."""
+
+    transport: Literal["stdio", "http"]
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def target(self) -> Target:
+        """What makes it one upstream: the transport, the command with its arguments and env, or the URL with its
+        headers (values as stored: a ``${VAR}`` reference, not what it expands to)."""
+        env, headers = tuple(sorted(self.env.items())), tuple(sorted(self.headers.items()))
+        return self.transport, self.command, tuple(self.args), self.url, env, headers
+
+    def key(self) -> str:
+        """:meth:`target` as a string, for a dictionary of sessions."""
+        return json.dumps(self.target())
+
+    def describe(self) -> str:
+        """A loggable description: the command, or the URL without credentials or query; never a header or env
+        value."""
+        if self.transport == "stdio":
+            return f"stdio: {shlex.join([self.command or '', *self.args])}"
+        parts = urlsplit(self.url or "")
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        names = f" (headers: {', '.join(sorted(self.headers))})" if self.headers else ""
+        return f"http: {urlunsplit((parts.scheme, netloc, parts.path, '', ''))}{names}"
+
+    def differences(self, other: Upstream) -> str:
+        """What sets ``other`` apart when its description is the same: the env or header names whose values differ
+        (never a value); empty when the descriptions already differ."""
+        if self.describe() != other.describe():
+            return ""
+        mine, theirs = (dict(self.env), dict(other.env)) if self.transport == "stdio" else (self.headers, other.headers)
+        names = sorted(n for n in {*mine, *theirs} if mine.get(n) != theirs.get(n))
+        return f"{'env' if self.transport == 'stdio' else 'headers'} {', '.join(names)} differ"
+
+
+def expand_vars(values: Mapping[str, str], what: str) -> dict[str, str]:
+    """``values`` with every ``${VAR}`` replaced from the environment; McpSyncError naming a variable not set."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise McpSyncError(f"{what} refers to ${{{name}}}, which is not set in this environment")
+        return os.environ[name]
+
+    return {key: _VAR.sub(one, value) for key, value in values.items()}
+
+
+def upstream_params(catalog: int, provider: str, upstream: Upstream) -> dict[str, Any]:
+    """The bound parameters of ``save_upstream``."""
+    return {
+        "catalog": catalog,
+        "provider": provider,
+        "transport": upstream.transport,
+        "command": upstream.command,
+        "args": list(upstream.args),
+        "env": json.dumps(dict(upstream.env)),
+        "url": upstream.url,
+        "headers": json.dumps(dict(upstream.headers)),
+    }
+
+
+def upstream_from_row(row: Sequence[Any]) -> Upstream:
+    """A ``get_upstream`` row (transport, command, args, env, url, headers) as an Upstream."""
+    transport, command, args, env, url, headers = row
+    return Upstream(
+        transport=transport,
+        command=command,
+        args=tuple(args or ()),
+        env=dict(env or {}),
+        url=url,
+        headers=dict(headers or {}),
+    )
