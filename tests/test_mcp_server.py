@@ -214,8 +214,9 @@ def test_session_log_hook_and_secret_free_descriptions(gateway_catalog: str) -> 
 
 
 def test_upstream_sessions_are_kept_and_renewed() -> None:
-    """One session per upstream across calls; when the upstream restarts, the broken session is dropped and the
-    next call reconnects."""
+    """One session per upstream across calls; when the HTTP upstream restarts, the new process refuses the old
+    session ("Session not found", before running the tool), so the call is made again on a new session and succeeds,
+    and so does the next."""
     from toolstore._mcp_sessions import UpstreamSessions
 
     port = _free_port()
@@ -235,8 +236,10 @@ def test_upstream_sessions_are_kept_and_renewed() -> None:
                 try:
                     with anyio.fail_after(20):
                         outcomes.append(_text(await sessions.call(upstream, "search", {"query": query})))
-                except Exception as exc:  # the old session's id is unknown to the new server process
-                    outcomes.append(f"error: {type(exc).__name__}")
+                except Exception as exc:
+                    outcomes.append(f"error: {exc}")
+            renewed = list(sessions._held.values())
+            assert len(renewed) == 1 and renewed[0][0] is not held[0][0]
         assert sessions._held == {}
 
     procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
@@ -254,7 +257,23 @@ def test_upstream_sessions_are_kept_and_renewed() -> None:
         for proc in procs:
             proc.terminate()
             proc.wait(timeout=10)
-    assert outcomes[-1] == "results for d (max 10)", outcomes
+    assert outcomes == ["results for c (max 10)", "results for d (max 10)"], outcomes
+
+
+def test_only_an_http_servers_refusal_of_the_session_is_retried() -> None:
+    """The refusal of an unknown session (the Python SDK's -32600 and the TypeScript SDK's -32001 "Session not found",
+    the client's "Session terminated" for a bare 404) says the call never ran; any other error, or the same words
+    from a stdio server, may follow a call that ran, and is not made again."""
+    from mcp.shared.exceptions import MCPError
+
+    from toolstore._mcp_sessions import _refused_session
+
+    http, stdio = Upstream("http", url="http://127.0.0.1:1/mcp"), Upstream("stdio", command="server")
+    for code, message in [(-32600, "Session not found"), (-32001, "Session not found"), (-32600, "Session terminated")]:
+        assert _refused_session(http, MCPError(code, message)) and not _refused_session(stdio, MCPError(code, message))
+    for code, message in [(-32600, "Invalid request"), (-32602, "Session not found"), (-32603, "Internal error")]:
+        assert not _refused_session(http, MCPError(code, message))
+    assert not _refused_session(http, RuntimeError("Session not found"))
 
 
 def test_call_tool_calls_the_tool_find_tools_named(dsn: str) -> None:

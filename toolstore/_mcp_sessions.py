@@ -3,9 +3,9 @@
 The SDK's clients run task groups that must be entered and left by one task, so each session is held by its own
 task in the gateway's task group (:meth:`UpstreamSessions.__aenter__`); requests use the session from their own
 tasks. A session whose connection ended (the server exited, the connection dropped) is closed, and a call that could
-not be sent on it is made on a fresh one. An error the server answers to one call (a JSON-RPC error: bad arguments,
-an unknown tool) leaves the session, and the other calls in flight on it, alone. Closing the pool stops every
-upstream (stdio processes exit).
+not be sent on it, or that an HTTP server refused for not knowing the session (it restarted), is made on a fresh one.
+An error the server answers to one call (a JSON-RPC error: bad arguments, an unknown tool) leaves the session, and
+the other calls in flight on it, alone. Closing the pool stops every upstream (stdio processes exit).
 """
 
 from __future__ import annotations
@@ -22,6 +22,19 @@ from ._observe import logger
 #: JSON-RPC error codes that speak of the connection, not of the call: the transport closed (-32000, the SDK's
 #: CONNECTION_CLOSED), or the server no longer knows the session (-32600: streamable HTTP's "Session not found").
 _SESSION_ERRORS = frozenset({-32000, -32600})
+#: How a streamable-HTTP server refuses a request for a session it does not know (it restarted, or expired the
+#: session) with HTTP 404, before running anything: the Python SDK's body (-32600 "Session not found"), the TypeScript
+#: SDK's (-32001), or the client SDK's stand-in for a 404 without a JSON-RPC body ("Session terminated"; 32600 in 1.x).
+_REFUSED_SESSION = (frozenset({-32600, -32001, 32600}), frozenset({"session not found", "session terminated"}))
+
+
+def _refused_session(upstream: Upstream, exc: Exception) -> bool:
+    """Whether ``exc`` is an HTTP upstream's refusal of the session (:data:`_REFUSED_SESSION`): the call never ran,
+    so it is safe to make it again on a new session."""
+    error = getattr(exc, "error", None)
+    code, message = getattr(error, "code", None), str(getattr(error, "message", "")).strip().lower()
+    codes, messages = _REFUSED_SESSION
+    return upstream.transport == "http" and code in codes and message in messages
 
 
 def _answered(exc: Exception) -> bool:
@@ -72,7 +85,8 @@ class UpstreamSessions:
     async def call(self, upstream: Upstream, name: str, arguments: dict[str, Any]) -> Any:
         """``tools/call`` on the upstream's session (opened if needed). A failure closes the session (the next call
         reconnects), except an error the server answered (:func:`_answered`); a request that could not even be sent
-        (the session was already dead) is retried once on a fresh session, never one that may have reached the
+        (the session was already dead), or that an HTTP server refused because it no longer knows the session (it
+        restarted: :func:`_refused_session`), is retried once on a fresh session, never one that may have run on the
         server. The caller bounds the time."""
         key = upstream.key()
         for attempt in (1, 2):
@@ -89,9 +103,12 @@ class UpstreamSessions:
                     raise
                 logger.debug("upstream session %s was closed; reconnecting", upstream.describe())
             except Exception as exc:
-                if not _answered(exc):
+                refused = _refused_session(upstream, exc)
+                if refused or not _answered(exc):
                     self._drop(key, session)
-                raise
+                if not refused or attempt == 2:
+                    raise
+                logger.debug("upstream %s no longer knows the session; reconnecting", upstream.describe())
         raise AssertionError("unreachable")
 
     async def _session(self, key: str, upstream: Upstream) -> Any:
