@@ -5,7 +5,8 @@
 ``--name`` is the server name (``serverInfo.name``, the default provider). ``--variant changed`` edits
 the description of ``get_forecast``; ``--variant fewer`` drops ``list_alerts``; ``--variant faulty`` adds ``refuse``
 (answers a JSON-RPC error, as TypeScript SDK servers do for bad arguments), ``nap`` (sleeps) and ``exit_soon``
-(answers, then the process exits). ``--page-size`` splits
+(answers, then the process exits); ``--variant changing`` adds ``change_tools``, which swaps ``list_alerts`` for
+``late_news`` and sends ``notifications/tools/list_changed``. ``--page-size`` splits
 ``tools/list`` into pages linked by ``nextCursor`` (mcp 2.x). ``--http`` serves streamable HTTP on
 127.0.0.1:PORT at ``/mcp`` instead of stdio.
 """
@@ -19,9 +20,10 @@ import time
 from typing import Any
 
 try:  # mcp 2.x
+    from mcp.server.mcpserver import Context
     from mcp.server.mcpserver import MCPServer as FastMCP
 except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import FastMCP  # type: ignore[no-redef]
+    from mcp.server.fastmcp import Context, FastMCP  # type: ignore[no-redef]
 
 
 def search(query: str, limit: int = 10) -> str:
@@ -77,7 +79,22 @@ def build(name: str, variant: str, page_size: int) -> Any:
     if variant == "faulty":
         for tool in (refuse, nap, exit_soon):
             server.add_tool(tool)
+    if variant == "changing":
+
+        async def change_tools(ctx: Context) -> str:  # type: ignore[type-arg]
+            """Offer late_news instead of list_alerts, and say so (notifications/tools/list_changed)."""
+            server.remove_tool("list_alerts")
+            server.add_tool(late_news)
+            await ctx.session.send_tool_list_changed()
+            return "changed"
+
+        server.add_tool(change_tools)
     return server
+
+
+def late_news(topic: str) -> str:
+    """The latest news on a topic (offered once change_tools ran)."""
+    return f"news about {topic}"
 
 
 def _paginating(base: Any, page_size: int) -> Any:
@@ -97,7 +114,7 @@ def _paginating(base: Any, page_size: int) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="weather")
-    parser.add_argument("--variant", choices=["base", "changed", "fewer", "faulty"], default="base")
+    parser.add_argument("--variant", choices=["base", "changed", "fewer", "faulty", "changing"], default="base")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port")
     args = parser.parse_args()

@@ -364,3 +364,37 @@ def test_an_upstream_session_knows_every_page_of_tools(caplog: pytest.LogCapture
     with caplog.at_level("WARNING"):
         assert anyio.run(main) == ["no alerts in north", "no alerts in south"]
     assert not [r.getMessage() for r in caplog.records if "not listed" in r.getMessage()]
+
+
+def test_the_gateway_lists_an_upstreams_tools_again_when_they_change(caplog: pytest.LogCaptureFixture) -> None:
+    """An upstream's notifications/tools/list_changed: the gateway's session lists every page of its tools again, so a
+    call to the tool it added is checked against its listing (no "not listed" warning, no extra tools/list), and a
+    call to the tool it dropped is a clear error naming it, never sent."""
+    from toolstore import McpSyncError
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    changing = Upstream("stdio", command=sys.executable, args=(SERVER, "--variant", "changing", "--page-size", "1"))
+
+    async def main() -> list[str]:
+        async with UpstreamSessions() as sessions:
+            answers = [_text(await sessions.call(changing, "list_alerts", {"region": "north"}))]
+            answers.append(_text(await sessions.call(changing, "change_tools", {})))
+            for _ in range(400):  # the listing runs beside the calls: wait (a while at most) until it has the new tool
+                if "late_news" in _listed(sessions, changing):
+                    break
+                await anyio.sleep(0.05)
+            answers.append(_text(await sessions.call(changing, "late_news", {"topic": "postgres"})))
+            with pytest.raises(McpSyncError, match="no longer offers tool 'list_alerts'.*sync mcp --prune"):
+                await sessions.call(changing, "list_alerts", {"region": "south"})
+            answers.append(_text(await sessions.call(changing, "search", {"query": "q"})))  # the session is fine
+            return answers
+
+    with caplog.at_level("WARNING"):
+        assert anyio.run(main) == ["no alerts in north", "changed", "news about postgres", "results for q (max 10)"]
+    assert not [r.getMessage() for r in caplog.records if "not listed" in r.getMessage()]
+
+
+def _listed(sessions: Any, upstream: Upstream) -> frozenset[str]:
+    """The names the gateway's session to ``upstream`` listed last (none before it keeps them)."""
+    listing = getattr(sessions, "_listings", {}).get(upstream.key())
+    return (listing.names if listing is not None else None) or frozenset()

@@ -5,16 +5,20 @@ task in the gateway's task group (:meth:`UpstreamSessions.__aenter__`); requests
 tasks. A session whose connection ended (the server exited, the connection dropped) is closed, and a call that could
 not be sent on it, or that an HTTP server refused for not knowing the session (it restarted), is made on a fresh one.
 An error the server answers to one call (a JSON-RPC error: bad arguments, an unknown tool) leaves the session, and
-the other calls in flight on it, alone. Closing the pool stops every upstream (stdio processes exit).
+the other calls in flight on it, alone. Each session lists its upstream's tools when it opens and again when the
+upstream sends ``notifications/tools/list_changed`` (:meth:`UpstreamSessions._relist`): a call of a tool it no longer
+lists is an McpSyncError naming it, never sent. Closing the pool stops every upstream (stdio processes exit).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from ._errors import McpSyncError
 from ._mcp_sync import list_session_tools, open_session
 from ._mcp_upstream import Upstream
 from ._observe import logger
@@ -44,15 +48,36 @@ def _answered(exc: Exception) -> bool:
     return isinstance(code, int) and code not in _SESSION_ERRORS
 
 
-async def _list_tools(session: Any, upstream: Upstream) -> None:
-    """List every page of the upstream's tools once per session: the SDK's client checks a call's result against
-    the tool's ``outputSchema`` from the listing (mcp 2.x: it lists the first page again, with a warning, before every
-    call of a tool it has not seen listed; from protocol 2026-07-28 it also takes a tool's header arguments from it).
-    A server that fails to list is still called."""
+async def _list_tools(session: Any, upstream: Upstream) -> frozenset[str] | None:
+    """List every page of the upstream's tools once per session, and again when it says they changed: the SDK's client
+    checks a call's result against the tool's ``outputSchema`` from the listing (mcp 2.x: it lists the first page
+    again, with a warning, before every call of a tool it has not seen listed; from protocol 2026-07-28 it also takes
+    a tool's header arguments from it). The names listed; None for a server that fails to list (it is still called)."""
     try:
-        await list_session_tools(session)
+        return frozenset(str(t.get("name")) for t in await list_session_tools(session))
     except Exception as exc:
         logger.debug("upstream %s: tools/list failed: %s", upstream.describe(), type(exc).__name__)
+        return None
+
+
+def _tools_changed(message: Any) -> bool:
+    """Whether a server's message is ``notifications/tools/list_changed`` (mcp 1.x wraps it in a ``root``)."""
+    return getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed"
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What a session's upstream listed last (None: it failed to list) and what it no longer lists (named before,
+    gone from a later listing after it said its tools changed)."""
+
+    session: Any
+    names: frozenset[str] | None
+    gone: frozenset[str] = frozenset()
+
+    def relisted(self, names: frozenset[str] | None) -> _Listing:
+        if names is None or self.names is None:
+            return self if names is None else _Listing(self.session, names)
+        return _Listing(self.session, names, (self.gone | (self.names - names)) - names)
 
 
 def _ended(session: Any) -> bool:
@@ -65,6 +90,7 @@ class UpstreamSessions:
 
     def __init__(self) -> None:
         self._held: dict[str, tuple[Any, anyio.Event]] = {}
+        self._listings: dict[str, _Listing] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._group: TaskGroup | None = None
 
@@ -95,6 +121,12 @@ class UpstreamSessions:
                 logger.debug("upstream session %s has ended; reconnecting", upstream.describe())
                 self._drop(key, session)
                 session = await self._session(key, upstream)
+            listing = self._listings.get(key)
+            if listing is not None and listing.session is session and name in listing.gone:
+                raise McpSyncError(
+                    f"upstream {upstream.describe()} no longer offers tool {name!r}: it said its tools changed and no "
+                    "longer lists it. Sync it again to update the catalog (toolstore sync mcp --prune)"
+                )
             try:
                 return await session.call_tool(name, arguments)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # mcp 1.x: the session was closed
@@ -124,14 +156,29 @@ class UpstreamSessions:
         held = self._held.get(key)
         if held is not None and held[0] is session:
             del self._held[key]
+            self._listings.pop(key, None)
             held[1].set()
+
+    async def _relist(self, key: str, session: Any, upstream: Upstream) -> None:
+        """After the upstream said its tools changed: list them again (the SDK's client learns the new ones' schemas,
+        and a call of one it no longer lists gets a clear error instead of going out)."""
+        logger.debug("upstream %s: its tools changed; listing them again", upstream.describe())
+        names = await _list_tools(session, upstream)
+        listing = self._listings.get(key)
+        if listing is not None and listing.session is session:
+            self._listings[key] = listing.relisted(names)
 
     async def _hold(self, key: str, upstream: Upstream, *, task_status: TaskStatus[Any]) -> None:
         """Open the session, hand it out and keep it until stopped; a failure after that ends this session only."""
         session = None
+
+        async def on_message(message: Any) -> None:  # on the session's reader: the listing runs in a task of its own
+            if _tools_changed(message) and session is not None and self._group is not None:
+                self._group.start_soon(self._relist, key, session, upstream)
+
         try:
-            async with open_session(upstream) as (session, _):
-                await _list_tools(session, upstream)
+            async with open_session(upstream, on_message) as (session, _):
+                self._listings[key] = _Listing(session, await _list_tools(session, upstream))
                 stop = anyio.Event()
                 task_status.started((session, stop))
                 await stop.wait()

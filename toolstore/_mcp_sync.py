@@ -68,8 +68,10 @@ def require_mcp() -> Any:
 
 
 @asynccontextmanager
-async def open_session(upstream: Upstream) -> AsyncIterator[tuple[Any, dict[str, Any]]]:
-    """An initialized ``mcp.ClientSession`` to ``upstream`` and its ``initialize`` result (JSON form)."""
+async def open_session(upstream: Upstream, message_handler: Any = None) -> AsyncIterator[tuple[Any, dict[str, Any]]]:
+    """An initialized ``mcp.ClientSession`` to ``upstream`` and its ``initialize`` result (JSON form);
+    ``message_handler`` receives the server's notifications (on the session's reader: it must not wait on the
+    session)."""
     mcp = require_mcp()
     async with AsyncExitStack() as stack:
         if upstream.transport == "stdio":
@@ -78,7 +80,8 @@ async def open_session(upstream: Upstream) -> AsyncIterator[tuple[Any, dict[str,
             streams = await stack.enter_async_context(mcp.stdio_client(params, errlog=_server_stderr()))
         else:
             streams = await stack.enter_async_context(_http_streams(upstream.url or "", upstream.headers))
-        session = await stack.enter_async_context(mcp.ClientSession(streams[0], streams[1]))
+        handler = {"message_handler": message_handler} if message_handler is not None else {}
+        session = await stack.enter_async_context(mcp.ClientSession(streams[0], streams[1], **handler))
         init = (await session.initialize()).model_dump(by_alias=True, mode="json")
         yield session, init
 
