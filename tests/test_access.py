@@ -13,7 +13,15 @@ from psycopg.conninfo import make_conninfo
 import toolstore._catalog
 import toolstore._indexes
 import toolstore._sql
-from toolstore import DatabaseError, HashingEmbedder, InvalidInputError, Tool, ToolStore, UnknownCatalogError
+from toolstore import (
+    DatabaseError,
+    HashingEmbedder,
+    InvalidInputError,
+    SchemaAccessError,
+    Tool,
+    ToolStore,
+    UnknownCatalogError,
+)
 
 from catalog_gen import generated_queries, generated_tools
 
@@ -79,7 +87,7 @@ def test_a_granted_role_sees_only_its_catalogs(dsn: str, roles: dict[str, str]) 
             assert n == (0,), table
     with store_as(roles["writer"], "gamma") as writer, pytest.raises(DatabaseError):
         writer.upsert(generated_tools(2))  # only the owner creates catalogs
-    with pytest.raises(DatabaseError, match="permission denied"):
+    with pytest.raises(SchemaAccessError, match="no USAGE privilege on schema"):
         store_as(roles["nobody"], "alpha", create=False)  # no grant at all: not even the schema
 
 
@@ -129,7 +137,7 @@ def test_revoking_the_last_grant_takes_the_privileges_away(dsn: str, roles: dict
         for call in (alpha.grant, alpha.revoke):  # the owner's own privileges are not the grants' to set
             with pytest.raises(InvalidInputError, match=f"role '{owner}' owns toolstore's tables"):
                 call(owner)
-    with pytest.raises(DatabaseError, match="permission denied"):
+    with pytest.raises(SchemaAccessError, match="no USAGE privilege on schema"):
         store_as(roles["reader"], "alpha", create=False)
 
 
@@ -321,3 +329,28 @@ def test_a_role_revoked_while_its_store_is_open_is_told_which_privilege_it_lacks
                         await call()
 
         asyncio.run(routes())
+
+
+def test_a_role_without_a_grant_is_told_how_to_get_one(dsn: str, roles: dict[str, str]) -> None:
+    """A role with no grant opening a store (or migrating) read "cannot connect to the database: permission denied
+    for schema toolstore", as if the server were unreachable. It is now a SchemaAccessError (a DatabaseError) that
+    says the role has no access to toolstore's schema and how the owner grants one, on both stores."""
+    import asyncio
+
+    from toolstore import AsyncToolStore, migrate
+
+    name = roles["nobody_name"]
+    told = rf"role '{name}' has no USAGE privilege on schema 'toolstore'.*`toolstore -c CATALOG grant {name}`"
+    with store_as(dsn, "alpha") as owner:
+        owner.upsert(generated_tools(3))
+    for opening in (lambda: store_as(roles["nobody"], "alpha", create=False), lambda: migrate(roles["nobody"])):
+        with pytest.raises(SchemaAccessError, match=told) as error:
+            opening()
+        assert "permission denied" not in str(error.value) and "cannot connect" not in str(error.value)
+
+    async def opens() -> None:
+        async with AsyncToolStore(roles["nobody"], embedder=None, catalog="alpha", migrate=False):
+            pass
+
+    with pytest.raises(SchemaAccessError, match=told):
+        asyncio.run(opens())

@@ -20,7 +20,7 @@ from psycopg.types.array import ListBinaryDumper
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from ._embedded import embedded_dsn
-from ._errors import DatabaseError, InvalidInputError, redact
+from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, redact
 from ._sql import query
 
 T = TypeVar("T")
@@ -94,15 +94,16 @@ def first_line(exc: BaseException) -> str:
 _UNDEFINED = frozenset({"42P01", "42883", "42704"})
 
 
-def _denied(row: Any, schema: str) -> DatabaseError | None:
+def _denied(row: Any, schema: str) -> SchemaAccessError | None:
     """``schema_denied``'s row (the role, when it may not use ``schema``) as the error to raise, else None."""
-    return row and DatabaseError(
-        f"role {row[0]!r} has no USAGE privilege on schema {schema!r}: it has no toolstore grant (revoked, or never "
-        "made: the tables' owner grants one, `toolstore grant`)"
+    return row and SchemaAccessError(
+        f"role {row[0]!r} has no USAGE privilege on schema {schema!r}, so no access to toolstore's tables: it has no "
+        f"grant (never made, or its last one revoked); the owner of the tables grants one with `toolstore -c CATALOG "
+        f"grant {row[0]}` (--write to let it change the catalog too)"
     )
 
 
-def schema_denied(conn: psycopg.Connection[Any], schema: str) -> DatabaseError | None:
+def schema_denied(conn: psycopg.Connection[Any], schema: str) -> SchemaAccessError | None:
     """After a name was not found on ``conn``: the error that says its role may not use ``schema``, when that is why."""
     try:
         return _denied(conn.execute(query("schema_denied"), {"schema": schema}).fetchone(), schema)
@@ -110,7 +111,7 @@ def schema_denied(conn: psycopg.Connection[Any], schema: str) -> DatabaseError |
         return None
 
 
-async def schema_denied_async(conn: psycopg.AsyncConnection[Any], schema: str) -> DatabaseError | None:
+async def schema_denied_async(conn: psycopg.AsyncConnection[Any], schema: str) -> SchemaAccessError | None:
     """:func:`schema_denied` on an async connection."""
     try:
         return _denied(await (await conn.execute(query("schema_denied"), {"schema": schema})).fetchone(), schema)

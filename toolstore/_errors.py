@@ -64,6 +64,11 @@ class DatabaseError(ToolstoreError):
     """The database is unreachable or not migrated."""
 
 
+class SchemaAccessError(DatabaseError):
+    """The connecting database role may not use toolstore's schema: it has no grant (never made, or its last one
+    revoked). The owner of toolstore's tables grants one (``toolstore -c CATALOG grant ROLE``)."""
+
+
 class ExpansionError(ToolstoreError):
     """The expansion model could not be asked (network, authentication, server error); finished batches are kept."""
 

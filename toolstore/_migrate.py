@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, search_path
+from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, schema_denied, search_path
 from ._errors import DatabaseError, InvalidInputError
 from ._sql import query, resource_dir
 
@@ -194,7 +194,11 @@ def set_privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> Non
 
 
 def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
-    """The applied revision, or None when toolstore's schema was never migrated."""
+    """The applied revision, or None when toolstore's schema was never migrated; SchemaAccessError when the role may
+    not use the schema (Postgres would say only "permission denied for schema")."""
+    denied = schema_denied(conn, schema)
+    if denied is not None:
+        raise denied
     table = conn.execute("select to_regclass(%s)", [sql.Identifier(schema, VERSION_TABLE).as_string(conn)]).fetchone()
     if table is None or table[0] is None:
         return None
