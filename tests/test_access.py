@@ -354,3 +354,27 @@ def test_a_role_without_a_grant_is_told_how_to_get_one(dsn: str, roles: dict[str
 
     with pytest.raises(SchemaAccessError, match=told):
         asyncio.run(opens())
+
+
+def test_visible_catalogs_tells_a_role_only_its_own(dsn: str, roles: dict[str, str]) -> None:
+    """visible_catalogs(role, write), the policies' SECURITY DEFINER function, answered for any role it was given: a
+    granted role learnt which catalog ids another role sees (and, through a tenant role, the id of any catalog by
+    name). Each role now gets only its own: another role's name (that it is no member of) gives no catalog."""
+    with store_as(dsn, "alpha") as alpha, store_as(dsn, "beta") as beta:
+        alpha.upsert(generated_tools(3, seed=1))
+        beta.upsert(generated_tools(3, seed=2))
+        alpha.grant(roles["reader_name"])
+        beta.grant(roles["writer_name"], write=True)
+        beta.grant(roles["tenant_name"], tenant=True)
+        ids = {"alpha": alpha.info().id, "beta": beta.info().id}
+    asked = "select toolstore.visible_catalogs(%s, %s)"
+    for login, own, other in (("reader", "alpha", "writer"), ("writer", "beta", "reader")):
+        with psycopg.connect(roles[login], autocommit=True) as conn:
+            conn.execute("set toolstore.tenant = 'alpha'")
+            assert conn.execute(asked, [roles[f"{login}_name"], False]).fetchone() == ([ids[own]],)
+            assert conn.execute("select count(*) from toolstore.catalogs").fetchone() == (1,)  # the policies still
+            for role in (roles[f"{other}_name"], roles["tenant_name"]):
+                for write in (False, True):
+                    assert conn.execute(asked, [role, write]).fetchone() == ([],), (login, role, write)
+    with psycopg.connect(roles["writer"], autocommit=True) as conn:
+        assert conn.execute(asked, [roles["writer_name"], True]).fetchone() == ([ids["beta"]],)
