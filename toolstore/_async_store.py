@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
@@ -280,23 +279,12 @@ class AsyncToolStore(AsyncSessionMethods):
                 return await afetch_rows(conn, step)
             if isinstance(step, Embed):
                 assert self.embedder is not None
-                return await self._query_vectors_of(self.embedder, step.texts)
+                return await self._query_vectors.aget_many(self.embedder, step.texts)
             if isinstance(step, Rerank):
                 return await rerank_async(step)
             return await self._info(conn)
 
         return answer
-
-    async def _query_vectors_of(self, embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
-        """``QueryVectors.get_many`` for asyncio: the in-process LRU, then one :meth:`Embedder.embed_queries` call
-        in a worker thread for the rest, behind the same circuit breaker."""
-        vectors = self._query_vectors
-        found, missing = vectors.lookup(embedder, texts)
-        if missing:
-            with vectors.guard():
-                new = await asyncio.to_thread(embedder.embed_queries, missing)
-            found |= vectors.remember_many(embedder, missing, new)
-        return [found[t] for t in texts]
 
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 

@@ -9,6 +9,7 @@ The vector tables' partitions and HNSW indexes: :mod:`toolstore._indexes`.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import threading
@@ -101,8 +102,7 @@ class QueryVectors:
 
     A circuit breaker guards the embedder: after a failure, :meth:`admit` raises at once for ``cooldown`` seconds
     (route() answers lexically and says why), then lets one call through to probe it again. :meth:`get` is the
-    sync driver's path; the async driver composes :meth:`lookup`, :meth:`guard` and :meth:`remember_many` around
-    its own await.
+    sync driver's path, :meth:`aget_many` the async driver's (the embedder in a worker thread).
     """
 
     def __init__(
@@ -128,6 +128,16 @@ class QueryVectors:
         if missing:
             with self.guard():
                 vectors = embedder.embed_queries(missing)
+            found |= self.remember_many(embedder, missing, vectors)
+        return [found[t] for t in texts]
+
+    async def aget_many(self, embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
+        """:meth:`get_many` for asyncio: the LRU, then one :meth:`Embedder.embed_queries` call in a worker thread
+        (off the event loop) for the rest, behind the same breaker."""
+        found, missing = self.lookup(embedder, texts)
+        if missing:
+            with self.guard():
+                vectors = await asyncio.to_thread(embedder.embed_queries, missing)
             found |= self.remember_many(embedder, missing, vectors)
         return [found[t] for t in texts]
 
