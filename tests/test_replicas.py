@@ -222,6 +222,45 @@ def test_reads_of_a_tool_the_replica_lacks_hand_over_to_the_primary(replicated: 
             asyncio.run(main())
 
 
+def test_calls_in_messages_to_a_tool_the_replica_lacks_resolve_on_the_primary(replicated: tuple[str, str]) -> None:
+    """A route whose messages call a tool the replica has not replayed (and resolve_calls() of its name) resolved the
+    call on the replica: unresolved there (``result.unresolved``, None), though the primary has the tool. Such a read
+    is handed on to the primary as the other lagging ones are; a name the primary lacks too stays unresolved there;
+    ToolStore and AsyncToolStore alike."""
+    dsn, replica = replicated
+    call = {"id": "c1", "type": "function", "function": {"name": "ping_fresh", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "ping the fresh service"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": "send a message to the team"},
+    ]
+    recent: dict[str, Any] = {"k": 3, "weights": {"recent": 1.0}}  # only the calls' signal ranks tools
+    with ToolStore(dsn, embedder=None, catalog="calls", read_dsn=replica, timeout=3) as store:
+        store.upsert(generated_tools(20, seed=14))
+        wait_for(replica, "calls", 20)
+        assert store.route(messages=messages, **recent).unresolved == ["ping_fresh"]  # neither has it yet
+        with replay_paused(replica):
+            store.upsert([FRESH])  # only the primary has it
+            asked = requests(store.pool)
+            result = store.route(messages=messages, **recent)
+            assert result.unresolved == [] and result.ids[0] == "fresh.ping"
+            assert requests(store.pool) > asked
+            assert store.resolve_calls(["ping_fresh", "freshco__ping_fresh", "nowhere_at_all"]) == [
+                "fresh.ping",
+                "fresh.ping",
+                None,
+            ]
+
+            async def main() -> None:
+                async with AsyncToolStore(dsn, embedder=None, catalog="calls", read_dsn=replica, timeout=3) as astore:
+                    result = await astore.route(messages=messages, **recent)
+                    assert result.unresolved == [] and result.ids[0] == "fresh.ping"
+                    assert await astore.resolve_calls(["ping_fresh", "nowhere_at_all"]) == ["fresh.ping", None]
+
+            asyncio.run(main())
+
+
 def requests(pool: Any) -> int:
     return int(pool.get_stats().get("requests_num", 0))
 

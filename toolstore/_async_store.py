@@ -14,6 +14,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import psycopg
@@ -257,19 +258,23 @@ class AsyncToolStore(AsyncSessionMethods):
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
         options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid)
 
-        async def work(conn: psycopg.AsyncConnection[Any]) -> RouteResult:
-            return await adrive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
+        def work(complete: bool) -> Work[RouteResult]:  # see ToolStore.route
+            steps = partial(route_steps, self._routing, self.embedder, query, options, complete=complete)
+            return lambda conn: adrive(steps(), self._answer(conn))
 
-        return await self._read(work)
+        return await self._read(work(True), work(False))
 
     async def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
         """See :meth:`ToolStore.resolve_calls`."""
         names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
 
-        async def work(conn: psycopg.AsyncConnection[Any]) -> list[str | None]:
-            return await adrive(resolve_steps(await self._info(conn), names), self._answer(conn))
+        def work(complete: bool) -> Work[list[str | None]]:  # see ToolStore.resolve_calls
+            async def resolve(conn: psycopg.AsyncConnection[Any]) -> list[str | None]:
+                return await adrive(resolve_steps(await self._info(conn), names, complete=complete), self._answer(conn))
 
-        return await self._read(work)
+            return resolve
+
+        return await self._read(work(True), work(False))
 
     def _answer(self, conn: psycopg.AsyncConnection[Any]) -> Callable[[Step], Awaitable[Any]]:
         """What answers a route step (``_steps``) on ``conn``: :meth:`ToolStore._answer` for asyncio."""

@@ -25,7 +25,8 @@ T = TypeVar("T")
 #: Seconds a read replica that could not be reached is left out of reads (they go to the next one, then the primary).
 REPLICA_RETRY = 10.0
 #: What a replica that is only behind the primary answers, so the read is handed on: a catalog it has not replayed,
-#: its switch to another model, a value a route filter names (TS002), a tool (``resolve``, ``get``, ``tools(ids)``).
+#: its switch to another model, a value a route filter names (TS002), a tool (``resolve``, ``get``, ``tools(ids)``,
+#: a call in ``route``'s messages or ``resolve_calls``: ``_steps.resolve_steps(complete=True)``).
 LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError, UnknownToolError)
 
 

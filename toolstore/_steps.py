@@ -21,6 +21,7 @@ from psycopg.rows import dict_row
 
 from ._catalog_cache import CatalogCache
 from ._embedders.base import Embedder
+from ._errors import UnknownToolError
 from ._explain import statement_fusion
 from ._filters import unmatched_filter
 from ._models import CatalogInfo
@@ -139,9 +140,10 @@ async def adrive(steps: Steps[T], answer: Callable[[Step], Awaitable[Any]]) -> T
         return stop.value  # type: ignore[no-any-return]
 
 
-def resolve_steps(info: CatalogInfo, names: Sequence[str]) -> Steps[list[str | None]]:
+def resolve_steps(info: CatalogInfo, names: Sequence[str], *, complete: bool = False) -> Steps[list[str | None]]:
     """The tool id each name a model called means in the catalog (``_names.resolve_calls``), or None: by index first,
-    the catalog's whole name list only when some name found nothing there."""
+    the catalog's whole name list only when some name found nothing there. ``complete``: a name that resolves to no
+    tool is an UnknownToolError instead (a read replica may only lack the tool: the read is handed on, ``LAGGING``)."""
     if not names:
         return []
     params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
@@ -149,20 +151,29 @@ def resolve_steps(info: CatalogInfo, names: Sequence[str]) -> Steps[list[str | N
     if None in resolved:
         rows = yield Fetch("tool_names", {"catalog": info.id})
         resolved = resolve_calls(names, [name_row(r) for r in rows])
+    if complete and None in resolved:
+        missing = ", ".join(repr(n) for n, i in zip(names, resolved) if i is None)
+        raise UnknownToolError(f"no tool (or more than one) of catalog {info.name!r} answers to the call(s) {missing}")
     return resolved
 
 
 def route_steps(
-    cache: CatalogCache, embedder: Embedder | None, query: str | None, options: Mapping[str, Any]
+    cache: CatalogCache,
+    embedder: Embedder | None,
+    query: str | None,
+    options: Mapping[str, Any],
+    *,
+    complete: bool = False,
 ) -> Steps[RouteResult]:
     """route() (``options``: its keyword arguments): the tries :class:`CatalogCache` allows, each with the cached
-    or a freshly read catalog row."""
+    or a freshly read catalog row. ``complete``: every call of the conversation must resolve (on a read replica:
+    :func:`resolve_steps`)."""
     catalog = ""
     for read in cache.attempts():
         info = cache.keep((yield CATALOG)) if read else cache.cached
         catalog = info.name
         try:
-            return (yield from _route_once(info, embedder, query, options))
+            return (yield from _route_once(info, embedder, query, options, complete))
         except Exception as exc:
             if not cache.retry(exc, read=read):
                 raise
@@ -170,13 +181,13 @@ def route_steps(
 
 
 def _route_once(
-    info: CatalogInfo, embedder: Embedder | None, query: str | None, options: Mapping[str, Any]
+    info: CatalogInfo, embedder: Embedder | None, query: str | None, options: Mapping[str, Any], complete: bool
 ) -> Steps[RouteResult]:
     """One try: resolve the messages' calls, embed (degrading to lexical when the embedder fails), the statement,
     packing; timed stage by stage."""
     request, reason = prepare_route(info, embedder, query, **options)
     if request.call_names:
-        request = with_calls(request, (yield from resolve_steps(info, request.call_names)))
+        request = with_calls(request, (yield from resolve_steps(info, request.call_names, complete=complete)))
     with RouteTrace(info.name, request.query, request.k) as trace:
         qvec: np.ndarray | None = None
         cvec: np.ndarray | None = None

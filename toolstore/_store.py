@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
@@ -56,10 +57,11 @@ class ToolStore(AnchorMethods, SessionMethods):
     asking it for this many seconds; then one route probes it again.
     ``read_dsn``: one or several read replicas (hot standbys). route(), info(), tools(), get(), resolve() and
     catalogs() read from them in turn; writes go to ``dsn``. A replica that is down, or that has not yet replayed a
-    catalog (or its switch to another model, a tool or value a route filter names, or a tool that resolve(), get() or
-    tools(ids) asks for), hands the read to the next replica and finally to the primary (one that could not be
-    reached is left out of reads for 10 s, one whose pool was only busy is not; the store opens while a replica is
-    down); otherwise a read may lag the primary by the replica's replay delay.
+    catalog (or its switch to another model, a tool or value a route filter names, a tool that resolve(), get() or
+    tools(ids) asks for, or one a call in route()'s messages or resolve_calls() names), hands the read to the next
+    replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one whose pool
+    was only busy is not; the store opens while a replica is down); otherwise a read may lag the primary by the
+    replica's replay delay.
     """
 
     def __init__(
@@ -295,7 +297,11 @@ class ToolStore(AnchorMethods, SessionMethods):
         """The tool id each name a model called means across the catalog (as :meth:`resolve`), None for a name that
         matches no tool or several."""
         names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
-        return self._read(lambda conn: drive(resolve_steps(self._info(conn), names), self._answer(conn)))
+
+        def work(complete: bool) -> Work[list[str | None]]:  # complete on a replica: one lacking a tool hands on
+            return lambda conn: drive(resolve_steps(self._info(conn), names, complete=complete), self._answer(conn))
+
+        return self._read(work(True), work(False))
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
@@ -353,10 +359,11 @@ class ToolStore(AnchorMethods, SessionMethods):
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
         options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid)
 
-        def work(conn: psycopg.Connection[Any]) -> RouteResult:
-            return drive(route_steps(self._routing, self.embedder, query, options), self._answer(conn))
+        def work(complete: bool) -> Work[RouteResult]:  # complete on a replica: one lacking a called tool hands on
+            steps = partial(route_steps, self._routing, self.embedder, query, options, complete=complete)
+            return lambda conn: drive(steps(), self._answer(conn))
 
-        return self._read(work)
+        return self._read(work(True), work(False))
 
     def _answer(self, conn: psycopg.Connection[Any]) -> Callable[[Step], Any]:
         """What answers a route step (``_steps``) on ``conn``."""
