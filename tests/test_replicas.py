@@ -121,8 +121,9 @@ def test_a_replica_that_is_down_hands_reads_to_the_primary_from_the_start(dsn: s
 def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
     replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """More concurrent routes than pool_size: the one that waited in vain for the replica's pool is routed on the
-    primary, and the replica, which answers, stays in the reads (only one that cannot be reached is left out)."""
+    """More concurrent routes than pool_size: the one that finds every connection of the replica's pool in use is
+    routed on the primary at once, without waiting for the replica's pool (it waited the whole ``timeout``), and the
+    replica, which answers, stays in the reads (only one that cannot be reached is left out)."""
     monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
     dsn, replica = replicated
     query = generated_queries(1, seed=3)[0]
@@ -139,15 +140,16 @@ def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
 
         held = threading.Thread(target=store.route, args=(query,), kwargs={"reranker": hold})
         held.start()
+        replica_pool = store._replicas.connectors[0].pool
         try:
             assert holding.wait(60)
-            primary = store.pool.get_stats()["requests_num"]
+            primary, busy = requests(store.pool), requests(replica_pool)
             assert store.route(query).ids == expected  # the replica's pool is busy: routed on the primary
-            assert store.pool.get_stats()["requests_num"] > primary
+            assert requests(store.pool) > primary
+            assert requests(replica_pool) == busy  # without waiting for a connection of the busy replica
         finally:
             release.set()
             held.join()
-        replica_pool = store._replicas.connectors[0].pool
         asked = replica_pool.get_stats()["requests_num"]
         assert store.route(query).ids == expected
         assert replica_pool.get_stats()["requests_num"] > asked  # the replica was asked again, not left out
@@ -301,7 +303,8 @@ def test_async_store_leaves_out_a_replica_that_is_down_but_not_one_that_is_busy(
     replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As ToolStore: a replica that cannot be reached is asked once and then left out (REPLICA_RETRY); one whose
-    async pool is only busy hands that read to the primary and is asked again by the next."""
+    async pool is only busy hands that read to the primary at once (without waiting for its pool) and is asked again
+    by the next."""
     monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
     dsn, replica = replicated
     down = "postgresql://postgres@/postgres?host=/nonexistent-replica-socket-dir"
@@ -329,12 +332,13 @@ def test_async_store_leaves_out_a_replica_that_is_down_but_not_one_that_is_busy(
 
             held = asyncio.create_task(s.route(query, reranker=hold))
             await holding.wait()
-            primary = requests(s.pool)
+            replica_pool = s._replicas.connectors[0].pool
+            primary, busy = requests(s.pool), requests(replica_pool)
             assert (await s.route(query)).ids == expected  # the replica's pool is busy: routed on the primary
             assert requests(s.pool) > primary
+            assert requests(replica_pool) == busy  # without waiting for a connection of the busy replica
             release.set()
             await held
-            replica_pool = s._replicas.connectors[0].pool
             asked = requests(replica_pool)
             assert (await s.route(query)).ids == expected
             assert requests(replica_pool) > asked  # asked again, not left out
@@ -365,4 +369,8 @@ def test_the_replica_rotation_takes_turns_skips_the_unreachable_and_keeps_the_bu
     assert [list(rotation.order()) for _ in range(3)] == [[1, 0], [0, 1], [0, 1]]
     now[0] += REPLICA_RETRY + 1
     assert list(rotation.order()) == [1, 2, 0]
+    busy = {0}  # every connection of replica 0's pool in use: skipped while it is, never left out
+    assert list(rotation.order(lambda replica: replica in busy)) == [2, 1]
+    busy.clear()
+    assert list(rotation.order(lambda replica: replica in busy)) == [0, 1, 2]
     assert list(Rotation(0).order()) == []

@@ -172,6 +172,11 @@ class Lending:
         with self._lock:
             self._out, self._returned = self._out - 1, self._returned + 1
 
+    def busy(self, pool_size: int) -> bool:
+        """Whether all ``pool_size`` connections of the pool are lent now: a wait for one lasts until one comes back."""
+        with self._lock:
+            return self._out >= pool_size
+
     def failure(self, exc: BaseException, since: int, pool_size: int) -> BaseException:
         """What a wait for a connection that failed with ``exc`` means: a :class:`PoolBusy` when it timed out while
         some connection was out (one is out now, or one came back since ``since``), else ``exc`` itself."""
@@ -300,6 +305,10 @@ class Connector:
                 raise
         raise AssertionError("unreachable")
 
+    def busy(self) -> bool:
+        """Every connection of the pool is in use now (:meth:`Lending.busy`)."""
+        return self.lending.busy(self.pool.max_size)
+
     def close(self) -> None:
         self.pool.close()
 
@@ -376,6 +385,10 @@ class AsyncConnector:
                     continue
                 raise
         raise AssertionError("unreachable")
+
+    def busy(self) -> bool:
+        """Every connection of the pool is in use now (:meth:`Lending.busy`)."""
+        return self.lending.busy(self.pool.max_size)
 
     async def close(self) -> None:
         await self.pool.close()

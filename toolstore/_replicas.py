@@ -38,7 +38,8 @@ def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
 class Rotation:
     """Which of ``n`` replicas a read asks, in what order, and what a failure means; no I/O.
 
-    Each read starts one replica further round (:meth:`order`) and skips those left out. A failure
+    Each read starts one replica further round (:meth:`order`) and skips those left out, and those whose pool has
+    every connection in use now (busy: the read goes on at once, the replica stays in). A failure
     (:meth:`hands_over`) is handed on to the next replica, and finally the primary, when it is a :class:`DatabaseError`
     or one of :data:`LAGGING`; when its cause says the server cannot be reached (:func:`_connect.unreachable`), the
     replica is also left out for :data:`REPLICA_RETRY` seconds. A pool that was only busy hands on that read alone."""
@@ -48,15 +49,17 @@ class Rotation:
         self._turn, self._lock = -1, threading.Lock()
         self._down_until = [0.0] * n
 
-    def order(self) -> Iterator[int]:
-        """The replicas this read asks, in turn (none: the primary at once)."""
+    def order(self, busy: Callable[[int], bool] = lambda replica: False) -> Iterator[int]:
+        """The replicas this read asks, in turn (none: the primary at once); not one that ``busy`` says has every
+        connection of its pool in use when its turn comes: a wait for one would hold the read up to ``timeout`` while
+        the next replica or the primary may answer at once."""
         n = self._n
         if not n:  # no replicas (most stores): no lock on every read
             return
         with self._lock:
             self._turn = first = (self._turn + 1) % n
         for i in ((first + offset) % n for offset in range(n)):
-            if self._down_until[i] <= self._clock():
+            if self._down_until[i] <= self._clock() and not busy(i):
                 yield i
 
     def hands_over(self, replica: int, exc: Exception) -> bool:
@@ -85,7 +88,7 @@ class Replicas:
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> tuple[bool, T | None]:
         """(True, result) from the first replica that answered, or (False, None) when the primary must."""
-        for i in self.rotation.order():
+        for i in self.rotation.order(lambda replica: self.connectors[replica].busy()):
             try:
                 return True, self.connectors[i].run(work)
             except Exception as exc:
@@ -118,7 +121,7 @@ class AsyncReplicas:
 
     async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> tuple[bool, T | None]:
         """(True, result) from the first replica that answered, or (False, None) when the primary must."""
-        for i in self.rotation.order():
+        for i in self.rotation.order(lambda replica: self.connectors[replica].busy()):
             try:
                 return True, await self.connectors[i].run(work)
             except Exception as exc:
