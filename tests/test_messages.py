@@ -15,7 +15,7 @@ import openai
 import pytest
 from pydantic import TypeAdapter
 
-from toolstore import AsyncToolStore, InvalidInputError, Tool, ToolStore, read_messages
+from toolstore import AsyncToolStore, InvalidInputError, Tool, ToolStore, UnknownToolError, parse_tools, read_messages
 from toolstore.integrations import anthropic as ts_anthropic
 from toolstore.integrations import openai as ts_openai
 
@@ -272,3 +272,44 @@ def test_async_helper_does_not_log_calls_again_after_a_prune(dsn: str, fs: ToolS
     pruned, again, log = asyncio.run(main())
     assert pruned["calls"] == 2 and again == [] and [(c.tool_id, c.call_id) for c in log] == [("fs.sort", "c3")]
     assert fs.transitions() == []
+
+
+CRM = {
+    "type": "namespace",
+    "name": "crm",
+    "description": "Customer records.",
+    "tools": [{"type": "function", "name": "search", "description": "Search customers.", "parameters": None}],
+}
+TICKETS = {
+    "type": "namespace",
+    "name": "tickets",
+    "description": "Support tickets.",
+    "tools": [{"type": "function", "name": "search", "description": "Search tickets.", "parameters": None}],
+}
+NAMESPACED = [  # the model called crm's search, inside its namespace (two namespaces have a "search")
+    {"role": "user", "content": "find the customer Ada"},
+    {"type": "function_call", "call_id": "n1", "namespace": "crm", "name": "search", "arguments": '{"q": "Ada"}'},
+    {"type": "function_call_output", "call_id": "n1", "output": "Ada Lovelace"},
+    {"role": "user", "content": "now open a ticket for her"},
+]
+
+
+def test_a_call_inside_a_responses_namespace_is_resolved_in_it(store: ToolStore) -> None:
+    """A Responses call item of a tool inside a namespace names it (``namespace``): the namespace is its tools'
+    provider, so the call means crm's search, not tickets' (by name alone "search" is ambiguous), when read, recorded
+    in a session (resolved across the catalog) or resolved among the tools offered."""
+    SHAPES["openai-responses"][1].validate_python(NAMESPACED)
+    store.upsert(parse_tools([CRM, TICKETS]))
+    result = ts_openai.route_messages(store, NAMESPACED, session="n", k=2)
+    assert result.unresolved == [] and [c.tool_id for c in store.session_log("n")] == ["crm.search"]
+    offered = store.route("search", k=2)
+    assert sorted(offered.names) == ["crm__search", "tickets__search"]
+    assert [c.tool.id for c in ts_openai.calls(offered, NAMESPACED[1:2])] == ["crm.search"]
+    ts_openai.route_messages(store, NAMESPACED, session="o", offered=offered, k=2)
+    assert [c.tool_id for c in store.session_log("o")] == ["crm.search"]
+    only_tickets = store.route("search", k=1, allow=["tickets.*"])
+    assert only_tickets.names == ["search"]  # offered by its plain name: the crm call must not resolve to it
+    with pytest.raises(UnknownToolError, match="no offered tool is in namespace 'crm'"):
+        ts_openai.calls(only_tickets, NAMESPACED[1:2])
+    [call] = read_messages(NAMESPACED).tool_calls
+    assert (call.namespace, call.name, call.qualified_name) == ("crm", "search", "crm__search")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import UnknownToolError
 from ._fusion import DEFAULT_TURNS
-from ._messages import Conversation, read_messages
+from ._messages import Conversation, ToolCall, read_messages
 from ._models import SessionCall, Tool
 from ._result import RouteResult
 from ._route import check_route_options
@@ -81,7 +81,7 @@ async def aroute_messages(
     if session is not None:
         check_route_options(None, messages=messages, session=session, turns=turns, **options)
         conv = read_messages(messages, dialect, turns=turns)
-        pending = [c.name for c in conv.tool_calls if c.id and _offered(offered, c.name) is None]
+        pending = [c.qualified_name for c in conv.tool_calls if c.id and _offered(offered, c) is None]
         resolved = dict(zip(pending, await store.resolve_calls(pending))) if pending else {}
         ids = _call_ids(conv, offered, lambda names: [resolved[n] for n in names])
         if _unresolved(conv, ids):
@@ -93,31 +93,30 @@ async def aroute_messages(
     return replace(result, unresolved=unresolved) if unresolved else result
 
 
-def _offered(offered: RouteResult | None, name: str) -> str | None:
+def _offered(offered: RouteResult | None, call: ToolCall) -> str | None:
     if offered is None:
         return None
     try:
-        return offered.resolve(name).id
+        return offered.resolve(call.name, namespace=call.namespace).id
     except UnknownToolError:
         return None
 
 
 def _call_ids(conv: Conversation, offered: RouteResult | None, resolve: Any) -> list[str | None]:
     """The tool id of each call of ``conv`` that has a call id (None: unresolved or no call id): among the offered
-    tools first, then across the catalog (``resolve``: names -> ids)."""
-    ids = [_offered(offered, c.name) if c.id else None for c in conv.tool_calls]
+    tools first, then across the catalog (``resolve``: names -> ids; a call in a namespace by its qualified name)."""
+    ids = [_offered(offered, c) if c.id else None for c in conv.tool_calls]
     pending = [i for i, c in enumerate(conv.tool_calls) if c.id and ids[i] is None]
-    for i, found in zip(pending, resolve([conv.tool_calls[i].name for i in pending]) if pending else []):
+    for i, found in zip(pending, resolve([conv.tool_calls[i].qualified_name for i in pending]) if pending else []):
         ids[i] = found
     return ids
 
 
 def _unresolved(conv: Conversation, ids: Sequence[str | None], new: Collection[str] | None = None) -> list[str]:
     """The names of calls with a call id that resolved to no tool (of those whose call id is ``new`` when given)."""
+    calls = zip(conv.tool_calls, ids)
     return list(
-        dict.fromkeys(
-            c.name for c, i in zip(conv.tool_calls, ids) if c.id and i is None and (new is None or c.id in new)
-        )
+        dict.fromkeys(c.qualified_name for c, i in calls if c.id and i is None and (new is None or c.id in new))
     )
 
 
@@ -131,8 +130,13 @@ def resolve_calls(
     result: RouteResult, items: Sequence[object], *, dialect: str = "auto", resolve: Callable[[str], Tool] | None = None
 ) -> list[ResolvedCall]:
     """Every tool call in ``items`` (the model's reply as messages or output items), resolved against the tools
-    ``result`` offered (``resolve``: name -> tool, default ``result.resolve``); UnknownToolError for a name that was
-    not offered."""
+    ``result`` offered (``resolve``: name -> tool, default ``result.resolve``; a call inside a Responses namespace
+    among the offered tools of that provider); UnknownToolError for a name that was not offered."""
     calls = read_messages(list(items), dialect).tool_calls
-    resolve = resolve or result.resolve
-    return [ResolvedCall(resolve(c.name), c.name, c.arguments, c.id) for c in calls]
+    return [ResolvedCall(_resolve(result, c, resolve), c.name, c.arguments, c.id) for c in calls]
+
+
+def _resolve(result: RouteResult, call: ToolCall, resolve: Callable[[str], Tool] | None) -> Tool:
+    if resolve is None or call.namespace is not None:
+        return result.resolve(call.name, namespace=call.namespace)
+    return resolve(call.name)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import InvalidInputError
+from ._names import SEPARATOR
 
 Dialect = Literal["openai-chat", "openai-responses", "anthropic"]
 DIALECTS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic")
@@ -33,12 +34,20 @@ _CALL_ITEMS = ("function_call", "custom_tool_call")
 @dataclass(frozen=True)
 class ToolCall:
     """A call the model made: the name it used, its arguments (parsed JSON object when they parse, else the raw
-    string), the call id, and the index of the message (item) holding it."""
+    string), the call id, the index of the message (item) holding it, and the Responses ``namespace`` the called
+    tool was in (None: none)."""
 
     name: str
     arguments: dict[str, Any] | str
     id: str | None
     index: int
+    namespace: str | None = None
+
+    @property
+    def qualified_name(self) -> str:
+        """The name that means the called tool across a catalog: ``namespace__name`` inside a namespace (its tools'
+        provider, ``_formats.parse``: the tool's qualified name form, ``_names.qualified_name``), else the name."""
+        return self.name if self.namespace is None else f"{self.namespace}{SEPARATOR}{self.name}"
 
 
 @dataclass(frozen=True)
@@ -178,7 +187,9 @@ def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> t
     if "role" not in item and dialect == "openai-responses" and isinstance(kind, str) and kind:
         if kind in _CALL_ITEMS:
             raw = item.get("arguments") if kind == "function_call" else item.get("input")
-            return None, [ToolCall(_string(item, "name", where), _arguments(raw, where), item.get("call_id"), index)]
+            namespace = None if item.get("namespace") is None else _string(item, "namespace", where)
+            name = _string(item, "name", where)
+            return None, [ToolCall(name, _arguments(raw, where), item.get("call_id"), index, namespace)]
         return None, []  # function_call_output, reasoning and other items hold no request
     role = item.get("role")
     if not isinstance(role, str) or role not in ROLES:

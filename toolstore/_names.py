@@ -105,6 +105,19 @@ def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
     raise UnknownToolError(f"no tool named {name!r}")
 
 
+def resolve_call(name: str, namespace: str | None, tools: Sequence[Tool], *, offered: bool) -> Tool:
+    """:func:`resolve_name` of a call that may have been made inside a Responses ``namespace``: the namespace is its
+    tools' provider (``_formats.parse``), so only ``tools`` of that provider answer, to any of their names (the
+    namespace gave each its own name)."""
+    if namespace is None:
+        return resolve_name(name, tools, offered=offered)
+    members = [t for t in tools if t.provider == namespace]
+    if not members:
+        which = "offered tool" if offered else "tool"
+        raise UnknownToolError(f"no {which} is in namespace {namespace!r} (called: {name!r})")
+    return resolve_name(name, members, offered=False)
+
+
 def resolve_given(name: str, tools: Sequence[Tool], given: Sequence[Collection[str]], *, hint: str = "") -> Tool:
     """The one tool of ``tools`` a model may have been given under ``name`` (``given[i]``: the names ``tools[i]`` may
     have been given under). UnknownToolError when none was, or when more than one may have been: an ambiguous name is

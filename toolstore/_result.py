@@ -11,7 +11,7 @@ from ._abstain import Abstention
 from ._explain import explain_result
 from ._formats import Format, render
 from ._models import Tool
-from ._names import model_names, resolve_name
+from ._names import model_names, resolve_call
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,7 @@ class RouteResult:
         flags; per request the fusion, filters, stage timings and degradation (see ``_explain``)."""
         return explain_result(self)
 
-    def resolve(self, name: str) -> Tool:
-        """The tool a model called by ``name`` (a name from :meth:`definitions`); UnknownToolError otherwise."""
-        return resolve_name(name, [r.tool for r in self.tools], offered=True)
+    def resolve(self, name: str, *, namespace: str | None = None) -> Tool:
+        """The tool a model called by ``name`` (a name from :meth:`definitions`), or by its own name inside the
+        Responses ``namespace`` the call names (its tools' provider); UnknownToolError otherwise."""
+        return resolve_call(name, namespace, [r.tool for r in self.tools], offered=True)

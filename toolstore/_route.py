@@ -108,7 +108,7 @@ def conversation(
         query, texts = conv.request, texts[:-1]
     elif texts and texts[-1] == query:
         texts = texts[:-1]
-    names = () if session is not None else tuple(c.name for c in conv.tool_calls)
+    names = () if session is not None else tuple(c.qualified_name for c in conv.tool_calls)
     return query, tuple(texts), names
 
 
