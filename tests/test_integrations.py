@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from anthropic.types import ToolParam
+from mcp.types import Tool as McpTool
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam, Response
 from pydantic import TypeAdapter
@@ -128,3 +130,35 @@ def test_anthropic_calls_never_guess_between_a_searchs_names_and_the_results() -
     for name in ("create_issue", "linear__create_issue"):  # not what the search referred to / not routed
         with pytest.raises(UnknownToolError):
             ts_anthropic.calls(result, use(name), deferred=catalog)
+
+
+def test_a_custom_tool_takes_its_text_in_every_format() -> None:
+    """An OpenAI custom tool (free-form text input) has one string property, ``input``, in the Anthropic and MCP
+    formats (they have no custom tools), described by its grammar; calls() gives the text back from there as the
+    OpenAI paths give it from the custom call, and leaves other arguments and other tools' arguments alone."""
+    grammar = {"type": "grammar", "definition": "start: INT", "syntax": "lark"}
+    [tool, plain] = parse_tools(
+        [{"type": "custom", "name": "do_math", "format": grammar}, {"name": "now", "parameters": None}]
+    )
+    result = RouteResult(query="q", tools=[RoutedTool(t, 1.0, Signals()) for t in (tool, plain)])
+    [anthropic_def, _] = result.definitions("anthropic")
+    [mcp_def, _] = result.definitions("mcp")
+    expected = {
+        "type": "object",
+        "properties": {
+            "input": {"type": "string", "description": "The input, as text in this lark grammar:\nstart: INT"}
+        },
+        "required": ["input"],
+    }
+    assert anthropic_def["input_schema"] == expected and mcp_def["inputSchema"] == expected
+    TypeAdapter(ToolParam).validate_python(anthropic_def)
+    McpTool.model_validate(mcp_def)
+
+    def use(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": name, "input": arguments}]}
+
+    custom_call = {"type": "custom_tool_call", "call_id": "c", "name": "do_math", "input": "1 + 2"}
+    assert [c.arguments for c in ts_openai.calls(result, [custom_call])] == ["1 + 2"]
+    assert [c.arguments for c in ts_anthropic.calls(result, use("do_math", {"input": "1 + 2"}))] == ["1 + 2"]
+    assert ts_anthropic.calls(result, use("do_math", {"input": 3}))[0].arguments == {"input": 3}
+    assert ts_anthropic.calls(result, use("now", {"input": "x"}))[0].arguments == {"input": "x"}

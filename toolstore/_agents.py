@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ._errors import UnknownToolError
+from ._formats import custom_input
 from ._fusion import DEFAULT_TURNS
 from ._messages import Conversation, ToolCall, read_messages
 from ._models import SessionCall, Tool
@@ -131,12 +132,16 @@ def resolve_calls(
 ) -> list[ResolvedCall]:
     """Every tool call in ``items`` (the model's reply as messages or output items), resolved against the tools
     ``result`` offered (``resolve``: name -> tool, default ``result.resolve``; a call inside a Responses namespace
-    among the offered tools of that provider); UnknownToolError for a name that was not offered."""
+    among the offered tools of that provider); UnknownToolError for a name that was not offered. A custom tool's
+    arguments are its text in every format (``_formats.custom_input``)."""
     calls = read_messages(list(items), dialect).tool_calls
-    return [ResolvedCall(_resolve(result, c, resolve), c.name, c.arguments, c.id) for c in calls]
+    return [_resolved(result, c, resolve) for c in calls]
 
 
-def _resolve(result: RouteResult, call: ToolCall, resolve: Callable[[str], Tool] | None) -> Tool:
+def _resolved(result: RouteResult, call: ToolCall, resolve: Callable[[str], Tool] | None) -> ResolvedCall:
+    """One call resolved; a custom tool's text input (Anthropic: its one property) as the text, whatever the format."""
     if resolve is None or call.namespace is not None:
-        return result.resolve(call.name, namespace=call.namespace)
-    return resolve(call.name)
+        tool = result.resolve(call.name, namespace=call.namespace)
+    else:
+        tool = resolve(call.name)
+    return ResolvedCall(tool, call.name, custom_input(tool, call.arguments), call.id)

@@ -9,6 +9,7 @@ from .parse import parse_tools
 from .render import (
     FORMATS,
     Format,
+    custom_input,
     export_catalog,
     http_endpoint,
     input_schema,
@@ -24,6 +25,7 @@ __all__ = [
     "http_endpoint",
     "META_KEY",
     "Format",
+    "custom_input",
     "export_catalog",
     "input_schema",
     "load_tools_file",

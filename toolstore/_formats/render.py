@@ -13,14 +13,51 @@ Format = Literal["openai", "openai-responses", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "mcp")
 
 
+#: The one string property an OpenAI custom tool (free-form text input) takes in the formats without custom tools
+#: (Anthropic, MCP): the model passes its text there, and :func:`custom_input` gives it back as the text.
+CUSTOM_INPUT = "input"
+
+
 def input_schema(tool: Tool) -> dict[str, Any]:
-    """The tool's parameters schema, or an empty object schema when it takes no arguments.
+    """The tool's parameters schema, or an empty object schema when it takes no arguments; for an OpenAI custom tool
+    (:func:`is_custom`) one required string property, :data:`CUSTOM_INPUT`, described by the tool's grammar if any.
 
     The tool's own dict is returned (not a copy); do not mutate it.
     """
+    if is_custom(tool):
+        return {
+            "type": "object",
+            "properties": {CUSTOM_INPUT: {"type": "string", "description": _custom_text(tool)}},
+            "required": [CUSTOM_INPUT],
+        }
     if tool.parameters is None:
         return {"type": "object", "properties": {}}
     return tool.parameters
+
+
+def is_custom(tool: Tool) -> bool:
+    """Whether ``tool`` is an OpenAI custom tool (free-form text input), imported in either OpenAI shape."""
+    return source_format(tool.spec) in ("openai-custom", "openai-responses-custom")
+
+
+def custom_input(tool: Tool, arguments: dict[str, Any] | str) -> dict[str, Any] | str:
+    """A call's arguments as the OpenAI formats give a custom tool's: its text, read from the one property
+    (:data:`CUSTOM_INPUT`) the other formats render it with; other arguments as they are."""
+    if is_custom(tool) and isinstance(arguments, dict) and list(arguments) == [CUSTOM_INPUT]:
+        text = arguments[CUSTOM_INPUT]
+        return text if isinstance(text, str) else arguments
+    return arguments
+
+
+def _custom_text(tool: Tool) -> str:
+    """What a custom tool's text input is: free-form, or held to the grammar of its ``format``."""
+    spec = tool.spec or {}
+    fmt = _responses_format((spec["custom"] if source_format(spec) == "openai-custom" else spec).get("format"))
+    if not (isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str)):
+        return "The input, as free-form text."
+    syntax = fmt.get("syntax")
+    grammar = f"{syntax} grammar" if isinstance(syntax, str) else "grammar"
+    return f"The input, as text in this {grammar}:\n{fmt['definition']}"
 
 
 #: The fields each format's definition is built from; any other key of a tool's source definition in the same
@@ -157,12 +194,12 @@ def to_openai(
     A custom tool (free-form text input, imported from either shape) is rendered as a custom tool of ``shape``
     (:func:`_openai_custom`), its format (a grammar) written as that shape writes it.
     """
+    if is_custom(tool):
+        return _openai_custom(tool, shape=shape, with_metadata=with_metadata, name=name)
     fn: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fn["description"] = tool.description
     fn["parameters"] = input_schema(tool)
-    if source_format(tool.spec) in ("openai-custom", "openai-responses-custom"):
-        return _openai_custom(tool, shape=shape, with_metadata=with_metadata, name=name)
     strict = _openai_strict(tool)
     if shape == "responses":
         rendered = {"type": "function", **fn}
