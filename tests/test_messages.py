@@ -112,6 +112,20 @@ def test_custom_tool_calls_are_read_and_their_dialect_detected(dialect: str) -> 
     assert [(c.name, c.arguments, c.id) for c in conv.tool_calls] == [("patch", "+x", "c1")]
 
 
+@pytest.mark.parametrize("dialect", list(CUSTOM_CALLS))
+def test_a_custom_tools_input_stays_text_when_it_reads_as_json(dialect: str) -> None:
+    """A custom tool takes free-form text: input that happens to be a JSON object (a grammar may produce one) is the
+    text the model wrote, not parsed arguments; an input that is no string is refused, naming the message."""
+    messages = json.loads(json.dumps(CUSTOM_CALLS[dialect]).replace('"+x"', json.dumps('{"a": 1}')))
+    SHAPES[dialect][1].validate_python(messages)
+    assert [c.arguments for c in read_messages(messages).tool_calls] == ['{"a": 1}']
+    bad = json.loads(json.dumps(CUSTOM_CALLS[dialect]).replace('"+x"', "{}"))
+    with pytest.raises(
+        InvalidInputError, match=r"^messages\[1\]: a custom tool call's input must be a string, got dict"
+    ):
+        read_messages(bad)
+
+
 @pytest.mark.parametrize(
     "raw", ["[" * 5000 + "]" * 5000, '{"n": ' + "9" * 5000 + "}"], ids=["nested", "integer past Python's digits"]
 )

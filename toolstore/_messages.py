@@ -34,8 +34,8 @@ _CALL_ITEMS = ("function_call", "custom_tool_call")
 @dataclass(frozen=True)
 class ToolCall:
     """A call the model made: the name it used, its arguments (parsed JSON object when they parse, else the raw
-    string), the call id, the index of the message (item) holding it, and the Responses ``namespace`` the called
-    tool was in (None: none)."""
+    string; a custom tool's input text as it is), the call id, the index of the message (item) holding it, and the
+    Responses ``namespace`` the called tool was in (None: none)."""
 
     name: str
     arguments: dict[str, Any] | str
@@ -186,10 +186,11 @@ def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> t
     kind = item.get("type")
     if "role" not in item and dialect == "openai-responses" and isinstance(kind, str) and kind:
         if kind in _CALL_ITEMS:
-            raw = item.get("arguments") if kind == "function_call" else item.get("input")
+            custom = kind == "custom_tool_call"
+            arguments = _input_text(item.get("input"), where) if custom else _arguments(item.get("arguments"), where)
             namespace = None if item.get("namespace") is None else _string(item, "namespace", where)
             name = _string(item, "name", where)
-            return None, [ToolCall(name, _arguments(raw, where), item.get("call_id"), index, namespace)]
+            return None, [ToolCall(name, arguments, item.get("call_id"), index, namespace)]
         return None, []  # function_call_output, reasoning and other items hold no request
     role = item.get("role")
     if not isinstance(role, str) or role not in ROLES:
@@ -207,8 +208,8 @@ def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> t
             if not isinstance(fn, Mapping):
                 raise InvalidInputError(f"{where}.tool_calls[{j}].{key}: expected an object")
             name = _string(fn, "name", f"{where}.tool_calls[{j}].{key}")
-            raw = fn.get("input" if custom else "arguments")
-            calls.append(ToolCall(name, _arguments(raw, where), call.get("id"), index))
+            arguments = _input_text(fn.get("input"), where) if custom else _arguments(fn.get("arguments"), where)
+            calls.append(ToolCall(name, arguments, call.get("id"), index))
     content = item.get("content")
     if content is None:
         return None, calls
@@ -258,6 +259,15 @@ def _arguments(raw: object, where: str) -> dict[str, Any] | str:
     except (ValueError, RecursionError):  # malformed, an integer past Python's digits, nested past the parser
         return raw
     return parsed if isinstance(parsed, dict) else raw
+
+
+def _input_text(raw: object, where: str) -> str:
+    """A custom tool call's input: free-form text, kept as it is (even when it reads as JSON)."""
+    if raw is None:
+        return ""
+    if not isinstance(raw, str):
+        raise InvalidInputError(f"{where}: a custom tool call's input must be a string, got {type(raw).__name__}")
+    return raw
 
 
 def _input(part: Mapping[str, Any], where: str) -> dict[str, Any]:
