@@ -102,6 +102,24 @@ def test_custom_tools_round_trip_exactly_through_the_database(store: ToolStore) 
     }
 
 
+def test_a_responses_namespace_comes_back_whole_from_the_database(store: ToolStore) -> None:
+    """The namespaces a Responses tools list was imported with (their descriptions included) come back from a
+    catalog's Responses export as they were, key order kept."""
+    crm = {
+        "type": "namespace",
+        "name": "crm",
+        "description": "Customer records: leads and accounts.",
+        "tools": [
+            {"type": "function", "name": "create_lead", "parameters": OPENAI_TOOL["function"]["parameters"]},
+            {"type": "custom", "name": "search", "description": "Search the CRM."},
+        ],
+    }
+    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    document = {"tools": [crm, weather]}
+    store.upsert(parse_tools(document))
+    assert json.dumps(export_catalog(store.tools(), "openai-responses")) == json.dumps(document)
+
+
 def test_reordered_parameters_are_a_change(store: ToolStore) -> None:
     store.upsert(parse_tools([OPENAI_TOOL]))
     reordered = copy.deepcopy(OPENAI_TOOL)

@@ -223,10 +223,43 @@ def test_a_responses_namespace_is_its_tools_provider() -> None:
     assert one(own).id == "sales.create_lead"
     with pytest.raises(InvalidToolError, match=r"^tool \[0\]: a namespace's name must be a non-empty string, got None"):
         parse_tools([{"type": "namespace", "description": "x", "tools": [weather]}])
-    with pytest.raises(InvalidToolError, match=r"^tool \[0\]\.tools\[0\] 'create_lead': NUL byte in provider"):
+    with pytest.raises(InvalidToolError, match=r"^tool \[0\]\.tools\[0\] 'create_lead': NUL byte in spec\.x-toolstore"):
         parse_tools([{**crm, "name": "c\x00rm"}])
     with pytest.raises(InvalidToolError, match="^tools: must be a list of tools, got object"):
         parse_tools({**crm, "tools": {"a": weather}})
+
+
+def test_a_responses_namespace_comes_back_whole_in_the_responses_format() -> None:
+    """A namespace's description (shown to the model, required by the API) has no field in a Tool: each of its tools
+    keeps the namespace in its spec, and a Responses export puts them inside it again, as imported (its keys and their
+    order, where its first tool is), with or without metadata; a render per tool and the other formats stay flat."""
+    crm = {
+        "name": "crm",
+        "type": "namespace",
+        "description": "Customer records.",
+        "tools": [
+            {"type": "function", "name": "create_lead", "description": "Create a lead.", "parameters": WEATHER_SCHEMA},
+            {"type": "custom", "name": "search", "description": "Search the CRM in its query language."},
+        ],
+    }
+    tickets = {
+        "type": "namespace",
+        "name": "tickets",
+        "description": "Support tickets.",
+        "tools": [{"type": "function", "name": "search", "parameters": {"type": "object", "properties": {}}}],
+        "defer_loading": True,
+    }
+    weather = {"type": "function", "name": "get_weather", "parameters": WEATHER_SCHEMA}
+    document = {"tools": [crm, weather, tickets]}
+    tools = parse_tools(document)
+    assert json.dumps(export_catalog(tools, "openai-responses")) == json.dumps(document)
+    assert render(tools, "openai-responses") == [*crm["tools"], weather, *tickets["tools"]]
+    exported = export_catalog(tools, "openai-responses", with_metadata=True)
+    back = parse_tools(json.loads(json.dumps(exported)))
+    assert same_tools(back, tools) and export_catalog(back, "openai-responses", with_metadata=True) == exported
+    assert len(export_catalog(tools, "anthropic")["tools"]) == 4
+    with pytest.raises(InvalidToolError, match=r"NUL byte in spec.x-toolstore-namespace.description"):
+        parse_tools({**crm, "description": "a\x00b"})
 
 
 @pytest.mark.parametrize(

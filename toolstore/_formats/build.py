@@ -15,6 +15,9 @@ from .._input import MAX_NAME_CHARS
 from .._models import Tool
 
 META_KEY = "x-toolstore"
+#: Where a tool imported from a Responses ``namespace`` keeps it, inside its ``spec``: the namespace object with its
+#: ``tools`` left empty (its description, which nothing else holds, and key order), for ``export_catalog`` to rebuild.
+NAMESPACE_KEY = "x-toolstore-namespace"
 _META_LIST_KEYS = ("categories", "tags", "keywords", "examples")
 _META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id")
 META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http"))

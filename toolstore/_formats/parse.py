@@ -10,7 +10,7 @@ from typing import Any
 from .._errors import InvalidInputError, InvalidToolError
 from .._input import check_document_depth
 from .._models import Tool
-from .build import META_KEY, Draft, build_tool, tool_label, type_name
+from .build import META_KEY, NAMESPACE_KEY, Draft, build_tool, tool_label, type_name
 from .openapi import is_openapi, openapi_drafts
 
 Located = tuple[Tool, str]
@@ -116,10 +116,11 @@ def _join(loc: str, key: str) -> str:
 
 
 def _collect(
-    value: object, loc: str, out: list[tuple[Draft, str]], skipped: list[Skipped], namespace: str | None
+    value: object, loc: str, out: list[tuple[Draft, str]], skipped: list[Skipped], namespace: dict[str, Any] | None
 ) -> None:
     """Append a ``(draft, location)`` for every tool found in ``value``, and each built-in tool to ``skipped``; a tool
-    inside a Responses ``namespace`` has its name as provider unless it names its own (``x-toolstore``)."""
+    inside a Responses ``namespace`` has its name as provider unless it names its own (``x-toolstore``), and keeps
+    the namespace in its spec (``NAMESPACE_KEY``, its ``tools`` left empty)."""
     if isinstance(value, list):
         for i, item in enumerate(value):
             _collect(item, f"{loc}[{i}]", out, skipped, namespace)
@@ -139,15 +140,16 @@ def _collect(
             raise InvalidToolError(
                 f"{tool_label(loc, None)}: a namespace's name must be a non-empty string, got {name!r:.80}"
             )
-        _collect(_tools_list(value, loc), _join(loc, "tools"), out, skipped, name)
+        _collect(_tools_list(value, loc), _join(loc, "tools"), out, skipped, value)
     elif "tools" in value and _is_wrapper(value, loc):
         _collect(_tools_list(value, loc), _join(loc, "tools"), out, skipped, namespace)
     elif is_builtin(value):
         skipped.append((tool_label(loc, value.get("name")), value["type"]))
     else:
         draft = _draft(value, loc)
-        if namespace is not None and draft.provider is None:
-            draft.provider = namespace
+        if namespace is not None:
+            draft.provider = namespace["name"] if draft.provider is None else draft.provider
+            draft.spec = {**draft.spec, NAMESPACE_KEY: {k: [] if k == "tools" else v for k, v in namespace.items()}}
         out.append((draft, loc))
 
 

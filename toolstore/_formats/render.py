@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from .._errors import InvalidInputError
 from .._models import Tool
-from .build import META_KEY, default_id
+from .build import META_KEY, NAMESPACE_KEY, default_id
 
 Format = Literal["openai", "openai-responses", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "mcp")
@@ -316,8 +316,28 @@ def render(
 
 def export_catalog(tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False) -> dict[str, Any]:
     """``{"tools": [...]}``: an MCP ``tools/list`` result, or the ``tools`` field of an OpenAI or
-    Anthropic request. :func:`parse_tools` reads it back."""
-    return {"tools": render(tools, fmt, with_metadata=with_metadata)}
+    Anthropic request. :func:`parse_tools` reads it back. In the Responses format the tools imported from a
+    ``namespace`` are inside it again (:func:`_namespaced`)."""
+    tools = list(tools)
+    definitions = render(tools, fmt, with_metadata=with_metadata)
+    return {"tools": _namespaced(tools, definitions) if fmt == "openai-responses" else definitions}
+
+
+def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Responses ``definitions`` with those of the tools imported from a namespace inside it, as it was imported
+    (its description and keys, ``NAMESPACE_KEY``), where its first tool is; the other definitions as they are."""
+    out: list[dict[str, Any]] = []
+    namespaces: dict[str, dict[str, Any]] = {}
+    for tool, definition in zip(tools, definitions):
+        record = tool.spec.get(NAMESPACE_KEY) if isinstance(tool.spec, dict) else None
+        if not (isinstance(record, dict) and isinstance(record.get("name"), str)):
+            out.append(definition)
+            continue
+        if record["name"] not in namespaces:
+            namespaces[record["name"]] = {**record, "tools": []}
+            out.append(namespaces[record["name"]])
+        namespaces[record["name"]]["tools"].append(definition)
+    return out
 
 
 def _add_metadata(target: dict[str, Any], tool: Tool, *, include_title: bool) -> None:
