@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolstore import EmbedderError, InvalidInputError, LocalEmbedder
+from toolstore import EmbedderError, InvalidInputError, LocalEmbedder, Tool, ToolStore
 from toolstore._embedders.factory import make_embedder
 from toolstore._embedders.local import DEFAULT_BATCH_SIZE
 
@@ -164,3 +164,25 @@ def test_local_dir_spec_names_what_is_missing_or_malformed(tmp_path: Path) -> No
     (directory / "embedder.json").write_text("{not json")
     with pytest.raises(InvalidInputError, match="cannot read"):
         LocalEmbedder(model_dir=directory)
+
+
+def test_texts_over_the_token_limit_are_counted_in_one_warning(
+    embedder: LocalEmbedder, caplog: pytest.LogCaptureFixture, dsn: str
+) -> None:
+    """The model reads 256 tokens of a text: embedding many texts (an import) warns once how many were cut, naming
+    the limit; route time (embed_queries) does not warn."""
+    long = "search the customer records by name and email " * 40  # 320 words: over 256 tokens
+    within = "word " * 254  # 254 tokens and the two special ones: exactly the limit, not cut
+    with caplog.at_level("WARNING", logger="toolstore"):
+        embedder.embed_many([long, "short", long + "!", within])
+        embedder.embed_queries([long, long + "?"])
+    assert [r.getMessage() for r in caplog.records] == [
+        "LocalEmbedder: 2 of 4 texts were over the limit of local/all-MiniLM-L6-v2, 256 tokens, and were embedded "
+        "from their first 256 tokens only"
+    ]
+    caplog.clear()
+    tools = [Tool(id=f"t{i}", name=f"t{i}", description=f"{i} {long}") for i in range(3)] + [Tool(id="s", name="s")]
+    with ToolStore(dsn, embedder=embedder, catalog="cut") as store, caplog.at_level("WARNING", logger="toolstore"):
+        store.upsert(tools)
+        store.route(long, k=2)
+    assert [r.getMessage()[:34] for r in caplog.records] == ["LocalEmbedder: 3 of 4 texts were o"]
