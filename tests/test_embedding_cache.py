@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,8 @@ from toolstore import (
     OpenAIEmbedder,
     ToolStore,
 )
+from toolstore._embedders.local import MODEL_DIR, MODEL_FILES
+from toolstore._vectors import embed_cached
 from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_tools
@@ -137,3 +141,24 @@ def test_routing_with_the_local_model_writes_nothing(dsn: str) -> None:
             requests = [f"send the weekly report number {i}" for i in range(5)]
             assert all(store.route(q).dense_used for q in requests)
             assert conn.execute("select count(*) from embedding_cache").fetchone() == before
+
+
+def test_the_cache_tells_apart_two_token_limits_under_one_model_name(dsn: str, tmp_path: Path) -> None:
+    """A model directory may name its model as another does with another token limit (embedder.json's max_tokens):
+    a text between the two limits is whole for one and cut by the other, so neither may be handed the other's
+    vector from the shared cache; texts within both limits, and the shipped model's entries, keep their keys."""
+    for name in MODEL_FILES:
+        (tmp_path / name).symlink_to(MODEL_DIR / name)
+    config = {"model": "local/all-MiniLM-L6-v2", "dim": 384, "max_tokens": 64}
+    (tmp_path / "embedder.json").write_text(json.dumps(config))
+    full, short = LocalEmbedder(), LocalEmbedder(model_dir=tmp_path)
+    assert full.model == short.model
+    texts = ["forecast the weather for a city " * 20, "send an email"]  # about 140 tokens, and 4
+    with ToolStore(dsn, embedder=full, catalog="full") as store, store.connection() as conn:
+        np.testing.assert_allclose(embed_cached(conn, full, texts), full.embed_many(texts), atol=1e-6)
+        np.testing.assert_allclose(embed_cached(conn, short, texts), short.embed_many(texts), atol=1e-6)
+        np.testing.assert_allclose(embed_cached(conn, full, texts), full.embed_many(texts), atol=1e-6)
+        rows = conn.execute("select model, count(*) from embedding_cache group by model order by model").fetchall()
+    assert rows == [("local/all-MiniLM-L6-v2", 2), ("local/all-MiniLM-L6-v2#max_tokens=64", 2)]
+    assert not np.allclose(short.embed_many(texts[:1]), full.embed_many(texts[:1]), atol=1e-3)
+    assert (full.cache_key, short.cache_key) == ("local/all-MiniLM-L6-v2", "local/all-MiniLM-L6-v2#max_tokens=64")

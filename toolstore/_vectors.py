@@ -53,13 +53,15 @@ def embed_cached(
 
     Misses are embedded with ``embed`` (default ``embedder.embed_many``: all of them, or an error and nothing
     stored) and added to the cache when the role may write it (the owner: a vector a granted role cached would be
-    used by every catalog's writes).
+    used by every catalog's writes). The key's model is ``embedder.cache_key``: the model, and a model directory's
+    token limit, since a long text's vector depends on where the embedder cuts it.
     """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     hashes = [text_hash(t) for t in texts]
     unique = list(dict.fromkeys(hashes))
-    params: dict[str, Any] = {"model": embedder.model, "hashes": unique}
+    key = embedder.cache_key
+    params: dict[str, Any] = {"model": key, "hashes": unique}
     rows = conn.execute(query("cache_lookup"), params, binary=True).fetchall()
     found = {bytes(h): as_array(v) for h, v in rows}
     missing = [h for h in unique if h not in found]
@@ -68,8 +70,8 @@ def embed_cached(
         vectors = (embed or embedder.embed_many)([first_text[h] for h in missing])
         if vectors.shape != (len(missing), embedder.dim):
             raise EmbedderError(f"embedder returned shape {vectors.shape}, expected ({len(missing)}, {embedder.dim})")
-        rows = [(embedder.model, h, v) for h, v in sorted(zip(missing, vectors), key=lambda r: r[0])]
-        params = {"model": embedder.model, "hashes": [r[1] for r in rows], "vectors": [r[2] for r in rows]}
+        rows = [(key, h, v) for h, v in sorted(zip(missing, vectors), key=lambda r: r[0])]
+        params = {"model": key, "hashes": [r[1] for r in rows], "vectors": [r[2] for r in rows]}
         if conn.execute(query("cache_writable")).fetchone()[0]:  # type: ignore[index]
             store_rows(conn, "copy_cache", ("text", "bytea", "vector"), rows, fallback=("cache_store", params))
         found.update(zip(missing, vectors))

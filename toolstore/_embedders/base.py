@@ -25,6 +25,12 @@ class Embedder(ABC):
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Embed one batch: returns an array of shape ``(len(texts), dim)``, dtype float32, rows L2-normalised."""
 
+    @property
+    def cache_key(self) -> str:
+        """The name the embedding cache keeps this embedder's vectors under: its ``model``, with whatever else decides
+        a vector that the model name does not (a model directory's token limit: ``LocalEmbedder``)."""
+        return self.model
+
     def embed(self, text: str) -> np.ndarray:
         """Embed one text."""
         return self.embed_batch([text])[0]

@@ -63,7 +63,8 @@ class LocalEmbedder(Embedder):
         self.threads = DEFAULT_THREADS if threads is None else threads
         self.model_dir = Path(model_dir) if model_dir is not None else MODEL_DIR
         own_batch = None
-        if (self.model_dir / CONFIG_FILE).is_file():
+        self._configured = (self.model_dir / CONFIG_FILE).is_file()
+        if self._configured:
             self.model, self.dim, self.max_tokens, own_batch = read_config(self.model_dir / CONFIG_FILE)
         self.batch_size = batch_size or own_batch or DEFAULT_BATCH_SIZE
         self._session: Any = None
@@ -87,6 +88,12 @@ class LocalEmbedder(Embedder):
         out[order] = vectors
         self._warn_cut(texts)
         return out
+
+    @property
+    def cache_key(self) -> str:
+        """The model, and for a model directory's model (``embedder.json``) its ``max_tokens``: the same model name
+        with another limit cuts a long text elsewhere, or keeps whole a text that this limit cuts."""
+        return f"{self.model}#max_tokens={self.max_tokens}" if self._configured else self.model
 
     def _warn_cut(self, texts: Sequence[str]) -> None:
         """Warn how many of ``texts`` are over ``max_tokens`` (their tokenization overflows), if any."""

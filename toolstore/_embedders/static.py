@@ -38,6 +38,11 @@ class StaticEmbedder(Embedder):
         self._unknown: int | None = None
         self._lock = threading.Lock()
 
+    @property
+    def cache_key(self) -> str:
+        """The model and its ``max_tokens`` (see ``LocalEmbedder.cache_key``)."""
+        return f"{self.model}#max_tokens={self.max_tokens}"
+
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), dim)`` float32, rows L2-normalised, in the order of ``texts``."""
         table, tokenizer = self._load()
