@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from toolstore import EmbedderError, InvalidInputError, OpenAIEmbedder
+from toolstore._vectors import QueryVectors
 from toolstore.testing.fake_openai import MALFORMED_KINDS, FakeOpenAI, fake_token_count, fake_vector
 
 TEXTS = ["search the web", "send an email", "create a calendar event", "convert currency", "weather forecast"]
@@ -461,3 +462,18 @@ def test_an_embedder_spec_with_a_digit_int_refuses_is_invalid_input(spec: str) -
 
     with pytest.raises(InvalidInputError, match="must be a number"):
         make_embedder(spec, api_key="sk-test")
+
+
+def test_a_route_time_cut_forced_by_another_text_is_not_kept_for_the_text(server, delays):
+    """At route time a refusal cuts every text of the request over the context in bytes, also one the model takes
+    whole (9,000 bytes of ~2,250 tokens) beside one it does not: route()'s in-process cache must not hand that cut
+    vector to a later route of the text alone, which the model embeds whole. The text the refusal named (cut the same
+    way in any company) and a text nothing cut stay cached."""
+    long, within = "lorem " * 10_000, "dolor " * 1_500
+    vectors, embedder = QueryVectors(), make(server, delays)
+    [_, cut, short] = vectors.get_many(embedder, [long, within, "weather forecast"])
+    np.testing.assert_allclose(cut, fake_vector(within[:8191], 1536), atol=1e-6)
+    np.testing.assert_allclose(vectors.get(embedder, within), fake_vector(within, 1536), atol=1e-6)
+    np.testing.assert_allclose(vectors.get(embedder, "weather forecast"), short, atol=1e-6)
+    np.testing.assert_allclose(vectors.get(embedder, long), fake_vector(long[:8191], 1536), atol=1e-6)
+    assert server.embedding_batches()[2:] == [[within]]  # the others came from the cache

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ._embedders.base import Embedder
+from ._embedders.base import Embedded, Embedder
 from ._errors import EmbedderError, InvalidInputError, redact
 from ._models import CatalogInfo
 from ._sql import query
@@ -124,23 +124,23 @@ class QueryVectors:
         return self.get_many(embedder, [text])[0]
 
     def get_many(self, embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
-        """The vectors of ``texts``: cached ones from the LRU, the others from one :meth:`Embedder.embed_queries`
-        call behind the breaker."""
+        """The vectors of ``texts``: cached ones from the LRU, the others from one ``embed_queries_with_cuts`` call
+        behind the breaker."""
         found, missing = self.lookup(embedder, texts)
         if missing:
             with self.guard():
-                vectors = embedder.embed_queries(missing)
-            found |= self.remember_many(embedder, missing, vectors)
+                embedded = embedder.embed_queries_with_cuts(missing)
+            found |= self.remember_many(embedder, missing, embedded)
         return [found[t] for t in texts]
 
     async def aget_many(self, embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
-        """:meth:`get_many` for asyncio: the LRU, then one :meth:`Embedder.embed_queries` call in a worker thread
-        (off the event loop) for the rest, behind the same breaker."""
+        """:meth:`get_many` for asyncio: the LRU, then one ``embed_queries_with_cuts`` call in a worker thread (off
+        the event loop) for the rest, behind the same breaker."""
         found, missing = self.lookup(embedder, texts)
         if missing:
             with self.guard():
-                vectors = await asyncio.to_thread(embedder.embed_queries, missing)
-            found |= self.remember_many(embedder, missing, vectors)
+                embedded = await asyncio.to_thread(embedder.embed_queries_with_cuts, missing)
+            found |= self.remember_many(embedder, missing, embedded)
         return [found[t] for t in texts]
 
     def lookup(self, embedder: Embedder, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -158,13 +158,18 @@ class QueryVectors:
             self.failed(exc)
             raise
 
-    def remember_many(self, embedder: Embedder, texts: Sequence[str], vectors: Any) -> dict[str, np.ndarray]:
-        """:meth:`remember` for each of ``texts`` (a wrong count of vectors is a failure too)."""
+    def remember_many(self, embedder: Embedder, texts: Sequence[str], embedded: Embedded) -> dict[str, np.ndarray]:
+        """:meth:`remember` for each of ``texts`` (a wrong count of vectors is a failure too), but a text cut in a way
+        that is not its own (``Embedded.cut``) is not kept: it is embedded again when next asked for."""
+        vectors = embedded.vectors
         if len(vectors) != len(texts):
             error = EmbedderError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
             self.failed(error)
             raise error
-        return {t: self.remember(embedder, t, np.asarray(v)) for t, v in zip(texts, vectors)}
+        return {
+            t: self.remember(embedder, t, np.asarray(v), keep=i not in embedded.cut)
+            for i, (t, v) in enumerate(zip(texts, vectors))
+        }
 
     def cached(self, embedder: Embedder, text: str) -> np.ndarray | None:
         """The in-process vector of ``text``, or None."""
@@ -191,15 +196,17 @@ class QueryVectors:
             self._open_until = self._clock() + self.cooldown
             self._failure = redact(f"{type(exc).__name__}: {exc}")
 
-    def remember(self, embedder: Embedder, text: str, vector: np.ndarray) -> np.ndarray:
-        """The embedder answered: keep the vector and close the breaker, and return it; a vector of the wrong shape
-        is a failure (EmbedderError, the breaker opens)."""
+    def remember(self, embedder: Embedder, text: str, vector: np.ndarray, *, keep: bool = True) -> np.ndarray:
+        """The embedder answered: keep the vector (unless not ``keep``) and close the breaker, and return it; a vector
+        of the wrong shape is a failure (EmbedderError, the breaker opens)."""
         if vector.shape != (embedder.dim,):
             error = EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
             self.failed(error)
             raise error
         with self._lock:
             self._failure = ""
+            if not keep:
+                return vector
             self._lru[(embedder.model, text)] = vector
             while len(self._lru) > self.size:
                 self._lru.popitem(last=False)

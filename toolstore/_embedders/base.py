@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._progress import report
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Vectors of texts, in order, and the indices of those cut in a way that is not the text's alone (``cut``: at
+    route time OpenAI cuts every long text of a request another text of it made the model refuse), whose vectors
+    route()'s in-process cache does not keep under the text."""
+
+    vectors: np.ndarray
+    cut: frozenset[int] = frozenset()
 
 
 class Embedder(ABC):
@@ -44,6 +55,11 @@ class Embedder(ABC):
         """Embed several texts at route time (a request's clauses), failing fast like :meth:`embed_query`; one call
         to the model where the embedder can batch (local, OpenAI), else :meth:`embed_query` per text."""
         return np.stack([self.embed_query(t) for t in texts]) if texts else np.zeros((0, self.dim), dtype=np.float32)
+
+    def embed_queries_with_cuts(self, texts: Sequence[str]) -> Embedded:
+        """:meth:`embed_queries`, saying which texts were cut in a way that is not the text's alone (none by default:
+        an embedder that cuts a text at a fixed limit cuts it the same way every time)."""
+        return Embedded(self.embed_queries(texts))
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
         """Embed any number of texts, ``batch_size`` at a time (progress reported per batch, see ``_progress``)."""

@@ -14,7 +14,7 @@ import numpy as np
 from .._errors import EmbedderError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
-from .base import Embedder, normalise
+from .base import Embedded, Embedder, normalise
 from .openai_limits import (
     CONTEXT_TOKENS,
     MAX_BATCH_SIZE,
@@ -149,12 +149,19 @@ class OpenAIEmbedder(Embedder):
         """One request for all ``texts`` (one per 300,000 bytes), one attempt each, no retries, all within
         ``query_timeout`` seconds. Refused for length, the texts over the context in bytes are cut to fit and sent
         once more (never over it for OpenAI's models)."""
+        return self.embed_queries_with_cuts(texts).vectors
+
+    def embed_queries_with_cuts(self, texts: Sequence[str]) -> Embedded:
+        """:meth:`embed_queries`, and which texts were cut because of another: every text of a refused request over
+        the context in bytes but the one the refusal names, which alone might have been taken whole."""
         texts = list(texts)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return Embedded(np.zeros((0, self.dim), dtype=np.float32))
         deadline = time.monotonic() + self.query_timeout
         parts: list[np.ndarray] = []
-        cut: list[tuple[int, int]] = []
+        cut: dict[int, tuple[int, int]] = {}
+        own: set[int] = set()  # the text a refusal named: over the context, cut the same way in any company
+        start = 0
         for chunk in request_batches(texts, MAX_BATCH_SIZE):  # a route's few texts: one request, as they fit
             try:
                 vectors = self._vectors(self._create(list(chunk), retries=0, deadline=deadline), len(chunk))
@@ -166,11 +173,15 @@ class OpenAIEmbedder(Embedder):
                     vectors = self._vectors(self._create(fitted, retries=0, deadline=deadline), len(chunk))
                 except LengthRefused as again:  # an EmbedderError of the usual name for route()'s reason
                     raise EmbedderError(str(again)) from again
-                cut += [(len(t.encode()), len(f.encode())) for t, f in zip(chunk, fitted) if f != t]
+                pairs = enumerate(zip(chunk, fitted), start)
+                cut |= {i: (len(t.encode()), len(f.encode())) for i, (t, f) in pairs if f != t}
+                named = _named(refused, list(chunk))
+                own |= set() if named is None else {start + named}
             parts.append(vectors)
+            start += len(chunk)
         if cut:
-            logger.warning(truncation_warning(cut, len(texts), self.model))
-        return np.concatenate(parts)
+            logger.warning(truncation_warning(list(cut.values()), len(texts), self.model))
+        return Embedded(np.concatenate(parts), frozenset(cut) - own)
 
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
