@@ -85,13 +85,10 @@ def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
     they are a catalog's candidates, and any name form, the id or the raw name, matched unambiguously, is accepted.
     Raises UnknownToolError when no tool (or, across a catalog, more than one) matches.
     """
+    if offered:
+        return resolve_given(name, tools, [{given} for given in model_names(tools)])
     if not isinstance(name, str) or not name:
         raise UnknownToolError(f"tool name must be a non-empty string, got {name!r}")
-    if offered:
-        for tool, given in zip(tools, model_names(tools)):
-            if given == name:
-                return tool
-        raise UnknownToolError(f"no offered tool is named {name!r} (offered: {', '.join(model_names(tools))})")
     by_id = [t for t in tools if t.id == name]
     if by_id:
         return by_id[0]
