@@ -30,14 +30,23 @@ def input_schema(tool: Tool) -> dict[str, Any]:
             "properties": {CUSTOM_INPUT: {"type": "string", "description": _custom_text(tool)}},
             "required": [CUSTOM_INPUT],
         }
+    return _parameters(tool)
+
+
+def _parameters(tool: Tool) -> dict[str, Any]:
+    """The tool's parameters schema, or an empty object schema when it takes no arguments."""
     if tool.parameters is None:
         return {"type": "object", "properties": {}}
     return tool.parameters
 
 
+#: The source formats of OpenAI custom tools.
+CUSTOM_FORMATS = ("openai-custom", "openai-responses-custom")
+
+
 def is_custom(tool: Tool) -> bool:
     """Whether ``tool`` is an OpenAI custom tool (free-form text input), imported in either OpenAI shape."""
-    return source_format(tool.spec) in ("openai-custom", "openai-responses-custom")
+    return source_format(tool.spec) in CUSTOM_FORMATS
 
 
 def custom_input(tool: Tool, arguments: dict[str, Any] | str) -> dict[str, Any] | str:
@@ -108,17 +117,21 @@ def http_endpoint(tool: Tool) -> dict[str, str] | None:
     return None
 
 
-def _source(tool: Tool, fmt: str) -> dict[str, Any] | None:
-    """The tool's source definition when it is in ``fmt`` (the ``function`` object for OpenAI chat)."""
-    if source_format(tool.spec) != fmt or tool.spec is None:
+def _source(tool: Tool, fmt: str, source: str | None) -> dict[str, Any] | None:
+    """The tool's source definition when it is in ``fmt`` (the ``function`` object for OpenAI chat); ``source`` is
+    the tool's :func:`source_format`."""
+    if source != fmt or tool.spec is None:
         return None
     return tool.spec["function"] if fmt == "openai" else tool.spec["custom"] if fmt == "openai-custom" else tool.spec
 
 
-def _faithful(tool: Tool, fmt: str, rendered: dict[str, Any], schema_key: str | None) -> dict[str, Any]:
-    """``rendered`` laid out as the tool's source definition in ``fmt`` was: its key order, its extra keys, and its
-    own spelling of an empty schema. Unchanged fields come back exactly as imported."""
-    source = _source(tool, fmt)
+def _faithful(
+    tool: Tool, fmt: str, rendered: dict[str, Any], schema_key: str | None, source_fmt: str | None
+) -> dict[str, Any]:
+    """``rendered`` laid out as the tool's source definition in ``fmt`` was (``source_fmt``: the tool's
+    :func:`source_format`): its key order, its extra keys, and its own spelling of an empty schema. Unchanged fields
+    come back exactly as imported."""
+    source = _source(tool, fmt, source_fmt)
     if source is None:
         return rendered
     if schema_key and tool.parameters is None and isinstance(source.get(schema_key), dict):
@@ -134,10 +147,10 @@ def _faithful(tool: Tool, fmt: str, rendered: dict[str, Any], schema_key: str | 
     return out
 
 
-def _openai_strict(tool: Tool) -> bool | None:
-    """The ``strict`` flag of the tool's OpenAI source definition (either shape), None when it set none."""
-    fmt = source_format(tool.spec)
-    source = _source(tool, fmt) if fmt in ("openai", "openai-responses") else None
+def _openai_strict(tool: Tool, fmt: str | None) -> bool | None:
+    """The ``strict`` flag of the tool's OpenAI source definition (either shape; ``fmt``: its :func:`source_format`),
+    None when it set none."""
+    source = _source(tool, fmt, fmt) if fmt in ("openai", "openai-responses") else None
     strict = source.get("strict") if source is not None else None
     return strict if isinstance(strict, bool) else None
 
@@ -194,23 +207,24 @@ def to_openai(
     A custom tool (free-form text input, imported from either shape) is rendered as a custom tool of ``shape``
     (:func:`_openai_custom`), its format (a grammar) written as that shape writes it.
     """
-    if is_custom(tool):
-        return _openai_custom(tool, shape=shape, with_metadata=with_metadata, name=name)
+    source = source_format(tool.spec)
+    if source in CUSTOM_FORMATS:
+        return _openai_custom(tool, source, shape=shape, with_metadata=with_metadata, name=name)
     fn: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fn["description"] = tool.description
-    fn["parameters"] = input_schema(tool)
-    strict = _openai_strict(tool)
+    fn["parameters"] = _parameters(tool)
+    strict = _openai_strict(tool, source)
     if shape == "responses":
         rendered = {"type": "function", **fn}
-        if source_format(tool.spec) != "openai-responses":
+        if source != "openai-responses":
             rendered["strict"] = False if strict is None else strict
-        definition = _faithful(tool, "openai-responses", rendered, "parameters")
+        definition = _faithful(tool, "openai-responses", rendered, "parameters", source)
         target = definition
     elif shape == "chat":
-        if strict is not None and source_format(tool.spec) == "openai-responses":
+        if strict is not None and source == "openai-responses":
             fn["strict"] = strict
-        fn = _faithful(tool, "openai", fn, "parameters")
+        fn = _faithful(tool, "openai", fn, "parameters", source)
         definition = {"type": "function", "function": fn}
         target = fn
     else:
@@ -220,23 +234,23 @@ def to_openai(
     return definition
 
 
-def _openai_custom(tool: Tool, *, shape: str, with_metadata: bool, name: str | None) -> dict[str, Any]:
+def _openai_custom(tool: Tool, source_fmt: str, *, shape: str, with_metadata: bool, name: str | None) -> dict[str, Any]:
     """An OpenAI custom tool (free-form text input) in either shape: Chat Completions ``{"type": "custom", "custom":
     {"name", "description"?, "format"?}}``, its grammar ``{"type": "grammar", "grammar": {"definition", "syntax"}}``,
     or Responses ``{"type": "custom", "name", "description"?, "format"?}``, its grammar flat. A tool imported in the
-    same shape keeps its other keys (``defer_loading``, ...) and their order."""
+    same shape keeps its other keys (``defer_loading``, ...) and their order (``source_fmt``: its source format)."""
     spec = tool.spec or {}
-    source = spec["custom"] if source_format(spec) == "openai-custom" else spec
+    source = spec["custom"] if source_fmt == "openai-custom" else spec
     fields: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fields["description"] = tool.description
     if "format" in source:
         fields["format"] = _chat_format(source["format"]) if shape == "chat" else _responses_format(source["format"])
     if shape == "responses":
-        definition = _faithful(tool, "openai-responses-custom", {"type": "custom", **fields}, None)
+        definition = _faithful(tool, "openai-responses-custom", {"type": "custom", **fields}, None, source_fmt)
         target = definition
     elif shape == "chat":
-        target = _faithful(tool, "openai-custom", fields, None)
+        target = _faithful(tool, "openai-custom", fields, None, source_fmt)
         definition = {"type": "custom", "custom": target}
     else:
         raise InvalidInputError(f"shape must be 'chat' or 'responses', got {shape!r}")
@@ -269,7 +283,7 @@ def to_anthropic(tool: Tool, *, with_metadata: bool = False, name: str | None = 
     if tool.description:
         definition["description"] = tool.description
     definition["input_schema"] = input_schema(tool)
-    definition = _faithful(tool, "anthropic", definition, "input_schema")
+    definition = _faithful(tool, "anthropic", definition, "input_schema", source_format(tool.spec))
     if with_metadata:
         _add_metadata(definition, tool, include_title=True)
     return definition
@@ -288,7 +302,7 @@ def to_mcp(tool: Tool, *, with_metadata: bool = False, name: str | None = None) 
     if tool.description:
         definition["description"] = tool.description
     definition["inputSchema"] = input_schema(tool)
-    definition = _faithful(tool, "mcp", definition, "inputSchema")
+    definition = _faithful(tool, "mcp", definition, "inputSchema", source_format(tool.spec))
     if with_metadata:
         _add_metadata(definition, tool, include_title=False)
     return definition
