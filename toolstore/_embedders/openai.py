@@ -18,9 +18,11 @@ from .base import Embedded, Embedder, normalise
 from .openai_limits import (
     CONTEXT_TOKENS,
     MAX_BATCH_SIZE,
+    Cut,
     LengthRefused,
     cut_sizes,
     length_refusal,
+    named_input,
     prefix,
     request_batches,
     truncation_warning,
@@ -158,30 +160,28 @@ class OpenAIEmbedder(Embedder):
         if not texts:
             return Embedded(np.zeros((0, self.dim), dtype=np.float32))
         deadline = time.monotonic() + self.query_timeout
-        parts: list[np.ndarray] = []
-        cut: dict[int, tuple[int, int]] = {}
-        own: set[int] = set()  # the text a refusal named: over the context, cut the same way in any company
-        start = 0
-        for chunk in request_batches(texts, MAX_BATCH_SIZE):  # a route's few texts: one request, as they fit
+        # a route's few texts: one request, as they fit
+        vectors, cut = self._requests(texts, MAX_BATCH_SIZE, lambda chunk, found: self._at_once(chunk, found, deadline))
+        return Embedded(vectors, frozenset(i for i, c in cut.items() if c.forced))
+
+    def _at_once(self, texts: Sequence[str], cut: dict[int, Cut], deadline: float) -> np.ndarray:
+        """The vectors of ``texts`` at route time: one attempt; refused for length, one more with every text over the
+        context in bytes cut to it (noted in ``cut``: forced but for the text the refusal names)."""
+        try:
+            return self._vectors(self._create(list(texts), retries=0, deadline=deadline), len(texts))
+        except LengthRefused as refused:
+            fitted = [prefix(t, (refused.context or CONTEXT_TOKENS) - 1) for t in texts]
             try:
-                vectors = self._vectors(self._create(list(chunk), retries=0, deadline=deadline), len(chunk))
-            except LengthRefused as refused:
-                fitted = [prefix(t, (refused.context or CONTEXT_TOKENS) - 1) for t in chunk]
-                try:
-                    if fitted == list(chunk):
-                        raise
-                    vectors = self._vectors(self._create(fitted, retries=0, deadline=deadline), len(chunk))
-                except LengthRefused as again:  # an EmbedderError of the usual name for route()'s reason
-                    raise EmbedderError(str(again)) from again
-                pairs = enumerate(zip(chunk, fitted), start)
-                cut |= {i: (len(t.encode()), len(f.encode())) for i, (t, f) in pairs if f != t}
-                named = _named(refused, list(chunk))
-                own |= set() if named is None else {start + named}
-            parts.append(vectors)
-            start += len(chunk)
-        if cut:
-            logger.warning(truncation_warning(list(cut.values()), len(texts), self.model))
-        return Embedded(np.concatenate(parts), frozenset(cut) - own)
+                if fitted == list(texts):
+                    raise
+                vectors = self._vectors(self._create(fitted, retries=0, deadline=deadline), len(texts))
+            except LengthRefused as again:  # an EmbedderError of the usual name for route()'s reason
+                raise EmbedderError(str(again)) from again
+            named = named_input(refused, list(texts))  # over the context: cut the same way in any company
+            for i, (text, head) in enumerate(zip(texts, fitted)):
+                if head != text:
+                    cut[i] = Cut(len(text.encode()), len(head.encode()), forced=i != named)
+            return vectors
 
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
@@ -192,20 +192,36 @@ class OpenAIEmbedder(Embedder):
     # -- internals -------------------------------------------------------------------------------
 
     def _embed_all(self, texts: Sequence[str], *, progress: bool) -> np.ndarray:
-        parts: list[np.ndarray] = []
-        cut: list[tuple[int, int]] = []
-        for chunk in request_batches(texts, self.batch_size):
-            parts.append(self._fit(chunk, cut))
-            if progress:
-                report(sum(len(p) for p in parts), len(texts))
-        if cut:
-            logger.warning(truncation_warning(cut, len(texts), self.model))
-        return np.concatenate(parts)
+        return self._requests(texts, self.batch_size, self._fit, progress=progress)[0]
 
-    def _fit(self, texts: Sequence[str], cut: list[tuple[int, int]]) -> np.ndarray:
+    def _requests(
+        self,
+        texts: Sequence[str],
+        size: int,
+        embed: Callable[[Sequence[str], dict[int, Cut]], np.ndarray],
+        *,
+        progress: bool = False,
+    ) -> tuple[np.ndarray, dict[int, Cut]]:
+        """``embed`` of the texts of each request (``request_batches`` of ``size``), concatenated, and the cuts it
+        noted by index in ``texts``, which one warning counts."""
+        parts: list[np.ndarray] = []
+        cut: dict[int, Cut] = {}
+        start = 0
+        for chunk in request_batches(texts, size):
+            found: dict[int, Cut] = {}
+            parts.append(embed(chunk, found))
+            cut |= {start + i: c for i, c in found.items()}
+            start += len(chunk)
+            if progress:
+                report(start, len(texts))
+        if cut:
+            logger.warning(truncation_warning([(c.bytes, c.kept) for c in cut.values()], len(texts), self.model))
+        return np.concatenate(parts), cut
+
+    def _fit(self, texts: Sequence[str], cut: dict[int, Cut]) -> np.ndarray:
         """The vectors of ``texts``: one request while the server takes it. A request refused as over its total of
         tokens, or over the context by an input it does not name, is split in halves; an input refused as over the
-        context is embedded truncated (:meth:`_shrink`, which notes it in ``cut``) and the others asked again."""
+        context is embedded truncated (:meth:`_shrink`; noted in ``cut``) and the others asked again."""
         rows: list[np.ndarray | None] = [None] * len(texts)
         groups = [list(range(len(texts)))]
         while groups:
@@ -213,13 +229,13 @@ class OpenAIEmbedder(Embedder):
             try:
                 vectors = self._vectors(self._create([texts[i] for i in group]), len(group))
             except LengthRefused as refused:
-                named = 0 if len(group) == 1 else _named(refused, [texts[i] for i in group])
+                named = 0 if len(group) == 1 else named_input(refused, [texts[i] for i in group])
                 if named is None:
                     half = len(group) // 2
                     groups += [group[half:], group[:half]]  # the first half next
                     continue
                 one = group.pop(named)
-                rows[one] = self._shrink(texts[one], refused.context, cut)
+                rows[one], cut[one] = self._shrink(texts[one], refused.context)
                 if group:
                     groups.append(group)
                 continue
@@ -227,9 +243,9 @@ class OpenAIEmbedder(Embedder):
                 rows[i] = vector
         return np.stack(rows)  # type: ignore[arg-type]
 
-    def _shrink(self, text: str, context: int | None, cut: list[tuple[int, int]]) -> np.ndarray:
-        """The vector of the longest of ``text``'s prefixes (``cut_sizes``) that the model takes; EmbedderError when
-        it takes none."""
+    def _shrink(self, text: str, context: int | None) -> tuple[np.ndarray, Cut]:
+        """The vector of the longest of ``text``'s prefixes (``cut_sizes``) that the model takes, and the cut;
+        EmbedderError when it takes none."""
         length = tried = len(text.encode())
         for size in cut_sizes(length, context or CONTEXT_TOKENS):
             head = prefix(text, size)
@@ -240,8 +256,7 @@ class OpenAIEmbedder(Embedder):
                 vector = self._vectors(self._create([head]), 1)[0]
             except LengthRefused:
                 continue
-            cut.append((length, len(head.encode())))
-            return vector
+            return vector, Cut(length, len(head.encode()))
         raise self._error(
             f"OpenAI embeddings request failed: {self.openai_model} refused a text of {length:,} UTF-8 bytes as too "
             f"long, and every beginning of it tried, down to {tried:,} bytes"
@@ -322,15 +337,6 @@ class OpenAIEmbedder(Embedder):
                     f"malformed OpenAI response: embedding {index} has dimension {len(row)}, expected {width}"
                 )
         return np.stack(rows)  # type: ignore[arg-type]
-
-
-def _named(refused: LengthRefused, texts: list[str]) -> int | None:
-    """The input of ``texts`` that ``refused`` names as over the context, unless it cannot be: a text of fewer UTF-8
-    bytes than the context has fewer tokens (a server naming one miscounts or means another; halving finds it)."""
-    index, context = refused.index, refused.context
-    if index is None or context is None or not 0 <= index < len(texts):
-        return None
-    return index if len(texts[index].encode()) >= context else None
 
 
 def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:

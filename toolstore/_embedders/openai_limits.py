@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 MAX_BATCH_SIZE = 2048  # inputs per request
 MAX_REQUEST_BYTES = 300_000  # at most as many tokens: under the API's 300,000 tokens per request
@@ -32,6 +33,24 @@ class LengthRefused(Exception):  # not an error of toolstore's: the embedder han
         super().__init__(message)
         self.context = context
         self.index = index
+
+
+def named_input(refused: LengthRefused, texts: list[str]) -> int | None:
+    """The input of ``texts`` that ``refused`` names as over the context, unless it cannot be: a text of fewer UTF-8
+    bytes than the context has fewer tokens (a server naming one miscounts or means another; halving finds it)."""
+    index, context = refused.index, refused.context
+    if index is None or context is None or not 0 <= index < len(texts):
+        return None
+    return index if len(texts[index].encode()) >= context else None
+
+
+class Cut(NamedTuple):
+    """A text embedded from its beginning: its UTF-8 bytes, those kept, and whether another text made the cut (at
+    route time, every text of a refused request over the context in bytes is cut)."""
+
+    bytes: int
+    kept: int
+    forced: bool = False
 
 
 def length_refusal(exc: Exception, message: str) -> tuple[int | None, int | None] | None:
