@@ -121,9 +121,9 @@ def test_a_replica_that_is_down_hands_reads_to_the_primary_from_the_start(dsn: s
 def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
     replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """More concurrent routes than pool_size: the one that finds every connection of the replica's pool in use is
-    routed on the primary at once, without waiting for the replica's pool (it waited the whole ``timeout``), and the
-    replica, which answers, stays in the reads (only one that cannot be reached is left out)."""
+    """More concurrent routes than pool_size, and no other replica: the one that waited in vain for the replica's pool
+    is routed on the primary, and the replica, which answers, stays in the reads (only one that cannot be reached is
+    left out)."""
     monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
     dsn, replica = replicated
     query = generated_queries(1, seed=3)[0]
@@ -143,16 +143,99 @@ def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
         replica_pool = store._replicas.connectors[0].pool
         try:
             assert holding.wait(60)
-            primary, busy = requests(store.pool), requests(replica_pool)
-            assert store.route(query).ids == expected  # the replica's pool is busy: routed on the primary
+            primary = requests(store.pool)
+            assert store.route(query).ids == expected  # the replica's pool stays busy: routed on the primary
             assert requests(store.pool) > primary
-            assert requests(replica_pool) == busy  # without waiting for a connection of the busy replica
         finally:
             release.set()
             held.join()
         asked = replica_pool.get_stats()["requests_num"]
         assert store.route(query).ids == expected
         assert replica_pool.get_stats()["requests_num"] > asked  # the replica was asked again, not left out
+
+
+def test_a_busy_replica_is_asked_after_a_free_one(replicated: tuple[str, str]) -> None:
+    """Two replicas (two pools on the one standby), one connection each: while one pool's connection is held, every
+    read goes to the other at once, even when its turn starts at the busy one, which is not asked (no wait for its
+    connection) and stays in the reads; the primary is not asked. ToolStore and AsyncToolStore."""
+    dsn, replica = replicated
+    query = generated_queries(1, seed=3)[0]
+    with ToolStore(dsn, embedder=None, catalog="twobusy", read_dsn=[replica, replica], pool_size=1, timeout=5) as store:
+        store.upsert(generated_tools(20, seed=9))
+        wait_for(replica, "twobusy", 20)
+        expected = store.route(query).ids
+        holding, release = threading.Event(), threading.Event()
+
+        def hold(_query: str, candidates: list[Any]) -> list[float]:  # keeps its replica's one connection
+            holding.set()
+            release.wait()
+            return [0.0] * len(candidates)
+
+        held = threading.Thread(target=store.route, args=(query,), kwargs={"reranker": hold})
+        held.start()
+        try:
+            assert holding.wait(60)
+            connectors = store._replicas.connectors
+            (busy,) = [c for c in connectors if c.busy()]
+            asked, primary = requests(busy.pool), requests(store.pool)
+            for _ in range(2):  # one of the two turns starts at the busy replica
+                assert store.route(query).ids == expected
+            assert requests(busy.pool) == asked and requests(store.pool) == primary
+        finally:
+            release.set()
+            held.join()
+        for _ in range(2):
+            assert store.route(query).ids == expected
+        assert requests(busy.pool) > asked  # asked again once free
+
+    async def main() -> None:
+        async with AsyncToolStore(
+            dsn, embedder=None, catalog="twobusy", read_dsn=[replica, replica], pool_size=1, timeout=5
+        ) as s:
+            holding, release = asyncio.Event(), asyncio.Event()
+
+            async def hold(_query: str, candidates: list[Any]) -> list[float]:
+                holding.set()
+                await release.wait()
+                return [0.0] * len(candidates)
+
+            held = asyncio.create_task(s.route(query, reranker=hold))
+            await holding.wait()
+            (busy,) = [c for c in s._replicas.connectors if c.busy()]
+            asked, primary = requests(busy.pool), requests(s.pool)
+            for _ in range(2):
+                assert (await s.route(query)).ids == expected
+            assert requests(busy.pool) == asked and requests(s.pool) == primary
+            release.set()
+            await held
+
+    asyncio.run(main())
+
+
+def test_a_read_waits_for_the_only_replica_rather_than_leave_it_for_the_primary(replicated: tuple[str, str]) -> None:
+    """One replica whose one connection is in use for a moment: the next read waits for it (within ``timeout``), as a
+    busy replica is only asked after the free ones, and the primary, which replicas are there to spare, is not asked."""
+    dsn, replica = replicated
+    query = generated_queries(1, seed=3)[0]
+    with ToolStore(dsn, embedder=None, catalog="onebusy", read_dsn=replica, pool_size=1, timeout=30) as store:
+        store.upsert(generated_tools(20, seed=10))
+        wait_for(replica, "onebusy", 20)
+        expected = store.route(query).ids
+        holding, release = threading.Event(), threading.Event()
+
+        def hold(_query: str, candidates: list[Any]) -> list[float]:
+            holding.set()
+            release.wait()
+            return [0.0] * len(candidates)
+
+        held = threading.Thread(target=store.route, args=(query,), kwargs={"reranker": hold})
+        held.start()
+        assert holding.wait(60)
+        replica_pool, primary = store._replicas.connectors[0].pool, requests(store.pool)
+        threading.Timer(0.5, release.set).start()  # the connection comes back while the next read waits for it
+        assert store.route(query).ids == expected
+        held.join()
+        assert requests(store.pool) == primary and requests(replica_pool) >= 3
 
 
 def test_a_filter_value_only_the_primary_has_hands_the_route_to_the_primary(replicated: tuple[str, str]) -> None:
@@ -303,8 +386,7 @@ def test_async_store_leaves_out_a_replica_that_is_down_but_not_one_that_is_busy(
     replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As ToolStore: a replica that cannot be reached is asked once and then left out (REPLICA_RETRY); one whose
-    async pool is only busy hands that read to the primary at once (without waiting for its pool) and is asked again
-    by the next."""
+    async pool stays busy hands that read to the primary and is asked again by the next."""
     monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
     dsn, replica = replicated
     down = "postgresql://postgres@/postgres?host=/nonexistent-replica-socket-dir"
@@ -333,10 +415,9 @@ def test_async_store_leaves_out_a_replica_that_is_down_but_not_one_that_is_busy(
             held = asyncio.create_task(s.route(query, reranker=hold))
             await holding.wait()
             replica_pool = s._replicas.connectors[0].pool
-            primary, busy = requests(s.pool), requests(replica_pool)
-            assert (await s.route(query)).ids == expected  # the replica's pool is busy: routed on the primary
+            primary = requests(s.pool)
+            assert (await s.route(query)).ids == expected  # the replica's pool stays busy: routed on the primary
             assert requests(s.pool) > primary
-            assert requests(replica_pool) == busy  # without waiting for a connection of the busy replica
             release.set()
             await held
             asked = requests(replica_pool)
@@ -369,8 +450,8 @@ def test_the_replica_rotation_takes_turns_skips_the_unreachable_and_keeps_the_bu
     assert [list(rotation.order()) for _ in range(3)] == [[1, 0], [0, 1], [0, 1]]
     now[0] += REPLICA_RETRY + 1
     assert list(rotation.order()) == [1, 2, 0]
-    busy = {0}  # every connection of replica 0's pool in use: skipped while it is, never left out
-    assert list(rotation.order(lambda replica: replica in busy)) == [2, 1]
+    busy = {0}  # every connection of replica 0's pool in use: asked after the others while it is, never left out
+    assert list(rotation.order(lambda replica: replica in busy)) == [2, 1, 0]
     busy.clear()
     assert list(rotation.order(lambda replica: replica in busy)) == [0, 1, 2]
     assert list(Rotation(0).order()) == []

@@ -38,11 +38,12 @@ def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
 class Rotation:
     """Which of ``n`` replicas a read asks, in what order, and what a failure means; no I/O.
 
-    Each read starts one replica further round (:meth:`order`) and skips those left out, and those whose pool has
-    every connection in use now (busy: the read goes on at once, the replica stays in). A failure
-    (:meth:`hands_over`) is handed on to the next replica, and finally the primary, when it is a :class:`DatabaseError`
-    or one of :data:`LAGGING`; when its cause says the server cannot be reached (:func:`_connect.unreachable`), the
-    replica is also left out for :data:`REPLICA_RETRY` seconds. A pool that was only busy hands on that read alone."""
+    Each read starts one replica further round (:meth:`order`) and skips those left out; one whose pool has every
+    connection in use now (busy) is asked after the others, so the read does not queue behind it while another replica
+    is free, nor leaves the replicas for the primary because of it. A failure (:meth:`hands_over`) is handed on to the
+    next replica, and finally the primary, when it is a :class:`DatabaseError` or one of :data:`LAGGING`; when its
+    cause says the server cannot be reached (:func:`_connect.unreachable`), the replica is also left out for
+    :data:`REPLICA_RETRY` seconds. A pool that gave no connection within ``timeout`` hands on that read alone."""
 
     def __init__(self, n: int, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._n, self._clock = n, clock
@@ -50,16 +51,23 @@ class Rotation:
         self._down_until = [0.0] * n
 
     def order(self, busy: Callable[[int], bool] = lambda replica: False) -> Iterator[int]:
-        """The replicas this read asks, in turn (none: the primary at once); not one that ``busy`` says has every
-        connection of its pool in use when its turn comes: a wait for one would hold the read up to ``timeout`` while
-        the next replica or the primary may answer at once."""
+        """The replicas this read asks, in turn (none: the primary at once); those that ``busy`` says have every
+        connection of their pool in use now come after the others (a wait for one lasts until a connection comes
+        back, up to ``timeout``, while the next replica may answer at once)."""
         n = self._n
         if not n:  # no replicas (most stores): no lock on every read
             return
         with self._lock:
             self._turn = first = (self._turn + 1) % n
+        later = []
         for i in ((first + offset) % n for offset in range(n)):
-            if self._down_until[i] <= self._clock() and not busy(i):
+            if self._down_until[i] <= self._clock():
+                if busy(i):
+                    later.append(i)
+                else:
+                    yield i
+        for i in later:
+            if self._down_until[i] <= self._clock():
                 yield i
 
     def hands_over(self, replica: int, exc: Exception) -> bool:

@@ -60,8 +60,8 @@ class ToolStore(AnchorMethods, SessionMethods):
     catalog (or its switch to another model, a tool or value a route filter names, a tool that resolve(), get() or
     tools(ids) asks for, or one a call in route()'s messages or resolve_calls() names), hands the read to the next
     replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one whose pool
-    is busy is not waited for nor left out; the store opens while a replica is down); otherwise a read may lag the
-    primary by the replica's replay delay.
+    is busy is asked after the free ones and not left out; the store opens while a replica is down); otherwise a read
+    may lag the primary by the replica's replay delay.
     """
 
     def __init__(
