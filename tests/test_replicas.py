@@ -346,6 +346,54 @@ def test_calls_in_messages_to_a_tool_the_replica_lacks_resolve_on_the_primary(re
             asyncio.run(main())
 
 
+def test_an_ambiguous_call_is_answered_by_the_replica(replicated: tuple[str, str]) -> None:
+    """A call name two tools answer to ("search": github's and jira's) is ambiguous on the primary too: the replica
+    answers it (unresolved) and the primary is not asked; only a name no tool answers to is handed on."""
+    dsn, replica = replicated
+    twins = [Tool(id=f"{p}.search", name="search", description=f"search {p}", provider=p) for p in ("github", "jira")]
+    call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "find the bug report"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": "send a message to the team"},
+    ]
+    with ToolStore(dsn, embedder=None, catalog="twins", read_dsn=replica, timeout=3) as store:
+        store.upsert([*generated_tools(20, seed=15), *twins])
+        wait_for(replica, "twins", 22)
+        store.route("warm the catalog cache")
+        asked = requests(store.pool)
+        assert store.route(messages=messages).unresolved == ["search"]
+        assert store.resolve_calls(["search", "github__search"]) == [None, "github.search"]
+        assert requests(store.pool) == asked
+
+
+def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answers() -> None:
+    """``resolve_steps``: the index's candidates (``call_candidates``) answer an ambiguous name (None) without the
+    catalog's whole name list (``tool_names``), which only a name that no candidate answers to fetches; with
+    ``complete`` (a replica) such a name is an UnknownToolError at once, before any whole list is read."""
+    from toolstore._models import CatalogInfo
+    from toolstore._steps import Fetch, drive, resolve_steps
+
+    info = CatalogInfo(id=1, name="c", embed_model=None, embed_dim=None, settings={})
+    rows = [{"id": f"{p}.search", "name": "search", "provider": p} for p in ("github", "jira")]
+    fetched: list[str] = []
+
+    def answer(step: Fetch) -> list[dict[str, Any]]:
+        fetched.append(step.block)
+        return rows
+
+    assert drive(resolve_steps(info, ["search", "jira__search"]), answer) == [None, "jira.search"]
+    assert fetched == ["call_candidates"]
+    fetched.clear()
+    assert drive(resolve_steps(info, ["search", "nothing_like_it"]), answer) == [None, None]
+    assert fetched == ["call_candidates", "tool_names"]
+    fetched.clear()
+    with pytest.raises(UnknownToolError, match="nothing_like_it"):
+        drive(resolve_steps(info, ["search", "nothing_like_it"], complete=True), answer)
+    assert fetched == ["call_candidates"]
+
+
 def requests(pool: Any) -> int:
     return int(pool.get_stats().get("requests_num", 0))
 

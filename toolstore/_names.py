@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from ._errors import UnknownToolError
 from ._models import Tool
@@ -78,6 +78,14 @@ def model_names(tools: Sequence[Tool]) -> list[str]:
     return names
 
 
+#: The name forms a call is matched on across a catalog, besides the id, in the order :func:`resolve_name` tries them
+#: (a form that one tool has wins over the next): the model-facing forms, then the plain and the raw name.
+_CATALOG_FORMS: tuple[Callable[[Tool], Sequence[str]], ...] = (
+    lambda t: name_forms(t)[1:],
+    lambda t: (plain_name(t), t.name),
+)
+
+
 def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
     """The tool a model's call ``name`` means.
 
@@ -92,7 +100,7 @@ def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
     by_id = [t for t in tools if t.id == name]
     if by_id:
         return by_id[0]
-    for form in (lambda t: name_forms(t)[1:], lambda t: (plain_name(t), t.name)):
+    for form in _CATALOG_FORMS:
         found = {t.id: t for t in tools if name in form(t)}
         if len(found) == 1:
             return next(iter(found.values()))
@@ -157,6 +165,12 @@ def call_keys(names: Sequence[str]) -> list[str]:
                 for key in (part, _HASH_SUFFIX.sub("", part)):
                     keys.update((key, SEPARATOR.join(p for p in key.split(SEPARATOR) if p != FALLBACK)))
     return sorted(keys)
+
+
+def unanswered(names: Sequence[str], candidates: Sequence[Tool]) -> list[str]:
+    """The ``names`` that no tool of ``candidates`` answers to in any form :func:`resolve_name` accepts across a
+    catalog (a name that several answer to is ambiguous, not unanswered: more tools cannot make it resolve)."""
+    return [n for n in names if not any(t.id == n or any(n in form(t) for form in _CATALOG_FORMS) for t in candidates)]
 
 
 def resolve_calls(names: Sequence[str], candidates: Sequence[Tool]) -> list[str | None]:

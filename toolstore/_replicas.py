@@ -26,7 +26,7 @@ T = TypeVar("T")
 REPLICA_RETRY = 10.0
 #: What a replica that is only behind the primary answers, so the read is handed on: a catalog it has not replayed,
 #: its switch to another model, a value a route filter names (TS002), a tool (``resolve``, ``get``, ``tools(ids)``,
-#: a call in ``route``'s messages or ``resolve_calls``: ``_steps.resolve_steps(complete=True)``).
+#: a call in ``route``'s messages or ``resolve_calls`` no tool answers to: ``_steps.resolve_steps(complete=True)``).
 LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError, UnknownToolError)
 
 

@@ -25,7 +25,7 @@ from ._errors import UnknownToolError
 from ._explain import statement_fusion
 from ._filters import unmatched_filter
 from ._models import CatalogInfo
-from ._names import call_keys, resolve_calls
+from ._names import call_keys, resolve_calls, unanswered
 from ._observe import RouteTrace
 from ._rerank import Reranker, check_scores, pool_positions, reorder, rerank_failed, rerank_summary
 from ._result import RoutedTool, RouteResult
@@ -142,19 +142,20 @@ async def adrive(steps: Steps[T], answer: Callable[[Step], Awaitable[Any]]) -> T
 
 def resolve_steps(info: CatalogInfo, names: Sequence[str], *, complete: bool = False) -> Steps[list[str | None]]:
     """The tool id each name a model called means in the catalog (``_names.resolve_calls``), or None: by index first,
-    the catalog's whole name list only when some name found nothing there. ``complete``: a name that resolves to no
-    tool is an UnknownToolError instead (a read replica may only lack the tool: the read is handed on, ``LAGGING``)."""
+    the catalog's whole name list only when no tool there answered to some name (several tools answering make a name
+    ambiguous, which more cannot mend). ``complete``: a name no tool answers to is an UnknownToolError at once
+    instead (a read replica may only lack the tool: the read is handed on, ``LAGGING``, and the primary looks)."""
     if not names:
         return []
     params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
-    resolved = resolve_calls(names, [name_row(r) for r in (yield Fetch("call_candidates", params))])
-    if None in resolved:
-        rows = yield Fetch("tool_names", {"catalog": info.id})
-        resolved = resolve_calls(names, [name_row(r) for r in rows])
-    if complete and None in resolved:
-        missing = ", ".join(repr(n) for n, i in zip(names, resolved) if i is None)
-        raise UnknownToolError(f"no tool (or more than one) of catalog {info.name!r} answers to the call(s) {missing}")
-    return resolved
+    candidates = [name_row(r) for r in (yield Fetch("call_candidates", params))]
+    missing = unanswered(names, candidates)
+    if missing and complete:
+        calls = ", ".join(map(repr, missing))
+        raise UnknownToolError(f"no tool of catalog {info.name!r} answers to the call(s) {calls}")
+    if missing:
+        candidates = [name_row(r) for r in (yield Fetch("tool_names", {"catalog": info.id}))]
+    return resolve_calls(names, candidates)
 
 
 def route_steps(
