@@ -398,3 +398,124 @@ def _listed(sessions: Any, upstream: Upstream) -> frozenset[str]:
     """The names the gateway's session to ``upstream`` listed last (none before it keeps them)."""
     listing = getattr(sessions, "_listings", {}).get(upstream.key())
     return (listing.names if listing is not None else None) or frozenset()
+
+
+class _FakeUpstream:
+    """An upstream server in memory for :class:`UpstreamSessions` (``open_session`` patched): ``names`` is what it
+    offers now (None: its tools/list fails); each tools/list answers what it offered when asked, held back until
+    released when ``gates`` has an event for it (``held`` is set then); ``answered`` counts the listings it finished
+    and ``calls`` the tools/call it received."""
+
+    def __init__(self, *names: str) -> None:
+        self.names: set[str] | None = set(names)
+        self.gates: list[anyio.Event] = []
+        self.held = anyio.Event()
+        self.answered = 0
+        self.calls: list[str] = []
+        self.notify: Any = None  # the gateway's message handler, once connected
+
+    async def list_tools(self, **_: Any) -> Any:
+        names = None if self.names is None else sorted(self.names)
+        if self.gates:
+            gate = self.gates.pop(0)
+            self.held.set()
+            await gate.wait()
+        self.answered += 1
+        if names is None:
+            raise RuntimeError("tools/list failed")
+        return mcp.types.ListToolsResult.model_validate({"tools": [{"name": n, "inputSchema": {}} for n in names]})
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        self.calls.append(name)
+        return f"called {name}"
+
+    async def change(self, *names: str | None) -> None:
+        """Offer ``names`` instead (None: fail to list) and say so (notifications/tools/list_changed), as the SDK's
+        reader hands it on."""
+        self.names = None if names == (None,) else {str(n) for n in names}
+        await self.notify(mcp.types.ToolListChangedNotification(method="notifications/tools/list_changed"))
+
+    async def listings(self, count: int) -> None:
+        """Let the gateway's tasks run until ``count`` listings have been answered (and so stored: in the same step)."""
+        for _ in range(10_000):
+            if self.answered >= count:
+                return
+            await anyio.sleep(0)
+        raise AssertionError(f"{self.answered} listings answered, waiting for {count}")
+
+
+FAKE = Upstream("stdio", command="fake-mcp")
+
+
+@pytest.fixture
+def fake_upstream(monkeypatch: pytest.MonkeyPatch) -> _FakeUpstream:
+    from contextlib import asynccontextmanager
+
+    import toolstore._mcp_sessions
+
+    fake = _FakeUpstream("search", "list_alerts")
+
+    @asynccontextmanager
+    async def open_fake(upstream: Upstream, message_handler: Any = None) -> Any:
+        fake.notify = message_handler
+        yield fake, {"serverInfo": {"name": "fake"}}
+
+    monkeypatch.setattr(toolstore._mcp_sessions, "open_session", open_fake)
+    return fake
+
+
+def test_a_tool_the_upstream_does_not_list_is_refused_and_not_sent(fake_upstream: _FakeUpstream) -> None:
+    """A catalog's tool missing from the session's first listing (the upstream restarted with other tools and sent no
+    notification, or the catalog is stale) is refused as one dropped later is, naming it and asking for a sync; after
+    a listing that failed nothing is refused."""
+    from toolstore import McpSyncError
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    async def main() -> None:
+        async with UpstreamSessions() as sessions:
+            with pytest.raises(McpSyncError, match="no longer offers tool 'late_news'.*sync mcp --prune"):
+                await sessions.call(FAKE, "late_news", {})
+            assert await sessions.call(FAKE, "search", {}) == "called search"
+            await fake_upstream.change(None)  # its tools changed, and listing them fails
+            await fake_upstream.listings(2)
+            assert await sessions.call(FAKE, "late_news", {}) == "called late_news"
+
+    anyio.run(main)
+    assert fake_upstream.calls == ["search", "late_news"]
+
+
+def test_close_relistings_keep_the_newest(fake_upstream: _FakeUpstream) -> None:
+    """Two notifications close together, the first listing still running when the second comes: the listings run one
+    after the other, so the newest is kept even when the older ends last; likewise a notification during the session's
+    first listing. A tool just added is sent, one just dropped refused."""
+    from toolstore import McpSyncError
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    async def main() -> None:
+        async with UpstreamSessions() as sessions:
+            first = anyio.Event()
+            fake_upstream.gates.append(first)
+            async with anyio.create_task_group() as group:  # the first call waits for the session's first listing
+                group.start_soon(sessions.call, FAKE, "search", {})
+                await fake_upstream.held.wait()
+                await fake_upstream.change("search", "late_news")  # during the first listing
+                first.set()
+            await fake_upstream.listings(2)
+            assert _listed(sessions, FAKE) == {"search", "late_news"}
+
+            older = anyio.Event()
+            fake_upstream.gates.append(older)
+            fake_upstream.held = anyio.Event()
+            await fake_upstream.change("search", "list_alerts")
+            await fake_upstream.held.wait()  # that listing is under way, and held back
+            await fake_upstream.change("search", "weekly_report")
+            older.set()
+            await fake_upstream.listings(4)
+            assert _listed(sessions, FAKE) == {"search", "weekly_report"}
+            assert await sessions.call(FAKE, "weekly_report", {}) == "called weekly_report"
+            for dropped in ("list_alerts", "late_news"):
+                with pytest.raises(McpSyncError, match=f"no longer offers tool '{dropped}'"):
+                    await sessions.call(FAKE, dropped, {})
+
+    anyio.run(main)
+    assert fake_upstream.calls == ["search", "weekly_report"]

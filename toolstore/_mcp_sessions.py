@@ -6,13 +6,14 @@ tasks. A session whose connection ended (the server exited, the connection dropp
 not be sent on it, or that an HTTP server refused for not knowing the session (it restarted), is made on a fresh one.
 An error the server answers to one call (a JSON-RPC error: bad arguments, an unknown tool) leaves the session, and
 the other calls in flight on it, alone. Each session lists its upstream's tools when it opens and again when the
-upstream sends ``notifications/tools/list_changed`` (:meth:`UpstreamSessions._relist`): a call of a tool it no longer
-lists is an McpSyncError naming it, never sent. Closing the pool stops every upstream (stdio processes exit).
+upstream sends ``notifications/tools/list_changed`` (:class:`_Listing`: one listing at a time, the newest kept): a call
+of a tool its latest listing does not name (the upstream dropped it, or restarted with other tools without saying so:
+the catalog is out of date) is an McpSyncError naming it, never sent; after a listing that failed, every call is sent.
+Closing the pool stops every upstream (stdio processes exit).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -65,19 +66,34 @@ def _tools_changed(message: Any) -> bool:
     return getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed"
 
 
-@dataclass(frozen=True)
 class _Listing:
-    """What a session's upstream listed last (None: it failed to list) and what it no longer lists (named before,
-    gone from a later listing after it said its tools changed)."""
+    """The tools a session's upstream listed last: ``names``, None before a listing succeeded or after one failed (then
+    no call is refused). Listings run one at a time (``lock``) and each is numbered by the requests it answers:
+    :meth:`ask` numbers a request (the first listing, then one per ``notifications/tools/list_changed``) and
+    :meth:`answer` lists unless a listing begun after that request already answered it, so a listing that ends late
+    never replaces a newer one and close notifications cost one listing."""
 
-    session: Any
-    names: frozenset[str] | None
-    gone: frozenset[str] = frozenset()
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.names: frozenset[str] | None = None
+        self.asked = 0  # the requests numbered so far
+        self.listed = 0  # the newest request that ``names`` answers
+        self.lock = anyio.Lock()
 
-    def relisted(self, names: frozenset[str] | None) -> _Listing:
-        if names is None or self.names is None:
-            return self if names is None else _Listing(self.session, names)
-        return _Listing(self.session, names, (self.gone | (self.names - names)) - names)
+    def ask(self) -> int:
+        self.asked += 1
+        return self.asked
+
+    async def answer(self, request: int, upstream: Upstream) -> None:
+        async with self.lock:
+            if self.listed >= request:
+                return
+            begun = self.asked  # a listing begun now answers every request numbered so far
+            self.names = await _list_tools(self.session, upstream)
+            self.listed = begun
+
+    def refuses(self, name: str) -> bool:
+        return self.names is not None and name not in self.names
 
 
 def _ended(session: Any) -> bool:
@@ -122,10 +138,11 @@ class UpstreamSessions:
                 self._drop(key, session)
                 session = await self._session(key, upstream)
             listing = self._listings.get(key)
-            if listing is not None and listing.session is session and name in listing.gone:
+            if listing is not None and listing.session is session and listing.refuses(name):
                 raise McpSyncError(
-                    f"upstream {upstream.describe()} no longer offers tool {name!r}: it said its tools changed and no "
-                    "longer lists it. Sync it again to update the catalog (toolstore sync mcp --prune)"
+                    f"upstream {upstream.describe()} no longer offers tool {name!r}: its tools/list does not name it "
+                    "(its tools changed since the catalog was synced). Sync it again to update the catalog "
+                    "(toolstore sync mcp --prune)"
                 )
             try:
                 return await session.call_tool(name, arguments)
@@ -159,26 +176,25 @@ class UpstreamSessions:
             self._listings.pop(key, None)
             held[1].set()
 
-    async def _relist(self, key: str, session: Any, upstream: Upstream) -> None:
+    async def _relist(self, listing: _Listing, request: int, upstream: Upstream) -> None:
         """After the upstream said its tools changed: list them again (the SDK's client learns the new ones' schemas,
         and a call of one it no longer lists gets a clear error instead of going out)."""
         logger.debug("upstream %s: its tools changed; listing them again", upstream.describe())
-        names = await _list_tools(session, upstream)
-        listing = self._listings.get(key)
-        if listing is not None and listing.session is session:
-            self._listings[key] = listing.relisted(names)
+        await listing.answer(request, upstream)
 
     async def _hold(self, key: str, upstream: Upstream, *, task_status: TaskStatus[Any]) -> None:
         """Open the session, hand it out and keep it until stopped; a failure after that ends this session only."""
         session = None
+        listing: _Listing | None = None
 
         async def on_message(message: Any) -> None:  # on the session's reader: the listing runs in a task of its own
-            if _tools_changed(message) and session is not None and self._group is not None:
-                self._group.start_soon(self._relist, key, session, upstream)
+            if _tools_changed(message) and listing is not None and self._group is not None:
+                self._group.start_soon(self._relist, listing, listing.ask(), upstream)
 
         try:
             async with open_session(upstream, on_message) as (session, _):
-                self._listings[key] = _Listing(session, await _list_tools(session, upstream))
+                listing = self._listings[key] = _Listing(session)
+                await listing.answer(listing.ask(), upstream)
                 stop = anyio.Event()
                 task_status.started((session, stop))
                 await stop.wait()
