@@ -249,6 +249,26 @@ def test_the_same_command_or_url_with_other_env_or_headers_is_another_upstream(
     sync_listing(store, McpListing("github", tools, work), prune=True)  # the same upstream again: no conflict
 
 
+def test_a_url_that_differs_only_in_its_query_or_credentials_is_said_to(store: ToolStore) -> None:
+    """The description of an HTTP upstream leaves out the URL's credentials and query (they may hold a token): when
+    only those differ, the refusal says which part differs, never its value, and not that some unnamed headers do."""
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+    sync_listing(
+        store, McpListing("github", tools, Upstream("http", url="https://mcp.example.com/mcp?token=work-secret"))
+    )
+    for url, differs in [
+        ("https://mcp.example.com/mcp?token=home-secret", "; the URLs differ in their query)"),
+        ("https://me:home-secret@mcp.example.com/mcp?token=work-secret", "; the URLs differ in their credentials)"),
+    ]:
+        with pytest.raises(McpSyncError) as refused:
+            sync_listing(store, McpListing("github", tools, Upstream("http", url=url)))
+        message = str(refused.value)
+        assert differs in message and "secret" not in message and "headers  differ" not in message, message
+    work = Upstream("http", url="https://mcp.example.com/mcp?token=a", headers={"Authorization": "Bearer a"})
+    home = Upstream("http", url="https://me:b@mcp.example.com/mcp?token=b", headers={"Authorization": "Bearer b"})
+    assert work.differences(home) == "headers Authorization differ; the URLs differ in their credentials and query"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

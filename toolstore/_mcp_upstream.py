@@ -61,13 +61,34 @@ class Upstream:
         return f"http: {urlunsplit((parts.scheme, netloc, parts.path, '', ''))}{names}"
 
     def differences(self, other: Upstream) -> str:
-        """What sets ``other`` apart when its description is the same: the env or header names whose values differ
-        (never a value); empty when the descriptions already differ."""
+        """What sets ``other`` apart when its description is the same: the env or header names whose values differ,
+        and the parts of the URL that a description leaves out (never a value); empty when the descriptions already
+        differ."""
         if self.describe() != other.describe():
             return ""
         mine, theirs = (dict(self.env), dict(other.env)) if self.transport == "stdio" else (self.headers, other.headers)
         names = sorted(n for n in {*mine, *theirs} if mine.get(n) != theirs.get(n))
-        return f"{'env' if self.transport == 'stdio' else 'headers'} {', '.join(names)} differ"
+        found = [f"{'env' if self.transport == 'stdio' else 'headers'} {', '.join(names)} differ"] if names else []
+        if self.transport == "http" and self.url != other.url:
+            found.append(_url_differences(self.url or "", other.url or ""))
+        return "; ".join(found)
+
+
+def _url_differences(first: str, second: str) -> str:
+    """Which parts of two URLs that describe alike differ, by name: credentials, query, fragment."""
+    a, b = urlsplit(first), urlsplit(second)
+    parts = [
+        part
+        for part, mine, theirs in [
+            ("credentials", (a.username, a.password), (b.username, b.password)),
+            ("query", a.query, b.query),
+            ("fragment", a.fragment, b.fragment),
+        ]
+        if mine != theirs
+    ]
+    if not parts:
+        return "the URLs differ only in how they are written"
+    return f"the URLs differ in their {' and '.join(parts)}"
 
 
 def expand_vars(values: Mapping[str, str], what: str) -> dict[str, str]:
