@@ -178,6 +178,18 @@ def test_a_sync_prunes_only_what_its_upstream_synced(
     assert [t.id for t in store.tools()] == ["weather.get_forecast", "weather.radar", "weather.search"]
 
 
+def test_sync_mcp_stdio_adopts_tools_imported_by_hand(store: ToolStore) -> None:
+    """The library's sync of a stdio server takes over a listed tool imported by hand when told to (``adopt``), as
+    sync_listing and the CLI do, and refuses it otherwise (sync_mcp_http: test_http_sync)."""
+    store.upsert([Tool(id="weather.search", name="search", provider="weather", description="My own search")])
+    with pytest.raises(McpSyncError, match=r"'weather.search' \(imported by hand\).*--adopt"):
+        sync_mcp_stdio(store, sys.executable, server("weather"))
+    report = sync_mcp_stdio(store, sys.executable, server("weather"), adopt=True)
+    assert sorted(report.inserted) == ["weather.get_forecast", "weather.list_alerts"]
+    assert report.updated == ["weather.search"]
+    assert store.get("weather.search").description != "My own search"
+
+
 def _recorded(dsn: str, catalog: str) -> list[tuple[str, list[str]]]:
     with psycopg.connect(dsn) as conn:
         return conn.execute(
@@ -291,8 +303,11 @@ def test_http_sync(store: ToolStore) -> None:
                     pytest.fail("the streamable-HTTP MCP server did not start")
                 time.sleep(0.1)
         url = f"http://127.0.0.1:{port}/mcp"
-        report = sync_mcp_http(store, url, headers={"X-Test": "1"})
-        assert sorted(report.inserted) == ["web.get_forecast", "web.list_alerts", "web.search"]
+        store.upsert([Tool(id="web.search", name="search", provider="web", description="My own web search")])
+        with pytest.raises(McpSyncError, match=r"'web.search' \(imported by hand\).*--adopt"):
+            sync_mcp_http(store, url, headers={"X-Test": "1"})
+        report = sync_mcp_http(store, url, headers={"X-Test": "1"}, adopt=True)
+        assert sorted(report.inserted) == ["web.get_forecast", "web.list_alerts"] and report.updated == ["web.search"]
         again = sync_mcp_http(store, url, headers={"X-Test": "1"}, prune=True)
         assert (again.unchanged, again.embedded, again.removed) == (3, 0, [])
     finally:

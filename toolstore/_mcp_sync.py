@@ -307,11 +307,12 @@ def sync_mcp_stdio(
     env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     replace_upstream: bool = False,
+    adopt: bool = False,
 ) -> ImportReport:
     """Start an MCP server (``command args`` on stdio), list its tools and upsert them into ``store``
-    (:func:`sync_listing`)."""
+    (:func:`sync_listing`: ``adopt`` takes over listed tools it did not sync, imported by hand: refused otherwise)."""
     listing = fetch_stdio(command, args, env=env, timeout=timeout)
-    return sync_listing(store, listing, provider=provider, prune=prune, replace_upstream=replace_upstream)
+    return sync_listing(store, listing, provider=provider, prune=prune, replace_upstream=replace_upstream, adopt=adopt)
 
 
 def sync_mcp_http(
@@ -323,7 +324,9 @@ def sync_mcp_http(
     headers: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     replace_upstream: bool = False,
+    adopt: bool = False,
 ) -> ImportReport:
-    """List the tools of a streamable-HTTP MCP server and upsert them into ``store`` (:func:`sync_listing`)."""
+    """List the tools of a streamable-HTTP MCP server and upsert them into ``store`` (:func:`sync_listing`:
+    ``adopt`` takes over listed tools it did not sync, imported by hand: refused otherwise)."""
     listing = fetch_http(url, headers=headers, timeout=timeout)
-    return sync_listing(store, listing, provider=provider, prune=prune, replace_upstream=replace_upstream)
+    return sync_listing(store, listing, provider=provider, prune=prune, replace_upstream=replace_upstream, adopt=adopt)
