@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from toolstore import InvalidToolError, Tool, ToolStore, UnknownToolError, export_catalog, load_tools_file, parse_tools
+from toolstore import (
+    InvalidInputError,
+    InvalidToolError,
+    Tool,
+    ToolStore,
+    UnknownToolError,
+    export_catalog,
+    load_tools_file,
+    parse_tools,
+)
 from toolstore._names import model_names, name_forms, resolve_calls
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -292,6 +301,23 @@ def test_resolving_calls_through_the_index_equals_resolving_across_the_catalog(s
     assert store.resolve_calls(["a__do_it"]) == ["x.one"]  # x's qualified name, not y's raw name
     assert store.resolve_calls(["send_msg"]) == [None]  # a.send's valid name and b.send's own: ambiguous
     assert store.resolve_calls(["tool"]) == [None]  # zh.search's valid name, misc.tool's own and x.搜索's
+
+
+def test_calls_in_a_namespace_resolve_through_the_index_as_across_the_catalog(store: ToolStore) -> None:
+    """A call made inside a Responses namespace is resolved among the tools `call_candidates` finds by its name, kept
+    to those in that namespace: every name form of every tool, in every namespace, resolves there (and through the
+    catalog-wide path) as among all the catalog's tools."""
+    store.upsert(NAMING)
+    names = sorted({form for t in NAMING for form in (*name_forms(t), t.name, t.id)})
+    spaces = sorted({t.provider for t in NAMING if t.provider is not None}) + ["nowhere"]
+    calls = [(n, s) for n in names for s in spaces]
+    expected = resolve_calls([n for n, _ in calls], NAMING, [s for _, s in calls])
+    assert [store.resolve_calls([n], namespaces=[s])[0] for n, s in calls] == expected
+    assert store.resolve_calls([n for n, _ in calls], namespaces=[s for _, s in calls]) == expected
+    with pytest.raises(InvalidInputError, match="a list of call namespaces"):
+        store.resolve_calls(["search"], namespaces="crm")
+    with pytest.raises(InvalidInputError, match=r"one call namespace \(or None\) per call name: 1 for 2"):
+        store.resolve_calls(["search", "search"], namespaces=["crm"])
 
 
 def test_demo_catalog_issue_request_gets_unique_anthropic_names(store: ToolStore) -> None:

@@ -327,3 +327,27 @@ def test_a_call_inside_a_responses_namespace_is_resolved_in_it(store: ToolStore)
         ts_openai.calls(only_tickets, NAMESPACED[1:2])
     [call] = read_messages(NAMESPACED).tool_calls
     assert (call.namespace, call.name, call.qualified_name) == ("crm", "search", "crm__search")
+
+
+def test_a_namespaced_call_resolves_when_namespace_and_name_pass_64_characters(dsn: str, store: ToolStore) -> None:
+    """A call inside a namespace names the pair (namespace, name): it is resolved as the pair, not as one joined
+    string, whose catalog-wide form carries a hash once namespace__name is over 64 characters (14 + 2 + 56 here), in
+    route()'s messages, a session's log (both stores) and among the tools offered."""
+    name = "create_" + "x" * 49  # 56 characters: salesforce_crm__<name> is 72
+    crm = {**CRM, "name": "salesforce_crm", "tools": [{**CRM["tools"][0], "name": name}]}
+    other = {**TICKETS, "tools": [{**TICKETS["tools"][0], "name": name}]}  # the same name in another namespace
+    store.upsert(parse_tools([crm, other]))
+    call = {"type": "function_call", "call_id": "l1", "namespace": "salesforce_crm", "name": name, "arguments": "{}"}
+    messages = [NAMESPACED[0], call, {"type": "function_call_output", "call_id": "l1", "output": "ok"}, NAMESPACED[3]]
+    assert store.route(messages=messages, k=2).unresolved == []
+    result = ts_openai.route_messages(store, messages, session="l", k=2)
+    assert result.unresolved == [] and [c.tool_id for c in store.session_log("l")] == [f"salesforce_crm.{name}"]
+
+    async def main() -> list[str]:
+        async with AsyncToolStore(dsn, embedder=store.embedder, catalog=store.catalog) as astore:
+            await ts_openai.aroute_messages(astore, messages, session="la", k=2)
+            return [c.tool_id for c in await astore.session_log("la")]
+
+    assert asyncio.run(main()) == [f"salesforce_crm.{name}"]
+    offered = store.route(name, k=2)
+    assert [c.tool.id for c in ts_openai.calls(offered, [call])] == [f"salesforce_crm.{name}"]

@@ -57,7 +57,7 @@ def route_messages(
         # route()'s own checks first: a bad option is refused before any call is recorded
         check_route_options(None, messages=messages, session=session, turns=turns, **options)
         conv = read_messages(messages, dialect, turns=turns)
-        ids = _call_ids(conv, offered, store.resolve_calls)
+        ids = _call_ids(conv, offered, lambda names, spaces: store.resolve_calls(names, namespaces=spaces))
         if _unresolved(conv, ids):  # only those new to the session: it has seen the others (maybe under another offer)
             new = set(store.new_calls(session, [c.id for c in conv.tool_calls if c.id]))
             unresolved = _unresolved(conv, ids, new)
@@ -82,9 +82,12 @@ async def aroute_messages(
     if session is not None:
         check_route_options(None, messages=messages, session=session, turns=turns, **options)
         conv = read_messages(messages, dialect, turns=turns)
-        pending = [c.qualified_name for c in conv.tool_calls if c.id and _offered(offered, c) is None]
-        resolved = dict(zip(pending, await store.resolve_calls(pending))) if pending else {}
-        ids = _call_ids(conv, offered, lambda names: [resolved[n] for n in names])
+        calls = [c for c in conv.tool_calls if c.id and _offered(offered, c) is None]
+        found = (
+            await store.resolve_calls([c.name for c in calls], namespaces=[c.namespace for c in calls]) if calls else []
+        )
+        resolved = {(c.name, c.namespace): i for c, i in zip(calls, found)}
+        ids = _call_ids(conv, offered, lambda names, spaces: [resolved[c] for c in zip(names, spaces)])
         if _unresolved(conv, ids):
             new = set(await store.new_calls(session, [c.id for c in conv.tool_calls if c.id]))
             unresolved = _unresolved(conv, ids, new)
@@ -105,10 +108,11 @@ def _offered(offered: RouteResult | None, call: ToolCall) -> str | None:
 
 def _call_ids(conv: Conversation, offered: RouteResult | None, resolve: Any) -> list[str | None]:
     """The tool id of each call of ``conv`` that has a call id (None: unresolved or no call id): among the offered
-    tools first, then across the catalog (``resolve``: names -> ids; a call in a namespace by its qualified name)."""
+    tools first, then across the catalog (``resolve``: names and their namespaces -> ids)."""
     ids = [_offered(offered, c) if c.id else None for c in conv.tool_calls]
     pending = [i for i, c in enumerate(conv.tool_calls) if c.id and ids[i] is None]
-    for i, found in zip(pending, resolve([conv.tool_calls[i].qualified_name for i in pending]) if pending else []):
+    calls = [conv.tool_calls[i] for i in pending]
+    for i, found in zip(pending, resolve([c.name for c in calls], [c.namespace for c in calls]) if pending else []):
         ids[i] = found
     return ids
 

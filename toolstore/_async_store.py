@@ -28,7 +28,7 @@ from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
-from ._input import MAX_ID_CHARS, check_catalog_name, check_text
+from ._input import check_catalog_name
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, Tool
@@ -36,6 +36,7 @@ from ._names import resolve_among, resolve_name
 from ._replicas import AsyncReplicas, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
+from ._route import check_calls
 from ._rows import all_found, check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
 from ._session_methods import AsyncSessionMethods
 from ._steps import Embed, Fetch, Rerank, Step, adrive, afetch_rows, rerank_async, resolve_steps, route_steps
@@ -264,13 +265,14 @@ class AsyncToolStore(AsyncSessionMethods):
 
         return await self._read(work(True), work(False))
 
-    async def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
+    async def resolve_calls(self, names: Sequence[str], *, namespaces: Sequence[str | None] = ()) -> list[str | None]:
         """See :meth:`ToolStore.resolve_calls`."""
-        names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
+        names, spaces = check_calls(names, namespaces)
 
         def work(complete: bool) -> Work[list[str | None]]:  # see ToolStore.resolve_calls
             async def resolve(conn: psycopg.AsyncConnection[Any]) -> list[str | None]:
-                return await adrive(resolve_steps(await self._info(conn), names, complete=complete), self._answer(conn))
+                steps = resolve_steps(await self._info(conn), names, spaces, complete=complete)
+                return await adrive(steps, self._answer(conn))
 
             return resolve
 

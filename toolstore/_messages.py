@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import InvalidInputError
-from ._names import SEPARATOR
+from ._names import call_label
 
 Dialect = Literal["openai-chat", "openai-responses", "anthropic"]
 DIALECTS: tuple[str, ...] = ("openai-chat", "openai-responses", "anthropic")
@@ -45,9 +45,10 @@ class ToolCall:
 
     @property
     def qualified_name(self) -> str:
-        """The name that means the called tool across a catalog: ``namespace__name`` inside a namespace (its tools'
-        provider, ``_formats.parse``: the tool's qualified name form, ``_names.qualified_name``), else the name."""
-        return self.name if self.namespace is None else f"{self.namespace}{SEPARATOR}{self.name}"
+        """The call as one string, where one must say it (``RouteResult.unresolved``): ``namespace__name`` inside a
+        namespace, else the name. A call is resolved by the pair (``_names.resolve_call``), not by this string: it is
+        not always the tool's catalog-wide name (hashed past 64 characters)."""
+        return call_label(self.name, self.namespace)
 
 
 @dataclass(frozen=True)

@@ -110,13 +110,23 @@ def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
     raise UnknownToolError(f"no tool named {name!r}")
 
 
+def call_label(name: str, namespace: str | None) -> str:
+    """How a call is named where one string must say it (``unresolved``): ``namespace__name`` inside a namespace."""
+    return name if namespace is None else f"{namespace}{SEPARATOR}{name}"
+
+
+def in_namespace(tools: Sequence[Tool], namespace: str) -> list[Tool]:
+    """The ``tools`` a call made inside the Responses ``namespace`` may mean: those of that provider."""
+    return [t for t in tools if t.provider == namespace]
+
+
 def resolve_call(name: str, namespace: str | None, tools: Sequence[Tool], *, offered: bool) -> Tool:
     """:func:`resolve_name` of a call that may have been made inside a Responses ``namespace``: the namespace is its
     tools' provider (``_formats.parse``), so only ``tools`` of that provider answer, to any of their names (the
     namespace gave each its own name)."""
     if namespace is None:
         return resolve_name(name, tools, offered=offered)
-    members = [t for t in tools if t.provider == namespace]
+    members = in_namespace(tools, namespace)
     if not members:
         which = "offered tool" if offered else "tool"
         raise UnknownToolError(f"no {which} is in namespace {namespace!r} (called: {name!r})")
@@ -167,19 +177,28 @@ def call_keys(names: Sequence[str]) -> list[str]:
     return sorted(keys)
 
 
-def unanswered(names: Sequence[str], candidates: Sequence[Tool]) -> list[str]:
-    """The ``names`` that no tool of ``candidates`` answers to in any form :func:`resolve_name` accepts across a
-    catalog (a name that several answer to is ambiguous, not unanswered: more tools cannot make it resolve)."""
-    return [n for n in names if not any(t.id == n or any(n in form(t) for form in _CATALOG_FORMS) for t in candidates)]
+def unanswered(names: Sequence[str], candidates: Sequence[Tool], namespaces: Sequence[str | None] = ()) -> list[str]:
+    """The calls (:func:`call_label`) that no tool of ``candidates`` answers to, in any form :func:`resolve_call`
+    accepts across a catalog (in the namespace ``namespaces[i]`` when given and not None): a name that several answer
+    to is ambiguous, not unanswered (more tools cannot make it resolve)."""
+    out = []
+    for name, namespace in zip(names, namespaces or [None] * len(names), strict=True):
+        members = candidates if namespace is None else in_namespace(candidates, namespace)
+        if not any(t.id == name or any(name in form(t) for form in _CATALOG_FORMS) for t in members):
+            out.append(call_label(name, namespace))
+    return out
 
 
-def resolve_calls(names: Sequence[str], candidates: Sequence[Tool]) -> list[str | None]:
-    """The tool id each called name means among a catalog's ``candidates`` (:func:`resolve_name` across a catalog),
-    or None for a name that no tool, or more than one, answers to."""
+def resolve_calls(
+    names: Sequence[str], candidates: Sequence[Tool], namespaces: Sequence[str | None] = ()
+) -> list[str | None]:
+    """The tool id each called name means among a catalog's ``candidates`` (:func:`resolve_call` across a catalog, in
+    the Responses namespace ``namespaces[i]`` when given and not None), or None for a name that no tool, or more than
+    one, answers to."""
     out: list[str | None] = []
-    for name in names:
+    for name, namespace in zip(names, namespaces or [None] * len(names), strict=True):
         try:
-            out.append(resolve_name(name, candidates, offered=False).id)
+            out.append(resolve_call(name, namespace, candidates, offered=False).id)
         except UnknownToolError:
             out.append(None)
     return out

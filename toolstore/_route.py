@@ -40,8 +40,9 @@ from ._fusion import (
     stored_fusion,
 )
 from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
-from ._messages import read_messages
+from ._messages import ToolCall, read_messages
 from ._models import CatalogInfo
+from ._names import call_label
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
 from ._split import split_request
 from ._text import query_identifiers, query_text
@@ -58,7 +59,8 @@ HEAVY_SHARE = 0.4
 class RouteRequest:
     """One validated route() call. Its conversation: ``session`` (whose logged calls the statement reads), the
     earlier turns' text (oldest first), the names of the tool calls in the messages (oldest first; looked back on
-    only without a session) and, once resolved (:func:`with_calls`), their tool ids and the names that matched none.
+    only without a session) and the Responses namespace each was made in (None: none), and, once resolved
+    (:func:`with_calls`), their tool ids and the names that matched none.
     ``parts``: the request's sub-requests (``_split``; none when it is one action or ``fusion.split`` is 0).
     ``abstain``: the model that decides whether any tool fits (None: route without asking).
     """
@@ -73,6 +75,7 @@ class RouteRequest:
     session: str | None = None
     earlier: tuple[str, ...] = ()
     call_names: tuple[str, ...] = ()
+    call_namespaces: tuple[str | None, ...] = ()
     calls: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
     parts: tuple[str, ...] = ()
@@ -87,8 +90,8 @@ class RouteRequest:
 
 def conversation(
     query: str | None, messages: object, session: str | None, turns: int, dialect: str = "auto"
-) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """The request, the earlier turns' text and the call names to look back on, from route()'s arguments.
+) -> tuple[str, tuple[str, ...], tuple[ToolCall, ...]]:
+    """The request, the earlier turns' text and the calls to look back on, from route()'s arguments.
 
     Without ``query`` the request is the latest user turn of ``messages``; with one, the messages' turns are all
     earlier ones (a latest turn equal to ``query`` is the request itself). Only the last ``turns`` turns are read.
@@ -108,8 +111,7 @@ def conversation(
         query, texts = conv.request, texts[:-1]
     elif texts and texts[-1] == query:
         texts = texts[:-1]
-    names = () if session is not None else tuple(c.qualified_name for c in conv.tool_calls)
-    return query, tuple(texts), names
+    return query, tuple(texts), () if session is not None else tuple(conv.tool_calls)
 
 
 def route_request(
@@ -124,6 +126,7 @@ def route_request(
     session: str | None = None,
     earlier: Sequence[str] = (),
     call_names: Sequence[str] = (),
+    call_namespaces: Sequence[str | None] = (),
     explore: bool = False,
     seed: int | None = None,
     reranker: Reranker | None = None,
@@ -146,6 +149,7 @@ def route_request(
         query_text(text, f"earlier turn #{i + 1}")
     fusion = check_fusion(fusion)
     check_reranker(reranker, rerank_depth)
+    names, spaces = check_calls(call_names, call_namespaces)
     return RouteRequest(
         query=query,
         fusion=fusion,
@@ -156,7 +160,8 @@ def route_request(
         categories=filter_values("categories", categories),
         session=None if session is None else check_session(session),
         earlier=tuple(earlier),
-        call_names=tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in call_names),
+        call_names=names,
+        call_namespaces=spaces,
         parts=split_request(query) if fusion.split > 0 else (),
         seed=check_explore(explore, seed),
         reranker=reranker,
@@ -167,10 +172,26 @@ def route_request(
     )
 
 
+def check_calls(
+    names: Sequence[str], namespaces: Sequence[str | None] = ()
+) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+    """The names of the tool calls a model made and, one per name, the Responses namespace each was made in (None:
+    none; no namespaces: none was), checked; InvalidInputError names the bad one."""
+    names = tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names)
+    if isinstance(namespaces, str):
+        raise InvalidInputError(f"expected a list of call namespaces (one per call name), got {namespaces!r:.200}")
+    spaces = tuple(None if s is None else check_text(s, "call namespace", max_chars=MAX_ID_CHARS) for s in namespaces)
+    if spaces and len(spaces) != len(names):
+        raise InvalidInputError(f"expected one call namespace (or None) per call name: {len(spaces)} for {len(names)}")
+    return names, spaces or (None,) * len(names)
+
+
 def with_calls(request: RouteRequest, ids: Sequence[str | None]) -> RouteRequest:
-    """``request`` with its call names resolved (``ids`` aligned with ``call_names``; None: matched no tool)."""
+    """``request`` with its calls resolved (``ids`` aligned with ``call_names``; None: matched no tool, listed in
+    ``unresolved`` by ``_names.call_label``)."""
     found = tuple(i for i in ids if i is not None)
-    missing = tuple(dict.fromkeys(n for n, i in zip(request.call_names, ids) if i is None))
+    labels = [call_label(n, s) for n, s in zip(request.call_names, request.call_namespaces)]
+    missing = tuple(dict.fromkeys(n for n, i in zip(labels, ids) if i is None))
     return replace(request, calls=found, unresolved=missing)
 
 
@@ -208,7 +229,7 @@ def prepare_route(
     fusion = override(
         stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid
     )
-    text, earlier, names = conversation(query, messages, session, turns)
+    text, earlier, calls = conversation(query, messages, session, turns)
     request = route_request(
         text,
         fusion,
@@ -219,7 +240,8 @@ def prepare_route(
         categories=categories,
         session=session,
         earlier=earlier,
-        call_names=names,
+        call_names=[c.name for c in calls],
+        call_namespaces=[c.namespace for c in calls],
         explore=explore,
         seed=seed,
         reranker=reranker,

@@ -140,22 +140,26 @@ async def adrive(steps: Steps[T], answer: Callable[[Step], Awaitable[Any]]) -> T
         return stop.value  # type: ignore[no-any-return]
 
 
-def resolve_steps(info: CatalogInfo, names: Sequence[str], *, complete: bool = False) -> Steps[list[str | None]]:
-    """The tool id each name a model called means in the catalog (``_names.resolve_calls``), or None: by index first,
-    the catalog's whole name list only when no tool there answered to some name (several tools answering make a name
-    ambiguous, which more cannot mend). ``complete``: a name no tool answers to is an UnknownToolError at once
-    instead (a read replica may only lack the tool: the read is handed on, ``LAGGING``, and the primary looks)."""
+def resolve_steps(
+    info: CatalogInfo, names: Sequence[str], namespaces: Sequence[str | None] = (), *, complete: bool = False
+) -> Steps[list[str | None]]:
+    """The tool id each name a model called means in the catalog (``_names.resolve_calls``; inside the Responses
+    namespace ``namespaces[i]`` when given and not None), or None: by index first, the catalog's whole name list only
+    when no tool there answered to some call (several tools answering make a call ambiguous, which more cannot mend).
+    ``complete``: a call no tool answers to is an UnknownToolError at once instead (a read replica may only lack the
+    tool: the read is handed on, ``LAGGING``, and the primary looks)."""
     if not names:
         return []
+    spaces = list(namespaces) or [None] * len(names)
     params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
     candidates = [name_row(r) for r in (yield Fetch("call_candidates", params))]
-    missing = unanswered(names, candidates)
+    missing = unanswered(names, candidates, spaces)
     if missing and complete:
         calls = ", ".join(map(repr, missing))
         raise UnknownToolError(f"no tool of catalog {info.name!r} answers to the call(s) {calls}")
     if missing:
         candidates = [name_row(r) for r in (yield Fetch("tool_names", {"catalog": info.id}))]
-    return resolve_calls(names, candidates)
+    return resolve_calls(names, candidates, spaces)
 
 
 def route_steps(
@@ -188,7 +192,8 @@ def _route_once(
     packing; timed stage by stage."""
     request, reason = prepare_route(info, embedder, query, **options)
     if request.call_names:
-        request = with_calls(request, (yield from resolve_steps(info, request.call_names, complete=complete)))
+        ids = yield from resolve_steps(info, request.call_names, request.call_namespaces, complete=complete)
+        request = with_calls(request, ids)
     with RouteTrace(info.name, request.query, request.k) as trace:
         qvec: np.ndarray | None = None
         cvec: np.ndarray | None = None

@@ -31,6 +31,7 @@ from ._reembed import reembed
 from ._replicas import Replicas, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
+from ._route import check_calls
 from ._rows import all_found, check_ids, name_row, unknown_catalog
 from ._session_methods import SessionMethods
 from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
@@ -293,13 +294,16 @@ class ToolStore(AnchorMethods, SessionMethods):
 
         return self._read(work)
 
-    def resolve_calls(self, names: Sequence[str]) -> list[str | None]:
+    def resolve_calls(self, names: Sequence[str], *, namespaces: Sequence[str | None] = ()) -> list[str | None]:
         """The tool id each name a model called means across the catalog (as :meth:`resolve`), None for a name that
-        matches no tool or several."""
-        names = [check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names]
+        matches no tool or several. ``namespaces``: one per name, the Responses namespace the call was made in (a
+        function_call item's ``namespace``; None: none), which only the tools in it answer."""
+        names, spaces = check_calls(names, namespaces)
 
         def work(complete: bool) -> Work[list[str | None]]:  # complete on a replica: one lacking a tool hands on
-            return lambda conn: drive(resolve_steps(self._info(conn), names, complete=complete), self._answer(conn))
+            return lambda conn: drive(
+                resolve_steps(self._info(conn), names, spaces, complete=complete), self._answer(conn)
+            )
 
         return self._read(work(True), work(False))
 
