@@ -6,14 +6,23 @@
 -- against that of the names' parts (`_names.call_keys`); each lookup indexed. Every tool one of the names may mean
 -- under `_names.resolve_name` is among them (the fallback `tool` of a part with no valid character too: `call_keys`
 -- also looks a name up without such parts), but for a name form carrying a hash (a name over 64 characters): one that
--- finds no tool here is resolved across the whole catalog (`_steps.resolve_steps`).
-select id, name, provider
+-- finds no tool here is resolved across the whole catalog (`_steps.resolve_steps`). A call inside a Responses
+-- namespace is looked up by its name and kept to the tools in that namespace: `namespace`, the one a tool was imported
+-- from (`_names.call_namespace`: else its provider; read from the few rows found, not from every tool).
+select id, name, provider, spec -> 'x-toolstore-namespace' -> 'name' as namespace
 from tools
 where catalog_id = %(catalog)s
   and (id = any (%(names)s::text[])
        or call_key(name) = any (array(select call_key(k) from unnest(%(keys)s::text[]) k))
        or call_key(id) = any (array(select call_key(k) from unnest(%(keys)s::text[]) k)))
 order by id;
+
+-- name: call_names
+-- `tool_names` with each tool's Responses namespace (as `call_candidates`): the whole catalog's, for resolving calls,
+-- some inside a namespace, that `call_candidates` did not all resolve. Kept apart from `tool_names`, which does not
+-- read every tool's spec.
+select id, name, provider, spec -> 'x-toolstore-namespace' -> 'name' as namespace
+from tools where catalog_id = %(catalog)s order by id;
 
 -- name: open_session
 -- The session's row, created when new, locked for this transaction: its latest position.

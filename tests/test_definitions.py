@@ -22,7 +22,7 @@ from toolstore import (
     load_tools_file,
     parse_tools,
 )
-from toolstore._names import model_names, name_forms, resolve_calls
+from toolstore._names import call_namespace, model_names, name_forms, resolve_calls
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -303,17 +303,35 @@ def test_resolving_calls_through_the_index_equals_resolving_across_the_catalog(s
     assert store.resolve_calls(["tool"]) == [None]  # zh.search's valid name, misc.tool's own and x.搜索's
 
 
+def _in(namespace: object) -> dict[str, Any]:
+    return {"x-toolstore-namespace": {"type": "namespace", "name": namespace, "description": "d", "tools": []}}
+
+
+NAMESPACED = [  # tools imported from a Responses namespace: one naming its own provider, a long one, a bad record
+    Tool(id="sales.search", name="search", provider="sales", spec=_in("crm")),
+    Tool(id="crm.create_lead", name="create_lead", provider="crm", spec=_in("crm")),
+    Tool(id="sf.long", name="create_" + "x" * 49, provider="salesforce_crm", spec=_in("salesforce_crm")),
+    Tool(id="t.search", name="search", provider="tickets", spec=_in(7)),  # no string name: its provider's
+]
+
+
 def test_calls_in_a_namespace_resolve_through_the_index_as_across_the_catalog(store: ToolStore) -> None:
     """A call made inside a Responses namespace is resolved among the tools `call_candidates` finds by its name, kept
-    to those in that namespace: every name form of every tool, in every namespace, resolves there (and through the
-    catalog-wide path) as among all the catalog's tools."""
-    store.upsert(NAMING)
-    names = sorted({form for t in NAMING for form in (*name_forms(t), t.name, t.id)})
-    spaces = sorted({t.provider for t in NAMING if t.provider is not None}) + ["nowhere"]
+    to those in that namespace (the one a tool was imported from, else its provider): every name form of every tool,
+    in every namespace, resolves there (and through the catalog-wide path) as among all the catalog's tools."""
+    tools = [*NAMING, *NAMESPACED]
+    store.upsert(tools)
+    names = sorted({form for t in tools for form in (*name_forms(t), t.name, t.id)})
+    spaces = sorted({s for t in tools for s in (call_namespace(t), t.provider) if s is not None}) + ["nowhere"]
     calls = [(n, s) for n in names for s in spaces]
-    expected = resolve_calls([n for n, _ in calls], NAMING, [s for _, s in calls])
+    expected = resolve_calls([n for n, _ in calls], tools, [s for _, s in calls])
     assert [store.resolve_calls([n], namespaces=[s])[0] for n, s in calls] == expected
     assert store.resolve_calls([n for n, _ in calls], namespaces=[s for _, s in calls]) == expected
+    assert store.resolve_calls(["search", "search", "search"], namespaces=["crm", "tickets", "sales"]) == [
+        "sales.search",  # the namespace it was imported from, not its provider
+        "t.search",
+        None,
+    ]
     with pytest.raises(InvalidInputError, match="a list of call namespaces"):
         store.resolve_calls(["search"], namespaces="crm")
     with pytest.raises(InvalidInputError, match=r"one call namespace \(or None\) per call name: 1 for 2"):

@@ -15,7 +15,16 @@ import openai
 import pytest
 from pydantic import TypeAdapter
 
-from toolstore import AsyncToolStore, InvalidInputError, Tool, ToolStore, UnknownToolError, parse_tools, read_messages
+from toolstore import (
+    AsyncToolStore,
+    InvalidInputError,
+    Tool,
+    ToolStore,
+    UnknownToolError,
+    export_catalog,
+    parse_tools,
+    read_messages,
+)
 from toolstore.integrations import anthropic as ts_anthropic
 from toolstore.integrations import openai as ts_openai
 
@@ -351,3 +360,22 @@ def test_a_namespaced_call_resolves_when_namespace_and_name_pass_64_characters(d
     assert asyncio.run(main()) == [f"salesforce_crm.{name}"]
     offered = store.route(name, k=2)
     assert [c.tool.id for c in ts_openai.calls(offered, [call])] == [f"salesforce_crm.{name}"]
+
+
+def test_a_namespaced_call_resolves_to_a_tool_that_names_its_own_provider(store: ToolStore) -> None:
+    """A tool of a namespace that names its own provider (x-toolstore, a benchmark row's provider) is still exported
+    and called inside that namespace: a call's namespace is matched on the tool's own namespace, falling back to its
+    provider, among the offered tools and across the catalog."""
+    own = {**CRM, "tools": [{**CRM["tools"][0], "x-toolstore": {"provider": "sales"}}]}
+    store.upsert(parse_tools([own, TICKETS]))
+    assert [t.id for t in store.tools()] == ["sales.search", "tickets.search"]
+    [crm, _] = export_catalog(store.tools(), "openai-responses")["tools"]
+    assert (crm["name"], [t["name"] for t in crm["tools"]]) == ("crm", ["search"])  # exported inside crm
+    assert store.route(messages=NAMESPACED, k=2).unresolved == []
+    result = ts_openai.route_messages(store, NAMESPACED, session="s", k=2)
+    assert result.unresolved == [] and [c.tool_id for c in store.session_log("s")] == ["sales.search"]
+    offered = store.route("search", k=2)
+    assert [c.tool.id for c in ts_openai.calls(offered, NAMESPACED[1:2])] == ["sales.search"]
+    sales = {**NAMESPACED[1], "namespace": "sales"}  # no namespace is called so: the provider answers only without one
+    with pytest.raises(UnknownToolError, match="no offered tool is in namespace 'sales'"):
+        ts_openai.calls(offered, [sales])

@@ -47,7 +47,7 @@ class ToolCall:
     def qualified_name(self) -> str:
         """The call as one string, where one must say it (``RouteResult.unresolved``): ``namespace__name`` inside a
         namespace, else the name. A call is resolved by the pair (``_names.resolve_call``), not by this string: it is
-        not always the tool's catalog-wide name (hashed past 64 characters)."""
+        not always the tool's catalog-wide name (hashed past 64 characters; a tool with its own provider)."""
         return call_label(self.name, self.namespace)
 
 

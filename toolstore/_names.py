@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 
 from ._errors import UnknownToolError
+from ._formats.build import namespace_record
 from ._models import Tool
 
 MAX_LENGTH = 64
@@ -110,20 +111,26 @@ def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
     raise UnknownToolError(f"no tool named {name!r}")
 
 
+def call_namespace(tool: Tool) -> str | None:
+    """The Responses namespace a model calls ``tool`` in: the one it was imported from, which a Responses export puts
+    it in again (``_formats.build.namespace_record``), even when it names its own provider; else its provider."""
+    record = namespace_record(tool)
+    return tool.provider if record is None else str(record["name"])
+
+
 def call_label(name: str, namespace: str | None) -> str:
     """How a call is named where one string must say it (``unresolved``): ``namespace__name`` inside a namespace."""
     return name if namespace is None else f"{namespace}{SEPARATOR}{name}"
 
 
 def in_namespace(tools: Sequence[Tool], namespace: str) -> list[Tool]:
-    """The ``tools`` a call made inside the Responses ``namespace`` may mean: those of that provider."""
-    return [t for t in tools if t.provider == namespace]
+    """The ``tools`` a call made inside the Responses ``namespace`` may mean: those in it (:func:`call_namespace`)."""
+    return [t for t in tools if call_namespace(t) == namespace]
 
 
 def resolve_call(name: str, namespace: str | None, tools: Sequence[Tool], *, offered: bool) -> Tool:
-    """:func:`resolve_name` of a call that may have been made inside a Responses ``namespace``: the namespace is its
-    tools' provider (``_formats.parse``), so only ``tools`` of that provider answer, to any of their names (the
-    namespace gave each its own name)."""
+    """:func:`resolve_name` of a call that may have been made inside a Responses ``namespace``: only ``tools`` in that
+    namespace (:func:`call_namespace`) answer, to any of their names (the namespace gave each its own name)."""
     if namespace is None:
         return resolve_name(name, tools, offered=offered)
     members = in_namespace(tools, namespace)

@@ -134,5 +134,5 @@ class RouteResult:
 
     def resolve(self, name: str, *, namespace: str | None = None) -> Tool:
         """The tool a model called by ``name`` (a name from :meth:`definitions`), or by its own name inside the
-        Responses ``namespace`` the call names (its tools' provider); UnknownToolError otherwise."""
+        Responses ``namespace`` the call names (``_names.call_namespace``); UnknownToolError otherwise."""
         return resolve_call(name, namespace, [r.tool for r in self.tools], offered=True)

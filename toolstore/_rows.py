@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._errors import InvalidInputError, InvalidToolError, UnknownCatalogError, UnknownToolError
+from ._formats.build import NAMESPACE_KEY
 from ._input import (
     MAX_DOC_CHARS,
     MAX_ID_CHARS,
@@ -113,8 +114,11 @@ def tool_from_row(row: Mapping[str, Any]) -> Tool:
 
 
 def name_row(row: Mapping[str, Any]) -> Tool:
-    """A ``tool_names`` row as a Tool carrying only what names it (id, name, provider)."""
-    return Tool(id=row["id"], name=row["name"], provider=row["provider"])
+    """A ``tool_names`` row as a Tool carrying only what names it (id, name, provider), and a ``call_candidates`` or
+    ``call_names`` row's ``namespace`` (its Responses namespace's name: ``_names.call_namespace``) in its spec."""
+    namespace = row.get("namespace")
+    spec = None if namespace is None else {NAMESPACE_KEY: {"name": namespace}}
+    return Tool(id=row["id"], name=row["name"], provider=row["provider"], spec=spec)
 
 
 def check_tools(tools: Sequence[Tool]) -> None:

@@ -158,7 +158,8 @@ def resolve_steps(
         calls = ", ".join(map(repr, missing))
         raise UnknownToolError(f"no tool of catalog {info.name!r} answers to the call(s) {calls}")
     if missing:
-        candidates = [name_row(r) for r in (yield Fetch("tool_names", {"catalog": info.id}))]
+        block = "tool_names" if all(s is None for s in spaces) else "call_names"  # tool_names reads no spec
+        candidates = [name_row(r) for r in (yield Fetch(block, {"catalog": info.id}))]
     return resolve_calls(names, candidates, spaces)
 
 

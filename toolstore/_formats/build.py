@@ -182,6 +182,13 @@ def check_optional_str(value: object, field_name: str) -> str | None:
     raise ValueError(f"{field_name} must be a string, got {type_name(value)}")
 
 
+def namespace_record(tool: Tool) -> dict[str, Any] | None:
+    """The Responses namespace ``tool`` was imported from (its ``NAMESPACE_KEY`` record in ``spec``, with a string
+    ``name``): a Responses export puts the tool inside it again, and a model calls the tool in it; None: none."""
+    record = tool.spec.get(NAMESPACE_KEY) if isinstance(tool.spec, dict) else None
+    return record if isinstance(record, dict) and isinstance(record.get("name"), str) else None
+
+
 def default_id(provider: str | None, name: str) -> str:
     """The id a tool gets without an explicit one: ``provider.name``, or ``name``."""
     return f"{provider}.{name}" if provider else name

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from .._errors import InvalidInputError
 from .._models import Tool
-from .build import META_KEY, NAMESPACE_KEY, default_id
+from .build import META_KEY, default_id, namespace_record
 
 Format = Literal["openai", "openai-responses", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "mcp")
@@ -343,8 +343,8 @@ def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> lis
     out: list[dict[str, Any]] = []
     namespaces: dict[str, dict[str, Any]] = {}
     for tool, definition in zip(tools, definitions):
-        record = tool.spec.get(NAMESPACE_KEY) if isinstance(tool.spec, dict) else None
-        if not (isinstance(record, dict) and isinstance(record.get("name"), str)):
+        record = namespace_record(tool)
+        if record is None:
             out.append(definition)
             continue
         if record["name"] not in namespaces:
