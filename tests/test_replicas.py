@@ -394,6 +394,31 @@ def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answer
     assert fetched == ["call_candidates"]
 
 
+def test_finding_unanswered_calls_takes_each_candidates_name_forms_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_names.unanswered`` runs on every resolve (an import of sessions resolves thousands of ids at once): it takes
+    each candidate's name forms once per namespace, never once per name and candidate (which made a 2,000-session
+    import in tests/test_plans.py run for minutes)."""
+    from toolstore import _names
+
+    tools = [Tool(id=f"p{i % 3}.tool_{i}", name=f"tool_{i}", provider=f"p{i % 3}") for i in range(200)]
+    calls = 0
+    forms = _names.name_forms
+
+    def counted(tool: Tool) -> Any:
+        nonlocal calls
+        calls += 1
+        return forms(tool)
+
+    monkeypatch.setattr(_names, "name_forms", counted)
+    names = [t.id for t in tools] + ["tool_7", "nothing_like_it"]
+    assert _names.unanswered(names, tools) == ["nothing_like_it"]
+    assert calls <= len(tools)
+    calls = 0
+    spaces = ["p0", "p1"] * (len(names) // 2)
+    assert _names.unanswered(names, tools, spaces) == [f"{s}__{n}" for n, s in zip(names, spaces) if n[:2] != s]
+    assert calls <= len(tools)  # each namespace's members once: the three namespaces' members are disjoint
+
+
 def requests(pool: Any) -> int:
     return int(pool.get_stats().get("requests_num", 0))
 

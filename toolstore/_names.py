@@ -187,11 +187,14 @@ def call_keys(names: Sequence[str]) -> list[str]:
 def unanswered(names: Sequence[str], candidates: Sequence[Tool], namespaces: Sequence[str | None] = ()) -> list[str]:
     """The calls (:func:`call_label`) that no tool of ``candidates`` answers to, in any form :func:`resolve_call`
     accepts across a catalog (in the namespace ``namespaces[i]`` when given and not None): a name that several answer
-    to is ambiguous, not unanswered (more tools cannot make it resolve)."""
+    to is ambiguous, not unanswered (more tools cannot make it resolve). Each tool's forms are taken once."""
+    answered: dict[str | None, set[str]] = {}
     out = []
     for name, namespace in zip(names, namespaces or [None] * len(names), strict=True):
-        members = candidates if namespace is None else in_namespace(candidates, namespace)
-        if not any(t.id == name or any(name in form(t) for form in _CATALOG_FORMS) for t in members):
+        if namespace not in answered:
+            members = candidates if namespace is None else in_namespace(candidates, namespace)
+            answered[namespace] = {f for t in members for f in (t.id, *(n for form in _CATALOG_FORMS for n in form(t)))}
+        if name not in answered[namespace]:
             out.append(call_label(name, namespace))
     return out
 
