@@ -118,6 +118,27 @@ def test_a_replica_that_is_down_hands_reads_to_the_primary_from_the_start(dsn: s
         assert pool.get_stats()["requests_num"] == asked
 
 
+@contextmanager
+def route_held(store: ToolStore, query: str) -> Iterator[threading.Event]:
+    """A route of ``query`` in a thread that keeps its connection (a reranker that waits) until the event yielded is
+    set, or the block ends."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold(_query: str, candidates: list[Any]) -> list[float]:
+        holding.set()
+        release.wait()
+        return [0.0] * len(candidates)
+
+    held = threading.Thread(target=store.route, args=(query,), kwargs={"reranker": hold})
+    held.start()
+    try:
+        assert holding.wait(60)
+        yield release
+    finally:
+        release.set()
+        held.join()
+
+
 def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
     replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,24 +152,11 @@ def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
         store.upsert(generated_tools(20, seed=8))
         wait_for(replica, "busy", 20)
         expected = store.route(query).ids
-        holding, release = threading.Event(), threading.Event()
-
-        def hold(_query: str, candidates: list[Any]) -> list[float]:  # keeps the replica's one connection
-            holding.set()
-            release.wait()
-            return [0.0] * len(candidates)
-
-        held = threading.Thread(target=store.route, args=(query,), kwargs={"reranker": hold})
-        held.start()
         replica_pool = store._replicas.connectors[0].pool
-        try:
-            assert holding.wait(60)
+        with route_held(store, query):  # keeps the replica's one connection
             primary = requests(store.pool)
             assert store.route(query).ids == expected  # the replica's pool stays busy: routed on the primary
             assert requests(store.pool) > primary
-        finally:
-            release.set()
-            held.join()
         asked = replica_pool.get_stats()["requests_num"]
         assert store.route(query).ids == expected
         assert replica_pool.get_stats()["requests_num"] > asked  # the replica was asked again, not left out
@@ -164,26 +172,13 @@ def test_a_busy_replica_is_asked_after_a_free_one(replicated: tuple[str, str]) -
         store.upsert(generated_tools(20, seed=9))
         wait_for(replica, "twobusy", 20)
         expected = store.route(query).ids
-        holding, release = threading.Event(), threading.Event()
-
-        def hold(_query: str, candidates: list[Any]) -> list[float]:  # keeps its replica's one connection
-            holding.set()
-            release.wait()
-            return [0.0] * len(candidates)
-
-        held = threading.Thread(target=store.route, args=(query,), kwargs={"reranker": hold})
-        held.start()
-        try:
-            assert holding.wait(60)
+        with route_held(store, query):  # keeps its replica's one connection
             connectors = store._replicas.connectors
             (busy,) = [c for c in connectors if c.busy()]
             asked, primary = requests(busy.pool), requests(store.pool)
             for _ in range(2):  # one of the two turns starts at the busy replica
                 assert store.route(query).ids == expected
             assert requests(busy.pool) == asked and requests(store.pool) == primary
-        finally:
-            release.set()
-            held.join()
         for _ in range(2):
             assert store.route(query).ids == expected
         assert requests(busy.pool) > asked  # asked again once free
@@ -221,20 +216,10 @@ def test_a_read_waits_for_the_only_replica_rather_than_leave_it_for_the_primary(
         store.upsert(generated_tools(20, seed=10))
         wait_for(replica, "onebusy", 20)
         expected = store.route(query).ids
-        holding, release = threading.Event(), threading.Event()
-
-        def hold(_query: str, candidates: list[Any]) -> list[float]:
-            holding.set()
-            release.wait()
-            return [0.0] * len(candidates)
-
-        held = threading.Thread(target=store.route, args=(query,), kwargs={"reranker": hold})
-        held.start()
-        assert holding.wait(60)
-        replica_pool, primary = store._replicas.connectors[0].pool, requests(store.pool)
-        threading.Timer(0.5, release.set).start()  # the connection comes back while the next read waits for it
-        assert store.route(query).ids == expected
-        held.join()
+        with route_held(store, query) as release:
+            replica_pool, primary = store._replicas.connectors[0].pool, requests(store.pool)
+            threading.Timer(0.5, release.set).start()  # the connection comes back while the next read waits for it
+            assert store.route(query).ids == expected
         assert requests(store.pool) == primary and requests(replica_pool) >= 3
 
 
