@@ -279,10 +279,8 @@ def _check_foreign(
     return foreign
 
 
-def _check_upstream(conn: Any, catalog: int | None, provider: str, upstream: Upstream) -> None:
+def _check_upstream(conn: Any, catalog: int, provider: str, upstream: Upstream) -> None:
     """McpSyncError when the upstream recorded for ``provider`` is another server than ``upstream``."""
-    if catalog is None:
-        return
     row = conn.execute(query("get_upstream"), {"catalog": catalog, "provider": provider}).fetchone()
     if row is None:
         return

@@ -60,8 +60,8 @@ def custom_input(tool: Tool, arguments: dict[str, Any] | str) -> dict[str, Any] 
 
 def _custom_text(tool: Tool) -> str:
     """What a custom tool's text input is: free-form, or held to the grammar of its ``format``."""
-    spec = tool.spec or {}
-    fmt = _responses_format((spec["custom"] if source_format(spec) == "openai-custom" else spec).get("format"))
+    source = source_format(tool.spec)
+    fmt = _responses_format((_source(tool, source, source) or {}).get("format"))
     if not (isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str)):
         return "The input, as free-form text."
     syntax = fmt.get("syntax")
@@ -239,8 +239,7 @@ def _openai_custom(tool: Tool, source_fmt: str, *, shape: str, with_metadata: bo
     {"name", "description"?, "format"?}}``, its grammar ``{"type": "grammar", "grammar": {"definition", "syntax"}}``,
     or Responses ``{"type": "custom", "name", "description"?, "format"?}``, its grammar flat. A tool imported in the
     same shape keeps its other keys (``defer_loading``, ...) and their order (``source_fmt``: its source format)."""
-    spec = tool.spec or {}
-    source = spec["custom"] if source_fmt == "openai-custom" else spec
+    source = _source(tool, source_fmt, source_fmt) or {}
     fields: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fields["description"] = tool.description
