@@ -358,6 +358,7 @@ def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answer
     catalog's whole name list (``tool_names``), which only a name that no candidate answers to fetches; with
     ``complete`` (a replica) such a name is an UnknownToolError at once, before any whole list is read."""
     from toolstore._models import CatalogInfo
+    from toolstore._names import may_be_hashed, model_names
     from toolstore._steps import Fetch, drive, resolve_steps
 
     info = CatalogInfo(id=1, name="c", embed_model=None, embed_dim=None, settings={})
@@ -377,6 +378,22 @@ def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answer
     with pytest.raises(UnknownToolError, match="nothing_like_it"):
         drive(resolve_steps(info, ["search", "nothing_like_it"], complete=True), answer)
     assert fetched == ["call_candidates"]
+    # A name over 64 characters is offered cut, with a hash, which the index cannot find: a replica that has the tool
+    # resolves it from the whole list (only what that list cannot answer either is handed on).
+    long = Tool(id="acme." + "very_long_operation_name_" * 3, name="very_long_operation_name_" * 3, provider="acme")
+    (hashed,) = model_names([long])
+    assert len(hashed) == 64 and may_be_hashed(hashed)
+    fetched.clear()
+
+    def index_misses(step: Fetch) -> list[dict[str, Any]]:
+        fetched.append(step.block)
+        return [] if step.block == "call_candidates" else [{"id": long.id, "name": long.name, "provider": "acme"}]
+
+    assert drive(resolve_steps(info, [hashed], complete=True), index_misses) == [long.id]
+    assert fetched == ["call_candidates", "tool_names"]
+    other = hashed[:-8] + "00000000"  # the form of a tool the replica lacks: the whole list does not answer it either
+    with pytest.raises(UnknownToolError, match=other):
+        drive(resolve_steps(info, [other], complete=True), index_misses)
 
 
 def test_finding_unanswered_calls_takes_each_candidates_name_forms_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -168,6 +168,12 @@ def resolve_among(name: str, tools: Sequence[Tool], ids: Sequence[str]) -> Tool:
 _HASH_SUFFIX = re.compile(r"_[0-9a-f]{8}$")
 
 
+def may_be_hashed(name: str) -> bool:
+    """Whether ``name`` may be a name form cut to :data:`MAX_LENGTH` with a hash, which only a tool's whole name list
+    can resolve (``call_candidates`` cannot find it)."""
+    return _HASH_SUFFIX.search(name) is not None
+
+
 def call_keys(names: Sequence[str]) -> list[str]:
     """What ``call_candidates`` looks the tools a model called ``names`` up by (``call_key()`` of a tool's name or id,
     migration 0020, against ``call_key()`` of these): each name, and each part of it after a ``__`` (the part after

@@ -25,7 +25,7 @@ from ._errors import UnknownToolError
 from ._explain import statement_fusion
 from ._filters import unmatched_filter
 from ._models import CatalogInfo
-from ._names import call_keys, resolve_calls, unanswered
+from ._names import call_keys, may_be_hashed, resolve_calls, unanswered
 from ._observe import RouteTrace
 from ._rerank import Reranker, check_scores, pool_positions, reorder, rerank_failed, rerank_summary
 from ._result import RoutedTool, RouteResult
@@ -146,20 +146,22 @@ def resolve_steps(
     """The tool id each name a model called means in the catalog (``_names.resolve_calls``; inside the Responses
     namespace ``namespaces[i]`` when given and not None), or None: by index first, the catalog's whole name list only
     when no tool there answered to some call (several tools answering make a call ambiguous, which more cannot mend).
-    ``complete``: a call no tool answers to is an UnknownToolError at once instead (a read replica may only lack the
-    tool: the read is handed on, ``LAGGING``, and the primary looks)."""
+    ``complete``: a call no tool answers to is an UnknownToolError instead (a read replica may only lack the tool: the
+    read is handed on, ``LAGGING``, and the primary looks), at once unless it may be a hashed name form, which only the
+    whole list can resolve (``_names.may_be_hashed``)."""
     if not names:
         return []
     spaces = list(namespaces) or [None] * len(names)
     params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
     candidates = [name_row(r) for r in (yield Fetch("call_candidates", params))]
     missing = unanswered(names, candidates, spaces)
+    if missing and (not complete or any(map(may_be_hashed, missing))):  # a hashed form: only the whole list has it
+        block = "tool_names" if all(s is None for s in spaces) else "call_names"  # tool_names reads no spec
+        candidates = [name_row(r) for r in (yield Fetch(block, {"catalog": info.id}))]
+        missing = unanswered(names, candidates, spaces) if complete else []
     if missing and complete:
         calls = ", ".join(map(repr, missing))
         raise UnknownToolError(f"no tool of catalog {info.name!r} answers to the call(s) {calls}")
-    if missing:
-        block = "tool_names" if all(s is None for s in spaces) else "call_names"  # tool_names reads no spec
-        candidates = [name_row(r) for r in (yield Fetch(block, {"catalog": info.id}))]
     return resolve_calls(names, candidates, spaces)
 
 
