@@ -22,7 +22,7 @@ from toolstore import (
     load_tools_file,
     parse_tools,
 )
-from toolstore._names import call_namespace, model_names, name_forms, resolve_calls
+from toolstore._names import call_namespace, model_names, name_forms, resolve_call, resolve_calls
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -313,6 +313,25 @@ NAMESPACED = [  # tools imported from a Responses namespace: one naming its own 
     Tool(id="sf.long", name="create_" + "x" * 49, provider="salesforce_crm", spec=_in("salesforce_crm")),
     Tool(id="t.search", name="search", provider="tickets", spec=_in(7)),  # no string name: its provider's
 ]
+
+
+def test_resolving_many_calls_at_once_is_resolving_each_call() -> None:
+    """``resolve_calls`` (every call at once, from one index of each namespace's name forms) answers each call as
+    ``resolve_call`` does alone (resolve_name's tiers: the id, the model-facing forms, the plain and raw names; one tool
+    resolves, more are ambiguous), in and out of namespaces, for every name form and a few that match nothing."""
+    tools = [*NAMING, *NAMESPACED]
+    names = sorted({form for t in tools for form in (*name_forms(t), t.name, t.id)}) + ["", "nothing", "tool_0000"]
+    spaces = [None, *sorted({s for t in tools for s in (call_namespace(t), t.provider) if s is not None}), "nowhere"]
+    calls = [(n, s) for n in names for s in spaces]
+
+    def alone(name: str, namespace: str | None) -> str | None:
+        try:
+            return resolve_call(name, namespace, tools, offered=False).id
+        except UnknownToolError:
+            return None
+
+    assert resolve_calls([n for n, _ in calls], tools, [s for _, s in calls]) == [alone(n, s) for n, s in calls]
+    assert any(alone(n, s) is None for n, s in calls) and any(alone(n, s) for n, s in calls)
 
 
 def test_calls_in_a_namespace_resolve_through_the_index_as_across_the_catalog(store: ToolStore) -> None:

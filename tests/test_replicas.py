@@ -396,7 +396,7 @@ def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answer
         drive(resolve_steps(info, [other], complete=True), index_misses)
 
 
-def test_finding_unanswered_calls_takes_each_candidates_name_forms_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_finding_and_resolving_calls_takes_each_candidates_name_forms_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """``_names.unanswered`` runs on every resolve (an import of sessions resolves thousands of ids at once): it takes
     each candidate's name forms once per namespace, never once per name and candidate (which made a 2,000-session
     import in tests/test_plans.py run for minutes)."""
@@ -419,6 +419,9 @@ def test_finding_unanswered_calls_takes_each_candidates_name_forms_once(monkeypa
     spaces = ["p0", "p1"] * (len(names) // 2)
     assert _names.unanswered(names, tools, spaces) == [f"{s}__{n}" for n, s in zip(names, spaces) if n[:2] != s]
     assert calls <= len(tools)  # each namespace's members once: the three namespaces' members are disjoint
+    calls = 0
+    assert _names.resolve_calls(names, tools)[-2:] == ["p1.tool_7", None]  # resolving: one index too
+    assert calls <= len(tools)
 
 
 def requests(pool: Any) -> int:

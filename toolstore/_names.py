@@ -190,19 +190,37 @@ def call_keys(names: Sequence[str]) -> list[str]:
     return sorted(keys)
 
 
+def _tiers(members: Sequence[Tool]) -> list[dict[str, set[str]]]:
+    """:func:`resolve_name`'s tiers across a catalog, each a map from a name to the ids of the ``members`` that have
+    it: the id, then each of :data:`_CATALOG_FORMS`. Each tool's forms are taken once."""
+    tiers: list[dict[str, set[str]]] = [{t.id: {t.id} for t in members}, *({} for _ in _CATALOG_FORMS)]
+    for tool in members:
+        for tier, form in zip(tiers[1:], _CATALOG_FORMS):
+            for name in form(tool):
+                tier.setdefault(name, set()).add(tool.id)
+    return tiers
+
+
+def _hits(names: Sequence[str], candidates: Sequence[Tool], namespaces: Sequence[str | None]) -> list[set[str] | None]:
+    """Per call (in the namespace ``namespaces[i]`` when given and not None), the ids of the ``candidates`` in the first
+    tier that has its name (:func:`resolve_call` across a catalog: one id resolves it, more make it ambiguous), None
+    when no tier has it. One index of tiers per namespace: linear in the candidates, not in calls x candidates."""
+    index: dict[str | None, list[dict[str, set[str]]]] = {}
+    out: list[set[str] | None] = []
+    for name, namespace in zip(names, namespaces or [None] * len(names), strict=True):
+        if namespace not in index:
+            index[namespace] = _tiers(candidates if namespace is None else in_namespace(candidates, namespace))
+        valid = isinstance(name, str) and name != ""
+        out.append(next((tier[name] for tier in index[namespace] if name in tier), None) if valid else None)
+    return out
+
+
 def unanswered(names: Sequence[str], candidates: Sequence[Tool], namespaces: Sequence[str | None] = ()) -> list[str]:
     """The calls (:func:`call_label`) that no tool of ``candidates`` answers to, in any form :func:`resolve_call`
     accepts across a catalog (in the namespace ``namespaces[i]`` when given and not None): a name that several answer
-    to is ambiguous, not unanswered (more tools cannot make it resolve). Each tool's forms are taken once."""
-    answered: dict[str | None, set[str]] = {}
-    out = []
-    for name, namespace in zip(names, namespaces or [None] * len(names), strict=True):
-        if namespace not in answered:
-            members = candidates if namespace is None else in_namespace(candidates, namespace)
-            answered[namespace] = {f for t in members for f in (t.id, *(n for form in _CATALOG_FORMS for n in form(t)))}
-        if name not in answered[namespace]:
-            out.append(call_label(name, namespace))
-    return out
+    to is ambiguous, not unanswered (more tools cannot make it resolve)."""
+    spaces = namespaces or [None] * len(names)
+    return [call_label(n, s) for n, s, hit in zip(names, spaces, _hits(names, candidates, spaces)) if hit is None]
 
 
 def resolve_calls(
@@ -211,10 +229,5 @@ def resolve_calls(
     """The tool id each called name means among a catalog's ``candidates`` (:func:`resolve_call` across a catalog, in
     the Responses namespace ``namespaces[i]`` when given and not None), or None for a name that no tool, or more than
     one, answers to."""
-    out: list[str | None] = []
-    for name, namespace in zip(names, namespaces or [None] * len(names), strict=True):
-        try:
-            out.append(resolve_call(name, namespace, candidates, offered=False).id)
-        except UnknownToolError:
-            out.append(None)
-    return out
+    hits = _hits(names, candidates, namespaces)
+    return [next(iter(hit)) if hit is not None and len(hit) == 1 else None for hit in hits]
