@@ -57,7 +57,10 @@ def route_messages(
         # route()'s own checks first: a bad option is refused before any call is recorded
         check_route_options(None, messages=messages, session=session, turns=turns, **options)
         conv = read_messages(messages, dialect, turns=turns)
-        ids = _call_ids(conv, offered, lambda names, spaces: store.resolve_calls(names, namespaces=spaces))
+        ids, pending = _offered_ids(conv, offered)
+        if pending:
+            names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
+            _fill(ids, pending, store.resolve_calls(names, namespaces=spaces))
         if _unresolved(conv, ids):  # only those new to the session: it has seen the others (maybe under another offer)
             new = set(store.new_calls(session, [c.id for c in conv.tool_calls if c.id]))
             unresolved = _unresolved(conv, ids, new)
@@ -82,12 +85,10 @@ async def aroute_messages(
     if session is not None:
         check_route_options(None, messages=messages, session=session, turns=turns, **options)
         conv = read_messages(messages, dialect, turns=turns)
-        calls = [c for c in conv.tool_calls if c.id and _offered(offered, c) is None]
-        found = (
-            await store.resolve_calls([c.name for c in calls], namespaces=[c.namespace for c in calls]) if calls else []
-        )
-        resolved = {(c.name, c.namespace): i for c, i in zip(calls, found)}
-        ids = _call_ids(conv, offered, lambda names, spaces: [resolved[c] for c in zip(names, spaces)])
+        ids, pending = _offered_ids(conv, offered)
+        if pending:
+            names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
+            _fill(ids, pending, await store.resolve_calls(names, namespaces=spaces))
         if _unresolved(conv, ids):
             new = set(await store.new_calls(session, [c.id for c in conv.tool_calls if c.id]))
             unresolved = _unresolved(conv, ids, new)
@@ -106,15 +107,19 @@ def _offered(offered: RouteResult | None, call: ToolCall) -> str | None:
         return None
 
 
-def _call_ids(conv: Conversation, offered: RouteResult | None, resolve: Any) -> list[str | None]:
-    """The tool id of each call of ``conv`` that has a call id (None: unresolved or no call id): among the offered
-    tools first, then across the catalog (``resolve``: names and their namespaces -> ids)."""
+def _offered_ids(
+    conv: Conversation, offered: RouteResult | None
+) -> tuple[list[str | None], list[tuple[int, ToolCall]]]:
+    """The tool id of each call of ``conv`` among the offered tools (None: not there, or no call id), and the calls with
+    a call id left to resolve across the catalog, with their positions (filled in by :func:`_fill`)."""
     ids = [_offered(offered, c) if c.id else None for c in conv.tool_calls]
-    pending = [i for i, c in enumerate(conv.tool_calls) if c.id and ids[i] is None]
-    calls = [conv.tool_calls[i] for i in pending]
-    for i, found in zip(pending, resolve([c.name for c in calls], [c.namespace for c in calls]) if pending else []):
-        ids[i] = found
-    return ids
+    return ids, [(i, c) for i, c in enumerate(conv.tool_calls) if c.id and ids[i] is None]
+
+
+def _fill(ids: list[str | None], pending: Sequence[tuple[int, ToolCall]], found: Sequence[str | None]) -> None:
+    """Put the catalog's answers for the ``pending`` calls (``found``, in their order) in their places in ``ids``."""
+    for (i, _), tool_id in zip(pending, found, strict=True):
+        ids[i] = tool_id
 
 
 def _unresolved(conv: Conversation, ids: Sequence[str | None], new: Collection[str] | None = None) -> list[str]:
