@@ -162,3 +162,22 @@ def test_the_cache_tells_apart_two_token_limits_under_one_model_name(dsn: str, t
     assert rows == [("local/all-MiniLM-L6-v2", 2), ("local/all-MiniLM-L6-v2#max_tokens=64", 2)]
     assert not np.allclose(short.embed_many(texts[:1]), full.embed_many(texts[:1]), atol=1e-3)
     assert (full.cache_key, short.cache_key) == ("local/all-MiniLM-L6-v2", "local/all-MiniLM-L6-v2#max_tokens=64")
+
+
+def test_compatible_servers_serving_one_model_name_do_not_share_cached_vectors(dsn: str) -> None:
+    """OpenAI-compatible servers may serve one model name with another context (a long text one takes whole, the
+    other refuses and the embedder cuts) or another native dimension: none is handed another's vectors from the
+    shared cache, though all record the same model."""
+    texts = ["forecast the weather for a city " * 100, "send an email"]  # about 800 tokens, and 3
+    servers = FakeOpenAI(models={"bge": 384}), FakeOpenAI(models={"bge": 384}, max_input_tokens=511)
+    servers += (FakeOpenAI(models={"bge": 768}),)
+    with servers[0], servers[1], servers[2]:
+        embedders = [OpenAIEmbedder(model="bge", api_key=s.api_key, base_url=s.base_url) for s in servers]
+        assert {e.model for e in embedders} == {"openai/bge"}
+        whole, cut, wider = (e.embed_many(texts) for e in embedders)
+        assert not np.allclose(whole[0], cut[0], atol=1e-3) and wider.shape == (2, 768)
+        with ToolStore(dsn, embedder=embedders[0], catalog="bge") as store, store.connection() as conn:
+            for embedder, expected in zip(embedders, (whole, cut, wider)):
+                np.testing.assert_allclose(embed_cached(conn, embedder, texts), expected, atol=1e-6)
+            keys = [r[0] for r in conn.execute("select distinct model from embedding_cache order by 1")]
+    assert keys == sorted(e.cache_key for e in embedders)

@@ -477,3 +477,22 @@ def test_a_route_time_cut_forced_by_another_text_is_not_kept_for_the_text(server
     np.testing.assert_allclose(vectors.get(embedder, "weather forecast"), short, atol=1e-6)
     np.testing.assert_allclose(vectors.get(embedder, long), fake_vector(long[:8191], 1536), atol=1e-6)
     assert server.embedding_batches()[2:] == [[within]]  # the others came from the cache
+
+
+def test_the_cache_key_names_a_server_other_than_openais(server, monkeypatch):
+    """The embedding cache tells servers apart (vectors of one model name differ between them), but OpenAI's own key
+    stays the model, so the entries cached before stay valid; a URL's credentials and query never go in a key."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert OpenAIEmbedder().cache_key == "openai/text-embedding-3-small"
+    assert OpenAIEmbedder(dimensions=256).cache_key == "openai/text-embedding-3-small@256"
+    assert OpenAIEmbedder(base_url="https://API.openai.com:443/v1/").cache_key == "openai/text-embedding-3-small"
+    assert OpenAIEmbedder(client=openai.OpenAI(api_key="sk-x")).cache_key == "openai/text-embedding-3-small"
+    remote = OpenAIEmbedder(model="bge", base_url="http://user:sk-secret@GPU-1:8000/v1/?key=sk-secret")
+    assert remote.cache_key == "openai/bge#server=http://gpu-1:8000/v1"
+    fake = f"openai/text-embedding-3-small@64#server={server.base_url}"
+    assert OpenAIEmbedder(dimensions=64, base_url=server.base_url).cache_key == fake
+    client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url)
+    injected = OpenAIEmbedder(dimensions=64, client=client)
+    assert injected.cache_key == fake and injected.embed_many(TEXTS).shape == (len(TEXTS), 64)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")  # read by the SDK when base_url is not given
+    assert OpenAIEmbedder().cache_key == "openai/text-embedding-3-small#server=http://localhost:11434/v1"

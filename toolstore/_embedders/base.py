@@ -38,8 +38,9 @@ class Embedder(ABC):
 
     @property
     def cache_key(self) -> str:
-        """The name the embedding cache keeps this embedder's vectors under: its ``model``, with whatever else decides
-        a vector that the model name does not (a model directory's token limit: ``LocalEmbedder``)."""
+        """The name the embedding cache keeps this embedder's vectors under: its ``model``, or the model, ``#`` and
+        whatever else decides a vector that the model name does not (a model directory's token limit:
+        ``LocalEmbedder``; a server other than OpenAI's: ``OpenAIEmbedder``)."""
         return self.model
 
     def embed(self, text: str) -> np.ndarray:

@@ -7,7 +7,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from .._errors import EmbedderError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
 from .base import Embedded, Embedder, normalise
+from .openai_client import OPENAI_SERVER, make_client, server_address
 from .openai_limits import (
     CONTEXT_TOKENS,
     MAX_BATCH_SIZE,
@@ -27,9 +28,6 @@ from .openai_limits import (
     request_batches,
     truncation_warning,
 )
-
-if TYPE_CHECKING:  # the SDK is imported when an embedder is made: it takes most of a second
-    import openai
 
 KNOWN_DIMS: dict[str, int] = {
     "text-embedding-3-small": 1536,
@@ -119,8 +117,16 @@ class OpenAIEmbedder(Embedder):
     def _client(self) -> Any:
         """The SDK client, made on first use (so a missing key is an error of the call that needs it)."""
         if self._sdk_client is None:
-            self._sdk_client = _make_client(*self._client_options)
+            self._sdk_client = make_client(*self._client_options)
         return self._sdk_client
+
+    @property
+    def cache_key(self) -> str:
+        """The model, and for a server other than OpenAI's its address (``#server=URL``, no credentials or query):
+        another server may serve the same model name with other weights, another native dimension or another
+        context (a long text cut elsewhere). OpenAI's own key is the model alone, as before."""
+        server = server_address(self._sdk_client, self._client_options[1])
+        return self.model if server == OPENAI_SERVER else f"{self.model}#server={server}"
 
     @property  # type: ignore[override]
     def dim(self) -> int:
@@ -337,21 +343,6 @@ class OpenAIEmbedder(Embedder):
                     f"malformed OpenAI response: embedding {index} has dimension {len(row)}, expected {width}"
                 )
         return np.stack(rows)  # type: ignore[arg-type]
-
-
-def _make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:
-    import openai
-
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not key:
-        raise EmbedderError(
-            "no OpenAI API key: pass api_key=... or set OPENAI_API_KEY "
-            "(servers that ignore keys, such as a local Ollama, accept any placeholder)"
-        )
-    options: dict[str, Any] = {"api_key": key, "timeout": timeout, "max_retries": 0}
-    if base_url is not None:
-        options["base_url"] = base_url
-    return openai.OpenAI(**options)
 
 
 def _retryable(exc: Exception) -> bool:

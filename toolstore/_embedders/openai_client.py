@@ -1,0 +1,56 @@
+"""The OpenAI SDK client an :class:`~toolstore._embedders.openai.OpenAIEmbedder` sends through, and the server it
+names in the embedding cache's key."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from .._errors import EmbedderError
+
+if TYPE_CHECKING:
+    import openai
+
+#: Where the SDK sends requests when neither ``base_url`` nor ``$OPENAI_BASE_URL`` says otherwise.
+OPENAI_SERVER = "https://api.openai.com/v1"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def make_client(api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:
+    """The SDK client, without its own retries; EmbedderError when there is no key."""
+    import openai
+
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise EmbedderError(
+            "no OpenAI API key: pass api_key=... or set OPENAI_API_KEY "
+            "(servers that ignore keys, such as a local Ollama, accept any placeholder)"
+        )
+    options: dict[str, Any] = {"api_key": key, "timeout": timeout, "max_retries": 0}
+    if base_url is not None:
+        options["base_url"] = base_url
+    return openai.OpenAI(**options)
+
+
+def server_address(client: Any, base_url: str | None) -> str:
+    """The server the embedder's requests go to, as :func:`normal_address` writes it: the injected ``client``'s
+    ``base_url``, else ``base_url``, else ``$OPENAI_BASE_URL`` (read by the SDK as well), else OpenAI's."""
+    given = getattr(client, "base_url", None) if client is not None else None
+    return normal_address(str(given or base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_SERVER))
+
+
+def normal_address(url: str) -> str:
+    """``scheme://host[:port]/path`` of ``url``: scheme and host lower case, no default port, no trailing slash, and
+    never its credentials, query or fragment (they may hold a secret, and do not say which server answers)."""
+    parts = urlsplit(url.strip())
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: the SDK cannot send there either; keep it as written
+        port = None
+        host = parts.netloc.rpartition("@")[2].lower()
+    if ":" in host and not host.startswith("["):  # an IPv6 address, which hostname gives without its brackets
+        host = f"[{host}]"
+    netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
