@@ -22,6 +22,7 @@ import numpy as np
 
 from .._errors import EmbedderError, InvalidInputError
 from .._observe import logger
+from .._progress import report
 from .base import Embedder, normalise
 
 MODEL_DIR = Path(__file__).resolve().parent / "minilm"
@@ -76,28 +77,24 @@ class LocalEmbedder(Embedder):
         return self.embed_batch(texts)
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
-        """As :meth:`Embedder.embed_many`, with the texts taken shortest first (by characters), so that each batch
-        pads to about its own texts' length: with batches of 4, 2.5x the texts per second of the earlier batches of
-        64 in the given order, on tool texts of mixed lengths (``bench/embed.py --bench-texts``).
+        """As :meth:`Embedder.embed_many` (``batch_size`` texts a run, progress per batch), with the texts taken
+        shortest first (by characters), so that each batch pads to about its own texts' length: with batches of 4,
+        2.5x the texts per second of the earlier batches of 64 in the given order, on tool texts of mixed lengths
+        (``bench/embed.py --bench-texts``).
 
         The model reads at most ``max_tokens`` tokens of a text: one warning per call (an import's, not a route's)
-        says how many texts were cut."""
+        says how many texts were cut, counted from the batches' own tokenization."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors = super().embed_many([texts[i] for i in order])
-        out = np.empty_like(vectors)
-        out[order] = vectors
-        self._warn_cut(texts)
-        return out
-
-    @property
-    def cache_key(self) -> str:
-        """The model, and for a model directory's model (``embedder.json``) its ``max_tokens``: the same model name
-        with another limit cuts a long text elsewhere, or keeps whole a text that this limit cuts."""
-        return f"{self.model}#max_tokens={self.max_tokens}" if self._configured else self.model
-
-    def _warn_cut(self, texts: Sequence[str]) -> None:
-        """Warn how many of ``texts`` are over ``max_tokens`` (their tokenization overflows), if any."""
-        cut = sum(1 for encoding in self._load()[1].encode_batch([str(t) for t in texts]) if encoding.overflowing)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        cut = 0
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            encodings = self._encode([texts[i] for i in chunk])
+            cut += sum(1 for encoding in encodings if encoding.overflowing)
+            out[chunk] = self._run(encodings)
+            report(start + len(chunk), len(texts))
         if cut:
             logger.warning(
                 "LocalEmbedder: %d of %d texts were over the limit of %s, %d tokens, and were embedded from their "
@@ -108,6 +105,13 @@ class LocalEmbedder(Embedder):
                 self.max_tokens,
                 self.max_tokens,
             )
+        return out
+
+    @property
+    def cache_key(self) -> str:
+        """The model, and for a model directory's model (``embedder.json``) its ``max_tokens``: the same model name
+        with another limit cuts a long text elsewhere, or keeps whole a text that this limit cuts."""
+        return f"{self.model}#max_tokens={self.max_tokens}" if self._configured else self.model
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Embed one batch: ``(len(texts), dim)`` float32, rows L2-normalised, in the order of ``texts``.
@@ -117,10 +121,17 @@ class LocalEmbedder(Embedder):
         """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        session, tokenizer = self._load()
-        encodings = tokenizer.encode_batch([str(text) for text in texts])
+        return self._run(self._encode(texts))
+
+    def _encode(self, texts: Sequence[str]) -> list[Any]:
+        """The tokenizer's encodings of ``texts``, truncated at ``max_tokens`` (``overflowing`` holds what was cut)."""
+        return self._load()[1].encode_batch([str(text) for text in texts])
+
+    def _run(self, encodings: Sequence[Any]) -> np.ndarray:
+        """The vectors of ``encodings``, in their order: sorted by length and run in chunks of ``batch_size``."""
+        session = self._load()[0]
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        out = np.empty((len(encodings), self.dim), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
             width = max(len(encodings[i].ids) for i in chunk)
