@@ -15,6 +15,28 @@ select %(model)s, r.h, r.e from unnest(%(hashes)s::bytea[], %(vectors)s::vector[
 order by r.h
 on conflict (model, text_sha256) do nothing;
 
+-- name: cache_prunable
+-- Only the owner of toolstore's tables prunes the cache: row-level security shows a granted role its catalogs only,
+-- and every other catalog's model would look unused to it.
+select pg_has_role(c.relowner, 'USAGE') from pg_class c where c.oid = 'catalogs'::regclass;
+
+-- name: catalog_models
+-- The models the catalogs record (a catalog's first vectors set its model).
+select distinct embed_model from catalogs where embed_model is not null;
+
+-- name: cache_keys
+-- The cache's keys, one index probe each (a loose scan of the primary key), not a read of every vector.
+with recursive keys (model) as (
+    (select model from embedding_cache order by model limit 1)
+    union all
+    select (select c.model from embedding_cache c where c.model > k.model order by c.model limit 1)
+    from keys k where k.model is not null
+)
+select model from keys where model is not null;
+
+-- name: cache_prune
+delete from embedding_cache where model = any (%(keys)s::text[]);
+
 -- name: copy_cache
 copy embedding_cache (model, text_sha256, embedding) from stdin (format binary);
 

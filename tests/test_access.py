@@ -378,3 +378,21 @@ def test_visible_catalogs_tells_a_role_only_its_own(dsn: str, roles: dict[str, s
                     assert conn.execute(asked, [role, write]).fetchone() == ([],), (login, role, write)
     with psycopg.connect(roles["writer"], autocommit=True) as conn:
         assert conn.execute(asked, [roles["writer_name"], True]).fetchone() == ([ids["beta"]],)
+
+
+def test_only_the_owner_prunes_the_shared_embedding_cache(dsn: str, roles: dict[str, str]) -> None:
+    """Row-level security shows a granted role its catalogs only, so every other catalog's model would look unused
+    to it: a prune by it is refused, even with DELETE on the cache, and deletes nothing."""
+    with store_as(dsn, "alpha") as alpha, ToolStore(dsn, embedder=HashingEmbedder(64), catalog="beta") as beta:
+        alpha.upsert(generated_tools(5, seed=1))
+        beta.upsert(generated_tools(5, seed=2))
+        alpha.grant(roles["writer_name"], write=True)
+        with alpha.connection() as conn:
+            conn.execute(sql.SQL("grant delete on embedding_cache to {}").format(sql.Identifier(roles["writer_name"])))
+            cached = conn.execute("select count(*) from embedding_cache").fetchone()
+    with store_as(roles["writer"], "alpha", create=False) as writer:
+        with pytest.raises(DatabaseError, match="may not prune the embedding cache: only the owner"):
+            writer.prune_cache()
+    with store_as(dsn, "alpha", create=False) as owner, owner.connection() as conn:
+        assert conn.execute("select count(*) from embedding_cache").fetchone() == cached
+        assert owner.prune_cache() == 0

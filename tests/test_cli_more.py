@@ -141,3 +141,12 @@ def test_import_skips_builtin_tools_with_a_warning(dsn: str, tmp_path: Path) -> 
     code, _, err = cli("postgresql:///none?host=/nonexistent", "import", str(path))
     assert code == 1 and err.startswith(f"error: {path}: no function tools to import, only built-in ones"), err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_cache_prune_deletes_the_vectors_a_reembed_left(dsn: str) -> None:
+    tools = str(DEMO_DIR / "tools.jsonl")
+    assert cli(dsn, "-c", "a", "import", tools)[0] == 0
+    assert cli(dsn, "-c", "a", "reembed", "--model", "hashing-64")[0] == 0  # hashing-256's vectors: no catalog's now
+    code, out, err = cli(dsn, "cache", "prune")
+    assert code == 0 and json.loads(out)["pruned"] == 115, err
+    assert json.loads(cli(dsn, "cache", "prune")[1])["pruned"] == 0

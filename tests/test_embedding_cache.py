@@ -181,3 +181,37 @@ def test_compatible_servers_serving_one_model_name_do_not_share_cached_vectors(d
                 np.testing.assert_allclose(embed_cached(conn, embedder, texts), expected, atol=1e-6)
             keys = [r[0] for r in conn.execute("select distinct model from embedding_cache order by 1")]
     assert keys == sorted(e.cache_key for e in embedders)
+
+
+def test_pruning_the_cache_drops_only_entries_no_catalog_reads(dsn: str, tmp_path: Path) -> None:
+    """The cache outlives what wrote it: a dropped catalog's model, and a model directory's plain entries an earlier
+    release wrote before the key named its max_tokens (orphaned: never read again, not provably its vectors), stay
+    until a prune; every key an embedder of a catalog's model reads stays, and is read as before."""
+    for name in MODEL_FILES:
+        (tmp_path / name).symlink_to(MODEL_DIR / name)
+    (tmp_path / "embedder.json").write_text(json.dumps({"model": "local/mini", "dim": 384, "max_tokens": 64}))
+    tools = generated_tools(4, seed=5)
+    with FakeOpenAI() as server:
+        remote = OpenAIEmbedder(dimensions=64, api_key=server.api_key, base_url=server.base_url)
+        embedders = {"mini": LocalEmbedder(model_dir=tmp_path), "hash": Counting(), "remote": remote}
+        embedders |= {"shipped": LocalEmbedder(), "gone": HashingEmbedder(32)}
+        for catalog, embedder in embedders.items():
+            with ToolStore(dsn, embedder=embedder, catalog=catalog) as store:
+                store.upsert(tools)
+        legacy = "insert into embedding_cache select %s, text_sha256, embedding from embedding_cache where model = %s"
+        with ToolStore(dsn, embedder=None, catalog="gone", create=False) as store:
+            with store.connection() as conn:  # as an earlier release cached them, under the model alone
+                for model in ("local/mini", "static/potion"):
+                    conn.execute(legacy, (model, embedders["mini"].cache_key))
+            store.drop_catalog()
+            assert store.prune_cache() == 3 * len(tools)
+            assert store.prune_cache() == 0
+            with store.connection() as conn:
+                keys = {r[0] for r in conn.execute("select distinct model from embedding_cache")}
+        assert keys == {e.cache_key for name, e in embedders.items() if name != "gone"}
+        remote_key = f"openai/text-embedding-3-small@64#server={server.base_url}"
+        assert keys >= {"local/all-MiniLM-L6-v2", "local/mini#max_tokens=64", remote_key}
+        embedded = len(embedders["hash"].texts)
+        with ToolStore(dsn, embedder=embedders["hash"], catalog="again") as store:
+            store.upsert(tools)
+        assert len(embedders["hash"].texts) == embedded  # from the cache

@@ -318,6 +318,9 @@ class AsyncToolStore(AsyncSessionMethods):
     async def drop_catalog(self) -> None:
         await self._write("drop_catalog")
 
+    async def prune_cache(self) -> int:
+        return cast("int", await self._write("prune_cache"))
+
     async def set_fusion(
         self,
         *,

@@ -61,7 +61,7 @@ class ModelMismatchError(ToolstoreError):
 
 
 class DatabaseError(ToolstoreError):
-    """The database is unreachable or not migrated."""
+    """The database is unreachable or not migrated, or refuses the connecting role what it asked."""
 
 
 class SchemaAccessError(DatabaseError):

@@ -36,7 +36,7 @@ from ._rows import all_found, check_ids, name_row, unknown_catalog
 from ._session_methods import SessionMethods
 from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
 from ._tune import TuneReport, tune
-from ._vectors import BREAKER_COOLDOWN, QueryVectors
+from ._vectors import BREAKER_COOLDOWN, QueryVectors, prune_cache
 
 T = TypeVar("T")
 Work = Callable[[psycopg.Connection[Any]], T]
@@ -155,6 +155,11 @@ class ToolStore(AnchorMethods, SessionMethods):
     def drop_catalog(self) -> None:
         """Delete this catalog with its tools, vectors, examples and statistics."""
         self._run(lambda conn: _catalog.drop_catalog(conn, self.catalog))
+
+    def prune_cache(self) -> int:
+        """Delete the embedding cache's entries no catalog's model reads (shared by every catalog; the owner only);
+        returns how many."""
+        return self._run(prune_cache)
 
     def set_fusion(
         self,

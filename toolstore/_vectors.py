@@ -23,7 +23,8 @@ import numpy as np
 import psycopg
 
 from ._embedders.base import Embedded, Embedder
-from ._errors import EmbedderError, InvalidInputError, redact
+from ._embedders.factory import key_in_use
+from ._errors import DatabaseError, EmbedderError, InvalidInputError, redact
 from ._models import CatalogInfo
 from ._sql import query
 
@@ -76,6 +77,23 @@ def embed_cached(
             store_rows(conn, "copy_cache", ("text", "bytea", "vector"), rows, fallback=("cache_store", params))
         found.update(zip(missing, vectors))
     return np.stack([found[h] for h in hashes])
+
+
+def prune_cache(conn: psycopg.Connection[Any]) -> int:
+    """Delete the embedding cache's entries that no catalog's embedder reads (``key_in_use``): those of models no
+    catalog records (a dropped catalog's, the model a reembed left) and the plain entries of model directories that
+    a release before their ``#max_tokens`` key wrote. Returns how many were deleted. A catalog's first import (or a
+    reembed) that runs meanwhile may lose what it cached before recording its model: embedded again when next needed.
+    DatabaseError for a role other than the tables' owner."""
+    with conn.transaction():
+        if not conn.execute(query("cache_prunable")).fetchone()[0]:  # type: ignore[index]
+            raise DatabaseError(
+                f"role {conn.info.user!r} may not prune the embedding cache: only the owner of toolstore's tables "
+                "sees every catalog's model"
+            )
+        models = {model for (model,) in conn.execute(query("catalog_models"))}
+        keys = [key for (key,) in conn.execute(query("cache_keys")) if not key_in_use(key, models)]
+        return conn.execute(query("cache_prune"), {"keys": keys}).rowcount if keys else 0
 
 
 def store_rows(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from .._errors import InvalidInputError
@@ -50,3 +51,14 @@ def _model_dir(spec: str, files: tuple[str, ...], script: str) -> Path:
             f"embedder {spec!r}: {directory} lacks {', '.join(missing)}; write a model there with {script}"
         )
     return directory
+
+
+def key_in_use(key: str, models: Collection[str]) -> bool:
+    """Whether an embedder of one of ``models`` (the catalogs' recorded models) may read the embedding cache under
+    ``key``: its ``cache_key`` is the model, ``#`` and what else decides its vectors (a model directory's
+    ``max_tokens``, an OpenAI model's server), or the model alone, but never for a model directory's model
+    (``local/NAME`` but the shipped one, ``static/NAME``), whose plain entries an earlier release wrote: no embedder
+    reads them, and which directory (which weights, which limit) wrote them is unknown, so none may."""
+    if any(key.startswith(f"{model}#") for model in models):
+        return True
+    return key in models and (key == LocalEmbedder.model or not key.startswith(("local/", "static/")))

@@ -9,10 +9,10 @@ import click
 import psycopg
 
 from .._errors import ToolstoreError
-from . import access, anchors, catalog, demo, ingest, quality, route, serve, sessions
+from . import access, anchors, cache, catalog, demo, ingest, quality, route, serve, sessions
 from .app import cli
 
-for _module in (catalog, route, demo, ingest, quality, serve, sessions, access, anchors):
+for _module in (catalog, route, demo, ingest, quality, serve, sessions, access, anchors, cache):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 
