@@ -181,6 +181,18 @@ def test_library_never_imports_click_or_the_cli() -> None:
         assert "toolstore.cli" not in GRAPH[module], module
 
 
+def test_the_toolstore_logger_is_named_in_one_place() -> None:
+    """``_observe`` is the one home of the ``toolstore`` logger: every module that logs imports it (the CLI prints a
+    record's logger name), none gets a logger by name itself."""
+    named = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "getLogger":
+                if node.args and isinstance(node.args[0], ast.Constant) and module != "toolstore._observe":
+                    named.append(f"{module}: getLogger({node.args[0].value!r})")
+    assert not named, named
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_modules_are_small(module: str) -> None:
     lines = MODULES[module].read_text(encoding="utf-8").count("\n")

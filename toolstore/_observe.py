@@ -16,10 +16,12 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._fusion import SIGNALS
-from ._result import RouteResult
+
+if TYPE_CHECKING:  # annotations only: _result renders through _formats, which logs here
+    from ._result import RouteResult
 
 logger = logging.getLogger("toolstore")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from .._errors import InvalidInputError, InvalidToolError
 from .._input import check_document_depth
 from .._models import Tool
+from .._observe import logger
 from .build import META_KEY, NAMESPACE_KEY, Draft, build_tool, tool_label, type_name
 from .openapi import is_openapi, openapi_drafts
 
@@ -18,9 +18,6 @@ Located = tuple[Tool, str]
 Skipped = tuple[str, str]
 """A built-in tool left out: the label that names where it was, and its type."""
 
-#: The ``toolstore`` logger (``_observe.logger``; importing ``_observe`` from here would be a cycle through
-#: ``_result``).
-logger = logging.getLogger("toolstore")
 
 #: Tool types a model provider runs itself (OpenAI Assistants and Responses: code interpreter, file search, web
 #: search, computer use, image generation, remote MCP servers, shells...; Anthropic's MCP connector): not functions
