@@ -4,12 +4,12 @@ into :class:`~toolstore._models.Tool`, and render tools back as OpenAI, Anthropi
 from __future__ import annotations
 
 from .build import META_KEY
+from .custom import custom_input
 from .files import load_tools_file
 from .parse import parse_tools
 from .render import (
     FORMATS,
     Format,
-    custom_input,
     export_catalog,
     http_endpoint,
     input_schema,

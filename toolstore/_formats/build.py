@@ -1,4 +1,4 @@
-"""Turn one format-neutral draft into a validated :class:`Tool`.
+"""Turn one format-neutral draft into a validated :class:`Tool`, and read a tool's source format off its spec.
 
 Every format adapter extracts a :class:`Draft` (raw, unchecked values) and hands it to
 :func:`build_tool`, so validation, ``x-toolstore`` metadata and id namespacing live in one place.
@@ -187,6 +187,33 @@ def namespace_record(tool: Tool) -> dict[str, Any] | None:
     ``name``): a Responses export puts the tool inside it again, and a model calls the tool in it; None: none."""
     record = tool.spec.get(NAMESPACE_KEY) if isinstance(tool.spec, dict) else None
     return record if isinstance(record, dict) and isinstance(record.get("name"), str) else None
+
+
+def source_format(spec: dict[str, Any] | None) -> str | None:
+    """The format a tool was imported from, read off its source definition (None: another or none)."""
+    if not isinstance(spec, dict):
+        return None
+    if "inputSchema" in spec:
+        return "mcp"
+    if "input_schema" in spec:
+        return "anthropic"
+    if spec.get("type") == "function" and isinstance(spec.get("function"), dict):
+        return "openai"
+    if spec.get("type") == "function" and "name" in spec:
+        return "openai-responses"
+    if spec.get("type") == "custom" and isinstance(spec.get("custom"), dict):
+        return "openai-custom"
+    if spec.get("type") == "custom" and "name" in spec:
+        return "openai-responses-custom"
+    return None
+
+
+def source_definition(tool: Tool, fmt: str | None, source: str | None) -> dict[str, Any] | None:
+    """The tool's source definition when it is in ``fmt`` (the ``function`` or ``custom`` object of the Chat
+    Completions shapes); ``source`` is the tool's :func:`source_format`."""
+    if fmt is None or source != fmt or tool.spec is None:
+        return None
+    return tool.spec["function"] if fmt == "openai" else tool.spec["custom"] if fmt == "openai-custom" else tool.spec
 
 
 def default_id(provider: str | None, name: str) -> str:

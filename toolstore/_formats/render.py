@@ -7,30 +7,20 @@ from typing import Any, Literal
 
 from .._errors import InvalidInputError
 from .._models import Tool
-from .build import META_KEY, default_id, namespace_record
+from .build import META_KEY, default_id, namespace_record, source_definition, source_format
+from .custom import CUSTOM_FORMATS, chat_format, custom_schema, is_custom, responses_format
 
 Format = Literal["openai", "openai-responses", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "mcp")
 
 
-#: The one string property an OpenAI custom tool (free-form text input) takes in the formats without custom tools
-#: (Anthropic, MCP): the model passes its text there, and :func:`custom_input` gives it back as the text.
-CUSTOM_INPUT = "input"
-
-
 def input_schema(tool: Tool) -> dict[str, Any]:
     """The tool's parameters schema, or an empty object schema when it takes no arguments; for an OpenAI custom tool
-    (:func:`is_custom`) one required string property, :data:`CUSTOM_INPUT`, described by the tool's grammar if any.
+    (:func:`~.custom.is_custom`) one required string property, ``input`` (:func:`~.custom.custom_schema`).
 
     The tool's own dict is returned (not a copy); do not mutate it.
     """
-    if is_custom(tool):
-        return {
-            "type": "object",
-            "properties": {CUSTOM_INPUT: {"type": "string", "description": _custom_text(tool)}},
-            "required": [CUSTOM_INPUT],
-        }
-    return _parameters(tool)
+    return custom_schema(tool) if is_custom(tool) else _parameters(tool)
 
 
 def _parameters(tool: Tool) -> dict[str, Any]:
@@ -38,35 +28,6 @@ def _parameters(tool: Tool) -> dict[str, Any]:
     if tool.parameters is None:
         return {"type": "object", "properties": {}}
     return tool.parameters
-
-
-#: The source formats of OpenAI custom tools.
-CUSTOM_FORMATS = ("openai-custom", "openai-responses-custom")
-
-
-def is_custom(tool: Tool) -> bool:
-    """Whether ``tool`` is an OpenAI custom tool (free-form text input), imported in either OpenAI shape."""
-    return source_format(tool.spec) in CUSTOM_FORMATS
-
-
-def custom_input(tool: Tool, arguments: dict[str, Any] | str) -> dict[str, Any] | str:
-    """A call's arguments as the OpenAI formats give a custom tool's: its text, read from the one property
-    (:data:`CUSTOM_INPUT`) the other formats render it with; other arguments as they are."""
-    if is_custom(tool) and isinstance(arguments, dict) and list(arguments) == [CUSTOM_INPUT]:
-        text = arguments[CUSTOM_INPUT]
-        return text if isinstance(text, str) else arguments
-    return arguments
-
-
-def _custom_text(tool: Tool) -> str:
-    """What a custom tool's text input is: free-form, or held to the grammar of its ``format``."""
-    source = source_format(tool.spec)
-    fmt = _responses_format((_source(tool, source, source) or {}).get("format"))
-    if not (isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str)):
-        return "The input, as free-form text."
-    syntax = fmt.get("syntax")
-    grammar = f"{syntax} grammar" if isinstance(syntax, str) else "grammar"
-    return f"The input, as text in this {grammar}:\n{fmt['definition']}"
 
 
 #: The fields each format's definition is built from; any other key of a tool's source definition in the same
@@ -84,25 +45,6 @@ _RENDERED = {
 }
 
 
-def source_format(spec: dict[str, Any] | None) -> str | None:
-    """The format a tool was imported from, read off its source definition (None: another or none)."""
-    if not isinstance(spec, dict):
-        return None
-    if "inputSchema" in spec:
-        return "mcp"
-    if "input_schema" in spec:
-        return "anthropic"
-    if spec.get("type") == "function" and isinstance(spec.get("function"), dict):
-        return "openai"
-    if spec.get("type") == "function" and "name" in spec:
-        return "openai-responses"
-    if spec.get("type") == "custom" and isinstance(spec.get("custom"), dict):
-        return "openai-custom"
-    if spec.get("type") == "custom" and "name" in spec:
-        return "openai-responses-custom"
-    return None
-
-
 def http_endpoint(tool: Tool) -> dict[str, str] | None:
     """``{"method": "POST", "path": "/pets/{petId}"}`` for a tool imported from OpenAPI (or a definition that kept
     it in its ``x-toolstore.http``), else None."""
@@ -117,21 +59,13 @@ def http_endpoint(tool: Tool) -> dict[str, str] | None:
     return None
 
 
-def _source(tool: Tool, fmt: str, source: str | None) -> dict[str, Any] | None:
-    """The tool's source definition when it is in ``fmt`` (the ``function`` object for OpenAI chat); ``source`` is
-    the tool's :func:`source_format`."""
-    if source != fmt or tool.spec is None:
-        return None
-    return tool.spec["function"] if fmt == "openai" else tool.spec["custom"] if fmt == "openai-custom" else tool.spec
-
-
 def _faithful(
     tool: Tool, fmt: str, rendered: dict[str, Any], schema_key: str | None, source_fmt: str | None
 ) -> dict[str, Any]:
     """``rendered`` laid out as the tool's source definition in ``fmt`` was (``source_fmt``: the tool's
     :func:`source_format`): its key order, its extra keys, and its own spelling of an empty schema. Unchanged fields
     come back exactly as imported."""
-    source = _source(tool, fmt, source_fmt)
+    source = source_definition(tool, fmt, source_fmt)
     if source is None:
         return rendered
     if schema_key and tool.parameters is None and isinstance(source.get(schema_key), dict):
@@ -150,7 +84,7 @@ def _faithful(
 def _openai_strict(tool: Tool, fmt: str | None) -> bool | None:
     """The ``strict`` flag of the tool's OpenAI source definition (either shape; ``fmt``: its :func:`source_format`),
     None when it set none."""
-    source = _source(tool, fmt, fmt) if fmt in ("openai", "openai-responses") else None
+    source = source_definition(tool, fmt, fmt) if fmt in ("openai", "openai-responses") else None
     strict = source.get("strict") if source is not None else None
     return strict if isinstance(strict, bool) else None
 
@@ -239,12 +173,12 @@ def _openai_custom(tool: Tool, source_fmt: str, *, shape: str, with_metadata: bo
     {"name", "description"?, "format"?}}``, its grammar ``{"type": "grammar", "grammar": {"definition", "syntax"}}``,
     or Responses ``{"type": "custom", "name", "description"?, "format"?}``, its grammar flat. A tool imported in the
     same shape keeps its other keys (``defer_loading``, ...) and their order (``source_fmt``: its source format)."""
-    source = _source(tool, source_fmt, source_fmt) or {}
+    source = source_definition(tool, source_fmt, source_fmt) or {}
     fields: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         fields["description"] = tool.description
     if "format" in source:
-        fields["format"] = _chat_format(source["format"]) if shape == "chat" else _responses_format(source["format"])
+        fields["format"] = chat_format(source["format"]) if shape == "chat" else responses_format(source["format"])
     if shape == "responses":
         definition = _faithful(tool, "openai-responses-custom", {"type": "custom", **fields}, None, source_fmt)
         target = definition
@@ -256,20 +190,6 @@ def _openai_custom(tool: Tool, source_fmt: str, *, shape: str, with_metadata: bo
     if with_metadata:
         _add_metadata(target, tool, include_title=True)
     return definition
-
-
-def _chat_format(fmt: object) -> object:
-    """A custom tool's format as Chat Completions writes it: a grammar's definition and syntax under ``grammar``."""
-    if not isinstance(fmt, dict) or fmt.get("type") != "grammar" or "grammar" in fmt:
-        return fmt
-    return {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
-
-
-def _responses_format(fmt: object) -> object:
-    """A custom tool's format as the Responses API writes it: a grammar's definition and syntax beside its type."""
-    if not isinstance(fmt, dict) or fmt.get("type") != "grammar" or not isinstance(fmt.get("grammar"), dict):
-        return fmt
-    return {**{k: v for k, v in fmt.items() if k != "grammar"}, **fmt["grammar"]}
 
 
 def to_anthropic(tool: Tool, *, with_metadata: bool = False, name: str | None = None) -> dict[str, Any]:
