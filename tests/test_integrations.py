@@ -10,10 +10,11 @@ from anthropic.types import ToolParam
 from mcp.types import Tool as McpTool
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam, Response
+from openai.types.responses import ToolParam as ResponsesToolParam
 from pydantic import TypeAdapter
 
 from toolstore import InvalidInputError, Tool, UnknownToolError
-from toolstore._formats import parse_tools, render
+from toolstore._formats import export_catalog, parse_tools, render
 from toolstore._result import RoutedTool, RouteResult, Signals
 from toolstore.integrations import anthropic as ts_anthropic
 from toolstore.integrations import openai as ts_openai
@@ -100,6 +101,69 @@ def test_strict_stays_across_the_two_openai_shapes() -> None:
     off = {**responses, "strict": False}
     assert "strict" not in render(parse_tools([{**off, "strict": None}]), "openai")[0]["function"]
     assert render(parse_tools([off]), "openai")[0]["function"]["strict"] is False
+
+
+def _routed(tools: list[Tool], ids: list[str]) -> RouteResult:
+    by_id = {t.id: t for t in tools}
+    return RouteResult(query="q", tools=[RoutedTool(by_id[i], 1.0, Signals()) for i in ids])
+
+
+def _function_call(call_id: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    call = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name, "arguments": "{}"}
+    return {**call, "status": "completed", **({"namespace": namespace} if namespace else {})}
+
+
+def test_responses_definitions_come_inside_their_namespaces_and_their_calls_resolve() -> None:
+    """Routed tools imported from Responses namespaces are offered inside them again, as a Responses export gives
+    them: where the namespace's first routed tool is, its description kept, holding only its routed tools, each named
+    among them (its own name, though another namespace and a flat tool have it too). The SDK's request type accepts
+    them, and the model's calls, made by namespace and name, resolve to the tools meant."""
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    crm = {
+        "type": "namespace",
+        "name": "crm",
+        "description": "Customer records.",
+        "tools": [
+            {"type": "function", "name": "create_lead", "description": "Create a lead.", "parameters": schema},
+            {"type": "function", "name": "search", "description": "Search customers.", "parameters": schema},
+            {"type": "custom", "name": "run_query", "description": "Query the CRM."},
+        ],
+    }
+    tickets = {"type": "namespace", "name": "tickets", "description": "Support tickets.", "tools": [crm["tools"][1]]}
+    flat = {
+        "type": "function",
+        "name": "search",
+        "description": "Search the web.",
+        "parameters": schema,
+        "strict": False,
+    }
+    tools = parse_tools([crm, tickets, flat])
+    result = _routed(tools, ["tickets.search", "crm.run_query", "search", "crm.search"])  # crm.create_lead: not routed
+    definitions = result.definitions("openai-responses")
+    assert definitions == [
+        {**tickets, "tools": [crm["tools"][1]]},
+        {**crm, "tools": [crm["tools"][2], crm["tools"][1]]},  # crm where its first routed tool is, in routed order
+        flat,
+    ]
+    assert definitions == export_catalog([r.tool for r in result], "openai-responses")["tools"]  # one rendering
+    for definition in definitions:
+        TypeAdapter(ResponsesToolParam).validate_python(definition)
+    output = [
+        _function_call("a", "search", "crm"),
+        _function_call("b", "search", "tickets"),
+        _function_call("c", "search"),
+    ]
+    reply = Response.model_validate({**_responses_reply(), "output": output})
+    assert [c.tool.id for c in ts_openai.calls(result, reply)] == ["crm.search", "tickets.search", "search"]
+    custom = {"type": "custom_tool_call", "call_id": "d", "namespace": "crm", "name": "run_query", "input": "x"}
+    assert [(c.tool.id, c.arguments) for c in ts_openai.calls(result, [custom])] == [("crm.run_query", "x")]
+    # two routed tools of one namespace with one name (one names its own provider) are told apart inside it
+    sales = {**crm["tools"][1], "x-toolstore": {"provider": "sales"}}
+    both = _routed(parse_tools([{**crm, "tools": [crm["tools"][1], sales]}]), ["crm.search", "sales.search"])
+    [namespace] = both.definitions("openai-responses")
+    assert [t["name"] for t in namespace["tools"]] == ["crm__search", "sales__search"]
+    called = [_function_call(str(i), t["name"], "crm") for i, t in enumerate(namespace["tools"])]
+    assert [c.tool.id for c in ts_openai.calls(both, called)] == ["crm.search", "sales.search"]
 
 
 def test_anthropic_calls_never_guess_between_a_searchs_names_and_the_results() -> None:

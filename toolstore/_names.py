@@ -79,6 +79,22 @@ def model_names(tools: Sequence[Tool]) -> list[str]:
     return names
 
 
+def namespaced_names(tools: Sequence[Tool]) -> list[str]:
+    """:func:`model_names` for the Responses format, where a tool imported from a namespace is offered inside it
+    again (``_formats.tool_list``) and called by the pair (namespace, name): such a tool is named among the tools of
+    its namespace only, so keeps its own name unless one of them has it too; the others are named as there."""
+    names = model_names(tools)
+    groups: dict[str, list[int]] = {}
+    for i, tool in enumerate(tools):
+        record = namespace_record(tool)
+        if record is not None:
+            groups.setdefault(record["name"], []).append(i)
+    for members in groups.values():
+        for i, name in zip(members, model_names([tools[i] for i in members])):
+            names[i] = name
+    return names
+
+
 #: The name forms a call is matched on across a catalog, besides the id, in the order :func:`resolve_name` tries them
 #: (a form that one tool has wins over the next): the model-facing forms, then the plain and the raw name.
 _CATALOG_FORMS: tuple[Callable[[Tool], Sequence[str]], ...] = (

@@ -9,9 +9,9 @@ from typing import Any
 
 from ._abstain import Abstention
 from ._explain import explain_result
-from ._formats import Format, render
+from ._formats import Format, tool_list
 from ._models import Tool
-from ._names import model_names, resolve_call
+from ._names import model_names, namespaced_names, resolve_call
 
 
 @dataclass(frozen=True)
@@ -116,16 +116,22 @@ class RouteResult:
 
     @property
     def names(self) -> list[str]:
-        """The model-facing name of each packed tool: its own, or ``provider__name`` when two tools share it."""
+        """The model-facing name of each packed tool: its own, or ``provider__name`` when two tools share it (in the
+        Responses format a tool inside its namespace is named among that namespace's tools: :meth:`definitions`)."""
         return model_names([r.tool for r in self.tools])
 
     def definitions(self, fmt: Format = "openai") -> list[dict[str, Any]]:
         """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``.
 
-        Names are unique and valid for every provider (see :attr:`names`); :meth:`resolve` maps a call back.
+        Names are unique and valid for every provider (see :attr:`names`); :meth:`resolve` maps a call back. In the
+        Responses format the tools imported from a namespace come inside it, as ``export_catalog`` gives them (where
+        its first routed tool is, with its description; only its routed tools), each named among the namespace's
+        routed tools (``_names.namespaced_names``: its own name unless one of them has it too), for the model to call
+        by the pair (namespace, name).
         """
         tools = [r.tool for r in self.tools]
-        return render(tools, fmt, names=model_names(tools))
+        names = namespaced_names(tools) if fmt == "openai-responses" else model_names(tools)
+        return tool_list(tools, fmt, names=names)
 
     def explain(self) -> dict[str, Any]:
         """Why each tool is here, as JSON-ready data: per tool its ranks, each signal's RRF contribution and the

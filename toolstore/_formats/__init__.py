@@ -18,6 +18,7 @@ from .render import (
     to_anthropic,
     to_mcp,
     to_openai,
+    tool_list,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "to_anthropic",
     "to_mcp",
     "to_openai",
+    "tool_list",
 ]

@@ -249,16 +249,25 @@ def render(
 
 def export_catalog(tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False) -> dict[str, Any]:
     """``{"tools": [...]}``: an MCP ``tools/list`` result, or the ``tools`` field of an OpenAI or
-    Anthropic request. :func:`parse_tools` reads it back. In the Responses format the tools imported from a
-    ``namespace`` are inside it again (:func:`_namespaced`)."""
+    Anthropic request (:func:`tool_list`). :func:`parse_tools` reads it back."""
+    return {"tools": tool_list(tools, fmt, with_metadata=with_metadata)}
+
+
+def tool_list(
+    tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False, names: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The ``tools`` of a request in ``fmt``: every tool rendered (:func:`render`; ``names`` as there), and in the
+    Responses format those imported from a namespace inside it again (:func:`_namespaced`), as ``export_catalog``
+    and ``RouteResult.definitions`` give them."""
     tools = list(tools)
-    definitions = render(tools, fmt, with_metadata=with_metadata)
-    return {"tools": _namespaced(tools, definitions) if fmt == "openai-responses" else definitions}
+    definitions = render(tools, fmt, with_metadata=with_metadata, names=names)
+    return _namespaced(tools, definitions) if fmt == "openai-responses" else definitions
 
 
 def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Responses ``definitions`` with those of the tools imported from a namespace inside it, as it was imported
-    (its description and keys, ``NAMESPACE_KEY``), where its first tool is; the other definitions as they are."""
+    (its description and keys, ``NAMESPACE_KEY``), where its first tool is (the namespace holds only the ``tools``
+    given, in their order); the other definitions as they are."""
     out: list[dict[str, Any]] = []
     namespaces: dict[str, dict[str, Any]] = {}
     for tool, definition in zip(tools, definitions):
