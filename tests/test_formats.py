@@ -14,6 +14,7 @@ import pytest
 from toolstore import InvalidInputError, InvalidToolError, Tool
 from toolstore._formats import (
     FORMATS,
+    custom_input,
     export_catalog,
     load_tools_file,
     parse_tools,
@@ -556,6 +557,12 @@ def test_x_toolstore_metadata_in_every_format() -> None:
         ({"always_on": "yes"}, "always_on must be true or false"),
         ({"id": ""}, "id must not be empty"),
         ("meta", "x-toolstore must be a JSON object"),
+        (
+            {"custom": True},
+            r"x-toolstore.custom must be a JSON object \(\{\"format\": \{...\}\} or \{\}\), got boolean",
+        ),
+        ({"custom": {"format": "lark"}}, "x-toolstore.custom.format must be a JSON object, got string"),
+        ({"custom": {"grammar": {}}}, r"x-toolstore.custom: unknown key\(s\) 'grammar' \(known: format\)"),
     ],
 )
 def test_bad_metadata(meta: object, message: str) -> None:
@@ -912,6 +919,47 @@ def test_openai_custom_tools_in_both_shapes_round_trip() -> None:
     anthropic = {"type": "custom", "name": "get_weather", "input_schema": WEATHER_SCHEMA}
     assert one(anthropic).parameters == WEATHER_SCHEMA
     assert to_openai(one(anthropic))["type"] == "function"
+
+
+def test_a_custom_tool_exported_to_anthropic_or_mcp_with_metadata_imports_back_as_one() -> None:
+    """Anthropic and MCP have no custom tools: a custom tool takes its text there as one property, ``input``. Exported
+    with metadata, its definition is marked (``x-toolstore.custom``, holding its format), so it imports back as the
+    custom tool, grammar and all, not as a tool of an ``input`` parameter; without metadata it is what it says. A
+    marker on any other definition is an error naming it."""
+    grammar = {"type": "grammar", "definition": MATH_GRAMMAR, "syntax": "lark"}
+    math = {
+        "type": "custom",
+        "name": "do_math",
+        "description": "Math.",
+        "format": grammar,
+        "x-toolstore": {"tags": ["m"]},
+    }
+    tools = parse_tools([math, {"type": "custom", "custom": {"name": "shell"}}], provider="calc")
+    for fmt in ("anthropic", "mcp"):
+        exported = export_catalog(tools, fmt, with_metadata=True)  # type: ignore[arg-type]
+        marks = [d["x-toolstore"]["custom"] for d in exported["tools"]]
+        assert marks == [{"format": grammar}, {}], fmt
+        back = parse_tools(json.loads(json.dumps(exported)))
+        assert same_tools(back, tools) and [t.parameters for t in back] == [None, None], fmt
+        assert export_catalog(back, fmt, with_metadata=True) == exported  # type: ignore[arg-type]
+        for shape in ("openai", "openai-responses"):  # a custom tool again, its grammar where each shape keeps it
+            assert render(back, shape) == render(tools, shape), (fmt, shape)  # type: ignore[arg-type]
+        assert custom_input(back[0], {"input": "1 + 2"}) == "1 + 2"
+        plain = parse_tools(export_catalog(tools, fmt)["tools"])  # type: ignore[arg-type]
+        assert list(plain[0].parameters["properties"]) == ["input"] and render(plain, "openai")[0]["type"] == "function"
+    [anthropic, _] = export_catalog(tools, "anthropic", with_metadata=True)["tools"]
+    [inside] = parse_tools({"type": "namespace", "name": "crm", "description": "CRM.", "tools": [anthropic]})
+    assert inside.spec["x-toolstore-namespace"]["name"] == "crm"  # kept in the namespace it was found in
+    assert render([inside], "openai") == render(tools[:1], "openai")
+    marked = {"x-toolstore": {"custom": {}}}
+    with pytest.raises(
+        InvalidToolError,
+        match=r"^tool 'now': x-toolstore.custom marks a custom tool, whose input_schema "
+        r"has one property, 'input'; got 'city'$",
+    ):
+        parse_tools({"name": "now", "input_schema": WEATHER_SCHEMA, **marked})
+    with pytest.raises(InvalidToolError, match=r"^tool 'now': x-toolstore.custom marks an OpenAI custom tool's "):
+        parse_tools({"type": "function", "name": "now", **marked})
 
 
 @pytest.mark.parametrize(

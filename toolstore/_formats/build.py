@@ -18,9 +18,12 @@ META_KEY = "x-toolstore"
 #: Where a tool imported from a Responses ``namespace`` keeps it, inside its ``spec``: the namespace object with its
 #: ``tools`` left empty (its description, which nothing else holds, and key order), for ``export_catalog`` to rebuild.
 NAMESPACE_KEY = "x-toolstore-namespace"
+#: The one string property an OpenAI custom tool (free-form text input) takes in the formats without custom tools
+#: (Anthropic, MCP): the model passes its text there (``custom.custom_input`` gives it back as the text).
+CUSTOM_INPUT = "input"
 _META_LIST_KEYS = ("categories", "tags", "keywords", "examples")
 _META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id")
-META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http"))
+META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http", "custom"))
 
 
 @dataclass
@@ -141,6 +144,8 @@ def check_meta(value: object) -> dict[str, Any]:
         elif key == "http":  # an OpenAPI operation's method and path: kept in the spec, not a Tool field
             if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("method", "path"))):
                 raise ValueError(f'{META_KEY}.http must be {{"method": str, "path": str}}, got {item!r:.80}')
+        elif key == "custom":  # an OpenAI custom tool's Anthropic or MCP definition: _custom_spec
+            meta[key] = _check_custom(item)
         elif key == "title" and item is None:
             meta[key] = None
         else:
@@ -150,6 +155,20 @@ def check_meta(value: object) -> dict[str, Any]:
                 raise ValueError(f"{META_KEY}.{key} must not be empty")
             meta[key] = item
     return meta
+
+
+def _check_custom(value: object) -> dict[str, Any]:
+    """An ``x-toolstore.custom`` marker: an object holding the custom tool's ``format`` (an object) if it has one."""
+    if not isinstance(value, dict):
+        raise ValueError(
+            f'{META_KEY}.custom must be a JSON object ({{"format": {{...}}}} or {{}}), got {type_name(value)}'
+        )
+    unknown = sorted(set(value) - {"format"})
+    if unknown:
+        raise ValueError(f"{META_KEY}.custom: unknown key(s) {', '.join(map(repr, unknown))} (known: format)")
+    if "format" in value and not isinstance(value["format"], dict):
+        raise ValueError(f"{META_KEY}.custom.format must be a JSON object, got {type_name(value['format'])}")
+    return value
 
 
 def check_str_list(value: object, field_name: str) -> tuple[str, ...]:
@@ -251,6 +270,9 @@ def _build(draft: Draft, provider_arg: str | None) -> Tool:
     if provider and "\x00" in provider:
         raise ValueError("NUL byte in provider")
     categories = meta.get("categories", check_str_list(draft.categories, "categories"))
+    spec = draft.spec
+    if "custom" in meta:
+        spec, parameters = _custom_spec(draft, name, description, parameters, meta["custom"]), None
     return Tool(
         id=explicit_id or default_id(provider, name),
         name=name,
@@ -265,5 +287,28 @@ def _build(draft: Draft, provider_arg: str | None) -> Tool:
         expansion=meta.get("expansion", ""),
         avoid_when=meta.get("avoid_when", ""),
         always_on=meta.get("always_on", False),
-        spec=copy.deepcopy(draft.spec),
+        spec=copy.deepcopy(spec),
     )
+
+
+def _custom_spec(
+    draft: Draft, name: str, description: str, parameters: dict[str, Any] | None, custom: dict[str, Any]
+) -> dict[str, Any]:
+    """The OpenAI custom tool (in the Responses shape) that an Anthropic or MCP definition marked ``x-toolstore.custom``
+    (``custom``, what ``render.metadata_block`` writes for one) stands for: its one property, :data:`CUSTOM_INPUT`, is
+    the tool's text, and the marker holds its ``format``. A namespace the definition was found in is kept."""
+    field = draft.parameters_field
+    if field not in ("input_schema", "inputSchema"):  # an OpenAI definition, a bare one or a benchmark row
+        raise ValueError(
+            f"{META_KEY}.custom marks an OpenAI custom tool's Anthropic or MCP definition; an OpenAI definition is "
+            'a custom tool itself ({"type": "custom", ...})'
+        )
+    properties = list((parameters or {}).get("properties") or {})
+    if properties != [CUSTOM_INPUT]:
+        got = ", ".join(map(repr, properties)) or "none"
+        raise ValueError(f"{META_KEY}.custom marks a custom tool, whose {field} has one property, 'input'; got {got}")
+    spec: dict[str, Any] = {"type": "custom", "name": name, **({"description": description} if description else {})}
+    spec.update(custom)
+    if NAMESPACE_KEY in draft.spec:
+        spec[NAMESPACE_KEY] = draft.spec[NAMESPACE_KEY]
+    return spec

@@ -6,11 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._models import Tool
-from .build import source_definition, source_format
-
-#: The one string property an OpenAI custom tool (free-form text input) takes in the formats without custom tools
-#: (Anthropic, MCP): the model passes its text there, and :func:`custom_input` gives it back as the text.
-CUSTOM_INPUT = "input"
+from .build import CUSTOM_INPUT, source_definition, source_format
 
 #: The source formats of OpenAI custom tools.
 CUSTOM_FORMATS = ("openai-custom", "openai-responses-custom")
@@ -40,10 +36,22 @@ def custom_input(tool: Tool, arguments: dict[str, Any] | str) -> dict[str, Any] 
     return arguments
 
 
+def custom_marker(tool: Tool) -> dict[str, Any]:
+    """The ``x-toolstore.custom`` marker of a custom tool's Anthropic or MCP definition, which parses back as the
+    custom tool (``build._custom_spec``): its ``format`` as the Responses API writes it, if it has one."""
+    fmt = _format(tool)
+    return {} if fmt is None else {"format": fmt}
+
+
+def _format(tool: Tool) -> object:
+    """A custom tool's ``format`` as the Responses API writes it (None: it has none)."""
+    source = source_format(tool.spec)
+    return responses_format((source_definition(tool, source, source) or {}).get("format"))
+
+
 def _custom_text(tool: Tool) -> str:
     """What a custom tool's text input is: free-form, or held to the grammar of its ``format``."""
-    source = source_format(tool.spec)
-    fmt = responses_format((source_definition(tool, source, source) or {}).get("format"))
+    fmt = _format(tool)
     if not (isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str)):
         return "The input, as free-form text."
     syntax = fmt.get("syntax")

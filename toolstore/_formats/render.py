@@ -8,7 +8,7 @@ from typing import Any, Literal
 from .._errors import InvalidInputError
 from .._models import Tool
 from .build import META_KEY, default_id, namespace_record, source_definition, source_format
-from .custom import CUSTOM_FORMATS, chat_format, custom_schema, is_custom, responses_format
+from .custom import CUSTOM_FORMATS, chat_format, custom_marker, custom_schema, is_custom, responses_format
 
 Format = Literal["openai", "openai-responses", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "mcp")
@@ -89,11 +89,13 @@ def _openai_strict(tool: Tool, fmt: str | None) -> bool | None:
     return strict if isinstance(strict, bool) else None
 
 
-def metadata_block(tool: Tool, *, include_title: bool = True) -> dict[str, Any]:
+def metadata_block(tool: Tool, *, include_title: bool = True, mark_custom: bool = False) -> dict[str, Any]:
     """The ``x-toolstore`` block holding every field the target format cannot carry itself.
 
     Only non-default values are written; ``id`` only when it differs from ``provider.name``
-    (or ``name`` without a provider), ``title`` only when ``include_title``.
+    (or ``name`` without a provider), ``title`` only when ``include_title``; with ``mark_custom`` (a format without
+    custom tools: Anthropic, MCP) an OpenAI custom tool's ``custom`` marker (its format), so its definition parses
+    back as the custom tool rather than as a tool of one ``input`` property.
     """
     meta: dict[str, Any] = {}
     if tool.id != default_id(tool.provider, tool.name):
@@ -114,6 +116,8 @@ def metadata_block(tool: Tool, *, include_title: bool = True) -> dict[str, Any]:
     http = http_endpoint(tool)
     if http is not None:
         meta["http"] = http
+    if mark_custom and is_custom(tool):
+        meta["custom"] = custom_marker(tool)
     return meta
 
 
@@ -204,7 +208,7 @@ def to_anthropic(tool: Tool, *, with_metadata: bool = False, name: str | None = 
     definition["input_schema"] = input_schema(tool)
     definition = _faithful(tool, "anthropic", definition, "input_schema", source_format(tool.spec))
     if with_metadata:
-        _add_metadata(definition, tool, include_title=True)
+        _add_metadata(definition, tool, include_title=True, mark_custom=True)
     return definition
 
 
@@ -223,7 +227,7 @@ def to_mcp(tool: Tool, *, with_metadata: bool = False, name: str | None = None) 
     definition["inputSchema"] = input_schema(tool)
     definition = _faithful(tool, "mcp", definition, "inputSchema", source_format(tool.spec))
     if with_metadata:
-        _add_metadata(definition, tool, include_title=False)
+        _add_metadata(definition, tool, include_title=False, mark_custom=True)
     return definition
 
 
@@ -282,7 +286,7 @@ def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> lis
     return out
 
 
-def _add_metadata(target: dict[str, Any], tool: Tool, *, include_title: bool) -> None:
-    meta = metadata_block(tool, include_title=include_title)
+def _add_metadata(target: dict[str, Any], tool: Tool, *, include_title: bool, mark_custom: bool = False) -> None:
+    meta = metadata_block(tool, include_title=include_title, mark_custom=mark_custom)
     if meta:
         target[META_KEY] = meta
