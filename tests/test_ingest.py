@@ -229,36 +229,81 @@ def test_two_servers_reporting_one_name_never_share_a_provider(dsn: str, store: 
     assert _recorded(dsn, store.catalog) == [("weather", other), ("weather_eu", other)]
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+def _secrets(dsn: str, catalog: str) -> dict[str, str]:
+    """Each recorded upstream's env, headers and URL as one string, by provider."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "select u.provider, u.env::text || u.headers::text || coalesce(u.url, '') from toolstore.mcp_upstreams u"
+            " join toolstore.catalogs c on c.id = u.catalog_id where c.name = %s",
+            [catalog],
+        ).fetchall()
+    return dict(rows)
+
+
+def _account(transport: str, secret: str, name: str = "") -> Upstream:
+    """One server reached with an account's ``secret``: in an env variable, a header, or the URL's query."""
+    if transport == "stdio":
+        return Upstream("stdio", command="github-mcp", env={name or "GITHUB_TOKEN": secret})
+    if transport == "query":
+        return Upstream("http", url=f"https://mcp.example.com/mcp?{name or 'token'}={secret}")
+    return Upstream("http", url="https://mcp.example.com/mcp", headers={name or "Authorization": f"Bearer {secret}"})
+
+
+ACCOUNT_TRANSPORTS = ["stdio", "http", "query"]
+DIFFERS = {"stdio": "env GITHUB_TOKEN differ", "http": "headers Authorization differ", "query": "differ in their query"}
+
+
+@pytest.mark.parametrize("transport", ACCOUNT_TRANSPORTS)
 def test_the_same_command_or_url_with_other_env_or_headers_is_another_upstream(
     dsn: str, store: ToolStore, transport: str
 ) -> None:
-    """One server command run with two accounts' tokens (or one URL with two Authorization headers) is two upstreams:
-    the second sync under the same provider is refused, naming what differs but no value, and writes nothing; under
-    its own provider both are recorded, and the gateway keeps a session for each."""
+    """One server command run with two accounts' tokens (or one URL with two Authorization headers, or two tokens in
+    its query) is two upstreams: the second sync under the provider the server names is refused, naming what differs
+    but no value and exactly what to pass for either case, and writes nothing; under its own provider both are
+    recorded, and the gateway keeps a session for each."""
     tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
-
-    def upstream(secret: str) -> Upstream:
-        if transport == "stdio":
-            return Upstream("stdio", command="github-mcp", env={"GITHUB_TOKEN": secret})
-        return Upstream("http", url="https://mcp.example.com/mcp", headers={"Authorization": f"Bearer {secret}"})
-
-    work, home = upstream("work-secret"), upstream("home-secret")
+    work, home = _account(transport, "work-secret"), _account(transport, "home-secret")
     sync_listing(store, McpListing("github", tools, work))
     for prune in (False, True):
         with pytest.raises(McpSyncError) as refused:
             sync_listing(store, McpListing("github", tools, home), prune=prune)
         message = str(refused.value)
-        name = "GITHUB_TOKEN" if transport == "stdio" else "Authorization"
-        assert f"{name} differ" in message and "--replace-upstream" in message, message
-        assert "secret" not in message, message
+        assert DIFFERS[transport] in message and "work-secret" not in message and "home-secret" not in message
+        assert "another account" in message and "(--provider NAME)" in message, message
+        assert "rotated" in message and "(--provider github)" in message, message
     assert _recorded(dsn, store.catalog) == [("github", [])]
-    with psycopg.connect(dsn) as conn:
-        assert "work-secret" in str(conn.execute("select env, headers from toolstore.mcp_upstreams").fetchall())
+    assert "work-secret" in _secrets(dsn, store.catalog)["github"]
     sync_listing(store, McpListing("github", tools, home), provider="github_home")
     assert [r[0] for r in _recorded(dsn, store.catalog)] == ["github", "github_home"]
     assert work.key() != home.key()
     sync_listing(store, McpListing("github", tools, work), prune=True)  # the same upstream again: no conflict
+    assert "work-secret" in _secrets(dsn, store.catalog)["github"]
+
+
+@pytest.mark.parametrize("transport", ACCOUNT_TRANSPORTS)
+def test_a_rotated_secret_is_recorded_when_the_sync_names_its_provider(
+    dsn: str, store: ToolStore, transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A literal secret rotated for the same account (ghp_old to ghp_new): a sync naming the provider records the new
+    value over the old, with its tools unchanged, and leaves another account's upstream alone; another variable or
+    header name (or query parameter) is still another upstream, refused even under a named provider."""
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+    sync_listing(store, McpListing("github", tools, _account(transport, "old-secret")))
+    sync_listing(store, McpListing("github", tools, _account(transport, "home-secret")), provider="github_home")
+    with caplog.at_level("INFO", logger="toolstore"):
+        report = sync_listing(store, McpListing("github", tools, _account(transport, "new-secret")), provider="github")
+    assert (report.unchanged, report.inserted, report.updated) == (1, [], [])
+    secrets = _secrets(dsn, store.catalog)
+    assert "new-secret" in secrets["github"] and "old-secret" not in secrets["github"]
+    assert "home-secret" in secrets["github_home"]
+    logged = [r.getMessage() for r in caplog.records if "new values" in r.getMessage()]
+    assert logged and DIFFERS[transport] in logged[0] and "-secret" not in logged[0], logged
+    sync_listing(store, McpListing("github", tools, _account(transport, "new-secret")))  # as recorded: no conflict
+
+    renamed = _account(transport, "new-secret", name="GH_TOKEN" if transport == "stdio" else "X-Token")
+    with pytest.raises(McpSyncError, match="another MCP server.*--replace-upstream"):
+        sync_listing(store, McpListing("github", tools, renamed), provider="github")
+    assert "new-secret" in _secrets(dsn, store.catalog)["github"]
 
 
 def test_a_url_that_differs_only_in_its_query_or_credentials_is_said_to(store: ToolStore) -> None:
@@ -269,13 +314,13 @@ def test_a_url_that_differs_only_in_its_query_or_credentials_is_said_to(store: T
         store, McpListing("github", tools, Upstream("http", url="https://mcp.example.com/mcp?token=work-secret"))
     )
     for url, differs in [
-        ("https://mcp.example.com/mcp?token=home-secret", "; the URLs differ in their query)"),
+        ("https://mcp.example.com/mcp?token=home-secret", "(the URLs differ in their query; values not shown)"),
         ("https://me:home-secret@mcp.example.com/mcp?token=work-secret", "; the URLs differ in their credentials)"),
     ]:
         with pytest.raises(McpSyncError) as refused:
             sync_listing(store, McpListing("github", tools, Upstream("http", url=url)))
         message = str(refused.value)
-        assert differs in message and "secret" not in message and "headers  differ" not in message, message
+        assert differs in message and "-secret" not in message and "headers  differ" not in message, message
     work = Upstream("http", url="https://mcp.example.com/mcp?token=a", headers={"Authorization": "Bearer a"})
     home = Upstream("http", url="https://me:b@mcp.example.com/mcp?token=b", headers={"Authorization": "Bearer b"})
     assert work.differences(home) == "headers Authorization differ; the URLs differ in their credentials and query"
@@ -338,6 +383,20 @@ def test_cli_sync_expand_and_export(dsn: str, tmp_path: Path) -> None:
     tools = parse_tools(json.loads(exported.read_text()))
     assert [t.id for t in tools] == ["wx.get_forecast", "wx.search"]
     assert all(t.provider == "wx" and "\n" in t.expansion for t in tools)
+
+
+def test_cli_sync_records_a_rotated_env_secret_under_a_named_provider(dsn: str) -> None:
+    """`sync mcp --env TOKEN=old` then `--env TOKEN=new`: refused while the provider is only the server's name (it may
+    be another account), the message saying what to pass; recorded once `--provider` names it."""
+    command = ["--", sys.executable, *server("weather")]
+    cli(dsn, "sync", "mcp", "--env", "TOKEN=old-secret", *command)
+    args = ["--dsn", dsn, "--embedder", "hashing", "--catalog", "cli", "sync", "mcp", "--env", "TOKEN=new-secret"]
+    refused = CliRunner().invoke(main_cli, [*args, *command])
+    message = str(refused.exception)
+    assert isinstance(refused.exception, McpSyncError) and "(--provider weather)" in message, message
+    out = cli(dsn, "sync", "mcp", "--provider", "weather", "--env", "TOKEN=new-secret", *command)
+    assert (out["unchanged"], out["inserted"]) == (3, 0)
+    assert "new-secret" in _secrets(dsn, "cli")["weather"]
 
 
 def test_cli_sync_of_a_program_that_is_no_mcp_server_prints_lines_not_tracebacks(dsn: str) -> None:

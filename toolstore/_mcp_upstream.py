@@ -1,11 +1,13 @@
 """How to reach an MCP server (:class:`Upstream`), what makes two of them one, and its row in ``mcp_upstreams``.
 
 An upstream is everything that decides which server answers and as whom: the command with its arguments and
-environment, or the URL with its headers. The same command run with another ``GITHUB_TOKEN`` (or the same URL with
-another ``Authorization``) is another account's server, so it is another upstream (:meth:`Upstream.target`): a sync
-refuses to record it over the provider's (``_mcp_sync``), and the gateway keeps a session of its own for it
-(``_mcp_sessions``). Env and header values may be ``${VAR}`` references, expanded when connecting, so a stored
-upstream need not hold a secret, and such a reference stays the same when the secret it names changes.
+environment, or the URL with its headers (:meth:`Upstream.target`, by which the gateway keeps a session of its own per
+upstream, ``_mcp_sessions``). Its identity (:meth:`Upstream.identity`) leaves the values out: the command and its
+arguments or the URL (its query's names, whether it has credentials) and the NAMES of its env variables or headers. Two
+upstreams alike in all but values are one server with other secrets: the same account's rotated token, or another
+account's, which no value tells apart; a sync decides with the provider's name (``_mcp_sync``). Env and header values
+may be ``${VAR}`` references, expanded when connecting, so a stored upstream need not hold a secret, and such a
+reference stays the same when the secret it names changes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ._errors import McpSyncError
 
@@ -40,10 +42,16 @@ class Upstream:
     headers: Mapping[str, str] = field(default_factory=dict)
 
     def target(self) -> Target:
-        """What makes it one upstream: the transport, the command with its arguments and env, or the URL with its
-        headers (values as stored: a ``${VAR}`` reference, not what it expands to)."""
+        """Everything that decides which server answers and as whom: the transport, the command with its arguments and
+        env, or the URL with its headers (values as stored: a ``${VAR}`` reference, not what it expands to)."""
         env, headers = tuple(sorted(self.env.items())), tuple(sorted(self.headers.items()))
         return self.transport, self.command, tuple(self.args), self.url, env, headers
+
+    def identity(self) -> tuple[Any, ...]:
+        """:meth:`target` without the values that may be secrets: the transport, the command and its arguments or the
+        URL without its query's values and credentials (:func:`_url_identity`), and the env or header names."""
+        url = _url_identity(self.url) if self.url is not None else None
+        return self.transport, self.command, tuple(self.args), url, tuple(sorted(self.env)), tuple(sorted(self.headers))
 
     def key(self) -> str:
         """:meth:`target` as a string, for a dictionary of sessions."""
@@ -72,6 +80,14 @@ class Upstream:
         if self.transport == "http" and self.url != other.url:
             found.append(_url_differences(self.url or "", other.url or ""))
         return "; ".join(found)
+
+
+def _url_identity(url: str) -> tuple[Any, ...]:
+    """What of a URL names its server: all but its credentials (present or not) and its query's values."""
+    parts = urlsplit(url)
+    names = tuple(sorted(name for name, _ in parse_qsl(parts.query, keep_blank_values=True)))
+    credentials = parts.username is not None or parts.password is not None
+    return parts.scheme, parts.hostname, parts.port, parts.path, parts.fragment, names, credentials
 
 
 def _url_differences(first: str, second: str) -> str:

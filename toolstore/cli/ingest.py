@@ -32,7 +32,7 @@ def sync_group() -> None:
 @click.option(
     "--replace-upstream",
     is_flag=True,
-    help="The provider's server moved or its env/headers changed: record this one instead of the one synced before.",
+    help="The provider's server moved (another command line or URL, other env or header names): record this one.",
 )
 @click.option(
     "--adopt",
@@ -65,9 +65,10 @@ def sync_mcp_cmd(
     Unchanged tools are skipped (nothing embedded); one transaction, so on any error nothing is written. How the
     server is reached is recorded for `toolstore serve mcp --gateway`: header and env values are stored as given,
     so write secrets as ${VAR} references (single-quoted in the shell) to keep them out of the database.
-    A provider has one server: another command line or URL (or the same with other env or header values: another
-    account) whose server reports a name already synced from another one is refused (use --provider for a name of its
-    own, or --replace-upstream when the server moved or its settings changed). --prune only
+    A provider has one server: another command line or URL (or other env or header names) whose server reports a name
+    already synced from another one is refused (use --provider for a name of its own, or --replace-upstream when the
+    server moved). The same with other env or header values (a rotated secret, or another account's) is recorded when
+    --provider names the provider, and refused when the provider is only the server's name. --prune only
     removes tools this server synced before: a tool imported by hand under the provider stays, and one of the same id
     as a tool the server lists is refused, naming it, unless --adopt.
     """
