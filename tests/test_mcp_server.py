@@ -519,3 +519,50 @@ def test_close_relistings_keep_the_newest(fake_upstream: _FakeUpstream) -> None:
 
     anyio.run(main)
     assert fake_upstream.calls == ["search", "weekly_report"]
+
+
+def test_a_call_made_while_the_tools_are_listed_again_waits_for_that_listing(fake_upstream: _FakeUpstream) -> None:
+    """A call that comes while the listing after notifications/tools/list_changed runs is checked against that listing,
+    not the one held before: a tool just added is sent once the listing ends, one just dropped is refused. The wait is
+    bounded: past ``listing_wait`` the call goes on with the listing held."""
+    from toolstore import McpSyncError
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    outcomes: dict[str, Any] = {}
+
+    async def call(sessions: UpstreamSessions, name: str) -> None:
+        try:
+            outcomes[name] = await sessions.call(FAKE, name, {})
+        except McpSyncError as exc:
+            outcomes[name] = exc
+
+    async def main(listing_wait: float) -> None:
+        async with UpstreamSessions(listing_wait=listing_wait) as sessions:
+            assert await sessions.call(FAKE, "search", {}) == "called search"
+            gate = anyio.Event()
+            fake_upstream.gates.append(gate)
+            fake_upstream.held = anyio.Event()
+            await fake_upstream.change("search", "late_news")
+            await fake_upstream.held.wait()  # the new listing is under way, and held back
+            async with anyio.create_task_group() as group:
+                for name in ("late_news", "list_alerts"):
+                    group.start_soon(call, sessions, name)
+                for _ in range(100):
+                    await anyio.sleep(0)
+                if listing_wait > 1:
+                    assert outcomes == {} and fake_upstream.calls == ["search"]  # both wait for the listing
+                    gate.set()
+            gate.set()
+
+    anyio.run(main, 60.0)
+    assert outcomes["late_news"] == "called late_news"
+    assert isinstance(outcomes["list_alerts"], McpSyncError) and "'list_alerts'" in str(outcomes["list_alerts"])
+    assert fake_upstream.calls == ["search", "late_news"]
+
+    outcomes.clear()
+    fake_upstream.names, fake_upstream.calls, fake_upstream.answered = {"search", "list_alerts"}, [], 0
+    anyio.run(main, 0.01)  # the listing is held past the wait: the calls go on with the listing held
+    assert outcomes["list_alerts"] == "called list_alerts"
+    assert isinstance(outcomes["late_news"], McpSyncError), outcomes
+    assert "listing them again took over 0.01 s" in str(outcomes["late_news"])
+    assert fake_upstream.calls == ["search", "list_alerts"]

@@ -6,9 +6,10 @@ tasks. A session whose connection ended (the server exited, the connection dropp
 not be sent on it, or that an HTTP server refused for not knowing the session (it restarted), is made on a fresh one.
 An error the server answers to one call (a JSON-RPC error: bad arguments, an unknown tool) leaves the session, and
 the other calls in flight on it, alone. Each session lists its upstream's tools when it opens and again when the
-upstream sends ``notifications/tools/list_changed`` (:class:`_Listing`: one listing at a time, the newest kept): a call
-of a tool its latest listing does not name (the upstream dropped it, or restarted with other tools without saying so:
-the catalog is out of date) is an McpSyncError naming it, never sent; after a listing that failed, every call is sent.
+upstream sends ``notifications/tools/list_changed`` (:class:`_Listing`: one listing at a time, the newest kept; a call
+made while one runs waits for it, :data:`LISTING_WAIT` seconds at most): a call of a tool its latest listing does not
+name (the upstream dropped it, or restarted with other tools without saying so: the catalog is out of date) is an
+McpSyncError naming it, never sent; after a listing that failed, every call is sent.
 Closing the pool stops every upstream (stdio processes exit).
 """
 
@@ -31,6 +32,9 @@ _SESSION_ERRORS = frozenset({-32000, -32600})
 #: session) with HTTP 404, before running anything: the Python SDK's body (-32600 "Session not found"), the TypeScript
 #: SDK's (-32001), or the client SDK's stand-in for a 404 without a JSON-RPC body ("Session terminated"; 32600 in 1.x).
 _REFUSED_SESSION = (frozenset({-32600, -32001, 32600}), frozenset({"session not found", "session terminated"}))
+#: Seconds a call made while its upstream's tools are listed again (after notifications/tools/list_changed) waits for
+#: that listing before it is checked against the listing held.
+LISTING_WAIT = 5.0
 
 
 def _refused_session(upstream: Upstream, exc: Exception) -> bool:
@@ -71,7 +75,8 @@ class _Listing:
     no call is refused). Listings run one at a time (``lock``) and each is numbered by the requests it answers:
     :meth:`ask` numbers a request (the first listing, then one per ``notifications/tools/list_changed``) and
     :meth:`answer` lists unless a listing begun after that request already answered it, so a listing that ends late
-    never replaces a newer one and close notifications cost one listing."""
+    never replaces a newer one and close notifications cost one listing. :meth:`settle` waits for the requests
+    numbered so far: a call made while the upstream's tools are listed again is checked against the new listing."""
 
     def __init__(self, session: Any) -> None:
         self.session = session
@@ -79,6 +84,7 @@ class _Listing:
         self.asked = 0  # the requests numbered so far
         self.listed = 0  # the newest request that ``names`` answers
         self.lock = anyio.Lock()
+        self._answered = anyio.Event()  # set, and replaced, by every listing that ends
 
     def ask(self) -> int:
         self.asked += 1
@@ -91,6 +97,16 @@ class _Listing:
             begun = self.asked  # a listing begun now answers every request numbered so far
             self.names = await _list_tools(self.session, upstream)
             self.listed = begun
+            self._answered.set()
+            self._answered = anyio.Event()
+
+    async def settle(self, bound: float) -> bool:
+        """Wait, ``bound`` seconds at most, until every request numbered so far is answered; whether they are."""
+        wanted = self.asked
+        with anyio.move_on_after(bound):
+            while self.listed < wanted:
+                await self._answered.wait()
+        return self.listed >= wanted
 
     def refuses(self, name: str) -> bool:
         return self.names is not None and name not in self.names
@@ -102,9 +118,12 @@ def _ended(session: Any) -> bool:
 
 
 class UpstreamSessions:
-    """``async with UpstreamSessions() as sessions: await sessions.call(upstream, name, arguments)``."""
+    """``async with UpstreamSessions() as sessions: await sessions.call(upstream, name, arguments)``. A call made while
+    the upstream's tools are listed again waits for that listing, ``listing_wait`` seconds at most, then goes on with
+    the listing held."""
 
-    def __init__(self) -> None:
+    def __init__(self, listing_wait: float = LISTING_WAIT) -> None:
+        self.listing_wait = listing_wait
         self._held: dict[str, tuple[Any, anyio.Event]] = {}
         self._listings: dict[str, _Listing] = {}
         self._locks: dict[str, anyio.Lock] = {}
@@ -138,12 +157,15 @@ class UpstreamSessions:
                 self._drop(key, session)
                 session = await self._session(key, upstream)
             listing = self._listings.get(key)
-            if listing is not None and listing.session is session and listing.refuses(name):
-                raise McpSyncError(
-                    f"upstream {upstream.describe()} no longer offers tool {name!r}: its tools/list does not name it "
-                    "(its tools changed since the catalog was synced). Sync it again to update the catalog "
-                    "(toolstore sync mcp --prune)"
-                )
+            if listing is not None and listing.session is session:
+                settled = await listing.settle(self.listing_wait)
+                if listing.refuses(name):
+                    pending = "" if settled else f"; listing them again took over {self.listing_wait:g} s"
+                    raise McpSyncError(
+                        f"upstream {upstream.describe()} no longer offers tool {name!r}: its tools/list does not name "
+                        f"it (its tools changed since the catalog was synced{pending}). Sync it again to update the "
+                        "catalog (toolstore sync mcp --prune)"
+                    )
             try:
                 return await session.call_tool(name, arguments)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # mcp 1.x: the session was closed
