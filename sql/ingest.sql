@@ -21,6 +21,14 @@ select transport, command, args, env, url, headers
 from mcp_upstreams
 where catalog_id = %(catalog)s and provider = %(provider)s;
 
+-- name: upstreams
+-- Every MCP upstream recorded in a catalog, by provider: the gateway looks for a tool the catalog lacks in the latest
+-- listings of those it holds a session to.
+select provider, transport, command, args, env, url, headers
+from mcp_upstreams
+where catalog_id = %(catalog)s
+order by provider;
+
 -- name: foreign_tools
 -- Of the ids a sync writes, those the catalog holds that this upstream did not sync (imported by hand, or synced by
 -- another upstream): a sync refuses to take them over unless told to (migration 0022).

@@ -566,3 +566,54 @@ def test_a_call_made_while_the_tools_are_listed_again_waits_for_that_listing(fak
     assert isinstance(outcomes["late_news"], McpSyncError), outcomes
     assert "listing them again took over 0.01 s" in str(outcomes["late_news"])
     assert fake_upstream.calls == ["search", "list_alerts"]
+
+
+def test_a_tool_an_upstream_added_that_the_catalog_lacks_is_refused_naming_the_sync(
+    dsn: str, fake_upstream: _FakeUpstream
+) -> None:
+    """An upstream's latest listing names a tool the catalog does not have (it was added since the sync): a call of it,
+    by its name, id or namespaced name, is not sent; the error names the tool and the upstream and gives the sync that
+    adds it, no secret in it. The gateway writes nothing: the catalog is as synced, and a name nothing lists is
+    unknown as before."""
+    from toolstore import McpSyncError, UnknownToolError
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    listed = [{"name": n, "inputSchema": {"type": "object"}} for n in ("search", "list_alerts")]
+    env = {"FAKE_TOKEN": "s3cret", "FAKE_KEY": "Bearer ${FAKE_KEY}"}
+    upstream = Upstream("stdio", command="fake-mcp", args=("--port", "1"), env=env)
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="added") as store:
+        sync_listing(store, McpListing("fake", listed, upstream))
+    sync = "toolstore -c added sync mcp --provider fake --env 'FAKE_KEY=Bearer ${FAKE_KEY}' --env FAKE_TOKEN=..."
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="added") as store:
+            async with UpstreamSessions() as sessions:
+                assert await forward_call(store, "search", {}, sessions=sessions) == "called search"
+                await fake_upstream.change("search", "list_alerts", "late_news")
+                await fake_upstream.listings(2)
+                for name in ("late_news", "fake__late_news", "fake.late_news"):
+                    with pytest.raises(McpSyncError) as refused:
+                        await forward_call(store, name, {}, sessions=sessions)
+                    message = str(refused.value)
+                    assert f"tool {name!r} is not in catalog 'added', but upstream 'fake'" in message, message
+                    assert f"{sync} -- fake-mcp --port 1 (with the values shown as ...)" in message, message
+                    assert "s3cret" not in message, message
+                with pytest.raises(UnknownToolError, match="no tool named 'nope'"):
+                    await forward_call(store, "nope", {}, sessions=sessions)
+            assert [t.id for t in await store.tools()] == ["fake.list_alerts", "fake.search"]
+
+    anyio.run(main)
+    assert fake_upstream.calls == ["search"]
+
+
+def test_the_sync_arguments_of_an_upstream_hide_every_value_that_may_be_a_secret() -> None:
+    url = "https://me:pw@mcp.example.com/mcp?token=abc&org=acme#frag"
+    headers = {"Authorization": "Bearer ${GH_TOKEN}", "X-Key": "k3y"}
+    assert Upstream("http", url=url, headers=headers).sync_args() == [
+        "--url",
+        "https://...@mcp.example.com/mcp?token=...&org=...#frag",
+        "--header",
+        "Authorization: Bearer ${GH_TOKEN}",
+        "--header",
+        "X-Key: ...",
+    ]

@@ -4,7 +4,9 @@ upstream MCP server that owns the tool (recorded by ``toolstore sync mcp``).
 This is the two-tool pattern MCP gateways use: a client with hundreds of upstream tools sees two, asks
 ``find_tools`` for the few that matter, and calls them through ``call_tool``. The server opens a session to each
 upstream (stdio or streamable HTTP) on first use and keeps it (``_mcp_sessions``); each call is bounded by
-``call_timeout``. A failing call is an MCP error result; the server stays up.
+``call_timeout``. A failing call is an MCP error result; the server stays up. The gateway calls only the catalog's
+tools and never writes the catalog: a call of a tool an upstream added since the sync (its session's latest listing
+names it) is refused, naming the sync that adds it.
 
 With ``session_log``, each client connection is a session of the catalog's log: every forwarded call is recorded
 there (tool id, outcome, time), and ``find_tools`` routes with that session's calls, so the tools that usually come
@@ -14,6 +16,7 @@ next rank higher. A failed log write is logged and never fails the call.
 from __future__ import annotations
 
 import json
+import shlex
 import time
 import uuid
 import weakref
@@ -21,15 +24,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InvalidInputError, McpSyncError, ToolstoreError
+from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError
 from ._formats import render
+from ._formats.build import default_id
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import leaf_error, open_session, require_mcp
 from ._mcp_upstream import upstream_from_row
-from ._models import JSON_VERSION, SessionCall
-from ._names import model_names
+from ._models import JSON_VERSION, SessionCall, Tool
+from ._names import model_names, name_forms
 from ._observe import logger, span
 from ._result import RouteResult
 from ._rows import name_row
@@ -230,8 +234,14 @@ async def forward_call(
     if not isinstance(arguments, dict):
         raise InvalidInputError(f"arguments must be a JSON object, got {type(arguments).__name__}")
     # the name find_tools gave the tool first: a name there may be another tool's id, or one of its name forms
-    gateway = {given: tool_id for tool_id, given in (await _gateway_names(store)).items()}
-    tool = await (store.get(gateway[name]) if name in gateway else store.resolve(name))
+    names = await _gateway_names(store)
+    gateway = {given: tool_id for tool_id, given in names.items()}
+    try:
+        tool = await (store.get(gateway[name]) if name in gateway else store.resolve(name))
+    except UnknownToolError:
+        if sessions is not None:
+            await _refuse_unsynced(store, sessions, name, set(names))
+        raise
     info = await store.info(counts=False)
     async with store.pool.connection() as conn:
         cur = await conn.execute(query("get_upstream"), {"catalog": info.id, "provider": tool.provider or ""})
@@ -266,6 +276,29 @@ async def forward_call(
             outcome = call_log(CallRecord(tool.id, name, tool.provider or "", arguments, failed, ms))
             if outcome is not None:
                 await outcome
+
+
+async def _refuse_unsynced(store: AsyncToolStore, sessions: UpstreamSessions, name: str, known: set[str]) -> None:
+    """McpSyncError when ``name`` names a tool that an upstream's latest listing (of a session the gateway holds) names
+    and the catalog does not have (``known``: its ids): the upstream added it since the catalog was synced. The gateway
+    calls only the catalog's tools and never writes the catalog, so the error says which sync adds it."""
+    info = await store.info(counts=False)
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(query("upstreams"), {"catalog": info.id})
+        rows = await cur.fetchall()
+    for provider, *row in rows:
+        upstream = upstream_from_row(row)
+        for listed in sorted(await sessions.listed(upstream) or ()):
+            tool = Tool(id=default_id(provider, listed), name=listed, provider=provider)
+            if tool.id in known or name not in {tool.id, tool.name, *name_forms(tool)}:
+                continue
+            sync = ["toolstore", "-c", store.catalog, "sync", "mcp", "--provider", provider, *upstream.sync_args()]
+            secret = " (with the values shown as ...)" if any("..." in word for word in sync) else ""
+            raise McpSyncError(
+                f"tool {name!r} is not in catalog {store.catalog!r}, but upstream {provider!r} ({upstream.describe()}) "
+                f"lists it as {listed!r}: it was added since the catalog was synced, and the gateway calls only the "
+                f"catalog's tools. Sync the upstream to add it: {shlex.join(sync)}{secret}"
+            )
 
 
 async def serve(

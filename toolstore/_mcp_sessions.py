@@ -182,6 +182,15 @@ class UpstreamSessions:
                 logger.debug("upstream %s no longer knows the session; reconnecting", upstream.describe())
         raise AssertionError("unreachable")
 
+    async def listed(self, upstream: Upstream) -> frozenset[str] | None:
+        """The tools the open session to ``upstream`` listed last, once a listing under way ends (as for a call); None
+        without an open session (none is opened) or after a listing that failed."""
+        listing = self._listings.get(upstream.key())
+        if listing is None:
+            return None
+        await listing.settle(self.listing_wait)
+        return listing.names
+
     async def _session(self, key: str, upstream: Upstream) -> Any:
         if self._group is None:
             raise RuntimeError("UpstreamSessions is not open: use `async with`")
