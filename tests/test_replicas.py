@@ -353,10 +353,75 @@ def test_an_ambiguous_call_is_answered_by_the_replica(replicated: tuple[str, str
         assert requests(store.pool) == asked
 
 
+def replayed_all(primary: str, replica: str) -> None:
+    """Until the replica has replayed all the primary wrote (one more WAL record is written first: the position
+    waited for is then a record's end)."""
+    with psycopg.connect(primary, autocommit=True) as conn:
+        row = conn.execute("select pg_logical_emit_message(false, 'toolstore-test', '') - '0/0'::pg_lsn").fetchone()
+    deadline = time.monotonic() + 60
+    with psycopg.connect(replica, autocommit=True) as conn:
+        while conn.execute("select pg_last_wal_replay_lsn() - '0/0'::pg_lsn").fetchone() < row:  # type: ignore[operator]
+            assert time.monotonic() < deadline, "the replica never caught up"
+            time.sleep(0.05)
+
+
+def test_a_replica_that_has_replayed_all_answers_a_call_no_tool_answers_to(replicated: tuple[str, str]) -> None:
+    """A conversation holding a call of a tool since removed was routed on the primary every time (a replica cannot
+    tell a tool it lacks from one it has not replayed). A replica that has replayed all it received and the store's
+    last write of tools answers it (unresolved) itself; one that has not hands it on, to the primary, which resolves
+    a call of a tool just written; ToolStore and AsyncToolStore alike."""
+    from toolstore._mcp_sync import McpListing, sync_listing
+
+    dsn, replica = replicated
+    retired, fresh = calling("retired_tool"), calling("ping_fresh")
+    with ToolStore(dsn, embedder=None, catalog="retired", read_dsn=replica, timeout=3) as store:
+        store.upsert([*generated_tools(20, seed=16), Tool(id="old.retired_tool", name="retired_tool")])
+        store.remove("old.retired_tool")
+        replayed_all(dsn, replica)
+        store.route("warm the catalog cache")
+        asked = requests(store.pool)
+        assert store.route(messages=retired).unresolved == ["retired_tool"]
+        assert store.resolve_calls(["retired_tool", "nowhere_at_all"]) == [None, None]
+        assert requests(store.pool) == asked  # answered by the replica
+        with replay_paused(replica):
+            store.upsert([Tool(id="new.ping", name="ping_new")])  # a write of tools the replica has not replayed
+            asked = requests(store.pool)
+            assert store.route(messages=retired).unresolved == ["retired_tool"]
+            assert requests(store.pool) > asked  # the replica may lack the call's tool: handed on
+            written = store._written.lsn
+            sync_listing(store, McpListing("synced", [{"name": "ping_synced", "inputSchema": {"type": "object"}}]))
+            assert store._written.lsn > written  # an MCP sync is a write of tools too
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="retired", read_dsn=replica, timeout=3) as store:
+            replayed_all(dsn, replica)
+            asked = requests(store.pool)
+            assert (await store.route(messages=retired)).unresolved == ["retired_tool"]
+            assert requests(store.pool) == asked
+            with replay_paused(replica):
+                await store.upsert([FRESH])  # its writer notes where the primary's WAL is, for the store's routes
+                result = await store.route(messages=fresh)
+                assert result.unresolved == [] and requests(store.pool) > asked  # resolved on the primary
+
+    asyncio.run(main())
+
+
+def calling(name: str) -> list[dict[str, Any]]:
+    """A conversation whose assistant turn called ``name``, then a new request."""
+    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    return [
+        {"role": "user", "content": "run the tool"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": "send a message to the team"},
+    ]
+
+
 def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answers() -> None:
     """``resolve_steps``: the index's candidates (``call_candidates``) answer an ambiguous name (None) without the
-    catalog's whole name list (``tool_names``), which only a name that no candidate answers to fetches; with
-    ``complete`` (a replica) such a name is an UnknownToolError at once, before any whole list is read."""
+    catalog's whole name list (``tool_names``), which only a name that no candidate answers to fetches; on a replica
+    that has not replayed all it received (and the store's last write) such a name is an UnknownToolError at once,
+    before any whole list is read; one that has answers as the primary does."""
     from toolstore._models import CatalogInfo
     from toolstore._names import may_be_hashed, model_names
     from toolstore._steps import Fetch, drive, resolve_steps
@@ -375,9 +440,12 @@ def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answer
     assert drive(resolve_steps(info, ["search", "nothing_like_it"]), answer) == [None, None]
     assert fetched == ["call_candidates", "tool_names"]
     fetched.clear()
-    with pytest.raises(UnknownToolError, match="nothing_like_it"):
-        drive(resolve_steps(info, ["search", "nothing_like_it"], complete=True), answer)
-    assert fetched == ["call_candidates"]
+    with pytest.raises(UnknownToolError, match="nothing_like_it"):  # a replica that has not replayed all: hands on
+        drive(resolve_steps(info, ["search", "nothing_like_it"], replica=7), replaying(answer, False))
+    assert fetched == ["call_candidates", "replayed"]
+    fetched.clear()  # one that has answers as the primary does, from the whole list
+    assert drive(resolve_steps(info, ["search", "nothing_like_it"], replica=7), replaying(answer, True)) == [None, None]
+    assert fetched == ["call_candidates", "replayed", "tool_names"]
     # A name over 64 characters is offered cut, with a hash, which the index cannot find: a replica that has the tool
     # resolves it from the whole list (only what that list cannot answer either is handed on).
     long = Tool(id="acme." + "very_long_operation_name_" * 3, name="very_long_operation_name_" * 3, provider="acme")
@@ -389,11 +457,26 @@ def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answer
         fetched.append(step.block)
         return [] if step.block == "call_candidates" else [{"id": long.id, "name": long.name, "provider": "acme"}]
 
-    assert drive(resolve_steps(info, [hashed], complete=True), index_misses) == [long.id]
+    assert drive(resolve_steps(info, [hashed], replica=7), index_misses) == [long.id]
     assert fetched == ["call_candidates", "tool_names"]
     other = hashed[:-8] + "00000000"  # the form of a tool the replica lacks: the whole list does not answer it either
     with pytest.raises(UnknownToolError, match=other):
-        drive(resolve_steps(info, [other], complete=True), index_misses)
+        drive(resolve_steps(info, [other], replica=7), replaying(index_misses, False))
+    assert drive(resolve_steps(info, [other], replica=7), replaying(index_misses, True)) == [None]
+
+
+def replaying(answer: Any, replayed: bool) -> Any:
+    """``answer`` to a resolve's fetches, and ``replayed`` to the replica's ``replayed`` block (asked for the store's
+    write position)."""
+
+    def answered(step: Any) -> Any:
+        if step.block != "replayed":
+            return answer(step)
+        assert step.params == {"written": 7}
+        answer(step)  # counted, its rows dropped
+        return [{"replayed": replayed}]
+
+    return answered
 
 
 def test_finding_and_resolving_calls_takes_each_candidates_name_forms_once(monkeypatch: pytest.MonkeyPatch) -> None:

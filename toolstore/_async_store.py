@@ -33,7 +33,7 @@ from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, Tool
 from ._names import resolve_among, resolve_name
-from ._replicas import AsyncReplicas, replica_dsns
+from ._replicas import AsyncReplicas, Written, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._route import check_calls
@@ -85,6 +85,7 @@ class AsyncToolStore(AsyncSessionMethods):
         self._timeout = check_timeout(timeout)
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self._read_dsns = replica_dsns(read_dsn)
+        self._written = Written(bool(self._read_dsns))  # noted by the writer (ToolStore.upsert), read by the routes
         self._db: AsyncConnector | None = None
         self._replicas = AsyncReplicas([])
         self._writer: ToolStore | None = None
@@ -153,6 +154,7 @@ class AsyncToolStore(AsyncSessionMethods):
                 self._writer = await asyncio.to_thread(
                     ToolStore, self.dsn, embedder=self.embedder, migrate=False, pool_size=2, **options
                 )
+                self._writer._written = self._written  # its writes of tools are what this store's replicas replay
         self._writer.embedder = self.embedder
         result = await asyncio.to_thread(getattr(self._writer, method), *args, **kwargs)
         self.embedder = self._writer.embedder  # reembed switches it
@@ -259,24 +261,24 @@ class AsyncToolStore(AsyncSessionMethods):
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
         options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid)
 
-        def work(complete: bool) -> Work[RouteResult]:  # see ToolStore.route
-            steps = partial(route_steps, self._routing, self.embedder, query, options, complete=complete)
+        def work(replica: int | None) -> Work[RouteResult]:  # see ToolStore.route
+            steps = partial(route_steps, self._routing, self.embedder, query, options, replica=replica)
             return lambda conn: adrive(steps(), self._answer(conn))
 
-        return await self._read(work(True), work(False))
+        return await self._read(work(self._written.lsn), work(None))
 
     async def resolve_calls(self, names: Sequence[str], *, namespaces: Sequence[str | None] = ()) -> list[str | None]:
         """See :meth:`ToolStore.resolve_calls`."""
         names, spaces = check_calls(names, namespaces)
 
-        def work(complete: bool) -> Work[list[str | None]]:  # see ToolStore.resolve_calls
+        def work(replica: int | None) -> Work[list[str | None]]:  # see ToolStore.resolve_calls
             async def resolve(conn: psycopg.AsyncConnection[Any]) -> list[str | None]:
-                steps = resolve_steps(await self._info(conn), names, spaces, complete=complete)
+                steps = resolve_steps(await self._info(conn), names, spaces, replica=replica)
                 return await adrive(steps, self._answer(conn))
 
             return resolve
 
-        return await self._read(work(True), work(False))
+        return await self._read(work(self._written.lsn), work(None))
 
     def _answer(self, conn: psycopg.AsyncConnection[Any]) -> Callable[[Step], Awaitable[Any]]:
         """What answers a route step (``_steps``) on ``conn``: :meth:`ToolStore._answer` for asyncio."""

@@ -245,22 +245,24 @@ def sync_listing(
             _check_upstream(conn, info.id, provider, upstream, named=named)
         if info is not None and not adopt:
             _check_foreign(conn, info.id, provider, ids)
-    with store.connection() as conn, conn.transaction():  # the upsert's own transaction becomes a savepoint
-        report = upsert_tools(
-            conn, store.catalog, tools, store.embedder, prune=prune, prune_upstream=provider, create=store.create
-        )
-        info = catalog_info(conn, store.catalog)
-        if info is not None:  # ... and again under the catalog's lock, which the upsert holds until commit
-            if upstream is not None:  # how the gateway reaches these tools
-                rotated = "" if replace_upstream else _check_upstream(conn, info.id, provider, upstream, named=named)
-                if rotated:
-                    logger.info("provider %r: recorded its upstream's new values (%s)", provider, rotated)
-                conn.execute(query("save_upstream"), upstream_params(info.id, provider, upstream))
-            stored = sorted(set(ids) - set(report.inserted))  # were in the catalog before this write
-            foreign = _check_foreign(conn, info.id, provider, stored, refuse=not adopt)
-            if foreign:
-                logger.warning("provider %r: this sync took over %s", provider, _named(foreign))
-            conn.execute(query("claim_tools"), {"catalog": info.id, "ids": ids, "upstream": provider})
+    with store.connection() as conn:
+        with conn.transaction():  # the upsert's own transaction becomes a savepoint
+            report = upsert_tools(
+                conn, store.catalog, tools, store.embedder, prune=prune, prune_upstream=provider, create=store.create
+            )
+            info = catalog_info(conn, store.catalog)
+            if info is not None:  # ... and again under the catalog's lock, which the upsert holds until commit
+                if upstream is not None:  # how the gateway reaches these tools
+                    rotated = "" if replace_upstream else _check_upstream(conn, info.id, provider, upstream, named=named)
+                    if rotated:
+                        logger.info("provider %r: recorded its upstream's new values (%s)", provider, rotated)
+                    conn.execute(query("save_upstream"), upstream_params(info.id, provider, upstream))
+                stored = sorted(set(ids) - set(report.inserted))  # were in the catalog before this write
+                foreign = _check_foreign(conn, info.id, provider, stored, refuse=not adopt)
+                if foreign:
+                    logger.warning("provider %r: this sync took over %s", provider, _named(foreign))
+                conn.execute(query("claim_tools"), {"catalog": info.id, "ids": ids, "upstream": provider})
+        store._written.note(conn)  # committed: the store's replicas answer "no such tool" only once they replay it
     return report
 
 

@@ -20,19 +20,40 @@ from ._errors import (
     UnmatchedFilterError,
 )
 from ._observe import logger
+from ._sql import query
 
 T = TypeVar("T")
 #: Seconds a read replica that could not be reached is left out of reads (they go to the next one, then the primary).
 REPLICA_RETRY = 10.0
 #: What a replica that is only behind the primary answers, so the read is handed on: a catalog it has not replayed,
 #: its switch to another model, a value a route filter names (TS002), a tool (``resolve``, ``get``, ``tools(ids)``,
-#: a call in ``route``'s messages or ``resolve_calls`` no tool answers to: ``_steps.resolve_steps(complete=True)``).
+#: a call in ``route``'s messages or ``resolve_calls`` no tool answers to on a replica that has not replayed all it
+#: received and the store's last write of tools: ``_steps.resolve_steps(replica=...)``, :class:`Written`).
 LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError, UnknownToolError)
 
 
 def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
     """The stores' ``read_dsn`` argument as a list."""
     return [read_dsn] if isinstance(read_dsn, str) else list(read_dsn or [])
+
+
+class Written:
+    """Where the primary's WAL was after a store's last write of tools (bytes from 0/0; 0: none), which a read replica
+    must have replayed, with all the WAL it has received, before it answers that a call names no tool (block
+    ``replayed``): else the call may name a tool it has not replayed yet, and the read is handed on. Kept only for a
+    store with replicas (``active``); an AsyncToolStore shares its own with the ToolStore that writes for it."""
+
+    def __init__(self, active: bool) -> None:
+        self.active, self.lsn, self._lock = active, 0, threading.Lock()
+
+    def note(self, conn: psycopg.Connection[Any]) -> None:
+        """After a write of tools committed on ``conn`` (the primary's): one round trip, none without replicas."""
+        if not self.active:
+            return
+        row = conn.execute(query("wal_written")).fetchone()
+        assert row is not None
+        with self._lock:
+            self.lsn = max(self.lsn, int(row[0]))
 
 
 class Rotation:

@@ -141,28 +141,41 @@ async def adrive(steps: Steps[T], answer: Callable[[Step], Awaitable[Any]]) -> T
 
 
 def resolve_steps(
-    info: CatalogInfo, names: Sequence[str], namespaces: Sequence[str | None] = (), *, complete: bool = False
+    info: CatalogInfo, names: Sequence[str], namespaces: Sequence[str | None] = (), *, replica: int | None = None
 ) -> Steps[list[str | None]]:
     """The tool id each name a model called means in the catalog (``_names.resolve_calls``; inside the Responses
     namespace ``namespaces[i]`` when given and not None), or None: by index first, the catalog's whole name list only
     when no tool there answered to some call (several tools answering make a call ambiguous, which more cannot mend).
-    ``complete``: a call no tool answers to is an UnknownToolError instead (a read replica may only lack the tool: the
-    read is handed on, ``LAGGING``, and the primary looks), at once unless it may be a hashed name form, which only the
-    whole list can resolve (``_names.may_be_hashed``)."""
+    ``replica``: on a read replica, the primary's WAL position after the store's last write of tools
+    (``_replicas.Written``): a call no tool answers to is answered (None) only when the replica has replayed that and
+    all it has received (:func:`_replayed`), else it is an UnknownToolError (the replica may only lack the tool: the
+    read is handed on, ``LAGGING``, and the primary looks), at once unless it may be a hashed name form, which only
+    the whole list can resolve (``_names.may_be_hashed``)."""
     if not names:
         return []
     spaces = list(namespaces) or [None] * len(names)
     params = {"catalog": info.id, "names": list(names), "keys": call_keys(names)}
     candidates = [name_row(r) for r in (yield Fetch("call_candidates", params))]
     missing = unanswered(names, candidates, spaces)
-    if missing and (not complete or any(map(may_be_hashed, missing))):  # a hashed form: only the whole list has it
+    if missing and replica is not None and not any(map(may_be_hashed, missing)):
+        yield from _replayed(info, missing, replica)  # before the whole list: a lagging replica hands on at once
+        replica = None  # it has replayed the store's writes and all it received: it answers as the primary would
+    if missing:
         block = "tool_names" if all(s is None for s in spaces) else "call_names"  # tool_names reads no spec
         candidates = [name_row(r) for r in (yield Fetch(block, {"catalog": info.id}))]
-        missing = unanswered(names, candidates, spaces) if complete else []
-    if missing and complete:
-        calls = ", ".join(map(repr, missing))
-        raise UnknownToolError(f"no tool of catalog {info.name!r} answers to the call(s) {calls}")
+        if replica is not None and (missing := unanswered(names, candidates, spaces)):
+            yield from _replayed(info, missing, replica)
     return resolve_calls(names, candidates, spaces)
+
+
+def _replayed(info: CatalogInfo, missing: Sequence[str], written: int) -> Steps[None]:
+    """On a read replica, where no tool answers to the calls ``missing``: nothing when it has replayed all the WAL it
+    has received and up to ``written`` (block ``replayed``), so they are answered there as the primary would (None);
+    else UnknownToolError, and the read is handed on."""
+    (row,) = yield Fetch("replayed", {"written": written})
+    if not row["replayed"]:
+        calls = ", ".join(map(repr, missing))
+        raise UnknownToolError(f"no tool of catalog {info.name!r} answers to the call(s) {calls} on a lagging replica")
 
 
 def route_steps(
@@ -171,17 +184,17 @@ def route_steps(
     query: str | None,
     options: Mapping[str, Any],
     *,
-    complete: bool = False,
+    replica: int | None = None,
 ) -> Steps[RouteResult]:
     """route() (``options``: its keyword arguments): the tries :class:`CatalogCache` allows, each with the cached
-    or a freshly read catalog row. ``complete``: every call of the conversation must resolve (on a read replica:
-    :func:`resolve_steps`)."""
+    or a freshly read catalog row. ``replica``: on a read replica, where the primary's WAL was after the store's last
+    write of tools (:func:`resolve_steps`)."""
     catalog = ""
     for read in cache.attempts():
         info = cache.keep((yield CATALOG)) if read else cache.cached
         catalog = info.name
         try:
-            return (yield from _route_once(info, embedder, query, options, complete))
+            return (yield from _route_once(info, embedder, query, options, replica))
         except Exception as exc:
             if not cache.retry(exc, read=read):
                 raise
@@ -189,13 +202,13 @@ def route_steps(
 
 
 def _route_once(
-    info: CatalogInfo, embedder: Embedder | None, query: str | None, options: Mapping[str, Any], complete: bool
+    info: CatalogInfo, embedder: Embedder | None, query: str | None, options: Mapping[str, Any], replica: int | None
 ) -> Steps[RouteResult]:
     """One try: resolve the messages' calls, embed (degrading to lexical when the embedder fails), the statement,
     packing; timed stage by stage."""
     request, reason = prepare_route(info, embedder, query, **options)
     if request.call_names:
-        ids = yield from resolve_steps(info, request.call_names, request.call_namespaces, complete=complete)
+        ids = yield from resolve_steps(info, request.call_names, request.call_namespaces, replica=replica)
         request = with_calls(request, ids)
     with RouteTrace(info.name, request.query, request.k) as trace:
         qvec: np.ndarray | None = None

@@ -28,7 +28,7 @@ from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._names import resolve_among, resolve_name
 from ._observe import logger, span
 from ._reembed import reembed
-from ._replicas import Replicas, replica_dsns
+from ._replicas import Replicas, Written, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._route import check_calls
@@ -59,10 +59,11 @@ class ToolStore(AnchorMethods, SessionMethods):
     ``read_dsn``: one or several read replicas (hot standbys). route(), info(), tools(), get(), resolve() and
     catalogs() read from them in turn; writes go to ``dsn``. A replica that is down, or that has not yet replayed a
     catalog (or its switch to another model, a tool or value a route filter names, a tool that resolve(), get() or
-    tools(ids) asks for, or one a call in route()'s messages or resolve_calls() names), hands the read to the next
-    replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one whose pool
-    is busy is asked after the free ones and not left out; the store opens while a replica is down); otherwise a read
-    may lag the primary by the replica's replay delay.
+    tools(ids) asks for, or one a call in route()'s messages or resolve_calls() names, unless it has replayed all it
+    received and this store's last write of tools), hands the read to the next replica and finally to the primary
+    (one that could not be reached is left out of reads for 10 s, one whose pool is busy is asked after the free ones
+    and not left out; the store opens while a replica is down); otherwise a read may lag the primary by the replica's
+    replay delay.
     """
 
     def __init__(
@@ -98,6 +99,7 @@ class ToolStore(AnchorMethods, SessionMethods):
         except BaseException:
             self._db.close()
             raise
+        self._written = Written(bool(self._replicas.connectors))  # what a replica must replay to say a call is unknown
         self._routing = CatalogCache()  # the catalog row route() routes with
 
     @property
@@ -247,12 +249,14 @@ class ToolStore(AnchorMethods, SessionMethods):
         One transaction: on any error nothing is written.
         """
         tools = list(tools)
+
+        def write(conn: psycopg.Connection[Any]) -> ImportReport:
+            report = _catalog.upsert_tools(conn, self.catalog, tools, self.embedder, prune=prune, create=self.create)
+            self._written.note(conn)  # committed: a replica says a call names no tool only once it has replayed it
+            return report
+
         with span("toolstore.import", catalog=self.catalog, tools=len(tools)):
-            report = self._run(
-                lambda conn: _catalog.upsert_tools(
-                    conn, self.catalog, tools, self.embedder, prune=prune, create=self.create
-                )
-            )
+            report = self._run(write)
         logger.debug("import catalog=%s %s", self.catalog, report.as_dict())
         return report
 
@@ -305,12 +309,12 @@ class ToolStore(AnchorMethods, SessionMethods):
         function_call item's ``namespace``; None: none), which only the tools in it answer."""
         names, spaces = check_calls(names, namespaces)
 
-        def work(complete: bool) -> Work[list[str | None]]:  # complete on a replica: one lacking a tool hands on
+        def work(replica: int | None) -> Work[list[str | None]]:  # on a replica: one that may lack a tool hands on
             return lambda conn: drive(
-                resolve_steps(self._info(conn), names, spaces, complete=complete), self._answer(conn)
+                resolve_steps(self._info(conn), names, spaces, replica=replica), self._answer(conn)
             )
 
-        return self._read(work(True), work(False))
+        return self._read(work(self._written.lsn), work(None))
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
@@ -368,11 +372,11 @@ class ToolStore(AnchorMethods, SessionMethods):
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
         options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid)
 
-        def work(complete: bool) -> Work[RouteResult]:  # complete on a replica: one lacking a called tool hands on
-            steps = partial(route_steps, self._routing, self.embedder, query, options, complete=complete)
+        def work(replica: int | None) -> Work[RouteResult]:  # on a replica: one that may lack a called tool hands on
+            steps = partial(route_steps, self._routing, self.embedder, query, options, replica=replica)
             return lambda conn: drive(steps(), self._answer(conn))
 
-        return self._read(work(True), work(False))
+        return self._read(work(self._written.lsn), work(None))
 
     def _answer(self, conn: psycopg.Connection[Any]) -> Callable[[Step], Any]:
         """What answers a route step (``_steps``) on ``conn``."""
