@@ -79,3 +79,8 @@ grant insert, update, delete on {schema}.tools, {schema}.postings, {schema}.lexe
 -- lock every write takes (FOR NO KEY UPDATE) needs UPDATE on one column; the version trigger bumps it as the owner.
 grant update (embed_model, embed_dim, settings, updated_at) on {schema}.catalogs to {role};
 grant usage on all sequences in schema {schema} to {role};
+
+-- name: migration_lock
+-- Taken by every migration (`_migrate`), and before any other change of the grants' privileges (a grant, a revoke:
+-- `_migrate.privileges_lock`): one at a time.
+select pg_advisory_xact_lock(%(key)s);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -292,6 +293,30 @@ def test_a_migration_to_head_sets_the_grants_privileges_again_even_at_head(dsn: 
         conn.execute("update toolstore.catalogs set name = 'renamed' where name = 'beta'")
     with store_as(roles["writer"], "beta", create=False) as writer:
         assert writer.upsert(generated_tools(3, seed=3)).inserted
+
+
+def test_a_grant_waits_for_the_lock_of_what_else_sets_the_grants_privileges(dsn: str, roles: dict[str, str]) -> None:
+    """Two GRANTs on one table at once fail ("tuple concurrently updated"), so a grant or revoke made while a migration
+    set the grants' privileges could fail. Each now takes the migrations' lock first: it waits for the one held here,
+    then succeeds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolstore._migrate import _LOCK_KEY
+
+    waiting = "select count(*) from pg_locks where locktype = 'advisory' and not granted"
+    with store_as(dsn, "delta") as owner, ThreadPoolExecutor(1) as pool:
+        owner.upsert(generated_tools(3))
+        for change, args in ((owner.grant, (roles["reader_name"],)), (owner.revoke, (roles["reader_name"],))):
+            with psycopg.connect(dsn) as holder, psycopg.connect(dsn, autocommit=True) as watcher:
+                holder.execute("select pg_advisory_xact_lock(%s)", [_LOCK_KEY])  # a migration setting privileges
+                done = pool.submit(change, *args)
+                deadline = time.monotonic() + 30
+                while watcher.execute(waiting).fetchone() != (1,):
+                    assert time.monotonic() < deadline and not done.done(), "the grant did not wait for the lock"
+                    time.sleep(0.05)
+                holder.rollback()
+            done.result()
+        assert owner.grants() == []
 
 
 def test_a_role_revoked_while_its_store_is_open_is_told_which_privilege_it_lacks(

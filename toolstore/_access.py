@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 from ._catalog import lock_catalog
 from ._errors import InvalidInputError
 from ._input import check_text
-from ._migrate import set_privileges
+from ._migrate import privileges_lock, set_privileges
 from ._sql import query
 
 MAX_ROLE_CHARS = 63  # Postgres truncates identifiers beyond this
@@ -40,6 +40,7 @@ def _role(conn: psycopg.Connection[Any], role: str) -> str:
 def grant(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role: str, *, write: bool) -> None:
     """Let ``role`` see (``write``: and change) ``catalog``; with ``catalog`` None, make it a tenant role."""
     with conn.transaction():
+        privileges_lock(conn)
         role = _role(conn, role)
         if catalog is None:
             conn.execute(query("grant_tenant"), {"role": role, "write": write})
@@ -52,6 +53,7 @@ def grant(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role:
 def revoke(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role: str) -> bool:
     """Take ``catalog`` (None: the tenant role) away from ``role``; False when there was no such grant."""
     with conn.transaction():
+        privileges_lock(conn)
         role = _role(conn, role)
         if catalog is None:
             gone = conn.execute(query("revoke_tenant"), {"role": role}).fetchone()

@@ -178,6 +178,13 @@ def _host_alembic_kept() -> Iterator[None]:
             proxy._install_proxy()
 
 
+def privileges_lock(conn: psycopg.Connection[Any]) -> None:
+    """Inside a transaction: the migrations' lock, held until it ends, which every change of the grants' privileges
+    takes first (a migration, a grant or revoke): two GRANTs on one table at once fail ("tuple concurrently
+    updated")."""
+    conn.execute(query("migration_lock"), {"key": _LOCK_KEY})
+
+
 def set_privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
     """Table privileges as ``role``'s grants require (inside the caller's transaction, ``schema`` first on its
     search_path): granting and revoking set them (``_access``), and so does every migration to head, for every granted
