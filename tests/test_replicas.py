@@ -406,6 +406,37 @@ def test_a_replica_that_has_replayed_all_answers_a_call_no_tool_answers_to(repli
     asyncio.run(main())
 
 
+def test_a_granted_role_reads_its_catalog_on_the_replica(replicated: tuple[str, str]) -> None:
+    """Grants and the privileges they set are the primary's, replayed as any write: a role granted one catalog routes it
+    on the replica (its calls no tool answers to answered there: the WAL positions a replica reads need no privilege),
+    and another catalog is unknown to it there and on the primary alike."""
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    from toolstore import UnknownCatalogError
+
+    dsn, replica = replicated
+    role = "ts_replica_reader"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(role)))
+    with ToolStore(dsn, embedder=None, catalog="granted", read_dsn=replica) as owner:
+        owner.upsert(generated_tools(20, seed=17))
+        owner.grant(role)
+    with ToolStore(dsn, embedder=None, catalog="hidden") as other:
+        other.upsert(generated_tools(5, seed=18))
+    replayed_all(dsn, replica)
+    as_role = {"dsn": make_conninfo(dsn, user=role), "read_dsn": make_conninfo(replica, user=role)}
+    with ToolStore(**as_role, embedder=None, catalog="granted", create=False, migrate=False, timeout=3) as store:
+        store.route("warm the catalog cache")
+        asked = requests(store.pool)
+        assert store.route(messages=calling("retired_tool")).unresolved == ["retired_tool"]
+        assert store.info().n_tools == 20
+        assert requests(store.pool) == asked  # all on the replica
+    with ToolStore(**as_role, embedder=None, catalog="hidden", create=False, migrate=False, timeout=3) as store:
+        with pytest.raises(UnknownCatalogError):
+            store.route("send a message")
+
+
 def calling(name: str) -> list[dict[str, Any]]:
     """A conversation whose assistant turn called ``name``, then a new request."""
     call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}
