@@ -253,7 +253,9 @@ def sync_listing(
             info = catalog_info(conn, store.catalog)
             if info is not None:  # ... and again under the catalog's lock, which the upsert holds until commit
                 if upstream is not None:  # how the gateway reaches these tools
-                    rotated = "" if replace_upstream else _check_upstream(conn, info.id, provider, upstream, named=named)
+                    rotated = (
+                        "" if replace_upstream else _check_upstream(conn, info.id, provider, upstream, named=named)
+                    )
                     if rotated:
                         logger.info("provider %r: recorded its upstream's new values (%s)", provider, rotated)
                     conn.execute(query("save_upstream"), upstream_params(info.id, provider, upstream))
