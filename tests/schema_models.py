@@ -222,6 +222,7 @@ sessions = Table(
     *_timestamps(),
     Column("last_call_id", Text),
     PrimaryKeyConstraint("catalog_id", "session_id", name="sessions_pkey"),
+    Index("sessions_updated_at_idx", "catalog_id", "updated_at"),
 )
 
 session_calls = Table(
