@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +18,7 @@ import openai
 import pytest
 from pydantic import TypeAdapter
 
-from toolstore import AsyncToolStore, InvalidInputError, Tool, ToolStore, UnknownToolError, read_messages
+from toolstore import AsyncToolStore, InvalidInputError, SessionCall, Tool, ToolStore, UnknownToolError, read_messages
 from toolstore.integrations import anthropic as ts_anthropic
 from toolstore.integrations import langgraph as ts_langgraph
 from toolstore.integrations import openai as ts_openai
@@ -481,7 +483,7 @@ def test_a_call_seen_before_a_prune_is_not_unresolved_again(dsn: str, issues: To
     assert route_messages(issues, messages, session="chat", k=2).unresolved == ["no_such_tool"]
     messages += call("c1", "create_issue")
     result = route_messages(issues, messages, session="chat", offered=offer("github.create_issue"), k=2)
-    assert result.unresolved == ["no_such_tool"]  # not seen yet: the session had logged no call after it
+    assert result.unresolved == []  # reported once: the step that first saw it remembered it
     messages += call("c2", "send_message")
     issues.set_session_retention(max_calls=1)
     route_messages(issues, messages, session="chat", offered=offer("slack.send_message"), k=2)
@@ -490,13 +492,95 @@ def test_a_call_seen_before_a_prune_is_not_unresolved_again(dsn: str, issues: To
         assert route_messages(issues, messages, session="chat", offered=offered, k=2).unresolved == []
         assert asyncio.run(aunresolved(messages, offered=offered)) == []
     assert issues.new_calls("chat", ["c0", "c1", "c2", "c3"]) == ["c3"]
-    issues.prune_sessions(older_than=timedelta(0))  # every call taken: the session keeps its last call id
+    issues.prune_sessions(older_than=timedelta(0))  # every call taken: the session keeps the call ids it has seen
     assert route_messages(issues, messages, session="chat", k=2).unresolved == []
     assert issues.session_log("chat") == [] and issues.new_calls("chat", ["c0", "c1", "c2"]) == []
-    messages += call("c3", "create_issue")  # a new ambiguous call: reported
-    assert route_messages(issues, messages, session="chat", k=2).unresolved == ["create_issue"]
+    messages += call("c3", "create_issue")  # a new ambiguous call: reported, once
     assert asyncio.run(aunresolved(messages)) == ["create_issue"]
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == []
+    messages += call("c4", "create_issue")
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == ["create_issue"]
     assert issues.session_log("chat") == []
+
+
+def _call(call_id: str, name: str) -> list[dict[str, Any]]:
+    tool_call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+    return [
+        {"role": "assistant", "tool_calls": [tool_call]},
+        {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+    ]
+
+
+def test_a_call_that_resolves_to_no_tool_is_reported_once(dsn: str, issues: ToolStore) -> None:
+    """A call that matches no tool is reported unresolved at the step that first sees it, not again at every later
+    step while no later call is logged (the session remembers it as seen without logging it), by both stores."""
+    from toolstore.integrations.openai import aroute_messages, route_messages
+
+    async def aunresolved(messages: list[dict[str, Any]]) -> list[str]:
+        async with AsyncToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+            return list((await aroute_messages(store, messages, session="chat", k=2)).unresolved)
+
+    messages = [{"role": "user", "content": "file a bug about login"}, *_call("c0", "no_such_tool")]
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == ["no_such_tool"]
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == []
+    assert asyncio.run(aunresolved(messages)) == []
+    messages += _call("c1", "other_missing_tool")
+    assert asyncio.run(aunresolved(messages)) == ["other_missing_tool"]
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == []
+    assert issues.session_log("chat") == [] and [r["session_id"] for r in issues.sessions()] == ["chat"]
+    assert issues.prune_sessions(session="chat") == {"calls": 0, "sessions": 1}  # forgotten: new again
+    assert route_messages(issues, messages, session="chat", k=2).unresolved == ["no_such_tool", "other_missing_tool"]
+
+
+def test_two_concurrent_steps_report_a_new_unresolved_call_once(dsn: str, issues: ToolStore) -> None:
+    """Two steps of one session with the same new calls, on two stores (two connections), run at once: which calls
+    are new is told under the session's lock in the write that logs them, so one step reports the unresolved call
+    and the other does not, and the resolved call is logged once. The steps are held at that lock until both wait."""
+    from toolstore.integrations.openai import route_messages
+
+    issues.record_calls("chat", [SessionCall("slack.send_message", call_id="c0")])  # the session's row exists
+    messages = [
+        {"role": "user", "content": "file a bug about login"},
+        *_call("c0", "send_message"),
+        *_call("c1", "no_such_tool"),
+        *_call("c2", "forecast"),
+    ]
+    results: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def step(store: ToolStore) -> None:
+        try:
+            results.append(list(route_messages(store, messages, session="chat", k=2).unresolved))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    with (
+        ToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as one,
+        ToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as two,
+        issues.connection() as holder,
+    ):
+        with holder.transaction():
+            holder.execute("select 1 from sessions where session_id = 'chat' for update")
+            threads = [threading.Thread(target=step, args=(s,)) for s in (one, two)]
+            for t in threads:
+                t.start()
+            with issues.connection() as watcher:
+                for _ in range(600):  # until both steps wait for the session's row (or one ended early: an error)
+                    row = watcher.execute(
+                        "select count(*) from pg_stat_activity where datname = current_database()"
+                        " and cardinality(pg_blocking_pids(pid)) > 0"
+                    ).fetchone()
+                    if row == (2,) or not all(t.is_alive() for t in threads):
+                        break
+                    time.sleep(0.05)
+        for t in threads:
+            t.join(60)
+    assert not errors, errors
+    assert sorted(results) == [[], ["no_such_tool"]]
+    assert [(c.call_id, c.tool_id) for c in issues.session_log("chat")] == [
+        ("c0", "slack.send_message"),
+        ("c2", "weather.forecast"),
+    ]
 
 
 def test_a_bad_route_option_records_no_call(issues: ToolStore) -> None:

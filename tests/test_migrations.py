@@ -82,13 +82,41 @@ def test_0021_fills_each_sessions_last_call_id_from_its_log(dsn: str) -> None:
         store.record_calls("s", [*calls, "a"])
         store.record_calls("plain", ["a"])
     migrate(dsn, revision="0020", downgrade=True)
-    migrate(dsn)
+    migrate(dsn, revision="0021")
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("select session_id, last_call_id from toolstore.sessions order by 1").fetchall()
     assert rows == [("plain", None), ("s", "x2")]
+    migrate(dsn)
     with ToolStore(dsn, embedder=None, catalog="c") as store:
         assert store.prune_sessions(older_than=timedelta(0)) == {"calls": 4, "sessions": 1}
         assert store.record_calls("s", calls) == 0 and store.session_log("s") == []
+
+
+def test_0024_fills_each_sessions_seen_calls_from_its_log_and_last_call_id(dsn: str) -> None:
+    """Down to 0023 (seen_calls goes, last_call_id comes back from the log) and up again: a session remembers the
+    call ids of its log (the newest 64) and its last call id, which a prune by age left alone, so a list holding any
+    of them logs nothing again; a session that saw none is dropped by a trim as before."""
+    from datetime import timedelta
+
+    from toolstore import SessionCall
+
+    with ToolStore(dsn, embedder=None, catalog="c") as store:
+        store.upsert([Tool(id="a", name="a", description="first")])
+        store.set_session_retention(max_calls=None)
+        store.record_calls("long", [SessionCall("a", call_id=f"x{i}") for i in range(70)])
+        store.record_calls("trimmed", [SessionCall("a", call_id=f"t{i}") for i in range(3)])
+        store.record_calls("plain", ["a"])
+    migrate(dsn, revision="0023", downgrade=True)
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as 0023 leaves a session whose log a prune by age emptied
+        conn.execute("delete from toolstore.session_calls where session_id = 'trimmed'")
+        conn.execute("update toolstore.sessions set last_call_id = 't2' where session_id = 'trimmed'")
+    migrate(dsn)
+    with ToolStore(dsn, embedder=None, catalog="c") as store:
+        assert store.new_calls("trimmed", ["t1", "t2", "t3"]) == ["t3"]
+        assert store.prune_sessions(older_than=timedelta(0)) == {"calls": 71, "sessions": 1}  # plain saw no call id
+        assert store.new_calls("long", ["x4", "x5"]) == ["x4", "x5"]  # older than the newest 64, gone from the log
+        assert store.new_calls("long", ["x5", "x6", "x7"]) == [] and store.new_calls("trimmed", ["t0", "t2"]) == []
+        assert sorted(r["session_id"] for r in store.sessions()) == ["long", "trimmed"]
 
 
 def test_0022_marks_the_tools_each_upstream_synced_before(dsn: str) -> None:

@@ -379,6 +379,41 @@ def test_a_session_pruned_empty_does_not_log_its_calls_again(logged: ToolStore) 
     assert stored_counts(logged) == recomputed_counts(logged)
 
 
+def test_a_list_edited_past_the_last_call_logs_nothing_again(logged: ToolStore) -> None:
+    """A session whose log a prune by age emptied, given its message list without the last call it logged (the
+    agent dropped or redid that step), logs none of the older calls again: it remembers the newest 64 call ids it has
+    seen, as hashes in its row, cut at each write (older ones are new again once gone from the log too); forgetting
+    the session takes them with the row."""
+    from toolstore.integrations.openai import route_messages
+
+    def messages(*numbers: int) -> list[dict[str, Any]]:
+        step = [
+            {"id": f"m{i}", "type": "function", "function": {"name": f"t{i % 8}", "arguments": "{}"}} for i in numbers
+        ]
+        replies = [{"role": "tool", "tool_call_id": f"m{i}", "content": "ok"} for i in numbers]
+        return [{"role": "user", "content": "run the tools"}, {"role": "assistant", "tool_calls": step}, *replies]
+
+    def seen(session: str) -> int:
+        with logged.connection() as conn:
+            row = conn.execute("select cardinality(seen_calls) from sessions where session_id = %s", [session])
+            return row.fetchone()[0]  # type: ignore[index]
+
+    route_messages(logged, messages(1, 2, 3, 4, 5), session="chat")
+    assert logged.prune_sessions(older_than=timedelta(0)) == {"calls": 5, "sessions": 0}
+    route_messages(logged, messages(1, 2, 3, 4), session="chat")  # m5 edited away: m4 was seen all the same
+    assert logged.record_calls("chat", [SessionCall("app.t1", call_id="m1")]) == 0
+    assert logged.session_log("chat") == [] and stored_counts(logged) == recomputed_counts(logged) == Counter()
+    route_messages(logged, messages(1, 2, 6), session="chat")  # after the last one seen: new
+    assert [c.call_id for c in logged.session_log("chat")] == ["m6"]
+    logged.record_calls("chat", [SessionCall("app.t1", call_id=f"n{i}") for i in range(100)])
+    assert seen("chat") == 64
+    logged.prune_sessions(older_than=timedelta(0))
+    assert logged.new_calls("chat", ["n34", "n35"]) == ["n34", "n35"]  # n36..n99 are the newest 64
+    assert logged.new_calls("chat", ["n35", "n36", "x"]) == ["x"]
+    assert logged.prune_sessions(session="chat") == {"calls": 0, "sessions": 1}
+    assert logged.new_calls("chat", ["m4", "n99"]) == ["m4", "n99"]
+
+
 def test_new_calls_are_what_an_append_logs(logged: ToolStore) -> None:
     """``new_calls`` (which of a message list's calls route_messages reports) names exactly the calls a write of
     that list then logs, through edits, repeats, trims and prunes; it writes nothing; bad input is refused."""
@@ -406,6 +441,15 @@ def test_new_calls_are_what_an_append_logs(logged: ToolStore) -> None:
     for bad, error in [*bad_input, (["c"] * 10_001, "more than 10,000 call ids")]:
         with pytest.raises(InvalidInputError, match=error):
             logged.new_calls("s", bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match=error):
+            logged.record_new_calls("s", bad, [])  # type: ignore[arg-type]
+    log = logged.session_log("s")
+    for call in (SessionCall("app.t1", call_id="elsewhere"), SessionCall("app.t1")):
+        with pytest.raises(InvalidInputError, match=r"calls\[0\]\.call_id: .* is not one of call_ids"):
+            logged.record_new_calls("s", ["fresh"], [call])
+    assert logged.session_log("s") == log and logged.new_calls("s", ["fresh"]) == ["fresh"]
+    assert logged.record_new_calls("s", ["fresh", "x"], [SessionCall("app.t1", call_id="x")]) == ["fresh", "x"]
+    assert logged.session_log("s")[-1].call_id == "x" and logged.new_calls("s", ["fresh", "x"]) == []
 
 
 def test_pruning_a_session_never_logged_removes_no_session(logged: ToolStore) -> None:

@@ -42,15 +42,17 @@ def route_messages(
     """The tools for the next model call of a conversation: ``store.route`` of the latest user request of
     ``messages``, with the conversation so far as context (``options``: k, token_budget, ...).
 
-    With a ``session``, first records in its log the tool calls of ``messages`` after the last one it has logged (by
+    With a ``session``, first records in its log the tool calls of ``messages`` after the last one it has seen (by
     call id: passing the whole list at every step records each call once, even after retention or a prune took the
     session's calls; a call without an id is not recorded; a tool result marked as an error records a failed call),
     then routes with the session's calls. ``offered``: the
     RouteResult the model was given when it made those calls, which resolves the names of the calls being recorded
     exactly (without a session, route() resolves the names across the catalog); other names are resolved across the
-    catalog, and those that match no tool (or several) and are new to the session (``store.new_calls``: after the
-    last call it has seen; not one it logged at an earlier step under an earlier offer, nor one before such a call,
-    even once retention or a prune took it) are listed in ``result.unresolved``.
+    catalog, and those that match no tool (or several) and are new to the session are listed in
+    ``result.unresolved``: the same write (``store.record_new_calls``, under the session's lock) says which calls are
+    new (after the last call it has seen; not one seen at an earlier step, under an earlier offer or unresolved then,
+    nor one before such a call, even once retention or a prune took it) and remembers them, so a call is reported
+    once, by one of two concurrent steps.
     """
     unresolved: list[str] = []
     if session is not None:
@@ -61,11 +63,9 @@ def route_messages(
         if pending:
             names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
             _fill(ids, pending, store.resolve_calls(names, namespaces=spaces))
-        if _unresolved(conv, ids):  # only those new to the session: it has seen the others (maybe under another offer)
-            new = set(store.new_calls(session, [c.id for c in conv.tool_calls if c.id]))
-            unresolved = _unresolved(conv, ids, new)
-        if any(ids):
-            store.record_calls(session, _session_calls(conv, ids))
+        call_ids = [c.id for c in conv.tool_calls if c.id]
+        if call_ids:  # only those new to the session: it has seen the others (maybe under another offer)
+            unresolved = _unresolved(conv, ids, store.record_new_calls(session, call_ids, _session_calls(conv, ids)))
     result = store.route(messages=messages, session=session, turns=turns, **options)
     return replace(result, unresolved=unresolved) if unresolved else result
 
@@ -89,11 +89,10 @@ async def aroute_messages(
         if pending:
             names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
             _fill(ids, pending, await store.resolve_calls(names, namespaces=spaces))
-        if _unresolved(conv, ids):
-            new = set(await store.new_calls(session, [c.id for c in conv.tool_calls if c.id]))
+        call_ids = [c.id for c in conv.tool_calls if c.id]
+        if call_ids:
+            new = await store.record_new_calls(session, call_ids, _session_calls(conv, ids))
             unresolved = _unresolved(conv, ids, new)
-        if any(ids):
-            await store.record_calls(session, _session_calls(conv, ids))
     result = await store.route(messages=messages, session=session, turns=turns, **options)
     return replace(result, unresolved=unresolved) if unresolved else result
 
@@ -122,12 +121,10 @@ def _fill(ids: list[str | None], pending: Sequence[tuple[int, ToolCall]], found:
         ids[i] = tool_id
 
 
-def _unresolved(conv: Conversation, ids: Sequence[str | None], new: Collection[str] | None = None) -> list[str]:
-    """The names of calls with a call id that resolved to no tool (of those whose call id is ``new`` when given)."""
-    calls = zip(conv.tool_calls, ids)
-    return list(
-        dict.fromkeys(c.qualified_name for c, i in calls if c.id and i is None and (new is None or c.id in new))
-    )
+def _unresolved(conv: Conversation, ids: Sequence[str | None], new: Collection[str]) -> list[str]:
+    """The names of the calls new to the session (their call ids: ``new``) that resolved to no tool."""
+    fresh = set(new)
+    return list(dict.fromkeys(c.qualified_name for c, i in zip(conv.tool_calls, ids) if i is None and c.id in fresh))
 
 
 def _session_calls(conv: Conversation, ids: Sequence[str | None]) -> list[SessionCall]:

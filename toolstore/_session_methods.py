@@ -22,6 +22,7 @@ from ._sessions import (
     prune,
     prune_before,
     record_calls,
+    record_new_calls,
     retention,
     session_log,
     transitions,
@@ -41,17 +42,26 @@ class SessionMethods:
         """Append tool calls (oldest first) to ``session``'s log; ``route(..., session=...)`` looks back on them and
         the catalog's transition counts learn from them. A call is a tool id (or a name a model called it by), a
         :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
-        already logged is skipped, and so is every call before it (the session remembers its last call id after
+        has seen is skipped, and so is every call before it (the session remembers the last 64 call ids it saw after
         retention or a prune took its calls). Returns how many were written; UnknownToolError (nothing written) when
         a call names no tool of the catalog."""
         return self._run(lambda conn: record_calls(conn, self._info(conn), session, calls))
 
     def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
         """Of a message list's call ids (oldest first), those new to ``session``: after the last call it has seen (in
-        its log, or the last call id it logged, which it keeps when retention or a prune takes its calls), each once
-        and none it has seen. What :meth:`record_calls` of calls with these ids would log; it writes nothing."""
+        its log, or among the last 64 call ids it saw, which it keeps when retention or a prune takes its calls), each
+        once and none it has seen. What :meth:`record_calls` of calls with these ids would log; it writes nothing."""
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
         return self._run(lambda conn: new_call_ids(conn, self._info(conn), session, ids))
+
+    def record_new_calls(self, session: str, call_ids: Sequence[str], calls: Iterable[object]) -> list[str]:
+        """:meth:`new_calls` and :meth:`record_calls` in one transaction under the session's lock (what
+        ``route_messages`` does at each step): of a message list's call ids (oldest first), those new to ``session``
+        are returned, the new ones among ``calls`` (each carrying one of ``call_ids``) logged, and every new call id
+        remembered as seen, also one with no call given (a call that resolved to no tool: new once). Two writers of
+        one list get each new call id once between them."""
+        ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
+        return self._run(lambda conn: record_new_calls(conn, self._info(conn), session, ids, calls))
 
     def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
         """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction; the calls each
@@ -61,7 +71,7 @@ class SessionMethods:
 
     def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """The catalog's logged sessions, most recently written first, with call counts and times (0 calls: a session
-        whose calls retention or a prune took, kept for the last call id it logged)."""
+        whose calls retention or a prune took, kept for the call ids it has seen)."""
         return self._run(lambda conn: list_sessions(conn, self._info(conn), limit=limit))
 
     def session_log(self, session: str) -> list[LoggedCall]:
@@ -77,7 +87,7 @@ class SessionMethods:
     ) -> dict[str, int]:
         """Delete logged calls older than ``older_than`` (default: the catalog's retention age), or every call of
         ``session``, and those past the retention's ``max_calls`` in their session; the transition counts follow.
-        ``session`` alone forgets that session (its calls and the last call id it logged: the same message list then
+        ``session`` alone forgets that session (its calls and the call ids it has seen: the same message list then
         logs its calls again); a prune by age or count trims, and a session left empty stays when it remembers a call
         id (so its calls are not logged again), else it goes. ``forget_idle`` (a positive timedelta, not with
         ``session``) also forgets every session not written to for that long (its row's ``updated_at``: the last
@@ -120,6 +130,10 @@ class AsyncSessionMethods:
     async def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
         return cast("list[str]", await self._write("new_calls", session, ids))
+
+    async def record_new_calls(self, session: str, call_ids: Sequence[str], calls: Iterable[object]) -> list[str]:
+        ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
+        return cast("list[str]", await self._write("record_new_calls", session, ids, list(calls)))
 
     async def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
         return cast("dict[str, int]", await self._write("import_sessions", list(sessions)))

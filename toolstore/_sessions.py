@@ -6,14 +6,16 @@ different sessions do not wait for each other. The transition counts follow by t
 key order. Every write is all or nothing (one transaction, retried when Postgres picks it as a deadlock victim).
 Only tool ids, outcomes, times and provider call ids are stored, never user text.
 
-A session's row also keeps the last call id it logged (migration 0021), so the calls it has seen are known after its
-log is trimmed. Trimming (retention at each write, a prune by age or by ``max_calls``, of all sessions or of one)
-takes calls and keeps that row, even with no call left, when it holds a call id; forgetting a session (a prune of
-every call of it, ``prune_sessions(session=...)`` without an age, a prune with ``forget_idle`` of every session whose
-row was last written, its ``updated_at``, longer ago than that, or dropping the catalog) takes the row too, and an
-import replaces it (the imported calls are all it has seen). A row's ``updated_at`` is its last write: each
-``record_calls`` of at least one call (even one whose calls were all logged already) and each import set it; a prune
-and a route reading the log do not.
+A session's row also keeps the last :data:`SEEN_CALLS` call ids it has seen (``seen_calls``, hashed: migration
+0024), logged or not (``record_new_calls``: a call of a message list that resolved to no tool), so the calls it has
+seen are known after its log is trimmed, and a call that never resolves is new once. Trimming (retention at each
+write, a prune by age or by ``max_calls``, of all sessions or of one) takes calls and keeps that row, even with no
+call left, when it has seen a call id; forgetting a session (a prune of every call of it, ``prune_sessions(session=
+...)`` without an age, a prune with ``forget_idle`` of every session whose row was last written, its ``updated_at``,
+longer ago than that, or dropping the catalog) takes the row and what it has seen, and an import replaces it (the
+imported calls are all it has seen). A row's ``updated_at`` is its last write: each ``record_calls`` of at least one
+call (even one whose calls were all logged already) and each import set it; a prune and a route reading the log do
+not.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ DEFAULT_MAX_CALLS = 1000
 MAX_RETENTION_CALLS = 10_000_000
 #: The shortest retention age: a shorter one rounds to 0 (timedelta keeps microseconds; settings store days).
 MIN_RETENTION_AGE = timedelta(seconds=1)
+#: How many of the call ids a session has seen its row keeps (the newest, 8 bytes each): a message list that still
+#: holds one of them, or a call of the log, is told from new calls however its log was trimmed.
+SEEN_CALLS = 64
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,8 @@ def new_positions(call_ids: Sequence[str | None], seen: Set[str]) -> list[int]:
     """The positions of the calls (oldest first, given by call id; None: a call without one) that are new to a session
     that has seen the call ids ``seen`` (``seen_call_ids``): those after the last call it has seen (the ones before it
     were seen with it, or at an earlier write whose calls a trim has taken since), each call id once, and never one it
-    has seen. What an append logs, and which of a message list's calls ``route_messages`` reports."""
+    has seen. What an append logs, and which of a message list's calls ``route_messages`` reports
+    (``record_new_calls``)."""
     last = max((i for i, c in enumerate(call_ids) if c is not None and c in seen), default=-1)
     taken, out = set(seen), []
     for i in range(last + 1, len(call_ids)):
@@ -176,34 +182,45 @@ def new_positions(call_ids: Sequence[str | None], seen: Set[str]) -> list[int]:
 
 
 def _seen(conn: psycopg.Connection[Any], params: Mapping[str, Any], call_ids: Sequence[str | None]) -> set[str]:
-    """Of ``call_ids``, those the session has seen: in its log, or the last call id it logged."""
+    """Of ``call_ids``, those the session has seen: in its log, or among the last it saw (``seen_calls``)."""
     given = [c for c in call_ids if c is not None]
     return {r[0] for r in conn.execute(query("seen_call_ids"), {**params, "call_ids": given})} if given else set()
+
+
+def _call_ids(call_ids: Sequence[str]) -> list[str]:
+    """A message list's call ids checked; InvalidInputError names a bad one."""
+    if isinstance(call_ids, (str, bytes)):
+        raise InvalidInputError("call_ids must be a list of call ids, not a single value")
+    if len(call_ids) > MAX_CALLS_PER_WRITE:  # as many as one record_calls takes
+        raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} call ids at once")
+    return [check_text(c, f"call_ids[{i}]", max_chars=MAX_ID_CHARS) for i, c in enumerate(call_ids)]
 
 
 def new_call_ids(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, call_ids: Sequence[str]) -> list[str]:
     """Of a message list's call ids (oldest first), those new to the session (:func:`new_positions`): what an append
     of calls with these ids would log. A read: it locks nothing."""
     session = check_session(session)
-    if isinstance(call_ids, (str, bytes)):
-        raise InvalidInputError("call_ids must be a list of call ids, not a single value")
-    if len(call_ids) > MAX_CALLS_PER_WRITE:  # as many as one record_calls takes
-        raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} call ids at once")
-    given = [check_text(c, f"call_ids[{i}]", max_chars=MAX_ID_CHARS) for i, c in enumerate(call_ids)]
+    given = _call_ids(call_ids)
     seen = _seen(conn, {"catalog": info.id, "session": session}, given)
     return [given[i] for i in new_positions(given, seen)]
 
 
 def _append(
-    conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Sequence[SessionCall], keep: Retention
-) -> int:
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    session: str,
+    calls: Sequence[SessionCall | str],
+    keep: Retention,
+) -> list[int]:
     """Inside a transaction: lock the session, append the calls new to it (:func:`new_positions`: a call id in its
-    log or the last one it logged, which its row keeps when retention or a prune takes the call, was seen, and so was
-    every call before the last such one), apply retention."""
+    log or among the last it saw, which its row keeps when retention or a prune takes the call, was seen, and so was
+    every call before the last such one), remember their call ids as seen (a str: the call id of a call seen but not
+    logged, one that resolved to no tool), apply retention. Returns the positions of the new calls."""
     params: dict[str, Any] = {"catalog": info.id, "session": session}
     last_seq = conn.execute(query("open_session"), params).fetchone()[0]  # type: ignore[index]
-    call_ids = [c.call_id for c in calls]
-    new = [calls[i] for i in new_positions(call_ids, _seen(conn, params, call_ids))]
+    call_ids = [c if isinstance(c, str) else c.call_id for c in calls]
+    positions = new_positions(call_ids, _seen(conn, params, call_ids))
+    new = [c for c in (calls[i] for i in positions) if isinstance(c, SessionCall)]
     if new:
         columns = {
             "tools": [c.tool for c in new],
@@ -213,16 +230,18 @@ def _append(
         }
         conn.execute(query("append_calls"), {**params, **columns, "last_seq": last_seq})
         last_seq += len(new)
-        newest = next((c.call_id for c in reversed(new) if c.call_id is not None), None)
-        conn.execute(query("advance_session"), {**params, "last_seq": last_seq, "last_call_id": newest})
+    seen = [c for c in (call_ids[i] for i in positions) if c is not None]
+    if new or seen:
+        advance = {**params, "last_seq": last_seq, "seen": seen, "seen_limit": SEEN_CALLS}
+        conn.execute(query("advance_session"), advance)
     trim = {**params, "last_seq": last_seq, "max_calls": keep.max_calls, "max_age": keep.max_age}
     conn.execute(query("trim_session"), trim)
-    return len(new)
+    return positions
 
 
 def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Iterable[object]) -> int:
     """Append ``calls`` (oldest first) to the session's log; returns how many were written (a call whose call id
-    the session has logged is skipped, and so is every call before it, even after retention or a prune trimmed them
+    the session has seen is skipped, and so is every call before it, even after retention or a prune trimmed them
     all from the log). UnknownToolError when a call names no tool: then nothing is written."""
     session = check_session(session)
     checked = _resolved(conn, info, check_calls(calls))
@@ -232,9 +251,34 @@ def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str,
 
     def write() -> int:
         with conn.transaction():
-            return _append(conn, info, session, checked, keep)
+            return len(_append(conn, info, session, checked, keep))
 
     return retry_conflicts(write)
+
+
+def record_new_calls(
+    conn: psycopg.Connection[Any], info: CatalogInfo, session: str, call_ids: Sequence[str], calls: Iterable[object]
+) -> list[str]:
+    """Of a message list's call ids (oldest first), those new to the session (:func:`new_positions`), told and
+    written in one transaction under the session's lock: the new ones among ``calls`` (each with one of those call
+    ids) are logged, and every new call id is remembered as seen, also one no call is given for (it resolved to no
+    tool). Returns the new call ids. InvalidInputError for a call without one of ``call_ids``; UnknownToolError when
+    a call names no tool: then nothing is written."""
+    session, given = check_session(session), _call_ids(call_ids)
+    by_id: dict[str, SessionCall] = {}
+    listed = set(given)
+    for index, call in enumerate(_resolved(conn, info, check_calls(calls))):
+        if call.call_id is None or call.call_id not in listed:
+            raise InvalidInputError(f"calls[{index}].call_id: {call.call_id!r} is not one of call_ids")
+        by_id.setdefault(call.call_id, call)
+    entries = [by_id.get(c, c) for c in given]
+    keep = retention(info.settings)
+
+    def write() -> list[int]:
+        with conn.transaction():
+            return _append(conn, info, session, entries, keep)
+
+    return [given[i] for i in retry_conflicts(write)] if given else []
 
 
 def import_sessions(
@@ -262,7 +306,7 @@ def import_sessions(
                 conn.execute(query("open_session"), {"catalog": info.id, "session": sid})
                 conn.execute(query("clear_session"), {"catalog": info.id, "session": sid})
                 conn.execute(query("reset_session"), {"catalog": info.id, "session": sid})
-                written += _append(conn, info, sid, prepared[sid], keep)
+                written += len(_append(conn, info, sid, prepared[sid], keep))
         return written
 
     return {"sessions": len(prepared), "calls": retry_conflicts(write)}
@@ -278,7 +322,7 @@ def prune(
     forget_idle: timedelta | None = None,
 ) -> dict[str, int]:
     """Delete the calls made before ``before`` and those more than ``max_calls`` back in their session, of one session
-    or of all (a trim: a session left empty stays when it remembers a call id, see the module's docstring, else it
+    or of all (a trim: a session left empty stays when it has seen a call id, see the module's docstring, else it
     goes); the transition counts follow. Without ``before``, every call of the sessions goes and the sessions are
     forgotten, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). With
     ``forget_idle``, every session of the catalog whose row was last written (``updated_at``) longer ago than that is

@@ -102,8 +102,8 @@ def show(ctx: click.Context, session: str) -> None:
 @click.pass_context
 def prune(ctx: click.Context, older_than: str | None, session: str | None, forget_idle: str | None) -> None:
     """Delete logged calls (and those past the retention's --max-calls in their session); the transition counts
-    follow. A session left empty stays when it remembers the last call id it logged (so an agent's message list does
-    not log those calls again), else it goes; --session alone forgets the session entirely, and --forget-idle 90d
+    follow. A session left empty stays when it remembers call ids it has seen (so an agent's message list does not
+    log those calls again), else it goes; --session alone forgets the session entirely, and --forget-idle 90d
     forgets (row and calls) every session whose last write (a logged call or an import) is older than 90 days. Run it
     from cron when the catalog has a retention age (`toolstore sessions retention --max-age-days N`) or to forget idle
     sessions; `sessions` counts the sessions that went, forgotten ones included."""
