@@ -295,6 +295,31 @@ def test_a_migration_to_head_sets_the_grants_privileges_again_even_at_head(dsn: 
         assert writer.upsert(generated_tools(3, seed=3)).inserted
 
 
+#: The revision that last changed what a grant carries, and the digest of the SQL that says it (``role_access`` and the
+#: ``privileges_*`` blocks of sql/access.sql).
+PRIVILEGES_REVISION = ("0024", "3bee44976e2683ac")
+
+
+def test_what_a_grant_carries_changes_only_with_a_revision() -> None:
+    """A store opened with ``migrate=True`` sets the grants' privileges only when it migrates (a migration to head
+    sets them for every granted role): setting them at every open would cost each owner's open a GRANT per granted
+    role, under the migrations' lock. So a change of what a grant carries must come with a revision, which every
+    such open then applies: this fails when the SQL changes and the pinned pair above is not moved to a new head."""
+    import hashlib
+
+    from toolstore._migrate import HEAD_REVISION
+
+    blocks = ("role_access", "privileges_revoke", "privileges_read", "privileges_write")
+    digest = hashlib.sha256("".join(toolstore._sql.query(b) for b in blocks).encode()).hexdigest()[:16]
+    revision, pinned = PRIVILEGES_REVISION
+    if digest != pinned:
+        assert revision != HEAD_REVISION, (
+            f"what a grant carries changed (digest {digest}) without a revision: add a migration, then pin "
+            f"PRIVILEGES_REVISION = (its revision, {digest!r})"
+        )
+        pytest.fail(f"pin PRIVILEGES_REVISION = ({HEAD_REVISION!r}, {digest!r}): the privileges changed at this head")
+
+
 def test_a_grant_waits_for_the_lock_of_what_else_sets_the_grants_privileges(dsn: str, roles: dict[str, str]) -> None:
     """Two GRANTs on one table at once fail ("tuple concurrently updated"), so a grant or revoke made while a migration
     set the grants' privileges could fail. Each now takes the migrations' lock first: it waits for the one held here,

@@ -189,7 +189,9 @@ def set_privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> Non
     """Table privileges as ``role``'s grants require (inside the caller's transaction, ``schema`` first on its
     search_path): granting and revoking set them (``_access``), and so does every migration to head, for every granted
     role (one that changes the revision, or the owner's at head already): a table it creates (the session log,
-    anchors, a table remade) is covered, and so is what a newer toolstore grants differently."""
+    anchors, a table remade) is covered, and so is what an older toolstore granted differently. A change of what a grant
+    carries comes with a revision (``tests/test_access.py``), so a store opened with ``migrate=True``, which sets them
+    only when it migrates, applies it too."""
     access = conn.execute(query("role_access"), {"role": role}).fetchone()
     reads, writes = access if access else (False, False)
     names = {"schema": sql.Identifier(schema), "role": sql.Identifier(role)}
