@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, pool, text
 
-from toolstore import DatabaseError, HashingEmbedder, Tool, ToolStore, migrate, parse_tools
+from toolstore import DatabaseError, HashingEmbedder, SessionCall, Tool, ToolStore, migrate, parse_tools
 from toolstore._migrate import HEAD_REVISION, VERSION_TABLE, head_revision
 
 from schema_models import metadata
@@ -117,6 +117,32 @@ def test_0024_fills_each_sessions_seen_calls_from_its_log_and_last_call_id(dsn: 
         assert store.new_calls("long", ["x4", "x5"]) == ["x4", "x5"]  # older than the newest 64, gone from the log
         assert store.new_calls("long", ["x5", "x6", "x7"]) == [] and store.new_calls("trimmed", ["t0", "t2"]) == []
         assert sorted(r["session_id"] for r in store.sessions()) == ["long", "trimmed"]
+
+
+def test_the_previous_releases_session_writes_run_at_head(dsn: str) -> None:
+    """A rolling upgrade runs the release before 0024 beside this one on the upgraded schema: its session-log statements
+    (as it sends them, below) read and set ``last_call_id``, which 0024 therefore keeps (unused here)."""
+    with ToolStore(dsn, embedder=None, catalog="c") as store:
+        store.upsert([Tool(id="a", name="a", description="first")])
+        store.record_calls("s", [SessionCall("a", call_id="x1")])
+        catalog = store.info().id
+    params = {"catalog": catalog, "session": "s"}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("set search_path to toolstore")
+        conn.execute(  # advance_session before 0024
+            "update sessions set last_seq = %(last_seq)s,"
+            " last_call_id = coalesce(%(last_call_id)s::text, last_call_id), updated_at = now()"
+            " where catalog_id = %(catalog)s and session_id = %(session)s",
+            {**params, "last_seq": 2, "last_call_id": "x2"},
+        )
+        seen = conn.execute(  # seen_call_ids before 0024
+            "select call_id from session_calls where catalog_id = %(catalog)s and session_id = %(session)s"
+            " and call_id = any (%(call_ids)s::text[]) union select last_call_id from sessions"
+            " where catalog_id = %(catalog)s and session_id = %(session)s"
+            " and last_call_id = any (%(call_ids)s::text[])",
+            {**params, "call_ids": ["x1", "x2", "x3"]},
+        ).fetchall()
+    assert sorted(r[0] for r in seen) == ["x1", "x2"]
 
 
 def test_0022_marks_the_tools_each_upstream_synced_before(dsn: str) -> None:

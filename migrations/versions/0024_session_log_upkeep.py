@@ -15,10 +15,11 @@ was never recorded at all, so ``route_messages`` reported it unresolved at every
 The row now keeps ``seen_calls``: ``call_id_hash()`` (the first 8 bytes of the id's sha256, as a bigint) of the last
 call ids it has seen, logged or not, oldest first, cut to the newest 64 at each write (``_sessions.SEEN_CALLS``); it
 goes with the row when the session is forgotten, and an import replaces it. It is filled from each session's log and
-``last_call_id``, which it replaces.
+``last_call_id``, which it replaces. ``last_call_id`` stays, no longer read or written, so that the processes of the
+previous release keep logging during a rolling upgrade (they read and set it); a later revision drops it.
 
-A downgrade fills ``last_call_id`` from each session's log, as 0021 did: a hash cannot be read back, so a session
-whose log no longer holds a call id is left without one.
+A downgrade sets ``last_call_id`` from each session's log, as 0021 did: a hash cannot be read back, so a session whose
+log no longer holds a call id keeps the one it had.
 """
 
 from __future__ import annotations
@@ -57,13 +58,11 @@ from (
     group by catalog_id, session_id
 ) k
 where s.catalog_id = k.catalog_id and s.session_id = k.session_id;
-alter table sessions drop column last_call_id;
 create index sessions_updated_at_idx on sessions (catalog_id, updated_at);
 """
 
 DOWNGRADE = """
 drop index sessions_updated_at_idx;
-alter table sessions add column last_call_id text;
 update sessions s set last_call_id = l.call_id
 from (
     select distinct on (catalog_id, session_id) catalog_id, session_id, call_id
