@@ -31,14 +31,20 @@ on conflict (catalog_id, session_id) do update set updated_at = now()
 returning last_seq;
 
 -- name: seen_call_ids
--- Of the given call ids, those the session has seen: in its log, or among the last ones it saw (`seen_calls`, their
--- call_id_hash(): migration 0024; kept when its calls go, so calls a trim took are not taken for new ones, and
--- holding the calls it saw but did not log). Indexed lookups (session_calls_call_id_key and the primary key).
+-- Of the given call ids, those the session has seen: in its log, or among the last ones it logged (`seen_calls`, their
+-- call_id_hash(): migration 0024; kept when its calls go, so calls a trim took are not taken for new ones). Indexed
+-- lookups (session_calls_call_id_key and the primary key).
 select call_id from session_calls
 where catalog_id = %(catalog)s and session_id = %(session)s and call_id = any (%(call_ids)s::text[])
 union
 select c.id from sessions s, unnest(%(call_ids)s::text[]) as c (id)
 where s.catalog_id = %(catalog)s and s.session_id = %(session)s and call_id_hash(c.id) = any (s.seen_calls);
+
+-- name: reported_call_ids
+-- Of the given call ids, those of calls that resolved to no tool that the session has reported already
+-- (`reported_calls`, migration 0024): each is reported once, and logged once it resolves.
+select c.id from sessions s, unnest(%(call_ids)s::text[]) as c (id)
+where s.catalog_id = %(catalog)s and s.session_id = %(session)s and call_id_hash(c.id) = any (s.reported_calls);
 
 -- name: append_calls
 insert into session_calls (catalog_id, session_id, seq, tool_id, ok, called_at, call_id)
@@ -47,18 +53,23 @@ from unnest(%(tools)s::text[], %(oks)s::boolean[], %(times)s::timestamptz[], %(c
      with ordinality as c (tool_id, ok, at, call_id, i);
 
 -- name: advance_session
--- The session's latest position, and the call ids it has just seen (oldest first) after those it saw before, as
--- call_id_hash(), the newest %(seen_limit)s kept.
+-- The session's latest position, the call ids it has just logged (oldest first) after those it logged before, and
+-- those of calls it has just reported unresolved after the others, as call_id_hash(), the newest %(seen_limit)s of
+-- each kept.
 update sessions
 set last_seq = %(last_seq)s, updated_at = now(),
     seen_calls = (seen_calls || array(select call_id_hash(c.id)
                                       from unnest(%(seen)s::text[]) with ordinality as c (id, i) order by c.i))
-                 [greatest(cardinality(seen_calls) + cardinality(%(seen)s::text[]) - %(seen_limit)s + 1, 1):]
+                 [greatest(cardinality(seen_calls) + cardinality(%(seen)s::text[]) - %(seen_limit)s + 1, 1):],
+    reported_calls = (reported_calls || array(select call_id_hash(c.id)
+                                              from unnest(%(reported)s::text[]) with ordinality as c (id, i)
+                                              order by c.i))
+                     [greatest(cardinality(reported_calls) + cardinality(%(reported)s::text[]) - %(seen_limit)s + 1, 1):]
 where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: reset_session
 -- An import replaces the session: no position, no call seen.
-update sessions set last_seq = 0, seen_calls = '{}', updated_at = now()
+update sessions set last_seq = 0, seen_calls = '{}', reported_calls = '{}', updated_at = now()
 where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: trim_session
@@ -103,10 +114,10 @@ where c.catalog_id = %(catalog)s and c.session_id = any (%(sessions)s::text[])
 
 -- name: drop_empty_sessions
 -- The sessions left without calls: all of them when the prune took every call (`every`: the sessions are forgotten),
--- else those that remember no call id (a trim keeps the ones a session has seen: `advance_session`).
+-- else those that remember no call id (a trim keeps the ones a session has logged or reported: `advance_session`).
 delete from sessions s
 where s.catalog_id = %(catalog)s and s.session_id = any (%(sessions)s::text[])
-  and (%(every)s::boolean or cardinality(s.seen_calls) = 0)
+  and (%(every)s::boolean or cardinality(s.seen_calls) + cardinality(s.reported_calls) = 0)
   and not exists (select 1 from session_calls c where c.catalog_id = s.catalog_id and c.session_id = s.session_id)
 returning s.session_id;
 

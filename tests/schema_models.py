@@ -222,6 +222,7 @@ sessions = Table(
     *_timestamps(),
     Column("last_call_id", Text),  # unused since migration 0024 (the previous release's, for a rolling upgrade)
     Column("seen_calls", ARRAY(BigInteger), nullable=False, server_default="{}"),
+    Column("reported_calls", ARRAY(BigInteger), nullable=False, server_default="{}"),
     PrimaryKeyConstraint("catalog_id", "session_id", name="sessions_pkey"),
     Index("sessions_updated_at_idx", "catalog_id", "updated_at"),
 )

@@ -6,16 +6,16 @@ different sessions do not wait for each other. The transition counts follow by t
 key order. Every write is all or nothing (one transaction, retried when Postgres picks it as a deadlock victim).
 Only tool ids, outcomes, times and provider call ids are stored, never user text.
 
-A session's row also keeps the last :data:`SEEN_CALLS` call ids it has seen (``seen_calls``, hashed: migration
-0024), logged or not (``record_new_calls``: a call of a message list that resolved to no tool), so the calls it has
-seen are known after its log is trimmed, and a call that never resolves is new once. Trimming (retention at each
-write, a prune by age or by ``max_calls``, of all sessions or of one) takes calls and keeps that row, even with no
-call left, when it has seen a call id; forgetting a session (a prune of every call of it, ``prune_sessions(session=
-...)`` without an age, a prune with ``forget_idle`` of every session whose row was last written, its ``updated_at``,
-longer ago than that, or dropping the catalog) takes the row and what it has seen, and an import replaces it (the
-imported calls are all it has seen). A row's ``updated_at`` is its last write: each ``record_calls`` of at least one
-call (even one whose calls were all logged already) and each import set it; a prune and a route reading the log do
-not.
+A session's row also keeps the last :data:`SEEN_CALLS` call ids it has logged (``seen_calls``, hashed: migration 0024),
+so the calls it has seen are known after its log is trimmed, and as many of the calls it reported unresolved
+(``reported_calls``: ``record_new_calls``, a call of a message list that resolved to no tool), so such a call is
+reported once, and logged once it resolves. Trimming (retention at each write, a prune by age or by ``max_calls``, of
+all sessions or of one) takes calls and keeps that row, even with no call left, when it holds a call id; forgetting a
+session (a prune of every call of it, ``prune_sessions(session=...)`` without an age, a prune with ``forget_idle`` of
+every session whose row was last written, its ``updated_at``, longer ago than that, or dropping the catalog) takes the
+row and what it has seen, and an import replaces it (the imported calls are all it has seen). A row's ``updated_at`` is
+its last write: each ``record_calls`` of at least one call (even one whose calls were all logged already) and each
+import set it; a prune and a route reading the log do not.
 """
 
 from __future__ import annotations
@@ -213,14 +213,21 @@ def _append(
     keep: Retention,
 ) -> list[int]:
     """Inside a transaction: lock the session, append the calls new to it (:func:`new_positions`: a call id in its
-    log or among the last it saw, which its row keeps when retention or a prune takes the call, was seen, and so was
-    every call before the last such one), remember their call ids as seen (a str: the call id of a call seen but not
-    logged, one that resolved to no tool), apply retention. Returns the positions of the new calls."""
+    log or among the last it logged, which its row keeps when retention or a prune takes the call, was seen, and so
+    was every call before the last such one), remember their call ids, apply retention. A str is the call id of a call
+    that resolved to no tool: not logged, and new until it resolves, but reported once (``reported_calls``). Returns
+    the positions of the calls logged and of those to report."""
     params: dict[str, Any] = {"catalog": info.id, "session": session}
     last_seq = conn.execute(query("open_session"), params).fetchone()[0]  # type: ignore[index]
     call_ids = [c if isinstance(c, str) else c.call_id for c in calls]
     positions = new_positions(call_ids, _seen(conn, params, call_ids))
-    new = [c for c in (calls[i] for i in positions) if isinstance(c, SessionCall)]
+    logged = [i for i in positions if isinstance(calls[i], SessionCall)]
+    unresolved = [i for i in positions if isinstance(calls[i], str)]
+    if unresolved:
+        asked = {**params, "call_ids": [call_ids[i] for i in unresolved]}
+        reported = {r[0] for r in conn.execute(query("reported_call_ids"), asked)}
+        unresolved = [i for i in unresolved if call_ids[i] not in reported]
+    new = [c for c in (calls[i] for i in logged) if isinstance(c, SessionCall)]
     if new:
         columns = {
             "tools": [c.tool for c in new],
@@ -230,13 +237,13 @@ def _append(
         }
         conn.execute(query("append_calls"), {**params, **columns, "last_seq": last_seq})
         last_seq += len(new)
-    seen = [c for c in (call_ids[i] for i in positions) if c is not None]
-    if new or seen:
+    if new or unresolved:
+        seen = [c.call_id for c in new if c.call_id is not None]
         advance = {**params, "last_seq": last_seq, "seen": seen, "seen_limit": SEEN_CALLS}
-        conn.execute(query("advance_session"), advance)
+        conn.execute(query("advance_session"), {**advance, "reported": [call_ids[i] for i in unresolved]})
     trim = {**params, "last_seq": last_seq, "max_calls": keep.max_calls, "max_age": keep.max_age}
     conn.execute(query("trim_session"), trim)
-    return positions
+    return sorted(logged + unresolved)
 
 
 def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Iterable[object]) -> int:
@@ -261,9 +268,10 @@ def record_new_calls(
 ) -> list[str]:
     """Of a message list's call ids (oldest first), those new to the session (:func:`new_positions`), told and
     written in one transaction under the session's lock: the new ones among ``calls`` (each with one of those call
-    ids) are logged, and every new call id is remembered as seen, also one no call is given for (it resolved to no
-    tool). Returns the new call ids. InvalidInputError for a call without one of ``call_ids``; UnknownToolError when
-    a call names no tool: then nothing is written."""
+    ids) are logged and remembered, and a new call id no call is given for (it resolved to no tool) is remembered as
+    reported, so it is new once for reporting, and logged once it comes with a call. Returns the call ids logged and
+    those to report. InvalidInputError for a call without one of ``call_ids``; UnknownToolError when a call names no
+    tool: then nothing is written."""
     session, given = check_session(session), _call_ids(call_ids)
     by_id: dict[str, SessionCall] = {}
     listed = set(given)

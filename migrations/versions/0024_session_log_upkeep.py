@@ -1,4 +1,5 @@
-"""An index on sessions.updated_at; sessions.seen_calls, the call ids a session has seen (hashed, the newest 64).
+"""An index on sessions.updated_at; sessions.seen_calls and reported_calls, the call ids a session has logged and
+reported unresolved (hashed, the newest 64 of each).
 
 Revision ID: 0024
 Revises: 0023
@@ -8,15 +9,16 @@ Create Date: 2026-11-29
 for a while (at 100k sessions, 1,667 pages, 30 ms); ``sessions_updated_at_idx`` gives it the idle ones of one
 catalog.
 
-A write to the session log skips the calls up to the last one the session has seen. Migration 0021 kept only the
-last call id it logged (``last_call_id``) beyond its log, so a message list edited to drop that call, once retention
-or a prune by age had emptied the log, was taken for new calls and logged again; and a call that resolved to no tool
-was never recorded at all, so ``route_messages`` reported it unresolved at every step until a later call was logged.
-The row now keeps ``seen_calls``: ``call_id_hash()`` (the first 8 bytes of the id's sha256, as a bigint) of the last
-call ids it has seen, logged or not, oldest first, cut to the newest 64 at each write (``_sessions.SEEN_CALLS``); it
-goes with the row when the session is forgotten, and an import replaces it. It is filled from each session's log and
-``last_call_id``, which it replaces. ``last_call_id`` stays, no longer read or written, so that the processes of the
-previous release keep logging during a rolling upgrade (they read and set it); a later revision drops it.
+A write to the session log skips the calls up to the last one the session has seen. Migration 0021 kept only the last
+call id it logged (``last_call_id``) beyond its log, so a message list edited to drop that call, once retention or a
+prune by age had emptied the log, was taken for new calls and logged again; and a call that resolved to no tool was
+never recorded at all, so ``route_messages`` reported it unresolved at every step until a later call was logged. The row
+now keeps ``seen_calls``: ``call_id_hash()`` (the first 8 bytes of the id's sha256, as a bigint) of the last call ids it
+has logged, oldest first, cut to the newest 64 at each write (``_sessions.SEEN_CALLS``); and ``reported_calls``, as many
+of the calls it reported unresolved (reported once, logged once they resolve). They go with the row when the session is
+forgotten, and an import replaces them. ``seen_calls`` is filled from each session's log and ``last_call_id``, which it
+replaces. ``last_call_id`` stays, no longer read or written, so that the processes of the previous release keep logging
+during a rolling upgrade (they read and set it); a later revision drops it.
 
 A downgrade sets ``last_call_id`` from each session's log, as 0021 did: a hash cannot be read back, so a session whose
 log no longer holds a call id keeps the one it had.
@@ -37,6 +39,7 @@ language sql immutable parallel safe strict as $$
     select ('x' || left(encode(sha256(convert_to(p_call_id, 'UTF8')), 'hex'), 16))::bit(64)::bigint
 $$;
 alter table sessions add column seen_calls bigint[] not null default '{}';
+alter table sessions add column reported_calls bigint[] not null default '{}';
 update sessions s set seen_calls = k.seen
 from (
     select catalog_id, session_id, array_agg(call_id_hash(call_id) order by seq) as seen
@@ -71,7 +74,7 @@ from (
     order by catalog_id, session_id, seq desc
 ) l
 where s.catalog_id = l.catalog_id and s.session_id = l.session_id;
-alter table sessions drop column seen_calls;
+alter table sessions drop column seen_calls, drop column reported_calls;
 drop function call_id_hash(text);
 """
 
