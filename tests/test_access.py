@@ -295,8 +295,8 @@ def test_a_migration_to_head_sets_the_grants_privileges_again_even_at_head(dsn: 
         assert writer.upsert(generated_tools(3, seed=3)).inserted
 
 
-#: The revision that last changed what a grant carries, and the digest of the SQL that says it (``role_access`` and the
-#: ``privileges_*`` blocks of sql/access.sql).
+#: The revision at which the digest of the SQL that says what a grant carries (``role_access`` and the
+#: ``privileges_*`` blocks of sql/access.sql) was last pinned: a change of it must come with a later revision.
 PRIVILEGES_REVISION = ("0024", "3bee44976e2683ac")
 
 
