@@ -224,7 +224,6 @@ sessions = Table(
     Column("seen_calls", ARRAY(BigInteger), nullable=False, server_default="{}"),
     Column("reported_calls", ARRAY(BigInteger), nullable=False, server_default="{}"),
     PrimaryKeyConstraint("catalog_id", "session_id", name="sessions_pkey"),
-    Index("sessions_updated_at_idx", "catalog_id", "updated_at"),
 )
 
 session_calls = Table(

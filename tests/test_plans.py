@@ -235,20 +235,3 @@ def test_knn_plans_of_a_real_route_call_use_hnsw(store: ToolStore) -> None:
     for m in messages:
         for relation in WHOLE_TABLE_FORBIDDEN:
             assert f"Seq Scan on {relation} " not in m, m
-
-
-def test_idle_sessions_are_read_from_the_updated_at_index(store: ToolStore) -> None:
-    """``prune_sessions(forget_idle=...)`` lists the idle sessions of one catalog from sessions_updated_at_idx
-    (migration 0024) on its generic plan, not from every row of the catalog."""
-    text, names = raw_query("idle_sessions")
-    params = {"catalog": store.info().id, "idle": "90 days"}
-    with store.pool.connection() as conn:
-        conn.execute(sql.SQL("prepare idle (interval, integer) as {}").format(sql.SQL(text)))  # $1 idle, $2 catalog
-        assert names == ("idle", "catalog"), names
-        args = sql.SQL(", ").join(sql.Literal(params[n]) for n in names)
-        row = conn.execute(sql.SQL("explain (format json) execute idle({})").format(args)).fetchone()
-        conn.execute("deallocate idle")
-    assert row is not None
-    plan = list(nodes(row[0][0]["Plan"]))
-    assert {n.get("Index Name") for n in plan} >= {"sessions_updated_at_idx"}, plan
-    assert not {t for t, _, _ in scans(plan) if t == "Seq Scan"}, scans(plan)

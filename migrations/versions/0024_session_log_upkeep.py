@@ -1,13 +1,9 @@
-"""An index on sessions.updated_at; sessions.seen_calls and reported_calls, the call ids a session has logged and
-reported unresolved (hashed, the newest 64 of each).
+"""sessions.seen_calls and reported_calls: the call ids a session has logged and reported unresolved (hashed, the
+newest 64 of each).
 
 Revision ID: 0024
 Revises: 0023
 Create Date: 2026-11-29
-
-``idle_sessions`` (``prune_sessions(forget_idle=...)``) read every row of the catalog to find the few not written to
-for a while (at 100k sessions, 1,667 pages, 30 ms); ``sessions_updated_at_idx`` gives it the idle ones of one
-catalog.
 
 A write to the session log skips the calls up to the last one the session has seen. Migration 0021 kept only the last
 call id it logged (``last_call_id``) beyond its log, so a message list edited to drop that call, once retention or a
@@ -61,11 +57,9 @@ from (
     group by catalog_id, session_id
 ) k
 where s.catalog_id = k.catalog_id and s.session_id = k.session_id;
-create index sessions_updated_at_idx on sessions (catalog_id, updated_at);
 """
 
 DOWNGRADE = """
-drop index sessions_updated_at_idx;
 update sessions s set last_call_id = l.call_id
 from (
     select distinct on (catalog_id, session_id) catalog_id, session_id, call_id
