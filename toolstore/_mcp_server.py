@@ -6,7 +6,7 @@ This is the two-tool pattern MCP gateways use: a client with hundreds of upstrea
 upstream (stdio or streamable HTTP) on first use and keeps it (``_mcp_sessions``); each call is bounded by
 ``call_timeout``. A failing call is an MCP error result; the server stays up. The gateway calls only the catalog's
 tools and never writes the catalog: a call of a tool an upstream added since the sync (its session's latest listing
-names it) is refused, naming the sync that adds it.
+names it) is refused, naming the provider to sync again.
 
 With ``session_log``, each client connection is a session of the catalog's log: every forwarded call is recorded
 there (tool id, outcome, time), and ``find_tools`` routes with that session's calls, so the tools that usually come
@@ -281,7 +281,8 @@ async def forward_call(
 async def _refuse_unsynced(store: AsyncToolStore, sessions: UpstreamSessions, name: str, known: set[str]) -> None:
     """McpSyncError when ``name`` names a tool that an upstream's latest listing (of a session the gateway holds) names
     and the catalog does not have (``known``: its ids): the upstream added it since the catalog was synced. The gateway
-    calls only the catalog's tools and never writes the catalog, so the error says which sync adds it."""
+    calls only the catalog's tools and never writes the catalog, so the error says to sync the provider again; it
+    holds nothing of how the upstream is reached (command, arguments, URL, values): the client, the model, reads it."""
     info = await store.info(counts=False)
     async with store.pool.connection() as conn:
         cur = await conn.execute(query("upstreams"), {"catalog": info.id})
@@ -292,12 +293,11 @@ async def _refuse_unsynced(store: AsyncToolStore, sessions: UpstreamSessions, na
             tool = Tool(id=default_id(provider, listed), name=listed, provider=provider)
             if tool.id in known or name not in {tool.id, tool.name, *name_forms(tool)}:
                 continue
-            sync = ["toolstore", "-c", store.catalog, "sync", "mcp", "--provider", provider, *upstream.sync_args()]
-            secret = " (with the values shown as ...)" if any("..." in word for word in sync) else ""
-            raise McpSyncError(
-                f"tool {name!r} is not in catalog {store.catalog!r}, but upstream {provider!r} ({upstream.describe()}) "
-                f"lists it as {listed!r}: it was added since the catalog was synced, and the gateway calls only the "
-                f"catalog's tools. Sync the upstream to add it: {shlex.join(sync)}{secret}"
+            sync = shlex.join(["toolstore", "-c", store.catalog, "sync", "mcp", "--provider", provider])
+            raise McpSyncError(  # to the client, the model: no command, argument, URL or value of the upstream
+                f"tool {name!r} is not in catalog {store.catalog!r}, but upstream {provider!r} lists it as {listed!r}: "
+                "it was added since the catalog was synced, and the gateway calls only the catalog's tools. Sync that "
+                f"upstream again to add it: {sync} ... with the command or URL it was synced with"
             )
 
 

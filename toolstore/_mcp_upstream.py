@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ._errors import McpSyncError
 
@@ -81,24 +81,6 @@ class Upstream:
             found.append(_url_differences(self.url or "", other.url or ""))
         return "; ".join(found)
 
-    def sync_args(self) -> list[str]:
-        """The ``toolstore sync mcp`` arguments that reach this upstream, every value that may be a secret written as
-        ``...`` (a ``${VAR}`` reference as stored, :data:`_REFERENCE`): the env or header values, the URL's credentials
-        and query values."""
-        if self.transport == "stdio":
-            env = [f"{name}={_shown(value)}" for name, value in sorted(self.env.items())]
-            return [*(word for pair in env for word in ("--env", pair)), "--", self.command or "", *self.args]
-        headers = [f"{name}: {_shown(value)}" for name, value in sorted(self.headers.items())]
-        return ["--url", _redacted_url(self.url or ""), *(word for h in headers for word in ("--header", h))]
-
-
-#: A value that is a ``${VAR}`` reference, with an authorization scheme before it at most: it holds no secret.
-_REFERENCE = re.compile(r"(?:[A-Za-z]+ )?\$\{[A-Za-z_][A-Za-z0-9_]*\}")
-
-
-def _shown(value: str) -> str:
-    return value if _REFERENCE.fullmatch(value) else "..."
-
 
 def _url_identity(url: str) -> tuple[Any, ...]:
     """What of a URL names its server: all but its credentials (present or not) and its query's values."""
@@ -106,16 +88,6 @@ def _url_identity(url: str) -> tuple[Any, ...]:
     names = tuple(sorted(name for name, _ in parse_qsl(parts.query, keep_blank_values=True)))
     credentials = parts.username is not None or parts.password is not None
     return parts.scheme, parts.hostname, parts.port, parts.path, parts.fragment, names, credentials
-
-
-def _redacted_url(url: str) -> str:
-    """The URL with its credentials and query values as ``...``."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2]
-    if parts.username is not None or parts.password is not None:
-        netloc = f"...@{netloc}"
-    query = urlencode([(name, "...") for name, _ in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _url_differences(first: str, second: str) -> str:
