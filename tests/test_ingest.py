@@ -306,6 +306,51 @@ def test_a_rotated_secret_is_recorded_when_the_sync_names_its_provider(
     assert "new-secret" in _secrets(dsn, store.catalog)["github"]
 
 
+@pytest.mark.parametrize(
+    ("placeholder", "what"),
+    [
+        (Upstream("stdio", command="github-mcp", env={"GITHUB_TOKEN": "..."}), "env variable 'GITHUB_TOKEN'"),
+        (Upstream("http", url="https://mcp.example.com/", headers={"Authorization": "..."}), "header 'Authorization'"),
+        (Upstream("http", url="https://mcp.example.com/mcp?org=acme&token=..."), "the URL's query parameter 'token'"),
+        (Upstream("http", url="https://me:...@mcp.example.com/mcp"), "the URL's password"),
+    ],
+    ids=["env", "header", "query", "credentials"],
+)
+def test_a_value_written_as_a_placeholder_is_refused_not_recorded(
+    dsn: str, store: ToolStore, placeholder: Upstream, what: str
+) -> None:
+    """A value that is literally ``...`` (copied from a message that hid the secret) is refused at sync time, naming
+    where it stands: under the named provider it would be recorded over the real secret as a rotation. Refused before
+    the server is reached, by the CLI too."""
+    from toolstore import InvalidInputError
+    from toolstore._mcp_sync import fetch_http
+
+    def filled(values: dict[str, str]) -> dict[str, str]:
+        return {name: value.replace("...", "ghp_real") for name, value in values.items()}
+
+    real = dataclasses.replace(
+        placeholder,
+        env=filled(dict(placeholder.env)),
+        headers=filled(dict(placeholder.headers)),
+        url=placeholder.url and placeholder.url.replace("...", "ghp_real"),
+    )
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+    sync_listing(store, McpListing("github", tools, real))
+    refused = f"{re.escape(what)} is '...': a placeholder, not a value"
+    with pytest.raises(InvalidInputError, match=refused):
+        sync_listing(store, McpListing("github", tools, placeholder), provider="github")
+    assert "ghp_real" in _secrets(dsn, store.catalog)["github"]
+    with pytest.raises(InvalidInputError, match=refused):  # not McpSyncError: no server is started or asked
+        if placeholder.transport == "stdio":
+            fetch_stdio("no-such-mcp-server", env=placeholder.env)
+        else:
+            fetch_http(placeholder.url or "", headers=placeholder.headers)
+    if placeholder.transport == "stdio":
+        args = ["--dsn", dsn, "--embedder", "hashing", "--catalog", "cli", "sync", "mcp", "--provider", "github"]
+        ran = CliRunner().invoke(main_cli, [*args, "--env", "GITHUB_TOKEN=...", "--", "no-such-mcp-server"])
+        assert isinstance(ran.exception, InvalidInputError) and re.search(refused, str(ran.exception)), ran.output
+
+
 def test_a_url_that_differs_only_in_its_query_or_credentials_is_said_to(store: ToolStore) -> None:
     """The description of an HTTP upstream leaves out the URL's credentials and query (they may hold a token): when
     only those differ, the refusal says which part differs, never its value, and not that some unnamed headers do."""

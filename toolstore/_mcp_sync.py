@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ._catalog import catalog_info, upsert_tools
 from ._errors import InvalidInputError, McpSyncError
 from ._formats import parse_tools
-from ._mcp_upstream import Upstream, expand_vars, upstream_from_row, upstream_params
+from ._mcp_upstream import Upstream, expand_vars, refuse_placeholders, upstream_from_row, upstream_params
 from ._models import ImportReport
 from ._observe import logger
 from ._sql import query
@@ -203,6 +203,7 @@ def fetch_stdio(
     """Blocking :func:`list_tools_stdio` with a time limit; errors are :class:`McpSyncError`."""
     if not command:
         raise InvalidInputError("an MCP server command is required")
+    refuse_placeholders(Upstream("stdio", command=command, env=dict(env or {})))
     return _run(f"MCP server {command!r}", list_tools_stdio, command, list(args), env=env, timeout=timeout)
 
 
@@ -210,6 +211,7 @@ def fetch_http(url: str, *, headers: Mapping[str, str] | None = None, timeout: f
     """Blocking :func:`list_tools_http` with a time limit; errors are :class:`McpSyncError`."""
     if not url.startswith(("http://", "https://")):
         raise InvalidInputError(f"MCP server URL must start with http:// or https://, got {url!r}")
+    refuse_placeholders(Upstream("http", url=url, headers=dict(headers or {})))
     where = f"MCP server {Upstream('http', url=url).describe()[len('http: ') :]}"  # no credentials or query
     return _run(where, list_tools_http, url, headers=headers, timeout=timeout)
 
@@ -236,9 +238,11 @@ def sync_listing(
     provider = provider if provider is not None else listing.server_name
     if not provider or not provider.strip():
         raise InvalidInputError("the MCP server did not report a name (serverInfo.name); pass a provider")
+    upstream = listing.upstream
+    if upstream is not None:
+        refuse_placeholders(upstream)
     tools = parse_tools({"tools": listing.tools}, provider=provider)
     ids = [t.id for t in tools]
-    upstream = listing.upstream
     with store.connection() as conn:  # refused before any embedding ...
         info = catalog_info(conn, store.catalog)
         if info is not None and upstream is not None and not replace_upstream:

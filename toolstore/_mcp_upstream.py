@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from ._errors import McpSyncError
+from ._errors import InvalidInputError, McpSyncError
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -105,6 +105,28 @@ def _url_differences(first: str, second: str) -> str:
     if not parts:
         return "the URLs differ only in how they are written"
     return f"the URLs differ in their {' and '.join(parts)}"
+
+
+#: A value that stands for one not shown (``--env GITHUB_TOKEN=...``, copied from a message that hid the secret): never
+#: a value to record, as it would replace the real one.
+PLACEHOLDER = "..."
+
+
+def refuse_placeholders(upstream: Upstream) -> None:
+    """InvalidInputError naming the first env variable, header, URL query parameter or URL credential of ``upstream``
+    whose value is :data:`PLACEHOLDER`."""
+    parts = urlsplit(upstream.url or "")
+    referable = [("env variable", upstream.env), ("header", upstream.headers)]  # a ${VAR} reference may stand there
+    credentials = (("user", parts.username), ("password", parts.password))
+    values = [
+        *((f"{kind} {name!r}", value, True) for kind, given in referable for name, value in sorted(given.items())),
+        *((f"the URL's query parameter {name!r}", value, False) for name, value in parse_qsl(parts.query)),
+        *((f"the URL's {part}", value, False) for part, value in credentials),
+    ]
+    for what, value, reference in values:
+        if value is not None and value.strip() == PLACEHOLDER:
+            hint = ", or a '${VAR}' reference to a variable that holds it" if reference else ""
+            raise InvalidInputError(f"{what} is {PLACEHOLDER!r}: a placeholder, not a value. Give the value{hint}")
 
 
 def expand_vars(values: Mapping[str, str], what: str) -> dict[str, str]:
