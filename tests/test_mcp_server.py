@@ -568,6 +568,40 @@ def test_a_call_made_while_the_tools_are_listed_again_waits_for_that_listing(fak
     assert fake_upstream.calls == ["search", "list_alerts"]
 
 
+def test_a_listing_that_hangs_is_abandoned_so_later_calls_do_not_wait_for_it(
+    fake_upstream: _FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A listing after notifications/tools/list_changed that never ends is abandoned after ``listing_timeout`` (a
+    warning) and counts as answered with the listing held: a call made then does not wait its ``listing_wait`` for it
+    (its refusal does not say the listing was still running), nor does any later call; the next notification lists
+    again."""
+    from toolstore import McpSyncError
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    async def main() -> None:
+        async with UpstreamSessions(listing_wait=2.0, listing_timeout=0.01) as sessions:
+            assert await sessions.call(FAKE, "search", {}) == "called search"
+            fake_upstream.gates.append(anyio.Event())  # never set: this listing hangs
+            fake_upstream.held = anyio.Event()
+            await fake_upstream.change("search", "late_news")
+            await fake_upstream.held.wait()
+            for _ in range(2):
+                with pytest.raises(McpSyncError) as refused:
+                    await sessions.call(FAKE, "late_news", {})
+                message = str(refused.value)
+                assert "no longer offers tool 'late_news'" in message and "took over" not in message, message
+            assert await sessions.call(FAKE, "list_alerts", {}) == "called list_alerts"  # the listing held
+            await fake_upstream.change("search", "late_news")  # listed again, and answered
+            await fake_upstream.listings(2)
+            assert await sessions.call(FAKE, "late_news", {}) == "called late_news"
+
+    with caplog.at_level("WARNING", logger="toolstore"):
+        anyio.run(main)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("tools/list did not answer within 0.01 s" in m for m in warned), warned
+    assert fake_upstream.calls == ["search", "list_alerts", "late_news"]
+
+
 @pytest.mark.parametrize(
     "upstream",
     [

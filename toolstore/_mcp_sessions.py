@@ -6,10 +6,11 @@ tasks. A session whose connection ended (the server exited, the connection dropp
 not be sent on it, or that an HTTP server refused for not knowing the session (it restarted), is made on a fresh one.
 An error the server answers to one call (a JSON-RPC error: bad arguments, an unknown tool) leaves the session, and
 the other calls in flight on it, alone. Each session lists its upstream's tools when it opens and again when the
-upstream sends ``notifications/tools/list_changed`` (:class:`_Listing`: one listing at a time, the newest kept; a call
-made while one runs waits for it, :data:`LISTING_WAIT` seconds at most): a call of a tool its latest listing does not
-name (the upstream dropped it, or restarted with other tools without saying so: the catalog is out of date) is an
-McpSyncError naming it, never sent; after a listing that failed, every call is sent.
+upstream sends ``notifications/tools/list_changed`` (:class:`_Listing`: one listing at a time, the newest kept, each
+abandoned after :data:`LISTING_TIMEOUT` seconds; a call made while one runs waits for it, :data:`LISTING_WAIT` seconds
+at most): a call of a tool its latest listing does not name (the upstream dropped it, or restarted with other tools
+without saying so: the catalog is out of date) is an McpSyncError naming it, never sent; after a listing that failed,
+every call is sent.
 Closing the pool stops every upstream (stdio processes exit).
 """
 
@@ -35,6 +36,9 @@ _REFUSED_SESSION = (frozenset({-32600, -32001, 32600}), frozenset({"session not 
 #: Seconds a call made while its upstream's tools are listed again (after notifications/tools/list_changed) waits for
 #: that listing before it is checked against the listing held.
 LISTING_WAIT = 5.0
+#: Seconds a listing of an upstream's tools may take: one that takes longer is abandoned (a warning) and counts as
+#: answered with the listing held, so a hung listing does not hold up every later call for LISTING_WAIT.
+LISTING_TIMEOUT = 5.0
 
 
 def _refused_session(upstream: Upstream, exc: Exception) -> bool:
@@ -76,10 +80,12 @@ class _Listing:
     :meth:`ask` numbers a request (the first listing, then one per ``notifications/tools/list_changed``) and
     :meth:`answer` lists unless a listing begun after that request already answered it, so a listing that ends late
     never replaces a newer one and close notifications cost one listing. :meth:`settle` waits for the requests
-    numbered so far: a call made while the upstream's tools are listed again is checked against the new listing."""
+    numbered so far: a call made while the upstream's tools are listed again is checked against the new listing. A
+    listing is bounded by ``timeout``: past it, it is abandoned and its requests are answered with the listing held."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Any, timeout: float = LISTING_TIMEOUT) -> None:
         self.session = session
+        self.timeout = timeout
         self.names: frozenset[str] | None = None
         self.asked = 0  # the requests numbered so far
         self.listed = 0  # the newest request that ``names`` answers
@@ -95,7 +101,18 @@ class _Listing:
             if self.listed >= request:
                 return
             begun = self.asked  # a listing begun now answers every request numbered so far
-            self.names = await _list_tools(self.session, upstream)
+            names = self.names
+            with anyio.move_on_after(self.timeout) as bounded:
+                names = await _list_tools(self.session, upstream)
+            if bounded.cancelled_caught:
+                held = "the tools listed before" if self.names is not None else "no listing: every call is sent"
+                logger.warning(
+                    "upstream %s: tools/list did not answer within %g s; going on with %s",
+                    upstream.describe(),
+                    self.timeout,
+                    held,
+                )
+            self.names = names
             self.listed = begun
             self._answered.set()
             self._answered = anyio.Event()
@@ -120,10 +137,11 @@ def _ended(session: Any) -> bool:
 class UpstreamSessions:
     """``async with UpstreamSessions() as sessions: await sessions.call(upstream, name, arguments)``. A call made while
     the upstream's tools are listed again waits for that listing, ``listing_wait`` seconds at most, then goes on with
-    the listing held."""
+    the listing held; a listing that takes over ``listing_timeout`` seconds is abandoned, the listing held kept."""
 
-    def __init__(self, listing_wait: float = LISTING_WAIT) -> None:
+    def __init__(self, listing_wait: float = LISTING_WAIT, listing_timeout: float = LISTING_TIMEOUT) -> None:
         self.listing_wait = listing_wait
+        self.listing_timeout = listing_timeout
         self._held: dict[str, tuple[Any, anyio.Event]] = {}
         self._listings: dict[str, _Listing] = {}
         self._locks: dict[str, anyio.Lock] = {}
@@ -224,7 +242,7 @@ class UpstreamSessions:
 
         try:
             async with open_session(upstream, on_message) as (session, _):
-                listing = self._listings[key] = _Listing(session)
+                listing = self._listings[key] = _Listing(session, self.listing_timeout)
                 await listing.answer(listing.ask(), upstream)
                 stop = anyio.Event()
                 task_status.started((session, stop))
