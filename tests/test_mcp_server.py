@@ -652,3 +652,36 @@ def test_a_tool_an_upstream_added_that_the_catalog_lacks_is_refused_naming_the_s
 
     anyio.run(main)
     assert fake_upstream.calls == ["search"]
+
+
+def test_the_listings_of_every_upstream_are_awaited_at_once_for_a_tool_the_catalog_lacks(dsn: str) -> None:
+    """A call of a name the catalog lacks asks every upstream's session for its latest listing, each of which may wait
+    for a listing under way (``listing_wait``): they are awaited together, not one after the other (a made-up name cost
+    that wait once per upstream), and the one that lists the name is named."""
+    from toolstore import McpSyncError
+
+    class Sessions:
+        def __init__(self) -> None:
+            self.waiting, self.most = 0, 0
+
+        async def listed(self, upstream: Upstream) -> frozenset[str]:
+            self.waiting += 1
+            self.most = max(self.most, self.waiting)
+            for _ in range(5):  # a listing under way: the others are asked meanwhile
+                await anyio.sleep(0)
+            self.waiting -= 1
+            return frozenset({"search", *(["late_news"] if upstream.command == "b-mcp" else [])})
+
+    listed = [{"name": "search", "inputSchema": {"type": "object"}}]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="many") as store:
+        for provider in ("a", "b", "c"):
+            sync_listing(store, McpListing(provider, listed, Upstream("stdio", command=f"{provider}-mcp")))
+    sessions = Sessions()
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="many") as store:
+            with pytest.raises(McpSyncError, match="upstream 'b' lists it as 'late_news'"):
+                await forward_call(store, "late_news", {}, sessions=sessions)  # type: ignore[arg-type]
+
+    anyio.run(main)
+    assert sessions.most == 3

@@ -31,7 +31,7 @@ from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import leaf_error, open_session, require_mcp
-from ._mcp_upstream import upstream_from_row
+from ._mcp_upstream import Upstream, upstream_from_row
 from ._models import JSON_VERSION, SessionCall, Tool
 from ._names import model_names, name_forms
 from ._observe import logger, span
@@ -283,13 +283,22 @@ async def _refuse_unsynced(store: AsyncToolStore, sessions: UpstreamSessions, na
     and the catalog does not have (``known``: its ids): the upstream added it since the catalog was synced. The gateway
     calls only the catalog's tools and never writes the catalog, so the error says to sync the provider again; it
     holds nothing of how the upstream is reached (command, arguments, URL, values): the client, the model, reads it."""
+    import anyio
+
     info = await store.info(counts=False)
     async with store.pool.connection() as conn:
         cur = await conn.execute(query("upstreams"), {"catalog": info.id})
-        rows = await cur.fetchall()
-    for provider, *row in rows:
-        upstream = upstream_from_row(row)
-        for listed in sorted(await sessions.listed(upstream) or ()):
+        providers = [(provider, upstream_from_row(row)) for provider, *row in await cur.fetchall()]
+    listings: list[frozenset[str] | None] = [None] * len(providers)
+
+    async def list_one(index: int, upstream: Upstream) -> None:  # each may wait for a listing under way: all at once
+        listings[index] = await sessions.listed(upstream)
+
+    async with anyio.create_task_group() as group:
+        for index, (_, upstream) in enumerate(providers):
+            group.start_soon(list_one, index, upstream)
+    for (provider, _), names in zip(providers, listings):
+        for listed in sorted(names or ()):
             tool = Tool(id=default_id(provider, listed), name=listed, provider=provider)
             if tool.id in known or name not in {tool.id, tool.name, *name_forms(tool)}:
                 continue
