@@ -112,7 +112,7 @@ async def _session_checks(upstream: Upstream) -> None:
             ("call_tool", {"name": "nope", "arguments": {}}, "no tool named 'nope'"),
             ("call_tool", {"name": "get_forecast", "arguments": {}}, "ambiguous"),
             ("call_tool", {"name": "weather__get_forecast", "arguments": {"days": 2}}, "city"),
-            ("call_tool", {"name": "ghost_lookup", "arguments": {}}, "upstream 'ghost' (http: http://127.0.0.1:"),
+            ("call_tool", {"name": "ghost_lookup", "arguments": {}}, "upstream 'ghost' failed on 'ghost_lookup': "),
         ]:
             bad = await session.call_tool(name, arguments)
             assert _is_error(bad) and message in _text(bad), (name, arguments, _text(bad))
@@ -685,3 +685,45 @@ def test_the_listings_of_every_upstream_are_awaited_at_once_for_a_tool_the_catal
 
     anyio.run(main)
     assert sessions.most == 3
+
+
+def test_the_gateways_errors_name_the_upstream_by_its_provider_only(dsn: str, fake_upstream: _FakeUpstream) -> None:
+    """The errors of a forwarded call reach the client, the model: a tool the upstream no longer lists, a call that
+    fails, one that does not answer in time each name the upstream by its provider, never by its command, arguments or
+    URL (a DSN with its password as an argument, a token in a URL's path)."""
+    from toolstore import McpSyncError
+
+    listed = [{"name": n, "inputSchema": {"type": "object"}} for n in ("search", "gone", "broken", "nap")]
+    upstream = Upstream("stdio", command="fake-mcp", args=("--dsn", "postgresql://app:pw0rd@db/app"))
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="named") as store:
+        sync_listing(store, McpListing("fake", listed, upstream))
+    fake_upstream.names = {"search", "broken", "nap"}
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> str:
+        fake_upstream.calls.append(name)
+        if name == "broken":
+            raise RuntimeError("boom")
+        if name == "nap":
+            await anyio.sleep_forever()
+        return f"called {name}"
+
+    fake_upstream.call_tool = call_tool  # type: ignore[method-assign]
+    messages: list[str] = []
+
+    async def main() -> None:
+        from toolstore._mcp_sessions import UpstreamSessions
+
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="named") as store:
+            async with UpstreamSessions() as sessions:
+                assert await forward_call(store, "search", {}, sessions=sessions) == "called search"
+                for name, timeout in [("gone", 30.0), ("broken", 30.0), ("nap", 0.05)]:
+                    with pytest.raises(McpSyncError) as refused:
+                        await forward_call(store, name, {}, sessions=sessions, timeout=timeout)
+                    messages.append(str(refused.value))
+
+    anyio.run(main)
+    assert messages[0].startswith("upstream 'fake' no longer offers tool 'gone'"), messages
+    assert messages[1] == "upstream 'fake' failed on 'broken': boom", messages
+    assert messages[2] == "upstream 'fake' did not answer 'nap' within 0.05 s", messages
+    assert not [m for m in messages if any(s in m for s in ("fake-mcp", "--dsn", "pw0rd", "stdio"))], messages
+    assert fake_upstream.calls == ["search", "broken", "nap"]

@@ -249,13 +249,13 @@ async def forward_call(
     if row is None:
         raise McpSyncError(f"tool {tool.id!r} has no upstream MCP server recorded: sync it with `toolstore sync mcp`")
     upstream = upstream_from_row(row)
-    where = f"upstream {tool.provider!r} ({upstream.describe()})"
+    where = f"upstream {tool.provider!r}"  # to the client, the model: never how the upstream is reached
     start = time.perf_counter()
     failed = True
     try:
         with span("toolstore.mcp.call_tool", catalog=store.catalog, tool=tool.id), anyio.fail_after(timeout):
             if sessions is not None:
-                result = await sessions.call(upstream, tool.name, arguments)
+                result = await sessions.call(upstream, tool.name, arguments, provider=tool.provider or "")
             else:
                 async with open_session(upstream) as (session, _):
                     result = await session.call_tool(tool.name, arguments)

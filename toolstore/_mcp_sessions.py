@@ -161,8 +161,9 @@ class UpstreamSessions:
         self._group = None
         return result
 
-    async def call(self, upstream: Upstream, name: str, arguments: dict[str, Any]) -> Any:
-        """``tools/call`` on the upstream's session (opened if needed). A failure closes the session (the next call
+    async def call(self, upstream: Upstream, name: str, arguments: dict[str, Any], *, provider: str = "") -> Any:
+        """``tools/call`` on the upstream's session (opened if needed); a refusal names it by ``provider``, never by how
+        it is reached (the gateway's client, the model, reads it). A failure closes the session (the next call
         reconnects), except an error the server answered (:func:`_answered`); a request that could not even be sent
         (the session was already dead), or that an HTTP server refused because it no longer knows the session (it
         restarted: :func:`_refused_session`), is retried once on a fresh session, never one that may have run on the
@@ -179,8 +180,9 @@ class UpstreamSessions:
                 settled = await listing.settle(self.listing_wait)
                 if listing.refuses(name):
                     pending = "" if settled else f"; listing them again took over {self.listing_wait:g} s"
+                    who = f"upstream {provider!r}" if provider else "the upstream"
                     raise McpSyncError(
-                        f"upstream {upstream.describe()} no longer offers tool {name!r}: its tools/list does not name "
+                        f"{who} no longer offers tool {name!r}: its tools/list does not name "
                         f"it (its tools changed since the catalog was synced{pending}). Sync it again to update the "
                         "catalog (toolstore sync mcp --prune)"
                     )
