@@ -70,7 +70,10 @@ def streaming_replica(primary: Any) -> Iterator[str]:
     _commands.pg_basebackup(args, user=user, timeout=120)
     for stale in data.glob(".s.PGSQL.*"):  # the primary's socket lock, copied with its data directory
         stale.unlink()
-    start = ["-w", "-o", '-h ""', "-o", f"-k {data}", "-l", str(base / "log"), "start"]
+    # wal_receiver_timeout 4 s: on an idle primary the standby asks for a message every 2 s, so its stream counts as
+    # live (block replayed, docs/SCALING.md's setup)
+    options = ["-o", '-h ""', "-o", f"-k {data}", "-o", "-c wal_receiver_timeout=4s"]
+    start = ["-w", *options, "-l", str(base / "log"), "start"]
     _commands.pg_ctl(start, pgdata=data, user=user, timeout=120)
     try:
         yield f"postgresql://postgres@/{{db}}?host={data}"

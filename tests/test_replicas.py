@@ -406,10 +406,103 @@ def test_a_replica_that_has_replayed_all_answers_a_call_no_tool_answers_to(repli
     asyncio.run(main())
 
 
-def test_a_granted_role_reads_its_catalog_on_the_replica(replicated: tuple[str, str]) -> None:
+@contextmanager
+def receiver_stopped(replica: str) -> Iterator[None]:
+    """The replica's WAL receiver is stopped inside the block (its primary_conninfo emptied and reloaded: a replica cut
+    off from its primary, which replays all it received and stops there); streaming again after it."""
+    from psycopg import sql
+
+    with psycopg.connect(replica, autocommit=True) as conn:
+        row = conn.execute("show primary_conninfo").fetchone()
+        assert row is not None
+        conn.execute("alter system set primary_conninfo = ''")
+        conn.execute("select pg_reload_conf()")
+        while conn.execute("select count(*) from pg_stat_wal_receiver").fetchone() != (0,):
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            conn.execute(sql.SQL("alter system set primary_conninfo = {}").format(sql.Literal(row[0])))
+            conn.execute("select pg_reload_conf()")
+            deadline = time.monotonic() + 60
+            while conn.execute("select status from pg_stat_wal_receiver").fetchone() != ("streaming",):
+                assert time.monotonic() < deadline, "the replica never streamed again"
+                time.sleep(0.05)
+
+
+def blocks_asked(monkeypatch: pytest.MonkeyPatch, replica: str) -> list[tuple[str, str]]:
+    """The route steps' statements both stores run from now on, in order: (block, "replica" or "primary")."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    from toolstore import _async_store, _store
+
+    on_replica = conninfo_to_dict(replica)["host"]
+    asked: list[tuple[str, str]] = []
+
+    def where(conn: Any) -> str:
+        return "replica" if conn.info.host == on_replica else "primary"
+
+    def fetch(conn: Any, step: Any) -> Any:
+        asked.append((step.block, where(conn)))
+        return fetch_rows(conn, step)
+
+    async def afetch(conn: Any, step: Any) -> Any:
+        asked.append((step.block, where(conn)))
+        return await afetch_rows(conn, step)
+
+    fetch_rows, afetch_rows = _store.fetch_rows, _async_store.afetch_rows
+    monkeypatch.setattr(_store, "fetch_rows", fetch)
+    monkeypatch.setattr(_async_store, "afetch_rows", afetch)
+    return asked
+
+
+def test_a_replica_cut_off_from_the_primary_hands_on_a_call_no_tool_answers_to(
+    replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica whose WAL receiver had stopped (the primary unreachable from it) had replayed all it received, so it
+    answered a call no tool answers to itself however long the outage: a tool another process wrote since (a `toolstore
+    sync` beside `serve`: this store's own write position is 0) was reported unresolved. A replica answers such a call
+    only while it streams; cut off, it hands the call on after `replayed`, and the primary resolves it; ToolStore and
+    AsyncToolStore alike."""
+    dsn, replica = replicated
+    late = calling("ping_late")
+    asked = blocks_asked(monkeypatch, replica)
+    with ToolStore(dsn, embedder=None, catalog="cutoff", read_dsn=replica, timeout=3) as store:
+        with ToolStore(dsn, embedder=None, catalog="cutoff") as other:  # another process's writes
+            other.upsert(generated_tools(20, seed=19))
+        replayed_all(dsn, replica)
+        store.route("warm the catalog cache")
+        asked.clear()
+        assert store.route(messages=late).unresolved == ["ping_late"]  # streaming: answered there
+        assert asked == [(block, "replica") for block in ("call_candidates", "replayed", "tool_names", "route")]
+        with receiver_stopped(replica):
+            with ToolStore(dsn, embedder=None, catalog="cutoff") as other:
+                other.upsert([Tool(id="late.ping", name="ping_late")])  # only the primary has it
+            asked.clear()
+            assert store.route(messages=late).unresolved == []  # resolved on the primary
+            assert asked == [
+                ("call_candidates", "replica"),
+                ("replayed", "replica"),  # not streaming: handed on
+                ("call_candidates", "primary"),
+                ("route", "primary"),
+            ]
+            assert store.resolve_calls(["ping_late", "nowhere_at_all"]) == ["late.ping", None]
+
+            async def main() -> None:
+                async with AsyncToolStore(dsn, embedder=None, catalog="cutoff", read_dsn=replica, timeout=3) as astore:
+                    asked.clear()
+                    assert (await astore.route(messages=late)).unresolved == []
+                    assert ("replayed", "replica") in asked and ("route", "primary") in asked
+
+            asyncio.run(main())
+
+
+def test_a_granted_role_reads_its_catalog_on_the_replica(
+    replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Grants and the privileges they set are the primary's, replayed as any write: a role granted one catalog routes it
-    on the replica (its calls no tool answers to answered there: the WAL positions a replica reads need no privilege),
-    and another catalog is unknown to it there and on the primary alike."""
+    on the replica, and another catalog is unknown to it there and on the primary alike. A call no tool answers to is
+    answered there only by a role that sees the WAL receiver's state (pg_read_all_stats): another one's is handed on."""
     from psycopg import sql
     from psycopg.conninfo import make_conninfo
 
@@ -426,12 +519,20 @@ def test_a_granted_role_reads_its_catalog_on_the_replica(replicated: tuple[str, 
         other.upsert(generated_tools(5, seed=18))
     replayed_all(dsn, replica)
     as_role = {"dsn": make_conninfo(dsn, user=role), "read_dsn": make_conninfo(replica, user=role)}
+    asked = blocks_asked(monkeypatch, replica)
     with ToolStore(**as_role, embedder=None, catalog="granted", create=False, migrate=False, timeout=3) as store:
         store.route("warm the catalog cache")
-        asked = requests(store.pool)
-        assert store.route(messages=calling("retired_tool")).unresolved == ["retired_tool"]
         assert store.info().n_tools == 20
-        assert requests(store.pool) == asked  # all on the replica
+        assert set(asked) == {("route", "replica")}
+        asked.clear()
+        assert store.route(messages=calling("retired_tool")).unresolved == ["retired_tool"]
+        assert asked[1:3] == [("replayed", "replica"), ("call_candidates", "primary")]  # its state hidden: handed on
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("grant pg_read_all_stats to {}").format(sql.Identifier(role)))
+        replayed_all(dsn, replica)
+        asked.clear()
+        assert store.route(messages=calling("retired_tool")).unresolved == ["retired_tool"]
+        assert {where for _, where in asked} == {"replica"} and ("replayed", "replica") in asked
     with ToolStore(**as_role, embedder=None, catalog="hidden", create=False, migrate=False, timeout=3) as store:
         with pytest.raises(UnknownCatalogError):
             store.route("send a message")

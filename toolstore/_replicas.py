@@ -27,8 +27,9 @@ T = TypeVar("T")
 REPLICA_RETRY = 10.0
 #: What a replica that is only behind the primary answers, so the read is handed on: a catalog it has not replayed,
 #: its switch to another model, a value a route filter names (TS002), a tool (``resolve``, ``get``, ``tools(ids)``,
-#: a call in ``route``'s messages or ``resolve_calls`` no tool answers to on a replica that has not replayed all it
-#: received and the store's last write of tools: ``_steps.resolve_steps(replica=...)``, :class:`Written`).
+#: a call in ``route``'s messages or ``resolve_calls`` no tool answers to on a replica that does not stream from the
+#: primary now or has not replayed all it received and the store's last write of tools: ``_steps.resolve_steps``,
+#: :class:`Written`).
 LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError, UnknownToolError)
 
 
@@ -39,9 +40,10 @@ def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
 
 class Written:
     """Where the primary's WAL was after a store's last write of tools (bytes from 0/0; 0: none), which a read replica
-    must have replayed, with all the WAL it has received, before it answers that a call names no tool (block
-    ``replayed``): else the call may name a tool it has not replayed yet, and the read is handed on. Kept only for a
-    store with replicas (``active``); an AsyncToolStore shares its own with the ToolStore that writes for it."""
+    must have replayed, with all the WAL it has received while it streams from the primary, before it answers that a
+    call names no tool (block ``replayed``): else the call may name a tool it has not replayed yet, and the read is
+    handed on. Kept only for a store with replicas (``active``); an AsyncToolStore shares its own with the ToolStore
+    that writes for it."""
 
     def __init__(self, active: bool) -> None:
         self.active, self.lsn, self._lock = active, 0, threading.Lock()

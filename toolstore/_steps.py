@@ -147,10 +147,10 @@ def resolve_steps(
     namespace ``namespaces[i]`` when given and not None), or None: by index first, the catalog's whole name list only
     when no tool there answered to some call (several tools answering make a call ambiguous, which more cannot mend).
     ``replica``: on a read replica, the primary's WAL position after the store's last write of tools
-    (``_replicas.Written``): a call no tool answers to is answered (None) only when the replica has replayed that and
-    all it has received (:func:`_replayed`), else it is an UnknownToolError (the replica may only lack the tool: the
-    read is handed on, ``LAGGING``, and the primary looks), at once unless it may be a hashed name form, which only
-    the whole list can resolve (``_names.may_be_hashed``)."""
+    (``_replicas.Written``): a call no tool answers to is answered (None) only when the replica streams from the
+    primary now and has replayed that and all it has received (:func:`_replayed`), else it is an UnknownToolError
+    (the replica may only lack the tool: the read is handed on, ``LAGGING``, and the primary looks), at once unless it
+    may be a hashed name form, which only the whole list can resolve (``_names.may_be_hashed``)."""
     if not names:
         return []
     spaces = list(namespaces) or [None] * len(names)
@@ -169,9 +169,9 @@ def resolve_steps(
 
 
 def _replayed(info: CatalogInfo, missing: Sequence[str], written: int) -> Steps[None]:
-    """On a read replica, where no tool answers to the calls ``missing``: nothing when it has replayed all the WAL it
-    has received and up to ``written`` (block ``replayed``), so they are answered there as the primary would (None);
-    else UnknownToolError, and the read is handed on."""
+    """On a read replica, where no tool answers to the calls ``missing``: nothing when it streams from the primary now
+    and has replayed all the WAL it has received and up to ``written`` (block ``replayed``), so they are answered
+    there as the primary would (None); else UnknownToolError, and the read is handed on."""
     (row,) = yield Fetch("replayed", {"written": written})
     if not row["replayed"]:
         calls = ", ".join(map(repr, missing))

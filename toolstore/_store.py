@@ -60,10 +60,10 @@ class ToolStore(AnchorMethods, SessionMethods):
     resolve_calls(), anchors() and catalogs() read from them in turn; writes go to ``dsn``. A replica that is down, or
     that has not yet replayed a catalog (or its switch to another model, a tool or value a route filter names, a tool
     that resolve(), get() or tools(ids) asks for, or one a call in route()'s messages or resolve_calls() names, unless
-    it has replayed all it received and this store's last write of tools), hands the read to the next replica and
-    finally to the primary (one that could not be reached is left out of reads for 10 s, one whose pool is busy is asked
-    after the free ones and not left out; the store opens while a replica is down); otherwise a read may lag the primary
-    by the replica's replay delay.
+    it streams from the primary and has replayed all it received and this store's last write of tools), hands the read
+    to the next replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one
+    whose pool is busy is asked after the free ones and not left out; the store opens while a replica is down);
+    otherwise a read may lag the primary by the replica's replay delay.
     """
 
     def __init__(
