@@ -194,6 +194,19 @@ def test_the_toolstore_logger_is_named_in_one_place() -> None:
     assert not named, named
 
 
+def test_no_module_reads_a_stores_private_attributes() -> None:
+    """What a feature module or AsyncToolStore needs of a ToolStore is a method of it (``note_tools_written``), not
+    its private state (``store._written``, ``self._writer._written``)."""
+    reads = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                owner = ast.unparse(node.value)
+                if owner in {"store", "astore"} or owner.endswith("._writer"):
+                    reads.append(f"{module}: {ast.unparse(node)}")
+    assert not reads, reads
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_modules_are_small(module: str) -> None:
     lines = MODULES[module].read_text(encoding="utf-8").count("\n")

@@ -85,7 +85,7 @@ class AsyncToolStore(AsyncSessionMethods):
         self._timeout = check_timeout(timeout)
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self._read_dsns = replica_dsns(read_dsn)
-        self._written = Written(bool(self._read_dsns))  # noted by the writer (ToolStore.upsert), read by the routes
+        self._written = Written(bool(self._read_dsns))  # noted after each write of tools, read by the routes
         self._db: AsyncConnector | None = None
         self._replicas = AsyncReplicas([])
         self._writer: ToolStore | None = None
@@ -154,7 +154,6 @@ class AsyncToolStore(AsyncSessionMethods):
                 self._writer = await asyncio.to_thread(
                     ToolStore, self.dsn, embedder=self.embedder, migrate=False, pool_size=2, **options
                 )
-                self._writer._written = self._written  # its writes of tools are what this store's replicas replay
         self._writer.embedder = self.embedder
         result = await asyncio.to_thread(getattr(self._writer, method), *args, **kwargs)
         self.embedder = self._writer.embedder  # reembed switches it
@@ -298,7 +297,13 @@ class AsyncToolStore(AsyncSessionMethods):
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 
     async def upsert(self, tools: Iterable[Tool], *, prune: bool = False) -> ImportReport:
-        return cast("ImportReport", await self._write("upsert", list(tools), prune=prune))
+        report = cast("ImportReport", await self._write("upsert", list(tools), prune=prune))
+        await self.note_tools_written()  # the writer (a ToolStore without replicas) notes nothing
+        return report
+
+    async def note_tools_written(self) -> None:
+        if self._written.active:
+            await self.db.run(self._written.anote)
 
     async def add_examples(self, examples: Iterable[IntentExample]) -> int:
         return cast("int", await self._write("add_examples", list(examples)))

@@ -268,7 +268,7 @@ def sync_listing(
                 if foreign:
                     logger.warning("provider %r: this sync took over %s", provider, _named(foreign))
                 conn.execute(query("claim_tools"), {"catalog": info.id, "ids": ids, "upstream": provider})
-        store._written.note(conn)  # committed: the store's replicas answer "no such tool" only once they replay it
+    store.note_tools_written()  # committed: the store's replicas answer "no such tool" only once they replay it
     return report
 
 

@@ -42,17 +42,22 @@ class Written:
     """Where the primary's WAL was after a store's last write of tools (bytes from 0/0; 0: none), which a read replica
     must have replayed, with all the WAL it has received while it streams from the primary, before it answers that a
     call names no tool (block ``replayed``): else the call may name a tool it has not replayed yet, and the read is
-    handed on. Kept only for a store with replicas (``active``); an AsyncToolStore shares its own with the ToolStore
-    that writes for it."""
+    handed on. Kept only for a store with replicas (``active``), noted by its ``note_tools_written()``."""
 
     def __init__(self, active: bool) -> None:
         self.active, self.lsn, self._lock = active, 0, threading.Lock()
 
     def note(self, conn: psycopg.Connection[Any]) -> None:
-        """After a write of tools committed on ``conn`` (the primary's): one round trip, none without replicas."""
-        if not self.active:
-            return
-        row = conn.execute(query("wal_written")).fetchone()
+        """After a write of tools committed (``conn``: the primary's): one round trip, none without replicas."""
+        if self.active:
+            self._advance(conn.execute(query("wal_written")).fetchone())
+
+    async def anote(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """:meth:`note` on an async connection."""
+        if self.active:
+            self._advance(await (await conn.execute(query("wal_written"))).fetchone())
+
+    def _advance(self, row: tuple[Any, ...] | None) -> None:
         assert row is not None
         with self._lock:
             self.lsn = max(self.lsn, int(row[0]))

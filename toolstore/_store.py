@@ -251,14 +251,20 @@ class ToolStore(AnchorMethods, SessionMethods):
         tools = list(tools)
 
         def write(conn: psycopg.Connection[Any]) -> ImportReport:
-            report = _catalog.upsert_tools(conn, self.catalog, tools, self.embedder, prune=prune, create=self.create)
-            self._written.note(conn)  # committed: a replica says a call names no tool only once it has replayed it
-            return report
+            return _catalog.upsert_tools(conn, self.catalog, tools, self.embedder, prune=prune, create=self.create)
 
         with span("toolstore.import", catalog=self.catalog, tools=len(tools)):
             report = self._run(write)
+        self.note_tools_written()  # committed: a replica says a call names no tool only once it has replayed it
         logger.debug("import catalog=%s %s", self.catalog, report.as_dict())
         return report
+
+    def note_tools_written(self) -> None:
+        """Note where the primary's WAL is after a write of this catalog's tools other than :meth:`upsert` (an MCP
+        sync): a replica says a call names no tool only once it has replayed it. One round trip; none without replicas.
+        """
+        if self._written.active:
+            self._run(self._written.note)
 
     def add_examples(self, examples: Iterable[IntentExample]) -> int:
         """Add labelled example requests (intent examples); returns how many were written."""
