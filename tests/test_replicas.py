@@ -365,29 +365,36 @@ def replayed_all(primary: str, replica: str) -> None:
             time.sleep(0.05)
 
 
-def test_a_replica_that_has_replayed_all_answers_a_call_no_tool_answers_to(replicated: tuple[str, str]) -> None:
+def test_a_replica_that_has_replayed_all_answers_a_call_no_tool_answers_to(
+    replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A conversation holding a call of a tool since removed was routed on the primary every time (a replica cannot
     tell a tool it lacks from one it has not replayed). A replica that has replayed all it received and the store's
-    last write of tools answers it (unresolved) itself; one that has not hands it on, to the primary, which resolves
-    a call of a tool just written; ToolStore and AsyncToolStore alike."""
+    last write of tools answers it (unresolved) itself, in four statements; one that has not hands it on after
+    `replayed`, to the primary, which resolves a call of a tool just written; ToolStore and AsyncToolStore alike."""
     from toolstore._mcp_sync import McpListing, sync_listing
 
     dsn, replica = replicated
     retired, fresh = calling("retired_tool"), calling("ping_fresh")
+    asked = blocks_asked(monkeypatch, replica)
+    on_replica = [(block, "replica") for block in ("call_candidates", "replayed", "tool_names", "route")]
+    handed_on = [("call_candidates", "replica"), ("replayed", "replica"), ("call_candidates", "primary")]
     with ToolStore(dsn, embedder=None, catalog="retired", read_dsn=replica, timeout=3) as store:
         store.upsert([*generated_tools(20, seed=16), Tool(id="old.retired_tool", name="retired_tool")])
         store.remove("old.retired_tool")
         replayed_all(dsn, replica)
         store.route("warm the catalog cache")
-        asked = requests(store.pool)
+        asked.clear()
         assert store.route(messages=retired).unresolved == ["retired_tool"]
+        assert asked == on_replica  # answered by the replica
+        asked.clear()
         assert store.resolve_calls(["retired_tool", "nowhere_at_all"]) == [None, None]
-        assert requests(store.pool) == asked  # answered by the replica
+        assert asked == on_replica[:3]
         with replay_paused(replica):
             store.upsert([Tool(id="new.ping", name="ping_new")])  # a write of tools the replica has not replayed
-            asked = requests(store.pool)
+            asked.clear()
             assert store.route(messages=retired).unresolved == ["retired_tool"]
-            assert requests(store.pool) > asked  # the replica may lack the call's tool: handed on
+            assert asked == [*handed_on, ("tool_names", "primary"), ("route", "primary")]  # it may lack the tool
             written = store._written.lsn
             sync_listing(store, McpListing("synced", [{"name": "ping_synced", "inputSchema": {"type": "object"}}]))
             assert store._written.lsn > written  # an MCP sync is a write of tools too
@@ -395,13 +402,14 @@ def test_a_replica_that_has_replayed_all_answers_a_call_no_tool_answers_to(repli
     async def main() -> None:
         async with AsyncToolStore(dsn, embedder=None, catalog="retired", read_dsn=replica, timeout=3) as store:
             replayed_all(dsn, replica)
-            asked = requests(store.pool)
+            asked.clear()
             assert (await store.route(messages=retired)).unresolved == ["retired_tool"]
-            assert requests(store.pool) == asked
+            assert asked == on_replica
             with replay_paused(replica):
-                await store.upsert([FRESH])  # its writer notes where the primary's WAL is, for the store's routes
-                result = await store.route(messages=fresh)
-                assert result.unresolved == [] and requests(store.pool) > asked  # resolved on the primary
+                await store.upsert([FRESH])  # it notes where the primary's WAL is, for its routes
+                asked.clear()
+                assert (await store.route(messages=fresh)).unresolved == []  # resolved on the primary
+                assert asked == [*handed_on, ("route", "primary")]
 
     asyncio.run(main())
 
