@@ -42,24 +42,25 @@ class SessionMethods:
         """Append tool calls (oldest first) to ``session``'s log; ``route(..., session=...)`` looks back on them and
         the catalog's transition counts learn from them. A call is a tool id (or a name a model called it by), a
         :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
-        has seen is skipped, and so is every call before it (the session remembers the last 64 call ids it saw after
-        retention or a prune took its calls). Returns how many were written; UnknownToolError (nothing written) when
-        a call names no tool of the catalog."""
+        has seen is skipped, and so is every call before it (the session remembers the last 64 call ids it logged
+        after retention or a prune took its calls). Returns how many were written; UnknownToolError (nothing written)
+        when a call names no tool of the catalog."""
         return self._run(lambda conn: record_calls(conn, self._info(conn), session, calls))
 
     def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
         """Of a message list's call ids (oldest first), those new to ``session``: after the last call it has seen (in
-        its log, or among the last 64 call ids it saw, which it keeps when retention or a prune takes its calls), each
-        once and none it has seen. What :meth:`record_calls` of calls with these ids would log; it writes nothing."""
+        its log, or among the last 64 call ids it logged, which it keeps when retention or a prune takes its calls),
+        each once and none it has seen. What :meth:`record_calls` of calls with these ids would log; it writes
+        nothing."""
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
         return self._run(lambda conn: new_call_ids(conn, self._info(conn), session, ids))
 
     def record_new_calls(self, session: str, call_ids: Sequence[str], calls: Iterable[object]) -> list[str]:
         """:meth:`new_calls` and :meth:`record_calls` in one transaction under the session's lock (what
         ``route_messages`` does at each step): of a message list's call ids (oldest first), those new to ``session``
-        are returned, the new ones among ``calls`` (each carrying one of ``call_ids``) logged, and every new call id
-        remembered as seen, also one with no call given (a call that resolved to no tool: new once). Two writers of
-        one list get each new call id once between them."""
+        are returned and the new ones among ``calls`` (each carrying one of ``call_ids``) logged; a new call id with no
+        call given (a call that resolved to no tool) is returned once (remembered as reported) and logged once it
+        comes with a call. Two writers of one list get each new call id once between them."""
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
         return self._run(lambda conn: record_new_calls(conn, self._info(conn), session, ids, calls))
 
