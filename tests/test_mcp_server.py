@@ -693,11 +693,11 @@ def test_the_gateways_errors_name_the_upstream_by_its_provider_only(dsn: str, fa
     URL (a DSN with its password as an argument, a token in a URL's path)."""
     from toolstore import McpSyncError
 
-    listed = [{"name": n, "inputSchema": {"type": "object"}} for n in ("search", "gone", "broken", "nap")]
+    listed = [{"name": n, "inputSchema": {"type": "object"}} for n in ("search", "gone", "broken", "nap", "leaky")]
     upstream = Upstream("stdio", command="fake-mcp", args=("--dsn", "postgresql://app:pw0rd@db/app"))
     with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="named") as store:
         sync_listing(store, McpListing("fake", listed, upstream))
-    fake_upstream.names = {"search", "broken", "nap"}
+    fake_upstream.names = {"search", "broken", "nap", "leaky"}
 
     async def call_tool(name: str, arguments: dict[str, Any]) -> str:
         fake_upstream.calls.append(name)
@@ -705,6 +705,10 @@ def test_the_gateways_errors_name_the_upstream_by_its_provider_only(dsn: str, fa
             raise RuntimeError("boom")
         if name == "nap":
             await anyio.sleep_forever()
+        if name == "leaky":  # as httpx words a refusal: the URL with its path and query
+            raise RuntimeError(
+                "Client error '401 Unauthorized' for url 'https://u:pw0rd@mcp.example.com:8443/v1/sk-x9/mcp?token=t0k'"
+            )
         return f"called {name}"
 
     fake_upstream.call_tool = call_tool  # type: ignore[method-assign]
@@ -716,7 +720,7 @@ def test_the_gateways_errors_name_the_upstream_by_its_provider_only(dsn: str, fa
         async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="named") as store:
             async with UpstreamSessions() as sessions:
                 assert await forward_call(store, "search", {}, sessions=sessions) == "called search"
-                for name, timeout in [("gone", 30.0), ("broken", 30.0), ("nap", 0.05)]:
+                for name, timeout in [("gone", 30.0), ("broken", 30.0), ("nap", 0.05), ("leaky", 30.0)]:
                     with pytest.raises(McpSyncError) as refused:
                         await forward_call(store, name, {}, sessions=sessions, timeout=timeout)
                     messages.append(str(refused.value))
@@ -725,5 +729,9 @@ def test_the_gateways_errors_name_the_upstream_by_its_provider_only(dsn: str, fa
     assert messages[0].startswith("upstream 'fake' no longer offers tool 'gone'"), messages
     assert messages[1] == "upstream 'fake' failed on 'broken': boom", messages
     assert messages[2] == "upstream 'fake' did not answer 'nap' within 0.05 s", messages
-    assert not [m for m in messages if any(s in m for s in ("fake-mcp", "--dsn", "pw0rd", "stdio"))], messages
-    assert fake_upstream.calls == ["search", "broken", "nap"]
+    assert messages[3] == "upstream 'fake' failed on 'leaky': Client error '401 Unauthorized' for url " + (
+        "'https://mcp.example.com:8443'"
+    ), messages
+    secrets = ("fake-mcp", "--dsn", "pw0rd", "stdio", "sk-x9", "t0k")
+    assert not [m for m in messages if any(s in m for s in secrets)], messages
+    assert fake_upstream.calls == ["search", "broken", "nap", "leaky"]

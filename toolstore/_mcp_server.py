@@ -24,14 +24,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError
+from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError, redact
 from ._formats import render
 from ._formats.build import default_id
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import leaf_error, open_session, require_mcp
-from ._mcp_upstream import Upstream, upstream_from_row
+from ._mcp_upstream import Upstream, client_text, upstream_from_row
 from ._models import JSON_VERSION, SessionCall, Tool
 from ._names import model_names, name_forms
 from ._observe import logger, span
@@ -268,7 +268,8 @@ async def forward_call(
         if isinstance(leaf, TimeoutError) or isinstance(exc, TimeoutError):
             raise McpSyncError(f"{where} did not answer {tool.name!r} within {timeout:g} s") from None
         message = str(leaf).strip().splitlines()[0] if str(leaf).strip() else type(leaf).__name__
-        raise McpSyncError(f"{where} failed on {tool.name!r}: {message}") from None
+        logger.debug("call_tool %s failed on %s: %s", tool.id, upstream.describe(), redact(message))
+        raise McpSyncError(f"{where} failed on {tool.name!r}: {client_text(message)}") from None
     finally:
         ms = (time.perf_counter() - start) * 1000
         logger.debug("call_tool %s -> %s %.1f ms%s", tool.id, upstream.describe(), ms, " (error)" if failed else "")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from ._errors import InvalidInputError, McpSyncError
+from ._errors import InvalidInputError, McpSyncError, redact
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -166,3 +166,23 @@ def upstream_from_row(row: Sequence[Any]) -> Upstream:
         url=url,
         headers=dict(headers or {}),
     )
+
+
+#: A URL inside an error's text (an HTTP client names the URL it was refused at).
+_URL_IN_TEXT = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+")
+
+
+def client_text(text: str) -> str:
+    """An upstream's error text as the gateway's client (the model) may read it: every URL cut to its scheme and host
+    (its path, query and credentials may hold a token) and what else looks like a credential redacted."""
+
+    def origin(match: re.Match[str]) -> str:
+        try:
+            parts = urlsplit(match.group())
+            port = f":{parts.port}" if parts.port is not None else ""
+            host = parts.hostname or ""
+            return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}{port}"
+        except ValueError:  # not a URL urllib reads (a bad port or host): nothing of it shown
+            return "[url]"
+
+    return redact(_URL_IN_TEXT.sub(origin, text))
