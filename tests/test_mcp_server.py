@@ -211,6 +211,10 @@ def test_session_log_hook_and_secret_free_descriptions(gateway_catalog: str) -> 
         "http", url="https://user:pw@mcp.example.com/mcp?token=abc", headers={"Authorization": "Bearer x"}
     )
     assert secret.describe() == "http: https://mcp.example.com/mcp (headers: Authorization)"
+    dsn = Upstream("stdio", command="pg-mcp", args=("--dsn", "postgresql://app:pw0rd@db/app", "--api-key=sk-abc"))
+    assert dsn.describe() == "stdio: pg-mcp --dsn postgresql://app:[redacted]@db/app --api-key=[redacted]"
+    other = Upstream("stdio", command="pg-mcp", args=("--dsn", "postgresql://app:other@db/app", "--api-key=sk-abc"))
+    assert dsn.differences(other) == "arguments differ in a redacted value"
 
 
 def test_upstream_sessions_are_kept_and_renewed() -> None:

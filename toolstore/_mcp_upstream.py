@@ -58,10 +58,11 @@ class Upstream:
         return json.dumps(self.target())
 
     def describe(self) -> str:
-        """A loggable description: the command, or the URL without credentials or query; never a header or env
+        """A loggable description: the command with what looks like a credential in its arguments redacted (a DSN's
+        password, ``--token=...``: ``_errors.redact``), or the URL without credentials or query; never a header or env
         value."""
         if self.transport == "stdio":
-            return f"stdio: {shlex.join([self.command or '', *self.args])}"
+            return f"stdio: {redact(shlex.join([self.command or '', *self.args]))}"
         parts = urlsplit(self.url or "")
         host = parts.hostname or ""
         netloc = f"{host}:{parts.port}" if parts.port else host
@@ -77,6 +78,8 @@ class Upstream:
         mine, theirs = (dict(self.env), dict(other.env)) if self.transport == "stdio" else (self.headers, other.headers)
         names = sorted(n for n in {*mine, *theirs} if mine.get(n) != theirs.get(n))
         found = [f"{'env' if self.transport == 'stdio' else 'headers'} {', '.join(names)} differ"] if names else []
+        if self.transport == "stdio" and self.args != other.args:  # alike but for what the description redacts
+            found.append("arguments differ in a redacted value")
         if self.transport == "http" and self.url != other.url:
             found.append(_url_differences(self.url or "", other.url or ""))
         return "; ".join(found)
