@@ -182,7 +182,7 @@ def new_positions(call_ids: Sequence[str | None], seen: Set[str]) -> list[int]:
 
 
 def _seen(conn: psycopg.Connection[Any], params: Mapping[str, Any], call_ids: Sequence[str | None]) -> set[str]:
-    """Of ``call_ids``, those the session has seen: in its log, or among the last it saw (``seen_calls``)."""
+    """Of ``call_ids``, those the session has seen: in its log, or among the last it logged (``seen_calls``)."""
     given = [c for c in call_ids if c is not None]
     return {r[0] for r in conn.execute(query("seen_call_ids"), {**params, "call_ids": given})} if given else set()
 
