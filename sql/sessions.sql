@@ -38,7 +38,8 @@ select call_id from session_calls
 where catalog_id = %(catalog)s and session_id = %(session)s and call_id = any (%(call_ids)s::text[])
 union
 select c.id from sessions s, unnest(%(call_ids)s::text[]) as c (id)
-where s.catalog_id = %(catalog)s and s.session_id = %(session)s and call_id_hash(c.id) = any (s.seen_calls);
+where s.catalog_id = %(catalog)s and s.session_id = %(session)s
+  and (call_id_hash(c.id) = any (s.seen_calls) or c.id = s.last_call_id);
 
 -- name: reported_call_ids
 -- Of the given call ids, those of calls that resolved to no tool that the session has reported already
@@ -53,23 +54,22 @@ from unnest(%(tools)s::text[], %(oks)s::boolean[], %(times)s::timestamptz[], %(c
      with ordinality as c (tool_id, ok, at, call_id, i);
 
 -- name: advance_session
--- The session's latest position, the call ids it has just logged (oldest first) after those it logged before, and
--- those of calls it has just reported unresolved after the others, as call_id_hash(), the newest %(seen_limit)s of
--- each kept.
+-- The session's latest position; the call ids it has just logged (oldest first) after those it logged before, as
+-- call_id_hash(), the newest %(seen_limit)s kept; those of the list's unresolved calls still new (`reported`), in place
+-- of the ones before. `last_call_id` (unused here since migration 0024) is kept for the release before it, which may
+-- run beside this one during a rolling upgrade: the last call id logged.
 update sessions
 set last_seq = %(last_seq)s, updated_at = now(),
     seen_calls = (seen_calls || array(select call_id_hash(c.id)
                                       from unnest(%(seen)s::text[]) with ordinality as c (id, i) order by c.i))
                  [greatest(cardinality(seen_calls) + cardinality(%(seen)s::text[]) - %(seen_limit)s + 1, 1):],
-    reported_calls = (reported_calls || array(select call_id_hash(c.id)
-                                              from unnest(%(reported)s::text[]) with ordinality as c (id, i)
-                                              order by c.i))
-                     [greatest(cardinality(reported_calls) + cardinality(%(reported)s::text[]) - %(seen_limit)s + 1, 1):]
+    reported_calls = array(select call_id_hash(c.id) from unnest(%(reported)s::text[]) as c (id)),
+    last_call_id = coalesce((%(seen)s::text[])[cardinality(%(seen)s::text[])], last_call_id)
 where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: reset_session
 -- An import replaces the session: no position, no call seen.
-update sessions set last_seq = 0, seen_calls = '{}', reported_calls = '{}', updated_at = now()
+update sessions set last_seq = 0, seen_calls = '{}', reported_calls = '{}', last_call_id = null, updated_at = now()
 where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: trim_session

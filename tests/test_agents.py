@@ -513,7 +513,7 @@ def _call(call_id: str, name: str) -> list[dict[str, Any]]:
 
 def test_a_call_that_resolves_to_no_tool_is_reported_once(dsn: str, issues: ToolStore) -> None:
     """A call that matches no tool is reported unresolved at the step that first sees it, not again at every later
-    step while no later call is logged (the session remembers it as seen without logging it), by both stores."""
+    step while no later call is logged (the session remembers it as reported without logging it), by both stores."""
     from toolstore.integrations.openai import aroute_messages, route_messages
 
     async def aunresolved(messages: list[dict[str, Any]]) -> list[str]:
@@ -530,6 +530,20 @@ def test_a_call_that_resolves_to_no_tool_is_reported_once(dsn: str, issues: Tool
     assert issues.session_log("chat") == [] and [r["session_id"] for r in issues.sessions()] == ["chat"]
     assert issues.prune_sessions(session="chat") == {"calls": 0, "sessions": 1}  # forgotten: new again
     assert route_messages(issues, messages, session="chat", k=2).unresolved == ["no_such_tool", "other_missing_tool"]
+
+
+def test_however_many_unresolved_calls_each_is_reported_once(issues: ToolStore) -> None:
+    """The session remembers every unresolved call of the list still new, not the newest 64: 70 of them are reported at
+    the first step and none at the next two (a capped record would report the oldest again in turn). One that resolves
+    later is logged then, unless a later call was logged first: the log keeps the conversation's order."""
+    ids = [f"u{i}" for i in range(70)]
+    assert issues.record_new_calls("many", ids, []) == ids
+    assert issues.record_new_calls("many", ids, []) == [] and issues.record_new_calls("many", ids, []) == []
+    logged = [SessionCall("slack.send_message", call_id="u69")]
+    assert issues.record_new_calls("many", ids, logged) == ["u69"]
+    assert [c.call_id for c in issues.session_log("many")] == ["u69"]
+    late = [SessionCall("slack.send_message", call_id="u0")]  # before the logged u69: seen with it
+    assert issues.record_new_calls("many", ids, late) == [] and len(issues.session_log("many")) == 1
 
 
 def test_two_concurrent_steps_report_a_new_unresolved_call_once(dsn: str, issues: ToolStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -121,14 +122,25 @@ def test_0024_fills_each_sessions_seen_calls_from_its_log_and_last_call_id(dsn: 
 
 def test_the_previous_releases_session_writes_run_at_head(dsn: str) -> None:
     """A rolling upgrade runs the release before 0024 beside this one on the upgraded schema: its session-log statements
-    (as it sends them, below) read and set ``last_call_id``, which 0024 therefore keeps (unused here)."""
+    (as it sends them, below) read and set ``last_call_id`` only, which 0024 therefore keeps, and which this release
+    sets and reads too: a session it wrote and a trim emptied keeps its row and memory under the previous release's
+    rules, and a call id the previous release logged counts as seen here after a trim."""
     with ToolStore(dsn, embedder=None, catalog="c") as store:
         store.upsert([Tool(id="a", name="a", description="first")])
         store.record_calls("s", [SessionCall("a", call_id="x1")])
+        store.record_calls("t", [SessionCall("a", call_id="y1")])
+        store.prune_sessions(older_than=timedelta(0))  # both logs emptied: the rows stay, holding what they saw
         catalog = store.info().id
     params = {"catalog": catalog, "session": "s"}
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("set search_path to toolstore")
+        kept = conn.execute(  # drop_empty_sessions before 0024, of a prune by age
+            "delete from sessions s where s.catalog_id = %(catalog)s and s.session_id = any (%(sessions)s::text[])"
+            " and (%(every)s::boolean or s.last_call_id is null) and not exists (select 1 from session_calls c"
+            " where c.catalog_id = s.catalog_id and c.session_id = s.session_id) returning s.session_id",
+            {"catalog": catalog, "sessions": ["s", "t"], "every": False},
+        ).fetchall()
+        assert kept == []
         conn.execute(  # advance_session before 0024
             "update sessions set last_seq = %(last_seq)s,"
             " last_call_id = coalesce(%(last_call_id)s::text, last_call_id), updated_at = now()"
@@ -142,7 +154,9 @@ def test_the_previous_releases_session_writes_run_at_head(dsn: str) -> None:
             " and last_call_id = any (%(call_ids)s::text[])",
             {**params, "call_ids": ["x1", "x2", "x3"]},
         ).fetchall()
-    assert sorted(r[0] for r in seen) == ["x1", "x2"]
+    assert [r[0] for r in seen] == ["x2"]  # x1 went with the prune; x2 is the last call id logged
+    with ToolStore(dsn, embedder=None, catalog="c") as store:  # x2, logged by the previous release and trimmed since
+        assert store.new_calls("s", ["x1", "x2", "x3"]) == ["x3"] and store.new_calls("t", ["y1", "y2"]) == ["y2"]
 
 
 def test_0022_marks_the_tools_each_upstream_synced_before(dsn: str) -> None:

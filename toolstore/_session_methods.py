@@ -60,7 +60,8 @@ class SessionMethods:
         ``route_messages`` does at each step): of a message list's call ids (oldest first), those new to ``session``
         are returned and the new ones among ``calls`` (each carrying one of ``call_ids``) logged; a new call id with no
         call given (a call that resolved to no tool) is returned once (remembered as reported) and logged once it
-        comes with a call. Two writers of one list get each new call id once between them."""
+        comes with a call, unless a later call was logged first (the log keeps the list's order). Two writers of one
+        list get each new call id once between them."""
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
         return self._run(lambda conn: record_new_calls(conn, self._info(conn), session, ids, calls))
 

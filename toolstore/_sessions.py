@@ -7,10 +7,10 @@ key order. Every write is all or nothing (one transaction, retried when Postgres
 Only tool ids, outcomes, times and provider call ids are stored, never user text.
 
 A session's row also keeps the last :data:`SEEN_CALLS` call ids it has logged (``seen_calls``, hashed: migration 0024),
-so the calls it has seen are known after its log is trimmed, and as many of the calls it reported unresolved
-(``reported_calls``: ``record_new_calls``, a call of a message list that resolved to no tool), so such a call is
-reported once, and logged once it resolves. Trimming (retention at each write, a prune by age or by ``max_calls``, of
-all sessions or of one) takes calls and keeps that row, even with no call left, when it holds a call id; forgetting a
+so the calls it has seen are known after its log is trimmed, and those of the last message list's calls that resolved to
+no tool and are still new (``reported_calls``: ``record_new_calls``), so such a call is reported once, and logged once
+it resolves unless a later call was logged first. Trimming (retention at each write, a prune by age or by ``max_calls``,
+of all sessions or of one) takes calls and keeps that row, even with no call left, when it holds a call id; forgetting a
 session (a prune of every call of it, ``prune_sessions(session=...)`` without an age, a prune with ``forget_idle`` of
 every session whose row was last written, its ``updated_at``, longer ago than that, or dropping the catalog) takes the
 row and what it has seen, and an import replaces it (the imported calls are all it has seen). A row's ``updated_at`` is
@@ -215,18 +215,20 @@ def _append(
     """Inside a transaction: lock the session, append the calls new to it (:func:`new_positions`: a call id in its
     log or among the last it logged, which its row keeps when retention or a prune takes the call, was seen, and so
     was every call before the last such one), remember their call ids, apply retention. A str is the call id of a call
-    that resolved to no tool: not logged, and new until it resolves, but reported once (``reported_calls``). Returns
-    the positions of the calls logged and of those to report."""
+    that resolved to no tool: not logged, and new until it resolves or a later call is logged (the log keeps the
+    conversation's order), but reported once: ``reported_calls`` holds those of the list still new, however many.
+    Returns the positions of the calls logged and of those to report."""
     params: dict[str, Any] = {"catalog": info.id, "session": session}
     last_seq = conn.execute(query("open_session"), params).fetchone()[0]  # type: ignore[index]
     call_ids = [c if isinstance(c, str) else c.call_id for c in calls]
     positions = new_positions(call_ids, _seen(conn, params, call_ids))
     logged = [i for i in positions if isinstance(calls[i], SessionCall)]
-    unresolved = [i for i in positions if isinstance(calls[i], str)]
-    if unresolved:
-        asked = {**params, "call_ids": [call_ids[i] for i in unresolved]}
+    pending = [i for i in positions if isinstance(calls[i], str)]  # unresolved, and still new
+    reported: set[str] = set()
+    if pending:
+        asked = {**params, "call_ids": [call_ids[i] for i in pending]}
         reported = {r[0] for r in conn.execute(query("reported_call_ids"), asked)}
-        unresolved = [i for i in unresolved if call_ids[i] not in reported]
+    unresolved = [i for i in pending if call_ids[i] not in reported]
     new = [c for c in (calls[i] for i in logged) if isinstance(c, SessionCall)]
     if new:
         columns = {
@@ -240,7 +242,8 @@ def _append(
     if new or unresolved:
         seen = [c.call_id for c in new if c.call_id is not None]
         advance = {**params, "last_seq": last_seq, "seen": seen, "seen_limit": SEEN_CALLS}
-        conn.execute(query("advance_session"), {**advance, "reported": [call_ids[i] for i in unresolved]})
+        reported_now = [call_ids[i] for i in pending]  # the list's unresolved calls still new: the others never are
+        conn.execute(query("advance_session"), {**advance, "reported": reported_now})
     trim = {**params, "last_seq": last_seq, "max_calls": keep.max_calls, "max_age": keep.max_age}
     conn.execute(query("trim_session"), trim)
     return sorted(logged + unresolved)
@@ -269,7 +272,8 @@ def record_new_calls(
     """Of a message list's call ids (oldest first), those new to the session (:func:`new_positions`), told and
     written in one transaction under the session's lock: the new ones among ``calls`` (each with one of those call
     ids) are logged and remembered, and a new call id no call is given for (it resolved to no tool) is remembered as
-    reported, so it is new once for reporting, and logged once it comes with a call. Returns the call ids logged and
+    reported, so it is new once for reporting, and logged once it comes with a call unless a later call was logged
+    first (the log keeps the list's order). Returns the call ids logged and
     those to report. InvalidInputError for a call without one of ``call_ids``; UnknownToolError when a call names no
     tool: then nothing is written."""
     session, given = check_session(session), _call_ids(call_ids)

@@ -10,11 +10,12 @@ call id it logged (``last_call_id``) beyond its log, so a message list edited to
 prune by age had emptied the log, was taken for new calls and logged again; and a call that resolved to no tool was
 never recorded at all, so ``route_messages`` reported it unresolved at every step until a later call was logged. The row
 now keeps ``seen_calls``: ``call_id_hash()`` (the first 8 bytes of the id's sha256, as a bigint) of the last call ids it
-has logged, oldest first, cut to the newest 64 at each write (``_sessions.SEEN_CALLS``); and ``reported_calls``, as many
-of the calls it reported unresolved (reported once, logged once they resolve). They go with the row when the session is
-forgotten, and an import replaces them. ``seen_calls`` is filled from each session's log and ``last_call_id``, which it
-replaces. ``last_call_id`` stays, no longer read or written, so that the processes of the previous release keep logging
-during a rolling upgrade (they read and set it); a later revision drops it.
+has logged, oldest first, cut to the newest 64 at each write (``_sessions.SEEN_CALLS``); and ``reported_calls``, those
+of the calls of the last message list that resolved to no tool and are still new (reported once; logged once they
+resolve, unless a later call was logged first). They go with the row when the session is forgotten, and an import
+replaces them. ``seen_calls`` is filled from each session's log and ``last_call_id``. ``last_call_id`` stays, set to the
+last call id logged and still read with ``seen_calls``, so that the processes of the previous release, which read and
+set only it, keep logging beside this one during a rolling upgrade; a later revision drops it.
 
 A downgrade sets ``last_call_id`` from each session's log, as 0021 did: a hash cannot be read back, so a session whose
 log no longer holds a call id keeps the one it had.
