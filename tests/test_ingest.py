@@ -230,10 +230,11 @@ def test_two_servers_reporting_one_name_never_share_a_provider(dsn: str, store: 
 
 
 def _secrets(dsn: str, catalog: str) -> dict[str, str]:
-    """Each recorded upstream's env, headers and URL as one string, by provider."""
+    """Each recorded upstream's arguments, env, headers and URL as one string, by provider."""
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
-            "select u.provider, u.env::text || u.headers::text || coalesce(u.url, '') from toolstore.mcp_upstreams u"
+            "select u.provider, u.args::text || u.env::text || u.headers::text || coalesce(u.url, '')"
+            " from toolstore.mcp_upstreams u"
             " join toolstore.catalogs c on c.id = u.catalog_id where c.name = %s",
             [catalog],
         ).fetchall()
@@ -313,39 +314,45 @@ def test_a_rotated_secret_is_recorded_when_the_sync_names_its_provider(
         (Upstream("http", url="https://mcp.example.com/", headers={"Authorization": "..."}), "header 'Authorization'"),
         (Upstream("http", url="https://mcp.example.com/mcp?org=acme&token=..."), "the URL's query parameter 'token'"),
         (Upstream("http", url="https://me:...@mcp.example.com/mcp"), "the URL's password"),
+        (
+            Upstream("http", url="https://mcp.example.com/", headers={"Authorization": "Bearer ..."}),
+            "header 'Authorization'",
+        ),
+        (Upstream("stdio", command="pg-mcp", args=("--dsn", "postgresql://u:[redacted]@db/app")), "argument #2"),
     ],
-    ids=["env", "header", "query", "credentials"],
+    ids=["env", "header", "query", "credentials", "scheme", "redacted-argument"],
 )
 def test_a_value_written_as_a_placeholder_is_refused_not_recorded(
     dsn: str, store: ToolStore, placeholder: Upstream, what: str
 ) -> None:
-    """A value that is literally ``...`` (copied from a message that hid the secret) is refused at sync time, naming
-    where it stands: under the named provider it would be recorded over the real secret as a rotation. Refused before
-    the server is reached, by the CLI too."""
+    """A value that is literally ``...`` (alone or after a scheme word), or holds ``[redacted]`` (copied from a message
+    or log line that hid the secret), is refused at sync time, naming where it stands: under the named provider it
+    would be recorded over the real secret as a rotation. Refused before the server is reached, by the CLI too."""
     from toolstore import InvalidInputError
     from toolstore._mcp_sync import fetch_http
 
-    def filled(values: dict[str, str]) -> dict[str, str]:
-        return {name: value.replace("...", "ghp_real") for name, value in values.items()}
+    def fill(value: str) -> str:
+        return value.replace("...", "ghp_real").replace("[redacted]", "ghp_real")
 
     real = dataclasses.replace(
         placeholder,
-        env=filled(dict(placeholder.env)),
-        headers=filled(dict(placeholder.headers)),
-        url=placeholder.url and placeholder.url.replace("...", "ghp_real"),
+        env={name: fill(value) for name, value in placeholder.env.items()},
+        headers={name: fill(value) for name, value in placeholder.headers.items()},
+        url=placeholder.url and fill(placeholder.url),
+        args=tuple(fill(a) for a in placeholder.args),
     )
     tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
     sync_listing(store, McpListing("github", tools, real))
-    refused = f"{re.escape(what)} is '...': a placeholder, not a value"
+    refused = f"{re.escape(what)} is '[^']*': a placeholder, not a value"
     with pytest.raises(InvalidInputError, match=refused):
         sync_listing(store, McpListing("github", tools, placeholder), provider="github")
     assert "ghp_real" in _secrets(dsn, store.catalog)["github"]
     with pytest.raises(InvalidInputError, match=refused):  # not McpSyncError: no server is started or asked
         if placeholder.transport == "stdio":
-            fetch_stdio("no-such-mcp-server", env=placeholder.env)
+            fetch_stdio("no-such-mcp-server", placeholder.args, env=placeholder.env)
         else:
             fetch_http(placeholder.url or "", headers=placeholder.headers)
-    if placeholder.transport == "stdio":
+    if placeholder.env:
         args = ["--dsn", dsn, "--embedder", "hashing", "--catalog", "cli", "sync", "mcp", "--provider", "github"]
         ran = CliRunner().invoke(main_cli, [*args, "--env", "GITHUB_TOKEN=...", "--", "no-such-mcp-server"])
         assert isinstance(ran.exception, InvalidInputError) and re.search(refused, str(ran.exception)), ran.output

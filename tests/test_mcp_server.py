@@ -21,6 +21,7 @@ import pytest
 from toolstore import AsyncToolStore, HashingEmbedder, ToolStore
 from toolstore._mcp_server import CallRecord, forward_call
 from toolstore._mcp_sync import McpListing, Upstream, open_session, sync_listing, sync_mcp_http, sync_mcp_stdio
+from toolstore._mcp_upstream import client_text
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 EMBEDDER = "hashing-64"
@@ -215,6 +216,11 @@ def test_session_log_hook_and_secret_free_descriptions(gateway_catalog: str) -> 
     assert dsn.describe() == "stdio: pg-mcp --dsn postgresql://app:[redacted]@db/app --api-key=[redacted]"
     other = Upstream("stdio", command="pg-mcp", args=("--dsn", "postgresql://app:other@db/app", "--api-key=sk-abc"))
     assert dsn.differences(other) == "arguments differ in a redacted value"
+    plain = Upstream("stdio", command="srv", args=("--disk-cache-dir", "/tmp/c", "--task-queue-name", "jobs"))
+    assert plain.describe() == "stdio: srv --disk-cache-dir /tmp/c --task-queue-name jobs"  # no "sk-" inside a word
+    ordinary = "tool ask-for-approval failed: see file:///srv/data/in.csv"
+    assert client_text(ordinary) == ordinary  # no key inside a word, no server in a file URL
+    assert client_text("sk-live-abcdefgh12 at https://u:p@h.example/x?token=t") == "[redacted] at https://h.example"
 
 
 def test_upstream_sessions_are_kept_and_renewed() -> None:

@@ -6,7 +6,7 @@ import re
 
 # API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value).
 _SECRETS = re.compile(
-    r"(?i)(sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+|((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)"
+    r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+|((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)"
     r"[^\s'\",]+"
 )
 # The password in a URI's user info (``postgresql://user:password@host``).

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError, redact
+from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError
 from ._formats import render
 from ._formats.build import default_id
 from ._formats.render import http_endpoint
@@ -268,8 +268,9 @@ async def forward_call(
         if isinstance(leaf, TimeoutError) or isinstance(exc, TimeoutError):
             raise McpSyncError(f"{where} did not answer {tool.name!r} within {timeout:g} s") from None
         message = str(leaf).strip().splitlines()[0] if str(leaf).strip() else type(leaf).__name__
-        logger.debug("call_tool %s failed on %s: %s", tool.id, upstream.describe(), redact(message))
-        raise McpSyncError(f"{where} failed on {tool.name!r}: {client_text(message)}") from None
+        message = client_text(message)  # a URL's path or query may hold a token: not for the client, nor the log
+        logger.debug("call_tool %s failed on %s: %s", tool.id, upstream.describe(), message)
+        raise McpSyncError(f"{where} failed on {tool.name!r}: {message}") from None
     finally:
         ms = (time.perf_counter() - start) * 1000
         logger.debug("call_tool %s -> %s %.1f ms%s", tool.id, upstream.describe(), ms, " (error)" if failed else "")

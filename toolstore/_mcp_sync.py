@@ -203,7 +203,7 @@ def fetch_stdio(
     """Blocking :func:`list_tools_stdio` with a time limit; errors are :class:`McpSyncError`."""
     if not command:
         raise InvalidInputError("an MCP server command is required")
-    refuse_placeholders(Upstream("stdio", command=command, env=dict(env or {})))
+    refuse_placeholders(Upstream("stdio", command=command, args=tuple(args), env=dict(env or {})))
     return _run(f"MCP server {command!r}", list_tools_stdio, command, list(args), env=env, timeout=timeout)
 
 

@@ -113,11 +113,20 @@ def _url_differences(first: str, second: str) -> str:
 #: A value that stands for one not shown (``--env GITHUB_TOKEN=...``, copied from a message that hid the secret): never
 #: a value to record, as it would replace the real one.
 PLACEHOLDER = "..."
+#: What ``_errors.redact`` writes for a secret (a log line's command, copied): never a value either.
+REDACTED = "[redacted]"
+
+
+def _placeholder(value: str) -> bool:
+    """``...`` alone or after a scheme word (``Bearer ...``), or a redacted secret."""
+    value = value.strip()
+    return value == PLACEHOLDER or value.endswith(f" {PLACEHOLDER}") or REDACTED in value
 
 
 def refuse_placeholders(upstream: Upstream) -> None:
-    """InvalidInputError naming the first env variable, header, URL query parameter or URL credential of ``upstream``
-    whose value is :data:`PLACEHOLDER`."""
+    """InvalidInputError naming the first env variable, header, URL query parameter, URL credential or command argument
+    of ``upstream`` whose value is a placeholder: :data:`PLACEHOLDER` alone or after a scheme word, or holds
+    :data:`REDACTED`."""
     parts = urlsplit(upstream.url or "")
     referable = [("env variable", upstream.env), ("header", upstream.headers)]  # a ${VAR} reference may stand there
     credentials = (("user", parts.username), ("password", parts.password))
@@ -125,11 +134,12 @@ def refuse_placeholders(upstream: Upstream) -> None:
         *((f"{kind} {name!r}", value, True) for kind, given in referable for name, value in sorted(given.items())),
         *((f"the URL's query parameter {name!r}", value, False) for name, value in parse_qsl(parts.query)),
         *((f"the URL's {part}", value, False) for part, value in credentials),
+        *((f"argument #{i}", value, False) for i, value in enumerate(upstream.args, 1)),
     ]
     for what, value, reference in values:
-        if value is not None and value.strip() == PLACEHOLDER:
+        if value is not None and _placeholder(value):
             hint = ", or a '${VAR}' reference to a variable that holds it" if reference else ""
-            raise InvalidInputError(f"{what} is {PLACEHOLDER!r}: a placeholder, not a value. Give the value{hint}")
+            raise InvalidInputError(f"{what} is {value.strip()!r}: a placeholder, not a value. Give the value{hint}")
 
 
 def expand_vars(values: Mapping[str, str], what: str) -> dict[str, str]:
@@ -182,6 +192,8 @@ def client_text(text: str) -> str:
     def origin(match: re.Match[str]) -> str:
         try:
             parts = urlsplit(match.group())
+            if not parts.netloc:  # file:///path, urn-like: no server, nothing to cut
+                return match.group()
             port = f":{parts.port}" if parts.port is not None else ""
             host = parts.hostname or ""
             return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}{port}"
