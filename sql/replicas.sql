@@ -7,7 +7,7 @@ select pg_current_wal_insert_lsn() - '0/0'::pg_lsn as written;
 
 -- name: replayed
 -- On a read replica: whether it streams from the primary now (its WAL receiver streaming, its last message from the
--- primary less than 5 s old: `wal_receiver_timeout` of at most 8 s has the receiver ask for one after half of it while
+-- primary less than 5 s old: `wal_receiver_timeout` of at most 6 s has the receiver ask for one after half of it while
 -- no WAL comes), has replayed every WAL record it has received and at least up to `written` (the store's last write
 -- of tools), so a call no tool answers to there is not one it only lags behind on: a replica cut off from the primary
 -- replays all it received and stops there, however long the outage. Unknown values count as not replayed: no WAL
