@@ -117,7 +117,8 @@ where c.catalog_id = %(catalog)s and c.session_id = any (%(sessions)s::text[])
 -- else those that remember no call id (a trim keeps the ones a session has logged or reported: `advance_session`).
 delete from sessions s
 where s.catalog_id = %(catalog)s and s.session_id = any (%(sessions)s::text[])
-  and (%(every)s::boolean or cardinality(s.seen_calls) + cardinality(s.reported_calls) = 0)
+  and (%(every)s::boolean
+       or cardinality(s.seen_calls) + cardinality(s.reported_calls) = 0 and s.last_call_id is null)
   and not exists (select 1 from session_calls c where c.catalog_id = s.catalog_id and c.session_id = s.session_id)
 returning s.session_id;
 

@@ -154,9 +154,21 @@ def test_the_previous_releases_session_writes_run_at_head(dsn: str) -> None:
             " and last_call_id = any (%(call_ids)s::text[])",
             {**params, "call_ids": ["x1", "x2", "x3"]},
         ).fetchall()
+        conn.execute(  # a session only the previous release wrote: a call, its last call id, no seen_calls
+            "insert into sessions (catalog_id, session_id, last_seq, last_call_id)"
+            " values (%(catalog)s, 'old', 1, 'z1')",
+            {"catalog": catalog},
+        )
+        conn.execute(
+            "insert into session_calls (catalog_id, session_id, seq, tool_id, ok, called_at, call_id)"
+            " values (%(catalog)s, 'old', 1, 'a', true, now(), 'z1')",
+            {"catalog": catalog},
+        )
     assert [r[0] for r in seen] == ["x2"]  # x1 went with the prune; x2 is the last call id logged
     with ToolStore(dsn, embedder=None, catalog="c") as store:  # x2, logged by the previous release and trimmed since
         assert store.new_calls("s", ["x1", "x2", "x3"]) == ["x3"] and store.new_calls("t", ["y1", "y2"]) == ["y2"]
+        store.prune_sessions(older_than=timedelta(0))  # this release's trim keeps the previous release's memory too
+        assert store.new_calls("old", ["z1", "z2"]) == ["z2"]
 
 
 def test_0022_marks_the_tools_each_upstream_synced_before(dsn: str) -> None:
