@@ -56,14 +56,15 @@ from unnest(%(tools)s::text[], %(oks)s::boolean[], %(times)s::timestamptz[], %(c
 -- name: advance_session
 -- The session's latest position; the call ids it has just logged (oldest first) after those it logged before, as
 -- call_id_hash(), the newest %(seen_limit)s kept; those of the list's unresolved calls still new (`reported`), in place
--- of the ones before. `last_call_id` (unused here since migration 0024) is kept for the release before it, which may
--- run beside this one during a rolling upgrade: the last call id logged.
+-- of the ones before (null: none in this write, the record kept); and `last_call_id`, the last call id logged, which
+-- the release before migration 0024 reads and sets alone (it may run beside this one during a rolling upgrade).
 update sessions
 set last_seq = %(last_seq)s, updated_at = now(),
     seen_calls = (seen_calls || array(select call_id_hash(c.id)
                                       from unnest(%(seen)s::text[]) with ordinality as c (id, i) order by c.i))
                  [greatest(cardinality(seen_calls) + cardinality(%(seen)s::text[]) - %(seen_limit)s + 1, 1):],
-    reported_calls = array(select call_id_hash(c.id) from unnest(%(reported)s::text[]) as c (id)),
+    reported_calls = case when %(reported)s::text[] is null then reported_calls
+                          else array(select call_id_hash(c.id) from unnest(%(reported)s::text[]) as c (id)) end,
     last_call_id = coalesce((%(seen)s::text[])[cardinality(%(seen)s::text[])], last_call_id)
 where catalog_id = %(catalog)s and session_id = %(session)s;
 

@@ -544,6 +544,9 @@ def test_however_many_unresolved_calls_each_is_reported_once(issues: ToolStore) 
     assert [c.call_id for c in issues.session_log("many")] == ["u69"]
     late = [SessionCall("slack.send_message", call_id="u0")]  # before the logged u69: seen with it
     assert issues.record_new_calls("many", ids, late) == [] and len(issues.session_log("many")) == 1
+    assert issues.record_new_calls("mixed", ["v1"], []) == ["v1"]
+    assert issues.record_calls("mixed", ["slack.send_message"]) == 1  # a call without a call id, logged beside
+    assert issues.record_new_calls("mixed", ["v1"], []) == []  # still reported: that write kept the record
 
 
 def test_two_concurrent_steps_report_a_new_unresolved_call_once(dsn: str, issues: ToolStore) -> None:

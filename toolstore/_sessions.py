@@ -242,7 +242,8 @@ def _append(
     if new or unresolved:
         seen = [c.call_id for c in new if c.call_id is not None]
         advance = {**params, "last_seq": last_seq, "seen": seen, "seen_limit": SEEN_CALLS}
-        reported_now = [call_ids[i] for i in pending]  # the list's unresolved calls still new: the others never are
+        # the list's unresolved calls still new (the others never are again); a write of no such call keeps the record
+        reported_now = [call_ids[i] for i in pending] if pending else None
         conn.execute(query("advance_session"), {**advance, "reported": reported_now})
     trim = {**params, "last_seq": last_seq, "max_calls": keep.max_calls, "max_age": keep.max_age}
     conn.execute(query("trim_session"), trim)
