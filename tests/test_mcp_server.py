@@ -212,6 +212,12 @@ def test_session_log_hook_and_secret_free_descriptions(gateway_catalog: str) -> 
         "http", url="https://user:pw@mcp.example.com/mcp?token=abc", headers={"Authorization": "Bearer x"}
     )
     assert secret.describe() == "http: https://mcp.example.com/mcp (headers: Authorization)"
+    assert Upstream("http", url="http://[::1]:8000/mcp").describe() == "http: http://[::1]:8000/mcp"
+    assert Upstream("http", url="http://h.example:x/mcp").describe() == "http: http://h.example/mcp"
+    assert (
+        client_text("at http://[::1]:8000/mcp?t=1 and http://h.example:x/a")
+        == "at http://[::1]:8000 and http://h.example"
+    )
     dsn = Upstream("stdio", command="pg-mcp", args=("--dsn", "postgresql://app:pw0rd@db/app", "--api-key=sk-abc"))
     assert dsn.describe() == "stdio: pg-mcp --dsn postgresql://app:[redacted]@db/app --api-key=[redacted]"
     other = Upstream("stdio", command="pg-mcp", args=("--dsn", "postgresql://app:other@db/app", "--api-key=sk-abc"))

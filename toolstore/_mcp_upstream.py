@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 from ._errors import InvalidInputError, McpSyncError, redact
 
@@ -64,10 +64,8 @@ class Upstream:
         if self.transport == "stdio":
             return f"stdio: {redact(shlex.join([self.command or '', *self.args]))}"
         parts = urlsplit(self.url or "")
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
         names = f" (headers: {', '.join(sorted(self.headers))})" if self.headers else ""
-        return f"http: {urlunsplit((parts.scheme, netloc, parts.path, '', ''))}{names}"
+        return f"http: {urlunsplit((parts.scheme, _server(parts), parts.path, '', ''))}{names}"
 
     def differences(self, other: Upstream) -> str:
         """What sets ``other`` apart when its description is the same: the env or header names whose values differ,
@@ -192,12 +190,20 @@ def client_text(text: str) -> str:
     def origin(match: re.Match[str]) -> str:
         try:
             parts = urlsplit(match.group())
-            if not parts.netloc:  # file:///path, urn-like: no server, nothing to cut
-                return match.group()
-            port = f":{parts.port}" if parts.port is not None else ""
-            host = parts.hostname or ""
-            return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}{port}"
-        except ValueError:  # not a URL urllib reads (a bad port or host): nothing of it shown
+        except ValueError:  # not a URL urllib reads (a bad host): nothing of it shown
             return "[url]"
+        if not parts.netloc:  # file:///path, urn-like: no server, nothing to cut
+            return match.group()
+        return f"{parts.scheme}://{_server(parts)}"
 
     return redact(_URL_IN_TEXT.sub(origin, text))
+
+
+def _server(parts: SplitResult) -> str:
+    """``host[:port]`` of a URL, never its credentials: an IPv6 host in brackets, a port that is no number left out."""
+    host = parts.hostname or ""
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        port = ""
+    return f"[{host}]{port}" if ":" in host else f"{host}{port}"
