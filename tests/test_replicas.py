@@ -118,6 +118,12 @@ def test_a_replica_that_is_down_hands_reads_to_the_primary_from_the_start(dsn: s
         assert pool.get_stats()["requests_num"] == asked
 
 
+def load(store: ToolStore, replica: str, n_tools: int, *, seed: int) -> None:
+    """``n_tools`` generated tools written to the store's catalog, and replayed by ``replica``."""
+    store.upsert(generated_tools(n_tools, seed=seed))
+    wait_for(replica, store.catalog, n_tools)
+
+
 @contextmanager
 def route_held(store: ToolStore, query: str) -> Iterator[threading.Event]:
     """A route of ``query`` in a thread that keeps its connection (a reranker that waits) until the event yielded is
@@ -149,8 +155,7 @@ def test_a_replica_whose_pool_is_busy_is_not_left_out_of_reads(
     dsn, replica = replicated
     query = generated_queries(1, seed=3)[0]
     with ToolStore(dsn, embedder=None, catalog="busy", read_dsn=replica, pool_size=1, timeout=1) as store:
-        store.upsert(generated_tools(20, seed=8))
-        wait_for(replica, "busy", 20)
+        load(store, replica, 20, seed=8)
         expected = store.route(query).ids
         replica_pool = store._replicas.connectors[0].pool
         with route_held(store, query):  # keeps the replica's one connection
@@ -169,8 +174,7 @@ def test_a_busy_replica_is_asked_after_a_free_one(replicated: tuple[str, str]) -
     dsn, replica = replicated
     query = generated_queries(1, seed=3)[0]
     with ToolStore(dsn, embedder=None, catalog="twobusy", read_dsn=[replica, replica], pool_size=1, timeout=5) as store:
-        store.upsert(generated_tools(20, seed=9))
-        wait_for(replica, "twobusy", 20)
+        load(store, replica, 20, seed=9)
         expected = store.route(query).ids
         with route_held(store, query):  # keeps its replica's one connection
             connectors = store._replicas.connectors
@@ -213,8 +217,7 @@ def test_a_read_waits_for_the_only_replica_rather_than_leave_it_for_the_primary(
     dsn, replica = replicated
     query = generated_queries(1, seed=3)[0]
     with ToolStore(dsn, embedder=None, catalog="onebusy", read_dsn=replica, pool_size=1, timeout=30) as store:
-        store.upsert(generated_tools(20, seed=10))
-        wait_for(replica, "onebusy", 20)
+        load(store, replica, 20, seed=10)
         expected = store.route(query).ids
         with route_held(store, query) as release:
             replica_pool, primary = store._replicas.connectors[0].pool, requests(store.pool)
@@ -236,8 +239,7 @@ def test_a_filter_value_only_the_primary_has_hands_the_route_to_the_primary(repl
         tags=("fresh-tag",),
     )
     with ToolStore(dsn, embedder=None, catalog="filters", read_dsn=replica, timeout=3) as store:
-        store.upsert(generated_tools(20, seed=9))
-        wait_for(replica, "filters", 20)
+        load(store, replica, 20, seed=9)
         assert len(store.route("send a message")) > 0  # the catalog row, read on the replica, is cached
         with replay_paused(replica):
             store.upsert([fresh])  # only the primary has it
@@ -307,8 +309,7 @@ def test_calls_in_messages_to_a_tool_the_replica_lacks_resolve_on_the_primary(re
     ]
     recent: dict[str, Any] = {"k": 3, "weights": {"recent": 1.0}}  # only the calls' signal ranks tools
     with ToolStore(dsn, embedder=None, catalog="calls", read_dsn=replica, timeout=3) as store:
-        store.upsert(generated_tools(20, seed=14))
-        wait_for(replica, "calls", 20)
+        load(store, replica, 20, seed=14)
         assert store.route(messages=messages, **recent).unresolved == ["ping_fresh"]  # neither has it yet
         with replay_paused(replica):
             store.upsert([FRESH])  # only the primary has it
@@ -659,8 +660,7 @@ def test_async_store_reads_from_the_replica_and_hands_lagging_reads_to_the_prima
     dsn, replica = replicated
     query = generated_queries(1, seed=3)[0]
     with ToolStore(dsn, embedder=None, catalog="areads", read_dsn=replica, timeout=3) as sync:
-        sync.upsert(generated_tools(20, seed=11))
-        wait_for(replica, "areads", 20)
+        load(sync, replica, 20, seed=11)
         expected = sync.route(query).ids
 
     async def main() -> None:
@@ -693,8 +693,7 @@ def test_async_store_leaves_out_a_replica_that_is_down_but_not_one_that_is_busy(
     down = "postgresql://postgres@/postgres?host=/nonexistent-replica-socket-dir"
     query = generated_queries(1, seed=3)[0]
     with ToolStore(dsn, embedder=None, catalog="abusy", read_dsn=replica, timeout=3) as sync:
-        sync.upsert(generated_tools(20, seed=13))
-        wait_for(replica, "abusy", 20)
+        load(sync, replica, 20, seed=13)
         expected = sync.route(query).ids
 
     async def main() -> None:
