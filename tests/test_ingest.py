@@ -307,6 +307,43 @@ def test_a_rotated_secret_is_recorded_when_the_sync_names_its_provider(
     assert "new-secret" in _secrets(dsn, store.catalog)["github"]
 
 
+def test_header_names_are_one_in_any_case(dsn: str, store: ToolStore) -> None:
+    """HTTP header names are case-insensitive: ``authorization`` is the upstream's ``Authorization``, so the same value
+    is the same upstream (one gateway session), another is its rotated secret (recorded under the named provider,
+    refused as another account's without), never another server; a header given twice in two cases is refused, and so
+    is a placeholder written ``[REDACTED]``."""
+    from toolstore import InvalidInputError
+    from toolstore._mcp_sync import fetch_http
+
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+    url = "https://mcp.example.com/mcp"
+
+    def upstream(name: str, value: str) -> Upstream:
+        return Upstream("http", url=url, headers={name: value})
+
+    sync_listing(store, McpListing("github", tools, upstream("Authorization", "Bearer old-secret")))
+    lower = upstream("authorization", "Bearer old-secret")
+    assert lower.key() == upstream("Authorization", "Bearer old-secret").key()
+    sync_listing(store, McpListing("github", tools, lower), prune=True)  # the same upstream: no conflict
+    rotated = upstream("AUTHORIZATION", "Bearer new-secret")
+    with pytest.raises(McpSyncError, match=r"from this MCP server .*\(headers authorization differ; values not shown"):
+        sync_listing(store, McpListing("github", tools, rotated))
+    sync_listing(store, McpListing("github", tools, rotated), provider="github")
+    assert "new-secret" in _secrets(dsn, store.catalog)["github"]
+    twice = Upstream("http", url=url, headers={"Authorization": "Bearer a", "authorization": "Bearer b"})
+    for refused in (
+        lambda: sync_listing(store, McpListing("github", tools, twice), provider="github"),
+        lambda: fetch_http(url, headers=twice.headers),
+    ):
+        with pytest.raises(InvalidInputError, match="'Authorization', 'authorization' are one header"):
+            refused()
+    with pytest.raises(InvalidInputError, match="header 'Authorization' is 'Bearer \\[REDACTED\\]': a placeholder"):
+        sync_listing(
+            store, McpListing("github", tools, upstream("Authorization", "Bearer [REDACTED]")), provider="github"
+        )
+    assert "new-secret" in _secrets(dsn, store.catalog)["github"]
+
+
 @pytest.mark.parametrize(
     ("placeholder", "what"),
     [

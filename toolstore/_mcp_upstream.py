@@ -1,13 +1,13 @@
 """How to reach an MCP server (:class:`Upstream`), what makes two of them one, and its row in ``mcp_upstreams``.
 
-An upstream is everything that decides which server answers and as whom: the command with its arguments and
-environment, or the URL with its headers (:meth:`Upstream.target`, by which the gateway keeps a session of its own per
-upstream, ``_mcp_sessions``). Its identity (:meth:`Upstream.identity`) leaves the values out: the command and its
-arguments or the URL (its query's names, whether it has credentials) and the NAMES of its env variables or headers. Two
-upstreams alike in all but values are one server with other secrets: the same account's rotated token, or another
-account's, which no value tells apart; a sync decides with the provider's name (``_mcp_sync``). Env and header values
-may be ``${VAR}`` references, expanded when connecting, so a stored upstream need not hold a secret, and such a
-reference stays the same when the secret it names changes.
+An upstream is everything that decides which server answers and as whom: the command with its arguments and environment,
+or the URL with its headers (:meth:`Upstream.target`, by which the gateway keeps a session of its own per upstream,
+``_mcp_sessions``). Its identity (:meth:`Upstream.identity`) leaves the values out: the command and its arguments or the
+URL (its query's names, whether it has credentials) and the NAMES of its env variables or headers (a header's in any
+case, as in HTTP). Two upstreams alike in all but values are one server with other secrets: the same account's rotated
+token, or another account's, which no value tells apart; a sync decides with the provider's name (``_mcp_sync``). Env
+and header values may be ``${VAR}`` references, expanded when connecting, so a stored upstream need not hold a secret,
+and such a reference stays the same when the secret it names changes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
@@ -44,14 +44,16 @@ class Upstream:
     def target(self) -> Target:
         """Everything that decides which server answers and as whom: the transport, the command with its arguments and
         env, or the URL with its headers (values as stored: a ``${VAR}`` reference, not what it expands to)."""
-        env, headers = tuple(sorted(self.env.items())), tuple(sorted(self.headers.items()))
+        env, headers = tuple(sorted(self.env.items())), tuple(sorted(_by_name(self.headers).items()))
         return self.transport, self.command, tuple(self.args), self.url, env, headers
 
     def identity(self) -> tuple[Any, ...]:
         """:meth:`target` without the values that may be secrets: the transport, the command and its arguments or the
-        URL without its query's values and credentials (:func:`_url_identity`), and the env or header names."""
+        URL without its query's values and credentials (:func:`_url_identity`), and the env or header names (a header's
+        in lower case: HTTP's are case-insensitive)."""
         url = _url_identity(self.url) if self.url is not None else None
-        return self.transport, self.command, tuple(self.args), url, tuple(sorted(self.env)), tuple(sorted(self.headers))
+        headers = tuple(sorted(_by_name(self.headers)))
+        return self.transport, self.command, tuple(self.args), url, tuple(sorted(self.env)), headers
 
     def key(self) -> str:
         """:meth:`target` as a string, for a dictionary of sessions."""
@@ -71,16 +73,26 @@ class Upstream:
         """What sets ``other`` apart when its description is the same: the env or header names whose values differ,
         and the parts of the URL that a description leaves out (never a value); empty when the descriptions already
         differ."""
-        if self.describe() != other.describe():
+        described = {replace(u, headers=_by_name(u.headers)).describe() for u in (self, other)}  # names in any case
+        if len(described) > 1:
             return ""
-        mine, theirs = (dict(self.env), dict(other.env)) if self.transport == "stdio" else (self.headers, other.headers)
-        names = sorted(n for n in {*mine, *theirs} if mine.get(n) != theirs.get(n))
+        if self.transport == "stdio":
+            mine, theirs, shown = dict(self.env), dict(other.env), {n: n for n in {*self.env, *other.env}}
+        else:  # by name in any case, shown as written (this upstream's spelling first)
+            mine, theirs = _by_name(self.headers), _by_name(other.headers)
+            shown = {n.lower(): n for n in [*other.headers, *self.headers]}
+        names = sorted(shown[n] for n in {*mine, *theirs} if mine.get(n) != theirs.get(n))
         found = [f"{'env' if self.transport == 'stdio' else 'headers'} {', '.join(names)} differ"] if names else []
         if self.transport == "stdio" and self.args != other.args:  # alike but for what the description redacts
             found.append("arguments differ in a redacted value")
         if self.transport == "http" and self.url != other.url:
             found.append(_url_differences(self.url or "", other.url or ""))
         return "; ".join(found)
+
+
+def _by_name(headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` by their names in lower case: HTTP header names are case-insensitive."""
+    return {name.lower(): value for name, value in headers.items()}
 
 
 def _url_identity(url: str) -> tuple[Any, ...]:
@@ -118,13 +130,21 @@ REDACTED = "[redacted]"
 def _placeholder(value: str) -> bool:
     """``...`` alone or after a scheme word (``Bearer ...``), or a redacted secret."""
     value = value.strip()
-    return value == PLACEHOLDER or value.endswith(f" {PLACEHOLDER}") or REDACTED in value
+    return value == PLACEHOLDER or value.endswith(f" {PLACEHOLDER}") or REDACTED in value.lower()
 
 
-def refuse_placeholders(upstream: Upstream) -> None:
-    """InvalidInputError naming the first env variable, header, URL query parameter, URL credential or command argument
-    of ``upstream`` whose value is a placeholder: :data:`PLACEHOLDER` alone or after a scheme word, or holds
-    :data:`REDACTED`."""
+def check_values(upstream: Upstream) -> None:
+    """InvalidInputError naming a header given twice (its names differ only in case: one header in HTTP, which value
+    would be sent is unclear), else the first env variable, header, URL query parameter, URL credential or command
+    argument of ``upstream`` whose value is a placeholder: :data:`PLACEHOLDER` alone or after a scheme word, or holds
+    :data:`REDACTED` (in any case)."""
+    for name in sorted(upstream.headers):
+        same = sorted(other for other in upstream.headers if other.lower() == name.lower())
+        if len(same) > 1:
+            raise InvalidInputError(
+                f"headers {', '.join(map(repr, same))} are one header (HTTP header names are case-insensitive): "
+                "give it once"
+            )
     parts = urlsplit(upstream.url or "")
     referable = [("env variable", upstream.env), ("header", upstream.headers)]  # a ${VAR} reference may stand there
     credentials = (("user", parts.username), ("password", parts.password))
