@@ -345,6 +345,48 @@ def test_header_names_are_one_in_any_case(dsn: str, store: ToolStore) -> None:
 
 
 @pytest.mark.parametrize(
+    ("flag", "shown"),
+    [
+        (["--token", "{}"], "--token [redacted]"),
+        (["--api-key={}"], "--api-key=[redacted]"),
+        (["--GitHub_Token", "{}"], "--GitHub_Token [redacted]"),
+        (["--db-password={}"], "--db-password=[redacted]"),
+    ],
+    ids=["token", "api-key=", "github-token", "db-password="],
+)
+def test_a_secret_flags_value_is_rotated_like_an_env_value_and_never_described(
+    dsn: str, store: ToolStore, flag: list[str], shown: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The value of a well-known secret flag in a stdio upstream's arguments (``--token X``, ``--api-key=X``, a longer
+    name ending so, in any case) is held like an env value: another one is the same server with a rotated secret
+    (recorded under the named provider, refused without, naming the flag and no value), it is redacted wherever the
+    upstream is described, and another value of any other argument is still another server."""
+
+    def account(secret: str, org: str = "acme") -> Upstream:
+        args = (*(a.format(secret) for a in flag), "--org", org)
+        return Upstream("stdio", command="github-mcp", args=args)
+
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+    sync_listing(store, McpListing("github", tools, account("old-secret")))
+    assert account("old-secret").describe() == f"stdio: github-mcp {shown} --org acme"
+    name = flag[0].partition("=")[0]
+    with pytest.raises(McpSyncError) as refused:
+        sync_listing(store, McpListing("github", tools, account("new-secret")))
+    message = str(refused.value)
+    assert f"from this MCP server (stdio: github-mcp {shown} --org acme) with other values" in message, message
+    assert f"(the values of {name} differ; values not shown)" in message and "-secret" not in message, message
+    with caplog.at_level("INFO", logger="toolstore"):
+        sync_listing(store, McpListing("github", tools, account("new-secret")), provider="github")
+    assert "new-secret" in _secrets(dsn, store.catalog)["github"]
+    logged = [r.getMessage() for r in caplog.records if "new values" in r.getMessage()]
+    assert logged and f"the values of {name} differ" in logged[0] and "-secret" not in logged[0], logged
+    with pytest.raises(McpSyncError, match="another MCP server.*--replace-upstream"):
+        sync_listing(store, McpListing("github", tools, account("new-secret", org="other")), provider="github")
+    not_secret = [Upstream("stdio", command="psql-mcp", args=("--no-password", db)) for db in ("app", "other")]
+    assert not_secret[0].identity() != not_secret[1].identity()  # a flag that takes no value: no secret after it
+
+
+@pytest.mark.parametrize(
     ("placeholder", "what"),
     [
         (Upstream("stdio", command="github-mcp", env={"GITHUB_TOKEN": "..."}), "env variable 'GITHUB_TOKEN'"),

@@ -2,12 +2,13 @@
 
 An upstream is everything that decides which server answers and as whom: the command with its arguments and environment,
 or the URL with its headers (:meth:`Upstream.target`, by which the gateway keeps a session of its own per upstream,
-``_mcp_sessions``). Its identity (:meth:`Upstream.identity`) leaves the values out: the command and its arguments or the
-URL (its query's names, whether it has credentials) and the NAMES of its env variables or headers (a header's in any
-case, as in HTTP). Two upstreams alike in all but values are one server with other secrets: the same account's rotated
-token, or another account's, which no value tells apart; a sync decides with the provider's name (``_mcp_sync``). Env
-and header values may be ``${VAR}`` references, expanded when connecting, so a stored upstream need not hold a secret,
-and such a reference stays the same when the secret it names changes.
+``_mcp_sessions``). Its identity (:meth:`Upstream.identity`) leaves the values out: the command and its arguments (a
+secret flag's value left out, :data:`SECRET_FLAG`) or the URL (its query's names, whether it has credentials) and the
+NAMES of its env variables or headers (a header's in any case, as in HTTP). Two upstreams alike in all but values are
+one server with other secrets: the same account's rotated token, or another account's, which no value tells apart; a
+sync decides with the provider's name (``_mcp_sync``). Env and header values may be ``${VAR}`` references, expanded when
+connecting, so a stored upstream need not hold a secret, and such a reference stays the same when the secret it names
+changes.
 """
 
 from __future__ import annotations
@@ -48,23 +49,28 @@ class Upstream:
         return self.transport, self.command, tuple(self.args), self.url, env, headers
 
     def identity(self) -> tuple[Any, ...]:
-        """:meth:`target` without the values that may be secrets: the transport, the command and its arguments or the
-        URL without its query's values and credentials (:func:`_url_identity`), and the env or header names (a header's
-        in lower case: HTTP's are case-insensitive)."""
+        """:meth:`target` without the values that may be secrets: the transport, the command and its arguments (a
+        secret flag's value left out: :data:`SECRET_FLAG`) or the URL without its query's values and credentials
+        (:func:`_url_identity`), and the env or header names (a header's in lower case: HTTP's are case-insensitive)."""
         url = _url_identity(self.url) if self.url is not None else None
         headers = tuple(sorted(_by_name(self.headers)))
-        return self.transport, self.command, tuple(self.args), url, tuple(sorted(self.env)), headers
+        args = tuple(shown + (REDACTED if secret is not None else "") for shown, secret in _arguments(self.args))
+        return self.transport, self.command, args, url, tuple(sorted(self.env)), headers
 
     def key(self) -> str:
         """:meth:`target` as a string, for a dictionary of sessions."""
         return json.dumps(self.target())
 
     def describe(self) -> str:
-        """A loggable description: the command with what looks like a credential in its arguments redacted (a DSN's
-        password, ``--token=...``: ``_errors.redact``), or the URL without credentials or query; never a header or env
-        value."""
+        """A loggable description: the command with the value of a secret flag (:data:`SECRET_FLAG`) and what else
+        looks like a credential in its arguments redacted (a DSN's password: ``_errors.redact``), or the URL without
+        credentials or query; never a header or env value."""
         if self.transport == "stdio":
-            return f"stdio: {redact(shlex.join([self.command or '', *self.args]))}"
+            args = [
+                (shlex.quote(shown) if shown else "") + (REDACTED if secret is not None else "")
+                for shown, secret in _arguments(self.args)
+            ]
+            return f"stdio: {redact(' '.join([shlex.quote(self.command or ''), *args]))}"
         parts = urlsplit(self.url or "")
         names = f" (headers: {', '.join(sorted(self.headers))})" if self.headers else ""
         return f"http: {urlunsplit((parts.scheme, _server(parts), parts.path, '', ''))}{names}"
@@ -84,10 +90,53 @@ class Upstream:
         names = sorted(shown[n] for n in {*mine, *theirs} if mine.get(n) != theirs.get(n))
         found = [f"{'env' if self.transport == 'stdio' else 'headers'} {', '.join(names)} differ"] if names else []
         if self.transport == "stdio" and self.args != other.args:  # alike but for what the description redacts
-            found.append("arguments differ in a redacted value")
+            mine, theirs = _secret_flags(self.args), _secret_flags(other.args)
+            flags = sorted(f for f in {*mine, *theirs} if mine.get(f) != theirs.get(f))
+            found.append(
+                f"the values of {', '.join(flags)} differ" if flags else "arguments differ in a redacted value"
+            )
         if self.transport == "http" and self.url != other.url:
             found.append(_url_differences(self.url or "", other.url or ""))
         return "; ".join(found)
+
+
+#: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
+#: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
+#: (``--github-token``, ``--client-secret``, ``--db-password``), in any case, ``_`` for ``-``; never ``--no-...``.
+#: Its value, ``--token=X`` or the next argument of ``--token X``, is treated like an env value: not part of an
+#: upstream's identity (another one is a rotated secret) and never described. Other arguments are not guessed at.
+SECRET_FLAG = re.compile(
+    r"(?i)--(?!no[-_])(?:[a-z0-9]+[-_])*(?:token|password|passwd|secret|api[-_]?key|access[-_]key|secret[-_]key)"
+)
+
+
+def _arguments(args: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Each argument as what may be shown of it and the secret it holds (None: none): ``--token=X`` is
+    (``--token=``, X), the X of ``--token X`` is ("", X); see :data:`SECRET_FLAG`."""
+    parts: list[tuple[str, str | None]] = []
+    follows = False  # the previous argument is a secret flag without its value
+    for arg in args:
+        flag, equals, value = arg.partition("=")
+        if follows:
+            parts.append(("", arg))
+            follows = False
+        elif SECRET_FLAG.fullmatch(flag) and equals:
+            parts.append((f"{flag}=", value))
+        else:
+            parts.append((arg, None))
+            follows = SECRET_FLAG.fullmatch(arg) is not None
+    return parts
+
+
+def _secret_flags(args: Sequence[str]) -> dict[str, str]:
+    """The value of each secret flag in ``args``, by the flag (``--token``; the last one given)."""
+    found: dict[str, str] = {}
+    flag = ""
+    for shown, secret in _arguments(args):
+        flag = shown.rstrip("=") or flag
+        if secret is not None:
+            found[flag] = secret
+    return found
 
 
 def _by_name(headers: Mapping[str, str]) -> dict[str, str]:

@@ -68,10 +68,11 @@ def sync_mcp_cmd(
     that is literally ... is refused, a placeholder.
     A provider has one server: another command line or URL (or other env or header names) whose server reports a name
     already synced from another one is refused (use --provider for a name of its own, or --replace-upstream when the
-    server moved). The same with other env or header values (a rotated secret, or another account's) is recorded when
-    --provider names the provider, and refused when the provider is only the server's name. --prune only
-    removes tools this server synced before: a tool imported by hand under the provider stays, and one of the same id
-    as a tool the server lists is refused, naming it, unless --adopt.
+    server moved). The same with other env or header values, or another value of a secret flag in its arguments (--token
+    X, --api-key=X: a rotated secret, or another account's), is recorded when --provider names the provider, and refused
+    when the provider is only the server's name. --prune only removes tools this server synced before: a tool imported
+    by hand under the provider stays, and one of the same id as a tool the server lists is refused, naming it, unless
+    --adopt.
     """
     if bool(url) == bool(command):
         raise click.UsageError("give either --url URL or -- COMMAND ARGS... (one of them)")
