@@ -618,6 +618,82 @@ def test_a_listing_that_hangs_is_abandoned_so_later_calls_do_not_wait_for_it(
     assert fake_upstream.calls == ["search", "list_alerts", "late_news"]
 
 
+def test_the_session_to_a_rotated_upstream_is_closed_once_the_new_one_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider's values were rotated (a sync recorded a new token): its next call opens a session with the new one,
+    and the session with the old one (a stdio process holding the old token) is closed, but only once the call in
+    flight on it has ended, which is answered; another provider's session, and a call without a provider, are left
+    alone."""
+    from contextlib import asynccontextmanager
+
+    import toolstore._mcp_sessions
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    opened: list[str] = []
+    closed: list[str] = []
+    in_flight, release = anyio.Event(), anyio.Event()
+
+    class Session:
+        def __init__(self, token: str) -> None:
+            self.token = token
+
+        async def list_tools(self, **_: Any) -> Any:
+            tools = [{"name": n, "inputSchema": {}} for n in ("search", "slow")]
+            return mcp.types.ListToolsResult.model_validate({"tools": tools})
+
+        async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+            if name == "slow":
+                in_flight.set()
+                await release.wait()
+            return f"{name} with {self.token}"
+
+    @asynccontextmanager
+    async def open_fake(upstream: Upstream, message_handler: Any = None) -> Any:
+        token = upstream.env.get("TOKEN", upstream.command or "")
+        opened.append(token)
+        try:
+            yield Session(token), {"serverInfo": {"name": "fake"}}
+        finally:
+            closed.append(token)
+
+    monkeypatch.setattr(toolstore._mcp_sessions, "open_session", open_fake)
+    old, new = (Upstream("stdio", command="fake-mcp", env={"TOKEN": t}) for t in ("old", "new"))
+    other = Upstream("stdio", command="other-mcp")
+    outcomes: list[str] = []
+
+    async def slow() -> None:
+        outcomes.append(await sessions.call(old, "slow", {}, provider="fake"))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            assert await sessions.call(old, "search", {}, provider="fake") == "search with old"
+            assert await sessions.call(other, "search", {}, provider="other") == "search with other-mcp"
+            group.start_soon(slow)
+            await in_flight.wait()
+            assert await sessions.call(new, "search", {}, provider="fake") == "search with new"
+            for _ in range(100):
+                await anyio.sleep(0)
+            assert closed == []  # a call is in flight on the old session
+            release.set()
+        for _ in range(100):
+            if closed:
+                break
+            await anyio.sleep(0)
+        assert outcomes == ["slow with old"] and closed == ["old"]
+        assert await sessions.call(new, "search", {}, provider="fake") == "search with new"
+        assert await sessions.call(old, "search", {}) == "search with old"  # no provider: nothing is retired
+        assert await sessions.call(new, "search", {}) == "search with new"
+        assert opened == ["old", "other-mcp", "new", "old"] and closed == ["old"]
+
+    sessions = UpstreamSessions()
+
+    async def run() -> None:
+        async with sessions:
+            await main()
+
+    anyio.run(run)
+    assert sorted(closed) == ["new", "old", "old", "other-mcp"]
+
+
 @pytest.mark.parametrize(
     "upstream",
     [

@@ -10,7 +10,8 @@ upstream sends ``notifications/tools/list_changed`` (:class:`_Listing`: one list
 abandoned after :data:`LISTING_TIMEOUT` seconds; a call made while one runs waits for it, :data:`LISTING_WAIT` seconds
 at most): a call of a tool its latest listing does not name (the upstream dropped it, or restarted with other tools
 without saying so: the catalog is out of date) is an McpSyncError naming it, never sent; after a listing that failed,
-every call is sent.
+every call is sent. A provider's calls made on a session to another upstream than before (a sync recorded new values
+for it: a rotated token) retire the session to the old one, closed once its calls in flight end.
 Closing the pool stops every upstream (stdio processes exit).
 """
 
@@ -145,6 +146,9 @@ class UpstreamSessions:
         self._held: dict[str, tuple[Any, anyio.Event]] = {}
         self._listings: dict[str, _Listing] = {}
         self._locks: dict[str, anyio.Lock] = {}
+        self._providers: dict[str, str] = {}  # the upstream key each provider's calls were last made on
+        self._calls: dict[int, int] = {}  # the calls in flight on each session, by id()
+        self._retired: dict[int, anyio.Event] = {}  # sessions to stop once their calls in flight end, by id()
         self._group: TaskGroup | None = None
 
     async def __aenter__(self) -> UpstreamSessions:
@@ -154,7 +158,7 @@ class UpstreamSessions:
 
     async def __aexit__(self, *exc: Any) -> bool | None:
         assert self._group is not None
-        for _, stop in list(self._held.values()):
+        for stop in [*(stop for _, stop in self._held.values()), *self._retired.values()]:
             stop.set()
         self._group.cancel_scope.cancel()
         result = await self._group.__aexit__(*exc)
@@ -167,7 +171,8 @@ class UpstreamSessions:
         reconnects), except an error the server answered (:func:`_answered`); a request that could not even be sent
         (the session was already dead), or that an HTTP server refused because it no longer knows the session (it
         restarted: :func:`_refused_session`), is retried once on a fresh session, never one that may have run on the
-        server. The caller bounds the time."""
+        server. Once a session to another upstream of ``provider`` serves (its values were rotated), the old one is
+        closed when its calls in flight end. The caller bounds the time."""
         key = upstream.key()
         for attempt in (1, 2):
             session = await self._session(key, upstream)
@@ -175,24 +180,28 @@ class UpstreamSessions:
                 logger.debug("upstream session %s has ended; reconnecting", upstream.describe())
                 self._drop(key, session)
                 session = await self._session(key, upstream)
-            listing = self._listings.get(key)
-            if listing is not None and listing.session is session:
-                settled = await listing.settle(self.listing_wait)
-                if listing.refuses(name):
-                    pending = "" if settled else f"; listing them again took over {self.listing_wait:g} s"
-                    who = f"upstream {provider!r}" if provider else "the upstream"
-                    raise McpSyncError(
-                        f"{who} no longer offers tool {name!r}: its tools/list does not name "
-                        f"it (its tools changed since the catalog was synced{pending}). Sync it again to update the "
-                        "catalog (toolstore sync mcp --prune)"
-                    )
+            self._serves(provider, key)
+            self._calls[id(session)] = self._calls.get(id(session), 0) + 1  # no await since the session was handed out
             try:
+                listing = self._listings.get(key)
+                if listing is not None and listing.session is session:
+                    settled = await listing.settle(self.listing_wait)
+                    if listing.refuses(name):
+                        pending = "" if settled else f"; listing them again took over {self.listing_wait:g} s"
+                        who = f"upstream {provider!r}" if provider else "the upstream"
+                        raise McpSyncError(
+                            f"{who} no longer offers tool {name!r}: its tools/list does not name "
+                            f"it (its tools changed since the catalog was synced{pending}). Sync it again to update "
+                            "the catalog (toolstore sync mcp --prune)"
+                        )
                 return await session.call_tool(name, arguments)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # mcp 1.x: the session was closed
                 self._drop(key, session)
                 if attempt == 2:
                     raise
                 logger.debug("upstream session %s was closed; reconnecting", upstream.describe())
+            except McpSyncError:
+                raise
             except Exception as exc:
                 refused = _refused_session(upstream, exc)
                 if refused or not _answered(exc):
@@ -200,7 +209,38 @@ class UpstreamSessions:
                 if not refused or attempt == 2:
                     raise
                 logger.debug("upstream %s no longer knows the session; reconnecting", upstream.describe())
+            finally:
+                self._ended_call(session)
         raise AssertionError("unreachable")
+
+    def _serves(self, provider: str, key: str) -> None:
+        """Note that ``provider``'s calls go to the upstream ``key`` now: the session to the one they went to before
+        (its values were rotated since) is retired, unless another provider's calls still go there."""
+        if not provider:
+            return
+        before, self._providers[provider] = self._providers.get(provider), key
+        held = self._held.get(before) if before is not None and before != key else None
+        if held is None or before in self._providers.values():
+            return
+        logger.debug("provider %r: its upstream's values changed; closing the session to the old ones", provider)
+        del self._held[before]
+        self._listings.pop(before, None)
+        session, stop = held
+        if self._calls.get(id(session), 0):
+            self._retired[id(session)] = stop  # stopped when its last call in flight ends
+        else:
+            stop.set()
+
+    def _ended_call(self, session: Any) -> None:
+        """One call on ``session`` ended: a retired session with none left in flight is stopped."""
+        left = self._calls.get(id(session), 0) - 1
+        if left > 0:
+            self._calls[id(session)] = left
+            return
+        self._calls.pop(id(session), None)
+        stop = self._retired.pop(id(session), None)
+        if stop is not None:
+            stop.set()
 
     async def listed(self, upstream: Upstream) -> frozenset[str] | None:
         """The tools the open session to ``upstream`` listed last, once a listing under way ends (as for a call); None
