@@ -589,15 +589,15 @@ def test_a_listing_that_hangs_is_abandoned_so_later_calls_do_not_wait_for_it(
 ) -> None:
     """A listing after notifications/tools/list_changed that never ends is abandoned after ``listing_timeout`` (a
     warning) and counts as answered with the listing held: a call made then does not wait its ``listing_wait`` for it
-    (its refusal does not say the listing was still running), nor does any later call; the next notification lists
-    again."""
+    (its refusal, after the one more listing a refusal makes, which hangs too, does not say the listing was still
+    running), nor does any later call; the next notification lists again."""
     from toolstore import McpSyncError
     from toolstore._mcp_sessions import UpstreamSessions
 
     async def main() -> None:
         async with UpstreamSessions(listing_wait=2.0, listing_timeout=0.01) as sessions:
             assert await sessions.call(FAKE, "search", {}) == "called search"
-            fake_upstream.gates.append(anyio.Event())  # never set: this listing hangs
+            fake_upstream.gates += [anyio.Event() for _ in range(3)]  # never set: this listing hangs, and the 2 next
             fake_upstream.held = anyio.Event()
             await fake_upstream.change("search", "late_news")
             await fake_upstream.held.wait()
@@ -692,6 +692,67 @@ def test_the_session_to_a_rotated_upstream_is_closed_once_the_new_one_serves(mon
 
     anyio.run(run)
     assert sorted(closed) == ["new", "old", "old", "other-mcp"]
+
+
+def test_a_call_of_a_tool_the_listing_held_lacks_lists_the_tools_once_more_before_it_is_refused(
+    fake_upstream: _FakeUpstream,
+) -> None:
+    """The listing held can be older than the upstream's tools: the listing after notifications/tools/list_changed was
+    abandoned (it hung), or the call came before the notification was read. A call of a tool it lacks lists them once
+    more, bounded by ``listing_timeout``, and is sent when that listing names it, without waiting for another
+    notification; a tool that listing lacks too is refused after exactly one listing, and not sent."""
+    from toolstore import McpSyncError
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    async def main() -> None:
+        async with UpstreamSessions(listing_wait=2.0, listing_timeout=0.01) as sessions:
+            assert await sessions.call(FAKE, "search", {}) == "called search"
+            fake_upstream.gates.append(anyio.Event())  # never set: the listing after the notification hangs
+            fake_upstream.held = anyio.Event()
+            await fake_upstream.change("search", "late_news")
+            await fake_upstream.held.wait()
+            assert await sessions.call(FAKE, "late_news", {}) == "called late_news"
+            fake_upstream.names = {"search", "late_news", "weekly_report"}  # its notification not read yet
+            assert await sessions.call(FAKE, "weekly_report", {}) == "called weekly_report"
+            answered = fake_upstream.answered
+            with pytest.raises(McpSyncError, match="no longer offers tool 'list_alerts'"):
+                await sessions.call(FAKE, "list_alerts", {})
+            assert fake_upstream.answered == answered + 1
+            assert await sessions.call(FAKE, "search", {}) == "called search"  # named: no listing
+            assert fake_upstream.answered == answered + 1
+
+    anyio.run(main)
+    assert fake_upstream.calls == ["search", "late_news", "weekly_report", "search"]
+
+
+def test_a_tool_added_while_the_listing_hung_is_named_for_a_sync(dsn: str, fake_upstream: _FakeUpstream) -> None:
+    """A call of a name the catalog lacks asks each session's latest listing whether its upstream added it: when that
+    session's last listing was abandoned (it hung), its tools are listed once more first, so a tool added meanwhile is
+    named for a sync instead of being unknown; a made-up name costs no listing of a session whose listing ended."""
+    from toolstore import McpSyncError, UnknownToolError
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    listed = [{"name": "search", "inputSchema": {"type": "object"}}]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="hung") as store:
+        sync_listing(store, McpListing("fake", listed, FAKE))
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="hung") as store:
+            async with UpstreamSessions(listing_wait=2.0, listing_timeout=0.01) as sessions:
+                assert await forward_call(store, "search", {}, sessions=sessions) == "called search"
+                answered = fake_upstream.answered
+                with pytest.raises(UnknownToolError, match="no tool named 'nope'"):
+                    await forward_call(store, "nope", {}, sessions=sessions)
+                assert fake_upstream.answered == answered
+                fake_upstream.gates.append(anyio.Event())  # never set: the listing after the notification hangs
+                fake_upstream.held = anyio.Event()
+                await fake_upstream.change("search", "late_news")
+                await fake_upstream.held.wait()
+                with pytest.raises(McpSyncError, match="upstream 'fake' lists it as 'late_news'"):
+                    await forward_call(store, "late_news", {}, sessions=sessions)
+
+    anyio.run(main)
+    assert fake_upstream.calls == ["search"]
 
 
 @pytest.mark.parametrize(

@@ -1,17 +1,19 @@
 """Long-lived sessions to upstream MCP servers, for the gateway: one per upstream, opened on first use.
 
-The SDK's clients run task groups that must be entered and left by one task, so each session is held by its own
-task in the gateway's task group (:meth:`UpstreamSessions.__aenter__`); requests use the session from their own
-tasks. A session whose connection ended (the server exited, the connection dropped) is closed, and a call that could
-not be sent on it, or that an HTTP server refused for not knowing the session (it restarted), is made on a fresh one.
-An error the server answers to one call (a JSON-RPC error: bad arguments, an unknown tool) leaves the session, and
-the other calls in flight on it, alone. Each session lists its upstream's tools when it opens and again when the
-upstream sends ``notifications/tools/list_changed`` (:class:`_Listing`: one listing at a time, the newest kept, each
-abandoned after :data:`LISTING_TIMEOUT` seconds; a call made while one runs waits for it, :data:`LISTING_WAIT` seconds
-at most): a call of a tool its latest listing does not name (the upstream dropped it, or restarted with other tools
-without saying so: the catalog is out of date) is an McpSyncError naming it, never sent; after a listing that failed,
-every call is sent. A provider's calls made on a session to another upstream than before (a sync recorded new values
-for it: a rotated token) retire the session to the old one, closed once its calls in flight end.
+The SDK's clients run task groups that must be entered and left by one task, so each session is held by its own task in
+the gateway's task group (:meth:`UpstreamSessions.__aenter__`); requests use the session from their own tasks. A session
+whose connection ended (the server exited, the connection dropped) is closed, and a call that could not be sent on it,
+or that an HTTP server refused for not knowing the session (it restarted), is made on a fresh one. An error the server
+answers to one call (a JSON-RPC error: bad arguments, an unknown tool) leaves the session, and the other calls in flight
+on it, alone. Each session lists its upstream's tools when it opens and again when the upstream sends
+``notifications/tools/list_changed`` (:class:`_Listing`: one listing at a time, the newest kept, each abandoned after
+:data:`LISTING_TIMEOUT` seconds; a call made while one runs waits for it, :data:`LISTING_WAIT` seconds at most): a call
+of a tool its latest listing does not name lists them once more (the listing held may be older than the upstream's
+tools: one abandoned, or a notification not yet read when the call came), and if that listing does not name it either
+(the upstream dropped it, or restarted with other tools without saying so: the catalog is out of date), is an
+McpSyncError naming it, never sent; after a listing that failed, every call is sent. A provider's calls made on a
+session to another upstream than before (a sync recorded new values for it: a rotated token) retire the session to the
+old one, closed once its calls in flight end.
 Closing the pool stops every upstream (stdio processes exit).
 """
 
@@ -82,7 +84,8 @@ class _Listing:
     :meth:`answer` lists unless a listing begun after that request already answered it, so a listing that ends late
     never replaces a newer one and close notifications cost one listing. :meth:`settle` waits for the requests
     numbered so far: a call made while the upstream's tools are listed again is checked against the new listing. A
-    listing is bounded by ``timeout``: past it, it is abandoned and its requests are answered with the listing held."""
+    listing is bounded by ``timeout``: past it, it is abandoned and its requests are answered with the listing held
+    (``abandoned`` until a listing ends in time)."""
 
     def __init__(self, session: Any, timeout: float = LISTING_TIMEOUT) -> None:
         self.session = session
@@ -90,6 +93,7 @@ class _Listing:
         self.names: frozenset[str] | None = None
         self.asked = 0  # the requests numbered so far
         self.listed = 0  # the newest request that ``names`` answers
+        self.abandoned = False  # the last listing was: ``names`` may be older than the upstream's tools
         self.lock = anyio.Lock()
         self._answered = anyio.Event()  # set, and replaced, by every listing that ends
 
@@ -115,6 +119,7 @@ class _Listing:
                 )
             self.names = names
             self.listed = begun
+            self.abandoned = bounded.cancelled_caught
             self._answered.set()
             self._answered = anyio.Event()
 
@@ -186,6 +191,8 @@ class UpstreamSessions:
                 listing = self._listings.get(key)
                 if listing is not None and listing.session is session:
                     settled = await listing.settle(self.listing_wait)
+                    if listing.refuses(name) and settled:  # the listing held may be stale: list once more
+                        await listing.answer(listing.ask(), upstream)
                     if listing.refuses(name):
                         pending = "" if settled else f"; listing them again took over {self.listing_wait:g} s"
                         who = f"upstream {provider!r}" if provider else "the upstream"
@@ -243,12 +250,14 @@ class UpstreamSessions:
             stop.set()
 
     async def listed(self, upstream: Upstream) -> frozenset[str] | None:
-        """The tools the open session to ``upstream`` listed last, once a listing under way ends (as for a call); None
-        without an open session (none is opened) or after a listing that failed."""
+        """The tools the open session to ``upstream`` listed last, once a listing under way ends (as for a call), listed
+        once more when the last listing was abandoned; None without an open session (none is opened) or after a listing
+        that failed."""
         listing = self._listings.get(upstream.key())
         if listing is None:
             return None
-        await listing.settle(self.listing_wait)
+        if await listing.settle(self.listing_wait) and listing.abandoned:  # a tool added since may be missing
+            await listing.answer(listing.ask(), upstream)
         return listing.names
 
     async def _session(self, key: str, upstream: Upstream) -> Any:
