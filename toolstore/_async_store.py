@@ -39,7 +39,7 @@ from ._result import RouteResult
 from ._route import check_calls
 from ._rows import all_found, check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
 from ._session_methods import AsyncSessionMethods
-from ._steps import Embed, Fetch, Rerank, Step, adrive, afetch_rows, rerank_async, resolve_steps, route_steps
+from ._steps import Step, adrive, answer_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
@@ -281,18 +281,7 @@ class AsyncToolStore(AsyncSessionMethods):
 
     def _answer(self, conn: psycopg.AsyncConnection[Any]) -> Callable[[Step], Awaitable[Any]]:
         """What answers a route step (``_steps``) on ``conn``: :meth:`ToolStore._answer` for asyncio."""
-
-        async def answer(step: Step) -> Any:
-            if isinstance(step, Fetch):
-                return await afetch_rows(conn, step)
-            if isinstance(step, Embed):
-                assert self.embedder is not None
-                return await self._query_vectors.aget_many(self.embedder, step.texts)
-            if isinstance(step, Rerank):
-                return await rerank_async(step)
-            return await self._info(conn)
-
-        return answer
+        return answer_async(conn, self.embedder, self._query_vectors, lambda: self._info(conn))
 
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 

@@ -3,8 +3,9 @@
 A step generator does no I/O. It yields what it needs from outside -- the catalog's row (:data:`CATALOG`), the rows
 of a named SQL block (:class:`Fetch`) or a query vector (:class:`Embed`) -- and is sent the answer, or has the
 driver's exception thrown in at that point; it returns the result. :func:`drive` and :func:`adrive` run a generator
-with a function that answers one step (``ToolStore`` and ``AsyncToolStore`` each supply theirs, on their own
-connection, with :func:`fetch_rows` / :func:`afetch_rows` for SQL) and hold no logic of route() themselves.
+with a function that answers one step (:func:`answer_sync` / :func:`answer_async`, which ``ToolStore`` and
+``AsyncToolStore`` make on their own connection, with :func:`fetch_rows` / :func:`afetch_rows` for SQL) and hold no
+logic of route() themselves.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ._route import (
 from ._routed import fused_candidates, route_result
 from ._rows import name_row
 from ._sql import raw_query
+from ._vectors import QueryVectors
 
 T = TypeVar("T")
 
@@ -108,6 +110,47 @@ async def afetch_rows(conn: psycopg.AsyncConnection[Any], step: Fetch) -> list[d
     async with psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
         await cur.execute(text, [step.params[name] for name in names])
         return await cur.fetchall()
+
+
+def answer_sync(
+    conn: psycopg.Connection[Any], embedder: Embedder | None, vectors: QueryVectors, info: Callable[[], CatalogInfo]
+) -> Callable[[Step], Any]:
+    """What answers a step on ``conn`` for ``ToolStore``: a :class:`Fetch` its rows, an :class:`Embed` ``embedder``'s
+    vectors through ``vectors`` (the cache and circuit breaker), a :class:`Rerank` the reranker's scores, and
+    :data:`CATALOG` the catalog's row (``info()``)."""
+
+    def answer(step: Step) -> Any:
+        if isinstance(step, Fetch):
+            return fetch_rows(conn, step)
+        if isinstance(step, Embed):
+            assert embedder is not None
+            return vectors.get_many(embedder, step.texts)
+        if isinstance(step, Rerank):
+            return rerank_sync(step)
+        return info()
+
+    return answer
+
+
+def answer_async(
+    conn: psycopg.AsyncConnection[Any],
+    embedder: Embedder | None,
+    vectors: QueryVectors,
+    info: Callable[[], Awaitable[CatalogInfo]],
+) -> Callable[[Step], Awaitable[Any]]:
+    """:func:`answer_sync` for ``AsyncToolStore``, on asyncio."""
+
+    async def answer(step: Step) -> Any:
+        if isinstance(step, Fetch):
+            return await afetch_rows(conn, step)
+        if isinstance(step, Embed):
+            assert embedder is not None
+            return await vectors.aget_many(embedder, step.texts)
+        if isinstance(step, Rerank):
+            return await rerank_async(step)
+        return await info()
+
+    return answer
 
 
 def drive(steps: Steps[T], answer: Callable[[Step], Any]) -> T:

@@ -34,7 +34,7 @@ from ._result import RouteResult
 from ._route import check_calls
 from ._rows import all_found, check_ids, name_row, unknown_catalog
 from ._session_methods import SessionMethods
-from ._steps import Embed, Fetch, Rerank, Step, drive, fetch_rows, rerank_sync, resolve_steps, route_steps
+from ._steps import Step, answer_sync, drive, resolve_steps, route_steps
 from ._tune import TuneReport, tune
 from ._vectors import BREAKER_COOLDOWN, QueryVectors, prune_cache
 
@@ -386,15 +386,4 @@ class ToolStore(AnchorMethods, SessionMethods):
 
     def _answer(self, conn: psycopg.Connection[Any]) -> Callable[[Step], Any]:
         """What answers a route step (``_steps``) on ``conn``."""
-
-        def answer(step: Step) -> Any:
-            if isinstance(step, Fetch):
-                return fetch_rows(conn, step)
-            if isinstance(step, Embed):
-                assert self.embedder is not None
-                return self._query_vectors.get_many(self.embedder, step.texts)
-            if isinstance(step, Rerank):
-                return rerank_sync(step)
-            return self._info(conn)
-
-        return answer
+        return answer_sync(conn, self.embedder, self._query_vectors, lambda: self._info(conn))
