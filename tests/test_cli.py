@@ -158,3 +158,49 @@ def test_cli_imports_the_seal_tools_catalog_and_routes(dsn: str) -> None:
     )
     assert routed["tools"][0]["id"] == "analyzeEvidence"
     assert "lexical retrieval only" in routed["degraded_reason"] and not routed["dense_used"]
+
+
+SCHEMA = {"type": "object", "properties": {"query": {"type": "string", "description": "What to look for."}}}
+CRM = {
+    "type": "namespace",
+    "name": "crm",
+    "description": "Customer records: leads, accounts and their history, kept by the sales team.",
+    "tools": [
+        {"type": "function", "name": "search_customers", "description": "Search customers.", "parameters": SCHEMA},
+        {"type": "function", "name": "create_lead", "description": "Create a sales lead.", "parameters": SCHEMA},
+    ],
+}
+OUTPUT = {"type": "object", "properties": {f"field_{i}": {"type": "string"} for i in range(4)}}
+TICKETS = {
+    "tools": [
+        {
+            "name": f"{verb}_ticket",
+            "description": f"{verb.title()} a ticket.",
+            "inputSchema": SCHEMA,
+            "outputSchema": OUTPUT,
+        }
+        for verb in ("find", "close")
+    ]
+}
+
+
+@pytest.mark.parametrize(("fmt", "definitions"), [("openai-responses", CRM), ("mcp", TICKETS)])
+def test_route_packs_the_budget_as_the_format_it_prints(
+    dsn: str, tmp_path: Path, fmt: str, definitions: dict[str, object]
+) -> None:
+    """``route --budget B --format F`` prints definitions in F that fit B: a Responses namespace's description is
+    counted (once), and so are an MCP tool's own keys (outputSchema), which the other formats drop. The budget holds
+    both tools as Chat Completions definitions, not as F gives them: one is printed."""
+    from toolstore import parse_tools
+    from toolstore._packing import count_tokens, tool_tokens
+
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(definitions))
+    run(dsn, "-c", "formats", "import", str(path))
+    budget = sum(tool_tokens(t) for t in parse_tools(definitions))
+    printed = json.loads(
+        run(dsn, "-c", "formats", "route", "customers tickets", "--budget", str(budget), "--format", fmt).stdout
+    )
+    sent = sum(count_tokens(json.dumps(d, ensure_ascii=False, separators=(",", ":"))) for d in printed["tools"])
+    assert sent <= budget, (sent, budget, printed)
+    assert len(printed["tools"][0].get("tools", printed["tools"])) == 1, printed

@@ -60,3 +60,52 @@ def test_packed_definitions_fit_the_budget_under_the_names_they_are_offered() ->
     assert [d["function"]["name"] for d in definitions] == ["github__create_issue", "linear__create_issue"]
     sent = sum(count_tokens(json.dumps(d, ensure_ascii=False, separators=(",", ":"))) for d in definitions)
     assert sent <= budget, (sent, budget)
+
+
+SCHEMA = {"type": "object", "properties": {"query": {"type": "string", "description": "What to look for."}}}
+CRM = {  # a Responses namespace: its description goes to the model once, around its tools
+    "type": "namespace",
+    "name": "crm",
+    "description": "Customer records: leads, accounts and their history, kept by the sales team.",
+    "tools": [
+        {"type": "function", "name": "search_customers", "description": "Search customers.", "parameters": SCHEMA},
+        {"type": "function", "name": "create_lead", "description": "Create a sales lead.", "parameters": SCHEMA},
+    ],
+}
+
+
+def sent_tokens(definitions: list[dict[str, object]]) -> int:
+    """What the model receives, counted as ``tokens_used`` counts it: each of the request's ``tools``."""
+    import json
+
+    return sum(count_tokens(json.dumps(d, ensure_ascii=False, separators=(",", ":"))) for d in definitions)
+
+
+def test_a_responses_namespace_is_counted_in_the_budget_once() -> None:
+    """Packing for the Responses format counts a namespace's own tokens (its name and description) the first time
+    one of its tools is packed: a budget both its tools fit as flat definitions holds one of them inside the
+    namespace, and what definitions() sends fits it. The exploration slot pays for its tool's namespace too."""
+    from toolstore import RouteResult, parse_tools
+    from toolstore._explore import explore_pack
+    from toolstore._packing import namespace_tokens
+
+    fmt = "openai-responses"
+    tools = [*parse_tools(CRM), Tool(id="notes", name="notes", description="Take notes.", parameters=SCHEMA)]
+    search, lead, notes = [RoutedTool(t, 1.0, Signals(), tokens=tool_tokens(t, fmt)) for t in tools]
+    flat = tool_tokens(tools[0]) + tool_tokens(tools[1])  # both as flat (Chat Completions) definitions
+    packed, skipped, used = pack([search, lead], k=2, token_budget=flat, fmt=fmt)
+    assert (packed, skipped) == ([search], [lead])
+    result = RouteResult(query="q", tools=packed, token_budget=flat, tokens_used=used, fmt=fmt)
+    assert result.definitions() == [{**CRM, "tools": CRM["tools"][:1]}]  # the format packed for, by default
+    assert sent_tokens(result.definitions()) <= used <= flat
+    # one namespace is counted once, however many of its tools are packed; a flat tool pays for none
+    _, wrapper = namespace_tokens(search.tool, fmt) or ("", 0)
+    assert namespace_tokens(notes.tool, fmt) is None and namespace_tokens(search.tool, "openai") is None
+    everything = pack([search, lead, notes], k=3, token_budget=None, fmt=fmt)
+    assert everything[2] == search.tokens + lead.tokens + notes.tokens + wrapper
+    assert sent_tokens(RouteResult(query="q", tools=everything[0], fmt=fmt).definitions()) <= everything[2]
+    big = RoutedTool(Tool(id="big", name="big"), 1.0, Signals(), tokens=10**6)
+    for room, drawn in ((notes.tokens + search.tokens, []), (notes.tokens + search.tokens + wrapper, [search])):
+        packed, _, used, report = explore_pack([notes, big, search], k=2, token_budget=room, seed=1, query="q", fmt=fmt)
+        assert report is not None and report["eligible"] == len(drawn) and used <= room
+        assert [c.tool.id for c in packed] == [c.tool.id for c in [notes, *drawn]]

@@ -203,6 +203,7 @@ def test_bad_queries_are_clear_errors(catalog: ToolStore, bad: Any, message: str
         ({"weights": {s: 0 for s in SIGNAL_NAMES}}, "every weight of .* is 0"),
         ({"k_rrf": float("nan")}, "k_rrf"),
         ({"allow": "one_id"}, "list of strings"),
+        ({"fmt": "xml"}, "fmt must be one of openai, openai-responses, anthropic, mcp, got 'xml'"),
     ],
 )
 def test_bad_options_are_clear_errors(catalog: ToolStore, kwargs: dict[str, Any], message: str) -> None:

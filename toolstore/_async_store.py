@@ -27,6 +27,7 @@ from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_ti
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError
+from ._formats import Format
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
 from ._input import check_catalog_name
 from ._metrics import Judgement, LabelledSession
@@ -252,13 +253,14 @@ class AsyncToolStore(AsyncSessionMethods):
         abstain: bool = False,
         providers: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        fmt: Format = "openai",
     ) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation; ``reranker`` may also
         be a coroutine function (a plain one runs in a worker thread)."""
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid)
+        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, fmt=fmt)
 
         def work(replica: int | None) -> Work[RouteResult]:  # see ToolStore.route
             steps = partial(route_steps, self._routing, self.embedder, query, options, replica=replica)

@@ -18,7 +18,8 @@ from dataclasses import replace
 from typing import Any
 
 from ._errors import InvalidInputError
-from ._packing import pack
+from ._formats import Format
+from ._packing import Prompt, pack
 from ._result import RoutedTool
 
 SEED_BITS = 63
@@ -39,26 +40,32 @@ def check_explore(explore: object, seed: object) -> int | None:
 
 
 def explore_pack(
-    candidates: Sequence[RoutedTool], *, k: int, token_budget: int | None, seed: int | None, query: str
+    candidates: Sequence[RoutedTool],
+    *,
+    k: int,
+    token_budget: int | None,
+    seed: int | None,
+    query: str,
+    fmt: Format = "openai",
 ) -> tuple[list[RoutedTool], list[RoutedTool], int, dict[str, Any] | None]:
-    """:func:`pack` with the last of the ``k`` slots drawn from ranks ``k+1..2k``: (packed, skipped, tokens used,
-    what ``RouteResult.exploration`` says). Without a seed, plain :func:`pack` (and None)."""
+    """:func:`pack` (in ``fmt``) with the last of the ``k`` slots drawn from ranks ``k+1..2k``: (packed, skipped,
+    tokens used, what ``RouteResult.exploration`` says). Without a seed, plain :func:`pack` (and None)."""
     if seed is None:
-        return (*pack(candidates, k=k, token_budget=token_budget), None)
+        return (*pack(candidates, k=k, token_budget=token_budget, fmt=fmt), None)
     routed = [c for c in candidates if not c.always_on]
     window = routed[k : 2 * k]
-    packed, skipped, used = pack(candidates, k=k - 1, token_budget=token_budget)
+    packed, skipped, _ = pack(candidates, k=k - 1, token_budget=token_budget, fmt=fmt)
     taken = {c.tool.id for c in packed}
-    eligible = [
-        c for c in window if c.tool.id not in taken and (token_budget is None or used + c.tokens <= token_budget)
-    ]
+    prompt = Prompt(fmt, packed)
+    eligible = [c for c in window if c.tool.id not in taken and prompt.fits(c, token_budget)]
     report: dict[str, Any] = {"seed": seed, "ranks": [k + 1, 2 * k], "eligible": len(eligible), "explored": None}
     if not eligible:
-        packed, skipped, used = pack(candidates, k=k, token_budget=token_budget)
+        packed, skipped, used = pack(candidates, k=k, token_budget=token_budget, fmt=fmt)
         return packed, skipped, used, report
     chosen = _generator(seed, query).choice(eligible)
     report |= {"explored": chosen.tool.id, "explored_rank": routed.index(chosen) + 1}
-    return [*packed, replace(chosen, explored=True)], skipped, used + chosen.tokens, report
+    prompt.add(chosen)
+    return [*packed, replace(chosen, explored=True)], skipped, prompt.used, report
 
 
 def _generator(seed: int, query: str) -> random.Random:

@@ -163,7 +163,9 @@ def build_server(
         try:
             with span("toolstore.mcp.find_tools", catalog=store.catalog):
                 session = clients.of(ctx) if session_log else None
-                result = await store.route(query, k=k, token_budget=token_budget, session=session, abstain=abstain)
+                result = await store.route(
+                    query, k=k, token_budget=token_budget, session=session, abstain=abstain, fmt="mcp"
+                )
                 names = await _catalog_names(store, result) if gateway else result.names
                 return json.dumps(find_tools_json(result, names), ensure_ascii=False)
         except ToolstoreError as exc:

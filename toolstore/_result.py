@@ -33,7 +33,8 @@ class RoutedTool:
     """One routed tool: the tool, its fused RRF score and its rank in every signal.
 
     ``exact`` is True when the request names the tool's id or name verbatim; such tools rank first.
-    ``tokens`` is the tool's cost in the prompt (its OpenAI definition). For a compound request, ``part`` is the
+    ``tokens`` is the tool's cost in the prompt (its definition in ``RouteResult.fmt``; a Responses namespace it comes
+    inside is counted once, in ``RouteResult.tokens_used``). For a compound request, ``part`` is the
     sub-request (1-based, in ``RouteResult.sub_requests``) where the tool's fused score was highest, ``part_score``
     that score (``split`` times it is added to ``score``); None for a request that was not split.
     ``adjustments["anchor_boost"]``: the boosts of the catalog's anchors whose pattern matched the request
@@ -103,6 +104,9 @@ class RouteResult:
     #: decided on (None when not asked).
     abstained: bool = False
     abstention: Abstention | None = None
+    #: The format the tools were packed for (``route(fmt=...)``): :meth:`definitions` gives it by default, and
+    #: ``tokens_used`` counts its definitions as the model receives them.
+    fmt: Format = "openai"
 
     def __iter__(self) -> Iterator[RoutedTool]:
         return iter(self.tools)
@@ -120,8 +124,9 @@ class RouteResult:
         Responses format a tool inside its namespace is named among that namespace's tools: :meth:`definitions`)."""
         return model_names([r.tool for r in self.tools])
 
-    def definitions(self, fmt: Format = "openai") -> list[dict[str, Any]]:
-        """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``.
+    def definitions(self, fmt: Format | None = None) -> list[dict[str, Any]]:
+        """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``
+        (None: :attr:`fmt`, the format they were packed for; in another one they may not fit the token budget).
 
         Names are unique and valid for every provider (see :attr:`names`); :meth:`resolve` maps a call back. In the
         Responses format the tools imported from a namespace come inside it, as ``export_catalog`` gives them (where
@@ -129,6 +134,7 @@ class RouteResult:
         routed tools (``_names.namespaced_names``: its own name unless one of them has it too), for the model to call
         by the pair (namespace, name).
         """
+        fmt = self.fmt if fmt is None else fmt
         tools = [r.tool for r in self.tools]
         names = namespaced_names(tools) if fmt == "openai-responses" else model_names(tools)
         return tool_list(tools, fmt, names=names)

@@ -23,6 +23,7 @@ from ._embedders.base import Embedder
 from ._errors import InvalidInputError, redact
 from ._explore import check_explore
 from ._filters import filter_params, filter_values
+from ._formats import FORMATS, Format
 from ._fusion import (
     CONTEXT_DECAY,
     CONTEXT_MIX,
@@ -62,7 +63,8 @@ class RouteRequest:
     only without a session) and the Responses namespace each was made in (None: none), and, once resolved
     (:func:`with_calls`), their tool ids and the names that matched none.
     ``parts``: the request's sub-requests (``_split``; none when it is one action or ``fusion.split`` is 0).
-    ``abstain``: the model that decides whether any tool fits (None: route without asking).
+    ``abstain``: the model that decides whether any tool fits (None: route without asking). ``fmt``: the format the
+    tools are packed for (``RouteResult.definitions``), their tokens counted as the model receives them in it.
     """
 
     query: str
@@ -86,6 +88,7 @@ class RouteRequest:
     abstain: AbstainModel | None = None
     providers: list[str] | None = None
     tags: list[str] | None = None
+    fmt: Format = "openai"
 
 
 def conversation(
@@ -134,6 +137,7 @@ def route_request(
     abstain: AbstainModel | None = None,
     providers: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
+    fmt: Format = "openai",
 ) -> RouteRequest:
     """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -144,6 +148,8 @@ def route_request(
         raise InvalidInputError(
             f"token_budget must be None or an integer from 0 to {MAX_TOKEN_BUDGET:,}, got {token_budget!r}"
         )
+    if fmt not in FORMATS:
+        raise InvalidInputError(f"fmt must be one of {', '.join(FORMATS)}, got {fmt!r:.80}")
     query_text(query)  # validates the text before any embedding work
     for i, text in enumerate(earlier):
         query_text(text, f"earlier turn #{i + 1}")
@@ -169,6 +175,7 @@ def route_request(
         abstain=abstain,
         providers=filter_values("providers", providers),
         tags=filter_values("tags", tags),
+        fmt=fmt,
     )
 
 
@@ -220,6 +227,7 @@ def prepare_route(
     abstain: bool = False,
     providers: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
+    fmt: Format = "openai",
 ) -> tuple[RouteRequest, str | None]:
     """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
     validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query). With
@@ -249,6 +257,7 @@ def prepare_route(
         abstain=stored_abstain(info.settings, info.embed_model if embedder else None) if abstain else None,
         providers=providers,
         tags=tags,
+        fmt=fmt,
     )
     return request, vector_plan(request, info, embedder)
 

@@ -13,7 +13,7 @@ from ._abstain import from_rows
 from ._explore import explore_pack
 from ._filters import filter_params
 from ._fusion import SIGNALS
-from ._packing import tool_tokens
+from ._packing import Prompt, tool_tokens
 from ._result import RoutedTool, RouteResult, Signals
 from ._route import RouteRequest
 from ._rows import tool_from_row
@@ -38,26 +38,29 @@ def route_result(
     candidates: Sequence[RoutedTool] | None = None,
 ) -> RouteResult:
     """The statement's rows (by column name), packed into the request's ``k`` and token budget (with the
-    exploration slot). ``candidates``: the rows already made :func:`fused_candidates` (and reranked), if they were."""
+    exploration slot), counted in the request's format. ``candidates``: the rows already made
+    :func:`fused_candidates` (and reranked), if they were."""
     candidates = fused_candidates(rows) if candidates is None else list(candidates)
     model, weights = request.abstain, request.fusion.weights
     abstention = None if model is None else from_rows(model, weights, request.fusion.k_rrf, rows, dense_used=dense_used)
     if abstention is not None and abstention.abstained:
         candidates = [c for c in candidates if c.always_on]
+    fmt = request.fmt
     if request.token_budget is not None:
-        candidates = [replace(c, tokens=tool_tokens(c.tool)) for c in candidates]
+        candidates = [replace(c, tokens=tool_tokens(c.tool, fmt)) for c in candidates]
     packed, skipped, used, exploration = explore_pack(
-        candidates, k=request.k, token_budget=request.token_budget, seed=request.seed, query=request.query
+        candidates, k=request.k, token_budget=request.token_budget, seed=request.seed, query=request.query, fmt=fmt
     )
     if request.token_budget is None:
-        packed = [replace(c, tokens=tool_tokens(c.tool)) for c in packed]
-        used = sum(c.tokens for c in packed)
+        packed = [replace(c, tokens=tool_tokens(c.tool, fmt)) for c in packed]
+        used = Prompt(fmt, packed).used
     return RouteResult(
         query=request.query,
         tools=packed,
         skipped=skipped,
         token_budget=request.token_budget,
         tokens_used=used,
+        fmt=fmt,
         dense_used=dense_used,
         degraded_reason=degraded_reason or None,
         session=request.session,

@@ -20,6 +20,7 @@ from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError
+from ._formats import Format
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
@@ -353,6 +354,7 @@ class ToolStore(AnchorMethods, SessionMethods):
         abstain: bool = False,
         providers: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
+        fmt: Format = "openai",
     ) -> RouteResult:
         """The tools for one request, best first, packed into ``token_budget`` tokens when given.
 
@@ -371,12 +373,14 @@ class ToolStore(AnchorMethods, SessionMethods):
         candidates) -> scores`` reorders the fused top ``k * rerank_depth`` (one that raises degrades to the fused
         order; unusable scores are an InvalidInputError). With ``abstain``, when the evidence says no tool fits, the
         result is ``abstained`` and holds only the always-on tools (``result.abstention``: the evidence; the model is
-        the catalog's from ``tune(negatives=...)``, else the shipped default). ``result.explain()`` says why.
+        the catalog's from ``tune(negatives=...)``, else the shipped default). ``fmt`` is the format the tools go to the
+        model in (``result.definitions()``): each is counted in the budget as it comes there (a Responses namespace
+        once, with its description). ``result.explain()`` says why.
         """
         options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid)
+        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, fmt=fmt)
 
         def work(replica: int | None) -> Work[RouteResult]:  # on a replica: one that may lack a called tool hands on
             steps = partial(route_steps, self._routing, self.embedder, query, options, replica=replica)

@@ -120,7 +120,11 @@ def read_messages_file(path: Path) -> Any:
 @command("route")
 @click.argument("request", required=False)
 @click.option("-k", "--k", "k", default=8, show_default=True, type=int, help="Routed tools (always-on ones on top).")
-@click.option("--budget", type=int, help="Token budget for the packed tool definitions.")
+@click.option(
+    "--budget",
+    type=int,
+    help="Token budget for the packed tool definitions, counted as --format gives them (OpenAI's for json and table).",
+)
 @click.option(
     "--format",
     "fmt",
@@ -202,9 +206,10 @@ def route(
             abstain=abstain,
             providers=list(providers) or None,
             tags=list(tags) or None,
+            fmt=fmt if fmt in _formats.FORMATS else "openai",  # type: ignore[arg-type]
         )
     if fmt in _formats.FORMATS:
-        click.echo(json.dumps({"tools": result.definitions(fmt)}, indent=2, ensure_ascii=False))  # type: ignore[arg-type]
+        click.echo(json.dumps({"tools": result.definitions()}, indent=2, ensure_ascii=False))
     elif fmt == "table" or (fmt is None and not wants_json(ctx)):
         print_table(result, explain=explain)
     else:

@@ -5,7 +5,8 @@
     for call in calls(result, reply):                          # ResolvedCall(tool, name, arguments, id)
         ...
 
-For the Responses API pass ``result.definitions("openai-responses")`` and the response to :func:`calls`.
+For the Responses API route with ``fmt="openai-responses"`` (its definitions packed into the budget as the model
+gets them, namespaces included), pass ``result.definitions()`` and the response to :func:`calls`.
 """
 
 from __future__ import annotations
