@@ -166,6 +166,38 @@ def test_responses_definitions_come_inside_their_namespaces_and_their_calls_reso
     assert [c.tool.id for c in ts_openai.calls(both, called)] == ["crm.search", "sales.search"]
 
 
+def _offered(definitions: list[dict[str, Any]]) -> list[tuple[str | None, str]]:
+    """The (namespace, name) pair each tool of a Responses request's ``tools`` is called by, in their order."""
+    pairs: list[tuple[str | None, str]] = []
+    for d in definitions:
+        pairs += [(d["name"], t["name"]) for t in d["tools"]] if d["type"] == "namespace" else [(None, d["name"])]
+    return pairs
+
+
+def test_names_are_those_the_definitions_give_in_the_format_routed_for() -> None:
+    """``result.names`` (with ``result.namespaces``) are what a model given ``result.definitions()`` calls each tool
+    by: in the Responses format a namespaced tool's own name inside its namespace (a function call's ``namespace`` and
+    ``name``), not the catalog-wide ``crm__search``; in the other formats, as before, the top-level names."""
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    search = {"type": "function", "name": "search", "description": "Search.", "parameters": schema}
+    crm = {"type": "namespace", "name": "crm", "description": "Customer records.", "tools": [search]}
+    tickets = {"type": "namespace", "name": "tickets", "description": "Support tickets.", "tools": [search]}
+    tools = parse_tools([crm, tickets, {**search, "name": "lookup"}])
+    routed = [RoutedTool(t, 1.0, Signals()) for t in tools]
+    result = RouteResult(query="q", tools=routed, fmt="openai-responses")
+    assert result.names == ["search", "search", "lookup"]
+    assert list(zip(result.namespaces, result.names)) == _offered(result.definitions())
+    assert [result.resolve(n, namespace=s).id for s, n in zip(result.namespaces, result.names)] == result.ids
+    chat = RouteResult(query="q", tools=routed)  # fmt "openai": top-level names, unique on their own
+    assert (
+        chat.names
+        == ["crm__search", "tickets__search", "lookup"]
+        == [d["function"]["name"] for d in chat.definitions()]
+    )
+    assert chat.namespaces == [None, None, None]
+    assert [chat.resolve(n).id for n in chat.names] == chat.ids
+
+
 def test_anthropic_calls_never_guess_between_a_searchs_names_and_the_results() -> None:
     """In this catalog github's create_issue is github__create_issue (two other create_issue tools), and x's tool
     named github__create_issue is x__github__create_issue (y has one too). A search that routes only those two gave

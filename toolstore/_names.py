@@ -95,6 +95,20 @@ def namespaced_names(tools: Sequence[Tool]) -> list[str]:
     return names
 
 
+def offered_names(tools: Sequence[Tool], fmt: str) -> list[str]:
+    """The name each of ``tools`` has in a request's tools in ``fmt`` (``_formats.tool_list``, as
+    ``RouteResult.definitions`` gives them): :func:`namespaced_names` in the Responses format, else
+    :func:`model_names`."""
+    return namespaced_names(tools) if fmt == "openai-responses" else model_names(tools)
+
+
+def offered_namespace(tool: Tool, fmt: str) -> str | None:
+    """The Responses namespace ``tool``'s definition sits in, in a request's tools in ``fmt``: the one it was imported
+    from, in the Responses format; None: at the top level (always, in the other formats)."""
+    record = namespace_record(tool) if fmt == "openai-responses" else None
+    return None if record is None else str(record["name"])
+
+
 #: The name forms a call is matched on across a catalog, besides the id, in the order :func:`resolve_name` tries them
 #: (a form that one tool has wins over the next): the model-facing forms, then the plain and the raw name.
 _CATALOG_FORMS: tuple[Callable[[Tool], Sequence[str]], ...] = (

@@ -11,7 +11,7 @@ from ._abstain import Abstention
 from ._explain import explain_result
 from ._formats import Format, tool_list
 from ._models import Tool
-from ._names import model_names, namespaced_names, resolve_call
+from ._names import offered_names, offered_namespace, resolve_call
 
 
 @dataclass(frozen=True)
@@ -120,13 +120,23 @@ class RouteResult:
 
     @property
     def names(self) -> list[str]:
-        """The model-facing name of each packed tool: its own, or ``provider__name`` when two tools share it (in the
-        Responses format a tool inside its namespace is named among that namespace's tools: :meth:`definitions`)."""
-        return model_names([r.tool for r in self.tools])
+        """The name each packed tool has in :meth:`definitions` (in :attr:`fmt`), the one a model calls it by: its own,
+        or ``provider__name`` when two tools share it. In the Responses format a tool imported from a namespace sits
+        inside it, named among that namespace's tools (its own name unless one of them has it too), and a call of it
+        carries the pair: its namespace (:attr:`namespaces`) and this name, as the function call's ``namespace`` and
+        ``name``. Unique only with :attr:`namespaces`: two namespaces may both hold a ``search``."""
+        return offered_names([r.tool for r in self.tools], self.fmt)
+
+    @property
+    def namespaces(self) -> list[str | None]:
+        """The Responses namespace each packed tool sits in within :meth:`definitions` (in :attr:`fmt`), which a call
+        of it names beside :attr:`names`; None for a tool at the top level, as every tool is in the other formats."""
+        return [offered_namespace(r.tool, self.fmt) for r in self.tools]
 
     def definitions(self, fmt: Format | None = None) -> list[dict[str, Any]]:
         """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``
-        (None: :attr:`fmt`, the format they were packed for; in another one they may not fit the token budget).
+        (None: :attr:`fmt`, the format they were packed for; in another one they may not fit the token budget, and
+        :attr:`names` and :attr:`namespaces` are those of :attr:`fmt`).
 
         Names are unique and valid for every provider (see :attr:`names`); :meth:`resolve` maps a call back. In the
         Responses format the tools imported from a namespace come inside it, as ``export_catalog`` gives them (where
@@ -136,8 +146,7 @@ class RouteResult:
         """
         fmt = self.fmt if fmt is None else fmt
         tools = [r.tool for r in self.tools]
-        names = namespaced_names(tools) if fmt == "openai-responses" else model_names(tools)
-        return tool_list(tools, fmt, names=names)
+        return tool_list(tools, fmt, names=offered_names(tools, fmt))
 
     def explain(self) -> dict[str, Any]:
         """Why each tool is here, as JSON-ready data: per tool its ranks, each signal's RRF contribution and the
