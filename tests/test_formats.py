@@ -263,6 +263,69 @@ def test_a_responses_namespace_comes_back_whole_in_the_responses_format() -> Non
         parse_tools({**crm, "description": "a\x00b"})
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "mcp", "openai"])
+def test_a_namespace_survives_an_export_in_a_format_without_namespaces(fmt: str) -> None:
+    """Anthropic, MCP and Chat Completions have no namespaces: exported with metadata, a tool imported from a
+    Responses namespace carries it in ``x-toolstore.namespace`` (the namespace object without its tools, its keys
+    and their order), so the definitions import back into it and a Responses export gives the namespace as it was
+    imported, a tool naming its own provider and a custom tool included."""
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    lead = {"type": "function", "name": "create_lead", "description": "Create a lead.", "parameters": schema}
+    grammar = {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}
+    crm = {
+        "name": "crm",
+        "type": "namespace",
+        "description": "Customer records.",
+        "tools": [
+            {**lead, "strict": False, "x-toolstore": {"provider": "sales"}},
+            {"type": "custom", "name": "search", "description": "Search the CRM.", "format": grammar},
+        ],
+        "defer_loading": True,
+    }
+    weather = {"type": "function", "name": "get_weather", "parameters": schema, "strict": False}
+    tools = parse_tools({"tools": [crm, weather]})
+    responses = export_catalog(tools, "openai-responses")
+    exported = json.loads(json.dumps(export_catalog(tools, fmt, with_metadata=True)))
+    back = parse_tools(exported)
+    assert json.dumps(export_catalog(back, "openai-responses")) == json.dumps(responses)
+    assert same_tools(back, tools) and [t.id for t in back] == ["sales.create_lead", "crm.search", "get_weather"]
+    assert export_catalog(back, fmt, with_metadata=True) == exported
+    holder = exported["tools"][0].get("function", exported["tools"][0])
+    assert holder["x-toolstore"]["namespace"] == {**crm, "tools": []}
+    assert "namespace" not in json.dumps(export_catalog(tools, fmt))  # only with metadata, as every other field
+    assert "namespace" not in json.dumps(exported["tools"][2])  # a tool of no namespace
+
+
+def test_a_namespace_in_metadata_is_checked_naming_the_tool() -> None:
+    """``x-toolstore.namespace`` written by hand: ``{"name", "description"}`` is enough; anything that is not a
+    namespace without tools, or one another than the namespace the definition is inside, is an error naming the
+    tool, and nothing is imported. The namespace's name is the tool's provider unless it names its own."""
+    mcp = {"name": "search", "inputSchema": {"type": "object", "properties": {}}}
+    short = one({**mcp, "x-toolstore": {"namespace": {"name": "crm", "description": "CRM."}}})
+    assert short.id == "crm.search"  # its provider, as for a tool found inside the namespace
+    assert export_catalog([short], "openai-responses")["tools"] == [
+        {"type": "namespace", "name": "crm", "description": "CRM.", "tools": [to_openai(short, shape="responses")]}
+    ]
+    for namespace, message in [
+        ("crm", "x-toolstore.namespace must be a JSON object"),
+        ({"description": "CRM."}, "x-toolstore.namespace.name must be a non-empty string, got None"),
+        ({"name": " "}, "x-toolstore.namespace.name must be a non-empty string, got ' '"),
+        ({"name": "crm", "type": "function"}, "x-toolstore.namespace.type must be 'namespace', got 'function'"),
+        ({"name": "crm", "description": 3}, "x-toolstore.namespace.description must be a string, got number"),
+        ({"name": "crm", "tools": [mcp]}, "x-toolstore.namespace.tools must be empty"),
+    ]:
+        with pytest.raises(InvalidToolError, match=rf"^tool \[1\] 'search': {re.escape(message)}"):
+            parse_tools([{**mcp, "name": "ok"}, {**mcp, "x-toolstore": {"namespace": namespace}}])
+    inside = {"type": "function", "name": "search", "x-toolstore": {"namespace": {"name": "crm"}}}
+    assert one({"type": "namespace", "name": "crm", "description": "CRM.", "tools": [inside]}).provider == "crm"
+    with pytest.raises(
+        InvalidToolError,
+        match=r"^tool tools\[0\] 'search': x-toolstore\.namespace names 'crm', but the definition is inside "
+        r"namespace 'tickets'$",
+    ):
+        parse_tools({"type": "namespace", "name": "tickets", "description": "Tickets.", "tools": [inside]})
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [

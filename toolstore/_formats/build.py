@@ -23,7 +23,7 @@ NAMESPACE_KEY = "x-toolstore-namespace"
 CUSTOM_INPUT = "input"
 _META_LIST_KEYS = ("categories", "tags", "keywords", "examples")
 _META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id")
-META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http", "custom"))
+META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http", "custom", "namespace"))
 
 
 @dataclass
@@ -146,6 +146,8 @@ def check_meta(value: object) -> dict[str, Any]:
                 raise ValueError(f'{META_KEY}.http must be {{"method": str, "path": str}}, got {item!r:.80}')
         elif key == "custom":  # an OpenAI custom tool's Anthropic or MCP definition: _custom_spec
             meta[key] = _check_custom(item)
+        elif key == "namespace":  # the Responses namespace of a tool exported outside it: NAMESPACE_KEY
+            meta[key] = _check_namespace(item)
         elif key == "title" and item is None:
             meta[key] = None
         else:
@@ -169,6 +171,26 @@ def _check_custom(value: object) -> dict[str, Any]:
     if "format" in value and not isinstance(value["format"], dict):
         raise ValueError(f"{META_KEY}.custom.format must be a JSON object, got {type_name(value['format'])}")
     return value
+
+
+def _check_namespace(value: object) -> dict[str, Any]:
+    """An ``x-toolstore.namespace``: the Responses namespace a tool was imported from, as a definition outside it
+    carries it (``render.metadata_block``): the namespace object without its tools (``"tools": []`` or none), with a
+    non-empty string ``name``; returned as the tool's ``NAMESPACE_KEY`` record."""
+    where = f"{META_KEY}.namespace"
+    if not isinstance(value, dict):
+        raise ValueError(f'{where} must be a JSON object ({{"name": ..., "description": ...}}), got {type_name(value)}')
+    name = value.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{where}.name must be a non-empty string, got {name!r:.80}")
+    if value.get("type", "namespace") != "namespace":
+        raise ValueError(f"{where}.type must be 'namespace', got {value['type']!r:.80}")
+    if not isinstance(value.get("description", ""), str):
+        raise ValueError(f"{where}.description must be a string, got {type_name(value['description'])}")
+    if value.get("tools", []) != []:
+        raise ValueError(f"{where}.tools must be empty (the tool itself is the definition), got {value['tools']!r:.80}")
+    record = value if "type" in value else {"type": "namespace", **value}
+    return record if "tools" in record else {**record, "tools": []}
 
 
 def check_str_list(value: object, field_name: str) -> tuple[str, ...]:
@@ -263,6 +285,8 @@ def _build(draft: Draft, provider_arg: str | None) -> Tool:
     parameters = check_parameters(draft.parameters, draft.parameters_field)
     title = meta["title"] if "title" in meta else check_optional_str(draft.title, "title")
     row_provider = check_optional_str(draft.provider, "provider") or None
+    if row_provider is None and "namespace" in meta:  # as a tool found inside the namespace: parse._collect
+        row_provider = meta["namespace"]["name"]
     provider = meta.get("provider") or row_provider or provider_arg or draft.doc_provider
     explicit_id = meta.get("id") or check_optional_str(draft.id, "id")
     if explicit_id is not None and not explicit_id.strip():
@@ -273,6 +297,9 @@ def _build(draft: Draft, provider_arg: str | None) -> Tool:
     spec = draft.spec
     if "custom" in meta:
         spec, parameters = _custom_spec(draft, name, description, parameters, meta["custom"]), None
+    record = _namespace(draft.spec.get(NAMESPACE_KEY), meta.get("namespace"))
+    if record is not None:
+        spec = {**spec, NAMESPACE_KEY: record}
     return Tool(
         id=explicit_id or default_id(provider, name),
         name=name,
@@ -296,7 +323,7 @@ def _custom_spec(
 ) -> dict[str, Any]:
     """The OpenAI custom tool (in the Responses shape) that an Anthropic or MCP definition marked ``x-toolstore.custom``
     (``custom``, what ``render.metadata_block`` writes for one) stands for: its one property, :data:`CUSTOM_INPUT`, is
-    the tool's text, and the marker holds its ``format``. A namespace the definition was found in is kept."""
+    the tool's text, and the marker holds its ``format`` (a namespace it is in: ``_build`` adds it)."""
     field = draft.parameters_field
     if field not in ("input_schema", "inputSchema"):  # an OpenAI definition, a bare one or a benchmark row
         raise ValueError(
@@ -309,6 +336,15 @@ def _custom_spec(
         raise ValueError(f"{META_KEY}.custom marks a custom tool, whose {field} has one property, 'input'; got {got}")
     spec: dict[str, Any] = {"type": "custom", "name": name, **({"description": description} if description else {})}
     spec.update(custom)
-    if NAMESPACE_KEY in draft.spec:
-        spec[NAMESPACE_KEY] = draft.spec[NAMESPACE_KEY]
     return spec
+
+
+def _namespace(found: object, meta: dict[str, Any] | None) -> object:
+    """The Responses namespace a tool is in: the one its definition was found in (``found``, by ``parse._collect``),
+    else the one its ``x-toolstore.namespace`` names (``meta``); naming another than it was found in is an error."""
+    if found is not None and meta is not None and isinstance(found, dict) and found.get("name") != meta["name"]:
+        raise ValueError(
+            f"{META_KEY}.namespace names {meta['name']!r:.80}, but the definition is inside namespace "
+            f"{found.get('name')!r:.80}"
+        )
+    return found if found is not None else meta

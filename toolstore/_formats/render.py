@@ -89,13 +89,17 @@ def _openai_strict(tool: Tool, fmt: str | None) -> bool | None:
     return strict if isinstance(strict, bool) else None
 
 
-def metadata_block(tool: Tool, *, include_title: bool = True, mark_custom: bool = False) -> dict[str, Any]:
+def metadata_block(
+    tool: Tool, *, include_title: bool = True, mark_custom: bool = False, mark_namespace: bool = False
+) -> dict[str, Any]:
     """The ``x-toolstore`` block holding every field the target format cannot carry itself.
 
     Only non-default values are written; ``id`` only when it differs from ``provider.name``
     (or ``name`` without a provider), ``title`` only when ``include_title``; with ``mark_custom`` (a format without
     custom tools: Anthropic, MCP) an OpenAI custom tool's ``custom`` marker (its format), so its definition parses
-    back as the custom tool rather than as a tool of one ``input`` property.
+    back as the custom tool rather than as a tool of one ``input`` property; with ``mark_namespace`` (a format without
+    namespaces: Chat Completions, Anthropic, MCP) the Responses ``namespace`` a tool was imported from (the namespace
+    object without its tools: ``build.namespace_record``), so a Responses export puts it back inside it.
     """
     meta: dict[str, Any] = {}
     if tool.id != default_id(tool.provider, tool.name):
@@ -118,6 +122,9 @@ def metadata_block(tool: Tool, *, include_title: bool = True, mark_custom: bool 
         meta["http"] = http
     if mark_custom and is_custom(tool):
         meta["custom"] = custom_marker(tool)
+    namespace = namespace_record(tool) if mark_namespace else None
+    if namespace is not None:
+        meta["namespace"] = namespace
     return meta
 
 
@@ -168,7 +175,7 @@ def to_openai(
     else:
         raise InvalidInputError(f"shape must be 'chat' or 'responses', got {shape!r}")
     if with_metadata:
-        _add_metadata(target, tool, include_title=True)
+        _add_metadata(target, tool, include_title=True, mark_namespace=shape == "chat")
     return definition
 
 
@@ -192,7 +199,7 @@ def _openai_custom(tool: Tool, source_fmt: str, *, shape: str, with_metadata: bo
     else:
         raise InvalidInputError(f"shape must be 'chat' or 'responses', got {shape!r}")
     if with_metadata:
-        _add_metadata(target, tool, include_title=True)
+        _add_metadata(target, tool, include_title=True, mark_namespace=shape == "chat")
     return definition
 
 
@@ -208,7 +215,7 @@ def to_anthropic(tool: Tool, *, with_metadata: bool = False, name: str | None = 
     definition["input_schema"] = input_schema(tool)
     definition = _faithful(tool, "anthropic", definition, "input_schema", source_format(tool.spec))
     if with_metadata:
-        _add_metadata(definition, tool, include_title=True, mark_custom=True)
+        _add_metadata(definition, tool, include_title=True, mark_custom=True, mark_namespace=True)
     return definition
 
 
@@ -227,7 +234,7 @@ def to_mcp(tool: Tool, *, with_metadata: bool = False, name: str | None = None) 
     definition["inputSchema"] = input_schema(tool)
     definition = _faithful(tool, "mcp", definition, "inputSchema", source_format(tool.spec))
     if with_metadata:
-        _add_metadata(definition, tool, include_title=False, mark_custom=True)
+        _add_metadata(definition, tool, include_title=False, mark_custom=True, mark_namespace=True)
     return definition
 
 
@@ -286,7 +293,9 @@ def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> lis
     return out
 
 
-def _add_metadata(target: dict[str, Any], tool: Tool, *, include_title: bool, mark_custom: bool = False) -> None:
-    meta = metadata_block(tool, include_title=include_title, mark_custom=mark_custom)
+def _add_metadata(
+    target: dict[str, Any], tool: Tool, *, include_title: bool, mark_custom: bool = False, mark_namespace: bool = False
+) -> None:
+    meta = metadata_block(tool, include_title=include_title, mark_custom=mark_custom, mark_namespace=mark_namespace)
     if meta:
         target[META_KEY] = meta
