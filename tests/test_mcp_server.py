@@ -229,6 +229,18 @@ def test_session_log_hook_and_secret_free_descriptions(gateway_catalog: str) -> 
     assert client_text("sk-live-abcdefgh12 at https://u:p@h.example/x?token=t") == "[redacted] at https://h.example"
 
 
+def test_an_upstreams_error_text_never_shows_a_secret_flags_value() -> None:
+    """An upstream's error may quote its own command line: a secret flag's value after a space is redacted like one
+    after '=', while a flag without its value, a --no- flag or a word merely ending in a flag's name is left alone."""
+    quoted = "gh-mcp exited: usage: gh-mcp --GitHub-Token 'ghp_s3cr3t' --db-password  pw0rd --verbose"
+    assert (
+        client_text(quoted)
+        == "gh-mcp exited: usage: gh-mcp --GitHub-Token '[redacted]' --db-password  [redacted] --verbose"
+    )
+    for alone in ("srv --token --verbose", "srv --no-token 1", "see my--token x"):
+        assert client_text(alone) == alone
+
+
 def test_upstream_sessions_are_kept_and_renewed() -> None:
     """One session per upstream across calls; when the HTTP upstream restarts, the new process refuses the old
     session ("Session not found", before running the tool), so the call is made again on a new session and succeeds,

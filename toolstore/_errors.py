@@ -9,6 +9,15 @@ _SECRETS = re.compile(
     r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+|((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)"
     r"[^\s'\",]+"
 )
+#: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
+#: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
+#: (``--github-token``, ``--client-secret``, ``--db-password``), in any case, ``_`` for ``-``; never ``--no-...``.
+#: Its value, ``--token=X`` or the next argument of ``--token X``, is a secret: :func:`redact` hides it in text, and an
+#: MCP upstream treats it like an env value (``_mcp_upstream``: not part of its identity, never described).
+_FLAG = r"--(?!no[-_])(?:[a-z0-9]+[-_])*(?:token|password|passwd|secret|api[-_]?key|access[-_]key|secret[-_]key)"
+SECRET_FLAG = re.compile(_FLAG, re.IGNORECASE)
+# A secret flag and its value in text (``--token X`` in a command line an error quotes); ``--token=X`` is _SECRETS'.
+_FLAG_VALUE = re.compile(rf"((?<![\w-]){_FLAG}\s+[\"']?)(?!-)[^\s'\",]+", re.IGNORECASE)
 # The password in a URI's user info (``postgresql://user:password@host``).
 _URI_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)[^\s\"']*@")
 # libpq's messages about a DSN it could not parse quote a piece of it, or all of it: its password, perhaps.
@@ -18,8 +27,10 @@ _QUOTED = re.compile(r'"[^"]*"')
 
 def redact(text: str) -> str:
     """``text`` with anything that looks like a credential replaced by ``[redacted]``: keys, bearer tokens,
-    ``key=value`` secrets, a URI's password, and what libpq quotes of a DSN it could not parse."""
+    ``key=value`` secrets, a secret flag's value (``--token X``: :data:`SECRET_FLAG`), a URI's password, and what libpq
+    quotes of a DSN it could not parse."""
     text = _SECRETS.sub(lambda m: (m.group(2) or m.group(3) or "") + "[redacted]", text)
+    text = _FLAG_VALUE.sub(r"\1[redacted]", text)
     text = _URI_PASSWORD.sub(r"\1[redacted]@", text)
     if _DSN_PARSE.search(text):  # a quoted character ("=", "]") is libpq's own
         text = _QUOTED.sub(lambda m: m.group() if len(m.group()) <= 3 else '"[redacted]"', text)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
-from ._errors import InvalidInputError, McpSyncError, redact
+from ._errors import SECRET_FLAG, InvalidInputError, McpSyncError, redact
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -98,16 +98,6 @@ class Upstream:
         if self.transport == "http" and self.url != other.url:
             found.append(_url_differences(self.url or "", other.url or ""))
         return "; ".join(found)
-
-
-#: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
-#: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
-#: (``--github-token``, ``--client-secret``, ``--db-password``), in any case, ``_`` for ``-``; never ``--no-...``.
-#: Its value, ``--token=X`` or the next argument of ``--token X``, is treated like an env value: not part of an
-#: upstream's identity (another one is a rotated secret) and never described. Other arguments are not guessed at.
-SECRET_FLAG = re.compile(
-    r"(?i)--(?!no[-_])(?:[a-z0-9]+[-_])*(?:token|password|passwd|secret|api[-_]?key|access[-_]key|secret[-_]key)"
-)
 
 
 def _arguments(args: Sequence[str]) -> list[tuple[str, str | None]]:
