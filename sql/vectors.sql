@@ -15,6 +15,12 @@ select %(model)s, r.h, r.e from unnest(%(hashes)s::bytea[], %(vectors)s::vector[
 order by r.h
 on conflict (model, text_sha256) do nothing;
 
+-- name: cache_forget
+-- Cached vectors of another width than the embedder's now (a server at the same address restarted serving the model
+-- name at another dimension): replaced by cache_store or copy_cache next, in the same transaction.
+delete from embedding_cache
+where model = %(model)s and text_sha256 = any (%(hashes)s::bytea[]) and vector_dims(embedding) <> %(dim)s;
+
 -- name: cache_prunable
 -- Only the owner of toolstore's tables prunes the cache: row-level security shows a granted role its catalogs only,
 -- and every other catalog's model would look unused to it.

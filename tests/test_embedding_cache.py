@@ -215,3 +215,21 @@ def test_pruning_the_cache_drops_only_entries_no_catalog_reads(dsn: str, tmp_pat
         with ToolStore(dsn, embedder=embedders["hash"], catalog="again") as store:
             store.upsert(tools)
         assert len(embedders["hash"].texts) == embedded  # from the cache
+
+
+def test_a_server_restarted_with_another_dimension_is_not_handed_its_old_vectors(dsn: str) -> None:
+    """A compatible server at one address keeps its cache key when restarted serving the model name at another width:
+    the vectors it cached before are not handed back (alone or beside new ones) but embedded again, and replace the
+    old ones in the cache."""
+    texts = ["forecast the weather for a city", "send an email", "book a flight"]
+    with FakeOpenAI(models={"bge": 384}) as server:
+        before = OpenAIEmbedder(model="bge", api_key=server.api_key, base_url=server.base_url)
+        with ToolStore(dsn, embedder=before, catalog="bge") as store, store.connection() as conn:
+            assert embed_cached(conn, before, texts[:2]).shape == (2, 384)
+            server.models["bge"] = 768  # restarted, same address and model name
+            after = OpenAIEmbedder(model="bge", api_key=server.api_key, base_url=server.base_url)
+            assert after.cache_key == before.cache_key
+            np.testing.assert_allclose(embed_cached(conn, after, texts[:1]), after.embed_many(texts[:1]), atol=1e-6)
+            np.testing.assert_allclose(embed_cached(conn, after, texts), after.embed_many(texts), atol=1e-6)
+            widths = conn.execute("select vector_dims(embedding), count(*) from embedding_cache group by 1").fetchall()
+    assert widths == [(768, 3)]

@@ -55,7 +55,9 @@ def embed_cached(
     Misses are embedded with ``embed`` (default ``embedder.embed_many``: all of them, or an error and nothing
     stored) and added to the cache when the role may write it (the owner: a vector a granted role cached would be
     used by every catalog's writes). The key's model is ``embedder.cache_key``: the model, and a model directory's
-    token limit, since a long text's vector depends on where the embedder cuts it.
+    token limit, since a long text's vector depends on where the embedder cuts it. A cached vector of another width
+    than ``embedder.dim`` (a compatible server restarted serving the model name at another dimension, at the same
+    address) is never handed back: it is embedded again, and replaced in the cache.
     """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
@@ -65,17 +67,27 @@ def embed_cached(
     params: dict[str, Any] = {"model": key, "hashes": unique}
     rows = conn.execute(query("cache_lookup"), params, binary=True).fetchall()
     found = {bytes(h): as_array(v) for h, v in rows}
-    missing = [h for h in unique if h not in found]
-    if missing:
-        first_text = {h: t for h, t in zip(hashes, texts)}
+    first_text = {h: t for h, t in zip(hashes, texts)}
+
+    def embedded(missing: list[bytes]) -> dict[bytes, np.ndarray]:
         vectors = (embed or embedder.embed_many)([first_text[h] for h in missing])
         if vectors.shape != (len(missing), embedder.dim):
             raise EmbedderError(f"embedder returned shape {vectors.shape}, expected ({len(missing)}, {embedder.dim})")
-        rows = [(key, h, v) for h, v in sorted(zip(missing, vectors), key=lambda r: r[0])]
-        params = {"model": key, "hashes": [r[1] for r in rows], "vectors": [r[2] for r in rows]}
+        return dict(zip(missing, vectors))
+
+    fresh = embedded([h for h in unique if h not in found]) if len(found) < len(unique) else {}
+    stale = [h for h, v in found.items() if v.shape != (embedder.dim,)]  # dim known after the misses: no probe then
+    if stale:
+        fresh |= embedded(stale)
+    if fresh:
+        rows = sorted(fresh.items(), key=lambda r: r[0])
+        params = {"model": key, "hashes": [r[0] for r in rows], "vectors": [r[1] for r in rows]}
         if conn.execute(query("cache_writable")).fetchone()[0]:  # type: ignore[index]
-            store_rows(conn, "copy_cache", ("text", "bytea", "vector"), rows, fallback=("cache_store", params))
-        found.update(zip(missing, vectors))
+            if stale:
+                conn.execute(query("cache_forget"), {"model": key, "hashes": stale, "dim": embedder.dim})
+            copied = [(key, h, v) for h, v in rows]
+            store_rows(conn, "copy_cache", ("text", "bytea", "vector"), copied, fallback=("cache_store", params))
+        found.update(fresh)
     return np.stack([found[h] for h in hashes])
 
 
