@@ -233,3 +233,30 @@ def test_a_server_restarted_with_another_dimension_is_not_handed_its_old_vectors
             np.testing.assert_allclose(embed_cached(conn, after, texts), after.embed_many(texts), atol=1e-6)
             widths = conn.execute("select vector_dims(embedding), count(*) from embedding_cache group by 1").fetchall()
     assert widths == [(768, 3)]
+
+
+def test_a_catalog_is_not_written_vectors_of_another_width_than_it_records(dsn: str) -> None:
+    """A catalog embedded at one width is not written a vector of another by the same model name (its server
+    restarted serving it at another dimension): the write is refused, nothing of it kept, until a reembed."""
+    tools = generated_tools(6, seed=8)
+    with FakeOpenAI(models={"bge": 384}) as server:
+        before = OpenAIEmbedder(model="bge", api_key=server.api_key, base_url=server.base_url)
+        with ToolStore(dsn, embedder=before, catalog="bge") as store:
+            store.upsert(tools[:4])
+            store.add_examples([IntentExample(tools[0].id, "what is the weather")])
+        server.models["bge"] = 768
+        after = OpenAIEmbedder(model="bge", api_key=server.api_key, base_url=server.base_url)
+        with ToolStore(dsn, embedder=after, catalog="bge", create=False) as store:
+            with pytest.raises(ModelMismatchError, match=r"384 dimensions.*768.*reembed"):
+                store.upsert(tools)
+            with pytest.raises(ModelMismatchError, match=r"384 dimensions.*768.*reembed"):
+                store.add_examples([IntentExample(tools[1].id, "send it by email")])
+            info = store.info()
+            assert (info.embed_dim, info.n_tools, info.n_examples) == (384, 4, 1)
+            assert store.reembed(after)["dim"] == 768
+            assert len(store.upsert(tools).inserted) == 2 and store.info().embed_dim == 768
+            with store.connection() as conn:
+                widths = conn.execute(
+                    "select distinct vector_dims(embedding) from tool_vectors where catalog_id = %s", (info.id,)
+                ).fetchall()
+            assert widths == [(768,)]

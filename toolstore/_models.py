@@ -103,6 +103,16 @@ class CatalogInfo:
                 "use the same model or switch the catalog with `toolstore reembed --model ...`"
             )
 
+    def require_dim(self, dim: int) -> None:
+        """Raise ModelMismatchError when the catalog's vectors are of another width than ``dim``, its embedder's now
+        (the same model name served at another dimension: a compatible server restarted so)."""
+        if self.embed_dim is not None and self.embed_dim != dim:
+            raise ModelMismatchError(
+                f"catalog {self.name!r} is embedded with {self.embed_model!r} at {self.embed_dim} dimensions but the "
+                f"embedder now returns {dim} (its server serves the model at another dimension?); switch the catalog "
+                f"to them with `toolstore reembed --model {self.embed_model}`"
+            )
+
 
 @dataclass
 class ImportReport:

@@ -244,9 +244,13 @@ class QueryVectors:
 
 
 def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Embedder) -> None:
-    """Inside the write transaction of a catalog's first vectors: record its model and dimension."""
+    """Inside a write transaction of a catalog's vectors, before writing them: record its model and dimension with
+    its first vectors; later, ModelMismatchError when the embedder's vectors are of another width than the catalog's
+    (the same model name served at another dimension: a compatible server restarted so)."""
     if info.embed_model is None:
         conn.execute(query("set_catalog_model"), {"catalog": info.id, "model": embedder.model, "dim": embedder.dim})
+    else:
+        info.require_dim(embedder.dim)
 
 
 def write_tool_vectors(
