@@ -262,6 +262,7 @@ def _route_once(
                 with trace.stage("embed"):
                     # the request alone, then its clauses in one call (similar lengths pad little), then the turns
                     qvec = (yield Embed((request.query,)))[0]
+                    info.require_dim(len(qvec))  # its model's name served at another width since: lexical
                     part_vecs = (yield Embed(request.parts)) if request.parts else []
                     turns = context_texts(request)
                     earlier = (yield Embed(turns)) if turns else []
