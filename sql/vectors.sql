@@ -41,7 +41,8 @@ with recursive keys (model) as (
 select model from keys where model is not null;
 
 -- name: cache_prune
-delete from embedding_cache where model = any (%(keys)s::text[]);
+-- Not the entries younger than the grace: a catalog's first import caches vectors before it records their model.
+delete from embedding_cache where model = any (%(keys)s::text[]) and created_at < now() - %(grace)s::interval;
 
 -- name: copy_cache
 copy embedding_cache (model, text_sha256, embedding) from stdin (format binary);

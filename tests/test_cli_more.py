@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 
+from toolstore._vectors import CACHE_GRACE
 from toolstore.cli.demo import DEMO_DIR
 
 PETSTORE = """\
@@ -147,6 +148,9 @@ def test_cache_prune_deletes_the_vectors_a_reembed_left(dsn: str) -> None:
     tools = str(DEMO_DIR / "tools.jsonl")
     assert cli(dsn, "-c", "a", "import", tools)[0] == 0
     assert cli(dsn, "-c", "a", "reembed", "--model", "hashing-64")[0] == 0  # hashing-256's vectors: no catalog's now
+    assert json.loads(cli(dsn, "cache", "prune")[1])["pruned"] == 0  # written within CACHE_GRACE: kept
+    with psycopg.connect(dsn) as conn:
+        conn.execute("update toolstore.embedding_cache set created_at = created_at - 2 * %s::interval", (CACHE_GRACE,))
     code, out, err = cli(dsn, "cache", "prune")
     assert code == 0 and json.loads(out)["pruned"] == 115, err
     assert json.loads(cli(dsn, "cache", "prune")[1])["pruned"] == 0

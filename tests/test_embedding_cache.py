@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from psycopg import Connection
 from psycopg.conninfo import make_conninfo
 
 from toolstore import (
@@ -19,8 +21,10 @@ from toolstore import (
     ModelMismatchError,
     OpenAIEmbedder,
     ToolStore,
+    _vectors,
 )
 from toolstore._embedders.local import MODEL_DIR, MODEL_FILES
+from toolstore._text import dense_text
 from toolstore._vectors import embed_cached
 from toolstore.testing.fake_openai import FakeOpenAI
 
@@ -37,6 +41,11 @@ class Counting(HashingEmbedder):
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
         return super().embed_batch(texts)
+
+
+def age_cache(conn: Connection[Any]) -> None:
+    """Every cached vector written before a prune's grace (``CACHE_GRACE``) began."""
+    conn.execute("update embedding_cache set created_at = created_at - 2 * %s::interval", (_vectors.CACHE_GRACE,))
 
 
 def test_unchanged_catalog_embeds_nothing_and_cache_is_shared(dsn: str) -> None:
@@ -204,6 +213,8 @@ def test_pruning_the_cache_drops_only_entries_no_catalog_reads(dsn: str, tmp_pat
                 for model in ("local/mini", "static/potion"):
                     conn.execute(legacy, (model, embedders["mini"].cache_key))
             store.drop_catalog()
+            with store.connection() as conn:
+                age_cache(conn)
             assert store.prune_cache() == 3 * len(tools)
             assert store.prune_cache() == 0
             with store.connection() as conn:
@@ -264,3 +275,21 @@ def test_a_catalog_is_not_written_vectors_of_another_width_than_it_records(dsn: 
                     "select distinct vector_dims(embedding) from tool_vectors where catalog_id = %s", (info.id,)
                 ).fetchall()
             assert widths == [(768,)]
+
+
+def test_a_prune_keeps_what_a_first_import_just_cached_before_recording_its_model(dsn: str) -> None:
+    """A catalog's first import caches its vectors before its write records the model: a prune in between keeps them
+    (entries younger than CACHE_GRACE), so nothing is embedded again; older entries of that key go."""
+    tools = generated_tools(5, seed=9)
+    embedder = Counting(48)
+    with ToolStore(dsn, embedder=embedder, catalog="first") as store:
+        with store.connection() as conn:
+            embed_cached(conn, embedder, [dense_text(t) for t in tools])  # the import's first step
+        assert store.prune_cache() == 0
+        store.upsert(tools)
+        assert store.info().embed_model == "hashing-48" and len(embedder.texts) == len(tools)
+        store.drop_catalog()
+        assert store.prune_cache() == 0
+        with store.connection() as conn:
+            age_cache(conn)
+        assert store.prune_cache() == len(tools)

@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,10 @@ from ._sql import query
 
 #: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
 BREAKER_COOLDOWN = 30.0
+
+#: A prune keeps the cache's entries younger than this: a catalog's first import (or a reembed) caches its vectors
+#: before its write transaction records the model that reads them.
+CACHE_GRACE = timedelta(hours=1)
 
 
 def as_array(vector: Any) -> np.ndarray:
@@ -94,9 +99,9 @@ def embed_cached(
 def prune_cache(conn: psycopg.Connection[Any]) -> int:
     """Delete the embedding cache's entries that no catalog's embedder reads (``key_in_use``): those of models no
     catalog records (a dropped catalog's, the model a reembed left) and the plain entries of model directories that
-    a release before their ``#max_tokens`` key wrote. Returns how many were deleted. A catalog's first import (or a
-    reembed) that runs meanwhile may lose what it cached before recording its model: embedded again when next needed.
-    DatabaseError for a role other than the tables' owner."""
+    a release before their ``#max_tokens`` key wrote, but none younger than ``CACHE_GRACE`` (a catalog's first import,
+    or a reembed, caches its vectors before recording their model). Returns how many were deleted. DatabaseError for a
+    role other than the tables' owner."""
     with conn.transaction():
         if not conn.execute(query("cache_prunable")).fetchone()[0]:  # type: ignore[index]
             raise DatabaseError(
@@ -105,7 +110,8 @@ def prune_cache(conn: psycopg.Connection[Any]) -> int:
             )
         models = {model for (model,) in conn.execute(query("catalog_models"))}
         keys = [key for (key,) in conn.execute(query("cache_keys")) if not key_in_use(key, models)]
-        return conn.execute(query("cache_prune"), {"keys": keys}).rowcount if keys else 0
+        params = {"keys": keys, "grace": CACHE_GRACE}
+        return conn.execute(query("cache_prune"), params).rowcount if keys else 0
 
 
 def store_rows(

@@ -16,7 +16,8 @@ def cache_group() -> None:
 @click.pass_context
 def prune(ctx: click.Context) -> None:
     """Delete the cached vectors no catalog's model reads: of models no catalog records (a dropped catalog's, the one
-    a reembed left) and a model directory's cached before their key named its max_tokens. The tables' owner only."""
+    a reembed left) and a model directory's cached before their key named its max_tokens; none written in the last
+    hour (a catalog's first import caches them before recording their model). The tables' owner only."""
     with open_store(ctx, create=False) as store:
         deleted = store.prune_cache()
     emit(ctx, {"pruned": deleted}, lambda: click.echo(f"{deleted} cached vectors deleted"))
