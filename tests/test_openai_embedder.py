@@ -496,3 +496,26 @@ def test_the_cache_key_names_a_server_other_than_openais(server, monkeypatch):
     assert injected.cache_key == fake and injected.embed_many(TEXTS).shape == (len(TEXTS), 64)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")  # read by the SDK when base_url is not given
     assert OpenAIEmbedder().cache_key == "openai/text-embedding-3-small#server=http://localhost:11434/v1"
+
+
+@pytest.mark.parametrize("failure", ["refused", "retried", "malformed", "restarted", "query_timeout"])
+def test_every_error_names_the_model(server, delays, failure):
+    """A store may use several OpenAI-compatible models: the error (route()'s degraded reason too) says which one
+    failed, and a server that answers at another width than before says so rather than 'malformed'."""
+    server.models["bge"] = 384
+    embedder = make(server, delays, model="bge", max_retries=1, query_timeout=0.0 if failure == "query_timeout" else 2)
+    if failure != "query_timeout":
+        embedder.embed("learn the width")
+    if failure == "refused":
+        server.fail_next(status=400)
+    elif failure == "retried":
+        server.fail_next(status=503, times=2)
+    elif failure == "malformed":
+        server.respond_malformed_next("wrong_count")
+    elif failure == "restarted":
+        server.models["bge"] = 768
+    with pytest.raises(EmbedderError) as info:
+        (embedder.embed_queries if failure == "query_timeout" else embedder.embed_many)(TEXTS[:2])
+    assert "openai/bge" in str(info.value)
+    if failure == "restarted":
+        assert "768" in str(info.value) and "384" in str(info.value) and "malformed" not in str(info.value)

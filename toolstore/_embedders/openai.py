@@ -15,7 +15,7 @@ from .._errors import EmbedderError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
 from .base import Embedded, Embedder, normalise
-from .openai_client import OPENAI_SERVER, make_client, server_address
+from .openai_client import OPENAI_SERVER, describe, make_client, provider_message, retryable, server_address
 from .openai_limits import (
     CONTEXT_TOKENS,
     MAX_BATCH_SIZE,
@@ -264,8 +264,8 @@ class OpenAIEmbedder(Embedder):
                 continue
             return vector, Cut(length, len(head.encode()))
         raise self._error(
-            f"OpenAI embeddings request failed: {self.openai_model} refused a text of {length:,} UTF-8 bytes as too "
-            f"long, and every beginning of it tried, down to {tried:,} bytes"
+            f"{self._request} failed: the model refused a text of {length:,} UTF-8 bytes as too long, and every "
+            f"beginning of it tried, down to {tried:,} bytes"
         )
 
     def _create(self, texts: list[str], *, retries: int | None = None, deadline: float | None = None) -> Any:
@@ -277,7 +277,7 @@ class OpenAIEmbedder(Embedder):
         if deadline is not None:  # a request at route time: at most the time left of query_timeout
             kwargs["timeout"] = deadline - time.monotonic()
             if kwargs["timeout"] <= 0:
-                raise self._error(f"OpenAI embeddings request not sent: query_timeout ({self.query_timeout} s) spent")
+                raise self._error(f"{self._request} not sent: query_timeout ({self.query_timeout} s) spent")
         retries = self.max_retries if retries is None else retries
         attempt = 0
         while True:
@@ -285,23 +285,27 @@ class OpenAIEmbedder(Embedder):
                 return self._client.embeddings.create(**kwargs)
             except openai.AuthenticationError as exc:
                 raise self._error(
-                    f"OpenAI rejected the API key (HTTP 401): {_message(exc).rstrip('.')}. "
+                    f"OpenAI rejected the API key (HTTP 401) of {self._request}: {provider_message(exc).rstrip('.')}. "
                     "Check api_key or OPENAI_API_KEY."
                 ) from exc
             except (openai.APIConnectionError, openai.APIStatusError) as exc:
-                if not _retryable(exc):
-                    error = self._error(f"OpenAI embeddings request failed: {_describe(exc)}")
-                    refusal = length_refusal(exc, _message(exc))
+                if not retryable(exc):
+                    error = self._error(f"{self._request} failed: {describe(exc)}")
+                    refusal = length_refusal(exc, provider_message(exc))
                     raise (error if refusal is None else LengthRefused(str(error), *refusal)) from exc
                 if attempt >= retries:
                     raise self._error(
-                        f"OpenAI embeddings request failed after {attempt + 1} attempt{'s' if attempt else ''}: "
-                        f"{_describe(exc)}"
+                        f"{self._request} failed after {attempt + 1} attempt{'s' if attempt else ''}: {describe(exc)}"
                     ) from exc
                 self._sleep(self._delay(attempt, exc))
                 attempt += 1
             except openai.OpenAIError as exc:  # e.g. a response the SDK cannot read
-                raise self._error(f"OpenAI embeddings request failed: {redact(str(exc))}") from exc
+                raise self._error(f"{self._request} failed: {redact(str(exc))}") from exc
+
+    @property
+    def _request(self) -> str:
+        """How an error names the request: the model as a catalog records it (a store may use several)."""
+        return f"OpenAI embeddings request for {self.model}"
 
     def _error(self, message: str) -> EmbedderError:
         """An EmbedderError whose message never holds the API key in use, whatever its form (a provider's error may
@@ -324,64 +328,48 @@ class OpenAIEmbedder(Embedder):
         return delay
 
     def _parse(self, response: Any, count: int) -> np.ndarray:
+        malformed = f"malformed OpenAI response for {self.model}"
         data = getattr(response, "data", None)
         if not isinstance(data, list) or not data:
-            raise EmbedderError(f"malformed OpenAI response: no 'data' list of embeddings (got {_preview(response)})")
+            raise EmbedderError(f"{malformed}: no 'data' list of embeddings (got {_preview(response)})")
         if len(data) != count:
-            raise EmbedderError(f"malformed OpenAI response: {len(data)} embeddings returned for {count} inputs")
+            raise EmbedderError(f"{malformed}: {len(data)} embeddings returned for {count} inputs")
         rows: list[np.ndarray | None] = [None] * count
         for item in data:
             index = getattr(item, "index", None)
             if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
-                raise EmbedderError(f"malformed OpenAI response: bad or duplicate embedding index {index!r}")
-            rows[index] = _as_vector(getattr(item, "embedding", None), index)
-        width = self._dim if self._dim is not None else len(rows[0])  # type: ignore[arg-type]
-        for index, row in enumerate(rows):
-            assert row is not None
-            if len(row) != width:
-                raise EmbedderError(
-                    f"malformed OpenAI response: embedding {index} has dimension {len(row)}, expected {width}"
+                raise EmbedderError(f"{malformed}: bad or duplicate embedding index {index!r}")
+            rows[index] = _as_vector(getattr(item, "embedding", None), index, malformed)
+        widths = {len(row) for row in rows}  # type: ignore[arg-type]
+        if len(widths) > 1:
+            raise EmbedderError(f"{malformed}: embeddings of dimensions {sorted(widths)} in one response")
+        width = widths.pop()
+        if self._dim is not None and width != self._dim:
+            learnt = self.dimensions is None and self.openai_model not in KNOWN_DIMS
+            raise EmbedderError(
+                f"{self.model} answered with embeddings of dimension {width}, expected {self._dim}"
+                + (
+                    ", its first answer's: a server now serving the model at another width needs a new embedder, "
+                    f"and its catalogs `toolstore reembed --model {self.model}`"
+                    if learnt
+                    else ""
                 )
+            )
         return np.stack(rows)  # type: ignore[arg-type]
 
 
-def _retryable(exc: Exception) -> bool:
-    import openai
-
-    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
-        return True
-    status = getattr(exc, "status_code", 0)
-    return status == 429 or status >= 500
-
-
-def _message(exc: Exception) -> str:
-    """The provider's own error message (the SDK's ``message`` prefixes it with "Error code: ...")."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        body = body["error"]
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return redact(body["message"])
-    return redact(getattr(exc, "message", None) or str(exc))
-
-
-def _describe(exc: Exception) -> str:
-    status = getattr(exc, "status_code", None)
-    message = _message(exc)
-    return f"HTTP {status}: {message}" if status is not None else f"{type(exc).__name__}: {message}"
-
-
-def _as_vector(values: Any, index: int) -> np.ndarray:
+def _as_vector(values: Any, index: int, malformed: str) -> np.ndarray:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
-        raise EmbedderError(f"malformed OpenAI response: embedding {index} is not a list of numbers")
+        raise EmbedderError(f"{malformed}: embedding {index} is not a list of numbers")
     try:
         raw = np.asarray(values)
     except ValueError as exc:  # ragged nesting
-        raise EmbedderError(f"malformed OpenAI response: embedding {index} is not a flat list of numbers") from exc
+        raise EmbedderError(f"{malformed}: embedding {index} is not a flat list of numbers") from exc
     if raw.ndim != 1 or raw.dtype.kind not in "iuf":  # rejects strings, None, bools, nested lists
-        raise EmbedderError(f"malformed OpenAI response: embedding {index} contains non-numeric values")
+        raise EmbedderError(f"{malformed}: embedding {index} contains non-numeric values")
     vector = raw.astype(np.float32)
     if not np.all(np.isfinite(vector)):
-        raise EmbedderError(f"malformed OpenAI response: embedding {index} contains NaN or infinite values")
+        raise EmbedderError(f"{malformed}: embedding {index} contains NaN or infinite values")
     return vector
 
 

@@ -1,5 +1,5 @@
-"""The OpenAI SDK client an :class:`~toolstore._embedders.openai.OpenAIEmbedder` sends through, and the server it
-names in the embedding cache's key."""
+"""The OpenAI SDK client an :class:`~toolstore._embedders.openai.OpenAIEmbedder` sends through, the server it
+names in the embedding cache's key, and what the SDK's errors say (worth a retry or not, the provider's message)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .._errors import EmbedderError
+from .._errors import EmbedderError, redact
 
 if TYPE_CHECKING:
     import openai
@@ -54,3 +54,30 @@ def normal_address(url: str) -> str:
         host = f"[{host}]"
     netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
     return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def retryable(exc: Exception) -> bool:
+    """Whether a failed request is worth another attempt: no connection, a timeout, HTTP 429 or 5xx."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+        return True
+    status = getattr(exc, "status_code", 0)
+    return status == 429 or status >= 500
+
+
+def provider_message(exc: Exception) -> str:
+    """The provider's own error message (the SDK's ``message`` prefixes it with "Error code: ...")."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return redact(body["message"])
+    return redact(getattr(exc, "message", None) or str(exc))
+
+
+def describe(exc: Exception) -> str:
+    """``HTTP status: the provider's message``, or the exception's type and message when there was no response."""
+    status = getattr(exc, "status_code", None)
+    message = provider_message(exc)
+    return f"HTTP {status}: {message}" if status is not None else f"{type(exc).__name__}: {message}"
