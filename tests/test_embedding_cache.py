@@ -293,3 +293,21 @@ def test_a_prune_keeps_what_a_first_import_just_cached_before_recording_its_mode
         with store.connection() as conn:
             age_cache(conn)
         assert store.prune_cache() == len(tools)
+
+
+def test_a_store_switched_to_another_embedder_does_not_route_with_the_old_ones_query_vectors(dsn: str) -> None:
+    """route()'s in-process cache of query vectors held them by model name: a store reembedded with another embedder
+    of that name (its server restarted at another width, or another server) was handed the old embedder's vectors."""
+    tools = generated_tools(8, seed=10)
+    request = tools[2].description
+    with FakeOpenAI(models={"bge": 384}) as server:
+        before = OpenAIEmbedder(model="bge", api_key=server.api_key, base_url=server.base_url)
+        with ToolStore(dsn, embedder=before, catalog="bge") as store:
+            store.upsert(tools)
+            assert store.route(request).dense_used
+            server.models["bge"] = 768
+            store.reembed(OpenAIEmbedder(model="bge", api_key=server.api_key, base_url=server.base_url))
+            asked = len(server.embedding_batches())
+            routed = store.route(request)
+            assert routed.dense_used, routed.degraded_reason
+            assert server.embedding_batches()[asked:] == [[request]]

@@ -141,6 +141,9 @@ class QueryVectors:
     A circuit breaker guards the embedder: after a failure, :meth:`admit` raises at once for ``cooldown`` seconds
     (route() answers lexically and says why), then lets one call through to probe it again. :meth:`get` is the
     sync driver's path, :meth:`aget_many` the async driver's (the embedder in a worker thread).
+
+    The LRU holds one embedder's vectors: asked for another's (the store reembedded, its embedder replaced), it
+    forgets them, as the name of a model does not tell its vectors apart (another server, another width).
     """
 
     def __init__(
@@ -151,7 +154,8 @@ class QueryVectors:
         self.size = size
         self.cooldown = float(cooldown)
         self._clock = clock
-        self._lru: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lru: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._embedder: Embedder | None = None  # whose vectors the LRU holds
         self._lock = threading.Lock()
         self._open_until = 0.0
         self._failure = ""
@@ -208,11 +212,14 @@ class QueryVectors:
         }
 
     def cached(self, embedder: Embedder, text: str) -> np.ndarray | None:
-        """The in-process vector of ``text``, or None."""
+        """The in-process vector of ``text`` by ``embedder``, or None."""
         with self._lock:
-            vector = self._lru.get((embedder.model, text))
+            if embedder is not self._embedder:
+                self._lru.clear()
+                self._embedder = embedder
+            vector = self._lru.get(text)
             if vector is not None:
-                self._lru.move_to_end((embedder.model, text))
+                self._lru.move_to_end(text)
             return vector
 
     def admit(self) -> None:
@@ -241,9 +248,9 @@ class QueryVectors:
             raise error
         with self._lock:
             self._failure = ""
-            if not keep:
+            if not keep or embedder is not self._embedder:  # another embedder asked since: its vectors only
                 return vector
-            self._lru[(embedder.model, text)] = vector
+            self._lru[text] = vector
             while len(self._lru) > self.size:
                 self._lru.popitem(last=False)
         return vector
