@@ -247,6 +247,28 @@ def test_retry_after_header_is_honoured(server, delays):
     assert delays and delays[0] >= 3.0
 
 
+@pytest.mark.parametrize(
+    ("status", "headers", "retried"),
+    [
+        (408, {}, True),  # a request timeout
+        (409, {}, True),  # a lock timeout
+        (400, {"x-should-retry": "true"}, True),  # the server says so, either way
+        (503, {"x-should-retry": "false"}, False),
+    ],
+)
+def test_failures_are_retried_as_the_sdk_would(server, delays, status, headers, retried):
+    """The SDK's own retries are off, so the embedder retries what it would: HTTP 408, 409, 429 and 5xx, unless the
+    server's x-should-retry header says otherwise."""
+    server.fail_next(status=status, headers=headers)
+    embedder = make(server, delays)
+    if retried:
+        assert embedder.embed_many(TEXTS[:2]).shape == (2, 1536)
+    else:
+        with pytest.raises(EmbedderError, match=f"HTTP {status}"):
+            embedder.embed_many(TEXTS[:2])
+    assert (len(server.requests), len(delays)) == ((2, 1) if retried else (1, 0))
+
+
 def test_persistent_server_error_raises_after_max_retries(server, delays):
     server.fail_next(status=500, times=10)
     embedder = make(server, delays, max_retries=3, backoff_base=1.0, backoff_max=2.5)

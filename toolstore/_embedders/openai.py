@@ -46,11 +46,11 @@ class OpenAIEmbedder(Embedder):
     (e.g. served by vLLM or Ollama) it is learnt from the first response; reading ``dim`` before
     any call sends one probe request to find out.
 
-    Failures: a rejected key (401) raises :class:`EmbedderError` at once; 429, 5xx and
+    Failures: a rejected key (401) raises :class:`EmbedderError` at once; 408, 409, 429, 5xx and
     connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
     jitter (honouring a numeric ``Retry-After``) before raising; any other API error, or a
-    malformed response, raises at once. The SDK's own retries are disabled. :meth:`embed_many`
-    returns all vectors or raises: nothing partial.
+    malformed response, raises at once; a response's ``x-should-retry`` header overrides the status (the SDK's own
+    rule: its retries are disabled). :meth:`embed_many` returns all vectors or raises: nothing partial.
 
     Lengths (see ``openai_limits``): requests hold at most ``batch_size`` texts and 300,000 UTF-8 bytes (a longer
     text goes alone), so never more than the API's 300,000 tokens; a request a compatible server refuses as over its

@@ -57,13 +57,19 @@ def normal_address(url: str) -> str:
 
 
 def retryable(exc: Exception) -> bool:
-    """Whether a failed request is worth another attempt: no connection, a timeout, HTTP 429 or 5xx."""
+    """Whether a failed request is worth another attempt, as the SDK's own retries (switched off) would judge it: no
+    connection or a timeout; else what the response's ``x-should-retry`` header says, if anything; else HTTP 408
+    (request timeout), 409 (lock timeout), 429 and 5xx."""
     import openai
 
     if isinstance(exc, openai.APIConnectionError):  # includes timeouts
         return True
+    response = getattr(exc, "response", None)
+    verdict = response.headers.get("x-should-retry") if response is not None else None
+    if verdict in ("true", "false"):
+        return verdict == "true"
     status = getattr(exc, "status_code", 0)
-    return status == 429 or status >= 500
+    return status in (408, 409, 429) or status >= 500
 
 
 def provider_message(exc: Exception) -> str:
