@@ -104,8 +104,10 @@ def test_identity() -> None:
     assert embedder.model == "local/all-MiniLM-L6-v2"
     assert embedder.dim == 384
     assert embedder.batch_size == 8
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidInputError, match="LocalEmbedder threads must be at least 1, got 0"):
         LocalEmbedder(threads=0)
+    with pytest.raises(InvalidInputError, match="LocalEmbedder batch_size must be at least 1, got 0"):
+        LocalEmbedder(batch_size=0)
 
 
 def exported_copy(tmp_path: Path, config: object) -> Path:

@@ -58,9 +58,9 @@ class LocalEmbedder(Embedder):
         self, *, threads: int | None = None, batch_size: int | None = None, model_dir: Path | None = None
     ) -> None:
         if threads is not None and threads < 1:
-            raise ValueError(f"threads must be at least 1, got {threads}")
+            raise InvalidInputError(f"LocalEmbedder threads must be at least 1, got {threads}")
         if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise InvalidInputError(f"LocalEmbedder batch_size must be at least 1, got {batch_size}")
         self.threads = DEFAULT_THREADS if threads is None else threads
         self.model_dir = Path(model_dir) if model_dir is not None else MODEL_DIR
         own_batch = None
