@@ -17,6 +17,7 @@ from toolstore import (
     EmbedderError,
     HashingEmbedder,
     IntentExample,
+    Judgement,
     LocalEmbedder,
     ModelMismatchError,
     OpenAIEmbedder,
@@ -248,8 +249,8 @@ def test_a_server_restarted_with_another_dimension_is_not_handed_its_old_vectors
 
 def test_a_catalog_is_not_written_vectors_of_another_width_than_it_records(dsn: str) -> None:
     """A catalog embedded at one width is not written a vector of another by the same model name (its server
-    restarted serving it at another dimension): the write is refused, nothing of it kept, and route() answers
-    lexically saying why, until a reembed."""
+    restarted serving it at another dimension): the write is refused, nothing of it kept, route() answers lexically
+    saying why and tuning refuses, until a reembed."""
     tools = generated_tools(6, seed=8)
     with FakeOpenAI(models={"bge": 384}) as server:
         before = OpenAIEmbedder(model="bge", api_key=server.api_key, base_url=server.base_url)
@@ -268,6 +269,9 @@ def test_a_catalog_is_not_written_vectors_of_another_width_than_it_records(dsn: 
             routed = store.route(tools[0].description)  # lexical, saying why, as when the embedder fails
             assert not routed.dense_used and tools[0].id in routed.ids
             assert "384 dimensions" in str(routed.degraded_reason) and "reembed" in str(routed.degraded_reason)
+            labelled = [(t.description, Judgement(t.id, [t.id])) for t in tools[:4]]
+            with pytest.raises(ModelMismatchError, match=r"384 dimensions.*768.*reembed"):  # as route(), not lexically
+                store.tune(labelled, save=False)
             assert store.reembed(after)["dim"] == 768
             assert len(store.upsert(tools).inserted) == 2 and store.info().embed_dim == 768
             with store.connection() as conn:

@@ -169,6 +169,7 @@ def fetch_lists(
         texts = list(dict.fromkeys(texts))
         with store.connection() as conn:
             vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts)))
+        info.require_dim(store.embedder.dim)  # its model's name served at another width since
 
     def one(conn: psycopg.Connection[Any], i: int) -> Lists:
         lists = _fetch_one(conn, info, probes[i], vectors, depth, tools)
