@@ -40,7 +40,8 @@ def route_messages(
     **options: Any,
 ) -> RouteResult:
     """The tools for the next model call of a conversation: ``store.route`` of the latest user request of
-    ``messages``, with the conversation so far as context (``options``: k, token_budget, ...).
+    ``messages``, with the conversation so far as context (``options``: k, token_budget, ...). ``dialect``: the
+    messages' format (``auto``: told apart), for the route and the calls recorded alike.
 
     With a ``session``, first records in its log the tool calls of ``messages`` after the last one it has seen (by
     call id: passing the whole list at every step records each call once, even after retention or a prune took the
@@ -57,7 +58,7 @@ def route_messages(
     unresolved: list[str] = []
     if session is not None:
         # route()'s own checks first: a bad option is refused before any call is recorded
-        check_route_options(None, messages=messages, session=session, turns=turns, **options)
+        check_route_options(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
         conv = read_messages(messages, dialect, turns=turns)
         ids, pending = _offered_ids(conv, offered)
         if pending:
@@ -66,7 +67,7 @@ def route_messages(
         call_ids = [c.id for c in conv.tool_calls if c.id]
         if call_ids:  # only those new to the session: it has seen the others (maybe under another offer)
             unresolved = _unresolved(conv, ids, store.record_new_calls(session, call_ids, _session_calls(conv, ids)))
-    result = store.route(messages=messages, session=session, turns=turns, **options)
+    result = store.route(messages=messages, session=session, turns=turns, dialect=dialect, **options)
     return replace(result, unresolved=unresolved) if unresolved else result
 
 
@@ -83,7 +84,7 @@ async def aroute_messages(
     """:func:`route_messages` for an :class:`AsyncToolStore`."""
     unresolved: list[str] = []
     if session is not None:
-        check_route_options(None, messages=messages, session=session, turns=turns, **options)
+        check_route_options(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
         conv = read_messages(messages, dialect, turns=turns)
         ids, pending = _offered_ids(conv, offered)
         if pending:
@@ -93,7 +94,7 @@ async def aroute_messages(
         if call_ids:
             new = await store.record_new_calls(session, call_ids, _session_calls(conv, ids))
             unresolved = _unresolved(conv, ids, new)
-    result = await store.route(messages=messages, session=session, turns=turns, **options)
+    result = await store.route(messages=messages, session=session, turns=turns, dialect=dialect, **options)
     return replace(result, unresolved=unresolved) if unresolved else result
 
 

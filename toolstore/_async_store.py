@@ -236,6 +236,7 @@ class AsyncToolStore(AsyncSessionMethods):
         messages: object = None,
         session: str | None = None,
         turns: int = DEFAULT_TURNS,
+        dialect: str = "auto",
         k: int = 8,
         token_budget: int | None = None,
         weights: Mapping[str, float] | None = None,
@@ -257,10 +258,11 @@ class AsyncToolStore(AsyncSessionMethods):
     ) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation; ``reranker`` may also
         be a coroutine function (a plain one runs in a worker thread)."""
-        options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
+        options = dict(messages=messages, session=session, turns=turns, dialect=dialect, k=k)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, fmt=fmt)
+        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, token_budget=token_budget)
+        options |= dict(fmt=fmt)
 
         def work(replica: int | None) -> Work[RouteResult]:  # see ToolStore.route
             steps = partial(route_steps, self._routing, self.embedder, query, options, replica=replica)

@@ -210,6 +210,7 @@ def prepare_route(
     messages: object = None,
     session: str | None = None,
     turns: int = DEFAULT_TURNS,
+    dialect: str = "auto",
     k: int = 8,
     token_budget: int | None = None,
     weights: Mapping[str, float] | None = None,
@@ -237,7 +238,7 @@ def prepare_route(
     fusion = override(
         stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid
     )
-    text, earlier, calls = conversation(query, messages, session, turns)
+    text, earlier, calls = conversation(query, messages, session, turns, dialect)
     request = route_request(
         text,
         fusion,

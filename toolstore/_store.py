@@ -160,8 +160,7 @@ class ToolStore(AnchorMethods, SessionMethods):
         self._run(lambda conn: _catalog.drop_catalog(conn, self.catalog))
 
     def prune_cache(self) -> int:
-        """Delete the embedding cache's entries no catalog's model reads (shared by every catalog; the owner only);
-        returns how many."""
+        """Delete the shared embedding cache's entries no catalog's model reads (the owner only); returns how many."""
         return self._run(prune_cache)
 
     def set_fusion(
@@ -317,9 +316,8 @@ class ToolStore(AnchorMethods, SessionMethods):
         names, spaces = check_calls(names, namespaces)
 
         def work(replica: int | None) -> Work[list[str | None]]:  # on a replica: one that may lack a tool hands on
-            return lambda conn: drive(
-                resolve_steps(self._info(conn), names, spaces, replica=replica), self._answer(conn)
-            )
+            steps = partial(resolve_steps, names=names, namespaces=spaces, replica=replica)
+            return lambda conn: drive(steps(self._info(conn)), self._answer(conn))
 
         return self._read(work(self._written.lsn), work(None))
 
@@ -337,6 +335,7 @@ class ToolStore(AnchorMethods, SessionMethods):
         messages: object = None,
         session: str | None = None,
         turns: int = DEFAULT_TURNS,
+        dialect: str = "auto",
         k: int = 8,
         token_budget: int | None = None,
         weights: Mapping[str, float] | None = None,
@@ -375,12 +374,14 @@ class ToolStore(AnchorMethods, SessionMethods):
         result is ``abstained`` and holds only the always-on tools (``result.abstention``: the evidence; the model is
         the catalog's from ``tune(negatives=...)``, else the shipped default). ``fmt`` is the format the tools go to the
         model in (``result.definitions()``): each is counted in the budget as it comes there (a Responses namespace
-        once, with its description). ``result.explain()`` says why.
+        once, with its description). ``dialect``: the format of ``messages`` (``auto``: told apart).
+        ``result.explain()`` says why.
         """
-        options = dict(messages=messages, session=session, turns=turns, k=k, token_budget=token_budget)
+        options = dict(messages=messages, session=session, turns=turns, dialect=dialect, k=k)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, fmt=fmt)
+        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, token_budget=token_budget)
+        options |= dict(fmt=fmt)
 
         def work(replica: int | None) -> Work[RouteResult]:  # on a replica: one that may lack a called tool hands on
             steps = partial(route_steps, self._routing, self.embedder, query, options, replica=replica)
