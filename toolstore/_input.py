@@ -1,4 +1,4 @@
-"""Bad input: the documented limits, and the checks every entry point shares (text, JSON values, files).
+"""Bad input: the documented limits, and the checks every entry point shares (text, JSON values, files, session calls).
 
 Everything a caller hands toolstore is checked here or against these limits before it reaches Postgres, so bad
 input is always an :class:`InvalidInputError` (or :class:`InvalidToolError`) naming what is wrong, never a driver
@@ -11,10 +11,13 @@ import json
 import math
 import os
 import stat
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ._errors import InvalidInputError
+from ._models import SessionCall, Tool
 
 MAX_ID_CHARS = 256  # a tool id
 MAX_NAME_CHARS = 128  # a tool name (OpenAI and Anthropic accept at most 64; MCP names may be longer)
@@ -179,3 +182,34 @@ def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InvalidInputError(f"{name} line {line}: not valid UTF-8 ({exc.reason})") from None
+
+
+def check_session_calls(calls: Iterable[object]) -> list[SessionCall]:
+    """Calls as SessionCalls: a tool id or name, a SessionCall, or a resolved call (anything with a ``tool`` Tool and
+    an ``id``, as :class:`toolstore.ResolvedCall`). InvalidInputError names the call and the field."""
+    if isinstance(calls, (str, bytes, Mapping)):
+        raise InvalidInputError("calls must be a list of tool calls, not a single value")
+    out: list[SessionCall] = []
+    for index, call in enumerate(calls):
+        where = f"calls[{index}]"
+        if index >= MAX_CALLS_PER_WRITE:
+            raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} calls in one write")
+        if isinstance(call, str):
+            call = SessionCall(call)
+        elif isinstance(getattr(call, "tool", None), Tool):
+            call = SessionCall(call.tool.id, call_id=getattr(call, "id", None))  # type: ignore[attr-defined]
+        elif not isinstance(call, SessionCall):
+            raise InvalidInputError(
+                f"{where}: expected a tool id, a SessionCall or a resolved call, got {type(call).__name__}"
+            )
+        check_text(call.tool, f"{where}.tool", max_chars=MAX_ID_CHARS)
+        if not isinstance(call.ok, bool):
+            raise InvalidInputError(f"{where}.ok: expected True or False, got {call.ok!r}")
+        if call.at is not None and (not isinstance(call.at, datetime) or call.at.utcoffset() is None):
+            raise InvalidInputError(
+                f"{where}.at: expected a datetime with a time zone (or None for now), got {call.at!r}"
+            )
+        if call.call_id is not None:
+            check_text(call.call_id, f"{where}.call_id", max_chars=MAX_ID_CHARS)
+        out.append(call)
+    return out

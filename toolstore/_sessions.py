@@ -30,8 +30,8 @@ from psycopg.rows import dict_row
 
 from ._connect import retry_conflicts
 from ._errors import InvalidInputError, UnknownToolError
-from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_session, check_text
-from ._models import CatalogInfo, LoggedCall, SessionCall, Tool
+from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_session, check_session_calls, check_text
+from ._models import CatalogInfo, LoggedCall, SessionCall
 from ._sql import query
 from ._steps import drive, fetch_rows, resolve_steps
 
@@ -115,37 +115,6 @@ def retention(settings: Mapping[str, Any]) -> Retention:
     if not stored:
         return Retention()
     return check_retention(stored.get("max_calls"), stored.get("max_age_days"))
-
-
-def check_calls(calls: Iterable[object]) -> list[SessionCall]:
-    """Calls as SessionCalls: a tool id or name, a SessionCall, or a resolved call (anything with a ``tool`` Tool and
-    an ``id``, as :class:`toolstore.ResolvedCall`). InvalidInputError names the call and the field."""
-    if isinstance(calls, (str, bytes, Mapping)):
-        raise InvalidInputError("calls must be a list of tool calls, not a single value")
-    out: list[SessionCall] = []
-    for index, call in enumerate(calls):
-        where = f"calls[{index}]"
-        if index >= MAX_CALLS_PER_WRITE:
-            raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} calls in one write")
-        if isinstance(call, str):
-            call = SessionCall(call)
-        elif isinstance(getattr(call, "tool", None), Tool):
-            call = SessionCall(call.tool.id, call_id=getattr(call, "id", None))  # type: ignore[attr-defined]
-        elif not isinstance(call, SessionCall):
-            raise InvalidInputError(
-                f"{where}: expected a tool id, a SessionCall or a resolved call, got {type(call).__name__}"
-            )
-        check_text(call.tool, f"{where}.tool", max_chars=MAX_ID_CHARS)
-        if not isinstance(call.ok, bool):
-            raise InvalidInputError(f"{where}.ok: expected True or False, got {call.ok!r}")
-        if call.at is not None and (not isinstance(call.at, datetime) or call.at.utcoffset() is None):
-            raise InvalidInputError(
-                f"{where}.at: expected a datetime with a time zone (or None for now), got {call.at!r}"
-            )
-        if call.call_id is not None:
-            check_text(call.call_id, f"{where}.call_id", max_chars=MAX_ID_CHARS)
-        out.append(call)
-    return out
 
 
 def resolve_tools(conn: psycopg.Connection[Any], info: CatalogInfo, names: Sequence[str]) -> list[str | None]:
@@ -255,7 +224,7 @@ def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str,
     the session has seen is skipped, and so is every call before it, even after retention or a prune trimmed them
     all from the log). UnknownToolError when a call names no tool: then nothing is written."""
     session = check_session(session)
-    checked = _resolved(conn, info, check_calls(calls))
+    checked = _resolved(conn, info, check_session_calls(calls))
     if not checked:
         return 0
     keep = retention(info.settings)
@@ -280,7 +249,7 @@ def record_new_calls(
     session, given = check_session(session), _call_ids(call_ids)
     by_id: dict[str, SessionCall] = {}
     listed = set(given)
-    for index, call in enumerate(_resolved(conn, info, check_calls(calls))):
+    for index, call in enumerate(_resolved(conn, info, check_session_calls(calls))):
         if call.call_id is None or call.call_id not in listed:
             raise InvalidInputError(f"calls[{index}].call_id: {call.call_id!r} is not one of call_ids")
         by_id.setdefault(call.call_id, call)
@@ -304,7 +273,7 @@ def import_sessions(
     for index, (session, calls) in enumerate(sessions):
         try:
             sid = check_session(session)
-            prepared[sid] = check_calls(calls)
+            prepared[sid] = check_session_calls(calls)
         except InvalidInputError as exc:
             raise InvalidInputError(f"session #{index + 1}: {exc}") from None
     flat = [c for calls in prepared.values() for c in calls]
