@@ -48,10 +48,21 @@ select c.id from sessions s, unnest(%(call_ids)s::text[]) as c (id)
 where s.catalog_id = %(catalog)s and s.session_id = %(session)s and call_id_hash(c.id) = any (s.reported_calls);
 
 -- name: append_calls
-insert into session_calls (catalog_id, session_id, seq, tool_id, ok, called_at, call_id)
-select %(catalog)s, %(session)s, %(last_seq)s + c.i, c.tool_id, c.ok, coalesce(c.at, now()), c.call_id
-from unnest(%(tools)s::text[], %(oks)s::boolean[], %(times)s::timestamptz[], %(call_ids)s::text[])
-     with ordinality as c (tool_id, ok, at, call_id, i);
+-- The calls appended after %(last_seq)s, all or none: each tool id is checked here, in the write, against the catalog's
+-- tools (tools_catalog_id_id_key), not taken on trust from the caller that resolved it. Returns the given tool ids that
+-- name no tool of the catalog (then nothing is appended: `_sessions` resolves them as names, or refuses them).
+with c as (
+    select c.* from unnest(%(tools)s::text[], %(oks)s::boolean[], %(times)s::timestamptz[], %(call_ids)s::text[])
+                    with ordinality as c (tool_id, ok, at, call_id, i)
+), missing as (
+    select distinct c.tool_id from c
+    where not exists (select 1 from tools t where t.catalog_id = %(catalog)s and t.id = c.tool_id)
+), appended as (
+    insert into session_calls (catalog_id, session_id, seq, tool_id, ok, called_at, call_id)
+    select %(catalog)s, %(session)s, %(last_seq)s + c.i, c.tool_id, c.ok, coalesce(c.at, now()), c.call_id
+    from c where not exists (select 1 from missing)
+)
+select tool_id from missing;
 
 -- name: advance_session
 -- The session's latest position; the call ids it has just logged (oldest first) after those it logged before, as

@@ -648,3 +648,58 @@ def test_route_messages_routes_in_the_dialect_it_was_given(dsn: str, issues: Too
     with pytest.raises(InvalidInputError, match="unknown message dialect 'chat'"):
         issues.route(messages=chat, dialect="chat", k=2)
     assert issues.session_log("chat") == []
+
+
+def test_a_step_looks_each_call_up_once_and_the_write_checks_the_ids(
+    dsn: str, issues: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """route_messages resolves the calls it records (among the offered tools, else with resolve_calls: one
+    call_candidates) and the write takes the ids as given, checking them in the statement that appends them, not by
+    looking them up again; an id that names no tool writes nothing, and a name given to record_calls is still
+    resolved. By both stores."""
+    import toolstore._sessions
+    import toolstore._steps
+    from toolstore._result import RoutedTool, RouteResult, Signals
+    from toolstore.integrations.openai import aroute_messages, route_messages
+
+    blocks: list[str] = []
+
+    def counting(original: Any) -> Any:
+        def run(name: str) -> Any:
+            blocks.append(name)
+            return original(name)
+
+        return run
+
+    monkeypatch.setattr(toolstore._steps, "raw_query", counting(toolstore._steps.raw_query))
+    monkeypatch.setattr(toolstore._sessions, "query", counting(toolstore._sessions.query))
+    slack = issues.tools(["slack.send_message"])
+    offered = RouteResult(query="q", tools=[RoutedTool(t, 1.0, Signals()) for t in slack])
+    messages = [{"role": "user", "content": "tell the team"}, *_call("c0", "send_message")]
+    route_messages(issues, messages, session="chat", offered=offered, k=2)
+    assert blocks.count("call_candidates") == 0 and blocks.count("append_calls") == 1, blocks
+    messages += _call("c1", "forecast")
+    blocks.clear()
+    route_messages(issues, messages, session="chat", k=2)  # c1 resolved across the catalog, once
+    assert blocks.count("call_candidates") == 1 and blocks.count("append_calls") == 1, blocks
+
+    async def astep() -> None:
+        async with AsyncToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+            await aroute_messages(store, messages, session="chat", k=2)
+
+    messages += _call("c2", "send_message")
+    blocks.clear()
+    asyncio.run(astep())
+    assert blocks.count("call_candidates") == 1 and blocks.count("append_calls") == 1, blocks
+    assert [(c.call_id, c.tool_id) for c in issues.session_log("chat")] == [
+        ("c0", "slack.send_message"),
+        ("c1", "weather.forecast"),
+        ("c2", "slack.send_message"),
+    ]
+    with pytest.raises(UnknownToolError, match="'no.such_tool'"):
+        issues.record_new_calls("chat", ["c3"], [SessionCall("no.such_tool", call_id="c3")])
+    with pytest.raises(UnknownToolError, match="'create_issue'"):  # a name several tools answer to
+        issues.record_calls("fresh", [SessionCall("forecast", call_id="f0"), SessionCall("create_issue")])
+    assert len(issues.session_log("chat")) == 3 and [r["session_id"] for r in issues.sessions()] == ["chat"]
+    assert issues.record_calls("fresh", ["forecast", SessionCall("slack.send_message")]) == 2  # a name, an id
+    assert [c.tool_id for c in issues.session_log("fresh")] == ["weather.forecast", "slack.send_message"]

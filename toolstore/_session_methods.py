@@ -44,7 +44,8 @@ class SessionMethods:
         :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
         has seen is skipped, and so is every call before it (the session remembers the last 64 call ids it logged
         after retention or a prune took its calls). Returns how many were written; UnknownToolError (nothing written)
-        when a call names no tool of the catalog."""
+        when a call to be logged names no tool of the catalog (a tool id is checked as it is written, without a lookup;
+        a name is looked up)."""
         return self._run(lambda conn: record_calls(conn, self._info(conn), session, calls))
 
     def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:

@@ -126,11 +126,36 @@ def _resolved(conn: psycopg.Connection[Any], info: CatalogInfo, calls: list[Sess
     ids = resolve_tools(conn, info, [c.tool for c in calls])
     unknown = list(dict.fromkeys(c.tool for c, i in zip(calls, ids) if i is None))
     if unknown:
-        shown = ", ".join(repr(u) for u in unknown[:5])
-        raise UnknownToolError(
-            f"{len(unknown)} called tool(s) match no tool (or more than one) of catalog {info.name!r}: {shown}"
-        )
+        raise _unknown(info, unknown)
     return [SessionCall(i, c.ok, c.at, c.call_id) for c, i in zip(calls, ids) if i is not None]
+
+
+def _unknown(info: CatalogInfo, unknown: Sequence[str]) -> UnknownToolError:
+    shown = ", ".join(repr(u) for u in unknown[:5])
+    return UnknownToolError(
+        f"{len(unknown)} called tool(s) match no tool (or more than one) of catalog {info.name!r}: {shown}"
+    )
+
+
+def _append_calls(
+    conn: psycopg.Connection[Any], info: CatalogInfo, params: Mapping[str, Any], calls: list[SessionCall]
+) -> list[SessionCall]:
+    """Append ``calls`` after ``params["last_seq"]``, each call's tool taken for a tool id, which the statement checks
+    against the catalog as it writes (``append_calls``: a caller's resolution is not trusted). When one is no tool's
+    id, nothing was appended: the calls are resolved then (a name, or an id, which stays itself) and appended so.
+    Returns the calls appended; UnknownToolError when a call names no tool, or several."""
+    if _append_rows(conn, params, calls):
+        calls = _resolved(conn, info, calls)
+        if missing := _append_rows(conn, params, calls):
+            raise _unknown(info, missing)  # a tool removed since it was resolved
+    return calls
+
+
+def _append_rows(conn: psycopg.Connection[Any], params: Mapping[str, Any], calls: list[SessionCall]) -> list[str]:
+    """``append_calls``: the calls appended, or none and the tool ids among them that name no tool of the catalog."""
+    columns = {"tools": [c.tool for c in calls], "oks": [c.ok for c in calls], "times": [c.at for c in calls]}
+    columns["call_ids"] = [c.call_id for c in calls]
+    return [r[0] for r in conn.execute(query("append_calls"), {**params, **columns})]
 
 
 def new_positions(call_ids: Sequence[str | None], seen: Set[str]) -> list[int]:
@@ -183,7 +208,8 @@ def _append(
 ) -> list[int]:
     """Inside a transaction: lock the session, append the calls new to it (:func:`new_positions`: a call id in its
     log or among the last it logged, which its row keeps when retention or a prune takes the call, was seen, and so
-    was every call before the last such one), remember their call ids, apply retention. A str is the call id of a call
+    was every call before the last such one; their tools checked as they are written, :func:`_append_calls`), remember
+    their call ids, apply retention. A str is the call id of a call
     that resolved to no tool: not logged, and new until it resolves or a later call is logged (the log keeps the
     conversation's order), but reported once: ``reported_calls`` holds those of the list still new, however many.
     Returns the positions of the calls logged and of those to report."""
@@ -200,13 +226,7 @@ def _append(
     unresolved = [i for i in pending if call_ids[i] not in reported]
     new = [c for c in (calls[i] for i in logged) if isinstance(c, SessionCall)]
     if new:
-        columns = {
-            "tools": [c.tool for c in new],
-            "oks": [c.ok for c in new],
-            "times": [c.at for c in new],
-            "call_ids": [c.call_id for c in new],
-        }
-        conn.execute(query("append_calls"), {**params, **columns, "last_seq": last_seq})
+        new = _append_calls(conn, info, {**params, "last_seq": last_seq}, new)
         last_seq += len(new)
     if new or unresolved:
         seen = [c.call_id for c in new if c.call_id is not None]
@@ -222,9 +242,11 @@ def _append(
 def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Iterable[object]) -> int:
     """Append ``calls`` (oldest first) to the session's log; returns how many were written (a call whose call id
     the session has seen is skipped, and so is every call before it, even after retention or a prune trimmed them
-    all from the log). UnknownToolError when a call names no tool: then nothing is written."""
+    all from the log). A call's tool is taken for a tool id, checked as the calls are appended, and looked up as a name
+    only when it is none. UnknownToolError when a call to be logged names no tool (or several): then nothing is
+    written."""
     session = check_session(session)
-    checked = _resolved(conn, info, check_session_calls(calls))
+    checked = check_session_calls(calls)
     if not checked:
         return 0
     keep = retention(info.settings)
@@ -244,12 +266,13 @@ def record_new_calls(
     ids) are logged and remembered, and a new call id no call is given for (it resolved to no tool) is remembered as
     reported, so it is new once for reporting, and logged once it comes with a call unless a later call was logged
     first (the log keeps the list's order). Returns the call ids logged and
-    those to report. InvalidInputError for a call without one of ``call_ids``; UnknownToolError when a call names no
-    tool: then nothing is written."""
+    those to report. InvalidInputError for a call without one of ``call_ids``; UnknownToolError when a call to be
+    logged names no tool (a tool id given, as ``route_messages`` resolved it, is checked in the write, not looked up
+    again: :func:`record_calls`): then nothing is written."""
     session, given = check_session(session), _call_ids(call_ids)
     by_id: dict[str, SessionCall] = {}
     listed = set(given)
-    for index, call in enumerate(_resolved(conn, info, check_session_calls(calls))):
+    for index, call in enumerate(check_session_calls(calls)):
         if call.call_id is None or call.call_id not in listed:
             raise InvalidInputError(f"calls[{index}].call_id: {call.call_id!r} is not one of call_ids")
         by_id.setdefault(call.call_id, call)
