@@ -9,6 +9,7 @@ import json
 import re
 import threading
 import time
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -703,3 +704,52 @@ def test_a_step_looks_each_call_up_once_and_the_write_checks_the_ids(
     assert len(issues.session_log("chat")) == 3 and [r["session_id"] for r in issues.sessions()] == ["chat"]
     assert issues.record_calls("fresh", ["forecast", SessionCall("slack.send_message")]) == 2  # a name, an id
     assert [c.tool_id for c in issues.session_log("fresh")] == ["weather.forecast", "slack.send_message"]
+
+
+def test_a_step_checks_the_route_options_and_reads_the_messages_once(
+    dsn: str, issues: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """route_messages checks route()'s arguments before it records the messages' calls (a bad one records nothing:
+    test_a_bad_route_option_records_no_call) and routes with what it checked: the messages are read once and the
+    request validated once per step, by both stores; a route retried on a catalog changed since (TS001) is not
+    checked again either."""
+    import toolstore._agents
+    import toolstore._route
+    import toolstore._steps
+    from toolstore.integrations.openai import aroute_messages, route_messages
+
+    work: Counter[str] = Counter()
+
+    def counting(module: Any, name: str) -> None:
+        original = getattr(module, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            work[name] += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+
+    counting(toolstore._route, "read_messages")
+    counting(toolstore._agents, "read_messages")
+    counting(toolstore._route, "route_request")
+    messages = [{"role": "user", "content": "file a bug about login"}, *_call("c0", "create_issue")]
+    messages += [*_call("c1", "send_message"), {"role": "user", "content": "and tell the team"}]
+    route_messages(issues, messages, session="chat", k=2)
+    assert work == {"read_messages": 1, "route_request": 1}, work
+
+    async def astep() -> None:
+        async with AsyncToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+            await aroute_messages(store, messages, session="chat", k=2)
+
+    work.clear()
+    asyncio.run(astep())
+    assert work == {"read_messages": 1, "route_request": 1}, work
+    with ToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as other:
+        other.set_fusion(weights={"name": 2.0})  # the row issues routes with is stale now
+    statements: list[str] = []
+    raw_query = toolstore._steps.raw_query
+    monkeypatch.setattr(toolstore._steps, "raw_query", lambda name: statements.append(name) or raw_query(name))
+    work.clear()
+    assert issues.route(messages=messages, session="chat", k=2).tools
+    assert statements.count("route") == 2 and work == {"read_messages": 1, "route_request": 1}, (statements, work)
+    assert [c.call_id for c in issues.session_log("chat")] == ["c1"]  # c0 is ambiguous: not logged

@@ -12,7 +12,7 @@ from ._fusion import DEFAULT_TURNS
 from ._messages import Conversation, ToolCall, read_messages
 from ._models import SessionCall, Tool
 from ._result import RouteResult
-from ._route import check_route_options
+from ._route import check_route
 
 if TYPE_CHECKING:
     from ._async_store import AsyncToolStore
@@ -56,10 +56,9 @@ def route_messages(
     once, by one of two concurrent steps.
     """
     unresolved: list[str] = []
-    if session is not None:
-        # route()'s own checks first: a bad option is refused before any call is recorded
-        check_route_options(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
-        conv = read_messages(messages, dialect, turns=turns)
+    # route()'s checks, once, first: a bad option is refused before any call is recorded
+    call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
+    if session is not None and (conv := call.conversation) is not None:
         ids, pending = _offered_ids(conv, offered)
         if pending:
             names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
@@ -67,7 +66,7 @@ def route_messages(
         call_ids = [c.id for c in conv.tool_calls if c.id]
         if call_ids:  # only those new to the session: it has seen the others (maybe under another offer)
             unresolved = _unresolved(conv, ids, store.record_new_calls(session, call_ids, _session_calls(conv, ids)))
-    result = store.route(messages=messages, session=session, turns=turns, dialect=dialect, **options)
+    result = store.route_checked(call)
     return replace(result, unresolved=unresolved) if unresolved else result
 
 
@@ -83,9 +82,8 @@ async def aroute_messages(
 ) -> RouteResult:
     """:func:`route_messages` for an :class:`AsyncToolStore`."""
     unresolved: list[str] = []
-    if session is not None:
-        check_route_options(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
-        conv = read_messages(messages, dialect, turns=turns)
+    call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
+    if session is not None and (conv := call.conversation) is not None:
         ids, pending = _offered_ids(conv, offered)
         if pending:
             names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
@@ -94,7 +92,7 @@ async def aroute_messages(
         if call_ids:
             new = await store.record_new_calls(session, call_ids, _session_calls(conv, ids))
             unresolved = _unresolved(conv, ids, new)
-    result = await store.route(messages=messages, session=session, turns=turns, dialect=dialect, **options)
+    result = await store.route_checked(call)
     return replace(result, unresolved=unresolved) if unresolved else result
 
 

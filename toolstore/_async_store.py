@@ -37,7 +37,7 @@ from ._names import resolve_among, resolve_name
 from ._replicas import AsyncReplicas, Written, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import check_calls
+from ._route import RouteCall, check_calls, check_route
 from ._rows import all_found, check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
 from ._session_methods import AsyncSessionMethods
 from ._steps import Step, adrive, answer_async, resolve_steps, route_steps
@@ -263,9 +263,13 @@ class AsyncToolStore(AsyncSessionMethods):
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
         options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, token_budget=token_budget)
         options |= dict(fmt=fmt)
+        return await self.route_checked(check_route(query, **options))
+
+    async def route_checked(self, call: RouteCall) -> RouteResult:
+        """See :meth:`ToolStore.route_checked`."""
 
         def work(replica: int | None) -> Work[RouteResult]:  # see ToolStore.route
-            steps = partial(route_steps, self._routing, self.embedder, query, options, replica=replica)
+            steps = partial(route_steps, self._routing, self.embedder, call, replica=replica)
             return lambda conn: adrive(steps(), self._answer(conn))
 
         return await self._read(work(self._written.lsn), work(None))

@@ -41,7 +41,7 @@ from ._fusion import (
     stored_fusion,
 )
 from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
-from ._messages import ToolCall, read_messages
+from ._messages import Conversation, ToolCall, read_messages
 from ._models import CatalogInfo
 from ._names import call_label
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
@@ -91,22 +91,27 @@ class RouteRequest:
     fmt: Format = "openai"
 
 
-def conversation(
-    query: str | None, messages: object, session: str | None, turns: int, dialect: str = "auto"
-) -> tuple[str, tuple[str, ...], tuple[ToolCall, ...]]:
-    """The request, the earlier turns' text and the calls to look back on, from route()'s arguments.
-
-    Without ``query`` the request is the latest user turn of ``messages``; with one, the messages' turns are all
-    earlier ones (a latest turn equal to ``query`` is the request itself). Only the last ``turns`` turns are read.
-    With a session the calls come from its log, so the messages' are not looked back on.
-    """
+def read_conversation(messages: object, turns: int, dialect: str = "auto") -> Conversation | None:
+    """``messages`` read in ``dialect`` (``auto``: told apart), their last ``turns`` turns (None: no messages)."""
     if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= MAX_TURNS:
         raise InvalidInputError(f"turns must be an integer from 1 to {MAX_TURNS}, got {turns!r}")
-    if messages is None:
+    return None if messages is None else read_messages(messages, dialect, turns=turns)
+
+
+def conversation(
+    query: str | None, conv: Conversation | None, session: str | None
+) -> tuple[str, tuple[str, ...], tuple[ToolCall, ...]]:
+    """The request, the earlier turns' text and the calls to look back on, from route()'s query and the messages read
+    (:func:`read_conversation`).
+
+    Without ``query`` the request is the latest user turn of the messages; with one, the messages' turns are all
+    earlier ones (a latest turn equal to ``query`` is the request itself). With a session the calls come from its log,
+    so the messages' are not looked back on.
+    """
+    if conv is None:
         if query is None:
             raise InvalidInputError("route() needs a query string or messages")
         return query, (), ()
-    conv = read_messages(messages, dialect, turns=turns)
     texts = [t.request for t in conv.turns]
     if query is None:
         if conv.request is None:
@@ -138,8 +143,10 @@ def route_request(
     providers: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
     fmt: Format = "openai",
+    sub_requests: bool = True,
 ) -> RouteRequest:
-    """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one."""
+    """Validate one call's arguments (see ``ToolStore.route``); InvalidInputError names the bad one. Its sub-requests
+    unless ``fusion.split`` is 0 (``sub_requests=False``: none, left to :func:`bind_route`)."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
     if token_budget is not None and (
@@ -168,7 +175,7 @@ def route_request(
         earlier=tuple(earlier),
         call_names=names,
         call_namespaces=spaces,
-        parts=split_request(query) if fusion.split > 0 else (),
+        parts=split_request(query) if sub_requests and fusion.split > 0 else (),
         seed=check_explore(explore, seed),
         reranker=reranker,
         rerank_depth=rerank_depth,
@@ -202,9 +209,19 @@ def with_calls(request: RouteRequest, ids: Sequence[str | None]) -> RouteRequest
     return replace(request, calls=found, unresolved=missing)
 
 
-def prepare_route(
-    info: CatalogInfo,
-    embedder: Embedder | None,
+@dataclass(frozen=True)
+class RouteCall:
+    """route()'s arguments checked once, before the database is asked (:func:`check_route`): the request, validated
+    with the fusion ``overrides`` on the default fusion (each try puts them on the catalog's: :func:`bind_route`),
+    whether to ``abstain``, and the messages as read (None: none given)."""
+
+    request: RouteRequest
+    overrides: Mapping[str, Any]
+    abstain: bool = False
+    conversation: Conversation | None = None
+
+
+def check_route(
     query: str | None,
     *,
     messages: object = None,
@@ -229,19 +246,17 @@ def prepare_route(
     providers: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
     fmt: Format = "openai",
-) -> tuple[RouteRequest, str | None]:
-    """What every driver does before talking to the database: the catalog's fusion with the call's overrides, the
-    validated request with its conversation, and :func:`vector_plan`'s answer (None: embed the query). With
-    ``abstain``, the catalog's abstention model (calibrated by ``tune``, else the shipped default) goes with it."""
+) -> RouteCall:
+    """Every check of route()'s arguments, without the database (InvalidInputError names the bad one): the messages
+    read once, the request with its conversation, validated with the fusion overrides on the default fusion."""
     if not isinstance(abstain, bool):
         raise InvalidInputError(f"abstain must be True or False, got {abstain!r}")
-    fusion = override(
-        stored_fusion(info.settings), weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid
-    )
-    text, earlier, calls = conversation(query, messages, session, turns, dialect)
+    overrides = dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid)
+    conv = read_conversation(messages, turns, dialect)
+    text, earlier, calls = conversation(query, conv, session)
     request = route_request(
         text,
-        fusion,
+        override(stored_fusion({}), **overrides),
         k=k,
         token_budget=token_budget,
         allow=allow,
@@ -255,18 +270,24 @@ def prepare_route(
         seed=seed,
         reranker=reranker,
         rerank_depth=rerank_depth,
-        abstain=stored_abstain(info.settings, info.embed_model if embedder else None) if abstain else None,
         providers=providers,
         tags=tags,
         fmt=fmt,
+        sub_requests=False,  # the catalog's fusion says whether to split: bind_route
     )
+    return RouteCall(request, overrides, abstain, conv)
+
+
+def bind_route(call: RouteCall, info: CatalogInfo, embedder: Embedder | None) -> tuple[RouteRequest, str | None]:
+    """What each try does before talking to the database: the checked call with the catalog's fusion under its
+    overrides and the sub-requests when it splits (``_split.split_request``), with ``abstain`` the catalog's
+    abstention model (calibrated by ``tune``, else the shipped default), and :func:`vector_plan`'s answer (None: embed
+    the query)."""
+    fusion = check_fusion(override(stored_fusion(info.settings), **call.overrides))
+    model = stored_abstain(info.settings, info.embed_model if embedder else None) if call.abstain else None
+    parts = split_request(call.request.query) if fusion.split > 0 else ()
+    request = replace(call.request, fusion=fusion, parts=parts, abstain=model)
     return request, vector_plan(request, info, embedder)
-
-
-def check_route_options(query: str | None, **options: Any) -> None:
-    """InvalidInputError for what route() refuses of its arguments (``options``: its keyword arguments), judged
-    without the database: against a catalog with no settings, so only the arguments count."""
-    prepare_route(CatalogInfo(id=0, name="", embed_model=None, embed_dim=None, settings={}), None, query, **options)
 
 
 def override(

@@ -31,11 +31,12 @@ from ._observe import RouteTrace
 from ._rerank import Reranker, check_scores, pool_positions, reorder, rerank_failed, rerank_summary
 from ._result import RoutedTool, RouteResult
 from ._route import (
+    RouteCall,
     RouteRequest,
+    bind_route,
     context_texts,
     context_vector,
     embedder_failed,
-    prepare_route,
     statement_params,
     with_calls,
 )
@@ -222,22 +223,17 @@ def _replayed(info: CatalogInfo, missing: Sequence[str], written: int) -> Steps[
 
 
 def route_steps(
-    cache: CatalogCache,
-    embedder: Embedder | None,
-    query: str | None,
-    options: Mapping[str, Any],
-    *,
-    replica: int | None = None,
+    cache: CatalogCache, embedder: Embedder | None, call: RouteCall, *, replica: int | None = None
 ) -> Steps[RouteResult]:
-    """route() (``options``: its keyword arguments): the tries :class:`CatalogCache` allows, each with the cached
-    or a freshly read catalog row. ``replica``: on a read replica, where the primary's WAL was after the store's last
-    write of tools (:func:`resolve_steps`)."""
+    """route() of its checked arguments (``_route.check_route``): the tries :class:`CatalogCache` allows, each with the
+    cached or a freshly read catalog row. ``replica``: on a read replica, where the primary's WAL was after the store's
+    last write of tools (:func:`resolve_steps`)."""
     catalog = ""
     for read in cache.attempts():
         info = cache.keep((yield CATALOG)) if read else cache.cached
         catalog = info.name
         try:
-            return (yield from _route_once(info, embedder, query, options, replica))
+            return (yield from _route_once(info, embedder, call, replica))
         except Exception as exc:
             if not cache.retry(exc, read=read):
                 raise
@@ -245,11 +241,11 @@ def route_steps(
 
 
 def _route_once(
-    info: CatalogInfo, embedder: Embedder | None, query: str | None, options: Mapping[str, Any], replica: int | None
+    info: CatalogInfo, embedder: Embedder | None, call: RouteCall, replica: int | None
 ) -> Steps[RouteResult]:
     """One try: resolve the messages' calls, embed (degrading to lexical when the embedder fails), the statement,
     packing; timed stage by stage."""
-    request, reason = prepare_route(info, embedder, query, **options)
+    request, reason = bind_route(call, info, embedder)
     if request.call_names:
         ids = yield from resolve_steps(info, request.call_names, request.call_namespaces, replica=replica)
         request = with_calls(request, ids)

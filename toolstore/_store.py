@@ -32,7 +32,7 @@ from ._reembed import reembed
 from ._replicas import Replicas, Written, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import check_calls
+from ._route import RouteCall, check_calls, check_route
 from ._rows import all_found, check_ids, name_row, unknown_catalog
 from ._session_methods import SessionMethods
 from ._steps import Step, answer_sync, drive, resolve_steps, route_steps
@@ -148,12 +148,7 @@ class ToolStore(AnchorMethods, SessionMethods):
 
     def catalogs(self) -> list[dict[str, Any]]:
         """Every catalog in the database with its model and counts."""
-
-        def work(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-            with conn.cursor(row_factory=dict_row) as cur:
-                return cur.execute(_sql.query("list_catalogs")).fetchall()
-
-        return self._read(work)
+        return self._read(_catalog.list_catalogs)
 
     def drop_catalog(self) -> None:
         """Delete this catalog with its tools, vectors, examples and statistics."""
@@ -382,9 +377,13 @@ class ToolStore(AnchorMethods, SessionMethods):
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
         options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, token_budget=token_budget)
         options |= dict(fmt=fmt)
+        return self.route_checked(check_route(query, **options))
+
+    def route_checked(self, call: RouteCall) -> RouteResult:
+        """:meth:`route` of arguments ``_route.check_route`` checked (``route_messages``: before it records calls)."""
 
         def work(replica: int | None) -> Work[RouteResult]:  # on a replica: one that may lack a called tool hands on
-            steps = partial(route_steps, self._routing, self.embedder, query, options, replica=replica)
+            steps = partial(route_steps, self._routing, self.embedder, call, replica=replica)
             return lambda conn: drive(steps(), self._answer(conn))
 
         return self._read(work(self._written.lsn), work(None))
