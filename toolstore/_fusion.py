@@ -172,3 +172,23 @@ def top_columns(group: np.ndarray, score: np.ndarray, position: np.ndarray, k: i
     if top is None:
         top = exact(np.indices(score.shape)[1])
     return np.where(np.take_along_axis(group, top, axis=1) >= 0, top, -1)
+
+
+def override(
+    fusion: Fusion,
+    *,
+    weights: Mapping[str, float] | None = None,
+    k_rrf: float | None = None,
+    overfetch: int | None = None,
+    split: float | None = None,
+    avoid: float | None = None,
+) -> Fusion:
+    """``fusion`` with the given parts replaced (None keeps a part)."""
+    return replace(
+        fusion,
+        weights=fusion.weights if weights is None else check_weights(weights),
+        k_rrf=fusion.k_rrf if k_rrf is None else k_rrf,
+        overfetch=fusion.overfetch if overfetch is None else overfetch,
+        split=fusion.split if split is None else split,
+        avoid=fusion.avoid if avoid is None else avoid,
+    )

@@ -37,7 +37,7 @@ from ._fusion import (
     TRANSITION_SMOOTHING,
     Fusion,
     check_fusion,
-    check_weights,
+    override,
     stored_fusion,
 )
 from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
@@ -288,26 +288,6 @@ def bind_route(call: RouteCall, info: CatalogInfo, embedder: Embedder | None) ->
     parts = split_request(call.request.query) if fusion.split > 0 else ()
     request = replace(call.request, fusion=fusion, parts=parts, abstain=model)
     return request, vector_plan(request, info, embedder)
-
-
-def override(
-    fusion: Fusion,
-    *,
-    weights: Mapping[str, float] | None = None,
-    k_rrf: float | None = None,
-    overfetch: int | None = None,
-    split: float | None = None,
-    avoid: float | None = None,
-) -> Fusion:
-    """``fusion`` with the given parts replaced (None keeps a part)."""
-    return replace(
-        fusion,
-        weights=fusion.weights if weights is None else check_weights(weights),
-        k_rrf=fusion.k_rrf if k_rrf is None else k_rrf,
-        overfetch=fusion.overfetch if overfetch is None else overfetch,
-        split=fusion.split if split is None else split,
-        avoid=fusion.avoid if avoid is None else avoid,
-    )
 
 
 def vector_plan(request: RouteRequest, info: CatalogInfo, embedder: Embedder | None) -> str | None:
