@@ -1135,3 +1135,32 @@ def test_a_python_object_nested_past_the_recursion_limit_is_refused() -> None:
         deep = [deep]
     with pytest.raises(InvalidToolError, match="tool definitions nested deeper than 100 levels"):
         parse_tools({"name": "t", "description": "d", "parameters": {"type": "object", "default": deep}})
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "mcp"])
+def test_strict_survives_an_export_in_a_format_without_it(fmt: str) -> None:
+    """Anthropic and MCP definitions have no ``strict``: exported with metadata, an OpenAI tool's own ``strict``
+    (either shape, true or false) rides in ``x-toolstore.strict``, so both OpenAI shapes give it back after a re-import;
+    a tool whose source set none carries none. An ``x-toolstore.strict`` that is no boolean, or that contradicts the
+    OpenAI definition's own, is an error naming the tool."""
+    schema = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}},
+        "required": ["q"],
+        "additionalProperties": False,
+    }
+    strict = {"type": "function", "name": "find", "parameters": schema, "strict": True}
+    chat = {"type": "function", "function": {"name": "lax", "parameters": schema, "strict": False}}
+    unset = {"type": "function", "function": {"name": "plain", "parameters": schema}}
+    tools = parse_tools({"tools": [strict, chat, unset]})
+    exported = json.loads(json.dumps(export_catalog(tools, fmt, with_metadata=True)))
+    assert [d.get("x-toolstore", {}).get("strict") for d in exported["tools"]] == [True, False, None]
+    back = parse_tools(exported)
+    assert [to_openai(t, shape="responses")["strict"] for t in back] == [True, False, False]
+    assert [to_openai(t)["function"].get("strict") for t in back] == [True, False, None]
+    assert export_catalog(back, fmt, with_metadata=True) == exported
+    assert "strict" not in json.dumps(export_catalog(tools, fmt))  # only with metadata, as every other field
+    with pytest.raises(InvalidToolError, match=r"find.*x-toolstore\.strict must be true or false"):
+        parse_tools({"tools": [{**exported["tools"][0], "x-toolstore": {"strict": "yes"}}]})
+    with pytest.raises(InvalidToolError, match=r"find.*x-toolstore\.strict is False, but the definition's own"):
+        parse_tools({"tools": [{**strict, "x-toolstore": {"strict": False}}]})

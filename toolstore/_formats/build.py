@@ -23,7 +23,7 @@ NAMESPACE_KEY = "x-toolstore-namespace"
 CUSTOM_INPUT = "input"
 _META_LIST_KEYS = ("categories", "tags", "keywords", "examples")
 _META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id")
-META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http", "custom", "namespace"))
+META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http", "custom", "namespace", "strict"))
 
 
 @dataclass
@@ -137,9 +137,9 @@ def check_meta(value: object) -> dict[str, Any]:
     for key, item in value.items():
         if key in _META_LIST_KEYS:
             meta[key] = check_str_list(item, f"{META_KEY}.{key}")
-        elif key == "always_on":
+        elif key in ("always_on", "strict"):  # strict: an OpenAI tool's, exported to a format without it
             if not isinstance(item, bool):
-                raise ValueError(f"{META_KEY}.always_on must be true or false, got {type_name(item)}")
+                raise ValueError(f"{META_KEY}.{key} must be true or false, got {type_name(item)}")
             meta[key] = item
         elif key == "http":  # an OpenAPI operation's method and path: kept in the spec, not a Tool field
             if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("method", "path"))):
@@ -297,6 +297,7 @@ def _build(draft: Draft, provider_arg: str | None) -> Tool:
     spec = draft.spec
     if "custom" in meta:
         spec, parameters = _custom_spec(draft, name, description, parameters, meta["custom"]), None
+    _check_strict(draft.spec, meta.get("strict"))
     record = _namespace(draft.spec.get(NAMESPACE_KEY), meta.get("namespace"))
     if record is not None:
         spec = {**spec, NAMESPACE_KEY: record}
@@ -337,6 +338,15 @@ def _custom_spec(
     spec: dict[str, Any] = {"type": "custom", "name": name, **({"description": description} if description else {})}
     spec.update(custom)
     return spec
+
+
+def _check_strict(spec: dict[str, Any], strict: bool | None) -> None:
+    """An ``x-toolstore.strict`` (an OpenAI tool's ``strict``, carried by a definition in a format without it) on an
+    OpenAI definition whose own ``strict`` says otherwise is an error: which one holds would be a guess."""
+    fmt = source_format(spec)
+    own = spec.get("function") if fmt == "openai" else spec if fmt == "openai-responses" else None
+    if strict is not None and isinstance(own, dict) and isinstance(own.get("strict"), bool) and own["strict"] != strict:
+        raise ValueError(f"{META_KEY}.strict is {strict}, but the definition's own strict is {own['strict']}")
 
 
 def _namespace(found: object, meta: dict[str, Any] | None) -> object:

@@ -51,12 +51,19 @@ def http_endpoint(tool: Tool) -> dict[str, str] | None:
     spec = tool.spec if isinstance(tool.spec, dict) else {}
     if isinstance(spec.get("method"), str) and isinstance(spec.get("path"), str) and "operation" in spec:
         return {"method": spec["method"].upper(), "path": spec["path"]}
-    holder = next((spec[k] for k in ("function", "custom") if isinstance(spec.get(k), dict)), spec)
-    meta = holder.get(META_KEY) if isinstance(holder, dict) else None
-    http = meta.get("http") if isinstance(meta, dict) else None
+    http = _stored_meta(tool).get("http")
     if isinstance(http, dict) and isinstance(http.get("method"), str) and isinstance(http.get("path"), str):
         return {"method": http["method"].upper(), "path": http["path"]}
     return None
+
+
+def _stored_meta(tool: Tool) -> dict[str, Any]:
+    """The ``x-toolstore`` block of the tool's source definition (inside ``function`` or ``custom`` in the Chat
+    Completions shapes), as imported; empty without one."""
+    spec = tool.spec if isinstance(tool.spec, dict) else {}
+    holder = next((spec[k] for k in ("function", "custom") if isinstance(spec.get(k), dict)), spec)
+    meta = holder.get(META_KEY) if isinstance(holder, dict) else None
+    return meta if isinstance(meta, dict) else {}
 
 
 def _faithful(
@@ -83,9 +90,10 @@ def _faithful(
 
 def _openai_strict(tool: Tool, fmt: str | None) -> bool | None:
     """The ``strict`` flag of the tool's OpenAI source definition (either shape; ``fmt``: its :func:`source_format`),
-    None when it set none."""
+    or of the OpenAI tool a definition in another format came from (its ``x-toolstore.strict``); None when it set
+    none."""
     source = source_definition(tool, fmt, fmt) if fmt in ("openai", "openai-responses") else None
-    strict = source.get("strict") if source is not None else None
+    strict = source.get("strict") if source is not None else _stored_meta(tool).get("strict")
     return strict if isinstance(strict, bool) else None
 
 
@@ -96,8 +104,9 @@ def metadata_block(
 
     Only non-default values are written; ``id`` only when it differs from ``provider.name``
     (or ``name`` without a provider), ``title`` only when ``include_title``; with ``mark_custom`` (a format without
-    custom tools: Anthropic, MCP) an OpenAI custom tool's ``custom`` marker (its format), so its definition parses
-    back as the custom tool rather than as a tool of one ``input`` property; with ``mark_namespace`` (a format without
+    custom tools or ``strict``: Anthropic, MCP) an OpenAI custom tool's ``custom`` marker (its format), so its
+    definition parses back as the custom tool rather than as a tool of one ``input`` property, and an OpenAI tool's
+    ``strict`` when its source set one (a schema written for strict mode is exported back strict); with ``mark_namespace`` (a format without
     namespaces: Chat Completions, Anthropic, MCP) the Responses ``namespace`` a tool was imported from (the namespace
     object without its tools: ``build.namespace_record``), so a Responses export puts it back inside it.
     """
@@ -122,6 +131,9 @@ def metadata_block(
         meta["http"] = http
     if mark_custom and is_custom(tool):
         meta["custom"] = custom_marker(tool)
+    strict = _openai_strict(tool, source_format(tool.spec)) if mark_custom else None
+    if strict is not None:
+        meta["strict"] = strict
     namespace = namespace_record(tool) if mark_namespace else None
     if namespace is not None:
         meta["namespace"] = namespace
@@ -167,7 +179,7 @@ def to_openai(
         definition = _faithful(tool, "openai-responses", rendered, "parameters", source)
         target = definition
     elif shape == "chat":
-        if strict is not None and source == "openai-responses":
+        if strict is not None and source != "openai":  # a Chat Completions source keeps its own (_faithful)
             fn["strict"] = strict
         fn = _faithful(tool, "openai", fn, "parameters", source)
         definition = {"type": "function", "function": fn}
