@@ -415,6 +415,28 @@ def test_a_replica_that_has_replayed_all_answers_a_call_no_tool_answers_to(
     asyncio.run(main())
 
 
+def test_a_prune_applies_the_retention_the_primary_has(replicated: tuple[str, str]) -> None:
+    """prune_sessions() trims by the catalog's retention as the primary, where it deletes, has it: ToolStore read it
+    on a replica, which right after set_session_retention() may still have the previous one; AsyncToolStore alike."""
+    dsn, replica = replicated
+    ids = [t.id for t in generated_tools(5, seed=18)]
+    with ToolStore(dsn, embedder=None, catalog="retention", read_dsn=replica, timeout=3) as store:
+        load(store, replica, 5, seed=18)
+        assert store.record_calls("s", ids * 2) == 10
+        replayed_all(dsn, replica)
+        with replay_paused(replica):
+            store.set_session_retention(max_calls=3)
+            assert store.prune_sessions()["calls"] == 7
+
+            async def main() -> None:
+                async with AsyncToolStore(dsn, embedder=None, catalog="retention", read_dsn=replica) as astore:
+                    await astore.set_session_retention(max_calls=1)
+                    assert (await astore.prune_sessions())["calls"] == 2
+
+            asyncio.run(main())
+        assert len(store.session_log("s")) == 1
+
+
 @contextmanager
 def receiver_stopped(replica: str) -> Iterator[None]:
     """The replica's WAL receiver is stopped inside the block (its primary_conninfo emptied and reloaded: a replica cut

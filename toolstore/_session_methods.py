@@ -97,7 +97,7 @@ class SessionMethods:
         ``record_calls`` or import of it), row and calls, in the same transaction; alone, with no age given or set
         and no ``max_calls``, it only forgets. Returns how many ``calls`` and ``sessions`` went (forgotten ones
         included)."""
-        keep = retention(self.info(counts=False).settings)
+        keep = retention(self._run(self._info).settings)  # the primary's, where it deletes (a replica may lag)
         only_forget = forget_idle is not None and older_than is None and keep.max_age is None and keep.max_calls is None
         before = None if only_forget else prune_before(older_than, session, keep)
         options: dict[str, Any] = dict(
