@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from toolstore import (
+    Anchor,
     AsyncToolStore,
     DatabaseError,
     HashingEmbedder,
@@ -411,6 +412,30 @@ def test_a_replica_that_has_replayed_all_answers_a_call_no_tool_answers_to(
                 asked.clear()
                 assert (await store.route(messages=fresh)).unresolved == []  # resolved on the primary
                 assert asked == [*handed_on, ("route", "primary")]
+
+    asyncio.run(main())
+
+
+def test_both_stores_read_anchors_on_the_replica(replicated: tuple[str, str]) -> None:
+    """anchors() is a read, asked of the replica by ToolStore and AsyncToolStore alike (AsyncToolStore's went to the
+    primary, through the ToolStore it writes with)."""
+    dsn, replica = replicated
+    tools = generated_tools(5, seed=17)
+    with ToolStore(dsn, embedder=None, catalog="anchored", read_dsn=replica, timeout=3) as store:
+        load(store, replica, 5, seed=17)
+        rules = store.add_anchors([Anchor(r"\mping\M", tools[0].id, 0.5)])
+        replayed_all(dsn, replica)
+        replica_pool, primary = store._replicas.connectors[0].pool, requests(store.pool)
+        asked = requests(replica_pool)
+        assert store.anchors() == rules
+        assert requests(replica_pool) > asked and requests(store.pool) == primary
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="anchored", read_dsn=replica, timeout=3) as astore:
+            replica_pool, primary = astore._replicas.connectors[0].pool, requests(astore.pool)
+            asked = requests(replica_pool)
+            assert await astore.anchors() == rules
+            assert requests(replica_pool) > asked and requests(astore.pool) == primary
 
     asyncio.run(main())
 

@@ -171,10 +171,21 @@ def list_anchors(conn: psycopg.Connection[Any], info: CatalogInfo) -> list[Ancho
     return _read(conn, info, None)
 
 
+async def alist_anchors(conn: psycopg.AsyncConnection[Any], info: CatalogInfo) -> list[Anchor]:
+    """:func:`list_anchors` on an async connection."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(query("list_anchors"), {"catalog": info.id, "ids": None})
+        return [_anchor(r) for r in await cur.fetchall()]
+
+
 def _read(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[int] | None) -> list[Anchor]:
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(query("list_anchors"), {"catalog": info.id, "ids": ids}).fetchall()
-    return [Anchor(pattern=r["pattern"], tool=r["tool"], boost=r["boost"], id=r["id"]) for r in rows]
+    return [_anchor(r) for r in rows]
+
+
+def _anchor(row: Mapping[str, Any]) -> Anchor:
+    return Anchor(pattern=row["pattern"], tool=row["tool"], boost=row["boost"], id=row["id"])
 
 
 def remove_anchors(conn: psycopg.Connection[Any], catalog: str, ids: Iterable[int]) -> int:

@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 
 from . import _sql
 from ._abstain import AbstainModel
+from ._anchors import alist_anchors
 from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
@@ -227,6 +228,14 @@ class AsyncToolStore(AsyncSessionMethods):
 
         return await self._read(work)
 
+    async def anchors(self) -> list[Anchor]:
+        """See :meth:`ToolStore.anchors` (read on the replicas in turn, as ToolStore's)."""
+
+        async def work(conn: psycopg.AsyncConnection[Any]) -> list[Anchor]:
+            return await alist_anchors(conn, await self._info(conn))
+
+        return await self._read(work)
+
     # -- routing -------------------------------------------------------------------------------------
 
     async def route(
@@ -312,9 +321,6 @@ class AsyncToolStore(AsyncSessionMethods):
         self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False
     ) -> list[Anchor]:
         return cast("list[Anchor]", await self._write("add_anchors", anchors, replace=replace))
-
-    async def anchors(self) -> list[Anchor]:
-        return cast("list[Anchor]", await self._write("anchors"))
 
     async def remove_anchors(self, ids: Iterable[int]) -> int:
         return cast("int", await self._write("remove_anchors", list(ids)))
