@@ -51,6 +51,7 @@ LAYERS: list[set[str]] = [
         "_access",
         "_sessions",
         "_session_methods",
+        "_reads",
         "_anchors",
     },
     {"_store", "_async_store"},

@@ -18,9 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import psycopg
-from psycopg.rows import dict_row
 
-from . import _sql
 from ._abstain import AbstainModel
 from ._anchors import alist_anchors
 from ._catalog_cache import CatalogCache
@@ -33,13 +31,12 @@ from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS,
 from ._input import check_catalog_name
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, Tool
-from ._names import resolve_among, resolve_name
+from ._models import Anchor, ImportReport, IntentExample, Tool
+from ._reads import AsyncReadMethods
 from ._replicas import AsyncReplicas, Written, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._route import RouteCall, check_calls, check_route
-from ._rows import all_found, check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
 from ._session_methods import AsyncSessionMethods
 from ._steps import Step, adrive, answer_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
@@ -54,7 +51,7 @@ Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
 NOT_OPEN = "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
 
 
-class AsyncToolStore(AsyncSessionMethods):
+class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     """:class:`ToolStore` for asyncio: ``async with AsyncToolStore(...) as store: await store.route(...)``.
 
     Arguments as for ToolStore (``read_dsn`` included: reads go to the replicas the same way). Nothing touches the
@@ -168,65 +165,6 @@ class AsyncToolStore(AsyncSessionMethods):
         db = self.db
         answered, result = await self._replicas.run(work)
         return result if answered else await db.run(primary or work)  # type: ignore[return-value]
-
-    async def _info(self, conn: psycopg.AsyncConnection[Any], *, counts: bool = False) -> CatalogInfo:
-        async with conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(_sql.query("get_catalog" if counts else "get_catalog_light"), {"name": self.catalog})
-            row = await cur.fetchone()
-        if row is None:
-            raise unknown_catalog(self.catalog)
-        return info_from_row(row)
-
-    async def info(self, *, counts: bool = True) -> CatalogInfo:
-        return await self._read(lambda conn: self._info(conn, counts=counts))
-
-    async def catalogs(self) -> list[dict[str, Any]]:
-        async def work(conn: psycopg.AsyncConnection[Any]) -> list[dict[str, Any]]:
-            async with conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(_sql.query("list_catalogs"))
-                return await cur.fetchall()
-
-        return await self._read(work)
-
-    async def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
-        return await self._read(self._listing(ids, complete=True), self._listing(ids, complete=False))
-
-    def _listing(self, ids: Sequence[str] | None, *, complete: bool) -> Work[list[Tool]]:
-        """See :meth:`ToolStore._listing`."""
-
-        async def work(conn: psycopg.AsyncConnection[Any]) -> list[Tool]:
-            found = await self._tools(conn, await self._info(conn), ids)
-            return all_found(found, ids, self.catalog) if complete and ids is not None else found
-
-        return work
-
-    async def _tools(
-        self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, ids: Sequence[str] | None
-    ) -> list[Tool]:
-        async with conn.cursor(row_factory=dict_row) as cur:
-            if ids is None:
-                await cur.execute(_sql.query("list_tools"), {"catalog": info.id})
-            else:
-                await cur.execute(_sql.query("get_tools"), {"catalog": info.id, "ids": check_ids(ids)})
-            return [tool_from_row(r) for r in await cur.fetchall()]
-
-    async def get(self, tool_id: str) -> Tool:
-        return (await self._read(self._listing([tool_id], complete=True)))[0]
-
-    async def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
-        """See :meth:`ToolStore.resolve`."""
-
-        async def work(conn: psycopg.AsyncConnection[Any]) -> Tool:
-            info = await self._info(conn)
-            if among is not None:
-                ids = check_ids(among)
-                return resolve_among(name, await self._tools(conn, info, ids), ids)
-            async with conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(_sql.query("tool_names"), {"catalog": info.id})
-                found = resolve_name(name, [name_row(r) for r in await cur.fetchall()], offered=False)
-            return (await self._tools(conn, info, [found.id]))[0]
-
-        return await self._read(work)
 
     async def anchors(self) -> list[Anchor]:
         """See :meth:`ToolStore.anchors` (read on the replicas in turn, as ToolStore's)."""

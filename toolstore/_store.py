@@ -9,10 +9,9 @@ from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from . import _access, _catalog, _sql
+from . import _access, _catalog
 from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._anchors import AnchorMethods
 from ._catalog_cache import CatalogCache
@@ -25,15 +24,14 @@ from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS,
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import CatalogInfo, ImportReport, IntentExample, Tool
-from ._names import resolve_among, resolve_name
+from ._models import ImportReport, IntentExample, Tool
 from ._observe import logger, span
+from ._reads import ReadMethods
 from ._reembed import reembed
 from ._replicas import Replicas, Written, replica_dsns
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._route import RouteCall, check_calls, check_route
-from ._rows import all_found, check_ids, name_row, unknown_catalog
 from ._session_methods import SessionMethods
 from ._steps import Step, answer_sync, drive, resolve_steps, route_steps
 from ._tune import TuneReport, tune
@@ -45,7 +43,7 @@ Work = Callable[[psycopg.Connection[Any]], T]
 DEFAULT = "default"
 
 
-class ToolStore(AnchorMethods, SessionMethods):
+class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     """A named tool catalog in Postgres.
 
     ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server.
@@ -135,20 +133,6 @@ class ToolStore(AnchorMethods, SessionMethods):
         self.close()
 
     # -- catalogs ------------------------------------------------------------------------------------
-
-    def info(self, *, counts: bool = True) -> CatalogInfo:
-        """This catalog's id, model, dimension, settings and (unless ``counts=False``) tool and example counts."""
-        return self._read(lambda conn: self._info(conn, counts=counts))
-
-    def _info(self, conn: psycopg.Connection[Any], *, counts: bool = False) -> CatalogInfo:
-        info = _catalog.catalog_info(conn, self.catalog, counts=counts)
-        if info is None:
-            raise unknown_catalog(self.catalog)
-        return info
-
-    def catalogs(self) -> list[dict[str, Any]]:
-        """Every catalog in the database with its model and counts."""
-        return self._read(_catalog.list_catalogs)
 
     def drop_catalog(self) -> None:
         """Delete this catalog with its tools, vectors, examples and statistics."""
@@ -268,41 +252,6 @@ class ToolStore(AnchorMethods, SessionMethods):
             raise InvalidInputError("intent examples need an embedder; this ToolStore has embedder=None")
         embedder = self.embedder
         return self._run(lambda conn: _catalog.add_examples(conn, self.catalog, examples, embedder))
-
-    def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
-        """All tools of the catalog (or those with the given ids), ordered by id."""
-        return self._read(self._listing(ids, complete=True), self._listing(ids, complete=False))
-
-    def get(self, tool_id: str) -> Tool:
-        """One tool by id; UnknownToolError when the catalog has no such tool."""
-        return self._read(self._listing([tool_id], complete=True))[0]
-
-    def _listing(self, ids: Sequence[str] | None, *, complete: bool) -> Work[list[Tool]]:
-        """The tools with ``ids``; ``complete``: UnknownToolError for any the catalog lacks (a replica hands on)."""
-
-        def work(conn: psycopg.Connection[Any]) -> list[Tool]:
-            found = _catalog.list_tools(conn, self._info(conn), ids)
-            return all_found(found, ids, self.catalog) if complete and ids is not None else found
-
-        return work
-
-    def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
-        """The tool a model called by ``name`` in any turn: a name ``RouteResult.definitions`` gave (``provider__name``
-        when namespaced), the tool's id or its own name. ``among``: the ids of the tools the model was offered, in
-        the order offered (``result.ids``), which makes any offered name exact. UnknownToolError when no tool (or
-        more than one) matches."""
-
-        def work(conn: psycopg.Connection[Any]) -> Tool:
-            info = self._info(conn)
-            if among is not None:
-                ids = check_ids(among)
-                return resolve_among(name, _catalog.list_tools(conn, info, ids), ids)
-            with conn.cursor(row_factory=dict_row) as cur:
-                rows = cur.execute(_sql.query("tool_names"), {"catalog": info.id}).fetchall()
-            found = resolve_name(name, [name_row(r) for r in rows], offered=False)
-            return _catalog.list_tools(conn, info, [found.id])[0]
-
-        return self._read(work)
 
     def resolve_calls(self, names: Sequence[str], *, namespaces: Sequence[str | None] = ()) -> list[str | None]:
         """The tool id each name a model called means across the catalog (as :meth:`resolve`), None for a name that
