@@ -235,3 +235,38 @@ def test_concurrent_opens_make_one_pool_and_close_it(dsn: str, monkeypatch: pyte
 
     asyncio.run(main())
     assert len(pools) == 1 and pools[0].closed
+
+
+def test_a_closed_store_says_it_is_closed(dsn: str) -> None:
+    """A call on a closed ToolStore is an InvalidInputError saying so (it was "database error: the pool 'pool-1' is
+    already closed", a DatabaseError that reads as the server's), as on an AsyncToolStore closed or never opened;
+    closing again does nothing, and an AsyncToolStore opens again."""
+    store = ToolStore(dsn, embedder=None, catalog="closed")
+    store.upsert(TOOLS[:1])
+    store.close()
+    calls = [
+        lambda: store.route("post a message"),
+        lambda: store.info(),
+        lambda: store.upsert(TOOLS[:1]),
+        lambda: store.record_calls("s", ["slack.send_message"]),
+        lambda: store.connection(),
+        lambda: store.pool,
+        lambda: store.__enter__(),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInputError, match="ToolStore is closed"):
+            call()
+    store.close()
+
+    async def main() -> None:
+        astore = AsyncToolStore(dsn, embedder=None, catalog="closed")
+        async with astore:
+            assert (await astore.route("post a message")).ids == ["slack.send_message"]
+        for acall in (astore.route("post a message"), astore.info(), astore.upsert(TOOLS[:1])):
+            with pytest.raises(InvalidInputError, match="AsyncToolStore is not open"):
+                await acall
+        await astore.close()
+        async with astore:
+            assert (await astore.info()).n_tools == 1
+
+    asyncio.run(main())

@@ -41,6 +41,7 @@ T = TypeVar("T")
 Work = Callable[[psycopg.Connection[Any]], T]
 
 DEFAULT = "default"
+CLOSED = "this ToolStore is closed: make another (`with ToolStore(...) as store:` closes it when the block ends)"
 
 
 class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
@@ -92,6 +93,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         self.dsn = resolve_dsn(dsn)
         ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
         pool_options: dict[str, Any] = {"max_size": pool_size, "timeout": timeout}
+        self._closed = False
         self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
         try:
             self._replicas = Replicas(replica_dsns(read_dsn), schema=self.schema, tenant=catalog, **pool_options)
@@ -104,29 +106,39 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     @property
     def pool(self) -> ConnectionPool[Any]:
         """The connection pool (connections have pgvector registered and the schema on their search_path)."""
-        return self._db.pool
+        return self._open().pool
 
     def connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """A pooled connection (autocommit, pgvector registered, toolstore's schema first on the search_path),
         waited for at most ``timeout`` seconds; psycopg's failures inside the block become DatabaseError."""
-        return self._db.connection()
+        return self._open().connection()
+
+    def _open(self) -> Connector:
+        """The primary's connector, or InvalidInputError once the store is closed (its pools are)."""
+        if self._closed:
+            raise InvalidInputError(CLOSED)
+        return self._db
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        return self._db.run(work)
+        return self._open().run(work)
 
     def _read(self, work: Work[T], primary: Work[T] | None = None) -> T:
         """A read on the replicas in turn (``_replicas.Rotation``), then on the primary (``primary`` when given: what
         a replica that lacks something, so hands on, would answer there)."""
+        db = self._open()
         answered, result = self._replicas.run(work)
-        return result if answered else self._db.run(primary or work)  # type: ignore[return-value]
+        return result if answered else db.run(primary or work)  # type: ignore[return-value]
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the store's pools; a later call raises InvalidInputError saying it is closed (close() again: none)."""
+        self._closed = True
         self._db.close()
         self._replicas.close()
 
     def __enter__(self) -> ToolStore:
+        self._open()
         return self
 
     def __exit__(self, *exc: object) -> None:
