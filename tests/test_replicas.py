@@ -778,7 +778,7 @@ def test_the_replica_rotation_takes_turns_skips_the_unreachable_and_keeps_the_bu
     """The sans-I/O rule both stores' replicas follow (``_replicas.Rotation``), on a clock the test sets."""
     from psycopg_pool import PoolTimeout
 
-    from toolstore._connect import PoolBusy
+    from toolstore._lending import PoolBusy
     from toolstore._replicas import LAGGING, REPLICA_RETRY, Rotation
 
     now = [100.0]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -17,10 +16,11 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.array import ListBinaryDumper
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, redact
+from ._lending import Lending, PoolBusy, connection_lost
 from ._sql import query
 
 T = TypeVar("T")
@@ -28,7 +28,6 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = 5.0
 #: Attempts of a write transaction that Postgres chose as a deadlock (or serialization) victim.
 CONFLICT_ATTEMPTS = 4
-_LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 EXTENSION_SCHEMA = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
 #: A connection's session, set in one round trip: the schema first on the search_path; the catalog it works for
 #: (row-level security shows a tenant role only that catalog, migration 0005); and generic plans for every
@@ -137,9 +136,14 @@ def check_pool_size(pool_size: int) -> int:
     return pool_size
 
 
-def _pool_options(timeout: float) -> dict[str, Any]:
-    """What both pools share: autocommit connections, bounded connects, waits and reconnection."""
+def _pool_args(dsn: str, min_size: int, max_size: int, timeout: float, configure: Any) -> dict[str, Any]:
+    """What both pools are made with: autocommit connections set up by ``configure``, bounded connects, waits and
+    reconnection, opened by the connector."""
     return {
+        "conninfo": dsn,
+        "min_size": min_size,
+        "max_size": max_size,
+        "configure": configure,
         "kwargs": {"autocommit": True, "connect_timeout": max(1, math.ceil(timeout))},
         "timeout": timeout,
         "reconnect_timeout": max(60.0, timeout),
@@ -147,44 +151,18 @@ def _pool_options(timeout: float) -> dict[str, Any]:
     }
 
 
-class PoolBusy(PoolTimeout):
-    """No connection within the timeout while some connection of the pool was in use: the server answers, the pool
-    is only full (more concurrent calls than ``pool_size``)."""
+def _session(conn: Any, schema: str, tenant: str, extension: Any) -> list[str]:
+    """SET_SESSION's parameters for a new connection, given the row of EXTENSION_SCHEMA."""
+    return [search_path(conn, schema, _extension_schema(extension)), tenant]
 
 
-class Lending:
-    """The connections a pool lent (:class:`Connector`'s and :class:`AsyncConnector`'s count): how many are out now,
-    and how many came back, which tells a busy pool (:class:`PoolBusy`) from one that could not connect."""
+def _open_timeout(timeout: float) -> float:
+    """How long a connector waits for its pool's first connections."""
+    return max(timeout, 15.0)
 
-    def __init__(self) -> None:
-        self._out, self._returned, self._lock = 0, 0, threading.Lock()
 
-    def returned(self) -> int:
-        """How many came back so far: :meth:`failure`'s ``since``, taken before waiting for a connection."""
-        with self._lock:
-            return self._returned
-
-    def lend(self) -> None:
-        with self._lock:
-            self._out += 1
-
-    def give_back(self) -> None:
-        with self._lock:
-            self._out, self._returned = self._out - 1, self._returned + 1
-
-    def busy(self, pool_size: int) -> bool:
-        """Whether all ``pool_size`` connections of the pool are lent now: a wait for one lasts until one comes back."""
-        with self._lock:
-            return self._out >= pool_size
-
-    def failure(self, exc: BaseException, since: int, pool_size: int) -> BaseException:
-        """What a wait for a connection that failed with ``exc`` means: a :class:`PoolBusy` when it timed out while
-        some connection was out (one is out now, or one came back since ``since``), else ``exc`` itself."""
-        with self._lock:
-            lent = self._out > 0 or self._returned != since
-        if isinstance(exc, PoolTimeout) and lent:
-            return PoolBusy(f"the pool's connections (pool_size={pool_size}) are all in use")
-        return exc
+def _cannot_connect(exc: Exception) -> DatabaseError:
+    return DatabaseError(f"cannot connect to the database: {first_line(exc)}")
 
 
 def _translate(exc: BaseException, timeout: float) -> DatabaseError:
@@ -193,26 +171,6 @@ def _translate(exc: BaseException, timeout: float) -> DatabaseError:
     if isinstance(exc, PoolTimeout):
         return DatabaseError(f"no database connection within {timeout:g} s: is the server up?")
     return DatabaseError(f"database error: {first_line(exc)}")
-
-
-def connection_lost(exc: BaseException) -> bool:
-    """True for errors that mean the connection is gone (server stopped, restarted, network), not the statement. The
-    pool's own errors (no connection within the timeout, closed) are OperationalErrors without a SQLSTATE too, but
-    nothing was lost: another try would only wait again."""
-    if isinstance(exc, (PoolTimeout, PoolClosed)):
-        return False
-    return isinstance(exc, _LOST) or (isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None)
-
-
-def unreachable(exc: BaseException) -> bool:
-    """True for failures that mean the server cannot be reached, which leave a replica out of reads for
-    ``_replicas.REPLICA_RETRY`` seconds: a lost connection (:func:`connection_lost`: a server stopped or restarted, the
-    network), or a pool that gave no connection within the timeout while none of its connections was in use, so it
-    could not open one (refused, no such host, a server not accepting connections). A pool that had a connection in
-    use meanwhile (:class:`PoolBusy`, from the :class:`Lending` count of both connectors; psycopg_pool's
-    PoolTimeout chains no error, and its ``pool_size`` stat counts connections still being attempted) is only busy:
-    the server answers, and a later call may find a connection free."""
-    return (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy)) or connection_lost(exc)
 
 
 def retry_conflicts(write: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS) -> T:
@@ -228,7 +186,26 @@ def retry_conflicts(write: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS
     raise AssertionError("unreachable")
 
 
-class Connector:
+class _Pooled:
+    """What :class:`Connector` and :class:`AsyncConnector` share, no I/O: the bounded wait, the count of lent
+    connections, and when :meth:`run` tries again."""
+
+    pool: ConnectionPool[Any] | AsyncConnectionPool[Any]
+
+    def __init__(self, schema: str, timeout: float) -> None:
+        self.schema, self.timeout, self.lending = schema, timeout, Lending()
+
+    def busy(self) -> bool:
+        """Every connection of the pool is in use now (:meth:`Lending.busy`)."""
+        return self.lending.busy(self.pool.max_size)
+
+    @staticmethod
+    def _again(exc: DatabaseError, attempt: int) -> bool:
+        """Whether ``run`` tries once more: the first attempt's connection was lost (a restarted server)."""
+        return attempt == 0 and exc.__cause__ is not None and connection_lost(exc.__cause__)
+
+
+class Connector(_Pooled):
     """A pool of connections set up for toolstore (pgvector registered, the schema first on the search_path).
 
     :meth:`run` hands a function a connection for at most ``timeout`` seconds of waiting, turns psycopg's errors into
@@ -248,28 +225,20 @@ class Connector:
         timeout: float = DEFAULT_TIMEOUT,
         wait: bool = True,
     ) -> None:
-        self.timeout = check_timeout(timeout)
-        self.schema = schema
+        super().__init__(schema, check_timeout(timeout))
         check_dsn(dsn)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
-            ext = _extension_schema(conn.execute(EXTENSION_SCHEMA).fetchone())
-            conn.execute(SET_SESSION, [search_path(conn, schema, ext), tenant])
+            conn.execute(SET_SESSION, _session(conn, schema, tenant, conn.execute(EXTENSION_SCHEMA).fetchone()))
             register_vector(conn)
             register_types(conn)
 
-        self.pool: ConnectionPool[Any] = ConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, configure=configure, **_pool_options(self.timeout)
-        )
-        self.lending = Lending()
-        if not wait:  # the pool connects in the background; until it has, a call waits up to `timeout`
-            self.pool.open(wait=False)
-            return
-        try:
-            self.pool.open(wait=True, timeout=max(self.timeout, 15.0))
+        self.pool: ConnectionPool[Any] = ConnectionPool(**_pool_args(dsn, min_size, max_size, self.timeout, configure))
+        try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
+            self.pool.open(wait=wait, timeout=_open_timeout(self.timeout))
         except Exception as exc:
             self.pool.close()
-            raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
+            raise _cannot_connect(exc) from exc
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -300,28 +269,22 @@ class Connector:
                 with self.connection() as conn:
                     return work(conn)
             except DatabaseError as exc:
-                if attempt == 0 and exc.__cause__ is not None and connection_lost(exc.__cause__):
+                if self._again(exc, attempt):
                     continue
                 raise
         raise AssertionError("unreachable")
-
-    def busy(self) -> bool:
-        """Every connection of the pool is in use now (:meth:`Lending.busy`)."""
-        return self.lending.busy(self.pool.max_size)
 
     def close(self) -> None:
         self.pool.close()
 
 
-class AsyncConnector:
+class AsyncConnector(_Pooled):
     """:class:`Connector` for asyncio, on psycopg's async pool: the same connection setup, bounded waits, errors
     (a busy pool's :class:`PoolBusy` too) and one retry after a lost connection. Made with :meth:`open`."""
 
     def __init__(self, pool: AsyncConnectionPool[Any], timeout: float, schema: str) -> None:
-        self.pool = pool
-        self.timeout = timeout
-        self.lending = Lending()
-        self.schema = schema
+        super().__init__(schema, timeout)
+        self.pool: AsyncConnectionPool[Any] = pool
 
     @classmethod
     async def open(
@@ -340,19 +303,17 @@ class AsyncConnector:
         check_dsn(dsn)
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
-            ext = _extension_schema(await (await conn.execute(EXTENSION_SCHEMA)).fetchone())
-            await conn.execute(SET_SESSION, [search_path(conn, schema, ext), tenant])
+            extension = await (await conn.execute(EXTENSION_SCHEMA)).fetchone()
+            await conn.execute(SET_SESSION, _session(conn, schema, tenant, extension))
             await register_vector_async(conn)
             register_types(conn)
 
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, configure=configure, **_pool_options(timeout)
-        )
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(**_pool_args(dsn, min_size, max_size, timeout, configure))
         try:
-            await pool.open(wait=wait, timeout=max(timeout, 15.0))
+            await pool.open(wait=wait, timeout=_open_timeout(timeout))
         except Exception as exc:
             await pool.close()
-            raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
+            raise _cannot_connect(exc) from exc
         return cls(pool, timeout, schema)
 
     @asynccontextmanager
@@ -381,14 +342,10 @@ class AsyncConnector:
                 async with self.connection() as conn:
                     return await work(conn)
             except DatabaseError as exc:
-                if attempt == 0 and exc.__cause__ is not None and connection_lost(exc.__cause__):
+                if self._again(exc, attempt):
                     continue
                 raise
         raise AssertionError("unreachable")
-
-    def busy(self) -> bool:
-        """Every connection of the pool is in use now (:meth:`Lending.busy`)."""
-        return self.lending.busy(self.pool.max_size)
 
     async def close(self) -> None:
         await self.pool.close()

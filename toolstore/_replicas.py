@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from ._connect import AsyncConnector, Connector, unreachable
+from ._connect import AsyncConnector, Connector
 from ._errors import (
     DatabaseError,
     ModelMismatchError,
@@ -19,6 +19,7 @@ from ._errors import (
     UnknownToolError,
     UnmatchedFilterError,
 )
+from ._lending import unreachable
 from ._observe import logger
 from ._sql import query
 
@@ -70,7 +71,7 @@ class Rotation:
     connection in use now (busy) is asked after the others, so the read does not queue behind it while another replica
     is free, nor leaves the replicas for the primary because of it. A failure (:meth:`hands_over`) is handed on to the
     next replica, and finally the primary, when it is a :class:`DatabaseError` or one of :data:`LAGGING`; when its
-    cause says the server cannot be reached (:func:`_connect.unreachable`), the replica is also left out for
+    cause says the server cannot be reached (:func:`_lending.unreachable`), the replica is also left out for
     :data:`REPLICA_RETRY` seconds. A pool that gave no connection within ``timeout`` hands on that read alone."""
 
     def __init__(self, n: int, *, clock: Callable[[], float] = time.monotonic) -> None:

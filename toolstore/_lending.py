@@ -1,0 +1,74 @@
+"""What a pool's failure means, no I/O: the count of connections a pool lent (:class:`Lending`, kept by both
+connectors of ``_connect``) that tells a busy pool (:class:`PoolBusy`) from a server that cannot be reached
+(:func:`unreachable`, which leaves a read replica out of reads), and a lost connection (:func:`connection_lost`, which
+a connector's ``run`` tries once more after)."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+from psycopg import errors
+from psycopg_pool import PoolClosed, PoolTimeout
+
+_LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
+
+
+class PoolBusy(PoolTimeout):
+    """No connection within the timeout while some connection of the pool was in use: the server answers, the pool
+    is only full (more concurrent calls than ``pool_size``)."""
+
+
+class Lending:
+    """The connections a pool lent (``_connect.Connector``'s and ``AsyncConnector``'s count): how many are out now,
+    and how many came back, which tells a busy pool (:class:`PoolBusy`) from one that could not connect."""
+
+    def __init__(self) -> None:
+        self._out, self._returned, self._lock = 0, 0, threading.Lock()
+
+    def returned(self) -> int:
+        """How many came back so far: :meth:`failure`'s ``since``, taken before waiting for a connection."""
+        with self._lock:
+            return self._returned
+
+    def lend(self) -> None:
+        with self._lock:
+            self._out += 1
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._out, self._returned = self._out - 1, self._returned + 1
+
+    def busy(self, pool_size: int) -> bool:
+        """Whether all ``pool_size`` connections of the pool are lent now: a wait for one lasts until one comes back."""
+        with self._lock:
+            return self._out >= pool_size
+
+    def failure(self, exc: BaseException, since: int, pool_size: int) -> BaseException:
+        """What a wait for a connection that failed with ``exc`` means: a :class:`PoolBusy` when it timed out while
+        some connection was out (one is out now, or one came back since ``since``), else ``exc`` itself."""
+        with self._lock:
+            lent = self._out > 0 or self._returned != since
+        if isinstance(exc, PoolTimeout) and lent:
+            return PoolBusy(f"the pool's connections (pool_size={pool_size}) are all in use")
+        return exc
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """True for errors that mean the connection is gone (server stopped, restarted, network), not the statement. The
+    pool's own errors (no connection within the timeout, closed) are OperationalErrors without a SQLSTATE too, but
+    nothing was lost: another try would only wait again."""
+    if isinstance(exc, (PoolTimeout, PoolClosed)):
+        return False
+    return isinstance(exc, _LOST) or (isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """True for failures that mean the server cannot be reached, which leave a replica out of reads for
+    ``_replicas.REPLICA_RETRY`` seconds: a lost connection (:func:`connection_lost`: a server stopped or restarted, the
+    network), or a pool that gave no connection within the timeout while none of its connections was in use, so it
+    could not open one (refused, no such host, a server not accepting connections). A pool that had a connection in
+    use meanwhile (:class:`PoolBusy`, from the :class:`Lending` count of both connectors; psycopg_pool's
+    PoolTimeout chains no error, and its ``pool_size`` stat counts connections still being attempted) is only busy:
+    the server answers, and a later call may find a connection free."""
+    return (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy)) or connection_lost(exc)
