@@ -270,3 +270,27 @@ def test_a_closed_store_says_it_is_closed(dsn: str) -> None:
             assert (await astore.info()).n_tools == 1
 
     asyncio.run(main())
+
+
+def test_an_open_cancelled_while_the_pool_waits_for_the_server_closes_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancelled AsyncConnector.open (``asyncio.wait_for``, ``asyncio.timeout`` around ``async with
+    AsyncToolStore(...)``) left its pool open, connecting in the background for good; it is closed, as after a
+    failure."""
+    from psycopg_pool import AsyncConnectionPool
+
+    pools: list[AsyncConnectionPool[Any]] = []
+
+    class Recorded(AsyncConnectionPool):  # type: ignore[type-arg]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr("toolstore._connect.AsyncConnectionPool", Recorded)
+    down = "postgresql://postgres@/postgres?host=/nonexistent-socket-dir"
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(AsyncConnector.open(down, schema="toolstore", timeout=30), 0.5)
+
+    asyncio.run(main())
+    assert len(pools) == 1 and pools[0].closed

@@ -236,8 +236,10 @@ class Connector(_Pooled):
         self.pool: ConnectionPool[Any] = ConnectionPool(**_pool_args(dsn, min_size, max_size, self.timeout, configure))
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open(wait=wait, timeout=_open_timeout(self.timeout))
-        except Exception as exc:
+        except BaseException as exc:  # an interrupt too: no pool left connecting in the background
             self.pool.close()
+            if not isinstance(exc, Exception):
+                raise
             raise _cannot_connect(exc) from exc
 
     @contextmanager
@@ -311,8 +313,10 @@ class AsyncConnector(_Pooled):
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(**_pool_args(dsn, min_size, max_size, timeout, configure))
         try:
             await pool.open(wait=wait, timeout=_open_timeout(timeout))
-        except Exception as exc:
+        except BaseException as exc:  # a cancellation too (asyncio.timeout): no pool left connecting in the background
             await pool.close()
+            if not isinstance(exc, Exception):
+                raise
             raise _cannot_connect(exc) from exc
         return cls(pool, timeout, schema)
 
