@@ -294,3 +294,34 @@ def test_an_open_cancelled_while_the_pool_waits_for_the_server_closes_the_pool(m
 
     asyncio.run(main())
     assert len(pools) == 1 and pools[0].closed
+
+
+@pytest.mark.parametrize(
+    "arguments, problem",
+    [
+        ({"read_dsn": 5}, "read_dsn must be a DSN or a list of DSNs, got int"),
+        ({"read_dsn": [None]}, "read_dsn must be a DSN or a list of DSNs"),
+        ({"read_dsn": ["host=replica port"]}, "malformed DSN"),
+        ({"embedder": "openai", "pool_size": 0}, "pool_size must be"),
+        ({"embedder": "openai", "timeout": 0}, "timeout must be"),
+    ],
+)
+def test_both_stores_refuse_bad_arguments_alike_when_made(dsn: str, arguments: dict[str, Any], problem: str) -> None:
+    """The same InvalidInputError from either store's constructor (AsyncToolStore took any read_dsn until open(), where
+    a malformed one failed after the primary's pool opened, and checked the embedder before the pool's size)."""
+    for store in (ToolStore, AsyncToolStore):
+        with pytest.raises(InvalidInputError, match=problem):
+            store(dsn, catalog="args", **arguments)
+
+
+def test_an_empty_read_dsn_is_no_replica(dsn: str) -> None:
+    """``read_dsn=""`` (an unset variable) is no replica, as ``dsn=""`` is no DSN; it was a replica at libpq's defaults
+    (a local server on port 5432) that every read waited for."""
+    with ToolStore(dsn, embedder=None, catalog="args", read_dsn="") as store:
+        assert store._replicas.connectors == []
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="args", read_dsn="") as astore:
+            assert astore._replicas.connectors == []
+
+    asyncio.run(main())

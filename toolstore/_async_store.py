@@ -74,16 +74,15 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
+        self._timeout, self._pool_size = check_timeout(timeout), check_pool_size(pool_size)  # as ToolStore's, in order
+        self._read_dsns = replica_dsns(read_dsn)
         if embedder == "default":
             embedder = LocalEmbedder()
         elif isinstance(embedder, str):
             raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
         self.embedder: Embedder | None = embedder
         self._dsn, self._create, self._migrate = dsn, create, migrate
-        self._pool_size = check_pool_size(pool_size)
-        self._timeout = check_timeout(timeout)
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
-        self._read_dsns = replica_dsns(read_dsn)
         self._written = Written(bool(self._read_dsns))  # noted after each write of tools, read by the routes
         self._db: AsyncConnector | None = None
         self._replicas = AsyncReplicas([])

@@ -11,9 +11,10 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from ._connect import AsyncConnector, Connector
+from ._connect import AsyncConnector, Connector, check_dsn
 from ._errors import (
     DatabaseError,
+    InvalidInputError,
     ModelMismatchError,
     UnknownCatalogError,
     UnknownToolError,
@@ -35,8 +36,12 @@ LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError,
 
 
 def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
-    """The stores' ``read_dsn`` argument as a list."""
-    return [read_dsn] if isinstance(read_dsn, str) else list(read_dsn or [])
+    """The stores' ``read_dsn`` argument as a list of DSNs, each checked (:func:`_connect.check_dsn`); None or ``""``
+    (as ``dsn=""``, not given) is no replica. InvalidInputError for anything else."""
+    dsns = [read_dsn] if isinstance(read_dsn, str) and read_dsn else read_dsn or []
+    if not isinstance(dsns, (list, tuple)) or not all(isinstance(dsn, str) and dsn for dsn in dsns):
+        raise InvalidInputError(f"read_dsn must be a DSN or a list of DSNs, got {type(read_dsn).__name__}")
+    return [check_dsn(dsn) for dsn in dsns]
 
 
 class Written:

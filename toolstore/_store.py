@@ -83,6 +83,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
         timeout, pool_size = check_timeout(timeout), check_pool_size(pool_size)
+        read_dsns = replica_dsns(read_dsn)
         self.create = create
         if embedder == "default":
             embedder = LocalEmbedder()
@@ -96,7 +97,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         self._closed = False
         self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
         try:
-            self._replicas = Replicas(replica_dsns(read_dsn), schema=self.schema, tenant=catalog, **pool_options)
+            self._replicas = Replicas(read_dsns, schema=self.schema, tenant=catalog, **pool_options)
         except BaseException:
             self._db.close()
             raise
