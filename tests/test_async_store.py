@@ -325,3 +325,16 @@ def test_an_empty_read_dsn_is_no_replica(dsn: str) -> None:
             assert astore._replicas.connectors == []
 
     asyncio.run(main())
+
+
+def test_a_close_while_the_store_opens_leaves_it_closed(dsn: str) -> None:
+    """close() called while open() is under way (a shutdown beside a first request) returned at once, and the open
+    then finished: the store stayed open, its pools with it. close() now waits for the open, then closes."""
+
+    async def main() -> None:
+        store = AsyncToolStore(dsn, embedder=None, catalog="c")
+        await asyncio.gather(store.open(), store.close())
+        with pytest.raises(InvalidInputError, match="not open"):
+            await store.info()
+
+    asyncio.run(main())

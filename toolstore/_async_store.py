@@ -112,14 +112,17 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         return self
 
     async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
-        await self._replicas.close()
-        self._replicas = AsyncReplicas([])
-        if self._writer is not None:
-            await asyncio.to_thread(self._writer.close)
-            self._writer = None
+        """Close the pools (the writer's too), after an open() or a writer's opening under way; open() opens again."""
+        async with self._open_lock, self._writer_lock:
+            db, replicas, writer = self._db, self._replicas, self._writer
+            self._db, self._replicas, self._writer = None, AsyncReplicas([]), None
+            try:
+                if db is not None:
+                    await db.close()
+                await replicas.close()
+            finally:
+                if writer is not None:
+                    await asyncio.to_thread(writer.close)
 
     async def __aenter__(self) -> AsyncToolStore:
         return await self.open()
@@ -144,17 +147,18 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     async def _write(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run ToolStore.<method> (the one write path) in a worker thread, on a sync store opened on first use."""
-        if self._db is None:  # as reads: the writer opens on the DSN open() resolved
-            raise InvalidInputError(NOT_OPEN)
         async with self._writer_lock:
+            if self._db is None:  # as reads (close() too takes the lock): the writer opens on the DSN open() resolved
+                raise InvalidInputError(NOT_OPEN)
             if self._writer is None:
                 options = dict(catalog=self.catalog, schema=self.schema, create=self._create, timeout=self._timeout)
                 self._writer = await asyncio.to_thread(
                     ToolStore, self.dsn, embedder=self.embedder, migrate=False, pool_size=2, **options
                 )
-        self._writer.embedder = self.embedder
-        result = await asyncio.to_thread(getattr(self._writer, method), *args, **kwargs)
-        self.embedder = self._writer.embedder  # reembed switches it
+            writer = self._writer  # a close() meanwhile closes it: the call then says the store is closed
+        writer.embedder = self.embedder
+        result = await asyncio.to_thread(getattr(writer, method), *args, **kwargs)
+        self.embedder = writer.embedder  # reembed switches it
         return result
 
     # -- reads ---------------------------------------------------------------------------------------
