@@ -166,25 +166,13 @@ def add_anchors(
     return retry_conflicts(write)
 
 
-def list_anchors(conn: psycopg.Connection[Any], info: CatalogInfo) -> list[Anchor]:
-    """The catalog's anchors, oldest first."""
-    return _read(conn, info, None)
-
-
-async def alist_anchors(conn: psycopg.AsyncConnection[Any], info: CatalogInfo) -> list[Anchor]:
-    """:func:`list_anchors` on an async connection."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(query("list_anchors"), {"catalog": info.id, "ids": None})
-        return [_anchor(r) for r in await cur.fetchall()]
-
-
 def _read(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[int] | None) -> list[Anchor]:
     with conn.cursor(row_factory=dict_row) as cur:
         rows = cur.execute(query("list_anchors"), {"catalog": info.id, "ids": ids}).fetchall()
-    return [_anchor(r) for r in rows]
+    return [anchor_from_row(r) for r in rows]
 
 
-def _anchor(row: Mapping[str, Any]) -> Anchor:
+def anchor_from_row(row: Mapping[str, Any]) -> Anchor:
     return Anchor(pattern=row["pattern"], tool=row["tool"], boost=row["boost"], id=row["id"])
 
 
@@ -235,12 +223,11 @@ def load_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
 
 
 class AnchorMethods:
-    """The anchor methods of ``ToolStore`` (a mixin: the store supplies ``catalog``, ``_run``, ``_read``, ``_info``)."""
+    """The anchor writes of ``ToolStore`` (a mixin: the store supplies ``catalog`` and ``_run``; ``anchors()``, a
+    read, is in ``_reads``)."""
 
     catalog: str
     _run: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any]
-    _read: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any]
-    _info: Callable[[psycopg.Connection[Any]], CatalogInfo]
 
     def add_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False) -> list[Anchor]:
         """Add routing rules (or a JSON file of them, :func:`load_anchors`), re-boosting an existing (pattern, tool)
@@ -249,11 +236,6 @@ class AnchorMethods:
         rules = load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else list(anchors)
         written: list[Anchor] = self._run(lambda conn: add_anchors(conn, self.catalog, rules, replace=replace))
         return written
-
-    def anchors(self) -> list[Anchor]:
-        """The catalog's anchors, oldest first."""
-        found: list[Anchor] = self._read(lambda conn: list_anchors(conn, self._info(conn)))
-        return found
 
     def remove_anchors(self, ids: Iterable[int]) -> int:
         """Remove anchors by id (all or nothing: InvalidInputError when one is unknown); returns how many."""

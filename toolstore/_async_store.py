@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import psycopg
 
 from ._abstain import AbstainModel
-from ._anchors import alist_anchors
 from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
@@ -168,14 +167,6 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         db = self.db
         answered, result = await self._replicas.run(work)
         return result if answered else await db.run(primary or work)  # type: ignore[return-value]
-
-    async def anchors(self) -> list[Anchor]:
-        """See :meth:`ToolStore.anchors` (read on the replicas in turn, as ToolStore's)."""
-
-        async def work(conn: psycopg.AsyncConnection[Any]) -> list[Anchor]:
-            return await alist_anchors(conn, await self._info(conn))
-
-        return await self._read(work)
 
     # -- routing -------------------------------------------------------------------------------------
 

@@ -1,24 +1,74 @@
-"""The catalog reads of ``ToolStore`` and ``AsyncToolStore`` (mixins, side by side so the two stay alike): info(),
-catalogs(), tools(), get() and resolve(). Each is one read through the store's ``_read``: on its read replicas in turn,
-then the primary. A read by tool id asks a replica for all of them (``_rows.all_found``: UnknownToolError, which hands
-the read on) and the primary for what it has."""
+"""The catalog reads of ``ToolStore`` and ``AsyncToolStore``, written once: info(), catalogs(), tools(), get(),
+resolve() and anchors() are step generators (``_steps``: each yields the rows of named SQL blocks, :class:`Fetch`, and
+does no I/O) that ToolStore drives on its connection (``drive``, ``fetch_rows``) and AsyncToolStore on its async one
+(``adrive``, ``afetch_rows``), as they drive route(). Each is one read through the store's ``_read``: on its read
+replicas in turn, then the primary. A read by tool id asks a replica for all of them (``_rows.all_found``:
+UnknownToolError, which hands the read on) and the primary for what it has. :class:`ReadMethods` and
+:class:`AsyncReadMethods` are the two stores' methods (mixins, side by side)."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.rows import dict_row
 
-from . import _catalog, _sql
-from ._models import CatalogInfo, Tool
+from ._anchors import anchor_from_row
+from ._models import Anchor, CatalogInfo, Tool
 from ._names import resolve_among, resolve_name
 from ._rows import all_found, check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
+from ._steps import Fetch, Steps, adrive, afetch_rows, drive, fetch_rows
 
 T = TypeVar("T")
-Work = Callable[[psycopg.Connection[Any]], T]
-AsyncWork = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
+
+
+def catalog_steps(catalog: str, *, counts: bool = False) -> Steps[CatalogInfo]:
+    """The catalog's row (with tool and example counts when ``counts``); UnknownCatalogError when there is none."""
+    rows = yield Fetch("get_catalog" if counts else "get_catalog_light", {"name": catalog})
+    if not rows:
+        raise unknown_catalog(catalog)
+    return info_from_row(rows[0])
+
+
+def catalogs_steps() -> Steps[list[dict[str, Any]]]:
+    """Every catalog in the database with its model and counts."""
+    rows: list[dict[str, Any]] = yield Fetch("list_catalogs", {})
+    return rows
+
+
+def tools_steps(catalog: str, ids: Sequence[str] | None, *, complete: bool) -> Steps[list[Tool]]:
+    """The catalog's tools (those with ``ids`` when given), ordered by id; ``complete``: UnknownToolError for any id
+    the catalog lacks (a replica hands the read on)."""
+    info = yield from catalog_steps(catalog)
+    found = yield from _tools(info, ids)
+    return all_found(found, ids, catalog) if complete and ids is not None else found
+
+
+def _tools(info: CatalogInfo, ids: Sequence[str] | None) -> Steps[list[Tool]]:
+    if ids is None:
+        rows = yield Fetch("list_tools", {"catalog": info.id})
+    else:
+        rows = yield Fetch("get_tools", {"catalog": info.id, "ids": check_ids(ids)})
+    return [tool_from_row(r) for r in rows]
+
+
+def name_steps(catalog: str, name: str, among: Sequence[str] | None) -> Steps[Tool]:
+    """The tool a model called by ``name`` (:meth:`ReadMethods.resolve`)."""
+    info = yield from catalog_steps(catalog)
+    if among is not None:
+        ids = check_ids(among)
+        return resolve_among(name, (yield from _tools(info, ids)), ids)
+    rows = yield Fetch("tool_names", {"catalog": info.id})
+    found = resolve_name(name, [name_row(r) for r in rows], offered=False)
+    return (yield from _tools(info, [found.id]))[0]
+
+
+def anchors_steps(catalog: str) -> Steps[list[Anchor]]:
+    """The catalog's anchors, oldest first."""
+    info = yield from catalog_steps(catalog)
+    rows = yield Fetch("list_anchors", {"catalog": info.id, "ids": None})
+    return [anchor_from_row(r) for r in rows]
 
 
 class ReadMethods:
@@ -27,64 +77,48 @@ class ReadMethods:
     catalog: str
     _read: Callable[..., Any]
 
+    def _info(self, conn: psycopg.Connection[Any], *, counts: bool = False) -> CatalogInfo:
+        return drive(catalog_steps(self.catalog, counts=counts), partial(fetch_rows, conn))
+
+    def _reading(self, steps: Callable[[], Steps[T]]) -> Callable[[psycopg.Connection[Any]], T]:
+        """A read's work on a connection: ``steps()`` driven there (made afresh for each connection asked)."""
+        return lambda conn: drive(steps(), partial(fetch_rows, conn))
+
     def info(self, *, counts: bool = True) -> CatalogInfo:
         """This catalog's id, model, dimension, settings and (unless ``counts=False``) tool and example counts."""
-        info: CatalogInfo = self._read(lambda conn: self._info(conn, counts=counts))
-        return info
-
-    def _info(self, conn: psycopg.Connection[Any], *, counts: bool = False) -> CatalogInfo:
-        info = _catalog.catalog_info(conn, self.catalog, counts=counts)
-        if info is None:
-            raise unknown_catalog(self.catalog)
+        info: CatalogInfo = self._read(self._reading(partial(catalog_steps, self.catalog, counts=counts)))
         return info
 
     def catalogs(self) -> list[dict[str, Any]]:
         """Every catalog in the database with its model and counts."""
-
-        def work(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-            with conn.cursor(row_factory=dict_row) as cur:
-                return cur.execute(_sql.query("list_catalogs")).fetchall()
-
-        found: list[dict[str, Any]] = self._read(work)
+        found: list[dict[str, Any]] = self._read(self._reading(catalogs_steps))
         return found
 
     def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
         """All tools of the catalog (or those with the given ids), ordered by id."""
-        found: list[Tool] = self._read(self._listing(ids, complete=True), self._listing(ids, complete=False))
+        listing = partial(tools_steps, self.catalog, ids)
+        found: list[Tool] = self._read(
+            self._reading(partial(listing, complete=True)), self._reading(partial(listing, complete=False))
+        )
         return found
 
     def get(self, tool_id: str) -> Tool:
         """One tool by id; UnknownToolError when the catalog has no such tool."""
-        found: list[Tool] = self._read(self._listing([tool_id], complete=True))
+        found: list[Tool] = self._read(self._reading(partial(tools_steps, self.catalog, [tool_id], complete=True)))
         return found[0]
-
-    def _listing(self, ids: Sequence[str] | None, *, complete: bool) -> Work[list[Tool]]:
-        """The tools with ``ids``; ``complete``: UnknownToolError for any the catalog lacks (a replica hands on)."""
-
-        def work(conn: psycopg.Connection[Any]) -> list[Tool]:
-            found = _catalog.list_tools(conn, self._info(conn), ids)
-            return all_found(found, ids, self.catalog) if complete and ids is not None else found
-
-        return work
 
     def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
         """The tool a model called by ``name`` in any turn: a name ``RouteResult.definitions`` gave (``provider__name``
         when namespaced), the tool's id or its own name. ``among``: the ids of the tools the model was offered, in
         the order offered (``result.ids``), which makes any offered name exact. UnknownToolError when no tool (or
         more than one) matches."""
-
-        def work(conn: psycopg.Connection[Any]) -> Tool:
-            info = self._info(conn)
-            if among is not None:
-                ids = check_ids(among)
-                return resolve_among(name, _catalog.list_tools(conn, info, ids), ids)
-            with conn.cursor(row_factory=dict_row) as cur:
-                rows = cur.execute(_sql.query("tool_names"), {"catalog": info.id}).fetchall()
-            found = resolve_name(name, [name_row(r) for r in rows], offered=False)
-            return _catalog.list_tools(conn, info, [found.id])[0]
-
-        tool: Tool = self._read(work)
+        tool: Tool = self._read(self._reading(partial(name_steps, self.catalog, name, among)))
         return tool
+
+    def anchors(self) -> list[Anchor]:
+        """The catalog's anchors, oldest first."""
+        found: list[Anchor] = self._read(self._reading(partial(anchors_steps, self.catalog)))
+        return found
 
 
 class AsyncReadMethods:
@@ -94,67 +128,39 @@ class AsyncReadMethods:
     catalog: str
     _read: Callable[..., Awaitable[Any]]
 
+    async def _info(self, conn: psycopg.AsyncConnection[Any], *, counts: bool = False) -> CatalogInfo:
+        return await adrive(catalog_steps(self.catalog, counts=counts), partial(afetch_rows, conn))
+
+    def _reading(self, steps: Callable[[], Steps[T]]) -> Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]:
+        """See :meth:`ReadMethods._reading`."""
+        return lambda conn: adrive(steps(), partial(afetch_rows, conn))
+
     async def info(self, *, counts: bool = True) -> CatalogInfo:
-        info: CatalogInfo = await self._read(lambda conn: self._info(conn, counts=counts))
+        info: CatalogInfo = await self._read(self._reading(partial(catalog_steps, self.catalog, counts=counts)))
         return info
 
-    async def _info(self, conn: psycopg.AsyncConnection[Any], *, counts: bool = False) -> CatalogInfo:
-        async with conn.cursor(row_factory=dict_row) as cur:
-            await cur.execute(_sql.query("get_catalog" if counts else "get_catalog_light"), {"name": self.catalog})
-            row = await cur.fetchone()
-        if row is None:
-            raise unknown_catalog(self.catalog)
-        return info_from_row(row)
-
     async def catalogs(self) -> list[dict[str, Any]]:
-        async def work(conn: psycopg.AsyncConnection[Any]) -> list[dict[str, Any]]:
-            async with conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(_sql.query("list_catalogs"))
-                return await cur.fetchall()
-
-        found: list[dict[str, Any]] = await self._read(work)
+        found: list[dict[str, Any]] = await self._read(self._reading(catalogs_steps))
         return found
 
     async def tools(self, ids: Sequence[str] | None = None) -> list[Tool]:
-        found: list[Tool] = await self._read(self._listing(ids, complete=True), self._listing(ids, complete=False))
+        listing = partial(tools_steps, self.catalog, ids)
+        found: list[Tool] = await self._read(
+            self._reading(partial(listing, complete=True)), self._reading(partial(listing, complete=False))
+        )
         return found
 
     async def get(self, tool_id: str) -> Tool:
-        found: list[Tool] = await self._read(self._listing([tool_id], complete=True))
-        return found[0]
-
-    def _listing(self, ids: Sequence[str] | None, *, complete: bool) -> AsyncWork[list[Tool]]:
-        """See :meth:`ReadMethods._listing`."""
-
-        async def work(conn: psycopg.AsyncConnection[Any]) -> list[Tool]:
-            found = await self._tools(conn, await self._info(conn), ids)
-            return all_found(found, ids, self.catalog) if complete and ids is not None else found
-
-        return work
-
-    async def _tools(
-        self, conn: psycopg.AsyncConnection[Any], info: CatalogInfo, ids: Sequence[str] | None
-    ) -> list[Tool]:
-        """:func:`_catalog.list_tools` on an async connection."""
-        async with conn.cursor(row_factory=dict_row) as cur:
-            if ids is None:
-                await cur.execute(_sql.query("list_tools"), {"catalog": info.id})
-            else:
-                await cur.execute(_sql.query("get_tools"), {"catalog": info.id, "ids": check_ids(ids)})
-            return [tool_from_row(r) for r in await cur.fetchall()]
+        found = await self._read(self._reading(partial(tools_steps, self.catalog, [tool_id], complete=True)))
+        tool: Tool = found[0]
+        return tool
 
     async def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
         """See :meth:`ToolStore.resolve`."""
-
-        async def work(conn: psycopg.AsyncConnection[Any]) -> Tool:
-            info = await self._info(conn)
-            if among is not None:
-                ids = check_ids(among)
-                return resolve_among(name, await self._tools(conn, info, ids), ids)
-            async with conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(_sql.query("tool_names"), {"catalog": info.id})
-                found = resolve_name(name, [name_row(r) for r in await cur.fetchall()], offered=False)
-            return (await self._tools(conn, info, [found.id]))[0]
-
-        tool: Tool = await self._read(work)
+        tool: Tool = await self._read(self._reading(partial(name_steps, self.catalog, name, among)))
         return tool
+
+    async def anchors(self) -> list[Anchor]:
+        """See :meth:`ToolStore.anchors` (read on the replicas in turn, as ToolStore's)."""
+        found: list[Anchor] = await self._read(self._reading(partial(anchors_steps, self.catalog)))
+        return found
