@@ -106,9 +106,10 @@ def metadata_block(
     (or ``name`` without a provider), ``title`` only when ``include_title``; with ``mark_custom`` (a format without
     custom tools or ``strict``: Anthropic, MCP) an OpenAI custom tool's ``custom`` marker (its format), so its
     definition parses back as the custom tool rather than as a tool of one ``input`` property, and an OpenAI tool's
-    ``strict`` when its source set one (a schema written for strict mode is exported back strict); with ``mark_namespace`` (a format without
-    namespaces: Chat Completions, Anthropic, MCP) the Responses ``namespace`` a tool was imported from (the namespace
-    object without its tools: ``build.namespace_record``), so a Responses export puts it back inside it.
+    ``strict`` when its source set one (a schema written for strict mode is exported back strict); with
+    ``mark_namespace`` (a format without namespaces: Chat Completions, Anthropic, MCP) the Responses ``namespace`` a
+    tool was imported from (the namespace object without its tools: ``build.namespace_record``), so a Responses export
+    puts it back inside it.
     """
     meta: dict[str, Any] = {}
     if tool.id != default_id(tool.provider, tool.name):
