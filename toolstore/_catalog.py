@@ -323,12 +323,6 @@ def restore_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
         pass
 
 
-def list_catalogs(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-    """Every catalog in the database with its model and counts."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query("list_catalogs")).fetchall()
-
-
 def list_tools(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[str] | None = None) -> list[Tool]:
     """The catalog's tools (or those with the given ids), ordered by id."""
     with conn.cursor(row_factory=dict_row) as cur:
