@@ -4,6 +4,7 @@ bad input, and ``toolstore sessions`` end to end."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from toolstore import (
+    AsyncToolStore,
     HashingEmbedder,
     InvalidInputError,
     SessionCall,
@@ -527,6 +529,39 @@ def test_import_replaces_sessions(logged: ToolStore) -> None:
     assert [c.tool_id for c in logged.session_log("a")] == ["app.t1", "app.t2"]
     with pytest.raises(InvalidInputError, match=r"session #2: session id is empty"):
         logged.import_sessions([("a", ["app.t3"]), ("", ["app.t1"])])
+
+
+def test_both_stores_take_and_refuse_the_same_session_writes(dsn: str, logged: ToolStore) -> None:
+    """AsyncToolStore listed what it was given in the event loop before ToolStore's checks, so a single value was split
+    into characters or keys (record_calls("s", "a") logged a call of tool "a"); both stores now refuse it alike, and
+    import_sessions takes a mapping of session id to calls on both (a mapping's keys were taken for pairs)."""
+    refusals = [
+        ("record_calls", ("s", "app.t1"), "calls must be a list of tool calls, not a single value"),
+        ("record_calls", ("s", {"tool": "app.t1"}), "calls must be a list of tool calls, not a single value"),
+        ("record_new_calls", ("s", ["c1"], "app.t1"), "calls must be a list of tool calls, not a single value"),
+        ("import_sessions", ("s1",), "sessions must be .session id, calls. pairs or a mapping"),
+        ("import_sessions", ([("s1", ["app.t1"], "x")],), r"session #1: expected a \(session id, calls\) pair"),
+    ]
+
+    async def run_async() -> list[str]:
+        errors = []
+        async with AsyncToolStore(dsn, embedder=None, catalog=logged.catalog, create=False) as astore:
+            for method, args, _ in refusals:
+                try:
+                    await getattr(astore, method)(*args)
+                    errors.append("")
+                except InvalidInputError as exc:
+                    errors.append(str(exc))
+            assert await astore.import_sessions({"a1": ["app.t1", "app.t2"]}) == {"sessions": 1, "calls": 2}
+        return errors
+
+    for (method, args, error), async_error in zip(refusals, asyncio.run(run_async())):
+        with pytest.raises(InvalidInputError, match=error) as refused:
+            getattr(logged, method)(*args)
+        assert async_error == str(refused.value), method
+    assert logged.import_sessions({"s1": ["app.t1"], "s2": ["app.t2", "app.t1"]}) == {"sessions": 2, "calls": 3}
+    assert {r["session_id"] for r in logged.sessions()} == {"a1", "s1", "s2"}
+    assert [c.tool_id for c in logged.session_log("a1")] == ["app.t1", "app.t2"]
 
 
 def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:

@@ -184,6 +184,23 @@ def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
         raise InvalidInputError(f"{name} line {line}: not valid UTF-8 ({exc.reason})") from None
 
 
+def session_pairs(sessions: object) -> list[tuple[object, object]]:
+    """``import_sessions``' argument as (session id, calls) pairs: from a mapping of session id to calls, or an iterable
+    of pairs. InvalidInputError for a single value or an item that is no pair (the ids and calls are checked later)."""
+    if isinstance(sessions, Mapping):
+        return list(sessions.items())
+    if isinstance(sessions, (str, bytes)) or not isinstance(sessions, Iterable):
+        raise InvalidInputError(
+            "sessions must be (session id, calls) pairs or a mapping of session id to calls, not a single value"
+        )
+    pairs: list[tuple[object, object]] = []
+    for index, item in enumerate(sessions):
+        if isinstance(item, (str, bytes, Mapping)) or not isinstance(item, Iterable) or len(pair := tuple(item)) != 2:
+            raise InvalidInputError(f"session #{index + 1}: expected a (session id, calls) pair, got {item!r:.80}")
+        pairs.append(pair)
+    return pairs
+
+
 def check_session_calls(calls: Iterable[object]) -> list[SessionCall]:
     """Calls as SessionCalls: a tool id or name, a SessionCall, or a resolved call (anything with a ``tool`` Tool and
     an ``id``, as :class:`toolstore.ResolvedCall`). InvalidInputError names the call and the field."""

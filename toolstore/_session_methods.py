@@ -4,13 +4,14 @@ say when to call the connection-level functions of ``_sessions``; the async ones
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
 import psycopg
 
 from ._catalog import set_settings
+from ._input import session_pairs
 from ._models import CatalogInfo, LoggedCall
 from ._sessions import (
     DEFAULT_MAX_CALLS,
@@ -66,11 +67,13 @@ class SessionMethods:
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
         return self._run(lambda conn: record_new_calls(conn, self._info(conn), session, ids, calls))
 
-    def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
-        """Replace the logs of the given sessions ((session id, calls) pairs), all in one transaction; the calls each
-        session had seen are forgotten."""
-        sessions = list(sessions)
-        return self._run(lambda conn: import_sessions(conn, self._info(conn), sessions))
+    def import_sessions(
+        self, sessions: Iterable[tuple[str, Sequence[object]]] | Mapping[str, Sequence[object]]
+    ) -> dict[str, int]:
+        """Replace the logs of the given sessions ((session id, calls) pairs, or a mapping of session id to calls), all
+        in one transaction; the calls each session had seen are forgotten."""
+        pairs = session_pairs(sessions)
+        return self._run(lambda conn: import_sessions(conn, self._info(conn), pairs))
 
     def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """The catalog's logged sessions, most recently written first, with call counts and times (0 calls: a session
@@ -128,7 +131,7 @@ class AsyncSessionMethods:
     info: Callable[..., Awaitable[CatalogInfo]]
 
     async def record_calls(self, session: str, calls: Iterable[object]) -> int:
-        return cast("int", await self._write("record_calls", session, list(calls)))
+        return cast("int", await self._write("record_calls", session, calls))  # checked there, as ToolStore's
 
     async def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
@@ -136,10 +139,12 @@ class AsyncSessionMethods:
 
     async def record_new_calls(self, session: str, call_ids: Sequence[str], calls: Iterable[object]) -> list[str]:
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
-        return cast("list[str]", await self._write("record_new_calls", session, ids, list(calls)))
+        return cast("list[str]", await self._write("record_new_calls", session, ids, calls))
 
-    async def import_sessions(self, sessions: Iterable[tuple[str, Sequence[object]]]) -> dict[str, int]:
-        return cast("dict[str, int]", await self._write("import_sessions", list(sessions)))
+    async def import_sessions(
+        self, sessions: Iterable[tuple[str, Sequence[object]]] | Mapping[str, Sequence[object]]
+    ) -> dict[str, int]:
+        return cast("dict[str, int]", await self._write("import_sessions", session_pairs(sessions)))
 
     async def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
         return cast("list[dict[str, Any]]", await self._write("sessions", limit=limit))
