@@ -490,7 +490,7 @@ def blocks_asked(monkeypatch: pytest.MonkeyPatch, replica: str) -> list[tuple[st
     """The route steps' statements both stores run from now on, in order: (block, "replica" or "primary")."""
     from psycopg.conninfo import conninfo_to_dict
 
-    from toolstore import _async_store, _store
+    from toolstore import _steps
 
     on_replica = conninfo_to_dict(replica)["host"]
     asked: list[tuple[str, str]] = []
@@ -506,9 +506,9 @@ def blocks_asked(monkeypatch: pytest.MonkeyPatch, replica: str) -> list[tuple[st
         asked.append((step.block, where(conn)))
         return await afetch_rows(conn, step)
 
-    fetch_rows, afetch_rows = _store.fetch_rows, _async_store.afetch_rows
-    monkeypatch.setattr(_store, "fetch_rows", fetch)
-    monkeypatch.setattr(_async_store, "afetch_rows", afetch)
+    fetch_rows, afetch_rows = _steps.fetch_rows, _steps.afetch_rows
+    monkeypatch.setattr(_steps, "fetch_rows", fetch)  # what answers a route step: _steps.answer_sync / answer_async
+    monkeypatch.setattr(_steps, "afetch_rows", afetch)
     return asked
 
 
