@@ -619,3 +619,46 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 1 and "--forget-idle wants a duration" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_write_retried_after_a_lost_connection_logs_the_calls_it_was_given(
+    dsn: str, logged: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store's write runs once more on a fresh connection when the first was lost (a restarted server). The calls
+    were read inside the first try, so a generator given to record_calls, record_new_calls or import_sessions (or
+    AsyncToolStore's, which hands it on as given) was spent by then: the retry logged nothing and said 0, and an
+    import replaced the sessions' logs with empty ones. The calls are now read before the write is tried."""
+    from toolstore import _sessions
+
+    append, lost = _sessions._append_rows, []
+
+    def terminated_once(conn: Any, params: Any, calls: Any) -> list[str]:
+        if not lost:  # the server ends this backend mid-write, as a restart would
+            lost.append(True)
+            conn.execute("select pg_terminate_backend(pg_backend_pid())")
+        return append(conn, params, calls)
+
+    monkeypatch.setattr(_sessions, "_append_rows", terminated_once)
+
+    def written(session: str) -> list[str]:
+        return [c.tool_id for c in logged.session_log(session)]
+
+    assert logged.record_calls("r", (t for t in ["app.t1", "app.t2"])) == 2 and lost
+    lost.clear()
+    calls = (SessionCall(t, call_id=f"c{i}") for i, t in enumerate(["app.t3", "app.t4"]))
+    assert logged.record_new_calls("n", ["c0", "c1"], calls) == ["c0", "c1"] and lost
+    lost.clear()
+    assert logged.import_sessions([("i", (t for t in ["app.t5"]))]) == {"sessions": 1, "calls": 1} and lost
+    lost.clear()
+
+    async def record_async() -> int:
+        async with AsyncToolStore(dsn, embedder=None, catalog=logged.catalog, create=False) as astore:
+            return await astore.record_calls("a", (t for t in ["app.t6", "app.t7"]))
+
+    assert asyncio.run(record_async()) == 2 and lost
+    assert [written(s) for s in "rnia"] == [
+        ["app.t1", "app.t2"],
+        ["app.t3", "app.t4"],
+        ["app.t5"],
+        ["app.t6", "app.t7"],
+    ]

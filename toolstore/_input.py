@@ -186,9 +186,10 @@ def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
 
 def session_pairs(sessions: object) -> list[tuple[object, object]]:
     """``import_sessions``' argument as (session id, calls) pairs: from a mapping of session id to calls, or an iterable
-    of pairs. InvalidInputError for a single value or an item that is no pair (the ids and calls are checked later)."""
+    of pairs, each one's calls listed (a generator read once: a write tried again reads the list). InvalidInputError
+    for a single value or an item that is no pair (the ids and calls are checked later)."""
     if isinstance(sessions, Mapping):
-        return list(sessions.items())
+        return [_listed(pair) for pair in sessions.items()]
     if isinstance(sessions, (str, bytes)) or not isinstance(sessions, Iterable):
         raise InvalidInputError(
             "sessions must be (session id, calls) pairs or a mapping of session id to calls, not a single value"
@@ -197,8 +198,15 @@ def session_pairs(sessions: object) -> list[tuple[object, object]]:
     for index, item in enumerate(sessions):
         if isinstance(item, (str, bytes, Mapping)) or not isinstance(item, Iterable) or len(pair := tuple(item)) != 2:
             raise InvalidInputError(f"session #{index + 1}: expected a (session id, calls) pair, got {item!r:.80}")
-        pairs.append(pair)
+        pairs.append(_listed(pair))
     return pairs
+
+
+def _listed(pair: tuple[object, object]) -> tuple[object, object]:
+    """A (session id, calls) pair, its calls listed unless they are a single value (refused later, naming it)."""
+    session, calls = pair
+    single = isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable)
+    return session, calls if single else list(calls)
 
 
 def check_session_calls(calls: Iterable[object]) -> list[SessionCall]:

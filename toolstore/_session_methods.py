@@ -11,7 +11,7 @@ from typing import Any, cast
 import psycopg
 
 from ._catalog import set_settings
-from ._input import session_pairs
+from ._input import check_session, check_session_calls, session_pairs
 from ._models import CatalogInfo, LoggedCall
 from ._sessions import (
     DEFAULT_MAX_CALLS,
@@ -47,7 +47,8 @@ class SessionMethods:
         after retention or a prune took its calls). Returns how many were written; UnknownToolError (nothing written)
         when a call to be logged names no tool of the catalog (a tool id is checked as it is written, without a lookup;
         a name is looked up)."""
-        return self._run(lambda conn: record_calls(conn, self._info(conn), session, calls))
+        session, checked = check_session(session), check_session_calls(calls)  # read once: _run may try again
+        return self._run(lambda conn: record_calls(conn, self._info(conn), session, checked))
 
     def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
         """Of a message list's call ids (oldest first), those new to ``session``: after the last call it has seen (in
@@ -65,7 +66,8 @@ class SessionMethods:
         comes with a call, unless a later call was logged first (the log keeps the list's order). Two writers of one
         list get each new call id once between them."""
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
-        return self._run(lambda conn: record_new_calls(conn, self._info(conn), session, ids, calls))
+        session, checked = check_session(session), check_session_calls(calls)  # as record_calls'
+        return self._run(lambda conn: record_new_calls(conn, self._info(conn), session, ids, checked))
 
     def import_sessions(
         self, sessions: Iterable[tuple[str, Sequence[object]]] | Mapping[str, Sequence[object]]
