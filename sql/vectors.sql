@@ -17,7 +17,8 @@ on conflict (model, text_sha256) do nothing;
 
 -- name: cache_forget
 -- Cached vectors of another width than the embedder's now (a server at the same address restarted serving the model
--- name at another dimension): replaced by cache_store or copy_cache next, in the same transaction.
+-- name at another dimension): replaced next by copy_cache or cache_store on the same connection (in autocommit when
+-- a write embeds before its transaction, so not always in one).
 delete from embedding_cache
 where model = %(model)s and text_sha256 = any (%(hashes)s::bytea[]) and vector_dims(embedding) <> %(dim)s;
 
