@@ -338,3 +338,33 @@ def test_a_close_while_the_store_opens_leaves_it_closed(dsn: str) -> None:
             await store.info()
 
     asyncio.run(main())
+
+
+def test_a_write_a_close_overtakes_says_the_async_store_was_closed(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write under way when close() runs finds the store's writer (a ToolStore) closed: its InvalidInputError named
+    that ToolStore, which the caller never made, and told them to make another with `with ToolStore(...)`. It now says
+    that this AsyncToolStore was closed during the write, and how to open it again."""
+    entered, released = threading.Event(), threading.Event()
+    upsert = ToolStore.upsert
+
+    def held(self: ToolStore, *args: Any, **kwargs: Any) -> Any:  # the write's thread, until close() has run
+        entered.set()
+        released.wait(30)
+        return upsert(self, *args, **kwargs)
+
+    async def main() -> None:
+        store = AsyncToolStore(dsn, embedder=None, catalog="overtaken")
+        await store.open()
+        await store.upsert(TOOLS[:1])  # the writer exists
+        monkeypatch.setattr(ToolStore, "upsert", held)
+        write = asyncio.ensure_future(store.upsert(TOOLS[1:2]))
+        await asyncio.to_thread(entered.wait, 30)
+        await store.close()
+        released.set()
+        with pytest.raises(InvalidInputError) as refused:
+            await write
+        assert str(refused.value).startswith("AsyncToolStore was closed while its upsert() was under way"), refused
+        async with store:
+            assert [t.id for t in await store.tools()] == [TOOLS[0].id]
+
+    asyncio.run(main())

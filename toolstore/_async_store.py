@@ -38,7 +38,7 @@ from ._result import RouteResult
 from ._route import RouteCall, check_calls, check_route
 from ._session_methods import AsyncSessionMethods
 from ._steps import Step, adrive, answer_async, resolve_steps, route_steps
-from ._store import DEFAULT, ToolStore
+from ._store import CLOSED, DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ T = TypeVar("T")
 Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
 
 NOT_OPEN = "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
+CLOSED_MEANWHILE = "AsyncToolStore was closed while its {method}() was under way: open() it again to {method}()"
 
 
 class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
@@ -154,9 +155,14 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
                 self._writer = await asyncio.to_thread(
                     ToolStore, self.dsn, embedder=self.embedder, migrate=False, pool_size=2, **options
                 )
-            writer = self._writer  # a close() meanwhile closes it: the call then says the store is closed
+            writer = self._writer  # a close() meanwhile closes it: the call then says this store was closed
         writer.embedder = self.embedder
-        result = await asyncio.to_thread(getattr(writer, method), *args, **kwargs)
+        try:
+            result = await asyncio.to_thread(getattr(writer, method), *args, **kwargs)
+        except InvalidInputError as exc:
+            if str(exc) != CLOSED:
+                raise
+            raise InvalidInputError(CLOSED_MEANWHILE.format(method=method)) from None  # of this store, not its writer
         self.embedder = writer.embedder  # reembed switches it
         return result
 
