@@ -223,6 +223,7 @@ def test_bad_options_are_clear_errors(catalog: ToolStore, kwargs: dict[str, Any]
         ({"block": ["\ud800"]}, "block value is not valid Unicode"),
         ({"categories": ["x" * 300]}, "categories value is 300 characters long"),
         ({"allow": [f"t{i}" for i in range(10_001)]}, "allow holds 10,001 values"),
+        ({"dialect": "anthropc"}, "unknown message dialect 'anthropc'"),  # without messages too
     ],
 )
 def test_out_of_range_options_are_refused_before_the_database(

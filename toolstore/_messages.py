@@ -74,6 +74,13 @@ class Conversation:
     failed: frozenset[str] = frozenset()
 
 
+def check_dialect(dialect: object) -> str:
+    """``dialect`` when it is ``auto`` or one of :data:`DIALECTS`; else InvalidInputError naming it."""
+    if dialect != "auto" and dialect not in DIALECTS:
+        raise InvalidInputError(f"unknown message dialect {dialect!r}; expected auto or one of {', '.join(DIALECTS)}")
+    return str(dialect)
+
+
 def read_messages(messages: object, dialect: str = "auto", *, turns: int | None = None) -> Conversation:
     """Read a message list (a Responses ``input`` may also be one string); ``turns``: read only the last N turns."""
     if isinstance(messages, str):
@@ -83,10 +90,8 @@ def read_messages(messages: object, dialect: str = "auto", *, turns: int | None 
     if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
         raise InvalidInputError(f"turns must be a positive integer, got {turns!r}")
     start, items = _window(messages, turns)
-    if dialect == "auto":
+    if check_dialect(dialect) == "auto":
         dialect = _detect(items)
-    if dialect not in DIALECTS:
-        raise InvalidInputError(f"unknown message dialect {dialect!r}; expected auto or one of {', '.join(DIALECTS)}")
     calls: list[ToolCall] = []
     found: list[Turn] = []
     failed: set[str] = set()

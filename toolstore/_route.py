@@ -41,7 +41,7 @@ from ._fusion import (
     stored_fusion,
 )
 from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
-from ._messages import Conversation, ToolCall, read_messages
+from ._messages import Conversation, ToolCall, check_dialect, read_messages
 from ._models import CatalogInfo
 from ._names import call_label
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
@@ -95,6 +95,7 @@ def read_conversation(messages: object, turns: int, dialect: str = "auto") -> Co
     """``messages`` read in ``dialect`` (``auto``: told apart), their last ``turns`` turns (None: no messages)."""
     if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= MAX_TURNS:
         raise InvalidInputError(f"turns must be an integer from 1 to {MAX_TURNS}, got {turns!r}")
+    check_dialect(dialect)  # also without messages: a misspelt one is refused, not ignored
     return None if messages is None else read_messages(messages, dialect, turns=turns)
 
 
