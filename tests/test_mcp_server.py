@@ -237,6 +237,7 @@ def test_an_upstreams_error_text_never_shows_a_secret_flags_value() -> None:
         client_text(quoted)
         == "gh-mcp exited: usage: gh-mcp --GitHub-Token '[redacted]' --db-password  [redacted] --verbose"
     )
+    assert client_text("srv --api-key -Xq3_s3cr3t -v") == "srv --api-key [redacted] -v"  # a secret may start with -
     for alone in ("srv --token --verbose", "srv --no-token 1", "see my--token x"):
         assert client_text(alone) == alone
 

@@ -16,8 +16,9 @@ _SECRETS = re.compile(
 #: MCP upstream treats it like an env value (``_mcp_upstream``: not part of its identity, never described).
 _FLAG = r"--(?!no[-_])(?:[a-z0-9]+[-_])*(?:token|password|passwd|secret|api[-_]?key|access[-_]key|secret[-_]key)"
 SECRET_FLAG = re.compile(_FLAG, re.IGNORECASE)
-# A secret flag and its value in text (``--token X`` in a command line an error quotes); ``--token=X`` is _SECRETS'.
-_FLAG_VALUE = re.compile(rf"((?<![\w-]){_FLAG}\s+[\"']?)(?!-)[^\s'\",]+", re.IGNORECASE)
+# A secret flag and its value in text (``--token X`` in a command line an error quotes; ``--token=X`` is _SECRETS'): any
+# word after it but a long flag (``--token --verbose``), so a secret starting with "-" is hidden too.
+_FLAG_VALUE = re.compile(rf"((?<![\w-]){_FLAG}\s+[\"']?)(?!--)[^\s'\",]+", re.IGNORECASE)
 # The password in a URI's user info (``postgresql://user:password@host``).
 _URI_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)[^\s\"']*@")
 # libpq's messages about a DSN it could not parse quote a piece of it, or all of it: its password, perhaps.
