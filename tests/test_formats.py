@@ -1141,8 +1141,9 @@ def test_a_python_object_nested_past_the_recursion_limit_is_refused() -> None:
 def test_strict_survives_an_export_in_a_format_without_it(fmt: str) -> None:
     """Anthropic and MCP definitions have no ``strict``: exported with metadata, an OpenAI tool's own ``strict``
     (either shape, true or false) rides in ``x-toolstore.strict``, so both OpenAI shapes give it back after a re-import;
-    a tool whose source set none carries none. An ``x-toolstore.strict`` that is no boolean, or that contradicts the
-    OpenAI definition's own, is an error naming the tool."""
+    a tool whose source set none carries none, and an OpenAI definition without its own takes the block's. An
+    ``x-toolstore.strict`` that is no boolean, or that contradicts the OpenAI definition's own, is an error naming the
+    tool."""
     schema = {
         "type": "object",
         "properties": {"q": {"type": "string"}},
@@ -1160,6 +1161,11 @@ def test_strict_survives_an_export_in_a_format_without_it(fmt: str) -> None:
     assert [to_openai(t)["function"].get("strict") for t in back] == [True, False, None]
     assert export_catalog(back, fmt, with_metadata=True) == exported
     assert "strict" not in json.dumps(export_catalog(tools, fmt))  # only with metadata, as every other field
+    unmarked = {k: v for k, v in strict.items() if k != "strict"}
+    inside = {**unset, "function": {**unset["function"], "x-toolstore": {"strict": True}}}
+    marked = parse_tools({"tools": [{**unmarked, "x-toolstore": {"strict": True}}, inside]})
+    assert [to_openai(t, shape="responses")["strict"] for t in marked] == [True, True]  # an OpenAI one without its own
+    assert [to_openai(t)["function"]["strict"] for t in marked] == [True, True]
     with pytest.raises(InvalidToolError, match=r"find.*x-toolstore\.strict must be true or false"):
         parse_tools({"tools": [{**exported["tools"][0], "x-toolstore": {"strict": "yes"}}]})
     with pytest.raises(InvalidToolError, match=r"find.*x-toolstore\.strict is False, but the definition's own"):

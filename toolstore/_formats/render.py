@@ -93,7 +93,9 @@ def _openai_strict(tool: Tool, fmt: str | None) -> bool | None:
     or of the OpenAI tool a definition in another format came from (its ``x-toolstore.strict``); None when it set
     none."""
     source = source_definition(tool, fmt, fmt) if fmt in ("openai", "openai-responses") else None
-    strict = source.get("strict") if source is not None else _stored_meta(tool).get("strict")
+    strict = source.get("strict") if source is not None else None
+    if not isinstance(strict, bool):  # an OpenAI definition's own strict wins (build refuses one the block contradicts)
+        strict = _stored_meta(tool).get("strict")
     return strict if isinstance(strict, bool) else None
 
 
@@ -175,12 +177,12 @@ def to_openai(
     strict = _openai_strict(tool, source)
     if shape == "responses":
         rendered = {"type": "function", **fn}
-        if source != "openai-responses":
+        if source != "openai-responses" or strict is not None:
             rendered["strict"] = False if strict is None else strict
         definition = _faithful(tool, "openai-responses", rendered, "parameters", source)
         target = definition
     elif shape == "chat":
-        if strict is not None and source != "openai":  # a Chat Completions source keeps its own (_faithful)
+        if strict is not None:
             fn["strict"] = strict
         fn = _faithful(tool, "openai", fn, "parameters", source)
         definition = {"type": "function", "function": fn}
