@@ -56,7 +56,8 @@ def route_messages(
     once, by one of two concurrent steps.
     """
     unresolved: list[str] = []
-    # route()'s checks, once, first: a bad option is refused before any call is recorded
+    # route()'s checks, once, first: a bad option is refused before any call is recorded (but for a filter value that
+    # matches no tool: only the route statement tells, after the calls are recorded)
     call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
     if session is not None and (conv := call.conversation) is not None:
         ids, pending = _offered_ids(conv, offered)
