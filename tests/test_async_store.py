@@ -212,6 +212,8 @@ def test_async_reads_by_id_check_the_ids(dsn: str) -> None:
                 await store.tools("slack.send_message")  # type: ignore[arg-type]
             with pytest.raises(InvalidInputError, match="tool id #1 must be a string, got int"):
                 await store.resolve("send_message", among=[5])  # type: ignore[list-item]
+            with pytest.raises(InvalidInputError, match="need an embedder; this store was made with embedder=None"):
+                await store.add_examples([IntentExample(TOOLS[0].id, "post a message")])  # not "this ToolStore"
 
     asyncio.run(main())
 

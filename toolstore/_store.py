@@ -262,7 +262,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         """Add labelled example requests (intent examples); returns how many were written."""
         examples = list(examples)
         if self.embedder is None:
-            raise InvalidInputError("intent examples need an embedder; this ToolStore has embedder=None")
+            raise InvalidInputError("intent examples need an embedder; this store was made with embedder=None")
         embedder = self.embedder
         return self._run(lambda conn: _catalog.add_examples(conn, self.catalog, examples, embedder))
 
