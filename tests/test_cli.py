@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from datetime import datetime
@@ -204,3 +205,18 @@ def test_route_packs_the_budget_as_the_format_it_prints(
     sent = sum(count_tokens(json.dumps(d, ensure_ascii=False, separators=(",", ":"))) for d in printed["tools"])
     assert sent <= budget, (sent, budget, printed)
     assert len(printed["tools"][0].get("tools", printed["tools"])) == 1, printed
+
+
+def test_serve_http_on_a_port_in_use_is_one_line(dsn: str, tmp_path: Path) -> None:
+    """``serve mcp --transport http`` on a port another program listens on: uvicorn exited from inside the server
+    (SystemExit in an exception group), an 80-line traceback; now one error line naming host and port, exit 1."""
+    run(dsn, "-c", "served", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = str(held.getsockname()[1])
+        proc = run(dsn, "-c", "served", "serve", "mcp", "--transport", "http", "--port", port, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: cannot serve HTTP on host '127.0.0.1', port {port}: Address already in use"
+    ], proc.stderr

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import socket
 import time
 import uuid
 import weakref
@@ -314,6 +315,28 @@ async def _refuse_unsynced(store: AsyncToolStore, sessions: UpstreamSessions, na
             )
 
 
+def check_address(host: str, port: int) -> None:
+    """InvalidInputError when the HTTP server could not listen on ``host`` and ``port`` (an unknown host, a port in use
+    or not permitted): bound here as uvicorn binds them, each address the host resolves to, so the error is one line
+    before the server starts (uvicorn's own exits the process from inside the server, a traceback)."""
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        ):
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError:  # a family this machine lacks: asyncio's create_server skips it too
+                continue
+            with sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise InvalidInputError(f"cannot serve HTTP on host {host!r}, port {port}: {reason}") from None
+
+
 async def serve(
     store: AsyncToolStore, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000, **options: Any
 ) -> None:
@@ -321,6 +344,8 @@ async def serve(
     with upstream sessions kept open across calls and closed on the way out."""
     if transport not in ("stdio", "http"):
         raise InvalidInputError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    if transport == "http":
+        check_address(host, port)
     async with UpstreamSessions() as sessions:
         server = build_server(store, sessions=sessions, **options)
         if transport == "stdio":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .._async_store import AsyncToolStore
-from .._mcp_server import DEFAULT_CALL_TIMEOUT, serve
+from .._mcp_server import DEFAULT_CALL_TIMEOUT, check_address, serve
 from .app import command, embedder_option, options
 
 
@@ -63,6 +63,8 @@ def serve_mcp(
                 session_log=gateway and not no_session_log,
             )
 
+    if transport == "http":
+        check_address(host, port)  # an unknown host or a port in use: one line, before the note
     if transport == "http" and not opts.get("quiet"):
         click.echo(f"toolstore MCP server on http://{host}:{port}/mcp (catalog {store.catalog!r})", err=True)
     anyio.run(main)
