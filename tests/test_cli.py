@@ -220,3 +220,27 @@ def test_serve_http_on_a_port_in_use_is_one_line(dsn: str, tmp_path: Path) -> No
     assert proc.stderr.strip().splitlines() == [
         f"error: cannot serve HTTP on host '127.0.0.1', port {port}: Address already in use"
     ], proc.stderr
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan", "inf"])
+def test_serve_refuses_a_call_timeout_that_is_no_positive_number(dsn: str, tmp_path: Path, seconds: str) -> None:
+    """``serve mcp --gateway --call-timeout 0`` (or -1, nan) started a gateway whose every forwarded call timed out at
+    once; it is refused before the server starts (and by build_server for a library caller)."""
+    from typing import Any, cast
+
+    from toolstore import InvalidInputError
+    from toolstore._mcp_server import build_server
+
+    run(dsn, "-c", "served", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolstore.cli", "--dsn", dsn, "--embedder", "hashing", "-c", "served"]
+        + ["serve", "mcp", "--gateway", "--call-timeout", seconds],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,  # a stdio server that started would stop at once, exit 0
+        timeout=300,
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert f"Invalid value for '--call-timeout': '{seconds}' is not a positive number of seconds" in proc.stderr
+    with pytest.raises(InvalidInputError, match="call_timeout must be a positive number of seconds"):
+        build_server(cast(Any, None), call_timeout=float(seconds))

@@ -16,6 +16,7 @@ next rank higher. A failed log write is logged and never fails the call.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import socket
 import time
@@ -149,7 +150,9 @@ def build_server(
     """An MCP server (the SDK's ``MCPServer`` / ``FastMCP``) over an open :class:`AsyncToolStore`; the gateway
     forwards calls over ``sessions`` (open ones, kept across calls) or, without, a session per call.
     ``session_log``: record the gateway's calls in the catalog's session log, one session per client connection,
-    and route ``find_tools`` with them."""
+    and route ``find_tools`` with them. ``call_timeout``: seconds per forwarded call, a positive finite number."""
+    if isinstance(call_timeout, bool) or not isinstance(call_timeout, (int, float)) or not 0 < call_timeout < math.inf:
+        raise InvalidInputError(f"call_timeout must be a positive number of seconds, got {call_timeout!r}")
     server_class, tool_error, context_class = _sdk()
     server = server_class(name, instructions=_instructions(gateway))
     clients = ClientSessions()

@@ -7,6 +7,7 @@ and after it; a value given after the subcommand wins.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +26,21 @@ from .._store import DEFAULT, ToolStore
 F = TypeVar("F", bound=Callable[..., Any])
 #: What ``route --format`` prints: JSON, a table, or tool definitions in one of the SDK formats.
 ROUTE_FORMATS = ("json", "table", *_formats.FORMATS)
+
+
+class Seconds(click.ParamType):
+    """A positive, finite number of seconds (click's FloatRange lets nan and inf through)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if not 0 < seconds < math.inf:
+            self.fail(f"{value!r} is not a positive number of seconds", param, ctx)
+        return seconds
 
 
 def _remember(name: str, *, group: bool) -> Callable[[click.Context, click.Parameter, Any], Any]:

@@ -6,7 +6,7 @@ import click
 
 from .._async_store import AsyncToolStore
 from .._mcp_server import DEFAULT_CALL_TIMEOUT, check_address, serve
-from .app import command, embedder_option, options
+from .app import Seconds, command, embedder_option, options
 
 
 @click.group("serve")
@@ -21,7 +21,11 @@ def serve_group() -> None:
 @click.option("--gateway", is_flag=True, help="Also expose call_tool, forwarding to the synced upstream servers.")
 @click.option("-k", "--k", "k", default=8, show_default=True, type=click.IntRange(min=1), help="find_tools' default k.")
 @click.option(
-    "--call-timeout", default=DEFAULT_CALL_TIMEOUT, show_default=True, type=float, help="Seconds per forwarded call."
+    "--call-timeout",
+    default=DEFAULT_CALL_TIMEOUT,
+    show_default=True,
+    type=Seconds(),
+    help="Seconds per forwarded call.",
 )
 @click.option(
     "--no-session-log",
