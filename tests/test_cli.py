@@ -244,3 +244,15 @@ def test_serve_refuses_a_call_timeout_that_is_no_positive_number(dsn: str, tmp_p
     assert f"Invalid value for '--call-timeout': '{seconds}' is not a positive number of seconds" in proc.stderr
     with pytest.raises(InvalidInputError, match="call_timeout must be a positive number of seconds"):
         build_server(cast(Any, None), call_timeout=float(seconds))
+
+
+@pytest.mark.parametrize(
+    "args", [("--prvider", "wx", "--", "true"), ("--url", "http://127.0.0.1:9/mcp", "--prvider", "wx")]
+)
+def test_sync_mcp_names_a_misspelt_option(dsn: str, args: tuple[str, ...]) -> None:
+    """sync mcp keeps unknown options for the server's command line, so a misspelt option of its own became the command
+    ('MCP server '--prvider': No such file or directory', or 'give either --url URL or -- COMMAND' beside --url); it
+    is now named as no such option, before anything is started."""
+    proc = run(dsn, "-c", "synced", "sync", "mcp", *args, check=False)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Error: No such option: --prvider" in proc.stderr, proc.stderr

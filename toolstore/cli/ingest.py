@@ -74,6 +74,10 @@ def sync_mcp_cmd(
     by hand under the provider stays, and one of the same id as a tool the server lists is refused, naming it, unless
     --adopt.
     """
+    if command and command[0].startswith("-"):  # unknown options are kept for the server's command: not a first word
+        raise click.NoSuchOption(
+            command[0], f"No such option: {command[0]} (the server's command comes after --: -- COMMAND ARGS...)"
+        )
     if bool(url) == bool(command):
         raise click.UsageError("give either --url URL or -- COMMAND ARGS... (one of them)")
     if headers and not url:
