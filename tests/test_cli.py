@@ -256,3 +256,16 @@ def test_sync_mcp_names_a_misspelt_option(dsn: str, args: tuple[str, ...]) -> No
     proc = run(dsn, "-c", "synced", "sync", "mcp", *args, check=False)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "Error: No such option: --prvider" in proc.stderr, proc.stderr
+
+
+def test_examples_help_names_every_field_a_line_needs(dsn: str, tmp_path: Path) -> None:
+    """`examples --help` showed lines as {"query", "relevant": [...]}, which load_examples refuses ('missing field(s)
+    qid'): the help names the fields a line needs."""
+    run(dsn, "-c", "ex", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
+    line = {"query": "rain tomorrow?", "relevant": ["weather.forecast"]}
+    proc = run(dsn, "-c", "ex", "examples", str(write_jsonl(tmp_path / "ex.jsonl", [line])), check=False)
+    assert proc.returncode == 1 and "missing field(s) qid" in proc.stderr, proc.stderr
+    help_text = " ".join(run(dsn, "examples", "--help").stdout.split())
+    assert '{"qid", "query", "relevant": [tool ids]}' in help_text, help_text
+    written = run(dsn, "-c", "ex", "examples", str(write_jsonl(tmp_path / "ok.jsonl", [{"qid": "q1", **line}])))
+    assert json.loads(written.stdout)["examples"] == 1

@@ -64,7 +64,8 @@ def import_(ctx: click.Context, file: Path, provider: str | None, prune: bool) -
 @click.argument("file", type=FILE)
 @click.pass_context
 def examples(ctx: click.Context, file: Path) -> None:
-    """Add intent examples from JSONL ({"query", "relevant": [tool ids]} per line): all or nothing."""
+    """Add intent examples from JSONL ({"qid", "query", "relevant": [tool ids]} per line, train.jsonl's format; each
+    qid a non-empty string): all or nothing."""
     found = load_examples(file)
     with open_store(ctx, create=False) as store, progress(ctx, "embedding examples"):
         written = store.add_examples(found)
