@@ -269,3 +269,15 @@ def test_examples_help_names_every_field_a_line_needs(dsn: str, tmp_path: Path) 
     assert '{"qid", "query", "relevant": [tool ids]}' in help_text, help_text
     written = run(dsn, "-c", "ex", "examples", str(write_jsonl(tmp_path / "ok.jsonl", [{"qid": "q1", **line}])))
     assert json.loads(written.stdout)["examples"] == 1
+
+
+@pytest.mark.parametrize("idle", ["0", "0s", "0.0d"])
+def test_sessions_prune_forget_idle_of_nothing_names_the_option(dsn: str, tmp_path: Path, idle: str) -> None:
+    """`sessions prune --forget-idle 0` printed the library's check, 'forget_idle must be a timedelta over 0 ...,
+    got datetime.timedelta(0)': a Python repr, and no option named; it names the option and the value given."""
+    run(dsn, "-c", "idle", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
+    proc = run(dsn, "-c", "idle", "sessions", "prune", "--forget-idle", idle, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: --forget-idle wants a duration over 0 like 30d, 12h, 90m or 2w, got {idle!r}"
+    ], proc.stderr

@@ -18,15 +18,18 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks", "": "days"}
 
 
-def parse_duration(text: str, what: str = "--older-than") -> timedelta:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days); errors name the option ``what``."""
+def parse_duration(text: str, what: str = "--older-than", *, positive: bool = False) -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days; with ``positive``, over 0); errors name the
+    option ``what``."""
     match = _DURATION.match(text)
     try:
-        if match:
-            return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+        duration = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))}) if match else None
     except OverflowError:
         raise InvalidInputError(f"{what} {text!r} is too long: at most 100,000 days") from None
-    raise InvalidInputError(f"{what} wants a duration like 30d, 12h, 90m or 2w, got {text!r}")
+    if duration is not None and (duration > timedelta(0) or not positive):
+        return duration
+    over = " over 0" if positive else ""
+    raise InvalidInputError(f"{what} wants a duration{over} like 30d, 12h, 90m or 2w, got {text!r}")
 
 
 def _limit(value: str, what: str, kind: type[int] | type[float]) -> int | float | None:
@@ -108,7 +111,7 @@ def prune(ctx: click.Context, older_than: str | None, session: str | None, forge
     from cron when the catalog has a retention age (`toolstore sessions retention --max-age-days N`) or to forget idle
     sessions; `sessions` counts the sessions that went, forgotten ones included."""
     age = parse_duration(older_than) if older_than else None
-    idle = parse_duration(forget_idle, "--forget-idle") if forget_idle is not None else None
+    idle = parse_duration(forget_idle, "--forget-idle", positive=True) if forget_idle is not None else None
     with open_store(ctx, create=False) as store:
         report = store.prune_sessions(older_than=age, session=session, forget_idle=idle)
     emit(ctx, report, summary(report))
