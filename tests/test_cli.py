@@ -281,3 +281,14 @@ def test_sessions_prune_forget_idle_of_nothing_names_the_option(dsn: str, tmp_pa
     assert proc.stderr.strip().splitlines() == [
         f"error: --forget-idle wants a duration over 0 like 30d, 12h, 90m or 2w, got {idle!r}"
     ], proc.stderr
+
+
+def test_sessions_prune_older_than_empty_is_refused_not_the_retention_age(dsn: str, tmp_path: Path) -> None:
+    """`sessions prune --older-than ""` (a script's unset variable) was taken for no --older-than, so it pruned by the
+    retention instead; an empty duration is refused like any other that is no duration."""
+    run(dsn, "-c", "aged", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
+    proc = run(dsn, "-c", "aged", "sessions", "prune", "--older-than", "", check=False)
+    assert proc.returncode == 1, (proc.returncode, proc.stdout)
+    assert proc.stderr.strip().splitlines() == [
+        "error: --older-than wants a duration like 30d, 12h, 90m or 2w, got ''"
+    ], proc.stderr

@@ -110,7 +110,7 @@ def prune(ctx: click.Context, older_than: str | None, session: str | None, forge
     forgets (row and calls) every session whose last write (a logged call or an import) is older than 90 days. Run it
     from cron when the catalog has a retention age (`toolstore sessions retention --max-age-days N`) or to forget idle
     sessions; `sessions` counts the sessions that went, forgotten ones included."""
-    age = parse_duration(older_than) if older_than else None
+    age = parse_duration(older_than) if older_than is not None else None
     idle = parse_duration(forget_idle, "--forget-idle", positive=True) if forget_idle is not None else None
     with open_store(ctx, create=False) as store:
         report = store.prune_sessions(older_than=age, session=session, forget_idle=idle)
