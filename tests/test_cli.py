@@ -292,3 +292,14 @@ def test_sessions_prune_older_than_empty_is_refused_not_the_retention_age(dsn: s
     assert proc.stderr.strip().splitlines() == [
         "error: --older-than wants a duration like 30d, 12h, 90m or 2w, got ''"
     ], proc.stderr
+
+
+@pytest.mark.parametrize("provider", ["", " "])
+def test_sync_mcp_with_an_empty_provider_says_so(dsn: str, provider: str) -> None:
+    """`sync mcp --provider ""` (an unset variable) said 'the MCP server did not report a name (serverInfo.name); pass
+    a provider' of a server that reported one; the provider given is named, and nothing is written."""
+    server = str(Path(__file__).with_name("mcp_server.py"))
+    proc = run(dsn, "-c", "synced", "sync", "mcp", "--provider", provider, "--", sys.executable, server, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"error: provider must be a non-empty name, got {provider!r}"
+    assert "synced" not in [c["name"] for c in json.loads(run(dsn, "catalogs").stdout)["catalogs"]]

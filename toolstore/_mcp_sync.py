@@ -235,6 +235,8 @@ def sync_listing(
     (see the module's doc), unless ``replace_upstream``; and when a tool of the same id as one listed is in the catalog
     but was not synced by this upstream (imported by hand), unless ``adopt``: this upstream then takes it over."""
     named = provider is not None  # the caller named the upstream: other values of the same one are its new settings
+    if named and (not isinstance(provider, str) or not provider.strip()):
+        raise InvalidInputError(f"provider must be a non-empty name, got {provider!r}")
     provider = provider if provider is not None else listing.server_name
     if not provider or not provider.strip():
         raise InvalidInputError("the MCP server did not report a name (serverInfo.name); pass a provider")
