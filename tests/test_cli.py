@@ -303,3 +303,14 @@ def test_sync_mcp_with_an_empty_provider_says_so(dsn: str, provider: str) -> Non
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == f"error: provider must be a non-empty name, got {provider!r}"
     assert "synced" not in [c["name"] for c in json.loads(run(dsn, "catalogs").stdout)["catalogs"]]
+
+
+def test_route_weights_empty_is_refused_not_the_default(dsn: str, tmp_path: Path) -> None:
+    """`route --weights ""` (a script's unset variable) routed with the catalog's weights as if none were given;
+    it is refused like any other value that is no name=value pair."""
+    run(dsn, "-c", "weighed", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
+    proc = run(dsn, "-c", "weighed", "route", "weather", "--weights", "", check=False)
+    assert proc.returncode == 1, (proc.returncode, proc.stdout)
+    assert proc.stderr.strip().splitlines() == [
+        "error: --weights wants name=value pairs separated by commas, got ''"
+    ], proc.stderr

@@ -19,7 +19,7 @@ from .app import ROUTE_FORMATS, command, open_store, wants_json
 
 def parse_weights(spec: str | None) -> dict[str, float] | None:
     """``name=1,dense=0.5`` as a weights mapping (None when not given)."""
-    if not spec:
+    if spec is None:
         return None
     weights: dict[str, float] = {}
     for part in spec.split(","):
