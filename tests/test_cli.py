@@ -314,3 +314,14 @@ def test_route_weights_empty_is_refused_not_the_default(dsn: str, tmp_path: Path
     assert proc.stderr.strip().splitlines() == [
         "error: --weights wants name=value pairs separated by commas, got ''"
     ], proc.stderr
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan"])
+def test_sync_mcp_refuses_a_timeout_that_is_no_positive_number(dsn: str, seconds: str) -> None:
+    """`sync mcp --timeout -1` (or 0, nan) listed the server with no time limit at all (the library takes a timeout
+    that is not over 0 for none), where the help says seconds for the whole listing; it is refused before the server
+    starts, as serve's --call-timeout."""
+    server = str(Path(__file__).with_name("mcp_server.py"))
+    proc = run(dsn, "-c", "synced", "sync", "mcp", "--timeout", seconds, "--", sys.executable, server, check=False)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert f"Invalid value for '--timeout': '{seconds}' is not a positive number of seconds" in proc.stderr

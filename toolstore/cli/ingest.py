@@ -6,7 +6,7 @@ import click
 
 from .._expand import DEFAULT_MODEL, expand, make_client
 from .._mcp_sync import fetch_http, fetch_stdio, sync_listing
-from .app import command, emit, open_store, options, progress, summary
+from .app import Seconds, command, emit, open_store, options, progress, summary
 
 
 def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:
@@ -39,7 +39,7 @@ def sync_group() -> None:
     is_flag=True,
     help="Take over tools of the same ids imported by hand (refused otherwise); --prune may then remove them.",
 )
-@click.option("--timeout", default=60.0, show_default=True, type=float, help="Seconds for the whole listing.")
+@click.option("--timeout", default=60.0, show_default=True, type=Seconds(), help="Seconds for the whole listing.")
 @click.option(
     "--env",
     "env_pairs",
