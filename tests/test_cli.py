@@ -325,3 +325,23 @@ def test_sync_mcp_refuses_a_timeout_that_is_no_positive_number(dsn: str, seconds
     proc = run(dsn, "-c", "synced", "sync", "mcp", "--timeout", seconds, "--", sys.executable, server, check=False)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert f"Invalid value for '--timeout': '{seconds}' is not a positive number of seconds" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("--budget", "-5"), "'--budget': -5 is not in the range 0<=x<=10000000"),
+        (("-k", "0"), "'-k' / '--k': 0 is not in the range 1<=x<=1000"),
+        (("--turns", "101"), "'--turns': 101 is not in the range 1<=x<=100"),
+        (("--seed", "-1", "--explore"), "'--seed': -1 is not in the range 0<=x<=9223372036854775807"),
+    ],
+)
+def test_route_names_the_option_out_of_range(dsn: str, tmp_path: Path, args: tuple[str, ...], option: str) -> None:
+    """route's integer options reached the library's checks, which name its arguments ('token_budget must be None or
+    an integer from 0 to 10,000,000, got -5', 'seed is only used with explore=True'): a CLI user never wrote
+    token_budget or None. The options now say their range (the library's limits) and name themselves."""
+    run(dsn, "-c", "ranged", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
+    proc = run(dsn, "-c", "ranged", "route", "weather", *args, check=False)
+    assert proc.returncode == 2 and f"Invalid value for {option}" in proc.stderr, proc.stderr
+    proc = run(dsn, "-c", "ranged", "route", "weather", "--seed", "3", check=False)
+    assert proc.returncode == 2 and "Error: --seed is the draw's seed: it needs --explore" in proc.stderr, proc.stderr

@@ -156,4 +156,4 @@ def test_cli_route_explain_adds_an_explain_object_to_json(dsn: str) -> None:
     table = run(dsn, "-c", "cli", "route", "send an email", "-k", "2", "--format", "table", "--explain").stdout
     assert "ms: " in table and "statement=" in table
     bad = run(dsn, "-c", "cli", "route", "send an email", "--seed", "5", check=False)
-    assert bad.returncode != 0 and "seed is only used with explore=True" in bad.stderr
+    assert bad.returncode != 0 and "--seed is the draw's seed: it needs --explore" in bad.stderr

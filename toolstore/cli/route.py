@@ -10,8 +10,9 @@ import click
 
 from .. import _formats
 from .._errors import InvalidInputError
+from .._explore import SEED_BITS
 from .._fusion import DEFAULT_TURNS, SIGNALS
-from .._input import parse_json, read_text_file
+from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, parse_json, read_text_file
 from .._models import JSON_VERSION
 from .._result import RoutedTool, RouteResult
 from .app import ROUTE_FORMATS, command, open_store, wants_json
@@ -119,10 +120,18 @@ def read_messages_file(path: Path) -> Any:
 
 @command("route")
 @click.argument("request", required=False)
-@click.option("-k", "--k", "k", default=8, show_default=True, type=int, help="Routed tools (always-on ones on top).")
+@click.option(
+    "-k",
+    "--k",
+    "k",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, MAX_K),
+    help="Routed tools (always-on ones on top).",
+)
 @click.option(
     "--budget",
-    type=int,
+    type=click.IntRange(0, MAX_TOKEN_BUDGET),
     help="Token budget for the packed tool definitions, counted as --format gives them (OpenAI's for json and table).",
 )
 @click.option(
@@ -137,7 +146,11 @@ def read_messages_file(path: Path) -> Any:
     help="Why each tool: each signal's rank in the table (and stage timings); an `explain` object in JSON.",
 )
 @click.option("--explore", is_flag=True, help="Give the last of the k slots to a tool drawn from ranks k+1..2k.")
-@click.option("--seed", type=int, help="With --explore: the draw's seed (same seed and request, same tool).")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**SEED_BITS - 1),
+    help="With --explore: the draw's seed (same seed and request, same tool).",
+)
 @click.option("--weights", help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1")
 @click.option(
     "--split",
@@ -156,7 +169,13 @@ def read_messages_file(path: Path) -> Any:
     help="A JSON message list (OpenAI or Anthropic): without REQUEST its latest user turn is routed, with its "
     "conversation as context.",
 )
-@click.option("--turns", default=DEFAULT_TURNS, show_default=True, type=int, help="User turns of --messages read.")
+@click.option(
+    "--turns",
+    default=DEFAULT_TURNS,
+    show_default=True,
+    type=click.IntRange(1, MAX_TURNS),
+    help="User turns of --messages read.",
+)
 @click.option(
     "--abstain", is_flag=True, help="Return no routed tool (always-on ones only) when no tool fits the request."
 )
@@ -187,6 +206,8 @@ def route(
     """Route REQUEST (or the latest request of --messages): the tools that matter, best first."""
     if request is None and messages_file is None:
         raise InvalidInputError("give a REQUEST or --messages FILE")
+    if seed is not None and not explore:
+        raise click.UsageError("--seed is the draw's seed: it needs --explore")
     messages = read_messages_file(messages_file) if messages_file else None
     with open_store(ctx, create=False) as store:
         result = store.route(
