@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -117,8 +118,19 @@ def main() -> None:
     parser.add_argument("--variant", choices=["base", "changed", "fewer", "faulty", "changing"], default="base")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port")
+    parser.add_argument("--api-key", help="a secret flag: the server exits when it is an unexpanded ${VAR}")
     args = parser.parse_args()
+    if args.api_key is not None and "${" in args.api_key:
+        sys.exit(f"--api-key was not expanded: {args.api_key}")
     server = build(args.name, args.variant, args.page_size)
+    if args.api_key is not None:
+        key = args.api_key
+
+        def key_suffix() -> str:
+            """The last three characters of the API key this server was started with."""
+            return key[-3:]
+
+        server.add_tool(key_suffix)
     if args.http:
         try:
             server.run("streamable-http", host="127.0.0.1", port=args.http)

@@ -398,8 +398,9 @@ def test_a_secret_flags_value_is_rotated_like_an_env_value_and_never_described(
             "header 'Authorization'",
         ),
         (Upstream("stdio", command="pg-mcp", args=("--dsn", "postgresql://u:[redacted]@db/app")), "argument #2"),
+        (Upstream("stdio", command="github-mcp", args=("--org", "acme", "--token=...")), "argument #3"),
     ],
-    ids=["env", "header", "query", "credentials", "scheme", "redacted-argument"],
+    ids=["env", "header", "query", "credentials", "scheme", "redacted-argument", "secret-flag"],
 )
 def test_a_value_written_as_a_placeholder_is_refused_not_recorded(
     dsn: str, store: ToolStore, placeholder: Upstream, what: str

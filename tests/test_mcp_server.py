@@ -18,9 +18,17 @@ import anyio
 import mcp.types
 import pytest
 
-from toolstore import AsyncToolStore, HashingEmbedder, ToolStore
+from toolstore import AsyncToolStore, HashingEmbedder, McpSyncError, ToolStore
 from toolstore._mcp_server import CallRecord, forward_call
-from toolstore._mcp_sync import McpListing, Upstream, open_session, sync_listing, sync_mcp_http, sync_mcp_stdio
+from toolstore._mcp_sync import (
+    McpListing,
+    Upstream,
+    fetch_stdio,
+    open_session,
+    sync_listing,
+    sync_mcp_http,
+    sync_mcp_stdio,
+)
 from toolstore._mcp_upstream import client_text
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
@@ -227,6 +235,33 @@ def test_session_log_hook_and_secret_free_descriptions(gateway_catalog: str) -> 
     ordinary = "tool ask-for-approval failed: see file:///srv/data/in.csv"
     assert client_text(ordinary) == ordinary  # no key inside a word, no server in a file URL
     assert client_text("sk-live-abcdefgh12 at https://u:p@h.example/x?token=t") == "[redacted] at https://h.example"
+
+
+def test_a_secret_flags_value_may_be_a_reference_expanded_at_each_start(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret flag's value among a stdio server's arguments may be a ${VAR} reference, as env and header values:
+    the sync and the gateway start the server with the variable's value (the test server exits on an unexpanded one),
+    the catalog keeps the reference, never the value, and an unset variable is an error naming it."""
+    monkeypatch.setenv("TOOLSTORE_TEST_KEY", "sk-live-abc123")
+    args = [SERVER, "--name", "keyed", "--api-key", "${TOOLSTORE_TEST_KEY}"]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="keyed") as store:
+        sync_mcp_stdio(store, sys.executable, args)
+        assert "keyed.key_suffix" in [t.id for t in store.tools()]
+        with store.connection() as conn:
+            [(stored,)] = conn.execute("select array_to_string(args, ' ') from mcp_upstreams").fetchall()
+    assert stored.endswith("--api-key ${TOOLSTORE_TEST_KEY}") and "abc123" not in stored, stored
+
+    async def main() -> str:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="keyed") as astore:
+            return _text(await forward_call(astore, "key_suffix", {}))
+
+    assert asyncio.run(main()) == "123"
+    monkeypatch.delenv("TOOLSTORE_TEST_KEY")
+    with pytest.raises(
+        McpSyncError, match=r"a secret flag's value refers to \$\{TOOLSTORE_TEST_KEY\}, which is not set"
+    ):
+        fetch_stdio(sys.executable, args)
 
 
 def test_an_upstreams_error_text_never_shows_a_secret_flags_value() -> None:

@@ -80,7 +80,7 @@ async def open_session(upstream: Upstream, message_handler: Any = None) -> Async
     async with AsyncExitStack() as stack:
         if upstream.transport == "stdio":
             env = expand_vars(upstream.env, "the server's environment") or None
-            params = mcp.StdioServerParameters(command=upstream.command or "", args=list(upstream.args), env=env)
+            params = mcp.StdioServerParameters(command=upstream.command or "", args=upstream.command_args(), env=env)
             streams = await stack.enter_async_context(mcp.stdio_client(params, errlog=_server_stderr()))
         else:
             streams = await stack.enter_async_context(_http_streams(upstream.url or "", upstream.headers))

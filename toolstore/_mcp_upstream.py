@@ -6,9 +6,9 @@ or the URL with its headers (:meth:`Upstream.target`, by which the gateway keeps
 secret flag's value left out, :data:`SECRET_FLAG`) or the URL (its query's names, whether it has credentials) and the
 NAMES of its env variables or headers (a header's in any case, as in HTTP). Two upstreams alike in all but values are
 one server with other secrets: the same account's rotated token, or another account's, which no value tells apart; a
-sync decides with the provider's name (``_mcp_sync``). Env and header values may be ``${VAR}`` references, expanded when
-connecting, so a stored upstream need not hold a secret, and such a reference stays the same when the secret it names
-changes.
+sync decides with the provider's name (``_mcp_sync``). Env and header values, and a secret flag's value among the
+arguments, may be ``${VAR}`` references, expanded when connecting, so a stored upstream need not hold a secret, and such
+a reference stays the same when the secret it names changes.
 """
 
 from __future__ import annotations
@@ -56,6 +56,15 @@ class Upstream:
         headers = tuple(sorted(_by_name(self.headers)))
         args = tuple(shown + (REDACTED if secret is not None else "") for shown, secret in _arguments(self.args))
         return self.transport, self.command, args, url, tuple(sorted(self.env)), headers
+
+    def command_args(self) -> list[str]:
+        """The arguments as the server is started with them: a secret flag's value (:data:`SECRET_FLAG`) may be a
+        ``${VAR}`` reference, expanded from the environment (:func:`expand_vars`), so a stored upstream need not hold
+        that secret; no other argument is expanded."""
+        parts = _arguments(self.args)
+        secrets = {str(i): secret for i, (_, secret) in enumerate(parts) if secret is not None}
+        expanded = expand_vars(secrets, "a secret flag's value")
+        return [shown + expanded.get(str(i), "") for i, (shown, _) in enumerate(parts)]
 
     def key(self) -> str:
         """:meth:`target` as a string, for a dictionary of sessions."""
@@ -191,7 +200,10 @@ def check_values(upstream: Upstream) -> None:
         *((f"{kind} {name!r}", value, True) for kind, given in referable for name, value in sorted(given.items())),
         *((f"the URL's query parameter {name!r}", value, False) for name, value in parse_qsl(parts.query)),
         *((f"the URL's {part}", value, False) for part, value in credentials),
-        *((f"argument #{i}", value, False) for i, value in enumerate(upstream.args, 1)),
+        *(  # a secret flag's value may be a ${VAR} reference (Upstream.command_args)
+            (f"argument #{i}", shown if secret is None else secret, secret is not None)
+            for i, (shown, secret) in enumerate(_arguments(upstream.args), 1)
+        ),
     ]
     for what, value, reference in values:
         if value is not None and _placeholder(value):

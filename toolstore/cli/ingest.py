@@ -65,8 +65,8 @@ def sync_mcp_cmd(
     Unchanged tools are skipped (nothing embedded); one transaction, so on any error nothing is written. How the
     server is reached is recorded for `toolstore serve mcp --gateway`: header and env values are stored as given,
     so write secrets as ${VAR} references (single-quoted in the shell) to keep them out of the database; a value
-    that is literally ... is refused, a placeholder. Arguments are stored as given and never expanded (a --token X
-    among them too): pass a secret by --env when the server reads one.
+    that is literally ... is refused, a placeholder. Arguments are stored as given; a secret flag's value among them
+    (--token X, --api-key=X) may be a ${VAR} reference too, no other argument.
     A provider has one server: another command line or URL (or other env or header names) whose server reports a name
     already synced from another one is refused (use --provider for a name of its own, or --replace-upstream when the
     server moved). The same with other env or header values, or another value of a secret flag in its arguments (--token
