@@ -20,7 +20,7 @@ import set it; a prune and a route reading the log do not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -239,14 +239,13 @@ def _append(
     return sorted(logged + unresolved)
 
 
-def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, calls: Iterable[object]) -> int:
-    """Append ``calls`` (oldest first) to the session's log; returns how many were written (a call whose call id
-    the session has seen is skipped, and so is every call before it, even after retention or a prune trimmed them
-    all from the log). A call's tool is taken for a tool id, checked as the calls are appended, and looked up as a name
-    only when it is none. UnknownToolError when a call to be logged names no tool (or several): then nothing is
-    written."""
-    session = check_session(session)
-    checked = check_session_calls(calls)
+def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str, checked: Sequence[SessionCall]) -> int:
+    """Append ``checked`` (oldest first; the session id and calls as ``_input.check_session`` and
+    ``check_session_calls`` return them, which the store's method ran once, before its tries) to the session's log;
+    returns how many were written (a call whose call id the session has seen is skipped, and so is every call before
+    it, even after retention or a prune trimmed them all from the log). A call's tool is taken for a tool id, checked
+    as the calls are appended, and looked up as a name only when it is none. UnknownToolError when a call to be logged
+    names no tool (or several): then nothing is written."""
     if not checked:
         return 0
     keep = retention(info.settings)
@@ -259,7 +258,11 @@ def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str,
 
 
 def record_new_calls(
-    conn: psycopg.Connection[Any], info: CatalogInfo, session: str, call_ids: Sequence[str], calls: Iterable[object]
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    session: str,
+    call_ids: Sequence[str],
+    calls: Sequence[SessionCall],
 ) -> list[str]:
     """Of a message list's call ids (oldest first), those new to the session (:func:`new_positions`), told and
     written in one transaction under the session's lock: the new ones among ``calls`` (each with one of those call
@@ -268,11 +271,12 @@ def record_new_calls(
     first (the log keeps the list's order). Returns the call ids logged and
     those to report. InvalidInputError for a call without one of ``call_ids``; UnknownToolError when a call to be
     logged names no tool (a tool id given, as ``route_messages`` resolved it, is checked in the write, not looked up
-    again: :func:`record_calls`): then nothing is written."""
-    session, given = check_session(session), _call_ids(call_ids)
+    again: :func:`record_calls`): then nothing is written. ``session`` and ``calls``: checked, as for
+    :func:`record_calls`."""
+    given = _call_ids(call_ids)
     by_id: dict[str, SessionCall] = {}
     listed = set(given)
-    for index, call in enumerate(check_session_calls(calls)):
+    for index, call in enumerate(calls):
         if call.call_id is None or call.call_id not in listed:
             raise InvalidInputError(f"calls[{index}].call_id: {call.call_id!r} is not one of call_ids")
         by_id.setdefault(call.call_id, call)
