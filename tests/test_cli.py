@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from namespaced import CRM, SCHEMA
 
 from toolstore import SIGNALS
 
@@ -161,16 +162,6 @@ def test_cli_imports_the_seal_tools_catalog_and_routes(dsn: str) -> None:
     assert "lexical retrieval only" in routed["degraded_reason"] and not routed["dense_used"]
 
 
-SCHEMA = {"type": "object", "properties": {"query": {"type": "string", "description": "What to look for."}}}
-CRM = {
-    "type": "namespace",
-    "name": "crm",
-    "description": "Customer records: leads, accounts and their history, kept by the sales team.",
-    "tools": [
-        {"type": "function", "name": "search_customers", "description": "Search customers.", "parameters": SCHEMA},
-        {"type": "function", "name": "create_lead", "description": "Create a sales lead.", "parameters": SCHEMA},
-    ],
-}
 OUTPUT = {"type": "object", "properties": {f"field_{i}": {"type": "string"} for i in range(4)}}
 TICKETS = {
     "tools": [
@@ -283,15 +274,27 @@ def test_sessions_prune_forget_idle_of_nothing_names_the_option(dsn: str, tmp_pa
     ], proc.stderr
 
 
-def test_sessions_prune_older_than_empty_is_refused_not_the_retention_age(dsn: str, tmp_path: Path) -> None:
-    """`sessions prune --older-than ""` (a script's unset variable) was taken for no --older-than, so it pruned by the
-    retention instead; an empty duration is refused like any other that is no duration."""
-    run(dsn, "-c", "aged", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
-    proc = run(dsn, "-c", "aged", "sessions", "prune", "--older-than", "", check=False)
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (
+            ["sessions", "prune", "--older-than", ""],
+            "error: --older-than wants a duration like 30d, 12h, 90m or 2w, got ''",
+        ),
+        (["route", "weather", "--weights", ""], "error: --weights wants name=value pairs separated by commas, got ''"),
+    ],
+    ids=["older-than", "weights"],
+)
+def test_an_empty_option_value_is_refused_not_taken_for_none(
+    dsn: str, tmp_path: Path, command: list[str], message: str
+) -> None:
+    """An empty value (a script's unset variable) was taken for no value: `sessions prune --older-than ""` pruned by
+    the retention instead, and `route --weights ""` routed with the catalog's weights. Each is refused like any other
+    value that is no duration, or no name=value pair."""
+    run(dsn, "-c", "empty", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
+    proc = run(dsn, "-c", "empty", *command, check=False)
     assert proc.returncode == 1, (proc.returncode, proc.stdout)
-    assert proc.stderr.strip().splitlines() == [
-        "error: --older-than wants a duration like 30d, 12h, 90m or 2w, got ''"
-    ], proc.stderr
+    assert proc.stderr.strip().splitlines() == [message], proc.stderr
 
 
 @pytest.mark.parametrize("provider", ["", " "])
@@ -303,17 +306,6 @@ def test_sync_mcp_with_an_empty_provider_says_so(dsn: str, provider: str) -> Non
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == f"error: provider must be a non-empty name, got {provider!r}"
     assert "synced" not in [c["name"] for c in json.loads(run(dsn, "catalogs").stdout)["catalogs"]]
-
-
-def test_route_weights_empty_is_refused_not_the_default(dsn: str, tmp_path: Path) -> None:
-    """`route --weights ""` (a script's unset variable) routed with the catalog's weights as if none were given;
-    it is refused like any other value that is no name=value pair."""
-    run(dsn, "-c", "weighed", "import", str(write_jsonl(tmp_path / "tools.jsonl", TOOLS)))
-    proc = run(dsn, "-c", "weighed", "route", "weather", "--weights", "", check=False)
-    assert proc.returncode == 1, (proc.returncode, proc.stdout)
-    assert proc.stderr.strip().splitlines() == [
-        "error: --weights wants name=value pairs separated by commas, got ''"
-    ], proc.stderr
 
 
 @pytest.mark.parametrize("seconds", ["0", "-1", "nan"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from namespaced import CRM, SCHEMA
+
 from toolstore import RoutedTool, Signals, Tool
 from toolstore._packing import count_tokens, pack, tool_tokens
 
@@ -60,18 +62,6 @@ def test_packed_definitions_fit_the_budget_under_the_names_they_are_offered() ->
     assert [d["function"]["name"] for d in definitions] == ["github__create_issue", "linear__create_issue"]
     sent = sum(count_tokens(json.dumps(d, ensure_ascii=False, separators=(",", ":"))) for d in definitions)
     assert sent <= budget, (sent, budget)
-
-
-SCHEMA = {"type": "object", "properties": {"query": {"type": "string", "description": "What to look for."}}}
-CRM = {  # a Responses namespace: its description goes to the model once, around its tools
-    "type": "namespace",
-    "name": "crm",
-    "description": "Customer records: leads, accounts and their history, kept by the sales team.",
-    "tools": [
-        {"type": "function", "name": "search_customers", "description": "Search customers.", "parameters": SCHEMA},
-        {"type": "function", "name": "create_lead", "description": "Create a sales lead.", "parameters": SCHEMA},
-    ],
-}
 
 
 def sent_tokens(definitions: list[dict[str, object]]) -> int:
