@@ -24,7 +24,7 @@ from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, StoreClosedError
 from ._formats import Format
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
 from ._input import check_catalog_name
@@ -38,7 +38,7 @@ from ._result import RouteResult
 from ._route import RouteCall, check_calls, check_route
 from ._session_methods import AsyncSessionMethods
 from ._steps import Step, adrive, answer_async, resolve_steps, route_steps
-from ._store import CLOSED, DEFAULT, ToolStore
+from ._store import DEFAULT, ToolStore
 from ._vectors import BREAKER_COOLDOWN, QueryVectors
 
 if TYPE_CHECKING:
@@ -159,10 +159,8 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         writer.embedder = self.embedder
         try:
             result = await asyncio.to_thread(getattr(writer, method), *args, **kwargs)
-        except InvalidInputError as exc:
-            if str(exc) != CLOSED:
-                raise
-            raise InvalidInputError(CLOSED_MEANWHILE.format(method=method)) from None  # of this store, not its writer
+        except StoreClosedError:  # the writer's: say this store was closed
+            raise StoreClosedError(CLOSED_MEANWHILE.format(method=method)) from None
         self.embedder = writer.embedder  # reembed switches it
         return result
 

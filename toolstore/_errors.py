@@ -50,6 +50,10 @@ class InvalidToolError(InvalidInputError):
     """A tool definition cannot be imported; the message names the tool and, for files, the line."""
 
 
+class StoreClosedError(InvalidInputError):
+    """A call on a store after its ``close()`` (an AsyncToolStore's: also a write that ``close()`` overtook)."""
+
+
 class UnmatchedFilterError(InvalidInputError):
     """A route filter's value (allow, category, provider, tag) matches no tool of the catalog as the database that
     ran the route has it. The caller's error on the primary; a read replica may only be behind it, so ToolStore hands

@@ -18,7 +18,7 @@ from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, StoreClosedError
 from ._formats import Format
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text
@@ -115,9 +115,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         return self._open().connection()
 
     def _open(self) -> Connector:
-        """The primary's connector, or InvalidInputError once the store is closed (its pools are)."""
+        """The primary's connector, or StoreClosedError once the store is closed (its pools are)."""
         if self._closed:
-            raise InvalidInputError(CLOSED)
+            raise StoreClosedError(CLOSED)
         return self._db
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
@@ -133,7 +133,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     # -- lifecycle -----------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store's pools; a later call raises InvalidInputError saying it is closed (close() again: none)."""
+        """Close the store's pools; a later call raises StoreClosedError saying it is closed (close() again: none)."""
         self._closed = True
         self._db.close()
         self._replicas.close()
