@@ -31,15 +31,20 @@ on conflict (catalog_id, session_id) do update set updated_at = now()
 returning last_seq;
 
 -- name: seen_call_ids
--- Of the given call ids, those the session has seen: in its log, or among the last ones it logged (`seen_calls`, their
--- call_id_hash(): migration 0024; kept when its calls go, so calls a trim took are not taken for new ones). Indexed
--- lookups (session_calls_call_id_key and the primary key).
+-- Of the given call ids, those the session has seen: in its log, among the last ones it logged (`seen_calls`, their
+-- call_id_hash(): migration 0024), or among those of the calls its retention keeps (`session_seen_calls`, migration
+-- 0025); both kept when its calls go, so calls a prune took are not taken for new ones. Indexed lookups
+-- (session_calls_call_id_key, the primary key and session_seen_calls_hash_idx).
 select call_id from session_calls
 where catalog_id = %(catalog)s and session_id = %(session)s and call_id = any (%(call_ids)s::text[])
 union
 select c.id from sessions s, unnest(%(call_ids)s::text[]) as c (id)
 where s.catalog_id = %(catalog)s and s.session_id = %(session)s
-  and (call_id_hash(c.id) = any (s.seen_calls) or c.id = s.last_call_id);
+  and (call_id_hash(c.id) = any (s.seen_calls) or c.id = s.last_call_id)
+union
+select c.id from unnest(%(call_ids)s::text[]) as c (id)
+where exists (select 1 from session_seen_calls k
+              where k.catalog_id = %(catalog)s and k.session_id = %(session)s and k.call_hash = call_id_hash(c.id));
 
 -- name: reported_call_ids
 -- Of the given call ids, those of calls that resolved to no tool that the session has reported already
@@ -48,9 +53,10 @@ select c.id from sessions s, unnest(%(call_ids)s::text[]) as c (id)
 where s.catalog_id = %(catalog)s and s.session_id = %(session)s and call_id_hash(c.id) = any (s.reported_calls);
 
 -- name: append_calls
--- The calls appended after %(last_seq)s, all or none: each tool id is checked here, in the write, against the catalog's
--- tools (tools_catalog_id_id_key), not taken on trust from the caller that resolved it. Returns the given tool ids that
--- name no tool of the catalog (then nothing is appended: `_sessions` resolves them as names, or refuses them).
+-- The calls appended after %(last_seq)s, all or none, and the call ids among them remembered (`session_seen_calls`,
+-- migration 0025): each tool id is checked here, in the write, against the catalog's tools (tools_catalog_id_id_key),
+-- not taken on trust from the caller that resolved it. Returns the given tool ids that name no tool of the catalog
+-- (then nothing is written: `_sessions` resolves them as names, or refuses them).
 with c as (
     select c.* from unnest(%(tools)s::text[], %(oks)s::boolean[], %(times)s::timestamptz[], %(call_ids)s::text[])
                     with ordinality as c (tool_id, ok, at, call_id, i)
@@ -61,6 +67,10 @@ with c as (
     insert into session_calls (catalog_id, session_id, seq, tool_id, ok, called_at, call_id)
     select %(catalog)s, %(session)s, %(last_seq)s + c.i, c.tool_id, c.ok, coalesce(c.at, now()), c.call_id
     from c where not exists (select 1 from missing)
+), remembered as (
+    insert into session_seen_calls (catalog_id, session_id, seq, call_hash, called_at)
+    select %(catalog)s, %(session)s, %(last_seq)s + c.i, call_id_hash(c.call_id), coalesce(c.at, now())
+    from c where c.call_id is not null and not exists (select 1 from missing)
 )
 select tool_id from missing;
 
@@ -81,11 +91,20 @@ where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: reset_session
 -- An import replaces the session: no position, no call seen.
+with forgotten as (
+    delete from session_seen_calls where catalog_id = %(catalog)s and session_id = %(session)s
+)
 update sessions set last_seq = 0, seen_calls = '{}', reported_calls = '{}', last_call_id = null, updated_at = now()
 where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: trim_session
--- The session's calls beyond the catalog's retention: more than max_calls back, or older than max_age (null: none).
+-- The session's calls beyond the catalog's retention: more than max_calls back, or older than max_age (null: none);
+-- and the call ids it remembers of them (`session_seen_calls`).
+with forgotten as (
+    delete from session_seen_calls
+    where catalog_id = %(catalog)s and session_id = %(session)s
+      and (seq <= %(last_seq)s - %(max_calls)s::bigint or called_at < now() - %(max_age)s::interval)
+)
 delete from session_calls
 where catalog_id = %(catalog)s and session_id = %(session)s
   and (seq <= %(last_seq)s - %(max_calls)s::bigint or called_at < now() - %(max_age)s::interval);
@@ -94,14 +113,23 @@ where catalog_id = %(catalog)s and session_id = %(session)s
 delete from session_calls where catalog_id = %(catalog)s and session_id = %(session)s;
 
 -- name: sessions_to_prune
--- Sessions holding calls a prune deletes (`prune_calls`), to lock in id order.
-select distinct c.session_id
+-- Sessions holding calls a prune deletes (`prune_calls`), or call ids past the retention (`session_seen_calls`), to
+-- lock in id order.
+select c.session_id
 from session_calls c
 join sessions s on s.catalog_id = c.catalog_id and s.session_id = c.session_id
 where c.catalog_id = %(catalog)s
   and (%(session)s::text is null or c.session_id = %(session)s::text)
   and (%(every)s::boolean or c.called_at < %(before)s::timestamptz or c.seq <= s.last_seq - %(max_calls)s::bigint)
-order by c.session_id;
+union
+select k.session_id
+from session_seen_calls k
+join sessions s on s.catalog_id = k.catalog_id and s.session_id = k.session_id
+where k.catalog_id = %(catalog)s
+  and (%(session)s::text is null or k.session_id = %(session)s::text)
+  and (%(every)s::boolean or k.called_at < now() - %(max_age)s::interval
+       or k.seq <= s.last_seq - %(max_calls)s::bigint)
+order by 1;
 
 -- name: lock_sessions
 -- The sessions' rows, locked in id order for this transaction, as a writer's `open_session` locks one: an insert, so
@@ -116,7 +144,16 @@ returning session_id, xmax = 0 as created;
 
 -- name: prune_calls
 -- Every call of the sessions (`every`), or those made before %(before)s or more than %(max_calls)s back (each null:
--- no such limit).
+-- no such limit); and the call ids the sessions remember past the retention (`session_seen_calls`: more than
+-- %(max_calls)s back or older than %(max_age)s, not %(before)s: a prune by age takes calls, not what was seen).
+with forgotten as (
+    delete from session_seen_calls k
+    where k.catalog_id = %(catalog)s and k.session_id = any (%(sessions)s::text[])
+      and (%(every)s::boolean
+           or k.called_at < now() - %(max_age)s::interval
+           or k.seq <= (select s.last_seq from sessions s
+                        where s.catalog_id = k.catalog_id and s.session_id = k.session_id) - %(max_calls)s::bigint)
+)
 delete from session_calls c
 where c.catalog_id = %(catalog)s and c.session_id = any (%(sessions)s::text[])
   and (%(every)s::boolean
@@ -126,11 +163,14 @@ where c.catalog_id = %(catalog)s and c.session_id = any (%(sessions)s::text[])
 
 -- name: drop_empty_sessions
 -- The sessions left without calls: all of them when the prune took every call (`every`: the sessions are forgotten),
--- else those that remember no call id (a trim keeps the ones a session has logged or reported: `advance_session`).
+-- else those that remember no call id (a trim keeps the ones a session has logged or reported: `advance_session`,
+-- `session_seen_calls`).
 delete from sessions s
 where s.catalog_id = %(catalog)s and s.session_id = any (%(sessions)s::text[])
   and (%(every)s::boolean
-       or cardinality(s.seen_calls) + cardinality(s.reported_calls) = 0 and s.last_call_id is null)
+       or cardinality(s.seen_calls) + cardinality(s.reported_calls) = 0 and s.last_call_id is null
+          and not exists (select 1 from session_seen_calls k
+                          where k.catalog_id = s.catalog_id and k.session_id = s.session_id))
   and not exists (select 1 from session_calls c where c.catalog_id = s.catalog_id and c.session_id = s.session_id)
 returning s.session_id;
 

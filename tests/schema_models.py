@@ -248,6 +248,25 @@ session_calls = Table(
     Index("session_calls_called_at_idx", "catalog_id", "called_at"),
 )
 
+session_seen_calls = Table(
+    "session_seen_calls",
+    metadata,
+    Column("catalog_id", Integer, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("call_hash", BigInteger, nullable=False),
+    Column("called_at", TIMESTAMP(timezone=True), nullable=False),
+    PrimaryKeyConstraint("catalog_id", "session_id", "seq", name="session_seen_calls_pkey"),
+    ForeignKeyConstraint(
+        ["catalog_id", "session_id"],
+        ["sessions.catalog_id", "sessions.session_id"],
+        name="session_seen_calls_session_fkey",
+        ondelete="CASCADE",
+    ),
+    CheckConstraint("seq > 0"),
+    Index("session_seen_calls_hash_idx", "catalog_id", "session_id", "call_hash"),
+)
+
 tool_transitions = Table(
     "tool_transitions",
     metadata,

@@ -83,7 +83,7 @@ def test_a_granted_role_sees_only_its_catalogs(dsn: str, roles: dict[str, str]) 
         with pytest.raises(DatabaseError):  # read-only: it cannot log calls either
             reader.record_calls("s1", [generated_tools(30, seed=1)[0].id])
     with psycopg.connect(roles["reader"]) as conn:  # and sees no session of beta
-        for table in ("sessions", "session_calls", "tool_transitions"):
+        for table in ("sessions", "session_calls", "session_seen_calls", "tool_transitions"):
             n = conn.execute(sql.SQL("select count(*) from toolstore.{}").format(sql.Identifier(table))).fetchone()
             assert n == (0,), table
     with store_as(roles["writer"], "gamma") as writer, pytest.raises(DatabaseError):
@@ -298,7 +298,7 @@ def test_a_migration_to_head_sets_the_grants_privileges_again_even_at_head(dsn: 
 #: The revision at which the digest of what says what a grant carries (``role_access`` and the ``privileges_*`` blocks
 #: of sql/access.sql, and ``_migrate.set_privileges``, which picks them) was last pinned: a change of it must come with
 #: a later revision.
-PRIVILEGES_REVISION = ("0024", "7fdc760eaef7e482")
+PRIVILEGES_REVISION = ("0025", "e428813379f8fcdc")
 
 
 def test_what_a_grant_carries_changes_only_with_a_revision() -> None:

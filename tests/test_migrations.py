@@ -32,6 +32,7 @@ TABLES = {
     "embedding_cache",
     "sessions",
     "session_calls",
+    "session_seen_calls",
     "tool_transitions",
 }
 
@@ -96,7 +97,8 @@ def test_0021_fills_each_sessions_last_call_id_from_its_log(dsn: str) -> None:
 def test_0024_fills_each_sessions_seen_calls_from_its_log_and_last_call_id(dsn: str) -> None:
     """Down to 0023 (seen_calls goes, last_call_id comes back from the log) and up again: a session remembers the
     call ids of its log (the newest 64) and its last call id, which a prune by age left alone, so a list holding any
-    of them logs nothing again; a session that saw none is dropped by a trim as before."""
+    of them logs nothing again; a session that saw none is dropped by a trim as before. The older call ids of its log
+    are remembered too, by 0025 (``session_seen_calls``, filled from the log)."""
     from datetime import timedelta
 
     from toolstore import SessionCall
@@ -115,7 +117,10 @@ def test_0024_fills_each_sessions_seen_calls_from_its_log_and_last_call_id(dsn: 
     with ToolStore(dsn, embedder=None, catalog="c") as store:
         assert store.new_calls("trimmed", ["t1", "t2", "t3"]) == ["t3"]
         assert store.prune_sessions(older_than=timedelta(0)) == {"calls": 71, "sessions": 1}  # plain saw no call id
-        assert store.new_calls("long", ["x4", "x5"]) == ["x4", "x5"]  # older than the newest 64, gone from the log
+        assert store.new_calls("long", ["x4", "x5"]) == []  # older than the newest 64: 0025 filled them from the log
+        with store.connection() as conn:
+            seen = conn.execute("select session_id, cardinality(seen_calls) from sessions order by 1").fetchall()
+        assert seen == [("long", 64), ("trimmed", 1)]  # trimmed: its last_call_id, its log gone
         assert store.new_calls("long", ["x5", "x6", "x7"]) == [] and store.new_calls("trimmed", ["t0", "t2"]) == []
         assert sorted(r["session_id"] for r in store.sessions()) == ["long", "trimmed"]
 

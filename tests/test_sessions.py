@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from toolstore import (
@@ -410,10 +411,82 @@ def test_a_list_edited_past_the_last_call_logs_nothing_again(logged: ToolStore) 
     logged.record_calls("chat", [SessionCall("app.t1", call_id=f"n{i}") for i in range(100)])
     assert seen("chat") == 64
     logged.prune_sessions(older_than=timedelta(0))
-    assert logged.new_calls("chat", ["n34", "n35"]) == ["n34", "n35"]  # n36..n99 are the newest 64
-    assert logged.new_calls("chat", ["n35", "n36", "x"]) == ["x"]
+    assert logged.new_calls("chat", ["n34", "n35", "x"]) == ["x"]  # n36..n99 are the newest 64, the others kept apart
     assert logged.prune_sessions(session="chat") == {"calls": 0, "sessions": 1}
     assert logged.new_calls("chat", ["m4", "n99"]) == ["m4", "n99"]
+
+
+def messages_of(numbers: Any) -> list[dict[str, Any]]:
+    """One user turn and an assistant message calling t{i % 8} with call id m{i} for each number, with the replies."""
+    step = [{"id": f"m{i}", "type": "function", "function": {"name": f"t{i % 8}", "arguments": "{}"}} for i in numbers]
+    replies = [{"role": "tool", "tool_call_id": f"m{i}", "content": "ok"} for i in numbers]
+    return [{"role": "user", "content": "run the tools"}, {"role": "assistant", "tool_calls": step}, *replies]
+
+
+def seen_rows(store: ToolStore, session: str | None = None) -> list[int]:
+    """The positions of the call ids ``session`` remembers (`session_seen_calls`; None: every session of a catalog)."""
+    with store.connection() as conn:
+        rows = conn.execute(
+            "select seq from session_seen_calls where catalog_id = %s and (%s::text is null or session_id = %s)"
+            " order by session_id, seq",
+            [store.info().id, session, session],
+        )
+        return [r[0] for r in rows]
+
+
+def test_a_long_conversation_replayed_from_an_earlier_point_logs_nothing_again(logged: ToolStore) -> None:
+    """A conversation of 100 calls whose log a prune by age emptied, given again cut back to its first 10 calls (further
+    back than the newest 64 call ids the session's row keeps), logs none of them again: the session remembers the call
+    ids of every call its retention keeps (``session_seen_calls``, migration 0025); calls after them are new."""
+    from toolstore.integrations.openai import route_messages
+
+    route_messages(logged, messages_of(range(100)), session="chat")
+    assert len(logged.session_log("chat")) == 100
+    assert logged.prune_sessions(older_than=timedelta(0)) == {"calls": 100, "sessions": 0}
+    assert logged.new_calls("chat", [f"m{i}" for i in range(10)]) == []
+    route_messages(logged, messages_of(range(10)), session="chat")
+    assert logged.session_log("chat") == [] and stored_counts(logged) == recomputed_counts(logged) == Counter()
+    assert logged.record_calls("chat", [SessionCall("app.t1", call_id=f"m{i}") for i in range(5)]) == 0
+    route_messages(logged, messages_of([*range(10), 100, 101]), session="chat")  # the list goes on from there
+    assert [c.call_id for c in logged.session_log("chat")] == ["m100", "m101"]
+    assert stored_counts(logged) == recomputed_counts(logged) == Counter({("app.t4", "app.t5"): 1})
+
+
+def test_the_call_ids_a_session_remembers_are_bounded_by_retention_and_go_with_it(dsn: str, logged: ToolStore) -> None:
+    """``session_seen_calls`` keeps the call ids of the calls the retention keeps (at each write, and by a prune of
+    every session), not more; a prune by an age of its own takes calls but not those; forgetting the session, an
+    import or dropping the catalog takes them."""
+    logged.set_session_retention(max_calls=70)
+    calls = [SessionCall(f"app.t{i % 8}", call_id=f"c{i}") for i in range(100)]
+    assert logged.record_calls("s", calls) == 100
+    assert seen_rows(logged, "s") == list(range(31, 101))  # the newest 70 positions, as the log
+    assert [c.seq for c in logged.session_log("s")] == seen_rows(logged, "s")
+    assert logged.new_calls("s", ["c29"]) == ["c29"] and logged.new_calls("s", ["c30"]) == []
+    assert logged.prune_sessions(older_than=timedelta(0)) == {"calls": 70, "sessions": 0}
+    assert seen_rows(logged, "s") == list(range(31, 101))  # a prune by age: the log only
+    assert logged.record_calls("s", [*calls, "app.t1", SessionCall("app.t2", call_id="d")]) == 2
+    assert seen_rows(logged, "s") == [*range(33, 101), 102]  # positions 101 and 102, 101 without a call id
+    with logged.connection() as conn:
+        conn.execute("update session_seen_calls set called_at = called_at - interval '8 days' where seq < 50")
+    logged.set_session_retention(max_calls=40, max_age_days=7)  # a prune by the retention: its age, its count
+    assert logged.prune_sessions() == {"calls": 0, "sessions": 0}
+    assert seen_rows(logged, "s") == [*range(63, 101), 102]  # those 40 back and newer: 63..102
+    logged.set_session_retention(max_calls=None, max_age_days=7)
+    with logged.connection() as conn:
+        conn.execute("update session_seen_calls set called_at = called_at - interval '8 days' where seq < 70")
+    logged.record_calls("s", [SessionCall("app.t3", call_id="e")])  # a write applies the age too
+    assert seen_rows(logged, "s") == [*range(70, 101), 102, 103]
+    logged.import_sessions([("s", [SessionCall("app.t1", call_id="i1")])])
+    assert seen_rows(logged, "s") == [1] and logged.new_calls("s", ["c99", "i1"]) == []
+    assert logged.new_calls("s", ["c99", "i1", "c98"]) == ["c98"]
+    logged.record_calls("t", [SessionCall("app.t1", call_id="t1")])
+    assert logged.prune_sessions(session="s") == {"calls": 1, "sessions": 1}
+    assert seen_rows(logged, "s") == [] and seen_rows(logged) == [1]
+    catalog = logged.info().id
+    logged.drop_catalog()
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("select count(*) from toolstore.session_seen_calls where catalog_id = %s", [catalog])
+        assert rows.fetchone() == (0,)
 
 
 def test_new_calls_are_what_an_append_logs(logged: ToolStore) -> None:

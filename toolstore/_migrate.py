@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: impor
 
 VERSION_TABLE = "toolstore_alembic_version"
 DEFAULT_SCHEMA = "toolstore"
-HEAD_REVISION = "0024"  # kept equal to alembic's head by a test
+HEAD_REVISION = "0025"  # kept equal to alembic's head by a test
 _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations
 # One alembic run at a time in this process: alembic's command installs module-level proxies (its `context` and
 # `op`), which runs in two threads at once break for each other (KeyError 'config'); the advisory lock only

@@ -43,16 +43,17 @@ class SessionMethods:
         """Append tool calls (oldest first) to ``session``'s log; ``route(..., session=...)`` looks back on them and
         the catalog's transition counts learn from them. A call is a tool id (or a name a model called it by), a
         :class:`SessionCall` (with success flag, time, call id) or a :class:`ResolvedCall`. A call id the session
-        has seen is skipped, and so is every call before it (the session remembers the last 64 call ids it logged
-        after retention or a prune took its calls). Returns how many were written; UnknownToolError (nothing written)
-        when a call to be logged names no tool of the catalog (a tool id is checked as it is written, without a lookup;
-        a name is looked up)."""
+        has seen is skipped, and so is every call before it (the session remembers the last 64 call ids it logged, and
+        those of the calls its retention keeps, after a prune took its calls). Returns how many were written;
+        UnknownToolError (nothing written) when a call to be logged names no tool of the catalog (a tool id is checked
+        as it is written, without a lookup; a name is looked up)."""
         session, checked = check_session(session), check_session_calls(calls)  # read once: _run may try again
         return self._run(lambda conn: record_calls(conn, self._info(conn), session, checked))
 
     def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
         """Of a message list's call ids (oldest first), those new to ``session``: after the last call it has seen (in
-        its log, or among the last 64 call ids it logged, which it keeps when retention or a prune takes its calls),
+        its log, among the last 64 call ids it logged, or those of the calls its retention keeps, both of which it
+        keeps when a prune takes its calls),
         each once and none it has seen. What :meth:`record_calls` of calls with these ids would log; it writes
         nothing."""
         ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
@@ -106,7 +107,7 @@ class SessionMethods:
         only_forget = forget_idle is not None and older_than is None and keep.max_age is None and keep.max_calls is None
         before = None if only_forget else prune_before(older_than, session, keep)
         options: dict[str, Any] = dict(
-            before=before, session=session, max_calls=keep.max_calls, forget_idle=forget_idle
+            before=before, session=session, max_calls=keep.max_calls, max_age=keep.max_age, forget_idle=forget_idle
         )
         return self._run(lambda conn: prune(conn, self._info(conn), **options))
 

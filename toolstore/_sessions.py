@@ -7,7 +7,9 @@ key order. Every write is all or nothing (one transaction, retried when Postgres
 Only tool ids, outcomes, times and provider call ids are stored, never user text.
 
 A session's row also keeps the last :data:`SEEN_CALLS` call ids it has logged (``seen_calls``, hashed: migration 0024),
-so the calls it has seen are known after its log is trimmed, and those of the last message list's calls that resolved to
+and ``session_seen_calls`` those of the calls its retention keeps (hashed, with their positions and times: migration
+0025; trimmed by the retention with the log, at each write and by a prune, but not by a prune's own age), so the calls
+it has seen are known after its log is trimmed, and those of the last message list's calls that resolved to
 no tool and are still new (``reported_calls``: ``record_new_calls``), so such a call is reported once, and logged once
 it resolves unless a later call was logged first. Trimming (retention at each write, a prune by age or by ``max_calls``,
 of all sessions or of one) takes calls and keeps that row, even with no call left, when it holds a call id; forgetting a
@@ -328,12 +330,15 @@ def prune(
     before: datetime | None = None,
     session: str | None = None,
     max_calls: int | None = None,
+    max_age: timedelta | None = None,
     forget_idle: timedelta | None = None,
 ) -> dict[str, int]:
     """Delete the calls made before ``before`` and those more than ``max_calls`` back in their session, of one session
     or of all (a trim: a session left empty stays when it has seen a call id, see the module's docstring, else it
     goes); the transition counts follow. Without ``before``, every call of the sessions goes and the sessions are
-    forgotten, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). With
+    forgotten, unless ``max_calls`` is the only limit (a prune of all sessions by the retention's count). The call ids
+    the sessions remember (``session_seen_calls``) go past the retention, ``max_calls`` and ``max_age``, not past
+    ``before``: a prune by age takes calls, and what was seen stays for as long as the retention would keep it. With
     ``forget_idle``, every session of the catalog whose row was last written (``updated_at``) longer ago than that is
     forgotten too, in the same transaction (only that when neither ``before`` nor ``max_calls`` is given). Returns how
     many calls and sessions went."""
@@ -345,7 +350,7 @@ def prune(
     trim = forget_idle is None or before is not None or max_calls is not None  # else it only forgets
     every = before is None and (session is not None or max_calls is None)
     params: dict[str, Any] = {"catalog": info.id, "session": session, "before": before, "every": every}
-    params.update(max_calls=max_calls, idle=forget_idle)
+    params.update(max_calls=max_calls, max_age=max_age, idle=forget_idle)
 
     def write() -> dict[str, int]:
         with conn.transaction():
