@@ -753,3 +753,22 @@ def test_a_step_checks_the_route_options_and_reads_the_messages_once(
     assert issues.route(messages=messages, session="chat", k=2).tools
     assert statements.count("route") == 2 and work == {"read_messages": 1, "route_request": 1}, (statements, work)
     assert [c.call_id for c in issues.session_log("chat")] == ["c1"]  # c0 is ambiguous: not logged
+
+
+def test_a_store_subclass_sees_every_route_in_route_checked(dsn: str, issues: ToolStore) -> None:
+    """route_messages routes with ``store.route_checked`` (the arguments checked once, before calls are recorded), as
+    route() does: a subclass that wraps routing overrides that one method and sees the routes of both."""
+    from toolstore._route import RouteCall
+
+    seen: list[str | None] = []
+
+    class Traced(ToolStore):
+        def route_checked(self, call: RouteCall) -> Any:
+            seen.append(call.request.query)
+            return super().route_checked(call)
+
+    messages = [{"role": "user", "content": "file a bug about login"}, *_call("c0", "create_issue")]
+    with Traced(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+        store.route("close the issue", k=2)
+        ts_openai.route_messages(store, [*messages, {"role": "user", "content": "and tell the team"}], session="s")
+    assert seen == ["close the issue", "and tell the team"]

@@ -54,6 +54,10 @@ def route_messages(
     new (after the last call it has seen; not one seen at an earlier step, under an earlier offer or unresolved then,
     nor one before such a call, even once retention or a prune took it) and remembers them, so a call is reported
     once, by one of two concurrent steps.
+
+    ``store``: a ToolStore. It routes with ``store.route_checked`` (the arguments checked once, before any call is
+    recorded), not ``store.route``: a wrapper object has to provide that (and, with a session, ``resolve_calls`` and
+    ``record_new_calls``), by delegating to a store; a subclass overriding ``route_checked`` sees every route.
     """
     unresolved: list[str] = []
     # route()'s checks, once, first: a bad option is refused before any call is recorded (but for a filter value that

@@ -342,7 +342,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         return self.route_checked(check_route(query, **options))
 
     def route_checked(self, call: RouteCall) -> RouteResult:
-        """:meth:`route` of arguments ``_route.check_route`` checked (``route_messages``: before it records calls)."""
+        """:meth:`route` of arguments ``_route.check_route`` checked (``route_messages``: before it records calls).
+        Every route goes through it, route()'s and ``route_messages``' alike: a subclass that wraps routing (tracing,
+        default options) overrides this, not :meth:`route`, which ``route_messages`` does not call."""
 
         def work(replica: int | None) -> Work[RouteResult]:  # on a replica: one that may lack a called tool hands on
             steps = partial(route_steps, self._routing, self.embedder, call, replica=replica)
