@@ -14,6 +14,7 @@ from ._embedders.static import StaticEmbedder
 from ._errors import (
     DatabaseError,
     EmbedderError,
+    EmbedderUnavailableError,
     ExpansionError,
     InvalidInputError,
     InvalidToolError,
@@ -53,6 +54,7 @@ __all__ = [
     "DatabaseError",
     "Embedder",
     "EmbedderError",
+    "EmbedderUnavailableError",
     "ExpansionError",
     "Fusion",
     "HashingEmbedder",

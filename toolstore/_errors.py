@@ -72,6 +72,11 @@ class EmbedderError(ToolstoreError):
     """The embedder failed (provider down, bad key, malformed response)."""
 
 
+class EmbedderUnavailableError(EmbedderError):
+    """The embedder's server could not be reached, or kept answering that it is busy or failing (a connection error,
+    a timeout, HTTP 408, 409, 429 or 5xx), through all its retries: a failure that says nothing of its model."""
+
+
 class ModelMismatchError(ToolstoreError):
     """The catalog was embedded with another model than the one asked to route or import with."""
 

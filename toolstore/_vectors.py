@@ -25,8 +25,9 @@ import psycopg
 
 from ._embedders.base import Embedded, Embedder
 from ._embedders.factory import key_in_use
-from ._errors import DatabaseError, EmbedderError, InvalidInputError, redact
+from ._errors import DatabaseError, EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
 from ._models import CatalogInfo
+from ._observe import logger
 from ._sql import query
 
 #: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
@@ -81,7 +82,8 @@ def embed_cached(
         return dict(zip(missing, vectors))
 
     fresh = embedded([h for h in unique if h not in found]) if len(found) < len(unique) else {}
-    stale = [h for h, v in found.items() if v.shape != (embedder.dim,)]  # dim known after the misses: no probe then
+    dim = embedder.dim if fresh else _cached_width(embedder, list(found.values()))  # known after misses: no probe
+    stale = [h for h, v in found.items() if v.shape != (dim,)]
     if stale:
         fresh |= embedded(stale)
     if fresh:
@@ -94,6 +96,30 @@ def embed_cached(
             store_rows(conn, "copy_cache", ("text", "bytea", "vector"), copied, fallback=("cache_store", params))
         found.update(fresh)
     return np.stack([found[h] for h in hashes])
+
+
+def _cached_width(embedder: Embedder, cached: list[np.ndarray]) -> int:
+    """The embedder's width, which cached vectors must have to be handed back; when it learns it and has not yet,
+    asked of its model (one probe request). A probe that fails as the server is unavailable, its retries spent, says
+    nothing of the width: the cached vectors' width then, when they have one (a warning says so; the catalog checks it
+    against the width it records, a refusal proves it changed)."""
+    if embedder.known_dim is not None:
+        return embedder.known_dim
+    try:
+        return embedder.dim
+    except EmbedderUnavailableError as exc:
+        widths = {len(v) for v in cached}
+        if len(widths) != 1:
+            raise
+        width = widths.pop()
+        logger.warning(
+            "%s All %d texts to embed are in the embedding cache, at %d dimensions: the write uses them without the "
+            "model's width checked",
+            exc,
+            len(cached),
+            width,
+        )
+        return width
 
 
 def prune_cache(conn: psycopg.Connection[Any]) -> int:
@@ -256,14 +282,15 @@ class QueryVectors:
         return vector
 
 
-def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, embedder: Embedder) -> None:
-    """Inside a write transaction of a catalog's vectors, before writing them: record its model and dimension with
-    its first vectors; later, ModelMismatchError when the embedder's vectors are of another width than the catalog's
-    (the same model name served at another dimension: a compatible server restarted so)."""
+def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, model: str, dim: int) -> None:
+    """Inside a write transaction of a catalog's vectors, before writing them: record its model and the vectors'
+    width, ``dim``, with its first vectors; later, ModelMismatchError when they are of another width than the
+    catalog's (the same model name served at another dimension: a compatible server restarted so). The width is the
+    vectors' (from ``embed_cached``: the embedder's, or the cache's when its server could not be asked)."""
     if info.embed_model is None:
-        conn.execute(query("set_catalog_model"), {"catalog": info.id, "model": embedder.model, "dim": embedder.dim})
+        conn.execute(query("set_catalog_model"), {"catalog": info.id, "model": model, "dim": dim})
     else:
-        info.require_dim(embedder.dim)
+        info.require_dim(dim)
 
 
 def write_tool_vectors(

@@ -37,6 +37,12 @@ class Embedder(ABC):
         """Embed one batch: returns an array of shape ``(len(texts), dim)``, dtype float32, rows L2-normalised."""
 
     @property
+    def known_dim(self) -> int | None:
+        """``dim`` when known without asking the model; None while an embedder that learns it from its first answer
+        (``OpenAIEmbedder`` of a model it does not know) has not had one."""
+        return self.dim
+
+    @property
     def cache_key(self) -> str:
         """The name the embedding cache keeps this embedder's vectors under: its ``model``, or the model, ``#`` and
         whatever else decides a vector that the model name does not (a model directory's token limit:

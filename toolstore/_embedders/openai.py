@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import EmbedderError, InvalidInputError, redact
+from .._errors import EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
 from .base import Embedded, Embedder, normalise
@@ -48,7 +48,7 @@ class OpenAIEmbedder(Embedder):
 
     Failures: a rejected key (401) raises :class:`EmbedderError` at once; 408, 409, 429, 5xx and
     connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
-    jitter (honouring a numeric ``Retry-After``) before raising; any other API error, or a
+    jitter (honouring a numeric ``Retry-After``) before raising EmbedderUnavailableError; any other API error, or a
     malformed response, raises at once; a response's ``x-should-retry`` header overrides the status (the SDK's own
     rule: its retries are disabled). :meth:`embed_many` returns all vectors or raises: nothing partial.
 
@@ -127,6 +127,10 @@ class OpenAIEmbedder(Embedder):
         context (a long text cut elsewhere). OpenAI's own key is the model alone, as before."""
         server = server_address(self._sdk_client, self._client_options[1])
         return self.model if server == OPENAI_SERVER else f"{self.model}#server={server}"
+
+    @property
+    def known_dim(self) -> int | None:
+        return self._dim
 
     @property  # type: ignore[override]
     def dim(self) -> int:
@@ -295,7 +299,8 @@ class OpenAIEmbedder(Embedder):
                     raise (error if refusal is None else LengthRefused(str(error), *refusal)) from exc
                 if attempt >= retries:
                     raise self._error(
-                        f"{self._request} failed after {attempt + 1} attempt{'s' if attempt else ''}: {describe(exc)}"
+                        f"{self._request} failed after {attempt + 1} attempt{'s' if attempt else ''}: {describe(exc)}",
+                        unavailable=True,
                     ) from exc
                 self._sleep(self._delay(attempt, exc))
                 attempt += 1
@@ -307,13 +312,14 @@ class OpenAIEmbedder(Embedder):
         """How an error names the request: the model as a catalog records it (a store may use several)."""
         return f"OpenAI embeddings request for {self.model}"
 
-    def _error(self, message: str) -> EmbedderError:
-        """An EmbedderError whose message never holds the API key in use, whatever its form (a provider's error may
-        quote it; ``redact`` knows only the usual shapes of keys)."""
+    def _error(self, message: str, *, unavailable: bool = False) -> EmbedderError:
+        """An EmbedderError (EmbedderUnavailableError when ``unavailable``: retried in vain) whose message never holds
+        the API key in use, whatever its form (a provider's error may quote it; ``redact`` knows only the usual shapes
+        of keys)."""
         key = getattr(self._sdk_client, "api_key", None) or self._client_options[0] or os.environ.get("OPENAI_API_KEY")
         if isinstance(key, str) and len(key) >= 8:
             message = message.replace(key, "[redacted]")
-        return EmbedderError(message)
+        return (EmbedderUnavailableError if unavailable else EmbedderError)(message)
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         """Exponential backoff with jitter: ``base * 2**attempt`` scaled by [0.5, 1), capped; at least Retry-After."""
