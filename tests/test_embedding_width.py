@@ -7,7 +7,8 @@ import logging
 
 import pytest
 
-from toolstore import IntentExample, OpenAIEmbedder, ToolStore
+from toolstore import IntentExample, ModelMismatchError, OpenAIEmbedder, ToolStore
+from toolstore._progress import reporting
 from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_tools
@@ -42,3 +43,57 @@ def test_a_write_the_cache_answers_finishes_while_the_server_is_down(
     assert (info.embed_model, info.embed_dim, info.n_examples) == ("openai/bge", 384, 1) and stored == (2,)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings and all("APIConnectionError" in w and "cache, at 384 dimensions" in w for w in warnings)
+
+
+def test_a_write_the_cache_answers_is_refused_when_the_server_proves_another_width(dsn: str) -> None:
+    """All texts cached at the catalog's width, the probe finds the server serving the model at another: the write is
+    refused without embedding them again."""
+    tools = generated_tools(6, seed=12)
+    with FakeOpenAI(models={"bge": 384}) as server:
+        with ToolStore(dsn, embedder=embedder(server), catalog="a") as store:
+            store.upsert(tools[:3])
+        with ToolStore(dsn, embedder=embedder(server), catalog="b") as store:
+            store.upsert(tools[3:])  # tools[3:]'s texts cached at 384
+        server.models["bge"] = 768
+        asked = len(server.embedding_batches())
+        with ToolStore(dsn, embedder=embedder(server), catalog="a", create=False) as store:
+            with pytest.raises(ModelMismatchError, match=r"384 dimensions.*768"):
+                store.upsert(tools)
+            assert store.info().n_tools == 3
+        assert server.embedding_batches()[asked:] == [["dimension probe"]]
+
+
+def test_a_width_change_is_refused_after_the_first_batch(dsn: str) -> None:
+    """A catalog's model served at another width since: an import, or examples, of many new texts is refused from the
+    first request's answer, before the other texts are sent, and nothing of it is cached."""
+    tools = generated_tools(10, seed=13)
+    with FakeOpenAI(models={"bge": 384}) as server:
+        with ToolStore(dsn, embedder=embedder(server, batch_size=2), catalog="bge") as store:
+            store.upsert(tools[:2])
+        server.models["bge"] = 768
+        asked = len(server.embedding_batches())
+        examples = [IntentExample(tools[0].id, f"an example request number {i}") for i in range(8)]
+        with ToolStore(dsn, embedder=embedder(server, batch_size=2), catalog="bge", create=False) as store:
+            with pytest.raises(ModelMismatchError, match=r"384 dimensions.*768"):
+                store.upsert(tools)
+            with pytest.raises(ModelMismatchError, match=r"384 dimensions.*768"):
+                store.add_examples(examples)
+            info = store.info()
+            with store.connection() as conn:
+                widths = conn.execute("select distinct vector_dims(embedding) from embedding_cache").fetchall()
+        assert [len(batch) for batch in server.embedding_batches()[asked:]] == [2]  # the examples: width learnt
+        assert (info.n_tools, info.n_examples, widths) == (2, 0, [(384,)])
+
+
+def test_an_import_checked_from_its_first_batch_reports_its_progress_as_one_run(dsn: str) -> None:
+    """An import to a catalog that records a width, by an embedder that learns it, embeds its first batch alone to
+    check that width: its progress still counts one run, up to all its texts."""
+    tools = generated_tools(7, seed=15)
+    reports: list[tuple[int, int]] = []
+    with FakeOpenAI(models={"bge": 384}) as server:
+        with ToolStore(dsn, embedder=embedder(server), catalog="bge") as store:
+            store.upsert(tools[:1])
+        with ToolStore(dsn, embedder=embedder(server, batch_size=2), catalog="bge", create=False) as store:
+            with reporting(lambda done, total: reports.append((done, total))):
+                assert store.upsert(tools).embedded == len(tools) - 1
+    assert reports == [(done, len(tools) - 1) for done in (2, 4, 6)]

@@ -142,7 +142,8 @@ def upsert_tools(
     fresh = _Changes(list(tools), list(tools), [], {})  # a catalog's first write
     guess = _changes(conn, info, tools, embedder, prune_scope) if info is not None else fresh
     texts = [dense_text(t) for t in guess.changed + guess.repair] if embedder is not None else []
-    vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if embedder is not None and texts else {}
+    require = None if info is None else info.require_dim  # the width it records, checked from the first batch
+    vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=require))) if embedder and texts else {}
     report = _loaded(
         conn,
         catalog,
@@ -203,7 +204,7 @@ def _write_tools(
             texts = [dense_text(t) for t in embed]
             missing = [t for t in dict.fromkeys(texts) if t not in vectors]  # changed by someone since the first look
             if missing:
-                vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
+                vectors.update(zip(missing, embed_cached(conn, embedder, missing, require=info.require_dim)))
             record_model(conn, info, embedder.model, len(vectors[texts[0]]))
             write_tool_vectors(conn, info.id, [t.id for t in embed], [vectors[t] for t in texts])
             report.embedded = len(embed)
@@ -256,7 +257,7 @@ def add_examples(
     _check_known(conn, info, examples)  # before embedding anything for a write that cannot succeed
     existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
     texts = list(dict.fromkeys(ex.query for ex in examples if (ex.tool_id, ex.query) not in existing))
-    vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
+    vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=info.require_dim))) if texts else {}
     written = _loaded(
         conn,
         catalog,
@@ -287,7 +288,7 @@ def _write_examples(
             return 0
         missing = [q for q in dict.fromkeys(ex.query for ex in new) if q not in vectors]
         if missing:
-            vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
+            vectors.update(zip(missing, embed_cached(conn, embedder, missing, require=info.require_dim)))
         record_model(conn, info, embedder.model, len(vectors[new[0].query]))
         write_examples(conn, info.id, [(ex.tool_id, ex.query, vectors[ex.query]) for ex in new])
         return len(new)

@@ -30,3 +30,12 @@ def report(done: int, total: int) -> None:
     callback = _callback.get()
     if callback is not None:
         callback(done, total)
+
+
+@contextmanager
+def part(before: int, total: int) -> Iterator[None]:
+    """Inside the block, a report of ``done`` items is one of ``before + done`` of ``total``: a run made of parts
+    (the first batch of an import embedded alone) reports as one."""
+    outer = _callback.get()
+    with reporting(None if outer is None else lambda done, _: outer(before + done, total)):
+        yield

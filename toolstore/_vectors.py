@@ -28,6 +28,7 @@ from ._embedders.factory import key_in_use
 from ._errors import DatabaseError, EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
 from ._models import CatalogInfo
 from ._observe import logger
+from ._progress import part
 from ._sql import query
 
 #: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
@@ -55,6 +56,7 @@ def embed_cached(
     texts: Sequence[str],
     *,
     embed: Callable[[Sequence[str]], np.ndarray] | None = None,
+    require: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Vectors for ``texts``, from the Postgres cache keyed by (model, sha256) where present.
 
@@ -63,7 +65,9 @@ def embed_cached(
     used by every catalog's writes). The key's model is ``embedder.cache_key``: the model, and a model directory's
     token limit, since a long text's vector depends on where the embedder cuts it. A cached vector of another width
     than ``embedder.dim`` (a compatible server restarted serving the model name at another dimension, at the same
-    address) is never handed back: it is embedded again, and replaced in the cache.
+    address) is never handed back: it is embedded again, and replaced in the cache. ``require`` (a catalog's
+    ``CatalogInfo.require_dim``) is told the width before anything is embedded, or, when the embedder learns it,
+    after the first batch: a width the catalog refuses stops the write there.
     """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
@@ -76,9 +80,7 @@ def embed_cached(
     first_text = {h: t for h, t in zip(hashes, texts)}
 
     def embedded(missing: list[bytes]) -> dict[bytes, np.ndarray]:
-        vectors = (embed or embedder.embed_many)([first_text[h] for h in missing])
-        if vectors.shape != (len(missing), embedder.dim):
-            raise EmbedderError(f"embedder returned shape {vectors.shape}, expected ({len(missing)}, {embedder.dim})")
+        vectors = _embed_checked(embedder, [first_text[h] for h in missing], embed or embedder.embed_many, require)
         return dict(zip(missing, vectors))
 
     fresh = embedded([h for h in unique if h not in found]) if len(found) < len(unique) else {}
@@ -96,6 +98,29 @@ def embed_cached(
             store_rows(conn, "copy_cache", ("text", "bytea", "vector"), copied, fallback=("cache_store", params))
         found.update(fresh)
     return np.stack([found[h] for h in hashes])
+
+
+def _embed_checked(
+    embedder: Embedder,
+    texts: Sequence[str],
+    embed: Callable[[Sequence[str]], np.ndarray],
+    require: Callable[[int], None] | None,
+) -> np.ndarray:
+    """``embed(texts)``, of the embedder's width, which ``require`` is told first: before any request when the
+    embedder knows it, else after the first batch (the rest is not embedded when it refuses)."""
+    if require is not None and embedder.known_dim is not None:
+        require(embedder.known_dim)
+    first = embedder.batch_size if require is not None and embedder.known_dim is None else len(texts)
+    with part(0, len(texts)):
+        vectors = embed(texts[:first])
+    if require is not None:
+        require(vectors.shape[-1])
+    if first < len(texts):
+        with part(first, len(texts)):
+            vectors = np.concatenate([vectors, embed(texts[first:])])
+    if vectors.shape != (len(texts), embedder.dim):
+        raise EmbedderError(f"embedder returned shape {vectors.shape}, expected ({len(texts)}, {embedder.dim})")
+    return vectors
 
 
 def _cached_width(embedder: Embedder, cached: list[np.ndarray]) -> int:
