@@ -4,8 +4,13 @@ server restarted serving its model at another width, a role that may not write t
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Iterator
 
+import psycopg
 import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from toolstore import IntentExample, ModelMismatchError, OpenAIEmbedder, ToolStore
 from toolstore._progress import reporting
@@ -83,6 +88,44 @@ def test_a_width_change_is_refused_after_the_first_batch(dsn: str) -> None:
                 widths = conn.execute("select distinct vector_dims(embedding) from embedding_cache").fetchall()
         assert [len(batch) for batch in server.embedding_batches()[asked:]] == [2]  # the examples: width learnt
         assert (info.n_tools, info.n_examples, widths) == (2, 0, [(384,)])
+
+
+@pytest.fixture
+def writer(dsn: str) -> Iterator[tuple[str, str]]:
+    """A login role (cluster-wide: uniquely named, dropped afterwards) and a DSN that logs in as it."""
+    name = f"ts_writer_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(name)))
+    yield name, make_conninfo(dsn, user=name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
+
+
+def test_a_role_that_may_not_write_the_cache_is_told_once_of_vectors_it_cannot_replace(
+    dsn: str, writer: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A granted writer cannot replace the cache's vectors of a width its model's server no longer serves: each of its
+    writes embeds those texts again (as any it lacks), and one warning says so and who can replace them."""
+    name, login = writer
+    tools = generated_tools(4, seed=14)
+    with FakeOpenAI(models={"bge": 384}) as server:
+        with ToolStore(dsn, embedder=embedder(server), catalog="alpha") as owner:
+            owner.upsert(tools)
+            owner.grant(name, write=True)
+        server.models["bge"] = 768
+        asked = len(server.embedding_batches())
+        with ToolStore(login, embedder=embedder(server), catalog="alpha", create=False, migrate=False) as store:
+            with caplog.at_level(logging.WARNING, "toolstore"):
+                for _ in range(2):
+                    assert store.reembed(embedder(server))["dim"] == 768
+        texts = [text for batch in server.embedding_batches()[asked:] for text in batch]
+        with psycopg.connect(dsn) as conn:
+            widths = conn.execute("select vector_dims(embedding), count(*) from toolstore.embedding_cache group by 1")
+            assert widths.fetchall() == [(384, len(tools))]  # not the writer's to replace
+    assert len(texts) == 2 * (len(tools) + 1)  # each reembed: its probe, and every text again
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and name in warnings[0] and "another width" in warnings[0], warnings
 
 
 def test_an_import_checked_from_its_first_batch_reports_its_progress_as_one_run(dsn: str) -> None:

@@ -31,6 +31,9 @@ from ._observe import logger
 from ._progress import part
 from ._sql import query
 
+#: The cache keys whose vectors of another width a role that may not write the cache was told of (once a process).
+_STALE_WARNED: set[str] = set()
+
 #: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
 BREAKER_COOLDOWN = 30.0
 
@@ -96,6 +99,17 @@ def embed_cached(
                 conn.execute(query("cache_forget"), {"model": key, "hashes": stale, "dim": embedder.dim})
             copied = [(key, h, v) for h, v in rows]
             store_rows(conn, "copy_cache", ("text", "bytea", "vector"), copied, fallback=("cache_store", params))
+        elif stale and key not in _STALE_WARNED:  # once a process: each of this role's writes embeds them again
+            _STALE_WARNED.add(key)
+            logger.warning(
+                "the embedding cache holds %d vectors of %s of another width than its %d dimensions now, which "
+                "role %r may not replace: each of its writes embeds those texts again, until the tables' owner writes "
+                "them (an import or a reembed of the same texts); said once a process",
+                len(stale),
+                key,
+                embedder.dim,
+                conn.info.user,
+            )
         found.update(fresh)
     return np.stack([found[h] for h in hashes])
 
