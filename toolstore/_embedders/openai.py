@@ -124,7 +124,10 @@ class OpenAIEmbedder(Embedder):
     def cache_key(self) -> str:
         """The model, and for a server other than OpenAI's its address (``#server=URL``, no credentials or query):
         another server may serve the same model name with other weights, another native dimension or another
-        context (a long text cut elsewhere). OpenAI's own key is the model alone, as before."""
+        context (a long text cut elsewhere). OpenAI's own key is the model alone, as before. The key does not name a
+        server's context: one restarted at the same address with another context or truncation setting is handed the
+        cached vectors of texts longer than the smaller one as the old setting cut them (README: delete the key's
+        entries and reembed)."""
         server = server_address(self._sdk_client, self._client_options[1])
         return self.model if server == OPENAI_SERVER else f"{self.model}#server={server}"
 
