@@ -7,13 +7,16 @@ import logging
 import uuid
 from collections.abc import Iterator
 
+import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from toolstore import IntentExample, ModelMismatchError, OpenAIEmbedder, ToolStore
+from toolstore._catalog import catalog_info
 from toolstore._progress import reporting
+from toolstore._vectors import record_model
 from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_tools
@@ -48,6 +51,18 @@ def test_a_write_the_cache_answers_finishes_while_the_server_is_down(
     assert (info.embed_model, info.embed_dim, info.n_examples) == ("openai/bge", 384, 1) and stored == (2,)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings and all("APIConnectionError" in w and "cache, at 384 dimensions" in w for w in warnings)
+
+
+def test_a_write_of_cached_and_new_vectors_of_two_widths_records_neither(dsn: str) -> None:
+    """The vectors of a catalog's first write, some from the cache while the server could not be asked for its width
+    and some from the server since, at another width: refused, not recorded under the first one's width."""
+    with ToolStore(dsn, embedder=None, catalog="fresh") as store, store.connection() as conn:
+        store.upsert(generated_tools(2, seed=16))
+        info = catalog_info(conn, "fresh")
+        assert info is not None and info.embed_model is None
+        with pytest.raises(ModelMismatchError, match="384 and 768 dimensions"):
+            record_model(conn, info, "openai/bge", [np.ones(384, np.float32), np.ones(768, np.float32)])
+        assert store.info().embed_model is None
 
 
 def test_a_write_the_cache_answers_is_refused_when_the_server_proves_another_width(dsn: str) -> None:

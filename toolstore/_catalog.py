@@ -205,7 +205,7 @@ def _write_tools(
             missing = [t for t in dict.fromkeys(texts) if t not in vectors]  # changed by someone since the first look
             if missing:
                 vectors.update(zip(missing, embed_cached(conn, embedder, missing, require=info.require_dim)))
-            record_model(conn, info, embedder.model, len(vectors[texts[0]]))
+            record_model(conn, info, embedder.model, [vectors[t] for t in texts])
             write_tool_vectors(conn, info.id, [t.id for t in embed], [vectors[t] for t in texts])
             report.embedded = len(embed)
         elif embedder is None and info.embed_model is not None and changes.changed:
@@ -289,7 +289,7 @@ def _write_examples(
         missing = [q for q in dict.fromkeys(ex.query for ex in new) if q not in vectors]
         if missing:
             vectors.update(zip(missing, embed_cached(conn, embedder, missing, require=info.require_dim)))
-        record_model(conn, info, embedder.model, len(vectors[new[0].query]))
+        record_model(conn, info, embedder.model, [vectors[ex.query] for ex in new])
         write_examples(conn, info.id, [(ex.tool_id, ex.query, vectors[ex.query]) for ex in new])
         return len(new)
 

@@ -25,7 +25,14 @@ import psycopg
 
 from ._embedders.base import Embedded, Embedder
 from ._embedders.factory import key_in_use
-from ._errors import DatabaseError, EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
+from ._errors import (
+    DatabaseError,
+    EmbedderError,
+    EmbedderUnavailableError,
+    InvalidInputError,
+    ModelMismatchError,
+    redact,
+)
 from ._models import CatalogInfo
 from ._observe import logger
 from ._progress import part
@@ -321,15 +328,29 @@ class QueryVectors:
         return vector
 
 
-def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, model: str, dim: int) -> None:
+def record_model(conn: psycopg.Connection[Any], info: CatalogInfo, model: str, vectors: Sequence[np.ndarray]) -> None:
     """Inside a write transaction of a catalog's vectors, before writing them: record its model and the vectors'
-    width, ``dim``, with its first vectors; later, ModelMismatchError when they are of another width than the
-    catalog's (the same model name served at another dimension: a compatible server restarted so). The width is the
-    vectors' (from ``embed_cached``: the embedder's, or the cache's when its server could not be asked)."""
+    width with its first vectors; later, ModelMismatchError when they are of another width than the catalog's (the
+    same model name served at another dimension: a compatible server restarted so). The width is the vectors'
+    (``one_width``; from ``embed_cached``: the embedder's, or the cache's when its server could not be asked)."""
+    dim = one_width(model, vectors)
     if info.embed_model is None:
         conn.execute(query("set_catalog_model"), {"catalog": info.id, "model": model, "dim": dim})
     else:
         info.require_dim(dim)
+
+
+def one_width(model: str, vectors: Sequence[np.ndarray]) -> int:
+    """The width of a write's ``vectors``; ModelMismatchError when they have several: some from the cache while the
+    embedder's server could not be asked for its width, the others from the server since, at another."""
+    widths = sorted({len(v) for v in vectors})
+    if len(widths) != 1:
+        raise ModelMismatchError(
+            f"the vectors of {model} in this write are of {' and '.join(map(str, widths))} dimensions: its server, "
+            "which could not be asked for its width as the write began, answers at another width than the cached "
+            "vectors have; write again"
+        )
+    return widths[0]
 
 
 def write_tool_vectors(
