@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from toolstore import IntentExample, ModelMismatchError, OpenAIEmbedder, ToolStore
+from toolstore import HashingEmbedder, IntentExample, ModelMismatchError, OpenAIEmbedder, ToolStore
 from toolstore._catalog import catalog_info
 from toolstore._progress import reporting
 from toolstore._vectors import record_model
@@ -51,6 +51,20 @@ def test_a_write_the_cache_answers_finishes_while_the_server_is_down(
     assert (info.embed_model, info.embed_dim, info.n_examples) == ("openai/bge", 384, 1) and stored == (2,)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings and all("APIConnectionError" in w and "cache, at 384 dimensions" in w for w in warnings)
+
+
+def test_a_reembed_the_cache_answers_finishes_while_the_server_is_down(dsn: str) -> None:
+    """A reembed to a model whose vectors of every text are cached, its server down: made from the cache (as an
+    import), the catalog switched to the cached vectors' width."""
+    tools = generated_tools(4, seed=17)
+    with FakeOpenAI(models={"bge": 384}) as server, ToolStore(dsn, embedder=embedder(server), catalog="up") as store:
+        store.upsert(tools)
+        address = server.base_url
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="hashed") as store:
+        store.upsert(tools)
+        report = store.reembed(embedder(server, address, max_retries=0))
+        info = store.info()
+    assert (report["dim"], info.embed_model, info.embed_dim, report["tools"]) == (384, "openai/bge", 384, len(tools))
 
 
 def test_a_write_of_cached_and_new_vectors_of_two_widths_records_neither(dsn: str) -> None:

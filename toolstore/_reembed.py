@@ -16,7 +16,7 @@ from ._models import Tool
 from ._rows import unknown_catalog
 from ._sql import query
 from ._text import dense_text
-from ._vectors import embed_cached, replace_example_vectors, write_tool_vectors
+from ._vectors import embed_cached, one_width, replace_example_vectors, write_tool_vectors
 
 
 def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> dict[str, Any]:
@@ -32,7 +32,8 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
         raise unknown_catalog(catalog)
     texts = _texts(conn, info.id, list_tools(conn, info))
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
-    if info.embed_dim == embedder.dim and len(texts) > BULK_VECTORS and not in_transaction(conn):
+    dim = one_width(embedder.model, list(vectors.values())) if vectors else embedder.dim  # the cache's: server down
+    if info.embed_dim == dim and len(texts) > BULK_VECTORS and not in_transaction(conn):
         retry_conflicts(lambda: drop_indexes(conn, info.id))  # else every vector would go into the old index
     counts: dict[str, int] = {}
 
@@ -44,7 +45,8 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
             missing = [t for t in _texts(conn, locked.id, tools) if t not in vectors]  # written since the first look
             if missing:
                 vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
-            params: dict[str, Any] = {"catalog": locked.id, "model": embedder.model, "dim": embedder.dim}
+                one_width(embedder.model, list(vectors.values()))  # the server's since, the cache's before
+            params: dict[str, Any] = {"catalog": locked.id, "model": embedder.model, "dim": dim}
             conn.execute(query("set_catalog_model"), params)
             if locked.settings.get(SETTINGS_KEY) and locked.embed_model != embedder.model:
                 # a calibrated abstention model weighs the old model's similarities: back to the shipped default
@@ -68,7 +70,7 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
         "catalog": info.name,
         "from_model": info.embed_model,
         "to_model": embedder.model,
-        "dim": embedder.dim,
+        "dim": dim,
         "abstain_reset": bool(counts.pop("abstain_reset", 0)),
         **counts,
     }
