@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import socket
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import mcp.types
 import pytest
 
 from toolstore import AsyncToolStore, HashingEmbedder, McpSyncError, ToolStore
+from toolstore._errors import redact
 from toolstore._mcp_server import CallRecord, forward_call
 from toolstore._mcp_sync import (
     McpListing,
@@ -275,6 +277,25 @@ def test_an_upstreams_error_text_never_shows_a_secret_flags_value() -> None:
     assert client_text("srv --api-key -Xq3_s3cr3t -v") == "srv --api-key [redacted] -v"  # a secret may start with -
     for alone in ("srv --token --verbose", "srv --no-token 1", "see my--token x"):
         assert client_text(alone) == alone
+
+
+def test_a_secret_flags_value_is_the_same_word_to_describe_and_redact() -> None:
+    """After a secret flag without '=' (``--token X``), the next word is its value unless it is a long flag (or '--'):
+    one rule, so an upstream's description, its identity and the redaction of its command line in an error's text
+    agree; a word starting with a single '-' is a value (a token_urlsafe secret may start so)."""
+    for args, shown in [
+        (("--token", "--verbose"), "--token --verbose"),
+        (("--token", "-Xq3_s3cr3t", "-v"), "--token [redacted] -v"),
+        (("--api-key", "--", "serve"), "--api-key -- serve"),
+        (("--token", "--db-password", "pw0rd"), "--token --db-password [redacted]"),
+    ]:
+        assert Upstream("stdio", command="srv", args=args).describe() == f"stdio: srv {shown}"
+        assert redact(shlex.join(["srv", *args])) == f"srv {shown}"
+    verbose, debug, dashed, other = (
+        Upstream("stdio", command="srv", args=("--token", word)) for word in ("--verbose", "--debug", "-x", "-y")
+    )
+    assert verbose.identity() != debug.identity()  # a flag, not a secret: part of which server it is
+    assert dashed.identity() == other.identity()
 
 
 def test_upstream_sessions_are_kept_and_renewed() -> None:

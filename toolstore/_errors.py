@@ -12,13 +12,26 @@ _SECRETS = re.compile(
 #: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
 #: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
 #: (``--github-token``, ``--client-secret``, ``--db-password``), in any case, ``_`` for ``-``; never ``--no-...``.
-#: Its value, ``--token=X`` or the next argument of ``--token X``, is a secret: :func:`redact` hides it in text, and an
-#: MCP upstream treats it like an env value (``_mcp_upstream``: not part of its identity, never described).
+#: Its value, ``--token=X`` or the next argument of ``--token X`` (unless a long flag: :func:`flag_value`), is a
+#: secret: :func:`redact` hides it in text, and an MCP upstream treats it like an env value (``_mcp_upstream``: not part
+#: of its identity, never described).
 _FLAG = r"--(?!no[-_])(?:[a-z0-9]+[-_])*(?:token|password|passwd|secret|api[-_]?key|access[-_]key|secret[-_]key)"
 SECRET_FLAG = re.compile(_FLAG, re.IGNORECASE)
-# A secret flag and its value in text (``--token X`` in a command line an error quotes; ``--token=X`` is _SECRETS'): any
-# word after it but a long flag (``--token --verbose``), so a secret starting with "-" is hidden too.
-_FLAG_VALUE = re.compile(rf"((?<![\w-]){_FLAG}\s+[\"']?)(?!--)[^\s'\",]+", re.IGNORECASE)
+#: What is never the value of a bare secret flag (``--token --verbose``): a long flag, or ``--`` alone. Any other word
+#: after it is its value, one starting with a single "-" too (``secrets.token_urlsafe`` may begin with one); a secret
+#: that starts with "--" is given as ``--token=X``. The one rule of :func:`flag_value` and :func:`redact`.
+_NOT_A_VALUE = re.compile("--")
+
+
+def flag_value(word: str) -> bool:
+    """Whether ``word``, following a secret flag given without ``=`` (``--token X``), is that flag's value: any word
+    but a long flag (:data:`_NOT_A_VALUE`)."""
+    return _NOT_A_VALUE.match(word) is None
+
+
+# A secret flag and its value in text (``--token X`` in a command line an error quotes; ``--token=X`` is _SECRETS'): the
+# word after it when it is a value by the rule of flag_value.
+_FLAG_VALUE = re.compile(rf"((?<![\w-]){_FLAG}\s+[\"']?)(?!{_NOT_A_VALUE.pattern})[^\s'\",]+", re.IGNORECASE)
 # The password in a URI's user info (``postgresql://user:password@host``).
 _URI_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)[^\s\"']*@")
 # libpq's messages about a DSN it could not parse quote a piece of it, or all of it: its password, perhaps.

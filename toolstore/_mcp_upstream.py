@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
-from ._errors import SECRET_FLAG, InvalidInputError, McpSyncError, redact
+from ._errors import SECRET_FLAG, InvalidInputError, McpSyncError, flag_value, redact
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -111,16 +111,18 @@ class Upstream:
 
 def _arguments(args: Sequence[str]) -> list[tuple[str, str | None]]:
     """Each argument as what may be shown of it and the secret it holds (None: none): ``--token=X`` is
-    (``--token=``, X), the X of ``--token X`` is ("", X); see :data:`SECRET_FLAG`."""
+    (``--token=``, X), the X of ``--token X`` is ("", X) unless X is a long flag (:func:`flag_value`: the rule
+    ``_errors.redact`` follows); see :data:`SECRET_FLAG`."""
     parts: list[tuple[str, str | None]] = []
     follows = False  # the previous argument is a secret flag without its value
     for arg in args:
         flag, equals, value = arg.partition("=")
-        if follows:
+        if follows and flag_value(arg):
             parts.append(("", arg))
             follows = False
         elif SECRET_FLAG.fullmatch(flag) and equals:
             parts.append((f"{flag}=", value))
+            follows = False
         else:
             parts.append((arg, None))
             follows = SECRET_FLAG.fullmatch(arg) is not None
