@@ -386,6 +386,30 @@ def test_a_secret_flags_value_is_rotated_like_an_env_value_and_never_described(
     assert not_secret[0].identity() != not_secret[1].identity()  # a flag that takes no value: no secret after it
 
 
+def test_a_secret_flag_written_either_way_is_one_upstream(dsn: str, store: ToolStore) -> None:
+    """``--token X`` and ``--token=X``, the flag's name in any case (``--API-KEY=X``, ``--api-key=X``), are one
+    upstream: the same value written another way is no conflict, and is recorded as now given (the server is started
+    with its arguments as written); another value is a rotation (recorded under the named provider, refused without,
+    naming the flag), never another server to be replaced."""
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+
+    def sync(*args: str, provider: str | None = None) -> None:
+        upstream = Upstream("stdio", command="github-mcp", args=(*args, "--org", "acme"))
+        sync_listing(store, McpListing("github", tools, upstream), provider=provider)
+
+    sync("--token", "ghp_old")
+    for written in (["--token=ghp_old"], ["--TOKEN", "ghp_old"]):  # not even named: the same upstream
+        sync(*written)
+        assert _recorded(dsn, store.catalog) == [("github", [*written, "--org", "acme"])]
+    with pytest.raises(McpSyncError, match=r"with other values \(the values of --TOKEN differ; values not shown\)"):
+        sync("--token=ghp_new")
+    sync("--token=ghp_new", provider="github")
+    assert _recorded(dsn, store.catalog) == [("github", ["--token=ghp_new", "--org", "acme"])]
+    sync("--API-KEY=key_old", provider="keyed")
+    sync("--api-key", "key_new", provider="keyed")
+    assert _recorded(dsn, store.catalog)[1] == ("keyed", ["--api-key", "key_new", "--org", "acme"])
+
+
 @pytest.mark.parametrize(
     ("placeholder", "what"),
     [

@@ -303,7 +303,7 @@ def _check_upstream(conn: Any, catalog: int, provider: str, upstream: Upstream, 
     if row is None:
         return ""
     recorded = upstream_from_row(row)
-    if recorded.target() == upstream.target():
+    if recorded.alike(upstream):  # the same, but perhaps for how a secret flag is written: recorded as now given
         return ""
     differs = recorded.differences(upstream)
     if recorded.identity() != upstream.identity():

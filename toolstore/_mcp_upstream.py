@@ -3,12 +3,12 @@
 An upstream is everything that decides which server answers and as whom: the command with its arguments and environment,
 or the URL with its headers (:meth:`Upstream.target`, by which the gateway keeps a session of its own per upstream,
 ``_mcp_sessions``). Its identity (:meth:`Upstream.identity`) leaves the values out: the command and its arguments (a
-secret flag's value left out, :data:`SECRET_FLAG`) or the URL (its query's names, whether it has credentials) and the
-NAMES of its env variables or headers (a header's in any case, as in HTTP). Two upstreams alike in all but values are
-one server with other secrets: the same account's rotated token, or another account's, which no value tells apart; a
-sync decides with the provider's name (``_mcp_sync``). Env and header values, and a secret flag's value among the
-arguments, may be ``${VAR}`` references, expanded when connecting, so a stored upstream need not hold a secret, and such
-a reference stays the same when the secret it names changes.
+secret flag's value left out, :data:`SECRET_FLAG`, ``--token X`` and ``--TOKEN=X`` alike) or the URL (its query's
+names, whether it has credentials) and the NAMES of its env variables or headers (a header's in any case, as in HTTP).
+Two upstreams alike in all but values are one server with other secrets: the same account's rotated token, or another
+account's, which no value tells apart; a sync decides with the provider's name (``_mcp_sync``). Env and header values,
+and a secret flag's value among the arguments, may be ``${VAR}`` references, expanded when connecting, so a stored
+upstream need not hold a secret, and such a reference stays the same when the secret it names changes.
 """
 
 from __future__ import annotations
@@ -50,12 +50,19 @@ class Upstream:
 
     def identity(self) -> tuple[Any, ...]:
         """:meth:`target` without the values that may be secrets: the transport, the command and its arguments (a
-        secret flag's value left out: :data:`SECRET_FLAG`) or the URL without its query's values and credentials
-        (:func:`_url_identity`), and the env or header names (a header's in lower case: HTTP's are case-insensitive)."""
+        secret flag's value left out, :data:`SECRET_FLAG`, and the flag written one way: :func:`_joined`) or the URL
+        without its query's values and credentials (:func:`_url_identity`), and the env or header names (a header's in
+        lower case: HTTP's are case-insensitive)."""
         url = _url_identity(self.url) if self.url is not None else None
         headers = tuple(sorted(_by_name(self.headers)))
-        args = tuple(shown + (REDACTED if secret is not None else "") for shown, secret in _arguments(self.args))
+        args = tuple(shown + (REDACTED if secret is not None else "") for shown, secret in _joined(self.args))
         return self.transport, self.command, args, url, tuple(sorted(self.env)), headers
+
+    def alike(self, other: Upstream) -> bool:
+        """Whether ``other`` has the same :meth:`target` but for how a secret flag is written: ``--token X`` or
+        ``--token=X``, the flag's name in any case (:func:`_joined`). The server is started with the arguments as given
+        (:meth:`command_args`)."""
+        return _spelt_alike(self).target() == _spelt_alike(other).target()
 
     def command_args(self) -> list[str]:
         """The arguments as the server is started with them: a secret flag's value (:data:`SECRET_FLAG`) may be a
@@ -88,7 +95,7 @@ class Upstream:
         """What sets ``other`` apart when its description is the same: the env or header names whose values differ,
         and the parts of the URL that a description leaves out (never a value); empty when the descriptions already
         differ."""
-        described = {replace(u, headers=_by_name(u.headers)).describe() for u in (self, other)}  # names in any case
+        described = {_spelt_alike(u).describe() for u in (self, other)}  # names in any case, secret flags one way
         if len(described) > 1:
             return ""
         if self.transport == "stdio":
@@ -98,9 +105,12 @@ class Upstream:
             shown = {n.lower(): n for n in [*other.headers, *self.headers]}
         names = sorted(shown[n] for n in {*mine, *theirs} if mine.get(n) != theirs.get(n))
         found = [f"{'env' if self.transport == 'stdio' else 'headers'} {', '.join(names)} differ"] if names else []
-        if self.transport == "stdio" and self.args != other.args:  # alike but for what the description redacts
-            mine, theirs = _secret_flags(self.args), _secret_flags(other.args)
-            flags = sorted(f for f in {*mine, *theirs} if mine.get(f) != theirs.get(f))
+        if self.transport == "stdio" and _spelt_alike(self).args != _spelt_alike(other).args:  # but for the redacted
+            ours, others = _secret_flags(self.args), _secret_flags(other.args)
+            written = {f: flag for f, (flag, _) in [*others.items(), *ours.items()]}  # this upstream's spelling first
+            flags = sorted(
+                written[f] for f in {*ours, *others} if ours.get(f, ("", None))[1] != others.get(f, ("", None))[1]
+            )
             found.append(
                 f"the values of {', '.join(flags)} differ" if flags else "arguments differ in a redacted value"
             )
@@ -129,14 +139,34 @@ def _arguments(args: Sequence[str]) -> list[tuple[str, str | None]]:
     return parts
 
 
-def _secret_flags(args: Sequence[str]) -> dict[str, str]:
-    """The value of each secret flag in ``args``, by the flag (``--token``; the last one given)."""
-    found: dict[str, str] = {}
+def _joined(args: Sequence[str]) -> list[tuple[str, str | None]]:
+    """:func:`_arguments` with a secret flag and its value as one argument, written one way: ``--Token X`` and
+    ``--token=X`` are both (``--token=``, X), the flag's name case-folded."""
+    joined: list[tuple[str, str | None]] = []
+    for shown, secret in _arguments(args):
+        if secret is None:
+            joined.append((shown, None))
+        elif shown:  # "--Token=" and X
+            joined.append((shown.casefold(), secret))
+        else:  # the X of "--Token X": the flag is the argument before it
+            joined[-1] = (f"{joined[-1][0].casefold()}=", secret)
+    return joined
+
+
+def _spelt_alike(upstream: Upstream) -> Upstream:
+    """``upstream`` with its header names in lower case and each secret flag written one way (:func:`_joined`)."""
+    args = tuple(shown + (secret or "") for shown, secret in _joined(upstream.args))
+    return replace(upstream, args=args, headers=_by_name(upstream.headers))
+
+
+def _secret_flags(args: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Each secret flag in ``args`` as written and its value (the last one given), by its name case-folded."""
+    found: dict[str, tuple[str, str]] = {}
     flag = ""
     for shown, secret in _arguments(args):
         flag = shown.rstrip("=") or flag
         if secret is not None:
-            found[flag] = secret
+            found[flag.casefold()] = (flag, secret)
     return found
 
 
