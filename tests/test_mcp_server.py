@@ -687,44 +687,62 @@ def test_a_listing_that_hangs_is_abandoned_so_later_calls_do_not_wait_for_it(
     assert fake_upstream.calls == ["search", "list_alerts", "late_news"]
 
 
-def test_the_session_to_a_rotated_upstream_is_closed_once_the_new_one_serves(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A provider's values were rotated (a sync recorded a new token): its next call opens a session with the new one,
-    and the session with the old one (a stdio process holding the old token) is closed, but only once the call in
-    flight on it has ended, which is answered; another provider's session, and a call without a provider, are left
-    alone."""
+class _TokenServers:
+    """Upstreams in memory for :class:`UpstreamSessions` (``open_session`` patched), each answering with the token it
+    was started with (its env's TOKEN, else its command): ``opened`` and ``closed`` list the sessions by token; a call
+    of ``slow`` sets ``in_flight`` and waits for ``release``."""
+
+    def __init__(self) -> None:
+        self.opened: list[str] = []
+        self.closed: list[str] = []
+        self.in_flight, self.release = anyio.Event(), anyio.Event()
+
+    def session(self, token: str) -> Any:
+        servers = self
+
+        class Session:
+            async def list_tools(self, **_: Any) -> Any:
+                tools = [{"name": n, "inputSchema": {}} for n in ("search", "slow")]
+                return mcp.types.ListToolsResult.model_validate({"tools": tools})
+
+            async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+                if name == "slow":
+                    servers.in_flight.set()
+                    await servers.release.wait()
+                return f"{name} with {token}"
+
+        return Session()
+
+
+@pytest.fixture
+def token_servers(monkeypatch: pytest.MonkeyPatch) -> _TokenServers:
     from contextlib import asynccontextmanager
 
     import toolstore._mcp_sessions
-    from toolstore._mcp_sessions import UpstreamSessions
 
-    opened: list[str] = []
-    closed: list[str] = []
-    in_flight, release = anyio.Event(), anyio.Event()
-
-    class Session:
-        def __init__(self, token: str) -> None:
-            self.token = token
-
-        async def list_tools(self, **_: Any) -> Any:
-            tools = [{"name": n, "inputSchema": {}} for n in ("search", "slow")]
-            return mcp.types.ListToolsResult.model_validate({"tools": tools})
-
-        async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
-            if name == "slow":
-                in_flight.set()
-                await release.wait()
-            return f"{name} with {self.token}"
+    servers = _TokenServers()
 
     @asynccontextmanager
     async def open_fake(upstream: Upstream, message_handler: Any = None) -> Any:
         token = upstream.env.get("TOKEN", upstream.command or "")
-        opened.append(token)
+        servers.opened.append(token)
         try:
-            yield Session(token), {"serverInfo": {"name": "fake"}}
+            yield servers.session(token), {"serverInfo": {"name": "fake"}}
         finally:
-            closed.append(token)
+            servers.closed.append(token)
 
     monkeypatch.setattr(toolstore._mcp_sessions, "open_session", open_fake)
+    return servers
+
+
+def test_the_session_to_a_rotated_upstream_is_closed_once_the_new_one_serves(token_servers: _TokenServers) -> None:
+    """A provider's values were rotated (a sync recorded a new token): its next call opens a session with the new one,
+    and the session with the old one (a stdio process holding the old token) is closed, but only once the call in
+    flight on it has ended, which is answered; another provider's session, and a call without a provider, are left
+    alone."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    opened, closed = token_servers.opened, token_servers.closed
     old, new = (Upstream("stdio", command="fake-mcp", env={"TOKEN": t}) for t in ("old", "new"))
     other = Upstream("stdio", command="other-mcp")
     outcomes: list[str] = []
@@ -737,12 +755,12 @@ def test_the_session_to_a_rotated_upstream_is_closed_once_the_new_one_serves(mon
             assert await sessions.call(old, "search", {}, provider="fake") == "search with old"
             assert await sessions.call(other, "search", {}, provider="other") == "search with other-mcp"
             group.start_soon(slow)
-            await in_flight.wait()
+            await token_servers.in_flight.wait()
             assert await sessions.call(new, "search", {}, provider="fake") == "search with new"
             for _ in range(100):
                 await anyio.sleep(0)
             assert closed == []  # a call is in flight on the old session
-            release.set()
+            token_servers.release.set()
         for _ in range(100):
             if closed:
                 break
@@ -761,6 +779,57 @@ def test_the_session_to_a_rotated_upstream_is_closed_once_the_new_one_serves(mon
 
     anyio.run(run)
     assert sorted(closed) == ["new", "old", "old", "other-mcp"]
+
+
+def test_a_call_that_read_the_upstream_before_a_rotation_goes_to_the_new_one(
+    dsn: str, token_servers: _TokenServers
+) -> None:
+    """A gateway call reads its provider's upstream, then a sync records a rotated token and another call serves it
+    (the old session closed) before the first call reaches the sessions: the first call reads the record again and goes
+    to the new session, so the old one is not opened again and the next call needs no reconnect."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+    old, new = (Upstream("stdio", command="fake-mcp", env={"TOKEN": t}) for t in ("old", "new"))
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="rotated") as store:
+        sync_listing(store, McpListing("fake", tools, old))
+    read, gate = anyio.Event(), anyio.Event()
+
+    class Sessions(UpstreamSessions):
+        stop_next = False  # the next call waits at the gate, after forward_call read the upstream
+
+        async def call(self, *args: Any, **kwargs: Any) -> Any:
+            if self.stop_next:
+                self.stop_next = False
+                read.set()
+                await gate.wait()
+            return await super().call(*args, **kwargs)
+
+    def rotate() -> None:
+        with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="rotated") as store:
+            sync_listing(store, McpListing("fake", tools, new), provider="fake")
+
+    async def main() -> list[str]:
+        answers: list[str] = []
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="rotated") as store:
+            async with Sessions() as sessions:
+                answers.append(await forward_call(store, "search", {}, sessions=sessions))
+                sessions.stop_next = True
+
+                async def stale() -> None:
+                    answers.append(await forward_call(store, "search", {}, sessions=sessions))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(stale)
+                    await read.wait()  # the stale call has read the old upstream
+                    await anyio.to_thread.run_sync(rotate)
+                    answers.append(await forward_call(store, "search", {}, sessions=sessions))
+                    gate.set()
+                answers.append(await forward_call(store, "search", {}, sessions=sessions))
+        return answers
+
+    assert anyio.run(main) == ["search with old", "search with new", "search with new", "search with new"]
+    assert token_servers.opened == ["old", "new"]
 
 
 def test_a_call_of_a_tool_the_listing_held_lacks_lists_the_tools_once_more_before_it_is_refused(

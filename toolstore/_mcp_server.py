@@ -24,6 +24,7 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError
@@ -248,20 +249,17 @@ async def forward_call(
         if sessions is not None:
             await _refuse_unsynced(store, sessions, name, set(names))
         raise
-    info = await store.info(counts=False)
-    async with store.pool.connection() as conn:
-        cur = await conn.execute(query("get_upstream"), {"catalog": info.id, "provider": tool.provider or ""})
-        row = await cur.fetchone()
-    if row is None:
-        raise McpSyncError(f"tool {tool.id!r} has no upstream MCP server recorded: sync it with `toolstore sync mcp`")
-    upstream = upstream_from_row(row)
+    upstream = await _recorded_upstream(store, tool)
     where = f"upstream {tool.provider!r}"  # to the client, the model: never how the upstream is reached
     start = time.perf_counter()
     failed = True
     try:
         with span("toolstore.mcp.call_tool", catalog=store.catalog, tool=tool.id), anyio.fail_after(timeout):
             if sessions is not None:
-                result = await sessions.call(upstream, tool.name, arguments, provider=tool.provider or "")
+                recorded = partial(_recorded_upstream, store, tool)  # read again by a call after a rotation
+                result = await sessions.call(
+                    upstream, tool.name, arguments, provider=tool.provider or "", recorded=recorded
+                )
             else:
                 async with open_session(upstream) as (session, _):
                     result = await session.call_tool(tool.name, arguments)
@@ -284,6 +282,17 @@ async def forward_call(
             outcome = call_log(CallRecord(tool.id, name, tool.provider or "", arguments, failed, ms))
             if outcome is not None:
                 await outcome
+
+
+async def _recorded_upstream(store: AsyncToolStore, tool: Tool) -> Upstream:
+    """The upstream recorded for ``tool``'s provider; McpSyncError when there is none."""
+    info = await store.info(counts=False)
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(query("get_upstream"), {"catalog": info.id, "provider": tool.provider or ""})
+        row = await cur.fetchone()
+    if row is None:
+        raise McpSyncError(f"tool {tool.id!r} has no upstream MCP server recorded: sync it with `toolstore sync mcp`")
+    return upstream_from_row(row)
 
 
 async def _refuse_unsynced(store: AsyncToolStore, sessions: UpstreamSessions, name: str, known: set[str]) -> None:

@@ -13,12 +13,14 @@ tools: one abandoned, or a notification not yet read when the call came), and if
 (the upstream dropped it, or restarted with other tools without saying so: the catalog is out of date), is an
 McpSyncError naming it, never sent; after a listing that failed, every call is sent. A provider's calls made on a
 session to another upstream than before (a sync recorded new values for it: a rotated token) retire the session to the
-old one, closed once its calls in flight end.
+old one, closed once its calls in flight end; such a call reads the provider's record again first, so one that read it
+just before the rotation, after another call served the new values, goes to them instead of reopening the old session.
 Closing the pool stops every upstream (stdio processes exit).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -42,6 +44,12 @@ LISTING_WAIT = 5.0
 #: Seconds a listing of an upstream's tools may take: one that takes longer is abandoned (a warning) and counts as
 #: answered with the listing held, so a hung listing does not hold up every later call for LISTING_WAIT.
 LISTING_TIMEOUT = 5.0
+#: How many times one call reads its provider's upstream again (``recorded``) while other calls keep moving the
+#: provider's calls to other upstreams: past that, it goes to the upstream it read last.
+REREADS = 3
+
+#: Reads a provider's upstream as recorded now (``mcp_upstreams``): the gateway's, for :meth:`UpstreamSessions.call`.
+Recorded = Callable[[], Awaitable[Upstream]]
 
 
 def _refused_session(upstream: Upstream, exc: Exception) -> bool:
@@ -170,22 +178,27 @@ class UpstreamSessions:
         self._group = None
         return result
 
-    async def call(self, upstream: Upstream, name: str, arguments: dict[str, Any], *, provider: str = "") -> Any:
+    async def call(
+        self,
+        upstream: Upstream,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        provider: str = "",
+        recorded: Recorded | None = None,
+    ) -> Any:
         """``tools/call`` on the upstream's session (opened if needed); a refusal names it by ``provider``, never by how
         it is reached (the gateway's client, the model, reads it). A failure closes the session (the next call
         reconnects), except an error the server answered (:func:`_answered`); a request that could not even be sent
         (the session was already dead), or that an HTTP server refused because it no longer knows the session (it
         restarted: :func:`_refused_session`), is retried once on a fresh session, never one that may have run on the
         server. Once a session to another upstream of ``provider`` serves (its values were rotated), the old one is
-        closed when its calls in flight end. The caller bounds the time."""
-        key = upstream.key()
+        closed when its calls in flight end; a call whose ``upstream`` is not the one the provider's calls went to last
+        reads it again first (``recorded``: :meth:`_serving`), so a call that read the record just before a rotation
+        another call has served goes to the new upstream, never back to the old. The caller bounds the time."""
         for attempt in (1, 2):
-            session = await self._session(key, upstream)
-            if _ended(session):  # mcp 2.x: a request sent now fails with "Connection closed", never reaching a server
-                logger.debug("upstream session %s has ended; reconnecting", upstream.describe())
-                self._drop(key, session)
-                session = await self._session(key, upstream)
-            self._serves(provider, key)
+            upstream, session = await self._serving(upstream, provider, recorded)
+            key = upstream.key()
             self._calls[id(session)] = self._calls.get(id(session), 0) + 1  # no await since the session was handed out
             try:
                 listing = self._listings.get(key)
@@ -219,6 +232,29 @@ class UpstreamSessions:
             finally:
                 self._ended_call(session)
         raise AssertionError("unreachable")
+
+    async def _serving(self, upstream: Upstream, provider: str, recorded: Recorded | None) -> tuple[Upstream, Any]:
+        """The session for a call of ``provider``'s on ``upstream`` (opened if needed, again if it has ended), noted as
+        the one the provider's calls go to now (:meth:`_serves`), and the upstream it reaches. When the provider's calls
+        went to another upstream last, either a sync recorded new values since this call read them, or this call read
+        the record just before one that another call has served: the record is read again (``recorded``) before a
+        session is opened, and again when another upstream served the provider while it opened, :data:`REREADS` times
+        at most. The checks and the note are made with no await between them."""
+        rereads = 0
+        while True:
+            before, key = self._providers.get(provider) if provider else None, upstream.key()
+            if before not in (None, key) and recorded is not None and rereads < REREADS:
+                upstream, rereads = await recorded(), rereads + 1
+                before, key = self._providers.get(provider), upstream.key()
+            session = await self._session(key, upstream)
+            if _ended(session):  # mcp 2.x: a request sent now fails with "Connection closed", never reaching a server
+                logger.debug("upstream session %s has ended; reconnecting", upstream.describe())
+                self._drop(key, session)
+                session = await self._session(key, upstream)
+            now = self._providers.get(provider) if provider else None
+            if now in (before, key) or recorded is None or rereads >= REREADS:
+                self._serves(provider, key)
+                return upstream, session
 
     def _serves(self, provider: str, key: str) -> None:
         """Note that ``provider``'s calls go to the upstream ``key`` now: the session to the one they went to before
