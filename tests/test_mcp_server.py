@@ -498,6 +498,7 @@ class _FakeUpstream:
         self.answered = 0
         self.calls: list[str] = []
         self.notify: Any = None  # the gateway's message handler, once connected
+        self.wire: Any = None  # what it sends, handed on to ``notify`` by the session's reader, once connected
 
     async def list_tools(self, **_: Any) -> Any:
         names = None if self.names is None else sorted(self.names)
@@ -519,6 +520,12 @@ class _FakeUpstream:
         reader hands it on."""
         self.names = None if names == (None,) else {str(n) for n in names}
         await self.notify(mcp.types.ToolListChangedNotification(method="notifications/tools/list_changed"))
+
+    def send_change(self, *names: str) -> None:
+        """Offer ``names`` instead and send notifications/tools/list_changed, which the session has not read yet: its
+        reader hands it on when it next runs."""
+        self.names = set(names)
+        self.wire.send_nowait(mcp.types.ToolListChangedNotification(method="notifications/tools/list_changed"))
 
     async def listings(self, count: int) -> None:
         """Let the gateway's tasks run until ``count`` listings have been answered (and so stored: in the same step)."""
@@ -543,10 +550,38 @@ def fake_upstream(monkeypatch: pytest.MonkeyPatch) -> _FakeUpstream:
     @asynccontextmanager
     async def open_fake(upstream: Upstream, message_handler: Any = None) -> Any:
         fake.notify = message_handler
-        yield fake, {"serverInfo": {"name": "fake"}}
+        fake.wire, received = anyio.create_memory_object_stream[Any](10)
+
+        async def read() -> None:  # the session's reader
+            async for message in received:
+                await message_handler(message)
+
+        async with anyio.create_task_group() as reader:
+            reader.start_soon(read)
+            yield fake, {"serverInfo": {"name": "fake"}}
+            reader.cancel_scope.cancel()
 
     monkeypatch.setattr(toolstore._mcp_sessions, "open_session", open_fake)
     return fake
+
+
+def test_the_listing_asked_for_a_tool_the_catalog_lacks_reads_a_change_already_sent(
+    fake_upstream: _FakeUpstream,
+) -> None:
+    """The upstream added a tool and said so, but the session has not read the notification yet: what the gateway asks
+    for a tool the catalog lacks (``listed``) reads it first, so the tools are listed again and the new one is named
+    (then refused as unsynced, not as unknown); with nothing sent, nothing is listed again."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    async def main() -> None:
+        async with UpstreamSessions() as sessions:
+            assert await sessions.call(FAKE, "search", {}) == "called search"
+            assert await sessions.listed(FAKE) == {"search", "list_alerts"} and fake_upstream.answered == 1
+            fake_upstream.send_change("search", "list_alerts", "late_news")  # no checkpoint since: not read
+            assert await sessions.listed(FAKE) == {"search", "list_alerts", "late_news"}
+            assert fake_upstream.answered == 2
+
+    anyio.run(main)
 
 
 def test_a_tool_the_upstream_does_not_list_is_refused_and_not_sent(fake_upstream: _FakeUpstream) -> None:

@@ -47,6 +47,10 @@ LISTING_TIMEOUT = 5.0
 #: How many times one call reads its provider's upstream again (``recorded``) while other calls keep moving the
 #: provider's calls to other upstreams: past that, it goes to the upstream it read last.
 REREADS = 3
+#: How many turns the gateway gives the sessions' readers (``anyio.sleep(0)``: no time, no request) before it answers a
+#: tool the catalog lacks, so that a notification an upstream has already sent (its tools changed) is read and numbers a
+#: listing: from the transport's reader to the session's message handler a message takes a few turns.
+PENDING_TURNS = 20
 
 #: Reads a provider's upstream as recorded now (``mcp_upstreams``): the gateway's, for :meth:`UpstreamSessions.call`.
 Recorded = Callable[[], Awaitable[Upstream]]
@@ -286,12 +290,15 @@ class UpstreamSessions:
             stop.set()
 
     async def listed(self, upstream: Upstream) -> frozenset[str] | None:
-        """The tools the open session to ``upstream`` listed last, once a listing under way ends (as for a call), listed
-        once more when the last listing was abandoned; None without an open session (none is opened) or after a listing
-        that failed."""
+        """The tools the open session to ``upstream`` listed last, once the messages it has already received are read
+        (:data:`PENDING_TURNS`: a notifications/tools/list_changed numbers a listing) and a listing under way ends (as
+        for a call), listed once more when the last listing was abandoned; None without an open session (none is
+        opened) or after a listing that failed."""
         listing = self._listings.get(upstream.key())
         if listing is None:
             return None
+        for _ in range(PENDING_TURNS):  # cheap: no request, and only for a tool the catalog lacks
+            await anyio.sleep(0)
         if await listing.settle(self.listing_wait) and listing.abandoned:  # a tool added since may be missing
             await listing.answer(listing.ask(), upstream)
         return listing.names
