@@ -227,11 +227,7 @@ def newer_schema(revision: str | None, schema: str) -> None:
 
 def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Migrate ``schema`` to head when behind (``auto``), else raise DatabaseError naming the revision."""
-    try:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeout))) as conn:
-            revision = current_revision(conn, schema)
-    except psycopg.Error as exc:
-        raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc
+    revision = schema_revision(dsn, schema, timeout=timeout)
     if revision == HEAD_REVISION:
         return
     newer_schema(revision, schema)
@@ -240,3 +236,12 @@ def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT
             f"toolstore schema {schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: run `toolstore migrate`"
         )
     migrate(dsn, schema=schema)
+
+
+def schema_revision(dsn: str, schema: str, *, timeout: float = DEFAULT_TIMEOUT) -> str | None:
+    """The revision ``schema`` is at, read on a connection of its own (None: never migrated, or no such schema)."""
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeout))) as conn:
+            return current_revision(conn, schema)
+    except psycopg.Error as exc:
+        raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc

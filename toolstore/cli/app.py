@@ -17,8 +17,10 @@ from typing import Any, TypeVar
 import click
 
 from .. import _formats
+from .._connect import resolve_dsn
 from .._embedders.factory import SPECS, make_embedder
-from .._migrate import DEFAULT_SCHEMA
+from .._errors import DatabaseError
+from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
 from .._models import JSON_VERSION
 from .._progress import reporting
 from .._store import DEFAULT, ToolStore
@@ -154,12 +156,27 @@ def embedder_option(ctx: click.Context) -> Any:
     return make_embedder(options(ctx)["embedder"])
 
 
+def store_dsn(ctx: click.Context, *, create: bool) -> str:
+    """The DSN of the global options. Unless ``create`` (the commands that set up: import, sync mcp, demo, eval;
+    `migrate` runs the migrations itself), a schema never migrated is refused, not created by the store's
+    ``migrate=True``: a misspelt --schema."""
+    opts = options(ctx)
+    dsn, schema = resolve_dsn(opts["dsn"]), check_schema_name(opts["schema"])
+    if not create and schema_revision(dsn, schema) is None:
+        raise DatabaseError(
+            f"schema {schema!r} holds no toolstore catalog (never migrated: a misspelt --schema?); "
+            f"`toolstore migrate --schema {schema}` creates it"
+        )
+    return dsn
+
+
 @contextmanager
 def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None = None) -> Iterator[ToolStore]:
-    """A ToolStore on the global options' database, schema, catalog (or ``catalog``) and embedder, closed after."""
+    """A ToolStore on the global options' database, schema, catalog (or ``catalog``) and embedder, closed after;
+    with ``create=False`` the catalog and its schema must exist (:func:`store_dsn`)."""
     opts = options(ctx)
     store = ToolStore(
-        opts["dsn"],
+        store_dsn(ctx, create=create),
         catalog=catalog or opts["catalog"],
         schema=opts["schema"],
         embedder=embedder_option(ctx),

@@ -6,7 +6,7 @@ import click
 
 from .._async_store import AsyncToolStore
 from .._mcp_server import DEFAULT_CALL_TIMEOUT, check_address, serve
-from .app import Seconds, command, embedder_option, options
+from .app import Seconds, command, embedder_option, options, store_dsn
 
 
 @click.group("serve")
@@ -50,7 +50,11 @@ def serve_mcp(
 
     opts = options(ctx)
     store = AsyncToolStore(
-        opts["dsn"], catalog=opts["catalog"], schema=opts["schema"], embedder=embedder_option(ctx), create=False
+        store_dsn(ctx, create=False),
+        catalog=opts["catalog"],
+        schema=opts["schema"],
+        embedder=embedder_option(ctx),
+        create=False,
     )
 
     async def main() -> None:
