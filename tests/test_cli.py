@@ -279,7 +279,7 @@ def test_sessions_prune_forget_idle_of_nothing_names_the_option(dsn: str, tmp_pa
     [
         (
             ["sessions", "prune", "--older-than", ""],
-            "error: --older-than wants a duration like 30d, 12h, 90m or 2w, got ''",
+            "error: --older-than wants a duration over 0 like 30d, 12h, 90m or 2w, got ''",
         ),
         (["route", "weather", "--weights", ""], "error: --weights wants name=value pairs separated by commas, got ''"),
     ],

@@ -71,3 +71,25 @@ def test_a_command_that_sets_up_still_creates_its_schema(empty_dsn: str, tmp_pat
     assert result.exit_code == 0 and json.loads(result.stdout)["inserted"] == 3, result.output
     assert "fresh" in schemas(empty_dsn)
     assert len(json.loads(invoke(empty_dsn, "--schema", "fresh", "list").stdout)["tools"]) == 3
+
+
+def sessions_file(tmp_path: Path) -> str:
+    path = tmp_path / "sessions.jsonl"
+    turns = [{"query": "mail bob", "relevant": ["gmail.send_email"], "calls": ["gmail.send_email", "weather.forecast"]}]
+    path.write_text(json.dumps({"sid": "s1", "turns": turns}) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("zero", ["0", "0s", "0.0d"])
+def test_sessions_prune_older_than_zero_is_refused_not_every_call(dsn: str, tmp_path: Path, zero: str) -> None:
+    """`sessions prune --older-than 0` deleted every logged call of every session (the library takes 0 as 'older than
+    now'), exit 0: a slip of the finger wiped the log. A zero duration is refused, naming the option; nothing goes."""
+    assert invoke(dsn, "-c", "log", "import", tools_file(tmp_path)).exit_code == 0
+    assert invoke(dsn, "-c", "log", "sessions", "import", sessions_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "log", "sessions", "prune", "--older-than", zero)
+    assert result.exit_code == 1 and str(result.exception) == (
+        f"--older-than wants a duration over 0 like 30d, 12h, 90m or 2w, got {zero!r}"
+    ), result.output
+    shown = json.loads(invoke(dsn, "-c", "log", "sessions", "show", "s1").stdout)
+    assert [c["tool"] for c in shown["calls"]] == ["gmail.send_email", "weather.forecast"]
+    assert "over 0" in invoke(dsn, "sessions", "prune", "--help").stdout

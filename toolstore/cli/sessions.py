@@ -99,7 +99,11 @@ def show(ctx: click.Context, session: str) -> None:
 
 
 @command("prune")
-@click.option("--older-than", help="Delete calls older than this (30d, 12h, 90m, 2w); default: the retention age.")
+@click.option(
+    "--older-than",
+    help="Delete calls older than this, a duration over 0 (30d, 12h, 90m, 2w; 0, which would delete every call, is "
+    "refused); default: the retention age.",
+)
 @click.option("--session", help="Forget this session (all its calls), or delete its calls --older-than.")
 @click.option("--forget-idle", help="Also forget every session not written to for this long (90d); not with --session.")
 @click.pass_context
@@ -110,7 +114,7 @@ def prune(ctx: click.Context, older_than: str | None, session: str | None, forge
     forgets (row and calls) every session whose last write (a logged call or an import) is older than 90 days. Run it
     from cron when the catalog has a retention age (`toolstore sessions retention --max-age-days N`) or to forget idle
     sessions; `sessions` counts the sessions that went, forgotten ones included."""
-    age = parse_duration(older_than) if older_than is not None else None
+    age = parse_duration(older_than, positive=True) if older_than is not None else None
     idle = parse_duration(forget_idle, "--forget-idle", positive=True) if forget_idle is not None else None
     with open_store(ctx, create=False) as store:
         report = store.prune_sessions(older_than=age, session=session, forget_idle=idle)
