@@ -93,3 +93,63 @@ def test_sessions_prune_older_than_zero_is_refused_not_every_call(dsn: str, tmp_
     shown = json.loads(invoke(dsn, "-c", "log", "sessions", "show", "s1").stdout)
     assert [c["tool"] for c in shown["calls"]] == ["gmail.send_email", "weather.forecast"]
     assert "over 0" in invoke(dsn, "sessions", "prune", "--help").stdout
+
+
+OUT_OF_RANGE = [
+    (("route", "weather", "--split", "-1"), "Invalid value for '--split': '-1' is not a number from 0 to 1e+06"),
+    (("route", "weather", "--split", "nan"), "Invalid value for '--split': 'nan' is not a number from 0 to 1e+06"),
+    (
+        ("anchors", "add", "--pattern", "rain", "--tool", "weather.forecast", "--boost", "0"),
+        "Invalid value for '--boost': '0' is not a non-zero number from -10 to 10",
+    ),
+    (("demo", "-k", "1001"), "Invalid value for '-k' / '--k': 1001 is not in the range 1<=x<=1000"),
+    (("demo", "--budget", "10000001"), "Invalid value for '--budget': 10000001 is not in the range 0<=x<=10000000"),
+    (("serve", "mcp", "-k", "1001"), "Invalid value for '-k' / '--k': 1001 is not in the range 1<=x<=1000"),
+    (
+        ("eval", "--tools", "TOOLS", "--queries", "TOOLS", "-k", "1001"),
+        "Invalid value for '-k' / '--k': 1001 is not in the range 1<=x<=1000",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), OUT_OF_RANGE, ids=[" ".join(a[:3]) for a, _ in OUT_OF_RANGE])
+def test_an_option_out_of_the_librarys_range_names_the_option(
+    dsn: str, tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    """These options reached the library's checks, which name its arguments ('split must be a finite number ...',
+    'k must be an integer from 1 to 1000', 'token_budget must be None or ...', 'anchor #1 boost must be ...'),
+    after the demo or eval had loaded its catalog, or at the MCP server's first find_tools; each is a usage error
+    naming the option, before anything runs."""
+    tools = tools_file(tmp_path)
+    assert invoke(dsn, "-c", "ranged", "import", tools).exit_code == 0
+    result = invoke(dsn, "-c", "ranged", *(tools if a == "TOOLS" else a for a in args))
+    assert result.exit_code == 2 and message in result.output, (result.exit_code, result.output)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--max-calls", "0", "--max-calls wants a whole number or 'none' (calls, from 1 to 10,000,000), got '0'"),
+        (
+            "--max-age-days",
+            "0",
+            "--max-age-days wants a number or 'none' (days, from 1 second (1/86,400 of a day) to 100,000), got '0'",
+        ),
+        (
+            "--max-age-days",
+            "100001",
+            "--max-age-days wants a number or 'none' (days, from 1 second (1/86,400 of a day) to 100,000), got "
+            "'100001'",
+        ),
+    ],
+)
+def test_sessions_retention_out_of_range_names_the_option(
+    dsn: str, tmp_path: Path, option: str, value: str, message: str
+) -> None:
+    """`sessions retention --max-calls 0` printed 'max_calls must be None or an integer from 1 to 10,000,000, got 0':
+    the library's argument, and None, where the user wrote --max-calls and 'none'."""
+    assert invoke(dsn, "-c", "kept", "import", tools_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "kept", "sessions", "retention", option, value)
+    assert result.exit_code == 1 and str(result.exception) == message, result.output
+    kept = json.loads(invoke(dsn, "-c", "kept", "sessions", "retention").stdout)
+    assert kept == {"version": 1, "max_calls": 1000, "max_age_days": None}

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
+from .._input import MAX_BOOST
 from .._models import Anchor
-from .app import command, emit, open_store
+from .app import Number, command, emit, open_store
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -30,7 +31,13 @@ def anchors_group() -> None:
 @command("add")
 @click.option("--pattern", required=True, help="Postgres regular expression matched (~*) against the request.")
 @click.option("--tool", "tool_id", required=True, help="The tool id the rule boosts.")
-@click.option("--boost", default=1.0, show_default=True, type=float, help="Added to the fused score (-10 to 10).")
+@click.option(
+    "--boost",
+    default=1.0,
+    show_default=True,
+    type=Number(-MAX_BOOST, MAX_BOOST, nonzero=True),
+    help=f"Added to the fused score: a non-zero number from {-MAX_BOOST:g} to {MAX_BOOST:g}.",
+)
 @click.pass_context
 def add(ctx: click.Context, pattern: str, tool_id: str, boost: float) -> None:
     """Add an anchor (or change the boost of the same pattern and tool)."""

@@ -45,6 +45,26 @@ class Seconds(click.ParamType):
         return seconds
 
 
+class Number(click.ParamType):
+    """A finite number from ``low`` to ``high`` (click's FloatRange lets nan through), not 0 with ``nonzero``: the
+    library's range, named by the option in a usage error rather than by the library's argument."""
+
+    name = "number"
+
+    def __init__(self, low: float, high: float, *, nonzero: bool = False) -> None:
+        self.low, self.high, self.nonzero = low, high, nonzero
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not self.low <= number <= self.high or (self.nonzero and number == 0):
+            kind = "a non-zero number" if self.nonzero else "a number"
+            self.fail(f"{value!r} is not {kind} from {self.low:g} to {self.high:g}", param, ctx)
+        return number
+
+
 def _remember(name: str, *, group: bool) -> Callable[[click.Context, click.Parameter, Any], Any]:
     """An option callback that records the value in the shared ``ctx.obj``: every value at the group level (its
     default included), only values the user gave at the subcommand level."""

@@ -11,6 +11,7 @@ import click
 from .._examples import load_examples
 from .._formats import load_tools_file
 from .._fusion import SIGNALS
+from .._input import MAX_K, MAX_TOKEN_BUDGET
 from .._models import JSON_VERSION
 from .._result import RouteResult
 from .._store import DEFAULT, ToolStore
@@ -52,8 +53,10 @@ def print_route(result: RouteResult) -> None:
 
 
 @command()
-@click.option("-k", "--k", "k", default=5, show_default=True, type=click.IntRange(min=1), help="Tools per request.")
-@click.option("--budget", default=1500, show_default=True, type=click.IntRange(min=0), help="Token budget.")
+@click.option("-k", "--k", "k", default=5, show_default=True, type=click.IntRange(1, MAX_K), help="Tools per request.")
+@click.option(
+    "--budget", default=1500, show_default=True, type=click.IntRange(0, MAX_TOKEN_BUDGET), help="Token budget."
+)
 @click.pass_context
 def demo(ctx: click.Context, k: int, budget: int) -> None:
     """Load the bundled demo catalog (115 tools, 18 providers) into the catalog 'demo' and route a few real

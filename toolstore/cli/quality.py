@@ -13,6 +13,7 @@ from .._errors import InvalidInputError
 from .._eval import SESSION_CONFIGS, evaluate, evaluate_sessions, format_table, select_configs
 from .._examples import load_examples, session_examples
 from .._formats import load_tools_file
+from .._input import MAX_K
 from .._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from .._tune import tune
 from .app import command, emit, open_store, options
@@ -130,7 +131,7 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
     is_flag=True,
     help="Fit fusion weights on --train / --train-sessions (never on what is evaluated) and add config 'tuned'.",
 )
-@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(min=1), help="Tools per query.")
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, MAX_K), help="Tools per query.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the tuning folds.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md here.")
 @click.option("--keep", is_flag=True, help="Keep the scratch catalog (its name is printed) instead of dropping it.")

@@ -12,10 +12,10 @@ from .. import _formats
 from .._errors import InvalidInputError
 from .._explore import SEED_BITS
 from .._fusion import DEFAULT_TURNS, SIGNALS
-from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, parse_json, read_text_file
+from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, parse_json, read_text_file
 from .._models import JSON_VERSION
 from .._result import RoutedTool, RouteResult
-from .app import ROUTE_FORMATS, command, open_store, wants_json
+from .app import ROUTE_FORMATS, Number, command, open_store, wants_json
 
 
 def parse_weights(spec: str | None) -> dict[str, float] | None:
@@ -154,9 +154,9 @@ def read_messages_file(path: Path) -> Any:
 @click.option("--weights", help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1")
 @click.option(
     "--split",
-    type=float,
-    help="Weight of a compound request's sub-requests (each clause retrieved on its own); 0: never split. "
-    "Default: the catalog's tuned value.",
+    type=Number(0, MAX_WEIGHT),
+    help=f"Weight of a compound request's sub-requests (each clause retrieved on its own), 0 to {MAX_WEIGHT:g}; 0: "
+    "never split. Default: the catalog's tuned value.",
 )
 @click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")
 @click.option("--allow", multiple=True, help="Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).")

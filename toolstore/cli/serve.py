@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .._async_store import AsyncToolStore
+from .._input import MAX_K
 from .._mcp_server import DEFAULT_CALL_TIMEOUT, check_address, serve
 from .app import Seconds, command, embedder_option, options, store_dsn
 
@@ -19,7 +20,9 @@ def serve_group() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address for --transport http.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port for http.")
 @click.option("--gateway", is_flag=True, help="Also expose call_tool, forwarding to the synced upstream servers.")
-@click.option("-k", "--k", "k", default=8, show_default=True, type=click.IntRange(min=1), help="find_tools' default k.")
+@click.option(
+    "-k", "--k", "k", default=8, show_default=True, type=click.IntRange(1, MAX_K), help="find_tools' default k."
+)
 @click.option(
     "--call-timeout",
     default=DEFAULT_CALL_TIMEOUT,

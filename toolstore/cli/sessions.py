@@ -11,11 +11,15 @@ import click
 
 from .._errors import InvalidInputError
 from .._metrics import load_sessions
+from .._sessions import MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .app import command, emit, open_store, summary
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks", "": "days"}
+MIN_DAYS = MIN_RETENTION_AGE / timedelta(days=1)  # the shortest retention age, in days
+_CALLS = f"calls, from 1 to {MAX_RETENTION_CALLS:,}"
+_DAYS = "days, from 1 second (1/86,400 of a day) to 100,000"
 
 
 def parse_duration(text: str, what: str = "--older-than", *, positive: bool = False) -> timedelta:
@@ -33,17 +37,19 @@ def parse_duration(text: str, what: str = "--older-than", *, positive: bool = Fa
 
 
 def _limit(value: str, what: str, kind: type[int] | type[float]) -> int | float | None:
-    """A retention limit: a whole number (``int``) or a finite number (``float``), or ``none`` for no limit."""
+    """A retention limit in the library's range: a whole number of calls (``int``) or a number of days (``float``),
+    or ``none`` for no limit; errors name the option ``what``."""
     if value.strip().lower() == "none":
         return None
+    low, high, span = (1, MAX_RETENTION_CALLS, _CALLS) if kind is int else (MIN_DAYS, 100_000, _DAYS)
     try:
         number = kind(value)
-        if math.isfinite(number):
+        if math.isfinite(number) and low <= number <= high:
             return number
     except ValueError:
         pass
     wanted = "a whole number" if kind is int else "a number"
-    raise InvalidInputError(f"{what} wants {wanted} or 'none', got {value!r}")
+    raise InvalidInputError(f"{what} wants {wanted} or 'none' ({span}), got {value!r}")
 
 
 @click.group("sessions")
@@ -122,8 +128,8 @@ def prune(ctx: click.Context, older_than: str | None, session: str | None, forge
 
 
 @command("retention")
-@click.option("--max-calls", help="Calls kept per session (the newest), or 'none'.")
-@click.option("--max-age-days", help="Days a call is kept, or 'none'.")
+@click.option("--max-calls", help=f"Calls kept per session (the newest), 1 to {MAX_RETENTION_CALLS:,}, or 'none'.")
+@click.option("--max-age-days", help="Days a call is kept (over 1 second, at most 100,000), or 'none'.")
 @click.pass_context
 def retention(ctx: click.Context, max_calls: str | None, max_age_days: str | None) -> None:
     """Show the catalog's retention of its session log, or set it (both limits apply at each write to a session,
