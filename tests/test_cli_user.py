@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from toolstore import DatabaseError
 from toolstore.cli import cli
+from toolstore.cli.demo import DEMO_DIR
 
 TOOLS = [
     {"id": "gmail.send_email", "name": "send_email", "description": "Send an email to a recipient"},
@@ -153,3 +154,19 @@ def test_sessions_retention_out_of_range_names_the_option(
     assert result.exit_code == 1 and str(result.exception) == message, result.output
     kept = json.loads(invoke(dsn, "-c", "kept", "sessions", "retention").stdout)
     assert kept == {"version": 1, "max_calls": 1000, "max_age_days": None}
+
+
+def test_route_table_summarises_the_tools_the_budget_skipped(dsn: str) -> None:
+    """`route --budget 600 -k 3` printed one 'skipped (does not fit the budget)' line per candidate left out, about
+    40 on the demo catalog, under a table of 3; the table says how many in one line, and --explain lists them."""
+    assert invoke(dsn, "-c", "many", "import", str(DEMO_DIR / "tools.jsonl")).exit_code == 0
+    args = ("-c", "many", "route", "send an email to the team about the release", "--budget", "600", "-k", "3")
+    skipped = json.loads(invoke(dsn, *args, "--format", "json").stdout)["skipped"]
+    assert len(skipped) > 3
+    table = invoke(dsn, *args, "--format", "table").stdout.splitlines()
+    assert f"{len(skipped)} tools skipped: over the token budget (--explain lists them)" in table
+    assert len([line for line in table if "skipped" in line]) == 1, table
+    explained = invoke(dsn, *args, "--format", "table", "--explain").stdout
+    assert f"{len(skipped)} tools skipped: over the token budget" in explained
+    for tool in skipped:
+        assert f"    skipped (does not fit the budget): {tool['id']} ({tool['tokens']} tokens)" in explained

@@ -97,7 +97,11 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
             line += "  " + " ".join(f"{getattr(r.signals, s) or '-':>5}" for s in SIGNALS)
             line += f"  part {r.part}" if r.part is not None else ""
         click.echo(line + ("  (explored)" if r.explored else ""))
-    for r in result.skipped:
+    if result.skipped:  # every candidate the budget left out: one line, each of them with --explain
+        n = len(result.skipped)
+        more = "" if explain else " (--explain lists them)"
+        click.echo(f"{n} tool{'s' * (n != 1)} skipped: over the token budget{more}")
+    for r in result.skipped if explain else ():
         click.echo(f"    skipped (does not fit the budget): {r.tool.id} ({r.tokens} tokens)")
     budget = f" of {result.token_budget}" if result.token_budget is not None else ""
     click.echo(f"tokens: {result.tokens_used}{budget}")
@@ -143,7 +147,8 @@ def read_messages_file(path: Path) -> Any:
 @click.option(
     "--explain",
     is_flag=True,
-    help="Why each tool: each signal's rank in the table (and stage timings); an `explain` object in JSON.",
+    help="Why each tool: each signal's rank in the table (with stage timings and every tool the budget skipped); an "
+    "`explain` object in JSON.",
 )
 @click.option("--explore", is_flag=True, help="Give the last of the k slots to a tool drawn from ranks k+1..2k.")
 @click.option(
