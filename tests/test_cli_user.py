@@ -170,3 +170,17 @@ def test_route_table_summarises_the_tools_the_budget_skipped(dsn: str) -> None:
     assert f"{len(skipped)} tools skipped: over the token budget" in explained
     for tool in skipped:
         assert f"    skipped (does not fit the budget): {tool['id']} ({tool['tokens']} tokens)" in explained
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
+def test_route_explain_adds_its_object_to_the_definitions(dsn: str, tmp_path: Path, fmt: str) -> None:
+    """`route --explain --format openai` printed the definitions alone: --explain was ignored, where its help and
+    README say it adds an `explain` object to JSON output. It is the key beside `tools`; without --explain, none."""
+    assert invoke(dsn, "-c", "why", "import", tools_file(tmp_path)).exit_code == 0
+    args = ("-c", "why", "route", "weather in Paris", "-k", "2", "--format", fmt)
+    plain = json.loads(invoke(dsn, *args).stdout)
+    explained = json.loads(invoke(dsn, *args, "--explain").stdout)
+    assert list(plain) == ["tools"] and list(explained) == ["tools", "explain"]
+    assert explained["tools"] == plain["tools"]
+    reference = json.loads(invoke(dsn, "-c", "why", "route", "weather in Paris", "-k", "2", "--explain").stdout)
+    assert [t["id"] for t in explained["explain"]["tools"]] == [t["id"] for t in reference["explain"]["tools"]]

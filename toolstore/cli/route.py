@@ -148,7 +148,7 @@ def read_messages_file(path: Path) -> Any:
     "--explain",
     is_flag=True,
     help="Why each tool: each signal's rank in the table (with stage timings and every tool the budget skipped); an "
-    "`explain` object in JSON.",
+    "`explain` object in JSON, beside the definitions of --format openai, anthropic or mcp too.",
 )
 @click.option("--explore", is_flag=True, help="Give the last of the k slots to a tool drawn from ranks k+1..2k.")
 @click.option(
@@ -235,7 +235,8 @@ def route(
             fmt=fmt if fmt in _formats.FORMATS else "openai",  # type: ignore[arg-type]
         )
     if fmt in _formats.FORMATS:
-        click.echo(json.dumps({"tools": result.definitions()}, indent=2, ensure_ascii=False))
+        definitions = {"tools": result.definitions(), **({"explain": result.explain()} if explain else {})}
+        click.echo(json.dumps(definitions, indent=2, ensure_ascii=False))
     elif fmt == "table" or (fmt is None and not wants_json(ctx)):
         print_table(result, explain=explain)
     else:
