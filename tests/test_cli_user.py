@@ -184,3 +184,16 @@ def test_route_explain_adds_its_object_to_the_definitions(dsn: str, tmp_path: Pa
     assert explained["tools"] == plain["tools"]
     reference = json.loads(invoke(dsn, "-c", "why", "route", "weather in Paris", "-k", "2", "--explain").stdout)
     assert [t["id"] for t in explained["explain"]["tools"]] == [t["id"] for t in reference["explain"]["tools"]]
+
+
+def test_expand_max_tools_zero_needs_no_key(dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`expand --max-tools 0` (no model call in this run) still asked for OPENAI_API_KEY and stopped; it writes the
+    offline phrases and counts the tools the model would be asked about, with no key and no client."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert invoke(dsn, "-c", "exp", "import", tools_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "exp", "expand", "--max-tools", "0")
+    assert result.exit_code == 0, (result.output, result.exception)
+    report = json.loads(result.stdout)
+    assert report["llm_calls"] == 0 and report["remaining"] == 3 and report["updated"] == 3, report
+    refused = invoke(dsn, "-c", "exp", "expand", "--max-tools", "1")
+    assert refused.exit_code == 1 and "set OPENAI_API_KEY" in str(refused.exception)

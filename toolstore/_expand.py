@@ -293,7 +293,7 @@ def expand(
     count as ``remaining`` and still get fresh offline phrases. ``force`` regenerates everything, hand-written
     expansions included. Model calls run ``concurrency`` at a time; every ``batch_size`` tools are committed.
     """
-    if not offline and client is None:
+    if not offline and client is None and (max_tools is None or max_tools > 0):  # max_tools 0: no call, no key
         client = make_client()
     info = store.info()
     with store.connection() as conn, conn.transaction():  # one snapshot of tools, hashes and examples

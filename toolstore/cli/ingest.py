@@ -112,7 +112,12 @@ def sync_mcp_cmd(
 @click.option("--offline", is_flag=True, help="No model: phrases from names, parameters, examples and intent examples.")
 @click.option("--model", default=None, help="Chat model for LLM phrases (default: gpt-4o-mini).")
 @click.option("--base-url", help="OpenAI-compatible endpoint, e.g. a local server; the key is then optional.")
-@click.option("--max-tools", type=click.IntRange(min=0), help="At most this many model calls in this run.")
+@click.option(
+    "--max-tools",
+    type=click.IntRange(min=0),
+    help="At most this many model calls in this run (0: none, and no key needed; the rest get offline phrases and "
+    "count as remaining).",
+)
 @click.option("--force", is_flag=True, help="Regenerate every tool, hand-written expansions included.")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Model calls in flight.")
 @click.pass_context
@@ -131,7 +136,7 @@ def expand_cmd(
     """
     if offline and (model or base_url):
         raise click.UsageError("--offline does not call a model; drop --model/--base-url")
-    client = None if offline else make_client(base_url=base_url)
+    client = None if offline or max_tools == 0 else make_client(base_url=base_url)
     with open_store(ctx, create=False) as store:
         report = expand(
             store,
