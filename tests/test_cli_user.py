@@ -3,7 +3,14 @@ JSON, empty lists, the demo's lines."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 
 import psycopg
@@ -25,6 +32,28 @@ def invoke(dsn: str, *args: str) -> Result:
     """The CLI on ``dsn`` with the hashing embedder; a library error is the result's exception (the entry point
     prints it as one line)."""
     return CliRunner().invoke(cli, ["--dsn", dsn, "--embedder", "hashing", *args])
+
+
+def on_terminal(dsn: str, *args: str) -> tuple[int, str, str]:
+    """The CLI with its stdout on a pseudo-terminal, as a user sees it: exit status, stdout, stderr."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
+    proc = subprocess.Popen(cmd, stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the CLI exited
+            break
+        if not data:
+            break
+        chunks.append(data)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    code = proc.wait(timeout=300)
+    os.close(leader)
+    return code, b"".join(chunks).decode(errors="replace").replace("\r\n", "\n"), err
 
 
 def tools_file(tmp_path: Path) -> str:
@@ -197,3 +226,24 @@ def test_expand_max_tools_zero_needs_no_key(dsn: str, tmp_path: Path, monkeypatc
     assert report["llm_calls"] == 0 and report["remaining"] == 3 and report["updated"] == 3, report
     refused = invoke(dsn, "-c", "exp", "expand", "--max-tools", "1")
     assert refused.exit_code == 1 and "set OPENAI_API_KEY" in str(refused.exception)
+
+
+def test_eval_names_its_metrics_at_k(dsn: str, tmp_path: Path) -> None:
+    """`eval -k 3` labelled its columns R@10, nDCG@10, multi comp@10 over routes of 3 tools; they are named at k
+    (R@3, nDCG@3, ...: the @5 and @10 cutoffs of 3 tools are one), in the table, the JSON and eval.md. -k 10 keeps
+    the names."""
+    queries = tmp_path / "queries.jsonl"
+    rows = [("q1", "mail bob", "gmail.send_email"), ("q2", "rain in Paris?", "weather.forecast")]
+    queries.write_text("".join(json.dumps({"qid": q, "query": t, "relevant": [r]}) + "\n" for q, t, r in rows))
+    args = ("eval", "--tools", tools_file(tmp_path), "--queries", str(queries), "--config", "default")
+    out = json.loads(invoke(dsn, *args, "-k", "3", "--report", str(tmp_path / "r")).stdout)
+    metrics = list(out["configs"]["default"])
+    assert out["k"] == 3 and not [m for m in metrics if m.endswith(("@5", "@10"))], metrics
+    assert {"R@1", "R@3", "MRR@3", "nDCG@3", "multi comp@3", "single hit@3"} <= set(metrics), metrics
+    assert out["configs"]["default"]["R@3"] == 1.0
+    report = (tmp_path / "r" / "eval.md").read_text()
+    assert "| config | R@1 | R@3 | MRR@3 | nDCG@3 | multi R@3 | multi comp@3 |" in report and "@10" not in report
+    code, table, err = on_terminal(dsn, *args, "-k", "3")
+    assert code == 0 and "R@3" in table and "@10" not in table, (table, err)
+    ten = json.loads(invoke(dsn, *args).stdout)
+    assert ten["k"] == 10 and {"R@5", "R@10", "nDCG@10", "comp@5"} <= set(ten["configs"]["default"])

@@ -4,13 +4,14 @@ turn by turn) and learn fusion weights."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
 from .._errors import InvalidInputError
-from .._eval import SESSION_CONFIGS, evaluate, evaluate_sessions, format_table, select_configs
+from .._eval import SESSION_CONFIGS, TABLE_COLUMNS, evaluate, evaluate_sessions, format_table, select_configs
 from .._examples import load_examples, session_examples
 from .._formats import load_tools_file
 from .._input import MAX_K
@@ -22,6 +23,27 @@ CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
 SESSION_CHART_METRICS = ("nDCG@10", "comp@5", "comp@10")
 SESSION_COLUMNS = ("R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "comp@5", "comp@10", "latency_ms_p50", "latency_ms_p95")
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def label_at(metric: str, k: int) -> str:
+    """A metric's name for routes of ``k`` tools: a cutoff past ``k`` counts ``k`` tools (R@10 of ``-k 3`` is R@3)."""
+    name, at, cutoff = metric.rpartition("@")
+    return f"{name}@{k}" if at and cutoff.isdigit() and int(cutoff) > k else metric
+
+
+def labels_at(metrics: Sequence[str], k: int) -> list[str]:
+    """``metrics`` named for ``k`` tools, each name once (R@5 and R@10 of ``-k 3`` are both R@3)."""
+    return list(dict.fromkeys(label_at(m, k) for m in metrics))
+
+
+def relabel(result: dict[str, Any], k: int) -> None:
+    """Name ``result``'s metrics for routes of ``k`` tools (the first of those that become one name is kept: they are
+    equal, every cutoff past ``k`` counting the same ``k`` tools)."""
+    for name, row in result["configs"].items():
+        labelled: dict[str, Any] = {}
+        for metric, value in row.items():
+            labelled.setdefault(label_at(metric, k), value)
+        result["configs"][name] = labelled
 
 
 def _judgements(path: Path) -> list[tuple[str, Judgement]]:
@@ -73,11 +95,19 @@ def _tune_summary(report: dict[str, Any]) -> str:
     return text
 
 
-def write_report(directory: Path, result: dict[str, Any], title: str) -> list[str]:
+def _columns(result: dict[str, Any], k: int) -> tuple[list[str], list[str]]:
+    """The table's columns and the chart's metrics of an eval ``result`` routed with ``k`` tools."""
+    columns, chart = (
+        (SESSION_COLUMNS, SESSION_CHART_METRICS) if "n_sessions" in result else (TABLE_COLUMNS, CHART_METRICS)
+    )
+    return labels_at(columns, k), labels_at(chart, k)
+
+
+def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 10) -> list[str]:
     """Write ``eval.md`` (and ``eval.png`` when matplotlib is installed) into ``directory``; returns notes."""
     directory.mkdir(parents=True, exist_ok=True)
-    columns, chart = (SESSION_COLUMNS, SESSION_CHART_METRICS) if "n_sessions" in result else (None, CHART_METRICS)
-    table = format_table(result, columns, markdown=True) if columns else format_table(result, markdown=True)
+    columns, chart = _columns(result, k)
+    table = format_table(result, columns, markdown=True)
     text = [f"# {title}", "", _summary_line(result), "", table]
     if "tune" in result:
         text += ["", "```", _tune_summary(result["tune"]), "```"]
@@ -131,7 +161,15 @@ def write_report(directory: Path, result: dict[str, Any], title: str) -> list[st
     is_flag=True,
     help="Fit fusion weights on --train / --train-sessions (never on what is evaluated) and add config 'tuned'.",
 )
-@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, MAX_K), help="Tools per query.")
+@click.option(
+    "-k",
+    "--k",
+    "k",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, MAX_K),
+    help="Tools per query; under 10, metrics are named at k (R@3, not R@10: they count the k tools routed).",
+)
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the tuning folds.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md here.")
 @click.option("--keep", is_flag=True, help="Keep the scratch catalog (its name is printed) instead of dropping it.")
@@ -201,14 +239,16 @@ def eval_(
         finally:
             if not keep:
                 store.drop_catalog()
+    relabel(result, k)
+    result["k"] = k
     title = f"{tools_file.parent.name or 'eval'}: {(queries_file or sessions_file).name}"  # type: ignore[union-attr]
-    for note in write_report(report_dir, result, title) if report_dir else []:
+    for note in write_report(report_dir, result, title, k) if report_dir else []:
         click.echo(f"note: {note}", err=True)
 
     def human() -> None:
         kept = f", catalog kept: {catalog}" if keep else ""
         click.echo(_summary_line(result) + kept)
-        click.echo(format_table(result, SESSION_COLUMNS) if sessions is not None else format_table(result))
+        click.echo(format_table(result, _columns(result, k)[0]))
         if tuned is not None:
             click.echo(_tune_summary(result["tune"]))
 
