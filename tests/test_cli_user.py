@@ -247,3 +247,20 @@ def test_eval_names_its_metrics_at_k(dsn: str, tmp_path: Path) -> None:
     assert code == 0 and "R@3" in table and "@10" not in table, (table, err)
     ten = json.loads(invoke(dsn, *args).stdout)
     assert ten["k"] == 10 and {"R@5", "R@10", "nDCG@10", "comp@5"} <= set(ten["configs"]["default"])
+
+
+def test_export_to_a_file_says_what_it_wrote_in_json(dsn: str, tmp_path: Path) -> None:
+    """`export -o FILE --json` printed nothing on stdout (a note on stderr only), so a script reading the JSON got
+    none; it prints a summary, the path, format and count, and the file holds the catalog."""
+    assert invoke(dsn, "-c", "out", "import", tools_file(tmp_path)).exit_code == 0
+    path = tmp_path / "catalog.json"
+    result = invoke(dsn, "-c", "out", "export", "-o", str(path), "--format", "mcp", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == {
+        "version": 1,
+        "path": str(path),
+        "format": "mcp",
+        "tools": 3,
+    }, result.output
+    assert len(json.loads(path.read_text())["tools"]) == 3
+    code, out, err = on_terminal(dsn, "-c", "out", "export", "-o", str(path))
+    assert code == 0 and out == "" and err == f"3 tools written to {path}\n", (out, err)

@@ -115,16 +115,18 @@ def remove(ctx: click.Context, tool_id: str) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (else stdout).")
 @click.pass_context
 def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output: Path | None) -> None:
-    """Write the whole catalog as {"tools": [...]} in an SDK's format; `toolstore import` reads it back."""
+    """Write the whole catalog as {"tools": [...]} in an SDK's format; `toolstore import` reads it back. With -o, JSON
+    output (--json, or stdout not a terminal) is a summary: {"path", "format", "tools": how many}."""
     with open_store(ctx, create=False) as store:
         tools = store.tools()
     document = _formats.export_catalog(tools, fmt, with_metadata=with_metadata)
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     if output is None:
         click.echo(text, nl=False)
-    else:
-        output.write_text(text, encoding="utf-8")
-        note(ctx, f"{len(tools)} tools written to {output}")
+        return
+    output.write_text(text, encoding="utf-8")
+    data = {"path": str(output), "format": fmt, "tools": len(tools)}
+    emit(ctx, data, lambda: note(ctx, f"{len(tools)} tools written to {output}"))
 
 
 @command()
