@@ -264,3 +264,34 @@ def test_export_to_a_file_says_what_it_wrote_in_json(dsn: str, tmp_path: Path) -
     assert len(json.loads(path.read_text())["tools"]) == 3
     code, out, err = on_terminal(dsn, "-c", "out", "export", "-o", str(path))
     assert code == 0 and out == "" and err == f"3 tools written to {path}\n", (out, err)
+
+
+EMPTY = [
+    (("-c", "bare", "list"), "no tools in catalog 'bare'", "tools"),
+    (("-c", "bare", "sessions", "list"), "no sessions logged in catalog 'bare'", "sessions"),
+    (("-c", "bare", "sessions", "transitions"), "no transitions learned in catalog 'bare'", "transitions"),
+    (
+        ("-c", "bare", "sessions", "transitions", "--from", "a.b"),
+        "no transitions from 'a.b' learned in catalog 'bare'",
+        "transitions",
+    ),
+    (("-c", "bare", "anchors", "list"), "no anchors in catalog 'bare'", "anchors"),
+    (("grants",), "no grants", "grants"),
+    (("--schema", "blank", "catalogs"), "no catalogs in schema 'blank'", "catalogs"),
+]
+
+
+def test_an_empty_list_says_so_on_a_terminal(dsn: str, tmp_path: Path) -> None:
+    """An empty list printed nothing at all on a terminal (no tools, sessions, anchors, grants, catalogs): a user could
+    not tell it from a command that did nothing. It prints one line saying what is empty; piped, the JSON list is
+    empty, as before."""
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(TOOLS[0]) + "\n")
+    assert invoke(dsn, "-c", "bare", "import", str(path)).exit_code == 0
+    assert invoke(dsn, "-c", "bare", "remove", TOOLS[0]["id"]).exit_code == 0
+    assert invoke(dsn, "--schema", "blank", "migrate").exit_code == 0
+    for args, line, key in EMPTY:
+        code, out, err = on_terminal(dsn, *args)
+        assert code == 0 and out == line + "\n", (args, out, err)
+        piped = invoke(dsn, *args)
+        assert piped.exit_code == 0 and json.loads(piped.stdout)[key] == [], (args, piped.output)

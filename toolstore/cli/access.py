@@ -49,7 +49,7 @@ def grants(ctx: click.Context) -> None:
             where = r["catalog"] if r["catalog"] is not None else "(tenant role)"
             click.echo(f"{r['role']:<24} {where:<24} {'read-write' if r['write'] else 'read-only'}")
 
-    emit(ctx, {"grants": rows}, human)
+    emit(ctx, {"grants": rows}, human, key="grants", empty="no grants")
 
 
 COMMANDS = (grant, revoke, grants)

@@ -14,12 +14,12 @@ from .app import Number, command, emit, open_store
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
-def _emit(ctx: click.Context, anchors: Sequence[Anchor]) -> None:
+def _emit(ctx: click.Context, anchors: Sequence[Anchor], empty: str) -> None:
     def human() -> None:
         for a in anchors:
             click.echo(f"{a.id:>6}  {a.boost:+g}  {a.tool}  {a.pattern}")
 
-    emit(ctx, [a.as_dict() for a in anchors], human, key="anchors")
+    emit(ctx, [a.as_dict() for a in anchors], human, key="anchors", empty=empty)
 
 
 @click.group("anchors")
@@ -43,7 +43,7 @@ def add(ctx: click.Context, pattern: str, tool_id: str, boost: float) -> None:
     """Add an anchor (or change the boost of the same pattern and tool)."""
     with open_store(ctx, create=False) as store:
         written = store.add_anchors([Anchor(pattern=pattern, tool=tool_id, boost=boost)])
-    _emit(ctx, written)
+    _emit(ctx, written, "no anchors written")
 
 
 @command("list")
@@ -52,7 +52,7 @@ def list_(ctx: click.Context) -> None:
     """The catalog's anchors, oldest first: id, boost, tool, pattern."""
     with open_store(ctx, create=False) as store:
         found = store.anchors()
-    _emit(ctx, found)
+    _emit(ctx, found, f"no anchors in catalog {store.catalog!r}")
 
 
 @command("remove")
@@ -74,7 +74,7 @@ def import_(ctx: click.Context, file: Path, replace: bool) -> None:
     All or nothing: one bad rule and nothing is written."""
     with open_store(ctx, create=False) as store:
         written = store.add_anchors(file, replace=replace)
-    _emit(ctx, written)
+    _emit(ctx, written, "no anchors written")
 
 
 for _command in (add, list_, remove, import_):

@@ -224,13 +224,23 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def emit(ctx: click.Context, data: Any, human: Callable[[], None] | None = None, *, key: str = "items") -> None:
-    """JSON when asked or when stdout is not a terminal; else the human rendering.
+def emit(
+    ctx: click.Context,
+    data: Any,
+    human: Callable[[], None] | None = None,
+    *,
+    key: str = "items",
+    empty: str | None = None,
+) -> None:
+    """JSON when asked or when stdout is not a terminal; else the human rendering, or the line ``empty`` when the list
+    (``data``, or ``data[key]``) is empty.
 
     The JSON is an object whose first field is ``version`` (:data:`JSON_VERSION`); a list is put under ``key``."""
     if human is None or wants_json(ctx):
         body = data if isinstance(data, dict) else {key: data}
         click.echo(json_text({"version": JSON_VERSION, **body}))
+    elif empty is not None and not (data.get(key) if isinstance(data, dict) else data):
+        click.echo(empty)
     else:
         human()
 

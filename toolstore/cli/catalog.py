@@ -42,7 +42,7 @@ def catalogs(ctx: click.Context) -> None:
             model = r["embed_model"] or "-"
             click.echo(f"{r['name']:<24} {r['n_tools']:>6} tools {r['n_examples']:>6} examples  {model}")
 
-    emit(ctx, rows, human, key="catalogs")
+    emit(ctx, rows, human, key="catalogs", empty=f"no catalogs in schema {options(ctx)['schema']!r}")
 
 
 @command("import")
@@ -96,7 +96,7 @@ def list_(ctx: click.Context, long_: bool) -> None:
                 text = " ".join(str(r["description"] or r["title"] or "").split())
                 click.echo(f"    {endpoint}{text[:200]}")
 
-    emit(ctx, rows, human, key="tools")
+    emit(ctx, rows, human, key="tools", empty=f"no tools in catalog {store.catalog!r}")
 
 
 @command()

@@ -85,7 +85,7 @@ def list_(ctx: click.Context, limit: int) -> None:
             last = r["last_call"].isoformat(timespec="seconds") if r["last_call"] else "-"
             click.echo(f"{r['session_id'][:48]:<48} {r['calls']:>6} calls  last {last}")
 
-    emit(ctx, rows, human, key="sessions")
+    emit(ctx, rows, human, key="sessions", empty=f"no sessions logged in catalog {store.catalog!r}")
 
 
 @command("show")
@@ -157,7 +157,8 @@ def transitions(ctx: click.Context, prev: str | None, limit: int) -> None:
         for r in rows:
             click.echo(f"{r['n']:>7}  {r['prev_tool']} -> {r['next_tool']}")
 
-    emit(ctx, rows, human, key="transitions")
+    origin = f" from {prev!r}" if prev is not None else ""
+    emit(ctx, rows, human, key="transitions", empty=f"no transitions{origin} learned in catalog {store.catalog!r}")
 
 
 for _command in (import_, list_, show, prune, retention, transitions):
