@@ -295,3 +295,15 @@ def test_an_empty_list_says_so_on_a_terminal(dsn: str, tmp_path: Path) -> None:
         assert code == 0 and out == line + "\n", (args, out, err)
         piped = invoke(dsn, *args)
         assert piped.exit_code == 0 and json.loads(piped.stdout)[key] == [], (args, piped.output)
+
+
+def test_sessions_show_of_an_unknown_session_fails_naming_it(dsn: str, tmp_path: Path) -> None:
+    """`sessions show nosuch` printed nothing (an empty list in JSON) and exited 0, as for a real session: a typo went
+    unnoticed. It exits 1 with one line naming the session and the catalog; a logged session shows as before."""
+    assert invoke(dsn, "-c", "log", "import", tools_file(tmp_path)).exit_code == 0
+    assert invoke(dsn, "-c", "log", "sessions", "import", sessions_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "log", "sessions", "show", "nosuch")
+    assert result.exit_code == 1 and str(result.exception) == (
+        "no logged calls of session 'nosuch' in catalog 'log' (`toolstore sessions list` lists the sessions)"
+    ), result.output
+    assert len(json.loads(invoke(dsn, "-c", "log", "sessions", "show", "s1").stdout)["calls"]) == 2

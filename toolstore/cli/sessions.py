@@ -92,9 +92,15 @@ def list_(ctx: click.Context, limit: int) -> None:
 @click.argument("session")
 @click.pass_context
 def show(ctx: click.Context, session: str) -> None:
-    """The calls SESSION logged, oldest first."""
+    """The calls SESSION logged, oldest first; an error (exit 1) when it has none: no such session in the catalog, or
+    one whose calls were all pruned."""
     with open_store(ctx, create=False) as store:
         calls = store.session_log(session)
+    if not calls:
+        raise InvalidInputError(
+            f"no logged calls of session {session!r} in catalog {store.catalog!r} (`toolstore sessions list` lists "
+            "the sessions)"
+        )
     rows = [{"seq": c.seq, "tool": c.tool_id, "ok": c.ok, "at": c.at.isoformat(), "call_id": c.call_id} for c in calls]
 
     def human() -> None:
