@@ -307,3 +307,15 @@ def test_sessions_show_of_an_unknown_session_fails_naming_it(dsn: str, tmp_path:
         "no logged calls of session 'nosuch' in catalog 'log' (`toolstore sessions list` lists the sessions)"
     ), result.output
     assert len(json.loads(invoke(dsn, "-c", "log", "sessions", "show", "s1").stdout)["calls"]) == 2
+
+
+def test_demo_prints_what_it_loaded_as_lines_on_a_terminal(dsn: str) -> None:
+    """The demo printed what it loaded on a terminal as a Python dict ("catalog 'demo': {'inserted': 115, ...}"); it
+    prints readable lines, and JSON when piped."""
+    code, out, err = on_terminal(dsn, "demo", "-k", "2")
+    lines = out.splitlines()
+    assert code == 0 and lines[:1] == ["catalog 'demo', embedder hashing-256"], (out, err)
+    assert lines[1].startswith("  loaded: 115 inserted, 0 updated, 0 unchanged, 0 removed, 115 embedded, "), lines[1]
+    assert lines[1].endswith(" intent examples") and "{" not in out and "'inserted'" not in out
+    piped = json.loads(invoke(dsn, "demo", "-k", "2").stdout)
+    assert piped["loaded"]["unchanged"] == 115

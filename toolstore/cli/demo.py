@@ -74,7 +74,10 @@ def demo(ctx: click.Context, k: int, budget: int) -> None:
         data["routes"] = [result_json(r) for r in results]
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"catalog {store.catalog!r}: {loaded}; embedder: {model}")
+    click.echo(f"catalog {store.catalog!r}, embedder {model}")
+    click.echo(
+        "  loaded: " + ", ".join(f"{n} {what.replace('examples', 'intent examples')}" for what, n in loaded.items())
+    )
     for result in results:
         print_route(result)
 
