@@ -319,3 +319,14 @@ def test_demo_prints_what_it_loaded_as_lines_on_a_terminal(dsn: str) -> None:
     assert lines[1].endswith(" intent examples") and "{" not in out and "'inserted'" not in out
     piped = json.loads(invoke(dsn, "demo", "-k", "2").stdout)
     assert piped["loaded"]["unchanged"] == 115
+
+
+@pytest.mark.parametrize("command", ["list", "transitions"])
+def test_sessions_limit_past_a_bigint_names_the_option(dsn: str, tmp_path: Path, command: str) -> None:
+    """`sessions list --limit 99999999999999999999` failed in Postgres, 'database error: bigint out of range', naming
+    neither the option nor its range; it is a usage error naming --limit."""
+    assert invoke(dsn, "-c", "log", "import", tools_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "log", "sessions", command, "--limit", str(2**63))
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert f"Invalid value for '--limit': {2**63} is not in the range 1<=x<={2**63 - 1}" in result.output
+    assert invoke(dsn, "-c", "log", "sessions", command, "--limit", str(2**63 - 1)).exit_code == 0

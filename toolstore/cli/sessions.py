@@ -18,6 +18,7 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks", "": "days"}
 MIN_DAYS = MIN_RETENTION_AGE / timedelta(days=1)  # the shortest retention age, in days
+MAX_LIMIT = 2**63 - 1  # rows a list shows at most: Postgres's LIMIT is a bigint
 _CALLS = f"calls, from 1 to {MAX_RETENTION_CALLS:,}"
 _DAYS = "days, from 1 second (1/86,400 of a day) to 100,000"
 
@@ -73,7 +74,7 @@ def import_(ctx: click.Context, file: Path) -> None:
 
 
 @command("list")
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1))
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT))
 @click.pass_context
 def list_(ctx: click.Context, limit: int) -> None:
     """The logged sessions, most recently written first."""
@@ -152,7 +153,7 @@ def retention(ctx: click.Context, max_calls: str | None, max_age_days: str | Non
 
 @command("transitions")
 @click.option("--from", "prev", help="Only transitions from this tool id.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, MAX_LIMIT))
 @click.pass_context
 def transitions(ctx: click.Context, prev: str | None, limit: int) -> None:
     """The learned transition counts: how often one tool was called right after another, most frequent first."""
