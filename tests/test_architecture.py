@@ -39,7 +39,7 @@ LAYERS: list[set[str]] = [
         "_rerank",
         "_filters",
     },
-    {"_embedded", "_lending", "_connect", "_replicas", "_migrate"},
+    {"_embedded", "_lending", "_commits", "_connect", "_replicas", "_migrate"},
     {
         "_indexes",
         "_vectors",

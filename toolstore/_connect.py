@@ -9,7 +9,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
@@ -18,8 +18,9 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.array import ListBinaryDumper
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
+from ._commits import Commits, WatchedConnection
 from ._embedded import embedded_dsn
-from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, redact
+from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
 from ._lending import Lending, PoolBusy, connection_lost
 from ._sql import query
 
@@ -81,11 +82,6 @@ def search_path(conn: Any, schema: str, ext_schema: str) -> str:
     """The quoted search_path value: the toolstore schema, then pgvector's schema."""
     names = [schema] if ext_schema == schema else [schema, ext_schema.strip('"')]
     return ", ".join(sql.Identifier(n).as_string(conn) for n in names)
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of a driver error's message for a DatabaseError's text, credentials redacted."""
-    return redact((str(exc).strip().splitlines() or [type(exc).__name__])[0])
 
 
 #: A name not found (undefined table, function, object): also what a role that may not use the schema gets (Postgres
@@ -210,8 +206,10 @@ class Connector(_Pooled):
 
     :meth:`run` hands a function a connection for at most ``timeout`` seconds of waiting, turns psycopg's errors into
     :class:`DatabaseError`, and after a lost connection (a restarted server) discards the pool's dead connections and
-    tries once more, so a store recovers by itself when the server is back. A wait that ends without a connection is
-    a :class:`PoolBusy` (the error's cause) when some connection was lent meanwhile, not just an unanswered pool.
+    tries once more, so a store recovers by itself when the server is back; only when nothing of the work was
+    committed (``_commits``: a COMMIT lost with its connection is asked about on a fresh one), so no transaction is
+    written twice. A wait that ends without a connection is a :class:`PoolBusy` (the error's cause) when some
+    connection was lent meanwhile, not just an unanswered pool.
     """
 
     def __init__(
@@ -226,14 +224,15 @@ class Connector(_Pooled):
         wait: bool = True,
     ) -> None:
         super().__init__(schema, check_timeout(timeout))
-        check_dsn(dsn)
+        self.dsn = check_dsn(dsn)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             conn.execute(SET_SESSION, _session(conn, schema, tenant, conn.execute(EXTENSION_SCHEMA).fetchone()))
             register_vector(conn)
             register_types(conn)
 
-        self.pool: ConnectionPool[Any] = ConnectionPool(**_pool_args(dsn, min_size, max_size, self.timeout, configure))
+        args = _pool_args(dsn, min_size, max_size, self.timeout, configure)
+        self.pool: ConnectionPool[Any] = ConnectionPool(connection_class=WatchedConnection, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open(wait=wait, timeout=_open_timeout(self.timeout))
         except BaseException as exc:  # an interrupt too: no pool left connecting in the background
@@ -265,14 +264,20 @@ class Connector(_Pooled):
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
-        server); every psycopg failure is a DatabaseError."""
+        server) before any transaction of it committed (``_commits``: a COMMIT lost with the connection is asked
+        about, a committed one is done); every psycopg failure is a DatabaseError."""
         for attempt in range(2):
+            commits = Commits(self.dsn, self.timeout)
             try:
-                with self.connection() as conn:
+                with self.connection() as conn, cast(WatchedConnection, conn).watch(commits):
                     return work(conn)
             except DatabaseError as exc:
-                if self._again(exc, attempt):
+                if self._again(exc, attempt) and commits.clean:
                     continue
+                lost = exc.__cause__
+                if commits.committed and lost is not None and connection_lost(lost):
+                    done = "the connection was lost after the write committed, so it was not run again"
+                    raise DatabaseError(f"{done}: {first_line(lost)}") from lost
                 raise
         raise AssertionError("unreachable")
 
@@ -282,7 +287,8 @@ class Connector(_Pooled):
 
 class AsyncConnector(_Pooled):
     """:class:`Connector` for asyncio, on psycopg's async pool: the same connection setup, bounded waits, errors
-    (a busy pool's :class:`PoolBusy` too) and one retry after a lost connection. Made with :meth:`open`."""
+    (a busy pool's :class:`PoolBusy` too) and one retry after a lost connection, for reads: it does not watch commits
+    (``AsyncToolStore`` writes through a ToolStore's :class:`Connector`). Made with :meth:`open`."""
 
     def __init__(self, pool: AsyncConnectionPool[Any], timeout: float, schema: str) -> None:
         super().__init__(schema, timeout)

@@ -51,6 +51,11 @@ def redact(text: str) -> str:
     return text
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of a driver error's message for a DatabaseError's text, credentials redacted."""
+    return redact((str(exc).strip().splitlines() or [type(exc).__name__])[0])
+
+
 class ToolstoreError(Exception):
     """Base class of every error toolstore raises on purpose."""
 

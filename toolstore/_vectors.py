@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from ._commits import repeatable
 from ._embedders.base import Embedded, Embedder
 from ._embedders.factory import key_in_use
 from ._errors import (
@@ -102,10 +103,11 @@ def embed_cached(
         rows = sorted(fresh.items(), key=lambda r: r[0])
         params = {"model": key, "hashes": [r[0] for r in rows], "vectors": [r[1] for r in rows]}
         if conn.execute(query("cache_writable")).fetchone()[0]:  # type: ignore[index]
-            if stale:
-                conn.execute(query("cache_forget"), {"model": key, "hashes": stale, "dim": embedder.dim})
-            copied = [(key, h, v) for h, v in rows]
-            store_rows(conn, "copy_cache", ("text", "bytea", "vector"), copied, fallback=("cache_store", params))
+            with repeatable(conn):  # a write tried again finds them cached
+                if stale:
+                    conn.execute(query("cache_forget"), {"model": key, "hashes": stale, "dim": embedder.dim})
+                copied = [(key, h, v) for h, v in rows]
+                store_rows(conn, "copy_cache", ("text", "bytea", "vector"), copied, fallback=("cache_store", params))
         elif stale and key not in _STALE_WARNED:  # once a process: each of this role's writes embeds them again
             _STALE_WARNED.add(key)
             logger.warning(

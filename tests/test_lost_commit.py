@@ -1,0 +1,114 @@
+"""A write whose connection is lost during its COMMIT: written once, whether the COMMIT took effect or not.
+
+The loss is made by wrapping psycopg's transaction exit: the outermost transaction's COMMIT is sent (or not), then
+the connection dies as a server that went away leaves it, and the client sees the OperationalError psycopg raises then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from toolstore import DatabaseError, HashingEmbedder, Tool, ToolStore
+
+LOST = "consuming input failed: server closed the connection unexpectedly"
+TOOLS = [Tool(id="mail.send", name="send_mail", description="Send an email")]
+
+
+def lose_the_next_commit(
+    monkeypatch: pytest.MonkeyPatch, *, commit: bool, close: bool = True, after: int = 0
+) -> list[int]:
+    """The next outermost transaction that ends well (after ``after`` others): COMMIT sent (``commit``) or not, then
+    the connection dropped (``close``: by the client; else the server still holds the transaction). Returns the
+    backend pids it hit."""
+    original = psycopg.Transaction.__exit__
+    hit: list[int] = []
+    passed: list[int] = []
+
+    def exit(self: psycopg.Transaction, exc_type: object, exc: object, tb: object) -> object:
+        if hit or exc_type is not None or self.savepoint_name:  # "" for the outermost
+            return original(self, exc_type, exc, tb)  # type: ignore[arg-type]
+        if len(passed) < after:
+            passed.append(1)
+            return original(self, exc_type, exc, tb)  # type: ignore[arg-type]
+        conn = self.connection
+        hit.append(conn.info.backend_pid)
+        if commit:
+            original(self, None, None, None)
+        if close:
+            conn.pgconn.finish()
+        raise psycopg.OperationalError(LOST)
+
+    monkeypatch.setattr(psycopg.Transaction, "__exit__", exit)
+    return hit
+
+
+@pytest.fixture
+def store(dsn: str) -> Iterator[ToolStore]:
+    """lock_timeout: a transaction the server still holds fails the next write on its locks instead of hanging."""
+    with ToolStore(make_conninfo(dsn, options="-c lock_timeout=5s"), embedder=HashingEmbedder(32), catalog="c") as s:
+        s.upsert(TOOLS)
+        yield s
+
+
+def test_a_commit_that_took_effect_before_the_connection_was_lost_is_not_written_again(
+    store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hit = lose_the_next_commit(monkeypatch, commit=True)
+    assert store.record_calls("s1", ["mail.send"]) == 1
+    assert hit
+    assert [c.tool_id for c in store.session_log("s1")] == ["mail.send"]
+
+
+def test_a_commit_that_never_took_effect_is_written_by_the_second_try(
+    store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hit = lose_the_next_commit(monkeypatch, commit=False)
+    assert store.record_calls("s1", ["mail.send"]) == 1
+    assert hit
+    assert [c.tool_id for c in store.session_log("s1")] == ["mail.send"]
+
+
+def test_a_commit_that_never_reached_the_server_is_ended_there_and_written_once(
+    store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server still holds the transaction (and its locks) of a connection the client lost: it is ended, so its
+    outcome is final, and the second try writes."""
+    hit = lose_the_next_commit(monkeypatch, commit=False, close=False)
+    assert store.record_calls("s1", ["mail.send"]) == 1
+    assert [c.tool_id for c in store.session_log("s1")] == ["mail.send"]
+    with store.connection() as conn:
+        assert conn.execute("select count(*) from pg_stat_activity where pid = %s", hit).fetchone() == (0,)
+
+
+def test_a_drop_whose_connection_was_lost_after_its_commit_is_done(
+    store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tried again, the drop said the catalog it had dropped did not exist."""
+    hit = lose_the_next_commit(monkeypatch, commit=True)
+    store.drop_catalog()
+    assert len(hit) == 1
+    assert "c" not in [c["name"] for c in store.catalogs()]
+
+
+def test_a_write_lost_after_its_commit_is_not_run_again(store: ToolStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tools' transaction (after the embedding cache's) committed; the connection is lost in what follows it (the
+    catalog's indexes made whole): the error says the write committed, and it is not tried again."""
+    hit = lose_the_next_commit(monkeypatch, commit=True, after=1)
+    with pytest.raises(DatabaseError, match="lost after the write committed, so it was not run again"):
+        store.upsert([Tool(id="cal.add", name="add_event", description="Add a calendar event")])
+    assert len(hit) == 1
+    assert [t.id for t in store.tools()] == ["cal.add", "mail.send"]
+
+
+def test_a_write_lost_after_the_embedding_cache_committed_is_tried_again(
+    store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache's vectors are the same the second time: its commit does not make the write done."""
+    hit = lose_the_next_commit(monkeypatch, commit=True)
+    report = store.upsert([Tool(id="cal.add", name="add_event", description="Add a calendar event")])
+    assert len(hit) == 1 and report.inserted == ["cal.add"]
+    assert [t.id for t in store.tools()] == ["cal.add", "mail.send"]

@@ -1,0 +1,130 @@
+"""What a write committed before its connection was lost: the pool's connections (:class:`WatchedConnection`) note
+each outermost transaction's id while ``_connect.Connector.run`` watches them (:class:`Commits`), and a COMMIT lost
+with its connection is settled by asking a fresh connection ``pg_xact_status``: committed, the write goes on as after
+any COMMIT; aborted, it was not written. ``run`` tries a write once more only when nothing of it was committed."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+from ._errors import DatabaseError, first_line
+from ._lending import connection_lost
+from ._sql import query
+
+#: Seconds between two questions about a transaction whose outcome is not final yet (its backend still ending), and
+#: between two tries to connect to ask (the server restarting).
+POLL, RECONNECT = 0.05, 0.25
+
+
+class Commits:
+    """One try of a write, as its connection's transactions tell it: whether a transaction of it committed (so a
+    second try would write twice) or one's COMMIT was lost and its outcome could not be told (``undecided``).
+
+    ``dsn`` and ``timeout``: where and for how long :meth:`took_effect` asks."""
+
+    def __init__(self, dsn: str, timeout: float) -> None:
+        self.dsn, self.timeout = dsn, timeout
+        self.committed = self.undecided = False
+
+    @property
+    def clean(self) -> bool:
+        """Nothing of the write was committed, nor may have been: trying it again writes it once."""
+        return not (self.committed or self.undecided)
+
+    def took_effect(self, xid: str, pid: int, lost: BaseException) -> bool:
+        """Whether transaction ``xid``, whose COMMIT was sent on backend ``pid`` when the connection was lost
+        (``lost``), committed, asked of a fresh connection (the pool's may all be in use) within ``timeout`` seconds;
+        else DatabaseError, and the try is ``undecided`` (the server down meanwhile, or the status unknown)."""
+        deadline, reason = time.monotonic() + self.timeout, "no answer"
+        while time.monotonic() < deadline:
+            try:
+                status = self._status(xid, pid, deadline)
+            except psycopg.Error as exc:  # the server restarting: ask again
+                reason = first_line(exc)
+                time.sleep(RECONNECT)
+                continue
+            if status in ("committed", "aborted"):
+                return status == "committed"
+            reason = "Postgres keeps no status of it" if status is None else "it is still in progress"
+            break
+        self.undecided = True
+        raise DatabaseError(
+            f"the connection was lost during a COMMIT ({first_line(lost)}) and whether the write took effect could "
+            f"not be told ({reason}): it was not run again; look before repeating it"
+        ) from lost
+
+    def _status(self, xid: str, pid: int, deadline: float) -> str | None:
+        """``pg_xact_status`` of ``xid``, once the backend ``pid`` no longer holds it (ended if it still does: its
+        COMMIT never arrived), so the answer is final; asked again while it is in progress, until ``deadline``."""
+        wait = max(1, math.ceil(deadline - time.monotonic()))
+        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=wait) as conn:
+            try:
+                conn.execute(query("end_lost_transaction"), {"pid": pid, "xid": xid})
+            except psycopg.errors.InsufficientPrivilege:  # a role may end its own backends: only wait then
+                pass
+            while True:
+                row = conn.execute(query("transaction_status"), {"xid": xid}).fetchone()
+                status = None if row is None else row[0]
+                if status != "in progress" or time.monotonic() >= deadline:
+                    return status
+                time.sleep(POLL)
+
+
+class WatchedConnection(psycopg.Connection[Any]):
+    """A pool connection that, while :class:`Commits` watch it (:meth:`watch`), reads each outermost transaction's id
+    right after its BEGIN (one round trip more per write transaction) and settles a COMMIT lost with the connection
+    (:meth:`Commits.took_effect`): a committed one is not an error (the block's work is done), an aborted one raises
+    the loss as before. Unwatched (a caller's own ``store.connection()``), and in :func:`repeatable` blocks,
+    transactions are psycopg's."""
+
+    commits: Commits | None = None
+    repeatable = False
+
+    @contextmanager
+    def watch(self, commits: Commits) -> Iterator[None]:
+        self.commits = commits
+        try:
+            yield
+        finally:
+            self.commits = None
+
+    @contextmanager
+    def transaction(
+        self, savepoint_name: str | None = None, force_rollback: bool = False
+    ) -> Iterator[psycopg.Transaction]:
+        commits = self.commits
+        if commits is None or self.repeatable or self.info.transaction_status != TransactionStatus.IDLE:
+            with super().transaction(savepoint_name, force_rollback) as tx:
+                yield tx
+            return
+        xid, pid, committing = "", self.info.backend_pid, False
+        try:
+            with super().transaction(savepoint_name, force_rollback) as tx:
+                xid = str(self.execute(query("transaction_id")).fetchone()[0])  # type: ignore[index]
+                yield tx
+                committing = not force_rollback  # the block ended well: what fails from here on is the COMMIT
+        except psycopg.Error as exc:
+            if not (committing and connection_lost(exc) and commits.took_effect(xid, pid, exc)):
+                raise
+        commits.committed = commits.committed or committing
+
+
+@contextmanager
+def repeatable(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """The block's transactions write what a second try writes the same (the embedding cache): committed, they do not
+    keep ``Connector.run`` from trying the write again. Any connection (only a watched one takes note)."""
+    if not isinstance(conn, WatchedConnection) or conn.repeatable:
+        yield
+        return
+    conn.repeatable = True
+    try:
+        yield
+    finally:
+        conn.repeatable = False
