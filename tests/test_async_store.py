@@ -13,6 +13,7 @@ import numpy as np
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from toolstore import (
     AsyncToolStore,
@@ -370,3 +371,30 @@ def test_a_write_a_close_overtakes_says_the_async_store_was_closed(dsn: str, mon
             assert [t.id for t in await store.tools()] == [TOOLS[0].id]
 
     asyncio.run(main())
+
+
+def test_the_writer_takes_pool_size_connections(dsn: str) -> None:
+    """Writes at once hold a connection each, up to pool_size (the writer's pool was 2 whatever pool_size said): with
+    the catalog's row locked, pool_size writes wait for the lock, each on its own connection of the writer."""
+    app = make_conninfo(dsn, application_name="writer-count")
+    waiting = (
+        "select count(*) from pg_stat_activity where application_name = 'writer-count' and wait_event_type = 'Lock'"
+    )
+
+    async def main() -> int:
+        async with AsyncToolStore(app, embedder=None, catalog="w", pool_size=3, timeout=60) as store:
+            await store.upsert(TOOLS)
+            with psycopg.connect(dsn, autocommit=True) as holder, psycopg.connect(dsn, autocommit=True) as watcher:
+                with holder.transaction():
+                    holder.execute("select 1 from toolstore.catalogs where name = 'w' for update")
+                    writes = [asyncio.create_task(store.set_fusion(weights={"name": w})) for w in (1, 2, 3)]
+                    most = 0
+                    for _ in range(200):  # until all three wait on the lock (or 20 s, when they never will)
+                        most = max(most, watcher.execute(waiting).fetchone()[0])  # type: ignore[index]
+                        if most == 3:
+                            break
+                        await asyncio.sleep(0.1)
+                await asyncio.gather(*writes)
+            return most
+
+    assert asyncio.run(main()) == 3

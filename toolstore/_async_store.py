@@ -54,8 +54,9 @@ CLOSED_MEANWHILE = "AsyncToolStore was closed while its {method}() was under way
 class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     """:class:`ToolStore` for asyncio: ``async with AsyncToolStore(...) as store: await store.route(...)``.
 
-    Arguments as for ToolStore (``read_dsn`` included: reads go to the replicas the same way). Nothing touches the
-    database until :meth:`open` (``async with`` calls it).
+    Arguments as for ToolStore (``read_dsn`` included: reads go to the replicas the same way; ``pool_size`` bounds the
+    async pool and, apart, the writer's, opened on the first write). Nothing touches the database until :meth:`open`
+    (``async with`` calls it).
     """
 
     def __init__(
@@ -152,8 +153,8 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
                 raise InvalidInputError(NOT_OPEN)
             if self._writer is None:
                 options = dict(catalog=self.catalog, schema=self.schema, create=self._create, timeout=self._timeout)
-                self._writer = await asyncio.to_thread(
-                    ToolStore, self.dsn, embedder=self.embedder, migrate=False, pool_size=2, **options
+                self._writer = await asyncio.to_thread(  # pool_size: as many writes at once as reads
+                    ToolStore, self.dsn, embedder=self.embedder, migrate=False, pool_size=self._pool_size, **options
                 )
             writer = self._writer  # a close() meanwhile closes it: the call then says this store was closed
         writer.embedder = self.embedder
