@@ -25,7 +25,7 @@ from toolstore import (
     ToolStore,
     migrate,
 )
-from toolstore._connect import first_line
+from toolstore._connect import AsyncConnector, Connector, first_line
 from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_queries, generated_tools
@@ -255,3 +255,32 @@ def test_a_password_with_an_at_sign_not_percent_encoded_is_refused(dsn: str) -> 
             call()
         assert "Secret" not in str(info.value) and "Sup3r" not in str(info.value)
     ToolStore(dsn, embedder=None).close()  # a well-formed DSN still opens
+
+
+@pytest.mark.parametrize("connector", ["sync", "async"])
+def test_a_connection_setup_that_fails_is_said_at_open(empty_dsn: str, connector: str) -> None:
+    """A database without pgvector: psycopg_pool tried the connection's setup (its configure) again and again until
+    the open timeout, then said only 'pool initialization incomplete after 15.0 sec'; the setup's own error is said.
+    A pool opened without waiting (a replica's) says it when a call gets no connection, not 'is the server up?'."""
+    pgvector = "pgvector is not installed in this database"
+
+    def sync() -> None:
+        with pytest.raises(DatabaseError, match=f"could not be set up: {pgvector}"):
+            Connector(empty_dsn, schema="toolstore", timeout=1)
+        connector = Connector(empty_dsn, schema="toolstore", timeout=2, wait=False)
+        with pytest.raises(DatabaseError, match=f"within 2 s: a new one's setup failed: {pgvector}"):
+            connector.run(lambda conn: None)
+        connector.close()
+
+    async def asynchronous() -> None:
+        with pytest.raises(DatabaseError, match=f"could not be set up: {pgvector}"):
+            await AsyncConnector.open(empty_dsn, schema="toolstore", timeout=1)
+        connector = await AsyncConnector.open(empty_dsn, schema="toolstore", timeout=2, wait=False)
+        with pytest.raises(DatabaseError, match=f"within 2 s: a new one's setup failed: {pgvector}"):
+            await connector.run(lambda conn: asyncio.sleep(0))
+        await connector.close()
+
+    if connector == "sync":
+        sync()
+    else:
+        asyncio.run(asynchronous())

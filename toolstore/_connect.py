@@ -3,9 +3,12 @@ set up for toolstore, and every driver failure turned into :class:`DatabaseError
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import os
 import random
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -21,7 +24,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from ._commits import Commits, WatchedConnection
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
-from ._lending import Lending, PoolBusy, connection_lost
+from ._lending import Lending, PoolBusy, Setup, connection_lost
 from ._sql import query
 
 T = TypeVar("T")
@@ -161,11 +164,12 @@ def _cannot_connect(exc: Exception) -> DatabaseError:
     return DatabaseError(f"cannot connect to the database: {first_line(exc)}")
 
 
-def _translate(exc: BaseException, timeout: float) -> DatabaseError:
+def _translate(exc: BaseException, timeout: float, setup: Setup) -> DatabaseError:
     if isinstance(exc, PoolBusy):
         return DatabaseError(f"no database connection within {timeout:g} s: {exc}")
     if isinstance(exc, PoolTimeout):
-        return DatabaseError(f"no database connection within {timeout:g} s: is the server up?")
+        why = "is the server up?" if setup.failure is None else f"a new one's setup failed: {first_line(setup.failure)}"
+        return DatabaseError(f"no database connection within {timeout:g} s: {why}")
     return DatabaseError(f"database error: {first_line(exc)}")
 
 
@@ -188,8 +192,8 @@ class _Pooled:
 
     pool: ConnectionPool[Any] | AsyncConnectionPool[Any]
 
-    def __init__(self, schema: str, timeout: float) -> None:
-        self.schema, self.timeout, self.lending = schema, timeout, Lending()
+    def __init__(self, schema: str, timeout: float, setup: Setup) -> None:
+        self.schema, self.timeout, self.lending, self.setup = schema, timeout, Lending(), setup
 
     def busy(self) -> bool:
         """Every connection of the pool is in use now (:meth:`Lending.busy`)."""
@@ -223,21 +227,32 @@ class Connector(_Pooled):
         timeout: float = DEFAULT_TIMEOUT,
         wait: bool = True,
     ) -> None:
-        super().__init__(schema, check_timeout(timeout))
+        super().__init__(schema, check_timeout(timeout), Setup(threading.Event()))
         self.dsn = check_dsn(dsn)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
-            conn.execute(SET_SESSION, _session(conn, schema, tenant, conn.execute(EXTENSION_SCHEMA).fetchone()))
-            register_vector(conn)
-            register_types(conn)
+            try:
+                conn.execute(SET_SESSION, _session(conn, schema, tenant, conn.execute(EXTENSION_SCHEMA).fetchone()))
+                register_vector(conn)
+                register_types(conn)
+            except Exception as exc:
+                conn.close()  # psycopg_pool drops it without closing
+                self.setup.end(exc)
+                raise
+            self.setup.end()
 
         args = _pool_args(dsn, min_size, max_size, self.timeout, configure)
         self.pool: ConnectionPool[Any] = ConnectionPool(connection_class=WatchedConnection, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
-            self.pool.open(wait=wait, timeout=_open_timeout(self.timeout))
+            self.pool.open()
+            if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
+                seconds = _open_timeout(self.timeout)
+                self.setup.ended.wait(seconds)
+                self.setup.check(seconds)
+                self.pool.wait(seconds)
         except BaseException as exc:  # an interrupt too: no pool left connecting in the background
             self.pool.close()
-            if not isinstance(exc, Exception):
+            if not isinstance(exc, Exception) or isinstance(exc, DatabaseError):  # a setup's error says itself
                 raise
             raise _cannot_connect(exc) from exc
 
@@ -260,7 +275,7 @@ class Connector(_Pooled):
             if connection_lost(exc):
                 self.pool.check()  # drop the pool's other dead connections too
             cause = self.lending.failure(exc, since, self.pool.max_size)
-            raise _translate(cause, self.timeout) from cause
+            raise _translate(cause, self.timeout, self.setup) from cause
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
@@ -290,8 +305,8 @@ class AsyncConnector(_Pooled):
     (a busy pool's :class:`PoolBusy` too) and one retry after a lost connection, for reads: it does not watch commits
     (``AsyncToolStore`` writes through a ToolStore's :class:`Connector`). Made with :meth:`open`."""
 
-    def __init__(self, pool: AsyncConnectionPool[Any], timeout: float, schema: str) -> None:
-        super().__init__(schema, timeout)
+    def __init__(self, pool: AsyncConnectionPool[Any], timeout: float, schema: str, setup: Setup) -> None:
+        super().__init__(schema, timeout, setup)
         self.pool: AsyncConnectionPool[Any] = pool
 
     @classmethod
@@ -310,21 +325,35 @@ class AsyncConnector(_Pooled):
         timeout = check_timeout(timeout)
         check_dsn(dsn)
 
+        setup = Setup(asyncio.Event())
+
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
-            extension = await (await conn.execute(EXTENSION_SCHEMA)).fetchone()
-            await conn.execute(SET_SESSION, _session(conn, schema, tenant, extension))
-            await register_vector_async(conn)
-            register_types(conn)
+            try:
+                extension = await (await conn.execute(EXTENSION_SCHEMA)).fetchone()
+                await conn.execute(SET_SESSION, _session(conn, schema, tenant, extension))
+                await register_vector_async(conn)
+                register_types(conn)
+            except Exception as exc:
+                await conn.close()
+                setup.end(exc)
+                raise
+            setup.end()
 
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(**_pool_args(dsn, min_size, max_size, timeout, configure))
-        try:
-            await pool.open(wait=wait, timeout=_open_timeout(timeout))
+        try:  # as Connector's
+            await pool.open()
+            if wait:
+                seconds = _open_timeout(timeout)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(cast(asyncio.Event, setup.ended).wait(), seconds)
+                setup.check(seconds)
+                await pool.wait(seconds)
         except BaseException as exc:  # a cancellation too (asyncio.timeout): no pool left connecting in the background
             await pool.close()
-            if not isinstance(exc, Exception):
+            if not isinstance(exc, Exception) or isinstance(exc, DatabaseError):  # a setup's error says itself
                 raise
             raise _cannot_connect(exc) from exc
-        return cls(pool, timeout, schema)
+        return cls(pool, timeout, schema, setup)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
@@ -344,7 +373,7 @@ class AsyncConnector(_Pooled):
             if connection_lost(exc):
                 await self.pool.check()
             cause = self.lending.failure(exc, since, self.pool.max_size)
-            raise _translate(cause, self.timeout) from cause
+            raise _translate(cause, self.timeout, self.setup) from cause
 
     async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         for attempt in range(2):

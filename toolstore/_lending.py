@@ -1,15 +1,18 @@
 """What a pool's failure means, no I/O: the count of connections a pool lent (:class:`Lending`, kept by both
 connectors of ``_connect``) that tells a busy pool (:class:`PoolBusy`) from a server that cannot be reached
-(:func:`unreachable`, which leaves a read replica out of reads), and a lost connection (:func:`connection_lost`, which
-a connector's ``run`` tries once more after)."""
+(:func:`unreachable`, which leaves a read replica out of reads), a lost connection (:func:`connection_lost`, which
+a connector's ``run`` tries once more after), and a new connection's setup that failed (:class:`Setup`)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import psycopg
 from psycopg import errors
 from psycopg_pool import PoolClosed, PoolTimeout
+
+from ._errors import DatabaseError, first_line
 
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 
@@ -52,6 +55,32 @@ class Lending:
         if isinstance(exc, PoolTimeout) and lent:
             return PoolBusy(f"the pool's connections (pool_size={pool_size}) are all in use")
         return exc
+
+
+class Setup:
+    """How the setup of a pool's new connections (the pool's ``configure``) ended, as the connectors open their pool
+    and translate its timeouts: ``failure``, the error of the last setup that failed for a reason another try does not
+    fix (not a lost connection: a database without pgvector, say), None once one succeeds; ``ended`` is set by the
+    first such end. psycopg_pool tries a failed setup again until its open timeout and then says only that the pool
+    did not fill: the connector waits for ``ended`` and says the setup's error."""
+
+    def __init__(self, ended: threading.Event | asyncio.Event) -> None:
+        self.ended = ended
+        self.failure: BaseException | None = None
+
+    def end(self, failure: BaseException | None = None) -> None:
+        """Note that a setup succeeded (``failure`` None) or failed; a lost connection is the pool's to try again."""
+        if failure is None or not connection_lost(failure):
+            self.failure = failure
+            self.ended.set()
+
+    def check(self, seconds: float) -> None:
+        """After an open waited ``seconds`` for ``ended``: the failure as a DatabaseError naming it, or a PoolTimeout
+        when no setup ended (no connection could be made)."""
+        if not self.ended.is_set():
+            raise PoolTimeout(f"pool initialization incomplete after {seconds} sec")
+        if self.failure is not None:
+            raise DatabaseError(f"a new database connection could not be set up: {first_line(self.failure)}")
 
 
 def connection_lost(exc: BaseException) -> bool:
