@@ -175,7 +175,8 @@ class _Text:
 def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
     """The sub-requests of ``text``, in order: empty when it holds fewer than two actions to route on. Linear in
     ``text`` (no piece is rebuilt or counted again as it grows)."""
-    units = [unit for sentence in _sentences(text) for unit in _units(sentence)]
+    uncut = _uncut(text)
+    units = [unit for start, end in _sentences(text, uncut) for unit in _units(text, start, end, uncut)]
     built: list[_Text] = []
     context, context_step = _Text(), False  # statements waiting for the request they serve; whether they opened a step
     for i, unit in enumerate(units):
@@ -208,14 +209,16 @@ def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
     return tuple(pieces)
 
 
-def _sentences(text: str) -> list[str]:
-    """The sentences of ``text``: cut at each sentence end that is not inside a quoted span."""
-    uncut, sentences, start = _uncut(text), [], 0
+def _sentences(text: str, uncut: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Where the sentences of ``text`` start and end: cut at each sentence end that is not inside one of the spans
+    ``uncut`` (:func:`_uncut` of ``text``)."""
+    sentences: list[tuple[int, int]] = []
+    start = 0
     for end in _SENTENCES.finditer(text):
         if not _inside(uncut, end):
-            sentences.append(text[start : end.start()])
+            sentences.append((start, end.start()))
             start = end.end()
-    return [*sentences, text[start:]]
+    return [*sentences, (start, len(text))]
 
 
 def _uncut(text: str) -> list[tuple[int, int]]:
@@ -253,11 +256,19 @@ def _inside(uncut: list[tuple[int, int]], cut: re.Match[str]) -> bool:
     return k >= 0 and uncut[k][1] > cut.start()
 
 
-def _units(sentence: str) -> list[_Unit]:
-    """The clauses of one sentence, each with what its form says."""
-    sentence = sentence.strip()
+def _units(text: str, start: int, end: int, uncut: list[tuple[int, int]]) -> list[_Unit]:
+    """The clauses of the sentence ``text[start:end]``, each with what its form says; ``uncut`` is
+    :func:`_uncut` of ``text``."""
+    raw = text[start:end]
+    sentence = raw.strip()
     opens_step, question = bool(_OPENS_STEP.match(sentence)), sentence.endswith("?")
-    clauses = _clauses(_LEAD.sub("", sentence))
+    lead = _LEAD.match(sentence)
+    body = sentence[lead.end() :] if lead else sentence  # the sentence without its joining words and greetings
+    # A leading word glued to what follows ("Then'salt and pepper'", "hi-also"): the spans are those of the sentence
+    # without it (a quote opens there, "-also" is no hyphenated word), not of the text.
+    glued = lead is not None and sentence[lead.end() - 1].isalnum()
+    offset = start + len(raw) - len(raw.lstrip()) + len(sentence) - len(body)  # where the body starts in the text
+    clauses = _clauses(body, _uncut(body) if glued else _shifted(uncut, offset, end))
     units = []
     for i, clause in enumerate(clauses):
         asks = bool(_ASKS.search(clause)) or (question and i == len(clauses) - 1)
@@ -267,6 +278,13 @@ def _units(sentence: str) -> list[_Unit]:
         )
         units.append(_Unit(clause, opens_step or i > 0, states, back))
     return units
+
+
+def _shifted(uncut: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of ``uncut`` (sorted, disjoint) that overlap ``text[start:end]``, counted from ``start``. A binary
+    search and the spans themselves: no span crosses a sentence end, so each is read for one sentence."""
+    first, stop = max(bisect.bisect_left(uncut, (start,)) - 1, 0), bisect.bisect_left(uncut, (end,))
+    return [(a - start, b - start) for a, b in uncut[first:stop] if b > start]
 
 
 def _serves_previous(unit: _Unit, following: _Unit | None) -> bool:
@@ -281,12 +299,13 @@ def _first_word(text: str) -> str:
     return words[0].lower().strip(",;:") if words else ""
 
 
-def _clauses(sentence: str) -> list[str]:
+def _clauses(sentence: str, uncut: list[tuple[int, int]]) -> list[str]:
     """The clauses of one sentence: cut at its joining words, except inside quotes, a hyphenated word or "and/or", and
-    a bare "and" that ends a list of values; a fragment ("Can you", "63 employees") joins the next clause, else the one
-    before. Linear in the sentence: each check of a join looks at a bounded part of it (`_inside_verb`, `_Marks`)."""
+    a bare "and" that ends a list of values (``uncut``: :func:`_uncut`'s spans, counted from the sentence's start); a
+    fragment ("Can you", "63 employees") joins the next clause, else the one before. Linear in the sentence: each
+    check of a join looks at a bounded part of it (`_inside_verb`, `_Marks`)."""
     clauses: list[str] = []
-    pending, start, uncut, marks = _Text(), 0, _uncut(sentence), None
+    pending, start, marks = _Text(), 0, None
     for join in [*_JOINS.finditer(sentence), None]:
         end = len(sentence) if join is None else join.start()
         if join is not None:
