@@ -28,7 +28,7 @@ from _harness import OUT, fresh_database, route_ids, schema_hash, throughput
 from psycopg.conninfo import make_conninfo
 
 from toolstore import Embedder, ToolStore
-from toolstore._catalog import catalog_info
+from toolstore._catalog_row import catalog_info
 from toolstore._connect import Connector, register_types
 from toolstore._fusion import stored_fusion
 from toolstore._indexes import VECTOR_TABLES, create_index_ddl, ensure_indexes, index_type

@@ -23,7 +23,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from toolstore import Embedder, LocalEmbedder, ToolStore, migrate
-from toolstore._catalog import catalog_info
+from toolstore._catalog_row import catalog_info
 from toolstore._connect import Connector
 from toolstore._indexes import ensure_indexes
 from toolstore._rows import tool_row

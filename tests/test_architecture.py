@@ -44,6 +44,7 @@ LAYERS: list[set[str]] = [
         "_indexes",
         "_vectors",
         "_catalog",
+        "_catalog_row",
         "_route",
         "_routed",
         "_steps",

@@ -31,7 +31,7 @@ from toolstore import (
     UnknownToolError,
 )
 from toolstore import _sessions as sessions_module
-from toolstore._catalog import lock_catalog
+from toolstore._catalog_row import lock_catalog
 from toolstore._sessions import Retention
 from toolstore.cli.sessions import parse_duration
 

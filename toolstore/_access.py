@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ._catalog import lock_catalog
+from ._catalog_row import lock_catalog
 from ._errors import InvalidInputError
 from ._input import check_text
 from ._migrate import privileges_lock, set_privileges

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import errors
 from psycopg.rows import dict_row
 
-from ._catalog import lock_catalog
+from ._catalog_row import lock_catalog
 from ._connect import retry_conflicts
 from ._errors import InvalidInputError
 from ._input import (

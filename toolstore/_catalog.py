@@ -20,6 +20,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
+from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
 from ._errors import DatabaseError, UnknownToolError
@@ -39,7 +40,6 @@ from ._rows import (
     check_examples,
     check_ids,
     check_tools,
-    info_from_row,
     json_batches,
     tool_from_row,
     tool_row,
@@ -56,26 +56,6 @@ ANALYZE_AFTER = 500
 #: Tools per ``upsert_tools`` statement, and the most JSON one takes (one jsonb value: Postgres caps it at 256 MB).
 UPSERT_BATCH = 2000
 UPSERT_BYTES = 64 * 2**20
-
-
-def catalog_info(conn: psycopg.Connection[Any], name: str, *, counts: bool = False) -> CatalogInfo | None:
-    """The catalog's row (with tool and example counts when ``counts``), or None when it does not exist."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute(query("get_catalog" if counts else "get_catalog_light"), {"name": name}).fetchone()
-    return None if row is None else info_from_row(row)
-
-
-def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = False) -> CatalogInfo:
-    """Inside a transaction: the catalog's row, locked for this transaction (created first when ``create`` and it
-    does not exist: only the owner role may create catalogs under row-level security)."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
-        if row is None and create:
-            conn.execute(query("ensure_catalog"), {"name": name})
-            row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
-    if row is None:
-        raise unknown_catalog(name)
-    return info_from_row(row)
 
 
 @dataclass(frozen=True)

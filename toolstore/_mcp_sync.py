@@ -35,7 +35,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._catalog import catalog_info, upsert_tools
+from ._catalog import upsert_tools
+from ._catalog_row import catalog_info
 from ._errors import InvalidInputError, McpSyncError
 from ._formats import parse_tools
 from ._mcp_upstream import Upstream, check_values, expand_vars, upstream_from_row, upstream_params

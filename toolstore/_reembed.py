@@ -8,7 +8,8 @@ from typing import Any
 import psycopg
 
 from ._abstain import SETTINGS_KEY
-from ._catalog import catalog_info, ensure_catalog_indexes, list_tools, lock_catalog, restore_indexes
+from ._catalog import ensure_catalog_indexes, list_tools, restore_indexes
+from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
 from ._indexes import BULK_VECTORS, drop_indexes, in_transaction

@@ -1,0 +1,33 @@
+"""A catalog's row, read (:func:`catalog_info`) or locked for a write (:func:`lock_catalog`), as every write starts
+from it: ``_catalog`` (tools, examples, settings, removals), ``_anchors``, ``_access``, ``_reembed``, ``_mcp_sync``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ._models import CatalogInfo
+from ._rows import info_from_row, unknown_catalog
+from ._sql import query
+
+
+def catalog_info(conn: psycopg.Connection[Any], name: str, *, counts: bool = False) -> CatalogInfo | None:
+    """The catalog's row (with tool and example counts when ``counts``), or None when it does not exist."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(query("get_catalog" if counts else "get_catalog_light"), {"name": name}).fetchone()
+    return None if row is None else info_from_row(row)
+
+
+def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = False) -> CatalogInfo:
+    """Inside a transaction: the catalog's row, locked for this transaction (created first when ``create`` and it
+    does not exist: only the owner role may create catalogs under row-level security)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
+        if row is None and create:
+            conn.execute(query("ensure_catalog"), {"name": name})
+            row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
+    if row is None:
+        raise unknown_catalog(name)
+    return info_from_row(row)
