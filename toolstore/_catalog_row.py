@@ -3,6 +3,7 @@ from it: ``_catalog`` (tools, examples, settings, removals), ``_anchors``, ``_ac
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -11,13 +12,19 @@ from psycopg.rows import dict_row
 from ._models import CatalogInfo
 from ._rows import info_from_row, unknown_catalog
 from ._sql import query
+from ._steps import Fetch, Steps, drive, fetch_rows
+
+
+def catalog_row_steps(name: str, *, counts: bool = False) -> Steps[CatalogInfo | None]:
+    """The catalog's row (with tool and example counts when ``counts``), or None when it does not exist: the one read
+    of it, which :func:`catalog_info` runs on a connection and both stores drive (``_reads.catalog_steps``)."""
+    rows = yield Fetch("get_catalog" if counts else "get_catalog_light", {"name": name})
+    return info_from_row(rows[0]) if rows else None
 
 
 def catalog_info(conn: psycopg.Connection[Any], name: str, *, counts: bool = False) -> CatalogInfo | None:
     """The catalog's row (with tool and example counts when ``counts``), or None when it does not exist."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute(query("get_catalog" if counts else "get_catalog_light"), {"name": name}).fetchone()
-    return None if row is None else info_from_row(row)
+    return drive(catalog_row_steps(name, counts=counts), partial(fetch_rows, conn))
 
 
 def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = False) -> CatalogInfo:

@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 import psycopg
 
 from ._anchors import anchor_from_row
+from ._catalog_row import catalog_row_steps
 from ._models import Anchor, CatalogInfo, Tool
 from ._names import resolve_among, resolve_name
-from ._rows import all_found, check_ids, info_from_row, name_row, tool_from_row, unknown_catalog
+from ._rows import all_found, check_ids, name_row, tool_from_row, unknown_catalog
 from ._steps import Fetch, Steps, adrive, afetch_rows, drive, fetch_rows
 
 T = TypeVar("T")
@@ -25,10 +26,10 @@ T = TypeVar("T")
 
 def catalog_steps(catalog: str, *, counts: bool = False) -> Steps[CatalogInfo]:
     """The catalog's row (with tool and example counts when ``counts``); UnknownCatalogError when there is none."""
-    rows = yield Fetch("get_catalog" if counts else "get_catalog_light", {"name": catalog})
-    if not rows:
+    info = yield from catalog_row_steps(catalog, counts=counts)
+    if info is None:
         raise unknown_catalog(catalog)
-    return info_from_row(rows[0])
+    return info
 
 
 def catalogs_steps() -> Steps[list[dict[str, Any]]]:
