@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from toolstore import ToolStore
-from toolstore._candidates import CandidateTable, fetch_lists, load_tool_index
+from toolstore._candidates import CandidateTable
 from toolstore._examples import load_examples
 from toolstore._formats import load_tools_file
 from toolstore._fusion import SIGNALS
+from toolstore._lists import fetch_lists, load_tool_index
 from toolstore._metrics import aggregate, load_judgements, score_query
 from toolstore._split import split_request
 from toolstore._tune import tune

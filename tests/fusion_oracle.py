@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from toolstore._candidates import Lists, ToolIndex, Transitions, signal_ranks
+from toolstore._candidates import Transitions, signal_ranks
 from toolstore._fusion import SIGNALS, Fusion
+from toolstore._lists import Lists, ToolIndex
 
 
 def rrf(ranks: Mapping[str, Mapping[str, int]], weights: Mapping[str, float], k_rrf: float) -> dict[str, float]:

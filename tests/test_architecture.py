@@ -57,6 +57,7 @@ LAYERS: list[set[str]] = [
     },
     {"_store", "_async_store"},
     {
+        "_lists",
         "_candidates",
         "_calibrate",
         "_tune",

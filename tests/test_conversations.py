@@ -23,8 +23,9 @@ from toolstore import (
     _route,
     read_messages,
 )
-from toolstore._candidates import CandidateTable, Probe, Transitions, fetch_lists, load_tool_index
+from toolstore._candidates import CandidateTable, Transitions
 from toolstore._fusion import SIGNALS
+from toolstore._lists import Probe, fetch_lists, load_tool_index
 
 from catalog_gen import generated_queries, generated_tools
 from fusion_oracle import route_ids

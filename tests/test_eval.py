@@ -24,9 +24,10 @@ from toolstore import (
     Tool,
     ToolStore,
 )
-from toolstore._candidates import CandidateTable, Probe, fetch_lists, load_tool_index
+from toolstore._candidates import CandidateTable
 from toolstore._eval import BUILTIN_CONFIGS, evaluate, select_configs
 from toolstore._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM, top_columns
+from toolstore._lists import Probe, fetch_lists, load_tool_index
 from toolstore._metrics import METRICS
 from toolstore._tune import avoid_fractions, tune
 

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from toolstore import HashingEmbedder, InvalidInputError, LabelledSession, SessionTurn, Tool, ToolStore
-from toolstore._candidates import CandidateTable, Transitions, fetch_lists, load_tool_index
+from toolstore._candidates import CandidateTable, Transitions
 from toolstore._eval import evaluate_sessions, replay_messages
 from toolstore._fusion import SIGNALS, Fusion
+from toolstore._lists import fetch_lists, load_tool_index
 from toolstore._metrics import METRICS
 from toolstore._tune import session_probes, tune
 

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._abstain import FEATURES, AbstainModel, error_rates, evidence_depth, features, fit, load_negatives
-from ._candidates import ToolIndex, fetch_lists, load_tool_index, signal_ranks
+from ._candidates import signal_ranks
 from ._errors import InvalidInputError
 from ._fusion import REQUEST_SIGNALS, Fusion
+from ._lists import ToolIndex, fetch_lists, load_tool_index
 from ._sql import query
 from ._text import query_text
 

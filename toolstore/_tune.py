@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._calibrate import calibrate, negative_requests
-from ._candidates import CandidateTable, Probe, ToolIndex, Transitions, fetch_lists, load_tool_index
+from ._candidates import CandidateTable, Transitions
 from ._errors import InvalidInputError
 from ._eval import check_queries, check_sessions
 from ._fusion import DEFAULT_AVOID, DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
+from ._lists import Probe, ToolIndex, fetch_lists, load_tool_index
 from ._metrics import CUTOFF, Judgement, LabelledSession
 from ._observe import logger
 from ._sql import query

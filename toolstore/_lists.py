@@ -1,0 +1,176 @@
+"""Each signal's ranked lists for tuning and evaluation, fetched once per labelled request (the fusion over them,
+for any weighting, is ``_candidates``'s).
+
+BM25, dense and intent lists come from ``sql/eval.sql`` with the statement's rounding and id tie-break; intent and
+context lists are the nearest intent examples (``depth * EXAMPLES_PER_CANDIDATE``) of the request's vector and of it
+mixed with the earlier turns' (``_route.context_vector``), each request's own examples left out (:class:`Probe`); a
+compound request's sub-requests (``_split``) get lists of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from psycopg.rows import dict_row
+
+from ._fusion import CONTEXT_TURNS, EXAMPLES_PER_CANDIDATE
+from ._models import CatalogInfo
+from ._route import context_vector
+from ._split import split_request
+from ._sql import query
+from ._text import query_identifiers, query_text
+from ._vectors import embed_cached
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from ._store import ToolStore
+
+FETCH_THREADS = 2  # connections fetching retriever lists in parallel (the server does the work)
+
+
+@dataclass(frozen=True)
+class ToolIndex:
+    """The catalog's tools in ``route``'s tie-break order (position = rank of ``t.id`` in ``order by id``)."""
+
+    ids: tuple[str, ...]
+    position: Mapping[str, int]
+    by_identifier: Mapping[str, frozenset[str]]  # lower-cased id or name -> tool ids
+    always_on: frozenset[str]
+    avoid: Mapping[str, frozenset[str]] = field(default_factory=dict)  # the lexemes of tools' avoid-when text
+
+    def exact(self, raw_query: str) -> frozenset[str]:
+        """Tools the query names verbatim (id or name), as ``route``'s ``exact`` part finds them."""
+        found: set[str] = set()
+        for ident in query_identifiers(raw_query):
+            found |= self.by_identifier.get(ident, frozenset())
+        return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One labelled request as route() sees it: the request, the earlier turns' text and the tool ids called
+    before it (both oldest first), and intent example texts never to match (the request's own, its session's)."""
+
+    query: str
+    earlier: tuple[str, ...] = ()
+    history: tuple[str, ...] = ()
+    exclude: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Lists:
+    """One request's retriever outputs, each ranked best first and at least ``depth`` deep."""
+
+    query: str
+    lexical: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # name, description, expansion
+    dense: tuple[str, ...]
+    neighbours: tuple[tuple[str, float], ...]  # (tool id, distance), nearest first, excluded examples dropped
+    exact: frozenset[str]
+    history: tuple[str, ...] = ()  # tool ids called before, oldest first
+    context: tuple[tuple[str, float], ...] = ()  # neighbours of the context vector, as ``neighbours``
+    parts: tuple[Lists, ...] = ()  # each sub-request's lists (no history, no context)
+    dense_distance: float | None = None  # the nearest tool's cosine distance (None: no dense list)
+
+
+def load_tool_index(store: ToolStore) -> ToolIndex:
+    """Every tool of ``store``'s catalog, in the database's id order."""
+    info = store.info()
+    with store.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(query("eval_tools"), {"catalog": info.id}).fetchall()
+    by_identifier: dict[str, set[str]] = {}
+    for r in rows:
+        by_identifier.setdefault(r["id_lower"], set()).add(r["id"])
+        by_identifier.setdefault(r["name_lower"], set()).add(r["id"])
+    ids = tuple(r["id"] for r in rows)
+    always_on = frozenset(r["id"] for r in rows if r["always_on"])
+    exact = {k: frozenset(v) for k, v in by_identifier.items()}
+    avoid = {r["id"]: frozenset(r["avoid"]) for r in rows if r["avoid"]}
+    position = {t: i for i, t in enumerate(ids)}
+    return ToolIndex(ids=ids, position=position, by_identifier=exact, always_on=always_on, avoid=avoid)
+
+
+def fetch_lists(
+    store: ToolStore,
+    queries: Sequence[str | Probe],
+    *,
+    depth: int,
+    leave_one_out: bool = True,
+    tools: ToolIndex | None = None,
+) -> list[Lists]:
+    """Each retriever's ranked list for every request, ``depth`` deep (intent and context: ``depth *
+    EXAMPLES_PER_CANDIDATE`` neighbours).
+
+    ``leave_one_out`` drops the stored intent examples whose text equals the request, so a training request is never
+    matched to itself (a Probe's ``exclude`` drops more). Dense, intent and context lists are empty when the store
+    has no embedder or the catalog no embeddings; context also without earlier turns.
+    """
+    info = store.info()
+    tools = tools or load_tool_index(store)
+    probes = [Probe(q) if isinstance(q, str) else q for q in queries]
+    if leave_one_out:
+        probes = [Probe(p.query, p.earlier, p.history, p.exclude | {p.query}) for p in probes]
+    parts = [split_request(p.query) for p in probes]
+    vectors: dict[str, np.ndarray] | None = None
+    if store.embedder is not None and info.embed_model is not None:
+        info.require_model(store.embedder.model)  # as route(): another model's vectors would search the wrong space
+        texts = [t for p, ps in zip(probes, parts) for t in (p.query, *ps, *p.earlier[-CONTEXT_TURNS:])]
+        texts = list(dict.fromkeys(texts))
+        with store.connection() as conn:
+            vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts)))
+        info.require_dim(store.embedder.dim)  # its model's name served at another width since
+
+    def one(conn: psycopg.Connection[Any], i: int) -> Lists:
+        lists = _fetch_one(conn, info, probes[i], vectors, depth, tools)
+        subs = (_fetch_one(conn, info, Probe(t, exclude=probes[i].exclude), vectors, depth, tools) for t in parts[i])
+        return replace(lists, parts=tuple(subs))
+
+    def chunk(part: int) -> list[Lists]:  # every FETCH_THREADS-th request, on its own connection
+        with store.connection() as conn:
+            return [one(conn, i) for i in range(part, len(probes), FETCH_THREADS)]
+
+    with ThreadPoolExecutor(FETCH_THREADS) as pool:
+        parts = list(pool.map(chunk, range(FETCH_THREADS)))
+    return [parts[i % FETCH_THREADS][i // FETCH_THREADS] for i in range(len(probes))]
+
+
+def _fetch_one(
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    probe: Probe,
+    vectors: dict[str, np.ndarray] | None,
+    depth: int,
+    tools: ToolIndex,
+) -> Lists:
+    raw = probe.query
+    params: dict[str, Any] = {"catalog": info.id, "dim": info.embed_dim, "query_text": query_text(raw), "n": depth}
+    lexical: list[list[str]] = [[], [], []]
+    for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params):
+        lexical[fld - 1].append(tool_id)
+    dense: tuple[str, ...] = ()
+    nearest: float | None = None
+    neighbours: tuple[tuple[str, float], ...] = ()
+    context: tuple[tuple[str, float], ...] = ()
+    if vectors is not None:
+        qvec = vectors[raw]
+        params["qvec"] = qvec
+        rows = conn.execute(query("eval_dense"), params).fetchall()
+        dense, nearest = tuple(r[0] for r in rows), (float(rows[0][1]) if rows else None)
+        neighbours = _neighbours(conn, params, qvec, depth, probe.exclude)
+        cvec = context_vector(qvec, [vectors[t] for t in probe.earlier[-CONTEXT_TURNS:]])
+        if cvec is not None:
+            context = _neighbours(conn, params, cvec, depth, probe.exclude)
+    lex = (tuple(lexical[0]), tuple(lexical[1]), tuple(lexical[2]))
+    return Lists(raw, lex, dense, neighbours, tools.exact(raw), probe.history, context, dense_distance=nearest)
+
+
+def _neighbours(
+    conn: psycopg.Connection[Any], params: dict[str, Any], vector: np.ndarray, depth: int, exclude: frozenset[str]
+) -> tuple[tuple[str, float], ...]:
+    limit = depth * EXAMPLES_PER_CANDIDATE
+    rows = conn.execute(query("eval_neighbours"), {**params, "qvec": vector, "limit": limit, "exclude": list(exclude)})
+    return tuple((tool_id, float(d)) for tool_id, text, d in rows if text not in exclude)[:limit]
