@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from toolstore._metrics import (
     Judgement,
     aggregate,
     load_judgements,
+    load_sessions,
     score_query,
 )
 
@@ -383,6 +385,17 @@ def test_load_judgements_names_bad_line(tmp_path: Path, bad_line: str, message: 
         load_judgements(path)
     assert message in str(info.value)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("load", [load_judgements, load_sessions])
+def test_a_line_that_is_no_json_is_named_by_its_line_alone(tmp_path: Path, load: Callable[[Path], object]) -> None:
+    """A labelled file's line that is no JSON is named by the file's line, and the parser's own position (always
+    "line 1" of that one line) is not added to it: both files read their lines the one way."""
+    good = json.dumps({"qid": "ok", "sid": "ok", "query": "fine", "relevant": ["t"], "turns": [{"query": "fine"}]})
+    path = write_lines(tmp_path, [good, good.replace('"ok"', '"ok2"'), "{not json"])
+    with pytest.raises(ValueError) as info:
+        load(path)
+    assert str(info.value) == f"{path}, line 3: invalid JSON (Expecting property name enclosed in double quotes)"
 
 
 @pytest.mark.skipif(not BENCH.is_dir(), reason="shared benchmarks not present")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -208,6 +208,22 @@ def _id_list(where: str, record: dict[str, Any], field: str) -> list[str]:
     return value
 
 
+def _records(path: str | os.PathLike[str], what: str) -> Iterator[tuple[int, str, Any]]:
+    """Each non-blank line of the labelled file ``path`` (``what`` names it) as its line number, where it is (for
+    errors) and its JSON value; InvalidInputError naming the file and line for a line that is no JSON."""
+    for lineno, line in enumerate(read_text_file(path, what).split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{os.fspath(path)}, line {lineno}"
+        try:
+            record = parse_json(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{where}: invalid JSON ({exc.msg})") from None
+        except ValueError as exc:
+            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from None
+        yield lineno, where, record
+
+
 def load_judgements(path: str | os.PathLike[str]) -> list[tuple[str, Judgement]]:
     """Read ``(query text, Judgement)`` pairs from a ``queries.jsonl``/``train.jsonl`` file.
 
@@ -218,16 +234,7 @@ def load_judgements(path: str | os.PathLike[str]) -> list[tuple[str, Judgement]]
     """
     pairs: list[tuple[str, Judgement]] = []
     first_line: dict[str, int] = {}
-    for lineno, line in enumerate(read_text_file(path, "queries file").split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{os.fspath(path)}, line {lineno}"
-        try:
-            record = parse_json(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{where}: invalid JSON ({exc.msg})") from exc
-        except ValueError as exc:
-            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from exc
+    for lineno, where, record in _records(path, "queries file"):
         if not isinstance(record, dict):
             raise InvalidInputError(f"{where}: expected a JSON object")
         missing = [key for key in ("qid", "query", "relevant") if key not in record]
@@ -288,14 +295,7 @@ def load_sessions(path: str | os.PathLike[str]) -> list[LabelledSession]:
     the file, line and field on malformed input or a repeated ``sid``."""
     sessions: list[LabelledSession] = []
     first_line: dict[str, int] = {}
-    for lineno, line in enumerate(read_text_file(path, "sessions file").split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{os.fspath(path)}, line {lineno}"
-        try:
-            record = parse_json(line)
-        except ValueError as exc:
-            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from None
+    for lineno, where, record in _records(path, "sessions file"):
         if not isinstance(record, dict) or not isinstance(record.get("turns"), list) or not record["turns"]:
             raise InvalidInputError(f"{where}: expected an object with 'sid' and a non-empty 'turns' list")
         sid = record.get("sid")
