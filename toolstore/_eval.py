@@ -98,6 +98,30 @@ def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Iterable[Any]:
     return tqdm(items, desc=desc, unit="q", leave=False)
 
 
+def _fusion_options(fusion: Fusion | None, k: int) -> dict[str, Any]:
+    """route()'s options for a config's ``fusion``: all of it, so none of the catalog's own applies (None: the
+    catalog's own, no options)."""
+    if fusion is None:
+        return {}
+    return {
+        "weights": fusion.weights,
+        "k_rrf": fusion.k_rrf,
+        "overfetch": fusion.depth(k),
+        "split": fusion.split,
+        "avoid": fusion.avoid,
+    }
+
+
+def _config_row(scores: Sequence[dict[str, Any]], latencies: Sequence[float]) -> dict[str, Any]:
+    """A config's row of a report: the metrics averaged over ``scores`` (:func:`score_query`'s) and the latencies'
+    median and 95th percentile, in milliseconds."""
+    summary = aggregate(scores)
+    row: dict[str, Any] = {m: summary[m] for m in METRICS}
+    row["latency_ms_p50"] = float(np.percentile(latencies, 50))
+    row["latency_ms_p95"] = float(np.percentile(latencies, 95))
+    return row
+
+
 def evaluate(
     store: ToolStore,
     queries: Sequence[tuple[str, Judgement]],
@@ -127,19 +151,10 @@ def evaluate(
         per_query, latencies = [], []
         for text, judgement in _progress(queries, name, progress):
             started = time.perf_counter()
-            if fusion is None:
-                result = store.route(text, k=k)
-            else:
-                options = dict(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k))
-                options |= dict(split=fusion.split, avoid=fusion.avoid)  # all of it: none of the catalog's own
-                result = store.route(text, k=k, **options)
+            result = store.route(text, k=k, **_fusion_options(fusion, k))
             latencies.append((time.perf_counter() - started) * 1000)
             per_query.append(score_query(result.ids, judgement))
-        summary = aggregate(per_query)
-        row: dict[str, Any] = {m: summary[m] for m in METRICS}
-        row["latency_ms_p50"] = float(np.percentile(latencies, 50))
-        row["latency_ms_p95"] = float(np.percentile(latencies, 95))
-        results[name] = row
+        results[name] = _config_row(per_query, latencies)
     return {"configs": results, "n_queries": len(queries), "n_tools": len(known)}
 
 
@@ -199,10 +214,7 @@ def evaluate_sessions(
     results: dict[str, dict[str, Any]] = {}
     for name in configs:
         fusion, with_context = SESSION_CONFIGS[name]
-        options: dict[str, Any] = {"k": k}
-        if fusion is not None:
-            options.update(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=fusion.depth(k), split=fusion.split)
-            options.update(avoid=fusion.avoid)
+        options: dict[str, Any] = {"k": k, **_fusion_options(fusion, k)}
         per_turn, latencies = [], []
         for session, i in _progress(turns_to_score, name, progress):
             started = time.perf_counter()
@@ -214,11 +226,7 @@ def evaluate_sessions(
             judgement = session.judgement(i)
             assert judgement is not None
             per_turn.append(score_query(result.ids, judgement))
-        summary = aggregate(per_turn)
-        row: dict[str, Any] = {m: summary[m] for m in METRICS}
-        row["latency_ms_p50"] = float(np.percentile(latencies, 50))
-        row["latency_ms_p95"] = float(np.percentile(latencies, 95))
-        results[name] = row
+        results[name] = _config_row(per_turn, latencies)
     return {"configs": results, "n_sessions": len(sessions), "n_turns": len(turns_to_score), "n_tools": len(known)}
 
 
