@@ -171,9 +171,12 @@ def test_tune_never_matches_a_query_to_its_own_example(store: ToolStore) -> None
     assert report.expansion_copies == 0
 
 
-def test_tune_says_when_expansions_hold_its_requests(store: ToolStore, caplog: pytest.LogCaptureFixture) -> None:
-    """`expand --offline` copies intent examples into expansions (and so into the tools' vectors): cross-validation
-    cannot leave a request's copy out there, so tune says how many requests it holds and warns."""
+def test_a_requests_copy_in_an_expansion_does_not_help_its_own_fold(
+    store: ToolStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`expand --offline` copies intent examples into expansions (and so into the tools' vectors): tuning reads each
+    request's lists without its own copies, as it never matches its own intent example, so cross-validation scores a
+    held-out request as if its copy had never been written (random words: nothing else finds its tool)."""
     import logging
 
     from toolstore._expand import expand
@@ -189,8 +192,40 @@ def test_tune_says_when_expansions_hold_its_requests(store: ToolStore, caplog: p
     with caplog.at_level(logging.WARNING, logger="toolstore"):
         report = tune(store, examples, seed=0, folds=3, save=False)
     assert report.expansion_copies == 30 and report.as_dict()["expansion_copies"] == 30
-    assert "30 of the 30 labelled requests are lines of tools' expansions" in caplog.text
-    assert report.cv_ndcg_tuned > 0.9  # what the warning is about: each request matches its own copy
+    assert "expansion" not in caplog.text
+    assert report.cv_ndcg_tuned < 0.6  # each request matched its own copy: above 0.9
+
+
+def test_a_requests_own_expansion_lines_are_read_as_never_written(dsn: str) -> None:
+    """A request's lists (BM25 of the expansion field with its statistics, the dense list) read the tools whose
+    expansion holds the request as a line (in any case and spacing) as a catalog where that line was never written
+    reads them, the other lines kept. (Deeper than the catalog: which tools the dense list keeps at its last rank is
+    chosen by the HNSW index's halfvec distance in route(), and by the distance itself for the lines left out.)"""
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(30)]
+    requests = [" ".join(rng.sample(words, 4)) for _ in range(3)]
+    expansions = {f"tool{i:02d}": [" ".join(rng.sample(words, 4)) for _ in range(3)] for i in range(12)}
+    for i, request in enumerate(requests):
+        expansions[f"tool{i:02d}"].insert(1, request)
+        expansions[f"tool{i + 5:02d}"].append("  " + request.upper())
+
+    def catalog(name: str, without: str | None) -> ToolStore:
+        store = ToolStore(dsn, embedder=HashingEmbedder(64), catalog=name)
+        same = lambda line: without is not None and " ".join(line.split()).lower() == without  # noqa: E731
+        store.upsert(
+            Tool(id=t, name=t, description="a tool", expansion="\n".join(x for x in lines if not same(x)))
+            for t, lines in expansions.items()
+        )
+        return store
+
+    with catalog("copied", None) as copied:
+        found = fetch_lists(copied, requests, depth=20)
+    for i, (request, lists) in enumerate(zip(requests, found)):
+        with catalog(f"clean{i}", request) as clean:
+            (expected,) = fetch_lists(clean, [request], depth=20)
+        assert lists.lexical == expected.lexical
+        assert lists.dense == expected.dense
+        assert lists.dense_distance == pytest.approx(expected.dense_distance, abs=1e-6)
 
 
 def test_tune_falls_back_to_the_default_when_nothing_beats_it(dsn: str) -> None:

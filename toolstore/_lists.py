@@ -3,8 +3,9 @@ for any weighting, is ``_candidates``'s).
 
 BM25, dense and intent lists come from ``sql/eval.sql`` with the statement's rounding and id tie-break; intent and
 context lists are the nearest intent examples (``depth * EXAMPLES_PER_CANDIDATE``) of the request's vector and of it
-mixed with the earlier turns' (``_route.context_vector``), each request's own examples left out (:class:`Probe`); a
-compound request's sub-requests (``_split``) get lists of their own.
+mixed with the earlier turns' (``_route.context_vector``), each request's own examples left out (:class:`Probe`), and
+their copies in tools' expansions too (:func:`_own_lines`); a compound request's sub-requests (``_split``) get lists
+of their own.
 """
 
 from __future__ import annotations
@@ -12,17 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from psycopg.rows import dict_row
 
+from ._catalog import list_tools
 from ._fusion import CONTEXT_TURNS, EXAMPLES_PER_CANDIDATE
-from ._models import CatalogInfo
+from ._models import CatalogInfo, Tool
 from ._route import context_vector
 from ._split import split_request
 from ._sql import query
-from ._text import query_identifiers, query_text
+from ._text import dense_text, expansion_doc, query_identifiers, query_text
 from ._vectors import embed_cached
 
 if TYPE_CHECKING:
@@ -106,8 +109,10 @@ def fetch_lists(
     EXAMPLES_PER_CANDIDATE`` neighbours).
 
     ``leave_one_out`` drops the stored intent examples whose text equals the request, so a training request is never
-    matched to itself (a Probe's ``exclude`` drops more). Dense, intent and context lists are empty when the store
-    has no embedder or the catalog no embeddings; context also without earlier turns.
+    matched to itself (a Probe's ``exclude`` drops more), and reads a tool whose expansion holds such a text as a
+    line (``expand --offline`` copies intent examples there) without it: its expansion field with the field's
+    statistics, and its vector embedded again (:func:`_own_lines`). Dense, intent and context lists are empty when
+    the store has no embedder or the catalog no embeddings; context also without earlier turns.
     """
     info = store.info()
     tools = tools or load_tool_index(store)
@@ -123,11 +128,18 @@ def fetch_lists(
         with store.connection() as conn:
             vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts)))
         info.require_dim(store.embedder.dim)  # its model's name served at another width since
+    own = _own_lines(store, info, probes)
+    documents: dict[str, np.ndarray] = {}  # those tools' vectors without those lines, by text (not cached)
+    if vectors is not None and store.embedder is not None:
+        texts = list(dict.fromkeys(dense_text(t) for held in own for _, t in held.values()))
+        documents = dict(zip(texts, store.embedder.embed_many(texts))) if texts else {}
 
     def one(conn: psycopg.Connection[Any], i: int) -> Lists:
-        lists = _fetch_one(conn, info, probes[i], vectors, depth, tools)
-        subs = (_fetch_one(conn, info, Probe(t, exclude=probes[i].exclude), vectors, depth, tools) for t in parts[i])
-        return replace(lists, parts=tuple(subs))
+        fetch = partial(
+            _fetch_one, conn, info, vectors=vectors, documents=documents, depth=depth, tools=tools, own=own[i]
+        )
+        subs = (fetch(Probe(t, exclude=probes[i].exclude)) for t in parts[i])
+        return replace(fetch(probes[i]), parts=tuple(subs))
 
     def chunk(part: int) -> list[Lists]:  # every FETCH_THREADS-th request, on its own connection
         with store.connection() as conn:
@@ -138,18 +150,59 @@ def fetch_lists(
     return [parts[i % FETCH_THREADS][i // FETCH_THREADS] for i in range(len(probes))]
 
 
+def _own_lines(store: ToolStore, info: CatalogInfo, probes: Sequence[Probe]) -> list[dict[str, tuple[int, Tool]]]:
+    """Per probe, the tools whose expansion holds one of its ``exclude`` texts as a line (``toolstore expand
+    --offline`` copies intent examples there), by id: each one's pk and the tool without those lines, as the
+    probe's lists read it (its own text never matches it, as it never matches its own intent example)."""
+    texts = sorted({text for p in probes for text in p.exclude})
+    lines: dict[str, dict[str, set[int]]] = {}  # text -> tool id -> the numbers of its lines that are the text
+    pks: dict[str, int] = {}
+    stored: dict[str, Tool] = {}
+    if texts:
+        with store.connection() as conn:
+            for text, pk, tool_id, n in conn.execute(
+                query("eval_expansion_lines"), {"catalog": info.id, "texts": texts}
+            ):
+                lines.setdefault(text, {}).setdefault(tool_id, set()).add(n)
+                pks[tool_id] = pk
+            stored = {t.id: t for t in list_tools(conn, info, sorted(pks))} if pks else stored
+    out = []
+    for probe in probes:
+        drop: dict[str, set[int]] = {}
+        for text in probe.exclude:
+            for tool_id, numbers in lines.get(text, {}).items():
+                drop.setdefault(tool_id, set()).update(numbers)
+        out.append({tool_id: (pks[tool_id], _without(stored[tool_id], numbers)) for tool_id, numbers in drop.items()})
+    return out
+
+
+def _without(tool: Tool, numbers: set[int]) -> Tool:
+    """``tool`` without the lines ``numbers`` (from 1) of its expansion."""
+    kept = [line for n, line in enumerate(tool.expansion.split("\n"), start=1) if n not in numbers]
+    return replace(tool, expansion="\n".join(kept))
+
+
 def _fetch_one(
     conn: psycopg.Connection[Any],
     info: CatalogInfo,
     probe: Probe,
+    *,
     vectors: dict[str, np.ndarray] | None,
+    documents: Mapping[str, np.ndarray],
     depth: int,
     tools: ToolIndex,
+    own: Mapping[str, tuple[int, Tool]],
 ) -> Lists:
+    """One request's lists; the tools ``own`` (:func:`_own_lines`) are read without the request's own lines (their
+    vectors in ``documents``, by their text)."""
     raw = probe.query
     params: dict[str, Any] = {"catalog": info.id, "dim": info.embed_dim, "query_text": query_text(raw), "n": depth}
+    replaced = {
+        "replaced_pks": [pk for pk, _ in own.values()],
+        "replaced_docs": [expansion_doc(t) for _, t in own.values()],
+    }
     lexical: list[list[str]] = [[], [], []]
-    for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params):
+    for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params | replaced):
         lexical[fld - 1].append(tool_id)
     dense: tuple[str, ...] = ()
     nearest: float | None = None
@@ -158,8 +211,13 @@ def _fetch_one(
     if vectors is not None:
         qvec = vectors[raw]
         params["qvec"] = qvec
-        rows = conn.execute(query("eval_dense"), params).fetchall()
-        dense, nearest = tuple(r[0] for r in rows), (float(rows[0][1]) if rows else None)
+        rows = conn.execute(query("eval_dense"), params | {"n": depth + len(own)}).fetchall()
+        found = [(tool_id, float(d)) for tool_id, d in rows if tool_id not in own]
+        for tool_id, (_, tool) in own.items():  # the distance as knn() computes a stored vector's
+            row = conn.execute(query("eval_distance"), {"vector": documents[dense_text(tool)], "qvec": qvec}).fetchone()
+            found.append((tool_id, float(row[0])))  # type: ignore[index]
+        found = sorted(found, key=lambda f: (f[1], tools.position.get(f[0], len(tools.ids))))[:depth]
+        dense, nearest = tuple(f[0] for f in found), (found[0][1] if found else None)
         neighbours = _neighbours(conn, params, qvec, depth, probe.exclude)
         cvec = context_vector(qvec, [vectors[t] for t in probe.earlier[-CONTEXT_TURNS:]])
         if cvec is not None:

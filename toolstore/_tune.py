@@ -5,8 +5,9 @@ nDCG@10 and store it in the catalog.
 Labelled requests are single queries (``train.jsonl``) or turns of labelled sessions (``train_sessions.jsonl``),
 each turn seen as route() sees it in a conversation: the earlier turns' text and the calls made in them. Folds hold
 whole sessions (turns of one session would leak into each other), intent examples from a turn's own session are
-never matched, and transition counts come only from training sessions: a held-out turn's from the sessions outside
-its fold, a training turn's from those minus its own session.
+never matched, nor the lines of tools' expansions that copy them (``_lists``), and transition counts come only from
+training sessions: a held-out turn's from the sessions outside its fold, a training turn's from those minus its own
+session.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from ._eval import check_queries, check_sessions
 from ._fusion import DEFAULT_AVOID, DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
 from ._lists import Probe, ToolIndex, fetch_lists, load_tool_index
 from ._metrics import CUTOFF, Judgement, LabelledSession
-from ._observe import logger
 from ._sql import query
 from ._text import query_text
 
@@ -84,7 +84,8 @@ class TuneReport:
     fold_fusions: list[Fusion] = field(default_factory=list)
     n_sessions: int = 0
     abstain: dict[str, object] | None = None
-    #: Labelled requests that a tool's expansion holds verbatim: their CV scores are optimistic (see tune()).
+    #: Labelled requests that a tool's expansion holds verbatim (read without those lines, as without their own intent
+    #: examples: ``_lists.fetch_lists``).
     expansion_copies: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -109,10 +110,11 @@ class TuneReport:
 
 def expansion_copies(store: ToolStore, requests: Sequence[str]) -> int:
     """How many of ``requests`` are a line of some tool's expansion (``toolstore expand --offline`` copies intent
-    examples there): cross-validation cannot leave those out of the expansion field or of the tool's vector."""
+    examples there): each one's lists leave those lines out of the expansion field and the tool's vector."""
+    params = {"catalog": store.info().id, "texts": sorted(set(requests))}
     with store.connection() as conn:
-        row = conn.execute(query("eval_expansion_copies"), {"catalog": store.info().id, "texts": list(requests)})
-        return int(row.fetchone()[0])  # type: ignore[index]
+        held = {text for text, *_ in conn.execute(query("eval_expansion_lines"), params)}
+    return sum(r in held for r in requests)
 
 
 def avoid_fractions(store: ToolStore, probes: Sequence[Probe], tools: ToolIndex) -> list[dict[str, float]]:
@@ -245,15 +247,7 @@ def tune(
     if len(examples) + len(sessions) < 2:  # cross-validation deals examples and whole sessions into folds
         raise InvalidInputError("tuning needs at least 2 examples or sessions to cross-validate, got one session")
     folds = min(folds, len(examples) + len(sessions))
-    copies = expansion_copies(store, [p.query for p in probes])
-    if copies:
-        logger.warning(
-            "%d of the %d labelled requests are lines of tools' expansions (toolstore expand --offline copies intent "
-            "examples there): cross-validation scores the expansion and dense retrievers too well for them; tune "
-            "before an offline expand, or expand with a model",
-            copies,
-            len(probes),
-        )
+    copies = expansion_copies(store, [p.query for p in probes])  # each one's lists are read without its copies
     depth = DEFAULT_FUSION.depth(k)
     tools = load_tool_index(store)
     lists = fetch_lists(store, probes, depth=depth, tools=tools)

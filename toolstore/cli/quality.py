@@ -79,11 +79,6 @@ def _tune_summary(report: dict[str, Any]) -> str:
         f"  CV nDCG@10: default {report['cv_ndcg_uniform']:.4f}, tuned {report['cv_ndcg_tuned']:.4f}\n"
         f"  stored: {weights}, k_rrf={fusion['k_rrf']:g}, overfetch={fusion['overfetch']}"
     )
-    if report.get("expansion_copies"):
-        text += (
-            f"\n  warning: {report['expansion_copies']} of these requests are lines of tools' expansions (expand "
-            "--offline copies intent examples): the CV scores flatter the expansion and dense retrievers"
-        )
     abstain = report.get("abstain")
     if abstain:
         cv = abstain["cv"] or abstain["train"]
