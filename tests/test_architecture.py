@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
         "_metrics",
         "_examples",
         "_embedders",
+        "_breaker",
         "_result",
         "_rows",
         "_names",

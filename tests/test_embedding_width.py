@@ -14,6 +14,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from toolstore import HashingEmbedder, IntentExample, ModelMismatchError, OpenAIEmbedder, ToolStore
+from toolstore._breaker import BREAKER_COOLDOWN
 from toolstore._catalog import catalog_info
 from toolstore._progress import reporting
 from toolstore._vectors import record_model
@@ -51,6 +52,34 @@ def test_a_write_the_cache_answers_finishes_while_the_server_is_down(
     assert (info.embed_model, info.embed_dim, info.n_examples) == ("openai/bge", 384, 1) and stored == (2,)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings and all("APIConnectionError" in w and "cache, at 384 dimensions" in w for w in warnings)
+
+
+def test_writes_the_cache_answers_probe_a_down_server_once_a_cooldown(
+    dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server down, every text cached: the first write waits through its probe's retries; a write within the
+    cool-down after it takes the cache's width at once (warned, no request), and one after the cool-down probes."""
+    tools = generated_tools(3, seed=18)
+    examples = [IntentExample(tools[0].id, "the first request"), IntentExample(tools[1].id, "the second request")]
+    with FakeOpenAI(models={"bge": 384}) as server, ToolStore(dsn, embedder=embedder(server), catalog="up") as store:
+        store.upsert(tools)
+        store.add_examples(examples)
+        address = server.base_url
+    retries: list[float] = []
+    now = [0.0]
+    down = embedder(server, address, max_retries=2, sleep=retries.append, clock=lambda: now[0])
+    with ToolStore(dsn, embedder=down, catalog="down") as store, caplog.at_level(logging.WARNING, "toolstore"):
+        assert store.upsert(tools).embedded == len(tools)
+        assert len(retries) == 2  # the probe's three attempts
+        now[0] = BREAKER_COOLDOWN - 1
+        assert store.add_examples(examples[:1]) == 1
+        assert len(retries) == 2
+        now[0] = 2 * BREAKER_COOLDOWN
+        assert store.add_examples(examples[1:]) == 1
+        assert len(retries) == 4
+    warnings = [r.getMessage() for r in caplog.records if r.name == "toolstore" and r.levelno >= logging.WARNING]
+    assert len(warnings) == 3 and all("APIConnectionError" in w and "cache, at 384 dimensions" in w for w in warnings)
+    assert "not retried for another 1 s" in warnings[1]
 
 
 def test_a_reembed_the_cache_answers_finishes_while_the_server_is_down(dsn: str) -> None:

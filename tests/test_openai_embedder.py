@@ -12,7 +12,8 @@ import numpy as np
 import openai
 import pytest
 
-from toolstore import EmbedderError, InvalidInputError, OpenAIEmbedder
+from toolstore import EmbedderError, EmbedderUnavailableError, InvalidInputError, OpenAIEmbedder
+from toolstore._breaker import BREAKER_COOLDOWN
 from toolstore._vectors import QueryVectors
 from toolstore.testing.fake_openai import MALFORMED_KINDS, FakeOpenAI, fake_token_count, fake_vector
 
@@ -89,6 +90,28 @@ def test_known_default_dims_and_lazy_dim_for_other_models(delays):
         assert embedder.dim == 768  # learnt by one probe request
         assert len(server.requests) == 1
         assert embedder.embed_many(TEXTS).shape == (len(TEXTS), 768)
+
+
+def test_a_probe_that_finds_the_server_unavailable_is_not_sent_again_for_a_cooldown(delays):
+    """The width probe, unavailable through its retries, opens the breaker: reading dim again raises at once, with no
+    request, until BREAKER_COOLDOWN has passed; then one read probes. A refusal (401) is an answer: no breaker."""
+    now = [0.0]
+    with FakeOpenAI(models={"nomic-embed-text": 768}) as server:
+        embedder = make(server, delays, model="nomic-embed-text", max_retries=1, clock=lambda: now[0])
+        server.fail_next(503, times=2)
+        with pytest.raises(EmbedderUnavailableError, match="after 2 attempts"):
+            _ = embedder.dim
+        now[0] = BREAKER_COOLDOWN - 1
+        with pytest.raises(EmbedderUnavailableError, match="not retried for another 1 s"):
+            _ = embedder.dim
+        assert len(server.requests) == 2
+        now[0] = BREAKER_COOLDOWN
+        assert embedder.dim == 768 and len(server.requests) == 3
+        refused = make(server, delays, model="nomic-embed-text", clock=lambda: now[0])
+        server.fail_next(401)
+        with pytest.raises(EmbedderError, match="401"):
+            _ = refused.dim
+        assert refused.dim == 768 and len(server.requests) == 5
 
 
 def test_batching_splits_at_batch_size(server, delays):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import psycopg
 
 from ._abstain import AbstainModel
+from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
@@ -39,7 +40,7 @@ from ._route import RouteCall, check_calls, check_route
 from ._session_methods import AsyncSessionMethods
 from ._steps import Step, adrive, answer_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore
-from ._vectors import BREAKER_COOLDOWN, QueryVectors
+from ._vectors import QueryVectors
 
 if TYPE_CHECKING:
     from ._tune import TuneReport

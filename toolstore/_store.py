@@ -14,6 +14,7 @@ from psycopg_pool import ConnectionPool
 from . import _access, _catalog
 from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._anchors import AnchorMethods
+from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
 from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
@@ -35,7 +36,7 @@ from ._route import RouteCall, check_calls, check_route
 from ._session_methods import SessionMethods
 from ._steps import Step, answer_sync, drive, resolve_steps, route_steps
 from ._tune import TuneReport, tune
-from ._vectors import BREAKER_COOLDOWN, QueryVectors, prune_cache
+from ._vectors import QueryVectors, prune_cache
 
 T = TypeVar("T")
 Work = Callable[[psycopg.Connection[Any]], T]

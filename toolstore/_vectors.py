@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import psycopg
 
+from ._breaker import BREAKER_COOLDOWN, Breaker
 from ._commits import repeatable
 from ._embedders.base import Embedded, Embedder
 from ._embedders.factory import key_in_use
@@ -30,9 +29,7 @@ from ._errors import (
     DatabaseError,
     EmbedderError,
     EmbedderUnavailableError,
-    InvalidInputError,
     ModelMismatchError,
-    redact,
 )
 from ._models import CatalogInfo
 from ._observe import logger
@@ -41,9 +38,6 @@ from ._sql import query
 
 #: The cache keys whose vectors of another width a role that may not write the cache was told of (once a process).
 _STALE_WARNED: set[str] = set()
-
-#: After the embedder fails at route time, routes go lexical at once for this many seconds, then one probes it.
-BREAKER_COOLDOWN = 30.0
 
 #: A prune keeps the cache's entries younger than this: a catalog's first import (or a reembed) caches its vectors
 #: before its write transaction records the model that reads them.
@@ -212,9 +206,9 @@ class QueryVectors:
     """Query embeddings for route(): an in-process LRU of ``size`` entries in front of :meth:`Embedder.embed_query`.
     Thread-safe.
 
-    A circuit breaker guards the embedder: after a failure, :meth:`admit` raises at once for ``cooldown`` seconds
-    (route() answers lexically and says why), then lets one call through to probe it again. :meth:`get` is the
-    sync driver's path, :meth:`aget_many` the async driver's (the embedder in a worker thread).
+    A circuit breaker (``breaker``, :class:`~toolstore._breaker.Breaker`) guards the embedder: after a failure, calls
+    raise at once for ``cooldown`` seconds (route() answers lexically and says why), then one probes it again.
+    :meth:`get` is the sync driver's path, :meth:`aget_many` the async driver's (the embedder in a worker thread).
 
     The LRU holds one embedder's vectors: asked for another's (the store reembedded, its embedder replaced), it
     forgets them, as the name of a model does not tell its vectors apart (another server, another width).
@@ -223,16 +217,11 @@ class QueryVectors:
     def __init__(
         self, size: int = 2048, *, cooldown: float = BREAKER_COOLDOWN, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        if isinstance(cooldown, bool) or not isinstance(cooldown, (int, float)) or not 0 <= cooldown < math.inf:
-            raise InvalidInputError(f"embedder_cooldown must be a number of seconds, 0 or more, got {cooldown!r}")
         self.size = size
-        self.cooldown = float(cooldown)
-        self._clock = clock
+        self.breaker = Breaker(cooldown, clock=clock)
         self._lru: OrderedDict[str, np.ndarray] = OrderedDict()
         self._embedder: Embedder | None = None  # whose vectors the LRU holds
         self._lock = threading.Lock()
-        self._open_until = 0.0
-        self._failure = ""
 
     def get(self, embedder: Embedder, text: str) -> np.ndarray:
         return self.get_many(embedder, [text])[0]
@@ -242,7 +231,7 @@ class QueryVectors:
         behind the breaker."""
         found, missing = self.lookup(embedder, texts)
         if missing:
-            with self.guard():
+            with self.breaker.guard():
                 embedded = embedder.embed_queries_with_cuts(missing)
             found |= self.remember_many(embedder, missing, embedded)
         return [found[t] for t in texts]
@@ -252,7 +241,7 @@ class QueryVectors:
         the event loop) for the rest, behind the same breaker."""
         found, missing = self.lookup(embedder, texts)
         if missing:
-            with self.guard():
+            with self.breaker.guard():
                 embedded = await asyncio.to_thread(embedder.embed_queries_with_cuts, missing)
             found |= self.remember_many(embedder, missing, embedded)
         return [found[t] for t in texts]
@@ -262,23 +251,13 @@ class QueryVectors:
         found = {t: v for t in texts if (v := self.cached(embedder, t)) is not None}
         return found, [t for t in dict.fromkeys(texts) if t not in found]
 
-    @contextmanager
-    def guard(self) -> Iterator[None]:
-        """Around one call to the embedder: :meth:`admit` first, :meth:`failed` when it raises."""
-        self.admit()
-        try:
-            yield
-        except Exception as exc:
-            self.failed(exc)
-            raise
-
     def remember_many(self, embedder: Embedder, texts: Sequence[str], embedded: Embedded) -> dict[str, np.ndarray]:
         """:meth:`remember` for each of ``texts`` (a wrong count of vectors is a failure too), but a text cut in a way
         that is not its own (``Embedded.cut``) is not kept: it is embedded again when next asked for."""
         vectors = embedded.vectors
         if len(vectors) != len(texts):
             error = EmbedderError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
-            self.failed(error)
+            self.breaker.failed(error)
             raise error
         return {
             t: self.remember(embedder, t, np.asarray(v), keep=i not in embedded.cut)
@@ -296,32 +275,15 @@ class QueryVectors:
                 self._lru.move_to_end(text)
             return vector
 
-    def admit(self) -> None:
-        """Before asking the embedder: raise EmbedderError while the breaker is open; after the cool-down, let this
-        call probe (others still skip until it answers)."""
-        with self._lock:
-            if not self._failure:
-                return
-            wait = self._open_until - self._clock()
-            if wait > 0:
-                raise EmbedderError(f"{self._failure} (not retried for another {wait:.0f} s)")
-            self._open_until = self._clock() + self.cooldown
-
-    def failed(self, exc: BaseException) -> None:
-        """The embedder failed: open the breaker for ``cooldown`` seconds, remembering why (redacted)."""
-        with self._lock:
-            self._open_until = self._clock() + self.cooldown
-            self._failure = redact(f"{type(exc).__name__}: {exc}")
-
     def remember(self, embedder: Embedder, text: str, vector: np.ndarray, *, keep: bool = True) -> np.ndarray:
         """The embedder answered: keep the vector (unless not ``keep``) and close the breaker, and return it; a vector
         of the wrong shape is a failure (EmbedderError, the breaker opens)."""
         if vector.shape != (embedder.dim,):
             error = EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
-            self.failed(error)
+            self.breaker.failed(error)
             raise error
+        self.breaker.succeeded()
         with self._lock:
-            self._failure = ""
             if not keep or embedder is not self._embedder:  # another embedder asked since: its vectors only
                 return vector
             self._lru[text] = vector

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._breaker import Breaker
 from .._errors import EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
@@ -44,7 +45,10 @@ class OpenAIEmbedder(Embedder):
 
     ``dim`` is ``dimensions`` if given, else the known size of the model. For any other model
     (e.g. served by vLLM or Ollama) it is learnt from the first response; reading ``dim`` before
-    any call sends one probe request to find out.
+    any call sends one probe request to find out (with the retries below). A probe that finds the server unavailable
+    opens a circuit breaker (``_breaker``): for ``BREAKER_COOLDOWN`` seconds reading ``dim`` raises that failure again
+    at once, with no request (a write whose texts are all cached then takes their width, warned), then one read probes
+    again.
 
     Failures: a rejected key (401) raises :class:`EmbedderError` at once; 408, 409, 429, 5xx and
     connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
@@ -67,7 +71,7 @@ class OpenAIEmbedder(Embedder):
 
     ``client`` injects a ready SDK client (e.g. ``openai.AzureOpenAI(...)`` for Azure's versioned
     API); its own retries are switched off too, and ``api_key``/``base_url``/``timeout`` are then
-    ignored. ``sleep`` is the wait between retries (a stub in tests).
+    ignored. ``sleep`` is the wait between retries and ``clock`` the time the probe's breaker reads (stubs in tests).
     """
 
     def __init__(
@@ -83,6 +87,7 @@ class OpenAIEmbedder(Embedder):
         batch_size: int = MAX_BATCH_SIZE,
         client: Any = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
     ) -> None:
@@ -107,6 +112,7 @@ class OpenAIEmbedder(Embedder):
         self.backoff_max = backoff_max
         self.query_timeout = query_timeout
         self._sleep = sleep
+        self._probes = Breaker(clock=clock)  # a probe found the server down: the next reads of dim do not wait again
         self._dim: int | None = dimensions if dimensions is not None else KNOWN_DIMS.get(model)
         if client is not None and hasattr(client, "with_options"):
             client = client.with_options(max_retries=0)  # retries are ours, see the class docstring
@@ -138,7 +144,8 @@ class OpenAIEmbedder(Embedder):
     @property  # type: ignore[override]
     def dim(self) -> int:
         if self._dim is None:
-            self.embed_batch(["dimension probe"])
+            with self._probes.guard(EmbedderUnavailableError):  # retried in vain: not again for a cool-down
+                self.embed_batch(["dimension probe"])
         assert self._dim is not None
         return self._dim
 
