@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from toolstore import HashingEmbedder, IntentExample, ModelMismatchError, OpenAIEmbedder, ToolStore
+from toolstore import HashingEmbedder, IntentExample, Judgement, ModelMismatchError, OpenAIEmbedder, ToolStore
 from toolstore._breaker import BREAKER_COOLDOWN
 from toolstore._catalog import catalog_info
 from toolstore._progress import reporting
@@ -94,6 +94,22 @@ def test_a_reembed_the_cache_answers_finishes_while_the_server_is_down(dsn: str)
         report = store.reembed(embedder(server, address, max_retries=0))
         info = store.info()
     assert (report["dim"], info.embed_model, info.embed_dim, report["tools"]) == (384, "openai/bge", 384, len(tools))
+
+
+def test_a_tune_the_cache_answers_finishes_while_the_server_is_down(dsn: str) -> None:
+    """Tuning embeds its requests through the cache: every one cached, the server down, it waits through one probe's
+    retries and tunes on the cached vectors (no second probe for the width, which failed the tune)."""
+    tools = generated_tools(6, seed=19)
+    labelled = [(f"{t.name} please", Judgement(f"q{i}", (t.id,))) for i, t in enumerate(tools)]
+    with FakeOpenAI(models={"bge": 384}) as server, ToolStore(dsn, embedder=embedder(server), catalog="up") as store:
+        store.upsert(tools)
+        store.tune(labelled, folds=2, save=False)  # caches the requests' vectors
+        address = server.base_url
+    retries: list[float] = []
+    down = embedder(server, address, max_retries=2, sleep=retries.append)
+    with ToolStore(dsn, embedder=down, catalog="up", create=False) as store:
+        report = store.tune(labelled, folds=2, save=False)
+    assert (report.n_examples, len(retries)) == (len(labelled), 2)  # one probe: its three attempts
 
 
 def test_a_write_of_cached_and_new_vectors_of_two_widths_records_neither(dsn: str) -> None:

@@ -26,7 +26,7 @@ from ._route import context_vector
 from ._split import split_request
 from ._sql import query
 from ._text import dense_text, expansion_doc, query_identifiers, query_text
-from ._vectors import embed_cached
+from ._vectors import embed_cached, one_width
 
 if TYPE_CHECKING:
     import psycopg
@@ -127,7 +127,8 @@ def fetch_lists(
         texts = list(dict.fromkeys(texts))
         with store.connection() as conn:
             vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts)))
-        info.require_dim(store.embedder.dim)  # its model's name served at another width since
+        if vectors:  # the width of the vectors got: the server's, or the cache's while it is down
+            info.require_dim(one_width(store.embedder.model, list(vectors.values())))
     own = _own_lines(store, info, probes)
     documents: dict[str, np.ndarray] = {}  # those tools' vectors without those lines, by text (not cached)
     if vectors is not None and store.embedder is not None:

@@ -155,7 +155,7 @@ def _cached_width(embedder: Embedder, cached: list[np.ndarray]) -> int:
             raise
         width = widths.pop()
         logger.warning(
-            "%s All %d texts to embed are in the embedding cache, at %d dimensions: the write uses them without the "
+            "%s All %d texts to embed are in the embedding cache, at %d dimensions: they are used without the "
             "model's width checked",
             exc,
             len(cached),
