@@ -96,6 +96,13 @@ def test_a_misspelt_schema_is_refused_not_created(dsn: str, args: tuple[str, ...
     assert "tolstore" not in schemas(dsn)
 
 
+def test_the_default_schema_of_a_fresh_database_is_no_misspelt_one(empty_dsn: str) -> None:
+    """The refusal is for a --schema given: on a fresh database, `catalogs` (the default schema, never migrated yet)
+    lists none, as before, rather than asking whether `toolstore` was misspelt."""
+    result = invoke(empty_dsn, "catalogs")
+    assert result.exit_code == 0 and json.loads(result.stdout)["catalogs"] == [], result.output
+
+
 def test_a_command_that_sets_up_still_creates_its_schema(empty_dsn: str, tmp_path: Path) -> None:
     result = invoke(empty_dsn, "--schema", "fresh", "import", tools_file(tmp_path))
     assert result.exit_code == 0 and json.loads(result.stdout)["inserted"] == 3, result.output

@@ -178,11 +178,12 @@ def embedder_option(ctx: click.Context) -> Any:
 
 def store_dsn(ctx: click.Context, *, create: bool) -> str:
     """The DSN of the global options. Unless ``create`` (the commands that set up: import, sync mcp, demo, eval;
-    `migrate` runs the migrations itself), a schema never migrated is refused, not created by the store's
-    ``migrate=True``: a misspelt --schema."""
+    `migrate` runs the migrations itself), a schema other than the default that was never migrated is refused, not
+    created by the store's ``migrate=True``: a misspelt --schema. The default one is created as before (a fresh
+    database: `toolstore catalogs` lists none)."""
     opts = options(ctx)
     dsn, schema = resolve_dsn(opts["dsn"]), check_schema_name(opts["schema"])
-    if not create and schema_revision(dsn, schema) is None:
+    if not create and schema != DEFAULT_SCHEMA and schema_revision(dsn, schema) is None:
         raise DatabaseError(
             f"schema {schema!r} holds no toolstore catalog (never migrated: a misspelt --schema?); "
             f"`toolstore migrate --schema {schema}` creates it"
