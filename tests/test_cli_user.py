@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import pty
 import struct
@@ -236,24 +237,37 @@ def test_expand_max_tools_zero_needs_no_key(dsn: str, tmp_path: Path, monkeypatc
 
 
 def test_eval_names_its_metrics_at_k(dsn: str, tmp_path: Path) -> None:
-    """`eval -k 3` labelled its columns R@10, nDCG@10, multi comp@10 over routes of 3 tools; they are named at k
-    (R@3, nDCG@3, ...: the @5 and @10 cutoffs of 3 tools are one), in the table, the JSON and eval.md. -k 10 keeps
-    the names."""
+    """`eval -k 3` labelled its columns R@10, MRR@10, multi comp@10 over routes of 3 tools; they are named at k
+    (R@3, MRR@3, ...: the @5 and @10 cutoffs of 3 tools are one), in the table, the JSON and eval.md, but nDCG@10
+    (test_eval_keeps_ndcg_at_10_under_k). -k 10 keeps the names."""
     queries = tmp_path / "queries.jsonl"
     rows = [("q1", "mail bob", "gmail.send_email"), ("q2", "rain in Paris?", "weather.forecast")]
     queries.write_text("".join(json.dumps({"qid": q, "query": t, "relevant": [r]}) + "\n" for q, t, r in rows))
     args = ("eval", "--tools", tools_file(tmp_path), "--queries", str(queries), "--config", "default")
     out = json.loads(invoke(dsn, *args, "-k", "3", "--report", str(tmp_path / "r")).stdout)
     metrics = list(out["configs"]["default"])
-    assert out["k"] == 3 and not [m for m in metrics if m.endswith(("@5", "@10"))], metrics
-    assert {"R@1", "R@3", "MRR@3", "nDCG@3", "multi comp@3", "single hit@3"} <= set(metrics), metrics
+    assert out["k"] == 3 and [m for m in metrics if m.endswith(("@5", "@10"))] == ["nDCG@10"], metrics
+    assert {"R@1", "R@3", "MRR@3", "nDCG@10", "multi comp@3", "single hit@3"} <= set(metrics), metrics
     assert out["configs"]["default"]["R@3"] == 1.0
     report = (tmp_path / "r" / "eval.md").read_text()
-    assert "| config | R@1 | R@3 | MRR@3 | nDCG@3 | multi R@3 | multi comp@3 |" in report and "@10" not in report
+    assert "| config | R@1 | R@3 | MRR@3 | nDCG@10 | multi R@3 | multi comp@3 |" in report and "R@10" not in report
     code, table, err = on_terminal(dsn, *args, "-k", "3")
-    assert code == 0 and "R@3" in table and "@10" not in table, (table, err)
+    assert code == 0 and "R@3" in table and "R@10" not in table, (table, err)
     ten = json.loads(invoke(dsn, *args).stdout)
     assert ten["k"] == 10 and {"R@5", "R@10", "nDCG@10", "comp@5"} <= set(ten["configs"]["default"])
+
+
+def test_eval_keeps_ndcg_at_10_under_k(dsn: str, tmp_path: Path) -> None:
+    """nDCG's ideal ranking counts up to 10 relevant tools, so the nDCG@10 of a route of 2 tools is not nDCG@2 when
+    more than 2 are relevant: here every tool is, both routed tools are hits, nDCG@2 would be 1. `eval -k 2` named
+    that value nDCG@2; it keeps its name."""
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"qid": "q", "query": "mail bob", "relevant": [t["id"] for t in TOOLS]}) + "\n")
+    args = ("eval", "--tools", tools_file(tmp_path), "--queries", str(queries), "--config", "default", "-k", "2")
+    row = json.loads(invoke(dsn, *args).stdout)["configs"]["default"]
+    gains = [1 / math.log2(rank + 1) for rank in range(1, len(TOOLS) + 1)]  # every tool relevant, 2 routed
+    assert "nDCG@2" not in row and row["nDCG@10"] == pytest.approx(sum(gains[:2]) / sum(gains)), row
+    assert row["R@2"] == pytest.approx(2 / len(TOOLS)), row
 
 
 def test_export_to_a_file_says_what_it_wrote_in_json(dsn: str, tmp_path: Path) -> None:

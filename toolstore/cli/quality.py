@@ -26,9 +26,13 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def label_at(metric: str, k: int) -> str:
-    """A metric's name for routes of ``k`` tools: a cutoff past ``k`` counts ``k`` tools (R@10 of ``-k 3`` is R@3)."""
+    """A metric's name for routes of ``k`` tools: a cutoff past ``k`` counts ``k`` tools (R@10 of ``-k 3`` is R@3).
+    nDCG keeps its cutoff: its ideal ranking counts up to 10 relevant tools, so nDCG@10 of 3 tools is not nDCG@3 for a
+    request with more than 3 relevant ones."""
     name, at, cutoff = metric.rpartition("@")
-    return f"{name}@{k}" if at and cutoff.isdigit() and int(cutoff) > k else metric
+    if not at or name == "nDCG" or not cutoff.isdigit() or int(cutoff) <= k:
+        return metric
+    return f"{name}@{k}"
 
 
 def labels_at(metrics: Sequence[str], k: int) -> list[str]:
@@ -163,7 +167,8 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
     default=10,
     show_default=True,
     type=click.IntRange(1, MAX_K),
-    help="Tools per query; under 10, metrics are named at k (R@3, not R@10: they count the k tools routed).",
+    help="Tools per query; under 10, metrics are named at k (R@3, not R@10: they count the k tools routed), "
+    "but nDCG@10 (its ideal counts up to 10 relevant tools).",
 )
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the tuning folds.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md here.")
