@@ -44,6 +44,8 @@ DEFAULT_MAX_CALLS = 1000
 MAX_RETENTION_CALLS = 10_000_000
 #: The shortest retention age: a shorter one rounds to 0 (timedelta keeps microseconds; settings store days).
 MIN_RETENTION_AGE = timedelta(seconds=1)
+#: The longest age, in days, a retention keeps calls, a prune deletes them by or a forget of idle sessions takes.
+MAX_AGE_DAYS = 100_000
 #: How many of the call ids a session has seen its row keeps (the newest, 8 bytes each): a message list that still
 #: holds one of them, or a call of the log, is told from new calls however its log was trimmed.
 SEEN_CALLS = 64
@@ -72,21 +74,23 @@ def prune_before(older_than: timedelta | None, session: str | None, keep: Retent
         if older_than is None and keep.max_calls is None:
             raise InvalidInputError("give older_than or a session, or set a retention limit (set_session_retention)")
     if older_than is not None and (
-        not isinstance(older_than, timedelta) or not timedelta(0) <= older_than <= timedelta(days=100_000)
+        not isinstance(older_than, timedelta) or not timedelta(0) <= older_than <= timedelta(days=MAX_AGE_DAYS)
     ):
-        raise InvalidInputError(f"older_than must be a timedelta from 0 to 100,000 days, got {older_than!r}")
+        raise InvalidInputError(f"older_than must be a timedelta from 0 to {MAX_AGE_DAYS:,} days, got {older_than!r}")
     return None if older_than is None else datetime.now(timezone.utc) - older_than
 
 
 def check_idle(forget_idle: object, session: str | None) -> timedelta | None:
-    """``forget_idle`` checked: None, or a positive timedelta of at most 100,000 days, given without a session (it
-    forgets every idle session of the catalog); InvalidInputError naming it otherwise."""
+    """``forget_idle`` checked: None, or a positive timedelta of at most :data:`MAX_AGE_DAYS` days, given without a
+    session (it forgets every idle session of the catalog); InvalidInputError naming it otherwise."""
     if forget_idle is None:
         return None
     if session is not None:
         raise InvalidInputError("forget_idle forgets every idle session of the catalog: give it without session")
-    if not isinstance(forget_idle, timedelta) or not timedelta(0) < forget_idle <= timedelta(days=100_000):
-        raise InvalidInputError(f"forget_idle must be a timedelta over 0 and up to 100,000 days, got {forget_idle!r}")
+    if not isinstance(forget_idle, timedelta) or not timedelta(0) < forget_idle <= timedelta(days=MAX_AGE_DAYS):
+        raise InvalidInputError(
+            f"forget_idle must be a timedelta over 0 and up to {MAX_AGE_DAYS:,} days, got {forget_idle!r}"
+        )
     return forget_idle
 
 
@@ -101,11 +105,11 @@ def check_retention(max_calls: int | None, max_age_days: float | None) -> Retent
     if max_age_days is not None and (
         isinstance(max_age_days, bool)
         or not isinstance(max_age_days, (int, float))
-        or not 0 < max_age_days <= 100_000  # exact for any int (math.isfinite overflows), false for NaN
+        or not 0 < max_age_days <= MAX_AGE_DAYS  # exact for any int (math.isfinite overflows), false for NaN
         or timedelta(days=max_age_days) < MIN_RETENTION_AGE  # would be stored as 0 days, refused when read back
     ):
         raise InvalidInputError(
-            f"max_age_days must be None or a number of days from 1 second (1/86,400 of a day) to 100,000, "
+            f"max_age_days must be None or a number of days from 1 second (1/86,400 of a day) to {MAX_AGE_DAYS:,}, "
             f"got {max_age_days!r}"
         )
     return Retention(max_calls, None if max_age_days is None else timedelta(days=max_age_days))

@@ -11,7 +11,7 @@ import click
 
 from .._errors import InvalidInputError
 from .._metrics import load_sessions
-from .._sessions import MAX_RETENTION_CALLS, MIN_RETENTION_AGE
+from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .app import command, emit, open_store, summary
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -20,7 +20,7 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 MIN_DAYS = MIN_RETENTION_AGE / timedelta(days=1)  # the shortest retention age, in days
 MAX_LIMIT = 2**63 - 1  # rows a list shows at most: Postgres's LIMIT is a bigint
 _CALLS = f"calls, from 1 to {MAX_RETENTION_CALLS:,}"
-_DAYS = "days, from 1 second (1/86,400 of a day) to 100,000"
+_DAYS = f"days, from 1 second (1/86,400 of a day) to {MAX_AGE_DAYS:,}"
 
 
 def parse_duration(text: str, what: str = "--older-than", *, positive: bool = False) -> timedelta:
@@ -30,7 +30,7 @@ def parse_duration(text: str, what: str = "--older-than", *, positive: bool = Fa
     try:
         duration = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))}) if match else None
     except OverflowError:
-        raise InvalidInputError(f"{what} {text!r} is too long: at most 100,000 days") from None
+        raise InvalidInputError(f"{what} {text!r} is too long: at most {MAX_AGE_DAYS:,} days") from None
     if duration is not None and (duration > timedelta(0) or not positive):
         return duration
     over = " over 0" if positive else ""
@@ -42,7 +42,7 @@ def _limit(value: str, what: str, kind: type[int] | type[float]) -> int | float 
     or ``none`` for no limit; errors name the option ``what``."""
     if value.strip().lower() == "none":
         return None
-    low, high, span = (1, MAX_RETENTION_CALLS, _CALLS) if kind is int else (MIN_DAYS, 100_000, _DAYS)
+    low, high, span = (1, MAX_RETENTION_CALLS, _CALLS) if kind is int else (MIN_DAYS, MAX_AGE_DAYS, _DAYS)
     try:
         number = kind(value)
         if math.isfinite(number) and low <= number <= high:
@@ -136,7 +136,7 @@ def prune(ctx: click.Context, older_than: str | None, session: str | None, forge
 
 @command("retention")
 @click.option("--max-calls", help=f"Calls kept per session (the newest), 1 to {MAX_RETENTION_CALLS:,}, or 'none'.")
-@click.option("--max-age-days", help="Days a call is kept (over 1 second, at most 100,000), or 'none'.")
+@click.option("--max-age-days", help=f"Days a call is kept (over 1 second, at most {MAX_AGE_DAYS:,}), or 'none'.")
 @click.pass_context
 def retention(ctx: click.Context, max_calls: str | None, max_age_days: str | None) -> None:
     """Show the catalog's retention of its session log, or set it (both limits apply at each write to a session,
