@@ -214,3 +214,22 @@ def test_an_import_checked_from_its_first_batch_reports_its_progress_as_one_run(
             with reporting(lambda done, total: reports.append((done, total))):
                 assert store.upsert(tools).embedded == len(tools) - 1
     assert reports == [(done, len(tools) - 1) for done in (2, 4, 6)]
+
+
+def test_tuning_against_a_catalog_of_another_width_is_refused_after_the_first_batch(dsn: str) -> None:
+    """Tuning embeds its labelled requests with the catalog's model: served at another width since, it is refused from
+    the first request's answer (as a write is), before the other requests are sent."""
+    from toolstore._metrics import Judgement
+    from toolstore._tune import tune
+
+    tools = generated_tools(4, seed=18)
+    examples = [(f"a labelled request number {i}", Judgement(f"q{i}", (tools[i % 4].id,))) for i in range(10)]
+    with FakeOpenAI(models={"bge": 384}) as server:
+        with ToolStore(dsn, embedder=embedder(server), catalog="tuned") as store:
+            store.upsert(tools)
+        server.models["bge"] = 768
+        asked = len(server.embedding_batches())
+        with ToolStore(dsn, embedder=embedder(server, batch_size=2), catalog="tuned", create=False) as store:
+            with pytest.raises(ModelMismatchError, match=r"384 dimensions.*768"):
+                tune(store, examples, save=False)
+        assert [len(batch) for batch in server.embedding_batches()[asked:]] == [2]

@@ -125,8 +125,8 @@ def fetch_lists(
         info.require_model(store.embedder.model)  # as route(): another model's vectors would search the wrong space
         texts = [t for p, ps in zip(probes, parts) for t in (p.query, *ps, *p.earlier[-CONTEXT_TURNS:])]
         texts = list(dict.fromkeys(texts))
-        with store.connection() as conn:
-            vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts)))
+        with store.connection() as conn:  # its model's name served at another width since: refused from the first batch
+            vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts, require=info.require_dim)))
         if vectors:  # the width of the vectors got: the server's, or the cache's while it is down
             info.require_dim(one_width(store.embedder.model, list(vectors.values())))
     own = _own_lines(store, info, probes)
