@@ -15,7 +15,7 @@ from psycopg.conninfo import make_conninfo
 
 from toolstore import HashingEmbedder, IntentExample, Judgement, ModelMismatchError, OpenAIEmbedder, ToolStore
 from toolstore._breaker import BREAKER_COOLDOWN
-from toolstore._catalog import catalog_info
+from toolstore._catalog_row import catalog_info
 from toolstore._progress import reporting
 from toolstore._vectors import record_model
 from toolstore.testing.fake_openai import FakeOpenAI
