@@ -1,8 +1,9 @@
 -- Connections: what ``_commits`` asks to tell whether a write whose connection was lost during its COMMIT took effect.
 
 -- name: transaction_id
--- The id of the transaction just begun (assigned now: a write would assign one at its first change anyway).
-select pg_current_xact_id()::text;
+-- The id of the transaction just begun (assigned now: a write would assign one at its first change anyway), and since
+-- when the server is up (one that restarted may give the id again: `_commits`).
+select pg_current_xact_id()::text, pg_postmaster_start_time();
 
 -- name: end_lost_transaction
 -- After a connection was lost during a COMMIT: its backend, if it still holds the transaction (the COMMIT never
@@ -10,5 +11,5 @@ select pg_current_xact_id()::text;
 select pg_terminate_backend(pid) from pg_stat_activity where pid = %(pid)s and backend_xid = %(xid)s::xid8::xid;
 
 -- name: transaction_status
--- 'committed', 'aborted' or 'in progress' (NULL: too old for Postgres to know).
-select pg_xact_status(%(xid)s::xid8);
+-- 'committed', 'aborted' or 'in progress' (NULL: too old for Postgres to know), and since when the server is up.
+select pg_xact_status(%(xid)s::xid8), pg_postmaster_start_time();

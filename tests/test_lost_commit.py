@@ -7,12 +7,14 @@ the connection dies as a server that went away leaves it, and the client sees th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
 from toolstore import DatabaseError, HashingEmbedder, Tool, ToolStore
+from toolstore._commits import Commits
 
 LOST = "consuming input failed: server closed the connection unexpectedly"
 TOOLS = [Tool(id="mail.send", name="send_mail", description="Send an email")]
@@ -112,3 +114,27 @@ def test_a_write_lost_after_the_embedding_cache_committed_is_tried_again(
     report = store.upsert([Tool(id="cal.add", name="add_event", description="Add a calendar event")])
     assert len(hit) == 1 and report.inserted == ["cal.add"]
     assert [t.id for t in store.tools()] == ["cal.add", "mail.send"]
+
+
+def test_a_restarted_servers_committed_is_not_taken_for_done_and_its_other_answers_say_not_committed(dsn: str) -> None:
+    """A server that crashed during the COMMIT may have lost the transaction with its id (its commit record never
+    reached the disk) and given the id to another since: its "committed" may be the other's, so the write is neither
+    taken for done nor run again (an error says so); "aborted", and an id not handed out yet, say it never committed.
+    The restart is the server's start time differing from the one read with the id."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        started = conn.execute("select pg_postmaster_start_time()").fetchone()[0]  # type: ignore[index]
+        with conn.transaction():
+            committed = conn.execute("select pg_current_xact_id()::text").fetchone()[0]  # type: ignore[index]
+        with conn.transaction():
+            aborted = conn.execute("select pg_current_xact_id()::text").fetchone()[0]  # type: ignore[index]
+            raise psycopg.Rollback()
+    future = str(int(committed) + 1_000_000)
+    lost, before = psycopg.OperationalError(LOST), started - timedelta(minutes=1)
+    assert Commits(dsn, 5).took_effect(committed, 0, started, lost) is True
+    assert Commits(dsn, 5).took_effect(aborted, 0, started, lost) is False
+    restarted = Commits(dsn, 5)
+    with pytest.raises(DatabaseError, match="restarted since"):
+        restarted.took_effect(committed, 0, before, lost)
+    assert restarted.undecided and not restarted.clean
+    assert Commits(dsn, 5).took_effect(aborted, 0, before, lost) is False
+    assert Commits(dsn, 5).took_effect(future, 0, before, lost) is False

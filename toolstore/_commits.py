@@ -1,7 +1,12 @@
 """What a write committed before its connection was lost: the pool's connections (:class:`WatchedConnection`) note
 each outermost transaction's id while ``_connect.Connector.run`` watches them (:class:`Commits`), and a COMMIT lost
 with its connection is settled by asking a fresh connection ``pg_xact_status``: committed, the write goes on as after
-any COMMIT; aborted, it was not written. ``run`` tries a write once more only when nothing of it was committed."""
+any COMMIT; aborted, it was not written. ``run`` tries a write once more only when nothing of it was committed.
+
+A server that restarted meanwhile (a crash) may have handed the id out again: a transaction whose commit record never
+reached its disk leaves no trace, and after recovery its id can be another's. Then "committed" may be the other's
+(:data:`RESTARTED`: not told, so not tried again), while any other answer, and "in the future", say it did not commit
+(had it, its id would never be given again)."""
 
 from __future__ import annotations
 
@@ -21,6 +26,10 @@ from ._sql import query
 #: Seconds between two questions about a transaction whose outcome is not final yet (its backend still ending), and
 #: between two tries to connect to ask (the server restarting).
 POLL, RECONNECT = 0.05, 0.25
+#: Why a transaction said committed by a server that restarted since it began is not taken for done.
+RESTARTED = "the server restarted since, and may have given its id to another transaction"
+#: pg_xact_status of an id the server has not handed out (yet, after a restart that lost it): invalid_parameter_value.
+FUTURE = "22023"
 
 
 class Commits:
@@ -38,21 +47,29 @@ class Commits:
         """Nothing of the write was committed, nor may have been: trying it again writes it once."""
         return not (self.committed or self.undecided)
 
-    def took_effect(self, xid: str, pid: int, lost: BaseException) -> bool:
-        """Whether transaction ``xid``, whose COMMIT was sent on backend ``pid`` when the connection was lost
-        (``lost``), committed, asked of a fresh connection (the pool's may all be in use) within ``timeout`` seconds;
-        else DatabaseError, and the try is ``undecided`` (the server down meanwhile, or the status unknown)."""
+    def took_effect(self, xid: str, pid: int, started: object, lost: BaseException) -> bool:
+        """Whether transaction ``xid``, begun on backend ``pid`` of a server up since ``started`` and whose COMMIT was
+        sent when the connection was lost (``lost``), committed, asked of a fresh connection (the pool's may all be in
+        use) within ``timeout`` seconds; else DatabaseError, and the try is ``undecided`` (the server down meanwhile,
+        the status unknown, or "committed" from a server that restarted since: :data:`RESTARTED`)."""
         deadline, reason = time.monotonic() + self.timeout, "no answer"
         while time.monotonic() < deadline:
             try:
-                status = self._status(xid, pid, deadline)
-            except psycopg.Error as exc:  # the server restarting: ask again
-                reason = first_line(exc)
+                status, now = self._status(xid, pid, deadline)
+            except psycopg.Error as exc:
+                if exc.sqlstate == FUTURE:  # an id not handed out since a restart: it never committed
+                    return False
+                reason = first_line(exc)  # the server restarting: ask again
                 time.sleep(RECONNECT)
                 continue
-            if status in ("committed", "aborted"):
+            if now != started:  # restarted: had it committed, its id would not have been given again
+                if status != "committed":
+                    return False
+                reason = RESTARTED
+            elif status in ("committed", "aborted"):
                 return status == "committed"
-            reason = "Postgres keeps no status of it" if status is None else "it is still in progress"
+            else:
+                reason = "Postgres keeps no status of it" if status is None else "it is still in progress"
             break
         self.undecided = True
         raise DatabaseError(
@@ -60,9 +77,10 @@ class Commits:
             f"not be told ({reason}): it was not run again; look before repeating it"
         ) from lost
 
-    def _status(self, xid: str, pid: int, deadline: float) -> str | None:
+    def _status(self, xid: str, pid: int, deadline: float) -> tuple[str | None, object]:
         """``pg_xact_status`` of ``xid``, once the backend ``pid`` no longer holds it (ended if it still does: its
-        COMMIT never arrived), so the answer is final; asked again while it is in progress, until ``deadline``."""
+        COMMIT never arrived), so the answer is final; asked again while it is in progress, until ``deadline``. And
+        since when the server is up."""
         wait = max(1, math.ceil(deadline - time.monotonic()))
         with psycopg.connect(self.dsn, autocommit=True, connect_timeout=wait) as conn:
             try:
@@ -70,10 +88,9 @@ class Commits:
             except psycopg.errors.InsufficientPrivilege:  # a role may end its own backends: only wait then
                 pass
             while True:
-                row = conn.execute(query("transaction_status"), {"xid": xid}).fetchone()
-                status = None if row is None else row[0]
+                status, started = conn.execute(query("transaction_status"), {"xid": xid}).fetchone() or (None, None)
                 if status != "in progress" or time.monotonic() >= deadline:
-                    return status
+                    return status, started
                 time.sleep(POLL)
 
 
@@ -104,14 +121,14 @@ class WatchedConnection(psycopg.Connection[Any]):
             with super().transaction(savepoint_name, force_rollback) as tx:
                 yield tx
             return
-        xid, pid, committing = "", self.info.backend_pid, False
+        xid, started, pid, committing = "", None, self.info.backend_pid, False
         try:
             with super().transaction(savepoint_name, force_rollback) as tx:
-                xid = str(self.execute(query("transaction_id")).fetchone()[0])  # type: ignore[index]
+                xid, started = self.execute(query("transaction_id")).fetchone()  # type: ignore[misc]
                 yield tx
                 committing = not force_rollback  # the block ended well: what fails from here on is the COMMIT
         except psycopg.Error as exc:
-            if not (committing and connection_lost(exc) and commits.took_effect(xid, pid, exc)):
+            if not (committing and connection_lost(exc) and commits.took_effect(xid, pid, started, exc)):
                 raise
         commits.committed = commits.committed or committing
 
