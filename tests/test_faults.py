@@ -267,16 +267,16 @@ def test_a_connection_setup_that_fails_is_said_at_open(empty_dsn: str, connector
     def sync() -> None:
         with pytest.raises(DatabaseError, match=f"could not be set up: {pgvector}"):
             Connector(empty_dsn, schema="toolstore", timeout=1)
-        connector = Connector(empty_dsn, schema="toolstore", timeout=2, wait=False)
-        with pytest.raises(DatabaseError, match=f"within 2 s: a new one's setup failed: {pgvector}"):
+        connector = Connector(empty_dsn, schema="toolstore", timeout=1, wait=False)
+        with pytest.raises(DatabaseError, match=f"within 1 s: a new one's setup failed: {pgvector}"):
             connector.run(lambda conn: None)
         connector.close()
 
     async def asynchronous() -> None:
         with pytest.raises(DatabaseError, match=f"could not be set up: {pgvector}"):
             await AsyncConnector.open(empty_dsn, schema="toolstore", timeout=1)
-        connector = await AsyncConnector.open(empty_dsn, schema="toolstore", timeout=2, wait=False)
-        with pytest.raises(DatabaseError, match=f"within 2 s: a new one's setup failed: {pgvector}"):
+        connector = await AsyncConnector.open(empty_dsn, schema="toolstore", timeout=1, wait=False)
+        with pytest.raises(DatabaseError, match=f"within 1 s: a new one's setup failed: {pgvector}"):
             await connector.run(lambda conn: asyncio.sleep(0))
         await connector.close()
 
