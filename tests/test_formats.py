@@ -1170,3 +1170,28 @@ def test_strict_survives_an_export_in_a_format_without_it(fmt: str) -> None:
         parse_tools({"tools": [{**exported["tools"][0], "x-toolstore": {"strict": "yes"}}]})
     with pytest.raises(InvalidToolError, match=r"find.*x-toolstore\.strict is False, but the definition's own"):
         parse_tools({"tools": [{**strict, "x-toolstore": {"strict": False}}]})
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
+def test_a_responses_tool_that_left_strict_to_the_api_round_trips_without_it(fmt: str) -> None:
+    """A Responses tool without ``strict`` (the API applies its default) exported with metadata in a format without
+    Responses' default (Chat Completions, Anthropic, MCP) carries ``"x-toolstore": {"strict": null}``, so after a
+    re-import the Responses export leaves ``strict`` out again, and so does every export after it; a tool from another
+    format still gets ``"strict": false``. A null that contradicts the definition's own ``strict`` is an error naming
+    the tool."""
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    source = {"type": "function", "name": "find", "description": "Find.", "parameters": schema}
+    other = {"name": "plain", "description": "Plain.", "input_schema": schema}
+    tools = parse_tools([source, other])
+    exported = json.loads(json.dumps(export_catalog(tools, fmt, with_metadata=True)))  # type: ignore[arg-type]
+    back = parse_tools(exported)
+    lax = {"type": "function", "name": "plain", "description": "Plain.", "parameters": schema, "strict": False}
+    assert render(back, "openai-responses") == [source, lax]
+    again = parse_tools(json.loads(json.dumps(export_catalog(back, "mcp", with_metadata=True))))
+    assert render(again, "openai-responses")[0] == source
+    assert render(tools, fmt) == render(back, fmt)  # type: ignore[arg-type]  # without metadata: as before
+    assert "strict" not in json.dumps(export_catalog(tools, fmt))  # type: ignore[arg-type]
+    with pytest.raises(InvalidToolError, match=r"'find'.*x-toolstore\.strict is null .* own strict is True"):
+        parse_tools({**source, "strict": True, "x-toolstore": {"strict": None}})
+    with pytest.raises(InvalidToolError, match=r"'find'.*x-toolstore\.strict must be true or false, or null"):
+        parse_tools({**source, "x-toolstore": {"strict": "default"}})

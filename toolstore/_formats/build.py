@@ -137,10 +137,10 @@ def check_meta(value: object) -> dict[str, Any]:
     for key, item in value.items():
         if key in _META_LIST_KEYS:
             meta[key] = check_str_list(item, f"{META_KEY}.{key}")
-        elif key in ("always_on", "strict"):  # strict: an OpenAI tool's, exported to a format without it
-            if not isinstance(item, bool):
-                raise ValueError(f"{META_KEY}.{key} must be true or false, got {type_name(item)}")
-            meta[key] = item
+        elif key == "always_on":
+            meta[key] = _check_bool(item, key)
+        elif key == "strict":  # an OpenAI tool's, exported to a format without it; null: left to the Responses API
+            meta[key] = None if item is None else _check_bool(item, key, ", or null (left to the Responses API)")
         elif key == "http":  # an OpenAPI operation's method and path: kept in the spec, not a Tool field
             if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("method", "path"))):
                 raise ValueError(f'{META_KEY}.http must be {{"method": str, "path": str}}, got {item!r:.80}')
@@ -157,6 +157,12 @@ def check_meta(value: object) -> dict[str, Any]:
                 raise ValueError(f"{META_KEY}.{key} must not be empty")
             meta[key] = item
     return meta
+
+
+def _check_bool(value: object, key: str, or_else: str = "") -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{META_KEY}.{key} must be true or false{or_else}, got {type_name(value)}")
+    return value
 
 
 def _check_custom(value: object) -> dict[str, Any]:
@@ -297,7 +303,7 @@ def _build(draft: Draft, provider_arg: str | None) -> Tool:
     spec = draft.spec
     if "custom" in meta:
         spec, parameters = _custom_spec(draft, name, description, parameters, meta["custom"]), None
-    _check_strict(draft.spec, meta.get("strict"))
+    _check_strict(draft.spec, meta)
     record = _namespace(draft.spec.get(NAMESPACE_KEY), meta.get("namespace"))
     if record is not None:
         spec = {**spec, NAMESPACE_KEY: record}
@@ -340,13 +346,18 @@ def _custom_spec(
     return spec
 
 
-def _check_strict(spec: dict[str, Any], strict: bool | None) -> None:
-    """An ``x-toolstore.strict`` (an OpenAI tool's ``strict``, carried by a definition in a format without it) on an
-    OpenAI definition whose own ``strict`` says otherwise is an error: which one holds would be a guess."""
+def _check_strict(spec: dict[str, Any], meta: dict[str, Any]) -> None:
+    """An ``x-toolstore.strict`` (an OpenAI tool's ``strict``, carried by a definition in a format without it; null: a
+    Responses tool's that left it to the API) on an OpenAI definition whose own ``strict`` says otherwise is an error:
+    which one holds would be a guess."""
+    if "strict" not in meta:
+        return
+    strict = meta["strict"]
     fmt = source_format(spec)
     own = spec.get("function") if fmt == "openai" else spec if fmt == "openai-responses" else None
-    if strict is not None and isinstance(own, dict) and isinstance(own.get("strict"), bool) and own["strict"] != strict:
-        raise ValueError(f"{META_KEY}.strict is {strict}, but the definition's own strict is {own['strict']}")
+    if isinstance(own, dict) and isinstance(own.get("strict"), bool) and own["strict"] != strict:
+        said = "null (left to the API's default)" if strict is None else strict
+        raise ValueError(f"{META_KEY}.strict is {said}, but the definition's own strict is {own['strict']}")
 
 
 def _namespace(found: object, meta: dict[str, Any] | None) -> object:

@@ -99,6 +99,16 @@ def _openai_strict(tool: Tool, fmt: str | None) -> bool | None:
     return strict if isinstance(strict, bool) else None
 
 
+def _strict_left_to_api(tool: Tool, fmt: str | None) -> bool:
+    """Whether the tool is a Responses tool that left ``strict`` to the API's default: imported in that shape without a
+    boolean ``strict`` of its own, or from a definition another format gave it (its ``x-toolstore.strict`` null), and
+    no ``strict`` set elsewhere (:func:`_openai_strict`; ``fmt``: its :func:`source_format`)."""
+    if _openai_strict(tool, fmt) is not None:
+        return False
+    stored = _stored_meta(tool)
+    return fmt == "openai-responses" or ("strict" in stored and stored["strict"] is None)
+
+
 def metadata_block(
     tool: Tool, *, include_title: bool = True, mark_custom: bool = False, mark_namespace: bool = False
 ) -> dict[str, Any]:
@@ -108,7 +118,9 @@ def metadata_block(
     (or ``name`` without a provider), ``title`` only when ``include_title``; with ``mark_custom`` (a format without
     custom tools or ``strict``: Anthropic, MCP) an OpenAI custom tool's ``custom`` marker (its format), so its
     definition parses back as the custom tool rather than as a tool of one ``input`` property, and an OpenAI tool's
-    ``strict`` when its source set one (a schema written for strict mode is exported back strict); with
+    ``strict`` when its source set one (a schema written for strict mode is exported back strict); in every format
+    but Responses (``mark_custom`` or ``mark_namespace``) ``"strict": null`` for a Responses tool that left ``strict``
+    to the API (:func:`_strict_left_to_api`), so a Responses export gives it back without one again; with
     ``mark_namespace`` (a format without namespaces: Chat Completions, Anthropic, MCP) the Responses ``namespace`` a
     tool was imported from (the namespace object without its tools: ``build.namespace_record``), so a Responses export
     puts it back inside it.
@@ -134,9 +146,12 @@ def metadata_block(
         meta["http"] = http
     if mark_custom and is_custom(tool):
         meta["custom"] = custom_marker(tool)
-    strict = _openai_strict(tool, source_format(tool.spec)) if mark_custom else None
+    source = source_format(tool.spec)
+    strict = _openai_strict(tool, source) if mark_custom else None
     if strict is not None:
         meta["strict"] = strict
+    elif (mark_custom or mark_namespace) and _strict_left_to_api(tool, source):
+        meta["strict"] = None
     namespace = namespace_record(tool) if mark_namespace else None
     if namespace is not None:
         meta["namespace"] = namespace
@@ -160,7 +175,8 @@ def to_openai(
     The Responses shape carries ``"strict": false``: the openai SDK's ``FunctionToolParam`` requires the key
     (``Required[Optional[bool]]``), and strict mode refuses most schemas not written for it. A tool imported in
     Responses shape is the exception: it comes back with exactly the keys it had, so without ``strict`` when its
-    source had none; a faithful round trip gives the caller the definition they wrote, read by the API as it read
+    source had none (as does one exported from it in another format with metadata, ``x-toolstore.strict`` null, and
+    imported again); a faithful round trip gives the caller the definition they wrote, read by the API as it read
     that one (we do not add a key the source left to the API's default). A ``strict`` the tool's source set in
     the other OpenAI shape is kept in this one (a schema written for strict mode stays strict).
 
@@ -177,7 +193,7 @@ def to_openai(
     strict = _openai_strict(tool, source)
     if shape == "responses":
         rendered = {"type": "function", **fn}
-        if source != "openai-responses" or strict is not None:
+        if not _strict_left_to_api(tool, source):
             rendered["strict"] = False if strict is None else strict
         definition = _faithful(tool, "openai-responses", rendered, "parameters", source)
         target = definition
