@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
         "_abstain",
         "_formats",
         "_packing",
+        "_tokens",
         "_sql",
         "_metrics",
         "_examples",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from namespaced import CRM, SCHEMA
 
 from toolstore import RoutedTool, Signals, Tool
@@ -99,3 +100,36 @@ def test_a_responses_namespace_is_counted_in_the_budget_once() -> None:
         packed, _, used, report = explore_pack([notes, big, search], k=2, token_budget=room, seed=1, query="q", fmt=fmt)
         assert report is not None and report["eligible"] == len(drawn) and used <= room
         assert [c.tool.id for c in packed] == [c.tool.id for c in [notes, *drawn]]
+
+
+def test_definitions_in_another_format_keep_the_tools_and_warn_past_the_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A result packed for one format gives the same tools in another (its names and resolve() stay true), and when
+    their definitions there pass the token budget (an MCP tool's outputSchema, which the OpenAI format leaves out) a
+    warning on the ``toolstore`` logger says so, with their tokens and the format to route for; in the format packed
+    for, within the budget, or without one, nothing is said."""
+    from toolstore import RouteResult, parse_tools
+
+    output = {"type": "object", "properties": {f"field_{i}": {"type": "string"} for i in range(40)}}
+    definition = {"name": "report", "description": "A report.", "inputSchema": SCHEMA, "outputSchema": output}
+    [tool] = parse_tools([definition])
+    candidate = RoutedTool(tool, 1.0, Signals(), tokens=tool_tokens(tool))
+    packed, _, used = pack([candidate], k=1, token_budget=tool_tokens(tool))
+    result = RouteResult(query="q", tools=packed, token_budget=used, tokens_used=used)
+    with caplog.at_level("WARNING", logger="toolstore"):
+        assert sent_tokens(result.definitions()) <= used
+        assert caplog.records == []
+        mcp = result.definitions("mcp")
+    assert [d["name"] for d in mcp] == result.names and mcp[0]["outputSchema"] == output
+    assert sent_tokens(mcp) > used
+    [record] = caplog.records
+    assert record.levelname == "WARNING"
+    message = record.getMessage()
+    assert f"definitions('mcp') of a route packed for 'openai': {sent_tokens(mcp)} tokens" in message
+    assert f"over its token budget of {used}" in message and "fmt='mcp'" in message
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="toolstore"):
+        RouteResult(query="q", tools=packed, token_budget=sent_tokens(mcp), tokens_used=used).definitions("mcp")
+        RouteResult(query="q", tools=packed, tokens_used=used).definitions("mcp")
+    assert caplog.records == []

@@ -12,6 +12,8 @@ from ._explain import explain_result
 from ._formats import Format, tool_list
 from ._models import Tool
 from ._names import offered_names, offered_namespace, resolve_call
+from ._observe import logger
+from ._tokens import definition_tokens
 
 
 @dataclass(frozen=True)
@@ -135,8 +137,10 @@ class RouteResult:
 
     def definitions(self, fmt: Format | None = None) -> list[dict[str, Any]]:
         """The packed tools as definitions for an SDK call: ``openai``, ``openai-responses``, ``anthropic``, ``mcp``
-        (None: :attr:`fmt`, the format they were packed for; in another one they may not fit the token budget, and
-        :attr:`names` and :attr:`namespaces` are those of :attr:`fmt`).
+        (None: :attr:`fmt`, the format they were packed for). In another format they are the same tools (what
+        :attr:`names`, :attr:`namespaces` and :meth:`resolve` answer for; :attr:`names` and :attr:`namespaces` are
+        those of :attr:`fmt`), not packed again: their definitions there may pass :attr:`token_budget`, which a warning
+        on the ``toolstore`` logger then says, with their tokens (route with ``fmt`` set to the format you send).
 
         Names are unique and valid for every provider (see :attr:`names`); :meth:`resolve` maps a call back. In the
         Responses format the tools imported from a namespace come inside it, as ``export_catalog`` gives them (where
@@ -146,7 +150,10 @@ class RouteResult:
         """
         fmt = self.fmt if fmt is None else fmt
         tools = [r.tool for r in self.tools]
-        return tool_list(tools, fmt, names=offered_names(tools, fmt))
+        definitions = tool_list(tools, fmt, names=offered_names(tools, fmt))
+        if fmt != self.fmt and self.token_budget is not None:
+            _warn_past_budget(definitions, fmt, self.fmt, self.token_budget)
+        return definitions
 
     def explain(self) -> dict[str, Any]:
         """Why each tool is here, as JSON-ready data: per tool its ranks, each signal's RRF contribution and the
@@ -157,3 +164,14 @@ class RouteResult:
         """The tool a model called by ``name`` (a name from :meth:`definitions`), or by its own name inside the
         Responses ``namespace`` the call names (``_names.call_namespace``); UnknownToolError otherwise."""
         return resolve_call(name, namespace, [r.tool for r in self.tools], offered=True)
+
+
+def _warn_past_budget(definitions: list[dict[str, Any]], fmt: Format, packed_for: Format, budget: int) -> None:
+    """Warn when ``definitions`` in ``fmt`` pass the token ``budget`` of a route packed for another format."""
+    tokens = sum(definition_tokens(d) for d in definitions)
+    if tokens > budget:
+        logger.warning(
+            "definitions(%r) of a route packed for %r: %d tokens, over its token budget of %d (the budget counted "
+            "them in %r; route with fmt=%r to pack them for it)",
+            *(fmt, packed_for, tokens, budget, packed_for, fmt),
+        )
