@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -1195,3 +1196,41 @@ def test_a_responses_tool_that_left_strict_to_the_api_round_trips_without_it(fmt
         parse_tools({**source, "strict": True, "x-toolstore": {"strict": None}})
     with pytest.raises(InvalidToolError, match=r"'find'.*x-toolstore\.strict must be true or false, or null"):
         parse_tools({**source, "x-toolstore": {"strict": "default"}})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"name": "x", "parameters": {"type": "object", "properties": {"n": {"maximum": 1e400}}}}',
+            "tool 'x': parameters.properties.n.maximum is Infinity, which is not JSON (a number such as 1e400 is)",
+        ),
+        ('{"name": "x", "description": "caf\\udce9"}', "tool 'x': description is not valid Unicode (a lone surrogate"),
+        (
+            '{"name": "x", "input_schema": null, "cache_control": {"\\ud800": 1}}',
+            "tool 'x': spec.cache_control has a key that is not valid Unicode (a lone surrogate, e.g. from undecodable "
+            "bytes): '\\ud800'",
+        ),
+        ('{"name": "x", "inputSchema": {"type": "object"}, "_meta": {"n": 1' + "0" * 400 + "}}", "spec._meta.n is an"),
+    ],
+)
+def test_a_definition_json_cannot_hold_is_an_error_naming_the_tool_and_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    """A file's number past a double's range (read as Infinity), an escaped lone surrogate or an integer past the
+    catalog's limit parsed into a tool whose export was no JSON (``Infinity``) or whose names crashed
+    (UnicodeEncodeError); each is an InvalidToolError naming the file, the tool and the field, as a NUL byte is. So are
+    Python values JSON has not (NaN, a set, a non-string key)."""
+    path = tmp_path / "tools.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert str(info.value).startswith(f"{path}: tool 'x': "), str(info.value)
+    assert message in str(info.value), str(info.value)
+    schema = {"type": "object", "properties": {"a": {"default": math.nan}, "b": {"enum": {1}}}}
+    with pytest.raises(InvalidToolError, match=r"^tool 'x': parameters\.properties\.a\.default is NaN, which is not"):
+        parse_tools({"name": "x", "parameters": schema})
+    with pytest.raises(InvalidToolError, match=r"^tool 'x': parameters\.properties\.b\.enum is a set, which is not"):
+        parse_tools({"name": "x", "parameters": {**schema, "properties": {"b": schema["properties"]["b"]}}})
+    with pytest.raises(InvalidToolError, match=r"^tool 'x': input_schema has a key that is not a string: 1"):
+        parse_tools({"name": "x", "input_schema": {"type": "object", 1: "a"}})

@@ -7,11 +7,12 @@ Every format adapter extracts a :class:`Draft` (raw, unchecked values) and hands
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from .._errors import InvalidToolError
-from .._input import MAX_NAME_CHARS
+from .._input import MAX_INT_BITS, MAX_NAME_CHARS, text_problem
 from .._models import Tool
 
 META_KEY = "x-toolstore"
@@ -75,24 +76,41 @@ def tool_label(loc: str, name: object) -> str:
     return " ".join(parts)
 
 
-def find_nul(value: object, path: str = "") -> str | None:
-    """The path of the first string (value or key) containing a NUL byte, or None."""
+def find_unstorable(value: object, path: str = "") -> str | None:
+    """What the first value (or key) JSON cannot hold, or the catalog cannot store, is, and where: a NUL byte or a lone
+    surrogate in a string, NaN or Infinity (a JSON number past a double's range, ``1e400``, reads as Infinity), an
+    integer over :data:`~.._input.MAX_INT_BITS` bits, a non-string key, a value of no JSON type; None: none."""
+    where = path or "(value)"
     if isinstance(value, str):
-        return (path or "(value)") if "\x00" in value else None
+        problem = text_problem(value)
+        return None if problem is None else f"NUL byte in {where}" if "\x00" in value else f"{where} {problem}"
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return f"{where} is an integer over {MAX_INT_BITS} bits" if value.bit_length() > MAX_INT_BITS else None
+    if isinstance(value, float) and math.isnan(value):
+        return f"{where} is NaN, which is not JSON"
+    if isinstance(value, float):  # Infinity: json.loads reads a number past a double's range so
+        return None if math.isfinite(value) else f"{where} is Infinity, which is not JSON (a number such as 1e400 is)"
     if isinstance(value, dict):
         for key, item in value.items():
             sub = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and "\x00" in key:
-                return sub
-            found = find_nul(item, sub)
+            if not isinstance(key, str) or text_problem(key):  # the key itself shown escaped: a lone surrogate
+                if isinstance(key, str) and "\x00" in key:  # cannot be printed
+                    return f"NUL byte in {sub}"
+                problem = "is not a string" if not isinstance(key, str) else text_problem(key)
+                return f"{where} has a key that {problem}: {key!r:.40}"
+            found = find_unstorable(item, sub)
             if found:
                 return found
-    elif isinstance(value, (list, tuple)):
+        return None
+    if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            found = find_nul(item, f"{path}[{i}]")
+            found = find_unstorable(item, f"{path}[{i}]")
             if found:
                 return found
-    return None
+        return None
+    return f"{where} is a {type(value).__name__}, which is not JSON"
 
 
 def is_empty_object_schema(schema: dict[str, Any]) -> bool:
@@ -282,9 +300,9 @@ def build_tool(draft: Draft, loc: str, provider: str | None) -> Tool:
 def _build(draft: Draft, provider_arg: str | None) -> Tool:
     fields = {"name": draft.name, "description": draft.description, "title": draft.title}
     fields.update({draft.parameters_field: draft.parameters, META_KEY: draft.meta, "spec": draft.spec})
-    nul = find_nul(fields)
-    if nul:
-        raise ValueError(f"NUL byte in {nul}")
+    problem = find_unstorable(fields)
+    if problem:
+        raise ValueError(problem)
     name = check_name(draft.name)
     meta = check_meta(draft.meta)
     description = check_optional_str(draft.description, "description") or ""
