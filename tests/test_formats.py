@@ -1234,3 +1234,30 @@ def test_a_definition_json_cannot_hold_is_an_error_naming_the_tool_and_field(
         parse_tools({"name": "x", "parameters": {**schema, "properties": {"b": schema["properties"]["b"]}}})
     with pytest.raises(InvalidToolError, match=r"^tool 'x': input_schema has a key that is not a string: 1"):
         parse_tools({"name": "x", "input_schema": {"type": "object", 1: "a"}})
+
+
+HUGE = "n" * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"name": HUGE}, f"tool {HUGE[:128]!r}...: name is 1000000 characters long, the limit is 128"),
+        ({"type": HUGE, "name": "x"}, "tool 'x': unsupported tool type 'nnn"),
+        ({"name": "x", "inputSchema": {}, "type": HUGE}, "tool 'x': unsupported tool type 'nnn"),
+        ({"name": "x", "parameters": {"type": HUGE}}, "tool 'x': parameters must be a JSON schema"),
+        ({"name": "x", "x-toolstore": {HUGE: 1}}, "tool 'x': x-toolstore: unknown key(s) 'nnn"),
+        ({"openapi": HUGE}, "unsupported OpenAPI version 'nnn"),
+        ({HUGE: 1, **{str(i): i for i in range(100_000)}}, "unrecognised tool shape (keys seen: 'nnn"),
+        ({"openapi": "3.0.0", "paths": {HUGE: 1}}, "OpenAPI path 'nnn"),
+        ({"openapi": "3.0.0", "paths": {"/a": {"get": {"parameters": [{"$ref": "#/" + HUGE}]}}}}, "$ref '#/nnn"),
+        ({"openapi": "3.0.0", "paths": {"/" + HUGE: {"get": {}}}}, "tool (GET /nnn"),
+    ],
+)
+def test_an_error_about_a_huge_value_quotes_only_its_head(data: object, message: str) -> None:
+    """An error about a megabyte value (a name past the limit, a tool type, a schema's type, an unknown x-toolstore
+    key, the keys of an unrecognised object, an OpenAPI version, path or $ref) quoted all of it, a message of a
+    megabyte for a terminal or a log; it quotes its head, still naming the tool."""
+    with pytest.raises(InvalidToolError) as info:
+        parse_tools(data)
+    assert message in str(info.value) and len(str(info.value)) < 700, str(info.value)[:300]

@@ -71,8 +71,8 @@ def tool_label(loc: str, name: object) -> str:
     parts = ["tool"]
     if loc:
         parts.append(loc)
-    if isinstance(name, str) and name.strip() and "\x00" not in name:
-        parts.append(repr(name))
+    if isinstance(name, str) and name.strip() and "\x00" not in name:  # a name past the limit: its head
+        parts.append(repr(name) if len(name) <= MAX_NAME_CHARS else f"{name[:MAX_NAME_CHARS]!r}...")
     return " ".join(parts)
 
 
@@ -134,7 +134,7 @@ def check_parameters(value: object, field_name: str) -> dict[str, Any] | None:
         return None
     if value.get("type") != "object":
         got = value.get("type", "no type")
-        raise ValueError(f'{field_name} must be a JSON schema with "type": "object", got {got!r}')
+        raise ValueError(f'{field_name} must be a JSON schema with "type": "object", got {got!r:.80}')
     properties = value.get("properties")
     if properties is not None and not isinstance(properties, dict):
         raise ValueError(f"{field_name}.properties must be a JSON object, got {type_name(properties)}")
@@ -150,7 +150,10 @@ def check_meta(value: object) -> dict[str, Any]:
     unknown = sorted(set(value) - META_KEYS)
     if unknown:
         known = ", ".join(sorted(META_KEYS))
-        raise ValueError(f"{META_KEY}: unknown key(s) {', '.join(map(repr, unknown))} (known: {known})")
+        listed = ", ".join(f"{key!r:.80}" for key in unknown[:5]) + (
+            f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        )
+        raise ValueError(f"{META_KEY}: unknown key(s) {listed} (known: {known})")
     meta: dict[str, Any] = {}
     for key, item in value.items():
         if key in _META_LIST_KEYS:

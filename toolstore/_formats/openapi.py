@@ -36,7 +36,7 @@ def openapi_drafts(doc: dict[str, Any], loc: str) -> list[tuple[Draft, str]]:
     if "swagger" in doc and version is None:
         raise ValueError("Swagger 2.0 documents are not supported; convert to OpenAPI 3 first")
     if not isinstance(version, str) or not version.startswith("3."):
-        raise ValueError(f"unsupported OpenAPI version {version!r} (expected 3.0 or 3.1)")
+        raise ValueError(f"unsupported OpenAPI version {version!r:.80} (expected 3.0 or 3.1)")
     paths = doc.get("paths", {})
     if not isinstance(paths, dict):
         raise ValueError(f"OpenAPI paths must be a JSON object, got {type_name(paths)}")
@@ -48,12 +48,12 @@ def openapi_drafts(doc: dict[str, Any], loc: str) -> list[tuple[Draft, str]]:
     for path, item in paths.items():
         item = resolver.resolve(item)
         if not isinstance(item, dict):
-            raise ValueError(f"OpenAPI path {path!r} must be a JSON object, got {type_name(item)}")
+            raise ValueError(f"OpenAPI path {path!r:.80} must be a JSON object, got {type_name(item)}")
         for method in METHODS:
             op = item.get(method)
             if op is None:
                 continue
-            where = f"{loc} ({method.upper()} {path})".strip()
+            where = f"{loc} ({method.upper()} {path if len(path) <= 200 else path[:200] + '...'})".strip()
             if not isinstance(op, dict):
                 raise ValueError(f"operation {where} must be a JSON object, got {type_name(op)}")
             try:
@@ -183,7 +183,7 @@ class _Resolver:
 
     def lookup(self, ref: str) -> Any:
         if not ref.startswith("#/") and ref != "#":
-            raise ValueError(f"only local $refs (#/...) are supported, got {ref!r}")
+            raise ValueError(f"only local $refs (#/...) are supported, got {ref!r:.80}")
         node: Any = self.doc
         for token in ref[2:].split("/") if ref != "#" else []:
             token = token.replace("~1", "/").replace("~0", "~")
@@ -192,7 +192,7 @@ class _Resolver:
             elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
                 node = node[int(token)]
             else:
-                raise ValueError(f"$ref {ref!r} does not resolve")
+                raise ValueError(f"$ref {ref!r:.80} does not resolve")
         return node
 
     def resolve(self, node: object, seen: tuple[str, ...] = ()) -> Any:
@@ -200,7 +200,7 @@ class _Resolver:
         while isinstance(node, dict) and isinstance(node.get("$ref"), str):
             ref = node["$ref"]
             if ref in seen:
-                raise ValueError(f"$ref {ref!r} refers to itself")
+                raise ValueError(f"$ref {ref!r:.80} refers to itself")
             seen += (ref,)
             node = self.lookup(ref)
         return node
@@ -225,13 +225,13 @@ class _Resolver:
             if ref in stack:
                 return {"description": f"recursive reference to {ref}"}
             if len(stack) >= MAX_JSON_DEPTH:
-                raise ValueError(f"schema goes through more than {MAX_JSON_DEPTH} $refs (up to {ref!r})")
+                raise ValueError(f"schema goes through more than {MAX_JSON_DEPTH} $refs (up to {ref!r:.80})")
             found = self.lookup(ref)
             siblings = {k: self._expand(v, stack, depth + 1) for k, v in node.items() if k != "$ref"}
             if isinstance(found, bool):  # a boolean schema (OpenAPI 3.1): true allows anything, false nothing
                 return siblings if found and siblings else found
             if not isinstance(found, dict):
                 kind = type_name(found)
-                raise ValueError(f"$ref {ref!r} must point to a schema (an object or a boolean), got {kind}")
+                raise ValueError(f"$ref {ref!r:.80} must point to a schema (an object or a boolean), got {kind}")
             return {**self._expand(found, stack + (ref,), depth), **siblings}
         return {key: self._expand(value, stack, depth + 1) for key, value in node.items()}

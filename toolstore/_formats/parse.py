@@ -93,11 +93,11 @@ def check_skipped(located: list[Located], skipped: list[Skipped], context: str =
     prefix = f"{context}: " if context else ""
     more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
     if not located:
-        listed = ", ".join(f"{label} (unsupported tool type {kind!r})" for label, kind in skipped[:5])
+        listed = ", ".join(f"{label} (unsupported tool type {kind!r:.80})" for label, kind in skipped[:5])
         raise InvalidToolError(
             f"{prefix}no function tools to import, only built-in ones: {listed}{more}; {_WHY_BUILTIN}"
         )
-    listed = ", ".join(f"{label} (type {kind!r})" for label, kind in skipped[:5])
+    listed = ", ".join(f"{label} (type {kind!r:.80})" for label, kind in skipped[:5])
     tools = "tool" if len(skipped) == 1 else "tools"
     logger.warning("%sskipped %d built-in %s: %s%s; %s", prefix, len(skipped), tools, listed, more, _WHY_BUILTIN)
 
@@ -206,13 +206,13 @@ def _draft(d: dict[str, Any], loc: str) -> Draft:
         return _bench_row(d)
     if kind is None and "name" in d:
         return _plain(d, "parameters")
-    keys = ", ".join(repr(k) for k in d) or "none"
+    keys = ", ".join(f"{k!r:.40}" for k in list(d)[:10]) + (f" and {len(d) - 10} more" if len(d) > 10 else "")
     if kind is not None:
-        problem = f"unsupported tool type {kind!r}"
+        problem = f"unsupported tool type {kind!r:.80}"
     else:
         problem = "unrecognised tool shape"
     raise InvalidToolError(
-        f"{tool_label(loc, d.get('name'))}: {problem} (keys seen: {keys}); expected an OpenAI, "
+        f"{tool_label(loc, d.get('name'))}: {problem} (keys seen: {keys or 'none'}); expected an OpenAI, "
         "Anthropic, MCP, OpenAPI or benchmark-row tool definition"
     )
 
@@ -220,7 +220,7 @@ def _draft(d: dict[str, Any], loc: str) -> Draft:
 def _check_kind(d: dict[str, Any], loc: str, allowed: str | None) -> None:
     kind = d.get("type")
     if kind is not None and kind != allowed:
-        raise InvalidToolError(f"{tool_label(loc, d.get('name'))}: unsupported tool type {kind!r}")
+        raise InvalidToolError(f"{tool_label(loc, d.get('name'))}: unsupported tool type {kind!r:.80}")
 
 
 def _openai_chat(d: dict[str, Any], loc: str, key: str) -> Draft:
