@@ -1261,3 +1261,17 @@ def test_an_error_about_a_huge_value_quotes_only_its_head(data: object, message:
     with pytest.raises(InvalidToolError) as info:
         parse_tools(data)
     assert message in str(info.value) and len(str(info.value)) < 700, str(info.value)[:300]
+
+
+def test_a_namespace_inside_a_namespace_is_an_error_naming_both() -> None:
+    """A Responses namespace holds function and custom tools; one inside another was read as if the outer one were not
+    there (its tools imported as 'inner.search', the outer namespace and its description dropped). It is an error
+    naming where and both namespaces, and nothing is imported; a wrapper's namespaces side by side still parse."""
+    inner = {"type": "namespace", "name": "inner", "tools": [{"type": "function", "name": "search"}]}
+    outer = {"type": "namespace", "name": "crm", "description": "CRM.", "tools": [inner]}
+    with pytest.raises(
+        InvalidToolError,
+        match=r"^tool \[1\]\.tools\[0\]: namespace 'inner' is inside namespace 'crm'; a Responses namespace holds",
+    ):
+        parse_tools([{"name": "ok"}, outer])
+    assert [t.id for t in parse_tools({"tools": [outer["tools"][0], {**outer, "tools": []}]})] == ["inner.search"]

@@ -137,6 +137,11 @@ def _collect(
             raise InvalidToolError(
                 f"{tool_label(loc, None)}: a namespace's name must be a non-empty string, got {name!r:.80}"
             )
+        if namespace is not None:  # which one the model calls its tools by would be a guess
+            raise InvalidToolError(
+                f"{tool_label(loc, None)}: namespace {name!r:.80} is inside namespace {namespace['name']!r:.80}; a "
+                "Responses namespace holds function and custom tools, not namespaces"
+            )
         _collect(_tools_list(value, loc), _join(loc, "tools"), out, skipped, value)
     elif "tools" in value and _is_wrapper(value, loc):
         _collect(_tools_list(value, loc), _join(loc, "tools"), out, skipped, namespace)
