@@ -1275,3 +1275,30 @@ def test_a_namespace_inside_a_namespace_is_an_error_naming_both() -> None:
     ):
         parse_tools([{"name": "ok"}, outer])
     assert [t.id for t in parse_tools({"tools": [outer["tools"][0], {**outer, "tools": []}]})] == ["inner.search"]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("2025-13-45", "month must be in 1..12"),
+        ("1" + "0" * 5000, "Exceeds the limit (4300 digits) for integer string conversion"),
+        ("!!bool maybe", "'maybe'"),
+    ],
+)
+def test_a_yaml_value_python_cannot_build_is_an_error_naming_the_file(tmp_path: Path, value: str, problem: str) -> None:
+    """A YAML scalar that resolves to a date, an integer or a boolean Python cannot build (a typo'd date as an OpenAPI
+    ``info.version``, an integer of 5,000 digits, ``!!bool maybe``) escaped load_tools_file as a ValueError or
+    KeyError traceback; it is an InvalidToolError naming the file and the problem. One built that JSON cannot write
+    (a hexadecimal integer of 5,000 digits) says so without Python's advice to call sys.set_int_max_str_digits."""
+    path = tmp_path / "api.yaml"
+    path.write_text(f"openapi: 3.0.0\ninfo:\n  title: t\n  version: {value}\npaths: {{}}\n", encoding="utf-8")
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert str(info.value).startswith(f"{path}: invalid YAML: a value that cannot be read ({problem}"), str(info.value)
+    assert "sys.set_int_max_str_digits" not in str(info.value)
+    path.write_text(f"openapi: 3.0.0\ninfo:\n  version: 0x{'f' * 5000}\npaths: {{}}\n", encoding="utf-8")
+    with pytest.raises(InvalidToolError, match=r"YAML that has no JSON equivalent: Exceeds the limit \(4300 digits\)"):
+        load_tools_file(path)
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert "sys.set_int_max_str_digits" not in str(info.value)

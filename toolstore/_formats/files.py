@@ -115,6 +115,9 @@ def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skippe
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InvalidToolError(f"{name}{where}: invalid YAML: {problem}") from None
+    except (ValueError, KeyError) as exc:  # a scalar YAML resolves but Python cannot build: a date 2025-13-45, a
+        # 5,000-digit int, !!bool maybe (a KeyError)
+        raise InvalidToolError(f"{name}: invalid YAML: a value that cannot be read ({_problem(exc)})") from None
     if not isinstance(data, dict) or not ("openapi" in data or "swagger" in data):
         kind = f"a YAML {type(data).__name__}" if not isinstance(data, dict) else "a mapping without an 'openapi' key"
         raise InvalidToolError(
@@ -124,8 +127,13 @@ def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skippe
     try:
         data = parse_json(json.dumps(data, default=str))
     except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidToolError(f"{name}: YAML that has no JSON equivalent: {exc}") from None
+        raise InvalidToolError(f"{name}: YAML that has no JSON equivalent: {_problem(exc)}") from None
     try:
         return parse_located(data, provider=provider, skipped=skipped)
     except InvalidToolError as exc:
         raise InvalidToolError(f"{name}: {exc}") from None
+
+
+def _problem(exc: Exception) -> str:
+    """What went wrong, without Python's advice to the programmer (``; use sys.set_int_max_str_digits() ...``)."""
+    return str(exc).split("; use sys.")[0]
