@@ -1302,3 +1302,20 @@ def test_a_yaml_value_python_cannot_build_is_an_error_naming_the_file(tmp_path: 
     with pytest.raises(InvalidToolError) as info:
         load_tools_file(path)
     assert "sys.set_int_max_str_digits" not in str(info.value)
+
+
+@pytest.mark.parametrize(("name", "where"), [("tools.json", ""), ("tools.jsonl", " line 1")])
+def test_a_json_integer_past_pythons_limit_is_said_without_pythons_advice(
+    tmp_path: Path, name: str, where: str
+) -> None:
+    """A JSON file with an integer of 5,000 digits was refused with Python's advice to the programmer, '...; use
+    sys.set_int_max_str_digits() to increase the limit', which a user of import cannot follow; the error says what is
+    wrong only."""
+    path = tmp_path / name
+    path.write_text('{"name": "x", "n": 1' + "0" * 5000 + "}\n", encoding="utf-8")
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert str(info.value) == (
+        f"{path}{where}: invalid JSON: Exceeds the limit (4300 digits) for integer string conversion: value has 5001 "
+        "digits"
+    )

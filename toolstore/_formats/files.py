@@ -65,7 +65,7 @@ def _parse_json(text: str, name: str, provider: str | None, skipped: list[Skippe
     except json.JSONDecodeError as exc:
         raise InvalidToolError(f"{name} line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
     except ValueError as exc:
-        raise InvalidToolError(f"{name}: invalid JSON: {exc}") from None
+        raise InvalidToolError(f"{name}: invalid JSON: {_problem(exc)}") from None
     try:
         return parse_located(data, provider=provider, skipped=skipped)
     except InvalidToolError as exc:
@@ -83,7 +83,7 @@ def _parse_jsonl(text: str, name: str, provider: str | None, skipped: list[Skipp
         except json.JSONDecodeError as exc:
             raise InvalidToolError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
         except ValueError as exc:
-            raise InvalidToolError(f"{where}: invalid JSON: {exc}") from None
+            raise InvalidToolError(f"{where}: invalid JSON: {_problem(exc)}") from None
         line_skipped: list[Skipped] = []
         try:
             tools = parse_located(data, provider=provider, skipped=line_skipped)
