@@ -563,6 +563,23 @@ def test_openapi_refs_to_boolean_schemas_import() -> None:
     assert tool.parameters == {"type": "object", "properties": {"q": {}}}
 
 
+def test_openapi_a_ref_to_a_ref_to_a_boolean_schema_imports() -> None:
+    """A $ref to a schema that is itself a $ref to a boolean schema (``Any`` -> ``Anything`` -> true, in OpenAPI 3.1)
+    crashed the import with TypeError ('bool' object is not a mapping); it is that boolean, as a $ref straight to it
+    is, a true one with sibling keywords those keywords, a false one false."""
+    doc = _openapi_body({"type": "object", "properties": {"extra": {"$ref": "#/components/schemas/Any"}}}, {})
+    doc["components"]["schemas"].update({"Any": {"$ref": "#/components/schemas/Anything"}, "Anything": True})
+    (tool,) = parse_tools(doc)
+    assert tool.parameters is not None and tool.parameters["properties"]["extra"] is True
+    extra = {"$ref": "#/components/schemas/Any", "description": "Anything."}
+    doc["paths"]["/p"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["extra"] = extra
+    (tool,) = parse_tools(doc)
+    assert tool.parameters is not None and tool.parameters["properties"]["extra"] == {"description": "Anything."}
+    doc["components"]["schemas"]["Anything"] = False
+    (tool,) = parse_tools(doc)
+    assert tool.parameters is not None and tool.parameters["properties"]["extra"] is False
+
+
 def test_openapi_bounds_keep_deep_and_shared_schemas() -> None:
     """Within the bounds: a chain of 25 $refs, and a diamond of 10 levels (1,024 copies), expand in full."""
     (deep,) = parse_tools(_openapi_body(S0, _chain(25)))

@@ -227,11 +227,12 @@ class _Resolver:
             if len(stack) >= MAX_JSON_DEPTH:
                 raise ValueError(f"schema goes through more than {MAX_JSON_DEPTH} $refs (up to {ref!r:.80})")
             found = self.lookup(ref)
-            siblings = {k: self._expand(v, stack, depth + 1) for k, v in node.items() if k != "$ref"}
-            if isinstance(found, bool):  # a boolean schema (OpenAPI 3.1): true allows anything, false nothing
-                return siblings if found and siblings else found
-            if not isinstance(found, dict):
+            if not isinstance(found, (bool, dict)):
                 kind = type_name(found)
                 raise ValueError(f"$ref {ref!r:.80} must point to a schema (an object or a boolean), got {kind}")
-            return {**self._expand(found, stack + (ref,), depth), **siblings}
+            siblings = {k: self._expand(v, stack, depth + 1) for k, v in node.items() if k != "$ref"}
+            target = found if isinstance(found, bool) else self._expand(found, stack + (ref,), depth)
+            if isinstance(target, bool):  # a boolean schema (OpenAPI 3.1), or a $ref to one: true allows anything,
+                return siblings if target and siblings else target  # false nothing
+            return {**target, **siblings}
         return {key: self._expand(value, stack, depth + 1) for key, value in node.items()}
