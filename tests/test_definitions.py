@@ -367,3 +367,27 @@ def test_demo_catalog_issue_request_gets_unique_anthropic_names(store: ToolStore
     names = [d["name"] for d in result.definitions("anthropic")]
     assert len(set(names)) == len(names)
     assert {result.resolve(n).id for n in names if n.endswith("__create_issue")} == set(creators)
+
+
+def test_a_call_of_a_huge_name_is_refused_quoting_its_head() -> None:
+    """A model's call of a name of 100,000 characters (or made in a namespace that long) was refused with an error
+    quoting all of it, 100 KB for a log; it quotes 80 characters, and still what was offered."""
+    from toolstore import RoutedTool, RouteResult, Signals
+
+    tools = parse_tools([{"type": "namespace", "name": "crm", "tools": [{"type": "function", "name": "search"}]}])
+    result = RouteResult(query="q", tools=[RoutedTool(t, 1.0, Signals()) for t in tools], fmt="openai-responses")
+    huge = "x" * 100_000
+    for name, namespace, message in [
+        (huge, None, "no offered tool is named 'xxx"),
+        ("search", huge, "no offered tool is in namespace 'xxx"),
+        ("search", "crm", None),
+    ]:
+        if message is None:
+            assert result.resolve(name, namespace=namespace).id == "crm.search"
+            continue
+        with pytest.raises(UnknownToolError) as info:
+            result.resolve(name, namespace=namespace)
+        assert str(info.value).startswith(message) and len(str(info.value)) < 300, str(info.value)[:200]
+    with pytest.raises(UnknownToolError) as info:
+        resolve_call(huge, None, tools, offered=False)
+    assert str(info.value).startswith("no tool named 'xxx") and len(str(info.value)) < 300

@@ -127,7 +127,7 @@ def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
     if offered:
         return resolve_given(name, tools, [{given} for given in model_names(tools)])
     if not isinstance(name, str) or not name:
-        raise UnknownToolError(f"tool name must be a non-empty string, got {name!r}")
+        raise UnknownToolError(f"tool name must be a non-empty string, got {name!r:.80}")
     by_id = [t for t in tools if t.id == name]
     if by_id:
         return by_id[0]
@@ -137,8 +137,8 @@ def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
             return next(iter(found.values()))
         if len(found) > 1:
             ids = ", ".join(sorted(found))
-            raise UnknownToolError(f"tool name {name!r} is ambiguous ({ids}); pass the ids that were offered")
-    raise UnknownToolError(f"no tool named {name!r}")
+            raise UnknownToolError(f"tool name {name!r:.80} is ambiguous ({ids}); pass the ids that were offered")
+    raise UnknownToolError(f"no tool named {name!r:.80}")
 
 
 def call_namespace(tool: Tool) -> str | None:
@@ -166,7 +166,7 @@ def resolve_call(name: str, namespace: str | None, tools: Sequence[Tool], *, off
     members = in_namespace(tools, namespace)
     if not members:
         which = "offered tool" if offered else "tool"
-        raise UnknownToolError(f"no {which} is in namespace {namespace!r} (called: {name!r})")
+        raise UnknownToolError(f"no {which} is in namespace {namespace!r:.80} (called: {name!r:.80})")
     return resolve_name(name, members, offered=False)
 
 
@@ -175,14 +175,14 @@ def resolve_given(name: str, tools: Sequence[Tool], given: Sequence[Collection[s
     have been given under). UnknownToolError when none was, or when more than one may have been: an ambiguous name is
     never guessed (``hint`` is added to that error)."""
     if not isinstance(name, str) or not name:
-        raise UnknownToolError(f"tool name must be a non-empty string, got {name!r}")
+        raise UnknownToolError(f"tool name must be a non-empty string, got {name!r:.80}")
     found = [t for t, names in zip(tools, given) if name in names]
     if len(found) > 1:
         ids = ", ".join(t.id for t in found)
-        raise UnknownToolError(f"tool name {name!r} may mean any of {ids}{hint}")
+        raise UnknownToolError(f"tool name {name!r:.80} may mean any of {ids}{hint}")
     if not found:
         offered = sorted({n for names in given for n in names})
-        raise UnknownToolError(f"no offered tool is named {name!r} (offered: {', '.join(offered)})")
+        raise UnknownToolError(f"no offered tool is named {name!r:.80} (offered: {', '.join(offered)})")
     return found[0]
 
 
