@@ -13,7 +13,8 @@ from typing import Any
 
 from .._errors import InvalidToolError
 from .._input import MAX_JSON_DEPTH
-from .build import META_KEY, Draft, tool_label, type_name
+from .build import META_KEY, Draft, tool_label
+from .checks import type_name
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _PARAM_LOCATIONS = ("path", "query", "header")

@@ -10,7 +10,8 @@ from .._errors import InvalidInputError, InvalidToolError
 from .._input import check_document_depth
 from .._models import Tool
 from .._observe import logger
-from .build import META_KEY, NAMESPACE_KEY, Draft, build_tool, tool_label, type_name
+from .build import META_KEY, NAMESPACE_KEY, Draft, build_tool, tool_label
+from .checks import type_name
 from .openapi import is_openapi, openapi_drafts
 
 Located = tuple[Tool, str]
