@@ -1336,3 +1336,20 @@ def test_a_json_integer_past_pythons_limit_is_said_without_pythons_advice(
         f"{path}{where}: invalid JSON: Exceeds the limit (4300 digits) for integer string conversion: value has 5001 "
         "digits"
     )
+
+
+@pytest.mark.parametrize("value", ["object", 1, {}, []])
+def test_an_openai_tools_strict_that_is_no_boolean_is_an_error_naming_the_tool(value: object) -> None:
+    """An OpenAI function tool's ``strict`` (either shape) is true, false or null, which the APIs take; another value
+    was imported and sent back as it was (the API refuses the request), and an export with metadata took it for no
+    strict at all. It is an error naming the tool; null and the booleans import as before."""
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    responses = {"type": "function", "name": "find", "parameters": schema}
+    chat = {"type": "function", "function": {"name": "find", "parameters": schema}}
+    with pytest.raises(InvalidToolError, match=r"^tool 'find': strict must be true, false or null, got "):
+        parse_tools({**responses, "strict": value})
+    with pytest.raises(InvalidToolError, match=r"^tool 'find': strict must be true, false or null, got "):
+        parse_tools({**chat, "function": {**chat["function"], "strict": value}})
+    for strict in (None, True, False):
+        given = {**responses, "strict": strict}
+        assert render(parse_tools(given), "openai-responses") == [given]

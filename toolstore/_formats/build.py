@@ -263,14 +263,17 @@ def _custom_spec(
 
 
 def _check_strict(spec: dict[str, Any], meta: dict[str, Any]) -> None:
-    """An ``x-toolstore.strict`` (an OpenAI tool's ``strict``, carried by a definition in a format without it; null: a
+    """An OpenAI function definition's own ``strict`` is true, false or null (the APIs take no other), and an
+    ``x-toolstore.strict`` (an OpenAI tool's ``strict``, carried by a definition in a format without it; null: a
     Responses tool's that left it to the API) on an OpenAI definition whose own ``strict`` says otherwise is an error:
     which one holds would be a guess."""
+    fmt = source_format(spec)
+    own = spec.get("function") if fmt == "openai" else spec if fmt == "openai-responses" else None
+    if isinstance(own, dict) and own.get("strict") is not None and not isinstance(own["strict"], bool):
+        raise ValueError(f"strict must be true, false or null, got {type_name(own['strict'])}")
     if "strict" not in meta:
         return
     strict = meta["strict"]
-    fmt = source_format(spec)
-    own = spec.get("function") if fmt == "openai" else spec if fmt == "openai-responses" else None
     if isinstance(own, dict) and isinstance(own.get("strict"), bool) and own["strict"] != strict:
         said = "null (left to the API's default)" if strict is None else strict
         raise ValueError(f"{META_KEY}.strict is {said}, but the definition's own strict is {own['strict']}")
