@@ -1353,3 +1353,16 @@ def test_an_openai_tools_strict_that_is_no_boolean_is_an_error_naming_the_tool(v
     for strict in (None, True, False):
         given = {**responses, "strict": strict}
         assert render(parse_tools(given), "openai-responses") == [given]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
+def test_a_namespace_whose_description_is_no_string_is_an_error_naming_it(fmt: str) -> None:
+    """A Responses namespace's description is a string (the API shows it to the model); one that was an object was
+    imported, and its tools' export with metadata, ``x-toolstore.namespace``, did not import again ('description must
+    be a string'). It is an error at the first import, naming the namespace; a string still round-trips."""
+    crm = {"type": "namespace", "name": "crm", "description": "CRM.", "tools": [{"type": "function", "name": "s"}]}
+    with pytest.raises(InvalidToolError, match=r"^tool \[0\]: namespace 'crm''s description must be a string, got"):
+        parse_tools([{**crm, "description": {"text": "CRM."}}])
+    tools = parse_tools([crm])
+    back = parse_tools(json.loads(json.dumps(export_catalog(tools, fmt, with_metadata=True))))  # type: ignore[arg-type]
+    assert export_catalog(back, "openai-responses") == export_catalog(tools, "openai-responses")

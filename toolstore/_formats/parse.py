@@ -138,6 +138,11 @@ def _collect(
             raise InvalidToolError(
                 f"{tool_label(loc, None)}: a namespace's name must be a non-empty string, got {name!r:.80}"
             )
+        if not isinstance(value.get("description", ""), str):  # as x-toolstore.namespace, which re-imports it
+            got = type_name(value["description"])
+            raise InvalidToolError(
+                f"{tool_label(loc, None)}: namespace {name!r:.80}'s description must be a string, got {got}"
+            )
         if namespace is not None:  # which one the model calls its tools by would be a guess
             raise InvalidToolError(
                 f"{tool_label(loc, None)}: namespace {name!r:.80} is inside namespace {namespace['name']!r:.80}; a "
