@@ -1366,3 +1366,18 @@ def test_a_namespace_whose_description_is_no_string_is_an_error_naming_it(fmt: s
     tools = parse_tools([crm])
     back = parse_tools(json.loads(json.dumps(export_catalog(tools, fmt, with_metadata=True))))  # type: ignore[arg-type]
     assert export_catalog(back, "openai-responses") == export_catalog(tools, "openai-responses")
+
+
+def test_a_custom_tool_with_parameters_is_an_error_naming_it() -> None:
+    """An OpenAI custom tool takes free-form text; one given a ``parameters`` schema (either shape) was imported with
+    them, indexed for search on them, and rendered without them in every format, so an export and re-import lost
+    them. It is an error naming the tool; ``"parameters": null``, an empty schema and none still import."""
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    responses = {"type": "custom", "name": "sql", "description": "Run SQL."}
+    chat = {"type": "custom", "custom": {"name": "sql", "description": "Run SQL."}}
+    for data in ({**responses, "parameters": schema}, {**chat, "custom": {**chat["custom"], "parameters": schema}}):
+        with pytest.raises(InvalidToolError, match=r"^tool 'sql': a custom tool takes free-form text \(held to its"):
+            parse_tools(data)
+    assert one({**responses, "parameters": None}).parameters is None
+    assert one({**responses, "parameters": {"type": "object", "properties": {}}}).parameters is None
+    assert render(parse_tools([responses]), "openai-responses") == [responses]

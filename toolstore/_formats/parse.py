@@ -11,7 +11,7 @@ from .._input import check_document_depth
 from .._models import Tool
 from .._observe import logger
 from .build import META_KEY, NAMESPACE_KEY, Draft, build_tool, tool_label
-from .checks import type_name
+from .checks import is_empty_object_schema, type_name
 from .openapi import is_openapi, openapi_drafts
 
 Located = tuple[Tool, str]
@@ -205,7 +205,7 @@ def _draft(d: dict[str, Any], loc: str) -> Draft:
         return _openai_chat(d, loc, "function") if "function" in d else _plain(d, "parameters")
     if kind == "custom" and "input_schema" not in d:  # OpenAI's: free-form text input, no parameters schema
         draft = _openai_chat(d, loc, "custom") if "custom" in d else _plain(d, "parameters")
-        _check_format(draft, loc)
+        _check_custom(draft, loc)
         return draft
     if kind == "custom" or "input_schema" in d:
         _check_kind(d, loc, "custom")
@@ -247,12 +247,19 @@ def _openai_chat(d: dict[str, Any], loc: str, key: str) -> Draft:
     return draft
 
 
-def _check_format(draft: Draft, loc: str) -> None:
-    """An OpenAI custom tool's ``format`` (``{"type": "text"}`` or a grammar), when given, is an object."""
+def _check_custom(draft: Draft, loc: str) -> None:
+    """An OpenAI custom tool's ``format`` (``{"type": "text"}`` or a grammar), when given, is an object; it has no
+    ``parameters`` but an empty schema (it takes free-form text: they would be stored, indexed, never rendered)."""
     fields = draft.spec.get("custom", draft.spec)
     if "format" in fields and not isinstance(fields["format"], dict):
         got = type_name(fields["format"])
         raise InvalidToolError(f"{tool_label(loc, draft.name)}: format must be a JSON object, got {got}")
+    given = draft.parameters
+    if given is not None and not (isinstance(given, dict) and is_empty_object_schema(given)):
+        raise InvalidToolError(
+            f"{tool_label(loc, draft.name)}: a custom tool takes free-form text (held to its format), not parameters; "
+            'a tool with a parameters schema is {"type": "function", ...}'
+        )
 
 
 def _plain(d: dict[str, Any], parameters_field: str) -> Draft:
