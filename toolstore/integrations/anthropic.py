@@ -1,8 +1,8 @@
 """Anthropic agent loops: the next call's tools from a Messages list, the model's ``tool_use`` blocks resolved,
 and client-side tool search results (``tool_reference`` blocks) for tools sent with ``defer_loading``.
 
-    result = route_messages(store, messages)
-    reply = client.messages.create(model=..., max_tokens=..., messages=messages, tools=result.definitions("anthropic"))
+    result = route_messages(store, messages, fmt="anthropic")  # packed in Anthropic's format, its token_budget too
+    reply = client.messages.create(model=..., max_tokens=..., messages=messages, tools=result.definitions())
     for call in calls(result, reply):                          # ResolvedCall(tool, name, arguments, id)
         ...
 
