@@ -214,6 +214,10 @@ from session_calls
 where catalog_id = %(catalog)s and session_id = %(session)s
 order by seq;
 
+-- name: session_exists
+-- Whether the session has a row: one whose calls were all pruned keeps it for the call ids it has seen.
+select exists (select 1 from sessions where catalog_id = %(catalog)s and session_id = %(session)s);
+
 -- name: transition_counts
 -- The catalog's transition counts (from one tool when %(prev)s is given), most frequent first.
 select prev_tool, next_tool, n

@@ -53,6 +53,7 @@ LAYERS: list[set[str]] = [
         "_reembed",
         "_access",
         "_sessions",
+        "_session_reads",
         "_session_methods",
         "_reads",
         "_anchors",

@@ -3,6 +3,7 @@ JSON, empty lists, the demo's lines."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import math
@@ -12,13 +13,14 @@ import struct
 import subprocess
 import sys
 import termios
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from toolstore import DatabaseError
+from toolstore import AsyncToolStore, DatabaseError, SessionCall, ToolStore
 from toolstore.cli import cli
 from toolstore.cli.demo import DEMO_DIR
 
@@ -325,9 +327,34 @@ def test_sessions_show_of_an_unknown_session_fails_naming_it(dsn: str, tmp_path:
     assert invoke(dsn, "-c", "log", "sessions", "import", sessions_file(tmp_path)).exit_code == 0
     result = invoke(dsn, "-c", "log", "sessions", "show", "nosuch")
     assert result.exit_code == 1 and str(result.exception) == (
-        "no logged calls of session 'nosuch' in catalog 'log' (`toolstore sessions list` lists the sessions)"
+        "no session 'nosuch' in catalog 'log' (`toolstore sessions list` lists the sessions)"
     ), result.output
     assert len(json.loads(invoke(dsn, "-c", "log", "sessions", "show", "s1").stdout)["calls"]) == 2
+
+
+def test_sessions_show_of_a_pruned_session_is_not_an_unknown_one(dsn: str, tmp_path: Path) -> None:
+    """`sessions show` exited 1, 'no logged calls', both for a session never logged and for one whose calls were all
+    pruned (kept for the call ids it has seen, listed with 0 calls): the pruned one shows no calls, exit 0, and an
+    unknown one is still an error. The stores' has_session() tells them apart."""
+    assert invoke(dsn, "-c", "log", "import", tools_file(tmp_path)).exit_code == 0
+    old = datetime.now(timezone.utc) - timedelta(days=2)
+    with ToolStore(dsn, embedder=None, catalog="log") as store:
+        store.record_calls("chat", [SessionCall("gmail.send_email", at=old, call_id="c1")])
+    assert invoke(dsn, "-c", "log", "sessions", "prune", "--older-than", "1d").exit_code == 0
+    piped = invoke(dsn, "-c", "log", "sessions", "show", "chat")
+    assert piped.exit_code == 0 and json.loads(piped.stdout)["calls"] == [], piped.output
+    code, out, err = on_terminal(dsn, "-c", "log", "sessions", "show", "chat")
+    assert code == 0 and out == "no logged calls of session 'chat' (pruned: kept for the call ids it has seen)\n", err
+    unknown = invoke(dsn, "-c", "log", "sessions", "show", "nosuch")
+    assert unknown.exit_code == 1 and "no session 'nosuch' in catalog 'log'" in str(unknown.exception)
+    with ToolStore(dsn, embedder=None, catalog="log") as store:
+        assert store.session_log("chat") == [] and store.has_session("chat") and not store.has_session("nosuch")
+
+    async def known(session: str) -> bool:
+        async with AsyncToolStore(dsn, embedder=None, catalog="log") as store:
+            return await store.has_session(session)
+
+    assert asyncio.run(known("chat")) and not asyncio.run(known("nosuch"))
 
 
 def test_demo_prints_what_it_loaded_as_lines_on_a_terminal(dsn: str) -> None:

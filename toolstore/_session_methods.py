@@ -13,20 +13,18 @@ import psycopg
 from ._catalog import set_settings
 from ._input import check_session, check_session_calls, session_pairs
 from ._models import CatalogInfo, LoggedCall
+from ._session_reads import has_session, list_sessions, session_log, transitions
 from ._sessions import (
     DEFAULT_MAX_CALLS,
     RETENTION_KEY,
     check_retention,
     import_sessions,
-    list_sessions,
     new_call_ids,
     prune,
     prune_before,
     record_calls,
     record_new_calls,
     retention,
-    session_log,
-    transitions,
 )
 
 
@@ -86,6 +84,11 @@ class SessionMethods:
     def session_log(self, session: str) -> list[LoggedCall]:
         """Every logged call of ``session``, oldest first."""
         return self._run(lambda conn: session_log(conn, self._info(conn), session))
+
+    def has_session(self, session: str) -> bool:
+        """Whether ``session`` is in the catalog's log: it logged calls, or had them all taken by retention or a prune
+        and is kept for the call ids it has seen (:meth:`session_log` is then empty, as for a session never logged)."""
+        return self._run(lambda conn: has_session(conn, self._info(conn), session))
 
     def transitions(self, *, prev: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """The catalog's learned transition counts (from ``prev`` when given), most frequent first."""
@@ -154,6 +157,9 @@ class AsyncSessionMethods:
 
     async def session_log(self, session: str) -> list[LoggedCall]:
         return cast("list[LoggedCall]", await self._write("session_log", session))
+
+    async def has_session(self, session: str) -> bool:
+        return cast("bool", await self._write("has_session", session))
 
     async def prune_sessions(
         self, *, older_than: timedelta | None = None, session: str | None = None, forget_idle: timedelta | None = None

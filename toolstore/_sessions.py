@@ -28,12 +28,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
 
 from ._connect import retry_conflicts
 from ._errors import InvalidInputError, UnknownToolError
 from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_session, check_session_calls, check_text
-from ._models import CatalogInfo, LoggedCall, SessionCall
+from ._models import CatalogInfo, SessionCall
 from ._sql import query
 from ._steps import drive, fetch_rows, resolve_steps
 
@@ -375,23 +374,3 @@ def prune(
         return {"calls": calls, "sessions": len(dropped) + len(forgotten)}
 
     return retry_conflicts(write)
-
-
-def list_sessions(conn: psycopg.Connection[Any], info: CatalogInfo, *, limit: int = 100) -> list[dict[str, Any]]:
-    """The catalog's sessions, most recently written first: id, number of calls, first and last call times."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query("list_sessions"), {"catalog": info.id, "limit": limit}).fetchall()
-
-
-def session_log(conn: psycopg.Connection[Any], info: CatalogInfo, session: str) -> list[LoggedCall]:
-    """Every logged call of one session, oldest first."""
-    params = {"catalog": info.id, "session": check_session(session)}
-    return [LoggedCall(*row) for row in conn.execute(query("session_log"), params)]
-
-
-def transitions(
-    conn: psycopg.Connection[Any], info: CatalogInfo, *, prev: str | None = None, limit: int = 100
-) -> list[dict[str, Any]]:
-    """The catalog's transition counts (``prev_tool``, ``next_tool``, ``n``), most frequent first."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(query("transition_counts"), {"catalog": info.id, "prev": prev, "limit": limit}).fetchall()

@@ -93,14 +93,14 @@ def list_(ctx: click.Context, limit: int) -> None:
 @click.argument("session")
 @click.pass_context
 def show(ctx: click.Context, session: str) -> None:
-    """The calls SESSION logged, oldest first; an error (exit 1) when it has none: no such session in the catalog, or
-    one whose calls were all pruned."""
+    """The calls SESSION logged, oldest first. A session whose calls were all pruned (kept for the call ids it has
+    seen) shows none, exit 0; a session not in the catalog is an error (exit 1)."""
     with open_store(ctx, create=False) as store:
         calls = store.session_log(session)
-    if not calls:
+        known = bool(calls) or store.has_session(session)
+    if not known:
         raise InvalidInputError(
-            f"no logged calls of session {session!r} in catalog {store.catalog!r} (`toolstore sessions list` lists "
-            "the sessions)"
+            f"no session {session!r} in catalog {store.catalog!r} (`toolstore sessions list` lists the sessions)"
         )
     rows = [{"seq": c.seq, "tool": c.tool_id, "ok": c.ok, "at": c.at.isoformat(), "call_id": c.call_id} for c in calls]
 
@@ -108,7 +108,8 @@ def show(ctx: click.Context, session: str) -> None:
         for c in calls:
             click.echo(f"{c.seq:>5}  {c.at.isoformat(timespec='seconds')}  {c.tool_id}{'' if c.ok else '  (failed)'}")
 
-    emit(ctx, {"session": session, "calls": rows}, human)
+    pruned = f"no logged calls of session {session!r} (pruned: kept for the call ids it has seen)"
+    emit(ctx, {"session": session, "calls": rows}, human, key="calls", empty=pruned)
 
 
 @command("prune")
