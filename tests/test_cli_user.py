@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from toolstore import AsyncToolStore, DatabaseError, SessionCall, ToolStore
+from toolstore import SIGNALS, AsyncToolStore, DatabaseError, SessionCall, ToolStore
 from toolstore.cli import cli
 from toolstore.cli.demo import DEMO_DIR
 
@@ -378,3 +378,31 @@ def test_sessions_limit_past_a_bigint_names_the_option(dsn: str, tmp_path: Path,
     assert result.exit_code == 2, (result.exit_code, result.output)
     assert f"Invalid value for '--limit': {2**63} is not in the range 1<=x<={2**63 - 1}" in result.output
     assert invoke(dsn, "-c", "log", "sessions", command, "--limit", str(2**63 - 1)).exit_code == 0
+
+
+WEIGHTS = [
+    (("dense=-1",), "--weights: weight for 'dense' must be a finite number from 0 to 1e+06, got -1.0"),
+    (("foo=1",), "--weights: unknown signal 'foo'; known: " + ", ".join(SIGNALS)),
+    (("=1",), "--weights: unknown signal ''; known: " + ", ".join(SIGNALS)),
+    (("dense=1,dense=2",), "--weights: 'dense' is given twice"),
+    (("dense=1", "dense=2"), "--weights: 'dense' is given twice"),
+    (
+        ("name=0,description=0,expansion=0", "dense=0,intent=0"),
+        "--weights: every weight of name, description, expansion, dense, intent is 0: at least one retriever of the "
+        "request must be on",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("specs", "message"), WEIGHTS, ids=["negative", "unknown", "no name", "twice", "twice over", "all off"]
+)
+def test_route_weights_errors_name_the_option(dsn: str, tmp_path: Path, specs: tuple[str, ...], message: str) -> None:
+    """`route --weights dense=-1` printed the library's 'weight for 'dense' ...' and foo=1 'unknown signal(s) in
+    weights: foo', naming no option; a signal given twice (dense=1,dense=2) took the last value, and a second --weights
+    replaced the first. Each is one line naming --weights, exit 1; the pairs of every --weights count together."""
+    assert invoke(dsn, "-c", "weights", "import", tools_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "weights", "route", "send an email", *[a for s in specs for a in ("--weights", s)])
+    assert result.exit_code == 1 and str(result.exception) == message, result.output
+    both = invoke(dsn, "-c", "weights", "route", "send an email", "--weights", "name=2", "--weights", "dense=0")
+    assert both.exit_code == 0, both.output

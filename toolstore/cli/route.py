@@ -11,26 +11,36 @@ import click
 from .. import _formats
 from .._errors import InvalidInputError
 from .._explore import SEED_BITS
-from .._fusion import DEFAULT_TURNS, SIGNALS
+from .._fusion import DEFAULT_TURNS, SIGNALS, check_weights
 from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, parse_json, read_text_file
 from .._models import JSON_VERSION
 from .._result import RoutedTool, RouteResult
 from .app import ROUTE_FORMATS, Number, command, open_store, wants_json
 
 
-def parse_weights(spec: str | None) -> dict[str, float] | None:
-    """``name=1,dense=0.5`` as a weights mapping (None when not given)."""
-    if spec is None:
+def parse_weights(specs: tuple[str, ...]) -> dict[str, float] | None:
+    """``name=1,dense=0.5`` (each ``--weights`` given: their pairs together) as a weights mapping, checked as route()
+    checks it (None when not given); errors name ``--weights``."""
+    if not specs:
         return None
     weights: dict[str, float] = {}
-    for part in spec.split(","):
+    for part in (part for spec in specs for part in spec.split(",")):
         name, sep, value = part.partition("=")
+        name = name.strip()
         if not sep:
             raise InvalidInputError(f"--weights wants name=value pairs separated by commas, got {part!r}")
+        if name not in SIGNALS:
+            raise InvalidInputError(f"--weights: unknown signal {name!r}; known: {', '.join(SIGNALS)}")
+        if name in weights:
+            raise InvalidInputError(f"--weights: {name!r} is given twice")
         try:
-            weights[name.strip()] = float(value)
+            weights[name] = float(value)
         except ValueError:
-            raise InvalidInputError(f"--weights: {value!r} is not a number (for {name.strip()!r})") from None
+            raise InvalidInputError(f"--weights: {value!r} is not a number (for {name!r})") from None
+    try:
+        check_weights(weights)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"--weights: {exc}") from None
     return weights
 
 
@@ -156,7 +166,12 @@ def read_messages_file(path: Path) -> Any:
     type=click.IntRange(0, 2**SEED_BITS - 1),
     help="With --explore: the draw's seed (same seed and request, same tool).",
 )
-@click.option("--weights", help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1")
+@click.option(
+    "--weights",
+    multiple=True,
+    help="Per-signal weights, e.g. name=1,description=1,expansion=1,dense=1,intent=1 (repeatable: the pairs add up; "
+    "a signal once).",
+)
 @click.option(
     "--split",
     type=Number(0, MAX_WEIGHT),
@@ -196,7 +211,7 @@ def route(
     explain: bool,
     explore: bool,
     seed: int | None,
-    weights: str | None,
+    weights: tuple[str, ...],
     split: float | None,
     categories: tuple[str, ...],
     allow: tuple[str, ...],
