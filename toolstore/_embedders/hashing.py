@@ -12,6 +12,8 @@ from .._errors import InvalidInputError
 from .base import Embedder, normalise
 
 _WORD = re.compile(r"[a-z0-9]+")
+#: The widest vector a pgvector column holds.
+MAX_DIM = 16_000
 
 
 class HashingEmbedder(Embedder):
@@ -24,6 +26,10 @@ class HashingEmbedder(Embedder):
     def __init__(self, dim: int = 256) -> None:
         if dim < 8:
             raise InvalidInputError(f"the hashing embedder's dimension must be at least 8, got {dim}")
+        if dim > MAX_DIM:
+            raise InvalidInputError(
+                f"the hashing embedder's dimension must be at most {MAX_DIM:,} (a pgvector column's), got {dim}"
+            )
         self.dim = dim
         self.model = f"hashing-{dim}"
 
