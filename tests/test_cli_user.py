@@ -421,3 +421,37 @@ def test_a_hashing_dimension_past_pgvectors_is_one_line(dsn: str, tmp_path: Path
         "the hashing embedder's dimension must be at most 16,000 (a pgvector column's), got 100000000000"
     ), (result.exception, result.output)
     assert "wide2" not in [c["name"] for c in json.loads(invoke(dsn, "catalogs").stdout)["catalogs"]]
+
+
+def both_on_terminal(dsn: str, *args: str) -> tuple[int, str]:
+    """The CLI with stdout and stderr on one pseudo-terminal: exit status and all it drew there."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
+    proc = subprocess.Popen(cmd, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    code = proc.wait(timeout=300)
+    os.close(leader)
+    return code, b"".join(chunks).decode(errors="replace")
+
+
+def test_eval_quiet_draws_no_progress_bars(dsn: str, tmp_path: Path) -> None:
+    """`eval --quiet` on a terminal drew a tqdm bar per config on stderr (the library was asked for progress whatever
+    --quiet said, which its help says turns bars off); it draws none, and without --quiet the bars are drawn as
+    before."""
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"qid": "q1", "query": "mail bob", "relevant": ["gmail.send_email"]}) + "\n")
+    args = ("eval", "--tools", tools_file(tmp_path), "--queries", str(queries), "--config", "name", "--config", "dense")
+    code, drawn = both_on_terminal(dsn, *args)
+    assert code == 0 and "dense:" in drawn and "q/s" in drawn, drawn
+    code, drawn = both_on_terminal(dsn, *args, "--quiet")
+    assert code == 0 and "dense:" not in drawn and "q/s" not in drawn and "R@10" in drawn, drawn

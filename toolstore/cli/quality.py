@@ -17,7 +17,7 @@ from .._formats import load_tools_file
 from .._input import MAX_K
 from .._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from .._tune import tune
-from .app import command, emit, open_store, options
+from .app import command, emit, note, open_store, options
 
 CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
 SESSION_CHART_METRICS = ("nDCG@10", "comp@5", "comp@10")
@@ -216,6 +216,7 @@ def eval_(
     if train_sessions and not no_examples:
         examples += session_examples(train_sessions)
     catalog = f"eval-{uuid.uuid4().hex[:12]}"
+    bars = not options(ctx).get("quiet")  # tqdm bars on a terminal, as the other commands' progress()
     with open_store(ctx, catalog=catalog) as store:
         try:
             store.upsert(tools)
@@ -228,10 +229,10 @@ def eval_(
             store.analyze()
             tuned = tune(store, train, sessions=train_sessions, seed=seed) if do_tune else None
             if sessions is not None:
-                result = evaluate_sessions(store, sessions, configs=configs, k=k, progress=True)
+                result = evaluate_sessions(store, sessions, configs=configs, k=k, progress=bars)
             else:
                 assert queries is not None
-                result = evaluate(store, queries, configs=configs, k=k, progress=True)
+                result = evaluate(store, queries, configs=configs, k=k, progress=bars)
             if tuned is not None:
                 result["tune"] = tuned.as_dict()
             if keep:
@@ -242,8 +243,8 @@ def eval_(
     relabel(result, k)
     result["k"] = k
     title = f"{tools_file.parent.name or 'eval'}: {(queries_file or sessions_file).name}"  # type: ignore[union-attr]
-    for note in write_report(report_dir, result, title, k) if report_dir else []:
-        click.echo(f"note: {note}", err=True)
+    for remark in write_report(report_dir, result, title, k) if report_dir else []:
+        note(ctx, f"note: {remark}")
 
     def human() -> None:
         kept = f", catalog kept: {catalog}" if keep else ""
