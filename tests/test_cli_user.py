@@ -455,3 +455,15 @@ def test_eval_quiet_draws_no_progress_bars(dsn: str, tmp_path: Path) -> None:
     assert code == 0 and "dense:" in drawn and "q/s" in drawn, drawn
     code, drawn = both_on_terminal(dsn, *args, "--quiet")
     assert code == 0 and "dense:" not in drawn and "q/s" not in drawn and "R@10" in drawn, drawn
+
+
+def test_sessions_prune_forget_idle_with_session_names_the_options(dsn: str, tmp_path: Path) -> None:
+    """`sessions prune --session s1 --forget-idle 90d` printed the library's 'forget_idle forgets every idle session
+    of the catalog: give it without session', naming its arguments, not the options; it is a usage error naming
+    --forget-idle and --session, nothing pruned."""
+    assert invoke(dsn, "-c", "log", "import", tools_file(tmp_path)).exit_code == 0
+    assert invoke(dsn, "-c", "log", "sessions", "import", sessions_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "log", "sessions", "prune", "--session", "s1", "--forget-idle", "90d")
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert "--forget-idle forgets every idle session of the catalog: give it without --session" in result.output
+    assert len(json.loads(invoke(dsn, "-c", "log", "sessions", "show", "s1").stdout)["calls"]) == 2

@@ -128,6 +128,8 @@ def prune(ctx: click.Context, older_than: str | None, session: str | None, forge
     forgets (row and calls) every session whose last write (a logged call or an import) is older than 90 days. Run it
     from cron when the catalog has a retention age (`toolstore sessions retention --max-age-days N`) or to forget idle
     sessions; `sessions` counts the sessions that went, forgotten ones included."""
+    if forget_idle is not None and session is not None:
+        raise click.UsageError("--forget-idle forgets every idle session of the catalog: give it without --session")
     age = parse_duration(older_than, positive=True) if older_than is not None else None
     idle = parse_duration(forget_idle, "--forget-idle", positive=True) if forget_idle is not None else None
     with open_store(ctx, create=False) as store:
