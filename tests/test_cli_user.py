@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from toolstore import SIGNALS, AsyncToolStore, DatabaseError, SessionCall, ToolStore
+from toolstore import SIGNALS, AsyncToolStore, DatabaseError, InvalidInputError, SessionCall, ToolStore
 from toolstore.cli import cli
 from toolstore.cli.demo import DEMO_DIR
 
@@ -467,3 +467,16 @@ def test_sessions_prune_forget_idle_with_session_names_the_options(dsn: str, tmp
     assert result.exit_code == 2, (result.exit_code, result.output)
     assert "--forget-idle forgets every idle session of the catalog: give it without --session" in result.output
     assert len(json.loads(invoke(dsn, "-c", "log", "sessions", "show", "s1").stdout)["calls"]) == 2
+
+
+def test_anchors_remove_an_id_past_a_bigint_names_the_argument(dsn: str, tmp_path: Path) -> None:
+    """`anchors remove 99999999999999999999` said 'an anchor id must be a positive integer, got 99999999999999999999'
+    (it is one), naming neither the argument nor the range; it is a usage error naming IDS and the range of a bigint,
+    and the library says its range too."""
+    assert invoke(dsn, "-c", "anchored", "import", tools_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "anchored", "anchors", "remove", str(10**20))
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert f"Invalid value for 'IDS...': {10**20} is not in the range 1<=x<={2**63 - 1}" in result.output
+    with ToolStore(dsn, embedder=None, catalog="anchored") as store, pytest.raises(InvalidInputError) as raised:
+        store.remove_anchors([2**63])
+    assert str(raised.value) == f"an anchor id must be an integer from 1 to {2**63 - 1} (a bigint), got {2**63}"

@@ -181,7 +181,7 @@ def remove_anchors(conn: psycopg.Connection[Any], catalog: str, ids: Iterable[in
     wanted = list(ids)
     for i in wanted:
         if isinstance(i, bool) or not isinstance(i, int) or not 0 < i < 2**63:
-            raise InvalidInputError(f"an anchor id must be a positive integer, got {i!r}")
+            raise InvalidInputError(f"an anchor id must be an integer from 1 to {2**63 - 1} (a bigint), got {i!r}")
 
     def write() -> int:
         with conn.transaction():

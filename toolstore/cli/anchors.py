@@ -56,7 +56,7 @@ def list_(ctx: click.Context) -> None:
 
 
 @command("remove")
-@click.argument("ids", nargs=-1, required=True, type=click.IntRange(min=1))
+@click.argument("ids", nargs=-1, required=True, type=click.IntRange(1, 2**63 - 1))  # an anchor id is a bigint
 @click.pass_context
 def remove(ctx: click.Context, ids: tuple[int, ...]) -> None:
     """Remove anchors by id (as `anchors list` shows them); none is removed when one is unknown."""
