@@ -480,3 +480,16 @@ def test_anchors_remove_an_id_past_a_bigint_names_the_argument(dsn: str, tmp_pat
     with ToolStore(dsn, embedder=None, catalog="anchored") as store, pytest.raises(InvalidInputError) as raised:
         store.remove_anchors([2**63])
     assert str(raised.value) == f"an anchor id must be an integer from 1 to {2**63 - 1} (a bigint), got {2**63}"
+
+
+@pytest.mark.parametrize("args", [("--dsn", "", "dsn"), ("dsn", "--dsn", " ")], ids=["before", "after"])
+def test_an_empty_dsn_is_refused_not_taken_for_the_embedded_server(
+    monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    """`--dsn ""` (a script's unset variable) was taken for no DSN, so the command ran on the embedded server, another
+    database, and exited 0; an empty --dsn is a usage error naming it (resolve_dsn, which would start the embedded
+    server, is replaced here so the test starts none)."""
+    monkeypatch.setattr("toolstore.cli.catalog.resolve_dsn", lambda given: f"resolved {given!r}")
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert "Invalid value for '--dsn': it is empty: give a Postgres DSN, or leave --dsn out" in result.output

@@ -79,6 +79,22 @@ def _remember(name: str, *, group: bool) -> Callable[[click.Context, click.Param
     return callback
 
 
+def _given_dsn(remember: Callable[[click.Context, click.Parameter, Any], Any]) -> Callable[..., Any]:
+    """The --dsn callback: an empty value (a script's unset variable) is refused, not taken for no DSN (which would
+    open the embedded server: another database); $TOOLSTORE_DSN empty is unset, as click reads it."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None and not value.strip():
+            raise click.BadParameter(
+                "it is empty: give a Postgres DSN, or leave --dsn out for $TOOLSTORE_DSN or the embedded server",
+                ctx,
+                param,
+            )
+        return remember(ctx, param, value)
+
+    return callback
+
+
 def global_options(*, group: bool = False) -> Callable[[F], F]:
     """The global options, for the group (with defaults and environment variables) or for one subcommand."""
 
@@ -90,7 +106,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             "--dsn",
             envvar="TOOLSTORE_DSN" if group else None,
             help="Postgres DSN; default: $TOOLSTORE_DSN, else the embedded server.",
-            callback=_remember("dsn", group=group),
+            callback=_given_dsn(_remember("dsn", group=group)),
             expose_value=False,
         ),
         click.option(
