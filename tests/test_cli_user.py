@@ -493,3 +493,22 @@ def test_an_empty_dsn_is_refused_not_taken_for_the_embedded_server(
     result = CliRunner().invoke(cli, list(args))
     assert result.exit_code == 2, (result.exit_code, result.output)
     assert "Invalid value for '--dsn': it is empty: give a Postgres DSN, or leave --dsn out" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--url", "http://127.0.0.1:1/mcp", "--header", "X-Key: a", "--header", "X-Key: b"),
+            "Invalid value for --header: 'X-Key' is given twice",
+        ),
+        (("--env", "TOKEN=a", "--env", "TOKEN=b", "--", "true"), "Invalid value for --env: 'TOKEN' is given twice"),
+    ],
+    ids=["header", "env"],
+)
+def test_sync_mcp_a_header_or_env_given_twice_is_refused(dsn: str, args: tuple[str, ...], message: str) -> None:
+    """`sync mcp --header 'X-Key: a' --header 'X-Key: b'` (or --env TOKEN=a --env TOKEN=b) kept one value and went on
+    to the server, the other dropped without a word; a name given twice is a usage error naming the option, before
+    any server is reached."""
+    result = invoke(dsn, "-c", "synced", "sync", "mcp", "--timeout", "1", *args)
+    assert result.exit_code == 2 and message in result.output, (result.exit_code, result.output, result.exception)

@@ -15,6 +15,8 @@ def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:
         name, sep, content = value.partition(":")
         if not sep or not name.strip():
             raise click.BadParameter(f"expected 'Name: value', got {value!r}", param_hint="--header")
+        if name.strip().lower() in {h.lower() for h in headers}:  # HTTP header names are case-insensitive
+            raise click.BadParameter(f"{name.strip()!r} is given twice", param_hint="--header")
         headers[name.strip()] = content.strip()
     return headers
 
@@ -26,7 +28,9 @@ def sync_group() -> None:
 
 @command("mcp", context_settings={"ignore_unknown_options": True})
 @click.option("--url", help="Streamable-HTTP endpoint of the MCP server (instead of a command).")
-@click.option("--header", "headers", multiple=True, help="HTTP header 'Name: value' for --url (repeatable).")
+@click.option(
+    "--header", "headers", multiple=True, help="HTTP header 'Name: value' for --url (repeatable, each name once)."
+)
 @click.option("--provider", help="Namespace for the server's tools; default: the server's name (serverInfo.name).")
 @click.option("--prune", is_flag=True, help="Remove this provider's tools that the server no longer offers.")
 @click.option(
@@ -44,7 +48,8 @@ def sync_group() -> None:
     "--env",
     "env_pairs",
     multiple=True,
-    help="NAME=VALUE for a COMMAND server's environment (repeatable); VALUE may be ${VAR}, expanded at each start.",
+    help="NAME=VALUE for a COMMAND server's environment (repeatable, each NAME once); VALUE may be ${VAR}, expanded "
+    "at each start.",
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
@@ -90,6 +95,8 @@ def sync_mcp_cmd(
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise click.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--env")
+        if name.strip() in env:
+            raise click.BadParameter(f"{name.strip()!r} is given twice", param_hint="--env")
         env[name.strip()] = value
     if url:
         listing = fetch_http(url, headers=_parse_headers(headers), timeout=timeout)
