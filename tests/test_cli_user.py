@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from toolstore import SIGNALS, AsyncToolStore, DatabaseError, InvalidInputError, SessionCall, ToolStore
+from toolstore._migrate import HEAD_REVISION
 from toolstore.cli import cli
 from toolstore.cli.demo import DEMO_DIR
 
@@ -512,3 +513,15 @@ def test_sync_mcp_a_header_or_env_given_twice_is_refused(dsn: str, args: tuple[s
     any server is reached."""
     result = invoke(dsn, "-c", "synced", "sync", "mcp", "--timeout", "1", *args)
     assert result.exit_code == 2 and message in result.output, (result.exit_code, result.output, result.exception)
+
+
+@pytest.mark.parametrize("revision", ["", "@", "head+1"])
+def test_migrate_to_a_revision_alembic_cannot_resolve_is_one_line(dsn: str, revision: str) -> None:
+    """`migrate --revision ''` (or '@', or 'head+1' at head) was an AssertionError traceback from alembic's revision
+    lookup; it is one line naming the schema and the revision and what a revision may be, nothing migrated."""
+    result = invoke(dsn, "migrate", "--revision", revision)
+    assert result.exit_code == 1 and str(result.exception) == (
+        f"cannot migrate schema 'toolstore' to {revision!r}: alembic cannot resolve that revision (give 'head', a "
+        "revision such as '0017', a step such as '+1' or '-2', or 'base')"
+    ), (result.exception, result.output)
+    assert json.loads(invoke(dsn, "migrate").stdout)["revision"] == HEAD_REVISION

@@ -146,6 +146,11 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     except CommandError as error:  # an unknown or unreachable revision: nothing ran
         newer_schema(current_revision(connection.connection.driver_connection, schema), schema)
         raise InvalidInputError(f"cannot migrate schema {schema!r} to {revision!r}: {error}") from error
+    except AssertionError as error:  # alembic asserts on a revision it cannot resolve ('', '@', 'head+1' at head)
+        raise InvalidInputError(
+            f"cannot migrate schema {schema!r} to {revision!r}: alembic cannot resolve that revision "
+            "(give 'head', a revision such as '0017', a step such as '+1' or '-2', or 'base')"
+        ) from error
     raw = connection.connection.driver_connection
     after = current_revision(raw, schema)
     # Tables it created or remade have no privileges for the grants yet, and privileges an older toolstore granted
