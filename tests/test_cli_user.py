@@ -525,3 +525,19 @@ def test_migrate_to_a_revision_alembic_cannot_resolve_is_one_line(dsn: str, revi
         "revision such as '0017', a step such as '+1' or '-2', or 'base')"
     ), (result.exception, result.output)
     assert json.loads(invoke(dsn, "migrate").stdout)["revision"] == HEAD_REVISION
+
+
+def test_serve_mcp_an_empty_host_is_refused_not_every_interface(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve mcp --transport http --host ""` (a script's unset variable) listened on every interface, uvicorn's
+    reading of '' ('http://:8000/mcp'), where the default is 127.0.0.1; an empty --host is a usage error naming it. (The
+    server is never started here: check_address, the step before it, is replaced to stop there.)"""
+
+    def listening(host: str, port: int) -> None:
+        raise RuntimeError(f"would listen on host {host!r}")
+
+    monkeypatch.setattr("toolstore.cli.serve.check_address", listening)
+    result = invoke(dsn, "serve", "mcp", "--transport", "http", "--host", "")
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert (
+        "Invalid value for '--host': it is empty: give an address (127.0.0.1; 0.0.0.0 or :: for every" in result.output
+    )

@@ -10,6 +10,14 @@ from .._mcp_server import DEFAULT_CALL_TIMEOUT, check_address, serve
 from .app import Seconds, command, embedder_option, options, store_dsn
 
 
+def _host(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--host, not empty: uvicorn (and check_address) take '' for every interface, which a script's unset variable
+    should not open."""
+    if not value.strip():
+        raise click.BadParameter("it is empty: give an address (127.0.0.1; 0.0.0.0 or :: for every interface)")
+    return value
+
+
 @click.group("serve")
 def serve_group() -> None:
     """Serve the catalog to agents."""
@@ -17,7 +25,7 @@ def serve_group() -> None:
 
 @command("mcp")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address for --transport http.")
+@click.option("--host", default="127.0.0.1", show_default=True, callback=_host, help="Address for --transport http.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port for http.")
 @click.option("--gateway", is_flag=True, help="Also expose call_tool, forwarding to the synced upstream servers.")
 @click.option(
