@@ -541,3 +541,23 @@ def test_serve_mcp_an_empty_host_is_refused_not_every_interface(dsn: str, monkey
     assert (
         "Invalid value for '--host': it is empty: give an address (127.0.0.1; 0.0.0.0 or :: for every" in result.output
     )
+
+
+EMPTY_VALUES = [
+    ("expand", "--offline", "--model", ""),
+    ("expand", "--offline", "--base-url", ""),
+    ("reembed", "--model", "hashing-256", "--base-url", ""),
+    ("sessions", "transitions", "--from", ""),
+]
+
+
+@pytest.mark.parametrize("args", EMPTY_VALUES, ids=["expand model", "expand base-url", "reembed base-url", "from"])
+def test_an_empty_value_is_refused_not_taken_for_the_default(dsn: str, tmp_path: Path, args: tuple[str, ...]) -> None:
+    """An empty value (a script's unset variable) was taken for no value, exit 0: `expand --model ""` used the default
+    model, `--base-url ""` the default server, `sessions transitions --from ""` listed the transitions from a tool id
+    '' (none). Each is a usage error naming the option, nothing done."""
+    assert invoke(dsn, "-c", "values", "import", tools_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "values", *args)
+    option = next(a for a in reversed(args) if a.startswith("--"))
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert f"Invalid value for '{option}': it is empty: give a value, or leave the option out" in result.output

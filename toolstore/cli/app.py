@@ -65,6 +65,14 @@ class Number(click.ParamType):
         return number
 
 
+def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """An option callback refusing an empty value (a script's unset variable), which would be taken for no value: the
+    default model, server or filter, without a word."""
+    if isinstance(value, str) and not value.strip():
+        raise click.BadParameter("it is empty: give a value, or leave the option out", ctx, param)
+    return value
+
+
 def _remember(name: str, *, group: bool) -> Callable[[click.Context, click.Parameter, Any], Any]:
     """An option callback that records the value in the shared ``ctx.obj``: every value at the group level (its
     default included), only values the user gave at the subcommand level."""

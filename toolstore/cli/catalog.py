@@ -13,7 +13,7 @@ from .._embedders.factory import make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._migrate import migrate as run_migrations
-from .app import command, emit, note, open_store, options, progress, summary
+from .app import command, emit, not_empty, note, open_store, options, progress, summary
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -131,7 +131,7 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
 
 @command()
 @click.option("--model", "spec", required=True, help="Target embedder: local, hashing[-DIM], openai/MODEL[@DIMS].")
-@click.option("--base-url", help="OpenAI-compatible server (Azure OpenAI, vLLM, Ollama).")
+@click.option("--base-url", callback=not_empty, help="OpenAI-compatible server (Azure OpenAI, vLLM, Ollama).")
 @click.pass_context
 def reembed(ctx: click.Context, spec: str, base_url: str | None) -> None:
     """Switch the catalog to another embedding model; tools and examples are kept."""

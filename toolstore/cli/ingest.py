@@ -6,7 +6,7 @@ import click
 
 from .._expand import DEFAULT_MODEL, expand, make_client
 from .._mcp_sync import fetch_http, fetch_stdio, sync_listing
-from .app import Seconds, command, emit, open_store, options, progress, summary
+from .app import Seconds, command, emit, not_empty, open_store, options, progress, summary
 
 
 def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:
@@ -117,8 +117,10 @@ def sync_mcp_cmd(
 
 @command("expand")
 @click.option("--offline", is_flag=True, help="No model: phrases from names, parameters, examples and intent examples.")
-@click.option("--model", default=None, help="Chat model for LLM phrases (default: gpt-4o-mini).")
-@click.option("--base-url", help="OpenAI-compatible endpoint, e.g. a local server; the key is then optional.")
+@click.option("--model", default=None, callback=not_empty, help="Chat model for LLM phrases (default: gpt-4o-mini).")
+@click.option(
+    "--base-url", callback=not_empty, help="OpenAI-compatible endpoint, e.g. a local server; the key is then optional."
+)
 @click.option(
     "--max-tools",
     type=click.IntRange(min=0),

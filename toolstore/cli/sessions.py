@@ -12,7 +12,7 @@ import click
 from .._errors import InvalidInputError
 from .._metrics import load_sessions
 from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
-from .app import command, emit, open_store, summary
+from .app import command, emit, not_empty, open_store, summary
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -155,7 +155,7 @@ def retention(ctx: click.Context, max_calls: str | None, max_age_days: str | Non
 
 
 @command("transitions")
-@click.option("--from", "prev", help="Only transitions from this tool id.")
+@click.option("--from", "prev", callback=not_empty, help="Only transitions from this tool id.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, MAX_LIMIT))
 @click.pass_context
 def transitions(ctx: click.Context, prev: str | None, limit: int) -> None:
