@@ -561,3 +561,12 @@ def test_an_empty_value_is_refused_not_taken_for_the_default(dsn: str, tmp_path:
     option = next(a for a in reversed(args) if a.startswith("--"))
     assert result.exit_code == 2, (result.exit_code, result.output)
     assert f"Invalid value for '{option}': it is empty: give a value, or leave the option out" in result.output
+
+
+def test_a_report_on_a_terminal_says_none_not_pythons_none(dsn: str, tmp_path: Path) -> None:
+    """`sessions retention` on a terminal printed 'max_age_days: None', Python's spelling, where --max-age-days takes
+    'none'; a report's empty value prints as 'none' (JSON keeps null)."""
+    assert invoke(dsn, "-c", "kept", "import", tools_file(tmp_path)).exit_code == 0
+    code, out, err = on_terminal(dsn, "-c", "kept", "sessions", "retention")
+    assert code == 0 and out == "max_calls: 1000, max_age_days: none\n", (out, err)
+    assert json.loads(invoke(dsn, "-c", "kept", "sessions", "retention").stdout)["max_age_days"] is None

@@ -299,5 +299,5 @@ def progress(ctx: click.Context, desc: str, unit: str = "text") -> Iterator[None
 
 
 def summary(data: dict[str, Any]) -> Callable[[], None]:
-    """A human rendering of a flat report: ``key: value, key: value``."""
-    return lambda: click.echo(", ".join(f"{k}: {v}" for k, v in data.items()))
+    """A human rendering of a flat report: ``key: value, key: value`` (None as ``none``, as options take it)."""
+    return lambda: click.echo(", ".join(f"{k}: {'none' if v is None else v}" for k, v in data.items()))
