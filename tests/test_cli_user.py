@@ -570,3 +570,17 @@ def test_a_report_on_a_terminal_says_none_not_pythons_none(dsn: str, tmp_path: P
     code, out, err = on_terminal(dsn, "-c", "kept", "sessions", "retention")
     assert code == 0 and out == "max_calls: 1000, max_age_days: none\n", (out, err)
     assert json.loads(invoke(dsn, "-c", "kept", "sessions", "retention").stdout)["max_age_days"] is None
+
+
+def test_eval_report_a_directory_it_cannot_make_fails_before_evaluating(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval --report FILE/sub` (a path under a file) ran the whole evaluation, then failed writing eval.md, 'Not a
+    directory', its results lost; the directory is made first, so the error comes before any evaluation."""
+    evaluated: list[int] = []
+    monkeypatch.setattr("toolstore.cli.quality.evaluate", lambda *a, **kw: evaluated.append(1) or {"configs": {}})
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"qid": "q1", "query": "mail bob", "relevant": ["gmail.send_email"]}) + "\n")
+    tools = tools_file(tmp_path)
+    result = invoke(dsn, "eval", "--tools", tools, "--queries", str(queries), "--report", f"{tools}/report")
+    assert isinstance(result.exception, NotADirectoryError) and evaluated == [], (result.exception, evaluated)

@@ -215,6 +215,8 @@ def eval_(
     examples = load_examples(train_file) if train_file else []
     if train_sessions and not no_examples:
         examples += session_examples(train_sessions)
+    if report_dir is not None:  # a directory that cannot be made fails now, not after the whole evaluation
+        report_dir.mkdir(parents=True, exist_ok=True)
     catalog = f"eval-{uuid.uuid4().hex[:12]}"
     bars = not options(ctx).get("quiet")  # tqdm bars on a terminal, as the other commands' progress()
     with open_store(ctx, catalog=catalog) as store:
