@@ -7,9 +7,10 @@ random: truncation, byte flips, invalid UTF-8, lone surrogates, NUL, NaN/Infinit
 nesting, YAML aliases, type swaps, duplicate ids. Each goes through `toolstore import` (in process, the real `main`,
 against a scratch database), then some `route` calls with hostile arguments; then the conversation inputs the same
 way: mutated session files through `sessions import`, mutated message lists (OpenAI and Anthropic) through
-`route --messages`, hostile session ids, `--turns` and `sessions prune` / `retention` arguments. An outcome is
-`ok` (exit 0), `refused` (exit 1, one line on stderr) or `raw` (anything else: a traceback, an exit code other than
-0/1, output of more than one line). Database: $TOOLSTORE_DSN's server, else the embedded one under $TOOLSTORE_HOME.
+`route --messages`, hostile session ids, `--turns` and `sessions prune` / `retention` arguments. An outcome is `ok`
+(exit 0), `refused` (exit 1, one line on stderr), `usage` (exit 2, click's usage error ending in one 'Error:' line) or
+`raw` (anything else: a traceback, another exit code, an error of more than one line). Database: $TOOLSTORE_DSN's
+server, else the embedded one under $TOOLSTORE_HOME.
 """
 
 from __future__ import annotations
@@ -177,6 +178,8 @@ def run(args: list[str]) -> tuple[str, str]:
         return "ok", ""
     if code == 1 and len(lines) == 1 and "Traceback" not in err.getvalue():
         return "refused", lines[0][:120]
+    if code == 2 and lines and lines[-1].startswith("Error: ") and "Traceback" not in err.getvalue():
+        return "usage", lines[-1][:120]  # click's usage error: the usage line, a hint and one 'Error:' line
     return "raw", f"exit {code}: {err.getvalue()[:200]}"
 
 
