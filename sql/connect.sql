@@ -1,9 +1,9 @@
 -- Connections: what ``_commits`` asks to tell whether a write whose connection was lost during its COMMIT took effect.
 
 -- name: transaction_id
--- The id of the transaction just begun (assigned now: a write would assign one at its first change anyway), and since
--- when the server is up (one that restarted may give the id again: `_commits`).
-select pg_current_xact_id()::text, pg_postmaster_start_time();
+-- The id of the transaction about to commit (NULL: it wrote nothing, so none was assigned), and since when the server
+-- is up (one that restarted may give the id again: `_commits`).
+select pg_current_xact_id_if_assigned()::text, pg_postmaster_start_time();
 
 -- name: end_lost_transaction
 -- After a connection was lost during a COMMIT: its backend, if it still holds the transaction (the COMMIT never

@@ -138,3 +138,21 @@ def test_a_restarted_servers_committed_is_not_taken_for_done_and_its_other_answe
     assert restarted.undecided and not restarted.clean
     assert Commits(dsn, 5).took_effect(aborted, 0, before, lost) is False
     assert Commits(dsn, 5).took_effect(future, 0, before, lost) is False
+
+
+def test_a_transaction_that_wrote_nothing_leaves_a_lost_connection_to_a_second_try(store: ToolStore) -> None:
+    """A read in a transaction of its own (a snapshot), committed, then the connection lost: nothing was written, so
+    the work is tried again, as before commits were watched; and the read takes no transaction id (the id is asked for
+    just before the COMMIT, when the transaction has one)."""
+    tries: list[object] = []
+
+    def work(conn: psycopg.Connection) -> str:
+        with conn.transaction():
+            tries.append(conn.execute("select pg_current_xact_id_if_assigned()").fetchone()[0])  # type: ignore[index]
+        if len(tries) == 1:
+            conn.pgconn.finish()
+            raise psycopg.OperationalError(LOST)
+        return "done"
+
+    assert store._run(work) == "done"
+    assert tries == [None, None]

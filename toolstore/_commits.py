@@ -96,7 +96,8 @@ class Commits:
 
 class WatchedConnection(psycopg.Connection[Any]):
     """A pool connection that, while :class:`Commits` watch it (:meth:`watch`), reads each outermost transaction's id
-    right after its BEGIN (one round trip more per write transaction) and settles a COMMIT lost with the connection
+    right before its COMMIT (one round trip more per transaction; none assigned: it wrote nothing, so neither a lost
+    COMMIT nor a second try can change anything) and settles a COMMIT lost with the connection
     (:meth:`Commits.took_effect`): a committed one is not an error (the block's work is done), an aborted one raises
     the loss as before. Unwatched (a caller's own ``store.connection()``), and in :func:`repeatable` blocks,
     transactions are psycopg's."""
@@ -121,16 +122,17 @@ class WatchedConnection(psycopg.Connection[Any]):
             with super().transaction(savepoint_name, force_rollback) as tx:
                 yield tx
             return
-        xid, started, pid, committing = "", None, self.info.backend_pid, False
+        xid: str | None = None
+        started, pid = None, self.info.backend_pid
         try:
             with super().transaction(savepoint_name, force_rollback) as tx:
-                xid, started = self.execute(query("transaction_id")).fetchone()  # type: ignore[misc]
                 yield tx
-                committing = not force_rollback  # the block ended well: what fails from here on is the COMMIT
+                if not force_rollback:  # the block ended well: its id before the COMMIT, None when it wrote nothing
+                    xid, started = self.execute(query("transaction_id")).fetchone()  # type: ignore[misc]
         except psycopg.Error as exc:
-            if not (committing and connection_lost(exc) and commits.took_effect(xid, pid, started, exc)):
+            if not (xid is not None and connection_lost(exc) and commits.took_effect(xid, pid, started, exc)):
                 raise
-        commits.committed = commits.committed or committing
+        commits.committed = commits.committed or xid is not None
 
 
 @contextmanager
