@@ -3,17 +3,14 @@ import, `sync mcp --env`, and JSON output that carries its version."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import psycopg
+from terminal import open_terminal, read_all
 
 from toolstore._vectors import CACHE_GRACE
 from toolstore.cli.demo import DEMO_DIR
@@ -36,23 +33,12 @@ def cli(dsn: str, *args: str, terminal: bool = False) -> tuple[int, str, str]:
     if not terminal:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         return proc.returncode, proc.stdout, proc.stderr
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
+    leader, follower = open_terminal(100)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    drawn = read_all(leader)  # before stdout: the process ends once both are read
     out = proc.stdout.read().decode() if proc.stdout else ""
-    code = proc.wait(timeout=300)
-    os.close(leader)
-    return code, out, b"".join(chunks).decode(errors="replace")
+    return proc.wait(timeout=300), out, drawn
 
 
 def test_progress_only_on_a_terminal_and_never_quiet(dsn: str) -> None:

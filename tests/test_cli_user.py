@@ -4,21 +4,18 @@ JSON, empty lists, the demo's lines."""
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import math
 import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
 import pytest
 from click.testing import CliRunner, Result
+from terminal import open_terminal, read_all
 
 from toolstore import SIGNALS, AsyncToolStore, DatabaseError, InvalidInputError, SessionCall, ToolStore
 from toolstore._migrate import HEAD_REVISION
@@ -40,24 +37,13 @@ def invoke(dsn: str, *args: str) -> Result:
 
 def on_terminal(dsn: str, *args: str) -> tuple[int, str, str]:
     """The CLI with its stdout on a pseudo-terminal, as a user sees it: exit status, stdout, stderr."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
+    leader, follower = open_terminal(200)
     cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
     proc = subprocess.Popen(cmd, stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # the terminal closed: the CLI exited
-            break
-        if not data:
-            break
-        chunks.append(data)
+    drawn = read_all(leader)
     err = proc.stderr.read().decode() if proc.stderr else ""
-    code = proc.wait(timeout=300)
-    os.close(leader)
-    return code, b"".join(chunks).decode(errors="replace").replace("\r\n", "\n"), err
+    return proc.wait(timeout=300), drawn.replace("\r\n", "\n"), err
 
 
 def tools_file(tmp_path: Path) -> str:
@@ -426,23 +412,12 @@ def test_a_hashing_dimension_past_pgvectors_is_one_line(dsn: str, tmp_path: Path
 
 def both_on_terminal(dsn: str, *args: str) -> tuple[int, str]:
     """The CLI with stdout and stderr on one pseudo-terminal: exit status and all it drew there."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
+    leader, follower = open_terminal(200)
     cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
     proc = subprocess.Popen(cmd, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL)
     os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    code = proc.wait(timeout=300)
-    os.close(leader)
-    return code, b"".join(chunks).decode(errors="replace")
+    drawn = read_all(leader)
+    return proc.wait(timeout=300), drawn
 
 
 def test_eval_quiet_draws_no_progress_bars(dsn: str, tmp_path: Path) -> None:
