@@ -100,6 +100,18 @@ def dsn(server_dsn: str, template_dsn: str) -> Iterator[str]:
 
 
 @pytest.fixture
+def login_role(dsn: str) -> Iterator[tuple[str, str]]:
+    """A login role (cluster-wide: uniquely named, dropped afterwards with what it owns) and a DSN logging in as it."""
+    name = f"ts_role_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(name)))
+    yield name, make_conninfo(dsn, user=name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
+
+
+@pytest.fixture
 def store(dsn: str) -> Iterator[ToolStore]:
     with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="test") as s:
         yield s

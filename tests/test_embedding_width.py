@@ -4,14 +4,10 @@ server restarted serving its model at another width, a role that may not write t
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Iterator
 
 import numpy as np
 import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from toolstore import HashingEmbedder, IntentExample, Judgement, ModelMismatchError, OpenAIEmbedder, ToolStore
 from toolstore._breaker import BREAKER_COOLDOWN
@@ -164,24 +160,12 @@ def test_a_width_change_is_refused_after_the_first_batch(dsn: str) -> None:
         assert (info.n_tools, info.n_examples, widths) == (2, 0, [(384,)])
 
 
-@pytest.fixture
-def writer(dsn: str) -> Iterator[tuple[str, str]]:
-    """A login role (cluster-wide: uniquely named, dropped afterwards) and a DSN that logs in as it."""
-    name = f"ts_writer_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(name)))
-    yield name, make_conninfo(dsn, user=name)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
-
-
 def test_a_role_that_may_not_write_the_cache_is_told_once_of_vectors_it_cannot_replace(
-    dsn: str, writer: tuple[str, str], caplog: pytest.LogCaptureFixture
+    dsn: str, login_role: tuple[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     """A granted writer cannot replace the cache's vectors of a width its model's server no longer serves: each of its
     writes embeds those texts again (as any it lacks), and one warning says so and who can replace them."""
-    name, login = writer
+    name, login = login_role
     tools = generated_tools(4, seed=14)
     with FakeOpenAI(models={"bge": 384}) as server:
         with ToolStore(dsn, embedder=embedder(server), catalog="alpha") as owner:

@@ -3,8 +3,6 @@ catalogs' routes, unreadable directly by granted roles, gone with their catalog,
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -12,7 +10,6 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 import toolstore._indexes
 from toolstore import HashingEmbedder, IntentExample, ToolStore, migrate
@@ -227,21 +224,10 @@ def test_creating_a_catalog_does_not_wait_for_routes_of_another(dsn: str) -> Non
     assert set(partitions(dsn)) >= {partition_name(t, beta) for t in VECTOR_TABLES}
 
 
-@pytest.fixture
-def reader(dsn: str) -> Iterator[tuple[str, str]]:
-    name = f"ts_part_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(name)))
-    yield name, make_conninfo(dsn, user=name)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(name)))
-
-
-def test_a_granted_role_reads_no_partition_directly(dsn: str, reader: tuple[str, str]) -> None:
+def test_a_granted_role_reads_no_partition_directly(dsn: str, login_role: tuple[str, str]) -> None:
     """Grants cover every table of the schema, partitions included; their row-level security (no policy) keeps a
     role granted one catalog from reading another catalog's vectors by naming its partition."""
-    name, reader_dsn = reader
+    name, reader_dsn = login_role
     with open_store(dsn, "alpha") as alpha, open_store(dsn, "beta") as beta:
         alpha.upsert(generated_tools(10, seed=1))
         beta.upsert(generated_tools(12, seed=2))
@@ -297,8 +283,8 @@ def count_rows(dsn: str) -> dict[str, Any]:
         }
 
 
-def test_migrations_carry_rows_grants_and_policies_both_ways(dsn: str, reader: tuple[str, str]) -> None:
-    name, reader_dsn = reader
+def test_migrations_carry_rows_grants_and_policies_both_ways(dsn: str, login_role: tuple[str, str]) -> None:
+    name, reader_dsn = login_role
     tools = generated_tools(30, seed=3)
     with open_store(dsn, "alpha") as alpha, open_store(dsn, "beta") as beta:
         alpha.upsert(tools)
