@@ -398,6 +398,19 @@ def test_a_line_that_is_no_json_is_named_by_its_line_alone(tmp_path: Path, load:
     assert str(info.value) == f"{path}, line 3: invalid JSON (Expecting property name enclosed in double quotes)"
 
 
+def test_an_integer_of_thousands_of_digits_is_said_without_pythons_advice(tmp_path: Path) -> None:
+    """parse_json, which every file a user gives is read with, says what is wrong with an integer of 5,000 digits
+    without Python's advice to the programmer (sys.set_int_max_str_digits), here for a labelled file as for a tools
+    file (test_formats)."""
+    path = write_lines(tmp_path, ['{"qid": "q", "query": "x", "relevant": ["t"], "n": ' + "9" * 5000 + "}"])
+    with pytest.raises(ValueError) as info:
+        load_judgements(path)
+    assert str(info.value) == (
+        f"{path}, line 1: invalid JSON (Exceeds the limit (4300 digits) for integer string conversion: value has "
+        "5000 digits)"
+    )
+
+
 @pytest.mark.skipif(not BENCH.is_dir(), reason="shared benchmarks not present")
 @pytest.mark.parametrize("name", ["metatool", "seal_tools", "gorilla_torch"])
 def test_load_real_bench_files(name: str) -> None:

@@ -144,8 +144,18 @@ def parse_json(text: str) -> Any:
         data = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer of thousands of digits
+        raise ValueError(plain_problem(exc)) from None
     check_document_depth(data)
     return data
+
+
+def plain_problem(exc: BaseException) -> str:
+    """An error's text without Python's advice to the programmer (``; use sys.set_int_max_str_digits() ...``, after
+    an integer of thousands of digits), which a user giving a file cannot follow."""
+    return str(exc).split("; use sys.")[0]
 
 
 def check_document_depth(data: Any) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InvalidInputError, InvalidToolError
-from .._input import parse_json, read_text_file
+from .._input import parse_json, plain_problem, read_text_file
 from .._models import Tool
 from .parse import Located, Skipped, check_skipped, check_unique, parse_located
 
@@ -65,7 +65,7 @@ def _parse_json(text: str, name: str, provider: str | None, skipped: list[Skippe
     except json.JSONDecodeError as exc:
         raise InvalidToolError(f"{name} line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
     except ValueError as exc:
-        raise InvalidToolError(f"{name}: invalid JSON: {_problem(exc)}") from None
+        raise InvalidToolError(f"{name}: invalid JSON: {exc}") from None
     try:
         return parse_located(data, provider=provider, skipped=skipped)
     except InvalidToolError as exc:
@@ -83,7 +83,7 @@ def _parse_jsonl(text: str, name: str, provider: str | None, skipped: list[Skipp
         except json.JSONDecodeError as exc:
             raise InvalidToolError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
         except ValueError as exc:
-            raise InvalidToolError(f"{where}: invalid JSON: {_problem(exc)}") from None
+            raise InvalidToolError(f"{where}: invalid JSON: {exc}") from None
         line_skipped: list[Skipped] = []
         try:
             tools = parse_located(data, provider=provider, skipped=line_skipped)
@@ -117,7 +117,7 @@ def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skippe
         raise InvalidToolError(f"{name}{where}: invalid YAML: {problem}") from None
     except (ValueError, KeyError) as exc:  # a scalar YAML resolves but Python cannot build: a date 2025-13-45, a
         # 5,000-digit int, !!bool maybe (a KeyError)
-        raise InvalidToolError(f"{name}: invalid YAML: a value that cannot be read ({_problem(exc)})") from None
+        raise InvalidToolError(f"{name}: invalid YAML: a value that cannot be read ({plain_problem(exc)})") from None
     if not isinstance(data, dict) or not ("openapi" in data or "swagger" in data):
         kind = f"a YAML {type(data).__name__}" if not isinstance(data, dict) else "a mapping without an 'openapi' key"
         raise InvalidToolError(
@@ -127,13 +127,8 @@ def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skippe
     try:
         data = parse_json(json.dumps(data, default=str))
     except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidToolError(f"{name}: YAML that has no JSON equivalent: {_problem(exc)}") from None
+        raise InvalidToolError(f"{name}: YAML that has no JSON equivalent: {plain_problem(exc)}") from None
     try:
         return parse_located(data, provider=provider, skipped=skipped)
     except InvalidToolError as exc:
         raise InvalidToolError(f"{name}: {exc}") from None
-
-
-def _problem(exc: Exception) -> str:
-    """What went wrong, without Python's advice to the programmer (``; use sys.set_int_max_str_digits() ...``)."""
-    return str(exc).split("; use sys.")[0]
