@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .._anchors import load_anchors
 from .._input import MAX_BOOST
 from .._models import Anchor
 from .app import Number, command, emit, open_store
@@ -14,12 +15,13 @@ from .app import Number, command, emit, open_store
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
-def _emit(ctx: click.Context, anchors: Sequence[Anchor], empty: str) -> None:
-    def human() -> None:
-        for a in anchors:
-            click.echo(f"{a.id:>6}  {a.boost:+g}  {a.tool}  {a.pattern}")
+def _echo(anchors: Sequence[Anchor]) -> None:
+    for a in anchors:
+        click.echo(f"{a.id:>6}  {a.boost:+g}  {a.tool}  {a.pattern}")
 
-    emit(ctx, [a.as_dict() for a in anchors], human, key="anchors", empty=empty)
+
+def _emit(ctx: click.Context, anchors: Sequence[Anchor], empty: str) -> None:
+    emit(ctx, [a.as_dict() for a in anchors], lambda: _echo(anchors), key="anchors", empty=empty)
 
 
 @click.group("anchors")
@@ -68,13 +70,36 @@ def remove(ctx: click.Context, ids: tuple[int, ...]) -> None:
 @command("import")
 @click.argument("file", type=FILE)
 @click.option("--replace", is_flag=True, help="The file's anchors replace all of the catalog's.")
+@click.option(
+    "--allow-empty", is_flag=True, help="With --replace, let an empty FILE remove every anchor of the catalog."
+)
 @click.pass_context
-def import_(ctx: click.Context, file: Path, replace: bool) -> None:
+def import_(ctx: click.Context, file: Path, replace: bool, allow_empty: bool) -> None:
     """Anchors from a JSON FILE: a list of {"pattern", "tool", "boost"} objects (or `anchors list --json` output).
-    All or nothing: one bad rule and nothing is written."""
+    All or nothing: one bad rule and nothing is written. With --replace, says how many of the catalog's anchors went;
+    an empty FILE (a failed export?) would remove them all, and is refused unless --allow-empty."""
+    if allow_empty and not replace:
+        raise click.UsageError("--allow-empty goes with --replace (an import without it removes nothing)")
+    rules = load_anchors(file)
+    if replace and not rules and not allow_empty:
+        raise click.UsageError(
+            f"{file} holds no anchors: --replace would remove every anchor of the catalog; give --allow-empty too to "
+            "do that (or remove them with `anchors remove`)"
+        )
     with open_store(ctx, create=False) as store:
-        written = store.add_anchors(file, replace=replace)
-    _emit(ctx, written, "no anchors written")
+        before = store.anchors() if replace else []
+        written = store.add_anchors(rules, replace=replace)
+    kept = {(a.pattern, a.tool) for a in written}
+    removed = sum((a.pattern, a.tool) not in kept for a in before)  # a rule written again is not one that went
+
+    def human() -> None:
+        _echo(written)
+        if replace:
+            click.echo(f"removed {removed} anchor{'s' * (removed != 1)}, wrote {len(written)}")
+        elif not written:
+            click.echo("no anchors written")
+
+    emit(ctx, {"anchors": [a.as_dict() for a in written], "removed": removed}, human)
 
 
 for _command in (add, list_, remove, import_):

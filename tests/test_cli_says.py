@@ -1,0 +1,54 @@
+"""What the command line says of what it did, or refuses: an anchors import that replaces them all, an embedder wider
+than pgvector, a migration below the current revision, a prune of an unknown session, a malformed line of a labelled
+file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_cli_user import invoke, on_terminal, tools_file
+
+RULES = [
+    {"pattern": r"\mmail\M", "tool": "gmail.send_email", "boost": 0.5},
+    {"pattern": r"\missue\M", "tool": "github.create_issue", "boost": 0.5},
+]
+
+
+def anchored(dsn: str, tmp_path: Path) -> Path:
+    """A catalog 'anchored' holding the two RULES; the path of an anchors file for the next import."""
+    assert invoke(dsn, "-c", "anchored", "import", tools_file(tmp_path)).exit_code == 0
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(RULES))
+    assert invoke(dsn, "-c", "anchored", "anchors", "import", str(rules)).exit_code == 0
+    return tmp_path / "next.json"
+
+
+def test_anchors_import_replace_says_what_it_removed(dsn: str, tmp_path: Path) -> None:
+    """`anchors import FILE --replace` said only what it wrote ('no anchors written' for a file that removed every
+    anchor); it says how many of the catalog's anchors went, in JSON ('removed') and on a terminal."""
+    path = anchored(dsn, tmp_path)
+    path.write_text(json.dumps(RULES[:1] + [{"pattern": r"\mforecast\M", "tool": "weather.forecast"}]))
+    result = invoke(dsn, "-c", "anchored", "anchors", "import", str(path), "--replace")
+    assert result.exit_code == 0, (result.output, result.exception)
+    report = json.loads(result.stdout)
+    assert report["removed"] == 1 and [a["tool"] for a in report["anchors"]] == ["gmail.send_email", "weather.forecast"]
+    path.write_text(json.dumps(RULES))
+    code, out, err = on_terminal(dsn, "-c", "anchored", "anchors", "import", str(path), "--replace")
+    assert code == 0 and out.splitlines()[-1] == "removed 1 anchor, wrote 2", (out, err)
+    result = invoke(dsn, "-c", "anchored", "anchors", "import", str(path))  # without --replace nothing goes
+    assert result.exit_code == 0 and json.loads(result.stdout)["removed"] == 0, result.output
+
+
+def test_anchors_import_replace_of_an_empty_file_is_refused_unless_allowed(dsn: str, tmp_path: Path) -> None:
+    """`anchors import FILE --replace` with FILE `[]` (a failed export, say) deleted every anchor of the catalog and
+    printed 'no anchors written'; it is refused, nothing removed, unless --allow-empty, and then says what went."""
+    path = anchored(dsn, tmp_path)
+    path.write_text("[]")
+    result = invoke(dsn, "-c", "anchored", "anchors", "import", str(path), "--replace")
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert "holds no anchors: --replace would remove every anchor of the catalog; give --allow-empty" in result.output
+    assert len(json.loads(invoke(dsn, "-c", "anchored", "anchors", "list").stdout)["anchors"]) == 2
+    result = invoke(dsn, "-c", "anchored", "anchors", "import", str(path), "--replace", "--allow-empty")
+    assert result.exit_code == 0 and json.loads(result.stdout)["removed"] == 2, result.output
+    assert json.loads(invoke(dsn, "-c", "anchored", "anchors", "list").stdout)["anchors"] == []
