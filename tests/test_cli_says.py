@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from test_cli_user import invoke, on_terminal, tools_file
+
+from toolstore.testing.fake_openai import FakeOpenAI
 
 RULES = [
     {"pattern": r"\mmail\M", "tool": "gmail.send_email", "boost": 0.5},
@@ -52,3 +55,20 @@ def test_anchors_import_replace_of_an_empty_file_is_refused_unless_allowed(dsn: 
     result = invoke(dsn, "-c", "anchored", "anchors", "import", str(path), "--replace", "--allow-empty")
     assert result.exit_code == 0 and json.loads(result.stdout)["removed"] == 2, result.output
     assert json.loads(invoke(dsn, "-c", "anchored", "anchors", "list").stdout)["anchors"] == []
+
+
+def test_an_openai_embedder_wider_than_pgvector_is_refused_before_its_server(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--embedder openai/MODEL@99999999999999` was taken until the server (or pgvector, past 16,000 dimensions)
+    refused it; the width of every embedder's spec is checked where the hashing embedder's is, before any request."""
+    with FakeOpenAI() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
+        spec = "openai/text-embedding-3-large@99999999999999"
+        result = invoke(dsn, "--embedder", spec, "-c", "wide", "import", tools_file(tmp_path))
+        assert result.exit_code == 1 and str(result.exception) == (
+            f"embedder '{spec}': its dimensions must be at most 16,000 (a pgvector column's), got 99999999999999"
+        ), (result.exception, result.output)
+        assert server.requests == []
+    assert "wide" not in [c["name"] for c in json.loads(invoke(dsn, "catalogs").stdout)["catalogs"]]

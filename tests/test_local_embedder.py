@@ -157,6 +157,7 @@ def test_local_dir_spec_names_what_is_missing_or_malformed(tmp_path: Path) -> No
         ({"model": "all-mpnet", "dim": 768, "max_tokens": 384}, "'model' must be"),
         ({"model": "local/x", "dim": "768", "max_tokens": 384}, "'dim' must be a positive integer"),
         ({"model": "local/x", "dim": 768}, "'max_tokens' must be a positive integer"),
+        ({"model": "local/x", "dim": 20_000, "max_tokens": 9}, r"'dim' must be at most 16,000 \(a pgvector column's\)"),
         ({"model": "local/x", "dim": 768, "max_tokens": 9, "batch_size": 0}, "'batch_size' must be a positive integer"),
         ({"model": "local/x", "dim": 768, "max_tokens": 9, "batch_size": "4"}, "'batch_size' must be a positive"),
         ([], "'model' must be"),

@@ -8,7 +8,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._errors import InvalidInputError
 from .._progress import report
+
+#: The widest vector a pgvector column holds: every embedder's width is checked against it (:func:`check_width`).
+MAX_DIM = 16_000
+
+
+def check_width(dim: int, what: str) -> int:
+    """``dim`` when a pgvector column can hold vectors that wide; else InvalidInputError naming ``what`` (the
+    embedder's width, as its spec or file gives it), before anything is embedded or written."""
+    if dim > MAX_DIM:
+        raise InvalidInputError(f"{what} must be at most {MAX_DIM:,} (a pgvector column's), got {dim}")
+    return dim
 
 
 @dataclass(frozen=True)

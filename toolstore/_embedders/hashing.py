@@ -9,11 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._errors import InvalidInputError
-from .base import Embedder, normalise
+from .base import Embedder, check_width, normalise
 
 _WORD = re.compile(r"[a-z0-9]+")
-#: The widest vector a pgvector column holds.
-MAX_DIM = 16_000
 
 
 class HashingEmbedder(Embedder):
@@ -26,11 +24,7 @@ class HashingEmbedder(Embedder):
     def __init__(self, dim: int = 256) -> None:
         if dim < 8:
             raise InvalidInputError(f"the hashing embedder's dimension must be at least 8, got {dim}")
-        if dim > MAX_DIM:
-            raise InvalidInputError(
-                f"the hashing embedder's dimension must be at most {MAX_DIM:,} (a pgvector column's), got {dim}"
-            )
-        self.dim = dim
+        self.dim = check_width(dim, "the hashing embedder's dimension")
         self.model = f"hashing-{dim}"
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 from .._errors import EmbedderError, InvalidInputError
 from .._observe import logger
 from .._progress import report
-from .base import Embedder, normalise
+from .base import Embedder, check_width, normalise
 
 MODEL_DIR = Path(__file__).resolve().parent / "minilm"
 MODEL_FILES = ("model.onnx", "tokenizer.json")
@@ -210,4 +210,4 @@ def read_config(path: Path, *, kind: str = "local") -> tuple[str, int, int, int 
     for key, value in checked + ([("batch_size", batch_size)] if "batch_size" in config else []):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidInputError(f"{path}: {key!r} must be a positive integer, got {value!r}")
-    return model, dim, max_tokens, batch_size
+    return model, check_width(dim, f"{path}: 'dim'"), max_tokens, batch_size

@@ -15,7 +15,7 @@ from .._breaker import Breaker
 from .._errors import EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
-from .base import Embedded, Embedder, normalise
+from .base import Embedded, Embedder, check_width, normalise
 from .openai_client import OPENAI_SERVER, describe, make_client, provider_message, retryable, server_address
 from .openai_limits import (
     CONTEXT_TOKENS,
@@ -97,6 +97,8 @@ class OpenAIEmbedder(Embedder):
             isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
         ):
             raise InvalidInputError(f"OpenAIEmbedder dimensions must be a positive integer, got {dimensions!r}")
+        if dimensions is not None:
+            check_width(dimensions, f"embedder 'openai/{model}@{dimensions}': its dimensions")
         if not 1 <= batch_size <= MAX_BATCH_SIZE:
             raise InvalidInputError(
                 f"OpenAIEmbedder batch_size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}"
