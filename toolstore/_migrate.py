@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: impor
 VERSION_TABLE = "toolstore_alembic_version"
 DEFAULT_SCHEMA = "toolstore"
 HEAD_REVISION = "0025"  # kept equal to alembic's head by a test
+_REVISION = re.compile(r"[0-9]{4}")  # toolstore's revisions: 0001, 0002, ...
+_STEP = re.compile(r"(head|heads|base|[0-9]{4})([+-][0-9]+)")  # alembic's relative revision: head-1, 0020+2
 _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations
 # One alembic run at a time in this process: alembic's command installs module-level proxies (its `context` and
 # `op`), which runs in two threads at once break for each other (KeyError 'config'); the advisory lock only
@@ -134,8 +137,9 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     before = current_revision(connection.connection.driver_connection, schema)
     newer_schema(before, schema)
     if not downgrade and before is not None and _below(revision, before):  # alembic: a silent no-op
+        named = "" if revision == "base" or _REVISION.fullmatch(revision) else f" ({_number(revision):04d})"
         raise InvalidInputError(
-            f"schema {schema!r} is at {before}, past {revision!r}: to go down to it, downgrade (--downgrade)"
+            f"schema {schema!r} is at {before}, past {revision!r}{named}: to go down to it, downgrade (--downgrade)"
         )
     try:
         with _RUNNING, _host_alembic_kept():
@@ -165,7 +169,26 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
 
 def _below(revision: str, current: str) -> bool:
     """Whether ``revision`` names a revision before ``current`` (toolstore's revisions are numbered)."""
-    return revision == "base" or (revision.isdigit() and current.isdigit() and int(revision) < int(current))
+    target = _number(revision)
+    return target is not None and current.isdigit() and target < int(current)
+
+
+def _number(revision: str) -> int | None:
+    """The number of the revision ``revision`` names: a revision (``0017``), ``base`` (0), ``head``, or one of those
+    and a step (``head-1``, ``0020+2``, ``base+1``: toolstore's revisions are one line); None for what alembic alone
+    resolves or refuses (a step from the current revision, ``-1``, a revision that does not exist)."""
+    if revision in ("head", "heads"):
+        return int(HEAD_REVISION)
+    if revision == "base":
+        return 0
+    if _REVISION.fullmatch(revision):
+        return int(revision) if 0 < int(revision) <= int(HEAD_REVISION) else None
+    step = _STEP.fullmatch(revision)
+    start = _number(step.group(1)) if step else None
+    if step is None or start is None:
+        return None
+    target = start + int(step.group(2))
+    return target if 0 <= target <= int(HEAD_REVISION) else None
 
 
 @contextmanager
