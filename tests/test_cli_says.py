@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_user import invoke, on_terminal, tools_file
+from test_cli_user import invoke, on_terminal, sessions_file, tools_file
 
 from toolstore._migrate import HEAD_REVISION
 from toolstore.testing.fake_openai import FakeOpenAI
@@ -88,3 +88,23 @@ def test_migrate_below_the_current_revision_without_downgrade_says_so(dsn: str, 
         "(--downgrade)"
     ), (result.exception, result.output)
     assert json.loads(invoke(dsn, "migrate").stdout)["revision"] == HEAD_REVISION
+
+
+def test_sessions_prune_of_an_unknown_session_says_so(dsn: str, tmp_path: Path) -> None:
+    """`sessions prune --session nosuch` exited 0 without a word, as for a session it forgot; it still exits 0 (a
+    script may forget a session twice) but says there was no such session: on stderr on a terminal, and
+    `session_found` in JSON."""
+    assert invoke(dsn, "-c", "log", "import", tools_file(tmp_path)).exit_code == 0
+    assert invoke(dsn, "-c", "log", "sessions", "import", sessions_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "log", "sessions", "prune", "--session", "nosuch")
+    assert result.exit_code == 0 and json.loads(result.stdout)["session_found"] is False, result.output
+    code, out, err = on_terminal(dsn, "-c", "log", "sessions", "prune", "--session", "nosuch")
+    assert code == 0 and out == "calls: 0, sessions: 0\n", (out, err)
+    assert err == "no session 'nosuch' in catalog 'log': nothing of it to prune\n"
+    result = invoke(dsn, "-c", "log", "sessions", "prune", "--session", "s1")
+    assert result.exit_code == 0 and json.loads(result.stdout) == {
+        "version": json.loads(result.stdout)["version"],
+        "calls": 2,
+        "sessions": 1,
+        "session_found": True,
+    }

@@ -12,7 +12,7 @@ import click
 from .._errors import InvalidInputError
 from .._metrics import load_sessions
 from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
-from .app import command, emit, not_empty, open_store, summary
+from .app import command, emit, not_empty, note, open_store, summary, wants_json
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -127,14 +127,18 @@ def prune(ctx: click.Context, older_than: str | None, session: str | None, forge
     log those calls again), else it goes; --session alone forgets the session entirely, and --forget-idle 90d
     forgets (row and calls) every session whose last write (a logged call or an import) is older than 90 days. Run it
     from cron when the catalog has a retention age (`toolstore sessions retention --max-age-days N`) or to forget idle
-    sessions; `sessions` counts the sessions that went, forgotten ones included."""
+    sessions; `sessions` counts the sessions that went, forgotten ones included. A --session not in the log prunes
+    nothing and says so (on stderr; `session_found` false in JSON), exit 0."""
     if forget_idle is not None and session is not None:
         raise click.UsageError("--forget-idle forgets every idle session of the catalog: give it without --session")
     age = parse_duration(older_than, positive=True) if older_than is not None else None
     idle = parse_duration(forget_idle, "--forget-idle", positive=True) if forget_idle is not None else None
     with open_store(ctx, create=False) as store:
+        found = session is None or store.has_session(session)  # before: a prune may forget it
         report = store.prune_sessions(older_than=age, session=session, forget_idle=idle)
-    emit(ctx, report, summary(report))
+    emit(ctx, report if session is None else {**report, "session_found": found}, summary(report))
+    if not found and not wants_json(ctx):  # exit 0 all the same: a script may forget a session twice
+        note(ctx, f"no session {session!r} in catalog {store.catalog!r}: nothing of it to prune")
 
 
 @command("retention")
