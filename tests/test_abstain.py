@@ -307,6 +307,21 @@ def test_negatives_file_formats(tmp_path: Path) -> None:
         load_negatives(bad)
 
 
+def test_a_negative_request_route_would_refuse_names_its_file_and_line(tmp_path: Path) -> None:
+    """A negatives file's request that route() refuses (a NUL byte, over 20,000 characters) passed load_negatives and
+    failed later in tune() as 'negative request #2', naming neither file nor line; the reader refuses it, naming both,
+    in either format, as the other labelled files' readers do."""
+    jsonl = write_jsonl(tmp_path / "negatives.jsonl", [{"query": "bake a cake"}, {"query": "bake\x00a cake"}])
+    with pytest.raises(InvalidInputError) as raised:
+        load_negatives(jsonl)
+    assert str(raised.value) == f"{jsonl}, line 2: 'query' contains a NUL byte"
+    plain = tmp_path / "negatives.txt"
+    plain.write_text("bake a cake\n\n" + "a" * 20_001 + "\n")
+    with pytest.raises(InvalidInputError) as raised:
+        load_negatives(plain)
+    assert str(raised.value) == f"{plain}, line 3: the request is 20,001 characters long; the limit is 20,000"
+
+
 def test_async_store_abstains_and_calibrates(dsn: str, store: ToolStore) -> None:
     async def main() -> None:
         async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="abstain") as astore:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_cli_user import invoke, on_terminal, sessions_file, tools_file
 
+from toolstore import ToolStore
 from toolstore._migrate import HEAD_REVISION
 from toolstore.testing.fake_openai import FakeOpenAI
 
@@ -108,3 +109,45 @@ def test_sessions_prune_of_an_unknown_session_says_so(dsn: str, tmp_path: Path) 
         "sessions": 1,
         "session_found": True,
     }
+
+
+LABELLED = {
+    "eval --queries": {"qid": "q", "query": "mail bob", "relevant": ["gmail.send_email"]},
+    "examples": {"qid": "q", "query": "mail bob", "relevant": ["gmail.send_email"]},
+    "tune --examples": {"qid": "q", "query": "mail bob", "relevant": ["gmail.send_email"]},
+    "sessions import": {"sid": "s", "turns": [{"query": "mail bob", "relevant": ["gmail.send_email"]}]},
+    "tune --negatives": {"query": "bake a cake"},
+}
+
+
+@pytest.mark.parametrize("reader", list(LABELLED))
+@pytest.mark.parametrize("line", ["{not json", "NUL"], ids=["not json", "a NUL byte"])
+def test_a_malformed_line_of_a_labelled_file_names_the_file_and_line(
+    dsn: str, tmp_path: Path, reader: str, line: str
+) -> None:
+    """The readers of labelled files (queries and train sets, sessions, negatives) named a bad line each their own
+    way: a negatives request that route() refuses (a NUL byte) passed the reader and failed later as 'negative request
+    #2', naming neither file nor line. One rule (`_input.json_lines` and `check_at`): an InvalidInputError starting
+    'FILE, line N: '."""
+    assert invoke(dsn, "-c", "labelled", "import", tools_file(tmp_path)).exit_code == 0
+    good = LABELLED[reader]
+    bad = json.dumps(good).replace("mail bob", "mail\\u0000bob").replace("bake a cake", "bake\\u0000a cake")
+    path = tmp_path / "labelled.jsonl"
+    path.write_text(json.dumps(good) + "\n" + (bad if line == "NUL" else line) + "\n")
+    train = tmp_path / "train.jsonl"
+    rows = [{"qid": f"q{i}", "query": f"send mail {i}", "relevant": ["gmail.send_email"]} for i in range(3)]
+    train.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = {
+        "eval --queries": ["eval", "--tools", tools_file(tmp_path), "--queries", str(path)],
+        "examples": ["examples", str(path)],
+        "tune --examples": ["tune", "--examples", str(path)],
+        "sessions import": ["sessions", "import", str(path)],
+        "tune --negatives": ["tune", "--examples", str(train), "--negatives", str(path)],
+    }[reader]
+    result = invoke(dsn, "-c", "labelled", *args)
+    assert result.exit_code == 1 and str(result.exception).startswith(f"{path}, line 2: "), (
+        result.exception,
+        result.output,
+    )
+    with ToolStore(dsn, embedder=None, catalog="labelled") as store:
+        assert "fusion" not in store.info().settings and store.sessions() == []

@@ -33,7 +33,7 @@ import numpy as np
 
 from ._errors import InvalidInputError
 from ._fusion import REQUEST_SIGNALS
-from ._input import parse_json, read_text_file
+from ._input import MAX_QUERY_CHARS, check_at, json_lines, read_text_file
 
 FEATURES = ("agreement", "strength", "margin", "dense_sim", "intent_sim")
 #: A retriever agrees on the top tool when it ranks it within this many.
@@ -288,26 +288,27 @@ def load_negatives(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, .
 
     A JSON Lines file (the first non-blank line starts with ``{``): each line an object with a non-empty ``query``;
     ``relevant``/``acceptable``, if there (another benchmark's labels), are returned to be checked. Otherwise plain
-    text: each non-blank line is one request. InvalidInputError names the file and line of anything else.
+    text: each non-blank line is one request. InvalidInputError names the file and line of anything else (a request
+    route() would refuse too: over :data:`MAX_QUERY_CHARS` characters, a NUL byte).
     """
-    lines = read_text_file(path, "negatives file").split("\n")
-    filled = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
+    name = os.fspath(path)
+    text = read_text_file(path, "negatives file")
+    filled = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
     if not filled:
-        raise InvalidInputError(f"{os.fspath(path)}: no requests found")
+        raise InvalidInputError(f"{name}: no requests found")
     if not filled[0][1].lstrip().startswith("{"):
-        return [(line.strip(), ()) for _, line in filled]
+        return [
+            (check_at(f"{name}, line {n}", line.strip(), "the request", max_chars=MAX_QUERY_CHARS), ())
+            for n, line in filled
+        ]
     out = []
-    for n, line in filled:
-        where = f"{os.fspath(path)}, line {n}"
-        try:
-            record = parse_json(line)
-        except ValueError as exc:
-            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from None
+    for _, where, record in json_lines(text, name):
         if not isinstance(record, dict):
             raise InvalidInputError(f"{where}: expected a JSON object")
         query = record.get("query")
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError(f"{where}: 'query' must be a non-empty string")
+        check_at(where, query, "'query'", max_chars=MAX_QUERY_CHARS)
         named = []
         for key in ("relevant", "acceptable"):
             ids = record.get(key, [])

@@ -11,7 +11,7 @@ import json
 import math
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -150,6 +150,32 @@ def parse_json(text: str) -> Any:
         raise ValueError(plain_problem(exc)) from None
     check_document_depth(data)
     return data
+
+
+def json_lines(text: str, name: str) -> Iterator[tuple[int, str, Any]]:
+    """Each non-blank line of the JSON Lines ``text`` of file ``name`` as its line number, where it is (``NAME, line
+    N``, which the reader's own errors start with) and its JSON value: the one rule of every labelled file's reader
+    (queries and train sets, sessions, negatives): a line that is no JSON is an InvalidInputError naming the file and
+    line."""
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{name}, line {lineno}"
+        try:
+            record = parse_json(line)
+        except json.JSONDecodeError as exc:  # its position is in the line, not the file: the message alone
+            raise InvalidInputError(f"{where}: invalid JSON ({exc.msg})") from None
+        except ValueError as exc:
+            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from None
+        yield lineno, where, record
+
+
+def check_at(where: str, value: object, what: str, *, max_chars: int) -> str:
+    """:func:`check_text` for a value read from a file, its error starting with ``where`` (``NAME, line N``)."""
+    try:
+        return check_text(value, what, max_chars=max_chars)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
 
 
 def plain_problem(exc: BaseException) -> str:

@@ -26,7 +26,6 @@ id neither scores twice nor occupies a rank.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._errors import InvalidInputError
-from ._input import MAX_ID_CHARS, MAX_QUERY_CHARS, check_text, parse_json, read_text_file
+from ._input import MAX_ID_CHARS, MAX_QUERY_CHARS, check_at, json_lines, read_text_file
 
 __all__ = [
     "CUTOFF",
@@ -201,27 +200,13 @@ def _id_list(where: str, record: dict[str, Any], field: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise InvalidInputError(f"{where}: {field!r} must be a list of non-empty strings")
     for v in value:
-        try:
-            check_text(v, f"{field!r} value", max_chars=MAX_ID_CHARS)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{where}: {exc}") from None
+        check_at(where, v, f"{field!r} value", max_chars=MAX_ID_CHARS)
     return value
 
 
 def _records(path: str | os.PathLike[str], what: str) -> Iterator[tuple[int, str, Any]]:
-    """Each non-blank line of the labelled file ``path`` (``what`` names it) as its line number, where it is (for
-    errors) and its JSON value; InvalidInputError naming the file and line for a line that is no JSON."""
-    for lineno, line in enumerate(read_text_file(path, what).split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{os.fspath(path)}, line {lineno}"
-        try:
-            record = parse_json(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{where}: invalid JSON ({exc.msg})") from None
-        except ValueError as exc:
-            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from None
-        yield lineno, where, record
+    """Each non-blank line of the labelled file ``path`` (``what`` names it): :func:`_input.json_lines`."""
+    return json_lines(read_text_file(path, what), os.fspath(path))
 
 
 def load_judgements(path: str | os.PathLike[str]) -> list[tuple[str, Judgement]]:
@@ -245,11 +230,8 @@ def load_judgements(path: str | os.PathLike[str]) -> list[tuple[str, Judgement]]
             raise InvalidInputError(f"{where}: 'qid' must be a non-empty string")
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError(f"{where}: 'query' must be a non-empty string")
-        try:
-            check_text(qid, "'qid'", max_chars=MAX_ID_CHARS)
-            check_text(query, "'query'", max_chars=MAX_QUERY_CHARS)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{where}: {exc}") from None
+        check_at(where, qid, "'qid'", max_chars=MAX_ID_CHARS)
+        check_at(where, query, "'query'", max_chars=MAX_QUERY_CHARS)
         relevant = _id_list(where, record, "relevant")
         if not relevant:
             raise InvalidInputError(f"{where}: 'relevant' is empty")
@@ -298,11 +280,7 @@ def load_sessions(path: str | os.PathLike[str]) -> list[LabelledSession]:
     for lineno, where, record in _records(path, "sessions file"):
         if not isinstance(record, dict) or not isinstance(record.get("turns"), list) or not record["turns"]:
             raise InvalidInputError(f"{where}: expected an object with 'sid' and a non-empty 'turns' list")
-        sid = record.get("sid")
-        try:
-            check_text(sid, "'sid'", max_chars=MAX_ID_CHARS)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{where}: {exc}") from None
+        sid = check_at(where, record.get("sid"), "'sid'", max_chars=MAX_ID_CHARS)
         if sid in first_line:
             raise InvalidInputError(f"{where}: sid {sid!r} already used on line {first_line[sid]}")
         first_line[sid] = lineno
@@ -311,10 +289,7 @@ def load_sessions(path: str | os.PathLike[str]) -> list[LabelledSession]:
             at = f"{where}, turn {i + 1}"
             if not isinstance(turn, dict):
                 raise InvalidInputError(f"{at}: expected an object")
-            try:
-                query = check_text(turn.get("query"), "'query'", max_chars=MAX_QUERY_CHARS)
-            except InvalidInputError as exc:
-                raise InvalidInputError(f"{at}: {exc}") from None
+            query = check_at(at, turn.get("query"), "'query'", max_chars=MAX_QUERY_CHARS)
             relevant = _id_list(at, {"relevant": turn.get("relevant", [])}, "relevant")
             calls = _id_list(at, {"calls": turn.get("calls", relevant)}, "calls")
             turns.append(SessionTurn(query, tuple(dict.fromkeys(relevant)), tuple(calls)))

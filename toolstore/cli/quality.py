@@ -52,10 +52,7 @@ def relabel(result: dict[str, Any], k: int) -> None:
 
 def _judgements(path: Path) -> list[tuple[str, Judgement]]:
     """(query, Judgement) pairs of a queries/train JSONL file; InvalidInputError when malformed or empty."""
-    try:
-        pairs = load_judgements(path)
-    except (ValueError, TypeError) as exc:
-        raise InvalidInputError(str(exc)) from None
+    pairs = load_judgements(path)  # InvalidInputError naming the file and line: _input.json_lines
     if not pairs:
         raise InvalidInputError(f"{path}: no queries found")
     return pairs
