@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
+import psycopg
 import pytest
 from test_cli import run, write_jsonl
 
@@ -36,6 +38,7 @@ from toolstore._abstain import (
 )
 from toolstore._calibrate import evidence
 from toolstore._fusion import Fusion, check_weights
+from toolstore._sql import query
 from toolstore.cli.quality import _tune_summary
 
 TOOLS = [
@@ -320,6 +323,24 @@ def test_a_negative_request_route_would_refuse_names_its_file_and_line(tmp_path:
     with pytest.raises(InvalidInputError) as raised:
         load_negatives(plain)
     assert str(raised.value) == f"{plain}, line 3: the request is 20,001 characters long; the limit is 20,000"
+
+
+def test_tune_reads_the_expansions_lines_once(store: ToolStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tune(negatives=...) read which lines of tools' expansions copy a request (block eval_expansion_lines) for its
+    count of copies, again for the examples' lists and again for each calibration's (four reads); it reads them once
+    and passes them on (no behaviour change: test_eval's expansion tests hold the lists and the count of copies)."""
+    statement = query("eval_expansion_lines")
+    reads: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def counted(conn: psycopg.Connection[Any], text: Any, *args: Any, **kwargs: Any) -> Any:
+        if text == statement:
+            reads.append(text)
+        return execute(conn, text, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted)
+    report = store.tune(examples(), negatives=UNSERVED, save=False)
+    assert len(reads) == 1 and report.abstain is not None
 
 
 def test_async_store_abstains_and_calibrates(dsn: str, store: ToolStore) -> None:

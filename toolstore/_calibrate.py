@@ -16,7 +16,7 @@ from ._abstain import FEATURES, AbstainModel, error_rates, evidence_depth, featu
 from ._candidates import signal_ranks
 from ._errors import InvalidInputError
 from ._fusion import REQUEST_SIGNALS, Fusion
-from ._lists import ToolIndex, fetch_lists, load_tool_index
+from ._lists import ExpansionLines, ToolIndex, fetch_lists, load_tool_index
 from ._sql import query
 from ._text import query_text
 
@@ -28,17 +28,22 @@ FOLDS = 5
 
 
 def evidence(
-    store: ToolStore, requests: Sequence[str], fusion: Fusion, tools: ToolIndex | None = None
+    store: ToolStore,
+    requests: Sequence[str],
+    fusion: Fusion,
+    tools: ToolIndex | None = None,
+    lines: ExpansionLines | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each request's :data:`FEATURES` as route(abstain=True) computes them under ``fusion`` (one row per request),
-    and whether it names a tool verbatim (never abstained on)."""
+    and whether it names a tool verbatim (never abstained on); ``lines``: the expansions' lines that copy requests
+    (:func:`_lists.expansion_lines`), when already read."""
     tools = tools or load_tool_index(store)
     with store.connection() as conn:
         fields = [r[0] for r in conn.execute(query("eval_abstain_fields"), {"catalog": store.info().id})]
     lexical = [REQUEST_SIGNALS[f - 1] for f in fields]
     rows, exact = [], []
     depth = evidence_depth(fusion.overfetch)
-    for lists in fetch_lists(store, list(requests), depth=depth, tools=tools):
+    for lists in fetch_lists(store, list(requests), depth=depth, tools=tools, lines=lines):
         ranks = signal_ranks(lists, tools, depth)[: len(REQUEST_SIGNALS)]
         candidates = sorted(set().union(*ranks))
         ranked = [(t, {s: r.get(t) for s, r in zip(REQUEST_SIGNALS, ranks)}) for t in candidates]
@@ -81,14 +86,20 @@ def negative_requests(
 
 
 def calibrate(
-    store: ToolStore, served: Sequence[str], unserved: Sequence[str], fusion: Fusion, *, seed: int = 0
+    store: ToolStore,
+    served: Sequence[str],
+    unserved: Sequence[str],
+    fusion: Fusion,
+    *,
+    seed: int = 0,
+    lines: ExpansionLines | None = None,
 ) -> tuple[AbstainModel, dict[str, Any]]:
     """The catalog's abstention model fitted on ``served`` and ``unserved`` requests (those naming a tool verbatim
     left out: route() never abstains on them), and a report: counts, error rates on these requests and under
-    :data:`FOLDS`-fold cross-validation."""
+    :data:`FOLDS`-fold cross-validation. ``lines``: as :func:`evidence`'s, for both."""
     tools = load_tool_index(store)
-    pos, pos_exact = evidence(store, served, fusion, tools)
-    neg, neg_exact = evidence(store, unserved, fusion, tools)
+    pos, pos_exact = evidence(store, served, fusion, tools, lines)
+    neg, neg_exact = evidence(store, unserved, fusion, tools, lines)
     pos, neg = pos[~pos_exact], neg[~neg_exact]
     model = fit(pos, neg)
     rng = np.random.default_rng(seed)

@@ -10,7 +10,7 @@ of their own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -104,6 +104,7 @@ def fetch_lists(
     depth: int,
     leave_one_out: bool = True,
     tools: ToolIndex | None = None,
+    lines: ExpansionLines | None = None,
 ) -> list[Lists]:
     """Each retriever's ranked list for every request, ``depth`` deep (intent and context: ``depth *
     EXAMPLES_PER_CANDIDATE`` neighbours).
@@ -111,7 +112,8 @@ def fetch_lists(
     ``leave_one_out`` drops the stored intent examples whose text equals the request, so a training request is never
     matched to itself (a Probe's ``exclude`` drops more), and reads a tool whose expansion holds such a text as a
     line (``expand --offline`` copies intent examples there) without it: its expansion field with the field's
-    statistics, and its vector embedded again (:func:`_own_lines`). Dense, intent and context lists are empty when
+    statistics, and its vector embedded again (:func:`_own_lines`), from ``lines`` when it covers the requests'
+    texts (:func:`expansion_lines`, read here otherwise). Dense, intent and context lists are empty when
     the store has no embedder or the catalog no embeddings; context also without earlier turns.
     """
     info = store.info()
@@ -129,7 +131,9 @@ def fetch_lists(
             vectors = dict(zip(texts, embed_cached(conn, store.embedder, texts, require=info.require_dim)))
         if vectors:  # the width of the vectors got: the server's, or the cache's while it is down
             info.require_dim(one_width(store.embedder.model, list(vectors.values())))
-    own = _own_lines(store, info, probes)
+    if lines is None or not lines.covers(probes):
+        lines = expansion_lines(store, info, (text for p in probes for text in p.exclude))
+    own = _own_lines(lines, probes)
     documents: dict[str, np.ndarray] = {}  # those tools' vectors without those lines, by text (not cached)
     if vectors is not None and store.embedder is not None:
         texts = list(dict.fromkeys(dense_text(t) for held in own for _, t in held.values()))
@@ -151,29 +155,52 @@ def fetch_lists(
     return [parts[i % FETCH_THREADS][i // FETCH_THREADS] for i in range(len(probes))]
 
 
-def _own_lines(store: ToolStore, info: CatalogInfo, probes: Sequence[Probe]) -> list[dict[str, tuple[int, Tool]]]:
-    """Per probe, the tools whose expansion holds one of its ``exclude`` texts as a line (``toolstore expand
-    --offline`` copies intent examples there), by id: each one's pk and the tool without those lines, as the
-    probe's lists read it (its own text never matches it, as it never matches its own intent example)."""
-    texts = sorted({text for p in probes for text in p.exclude})
-    lines: dict[str, dict[str, set[int]]] = {}  # text -> tool id -> the numbers of its lines that are the text
+@dataclass(frozen=True)
+class ExpansionLines:
+    """The lines of tools' expansions that are one of ``texts`` (``toolstore expand --offline`` copies intent examples
+    there; block ``eval_expansion_lines``), read once by :func:`expansion_lines` and passed on: a tune reads them for
+    every request it fetches lists of, its negatives' too, and counts the copies with them."""
+
+    texts: frozenset[str]
+    lines: Mapping[str, Mapping[str, frozenset[int]]]  # text -> tool id -> the numbers of its lines that are the text
+    pks: Mapping[str, int]  # those tools' pks
+    stored: Mapping[str, Tool]  # and the tools as stored
+
+    def covers(self, probes: Sequence[Probe]) -> bool:
+        return all(p.exclude <= self.texts for p in probes)
+
+
+def expansion_lines(store: ToolStore, info: CatalogInfo, texts: Iterable[str]) -> ExpansionLines:
+    """The lines of the catalog's tools' expansions that are one of ``texts``, and those tools (one read of each)."""
+    wanted = sorted(set(texts))
+    lines: dict[str, dict[str, set[int]]] = {}
     pks: dict[str, int] = {}
     stored: dict[str, Tool] = {}
-    if texts:
+    if wanted:
         with store.connection() as conn:
             for text, pk, tool_id, n in conn.execute(
-                query("eval_expansion_lines"), {"catalog": info.id, "texts": texts}
+                query("eval_expansion_lines"), {"catalog": info.id, "texts": wanted}
             ):
                 lines.setdefault(text, {}).setdefault(tool_id, set()).add(n)
                 pks[tool_id] = pk
             stored = {t.id: t for t in list_tools(conn, info, sorted(pks))} if pks else stored
+    frozen = {text: {t: frozenset(ns) for t, ns in held.items()} for text, held in lines.items()}
+    return ExpansionLines(frozenset(wanted), frozen, pks, stored)
+
+
+def _own_lines(held: ExpansionLines, probes: Sequence[Probe]) -> list[dict[str, tuple[int, Tool]]]:
+    """Per probe, the tools whose expansion holds one of its ``exclude`` texts as a line (``held``, which covers
+    them), by id: each one's pk and the tool without those lines, as the probe's lists read it (its own text never
+    matches it, as it never matches its own intent example)."""
     out = []
     for probe in probes:
         drop: dict[str, set[int]] = {}
         for text in probe.exclude:
-            for tool_id, numbers in lines.get(text, {}).items():
+            for tool_id, numbers in held.lines.get(text, {}).items():
                 drop.setdefault(tool_id, set()).update(numbers)
-        out.append({tool_id: (pks[tool_id], _without(stored[tool_id], numbers)) for tool_id, numbers in drop.items()})
+        out.append(
+            {tool_id: (held.pks[tool_id], _without(held.stored[tool_id], numbers)) for tool_id, numbers in drop.items()}
+        )
     return out
 
 

@@ -25,7 +25,7 @@ from ._candidates import CandidateTable, Transitions
 from ._errors import InvalidInputError
 from ._eval import check_queries, check_sessions
 from ._fusion import DEFAULT_AVOID, DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
-from ._lists import Probe, ToolIndex, fetch_lists, load_tool_index
+from ._lists import ExpansionLines, Probe, ToolIndex, expansion_lines, fetch_lists, load_tool_index
 from ._metrics import CUTOFF, Judgement, LabelledSession
 from ._sql import query
 from ._text import query_text
@@ -108,13 +108,11 @@ class TuneReport:
         }
 
 
-def expansion_copies(store: ToolStore, requests: Sequence[str]) -> int:
+def expansion_copies(lines: ExpansionLines, requests: Sequence[str]) -> int:
     """How many of ``requests`` are a line of some tool's expansion (``toolstore expand --offline`` copies intent
-    examples there): each one's lists leave those lines out of the expansion field and the tool's vector."""
-    params = {"catalog": store.info().id, "texts": sorted(set(requests))}
-    with store.connection() as conn:
-        held = {text for text, *_ in conn.execute(query("eval_expansion_lines"), params)}
-    return sum(r in held for r in requests)
+    examples there; ``lines`` read for them): each one's lists leave those lines out of the expansion field and the
+    tool's vector."""
+    return sum(r in lines.lines for r in requests)
 
 
 def avoid_fractions(store: ToolStore, probes: Sequence[Probe], tools: ToolIndex) -> list[dict[str, float]]:
@@ -226,9 +224,10 @@ def tune(
         raise InvalidInputError("calibrating abstention (negatives) needs examples: requests the catalog serves")
     if not examples and not sessions:
         raise InvalidInputError("no examples given")
+    unserved: list[str] = []
     if examples:
         known = check_queries(store, examples, "examples")
-        unserved = None if negatives is None else negative_requests(negatives, known, [q for q, _ in examples])
+        unserved = [] if negatives is None else negative_requests(negatives, known, [q for q, _ in examples])
     if sessions:
         check_sessions(store, sessions)
     probes: list[Probe] = [Probe(q) for q, _ in examples]
@@ -247,10 +246,14 @@ def tune(
     if len(examples) + len(sessions) < 2:  # cross-validation deals examples and whole sessions into folds
         raise InvalidInputError("tuning needs at least 2 examples or sessions to cross-validate, got one session")
     folds = min(folds, len(examples) + len(sessions))
-    copies = expansion_copies(store, [p.query for p in probes])  # each one's lists are read without its copies
+    # the lines of tools' expansions that copy a request (its lists are read without them), read once for the lists,
+    # the count and the negatives' lists
+    texts = [text for p in probes for text in (p.query, *p.exclude)] + unserved
+    lines = expansion_lines(store, store.info(), texts)
+    copies = expansion_copies(lines, [p.query for p in probes])
     depth = DEFAULT_FUSION.depth(k)
     tools = load_tool_index(store)
-    lists = fetch_lists(store, probes, depth=depth, tools=tools)
+    lists = fetch_lists(store, probes, depth=depth, tools=tools, lines=lines)
     avoid = avoid_fractions(store, probes, tools)
     fetched = time.perf_counter()
     unit_fold = _folds(len(examples) + len(sessions), folds, seed)
@@ -287,7 +290,7 @@ def tune(
     chosen = DEFAULT_FUSION if fell_back else tuned
     model, abstain = None, None
     if negatives is not None:
-        model, abstain = calibrate(store, [q for q, _ in examples], unserved or [], chosen, seed=seed)
+        model, abstain = calibrate(store, [q for q, _ in examples], unserved, chosen, seed=seed, lines=lines)
     if save and model is not None:
         store.set_abstain(model, fusion=chosen)
     elif save:
