@@ -453,3 +453,37 @@ def test_only_the_owner_prunes_the_shared_embedding_cache(dsn: str, roles: dict[
     with store_as(dsn, "alpha", create=False) as owner, owner.connection() as conn:
         assert conn.execute("select count(*) from embedding_cache").fetchone() == cached
         assert owner.prune_cache() == 0
+
+
+def test_a_granted_role_cannot_grant_itself_every_catalog_with_temporary_tables(
+    dsn: str, roles: dict[str, str]
+) -> None:
+    """visible_catalogs(), SECURITY DEFINER, read its tables by unqualified names, and Postgres searches a session's
+    temporary schema first unless the search_path names pg_temp: a read-only role's temporary ``catalog_grants``
+    (any role may create temporary tables) granted it every catalog, to read and write. Its search_path now ends with
+    pg_temp, and so must every SECURITY DEFINER function's of the schema."""
+    with store_as(dsn, "alpha") as alpha, store_as(dsn, "beta") as beta:
+        alpha.upsert(generated_tools(3, seed=1))
+        beta.upsert(generated_tools(4, seed=2))
+        alpha.grant(roles["reader_name"])
+        ids = [alpha.info().id, beta.info().id]
+    with psycopg.connect(roles["reader"], autocommit=True) as conn:
+        conn.execute("create temp table catalog_grants (catalog_id integer, role text, can_write boolean)")
+        conn.execute("insert into catalog_grants select unnest(%s::integer[]), current_user, true", [ids])
+        conn.execute("create temp table tenant_roles (role text, can_write boolean)")
+        conn.execute("insert into tenant_roles values (current_user, true)")
+        conn.execute("set toolstore.tenant = 'beta'")
+        assert conn.execute("select count(*), count(distinct catalog_id) from toolstore.tools").fetchone() == (3, 1)
+        assert conn.execute("select name from toolstore.catalogs").fetchall() == [("alpha",)]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # no write grant, and none planted
+            conn.execute("delete from toolstore.tools")
+    with psycopg.connect(dsn) as conn:
+        unpinned = conn.execute(
+            """
+            select p.proname, p.proconfig
+            from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+            where n.nspname = 'toolstore' and p.prosecdef
+              and not coalesce(p.proconfig[array_upper(p.proconfig, 1)] ~ '^search_path=.*pg_temp$', false)
+            """
+        ).fetchall()
+    assert unpinned == []
