@@ -92,21 +92,36 @@ def test_a_granted_role_sees_only_its_catalogs(dsn: str, roles: dict[str, str]) 
         store_as(roles["nobody"], "alpha", create=False)  # no grant at all: not even the schema
 
 
-def test_every_catalog_scoped_table_has_row_level_security(dsn: str) -> None:
-    """A table that holds a catalog's rows and has no policy would leak them to every granted role."""
+def test_every_table_of_the_schema_has_row_level_security_but_the_global_ones(dsn: str, roles: dict[str, str]) -> None:
+    """A table that holds a catalog's rows and has no policy would leak them to every granted role: every table of the
+    schema (a catalog's vector partitions too) has row-level security and a policy for each command, but the global
+    ones named here, which hold no catalog's rows or are no granted role's to read."""
+    with store_as(dsn, "alpha") as alpha:
+        alpha.upsert(generated_tools(3))  # its vector partitions
+        alpha.grant(roles["reader_name"], write=True)
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
             """
-            select c.relname, c.relrowsecurity
+            select c.relname, c.relrowsecurity, c.relispartition,
+                   (select array_agg(distinct p.polcmd::text order by p.polcmd::text)
+                    from pg_policy p where p.polrelid = c.oid),
+                   has_table_privilege(%s, c.oid, 'select')
             from pg_class c join pg_namespace n on n.oid = c.relnamespace
-            where n.nspname = 'toolstore' and c.relkind in ('r', 'p')
-              and (c.relname = 'catalogs' or exists (
-                  select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'catalog_id'))
-            """
+            where n.nspname = 'toolstore' and c.relkind in ('r', 'p', 'f', 'v', 'm')
+            """,
+            [roles["reader_name"]],
         ).fetchall()
-    private = {"catalog_grants"}  # no privilege for granted roles at all
-    assert {name for name, _ in rows} >= {"tools", "sessions", "session_calls", "tool_transitions"}
-    assert [name for name, rls in rows if not rls and name not in private] == []
+    shared = {"embedding_cache": True, "toolstore_alembic_version": True}  # no catalog's rows: every grant reads them
+    private = {"catalog_grants": False, "tenant_roles": False}  # the grants: no granted role reads them
+    tables = {name: (rls, partition, policies, readable) for name, rls, partition, policies, readable in rows}
+    assert {"tools", "sessions", "session_seen_calls", "anchors", "tool_vectors_c1"} <= tables.keys()
+    assert {name: readable for name, (rls, *_, readable) in tables.items() if not rls} == shared | private
+    unguarded = {  # a partition is read through its parent's policies: with none of its own, it shows nothing
+        name: policies
+        for name, (rls, partition, policies, _) in tables.items()
+        if rls and not partition and policies != ["a", "d", "r", "w"]
+    }
+    assert unguarded == {}
 
 
 def test_a_tenant_role_sees_the_catalog_its_connection_names(dsn: str, roles: dict[str, str]) -> None:
