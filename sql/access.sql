@@ -71,9 +71,11 @@ grant select on all tables in schema {schema} to {role};
 revoke select on {schema}.catalog_grants, {schema}.tenant_roles from {role};
 
 -- name: privileges_write
+-- Not mcp_upstreams: the gateway starts a stdio upstream's command and expands the variable references of its env,
+-- arguments and headers from its own environment, so how an upstream is reached is the owner's to record.
 grant insert, update, delete on {schema}.tools, {schema}.postings, {schema}.lexeme_stats, {schema}.field_stats,
-    {schema}.tool_vectors, {schema}.intent_examples, {schema}.mcp_upstreams, {schema}.sessions,
-    {schema}.session_calls, {schema}.session_seen_calls, {schema}.tool_transitions, {schema}.anchors to {role};
+    {schema}.tool_vectors, {schema}.intent_examples, {schema}.sessions, {schema}.session_calls,
+    {schema}.session_seen_calls, {schema}.tool_transitions, {schema}.anchors to {role};
 -- Of a catalog's own row, only what the write path changes (a model switch, settings, tuning): its name, id, version
 -- and creation date stay the owner's (a renamed catalog is one the owner's application no longer finds). The row
 -- lock every write takes (FOR NO KEY UPDATE) needs UPDATE on one column; the version trigger bumps it as the owner.

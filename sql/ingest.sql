@@ -16,6 +16,11 @@ on conflict (catalog_id, provider) do update set
     transport = excluded.transport, command = excluded.command, args = excluded.args, env = excluded.env,
     url = excluded.url, headers = excluded.headers, updated_at = now();
 
+-- name: records_upstreams
+-- Whether the connected role may record how the gateway reaches an upstream: the owner of toolstore's tables (a granted
+-- role may not, whatever its grant: the gateway runs a stdio upstream's command and expands its ${VAR}s).
+select has_table_privilege('mcp_upstreams', 'insert') and has_table_privilege('mcp_upstreams', 'update');
+
 -- name: get_upstream
 select transport, command, args, env, url, headers
 from mcp_upstreams

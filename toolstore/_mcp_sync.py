@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ._catalog import upsert_tools
 from ._catalog_row import catalog_info
-from ._errors import InvalidInputError, McpSyncError
+from ._errors import DatabaseError, InvalidInputError, McpSyncError
 from ._formats import parse_tools
 from ._mcp_upstream import Upstream, check_values, expand_vars, upstream_from_row, upstream_params
 from ._models import ImportReport
@@ -247,6 +247,12 @@ def sync_listing(
     tools = parse_tools({"tools": listing.tools}, provider=provider)
     ids = [t.id for t in tools]
     with store.connection() as conn:  # refused before any embedding ...
+        if upstream is not None and not conn.execute(query("records_upstreams")).fetchone()[0]:  # type: ignore[index]
+            raise DatabaseError(
+                f"only the owner of toolstore's tables records how the gateway reaches an MCP server (it starts its "
+                f"command and expands its ${{VAR}}s): sync {provider!r} as the owner; a granted role's grant, even "
+                "--write, does not let it"
+            )
         info = catalog_info(conn, store.catalog)
         if info is not None and upstream is not None and not replace_upstream:
             _check_upstream(conn, info.id, provider, upstream, named=named)
