@@ -550,6 +550,37 @@ def test_openapi_malformed_schemas_are_invalid_tool_errors(doc: dict[str, Any], 
     assert "tool (POST /p): " in str(info.value) and message in str(info.value), str(info.value)
 
 
+def _operations(n: int, schemas: dict[str, Any], ballast: int = 0) -> dict[str, Any]:
+    """An OpenAPI document of ``n`` operations whose JSON request body is S0, with ``ballast`` unreferenced values."""
+    body = {"content": {"application/json": {"schema": S0}}}
+    paths = {f"/p{i}": {"post": {"operationId": f"op{i}", "requestBody": body}} for i in range(n)}
+    components = {"schemas": schemas, "examples": {"ballast": {"value": list(range(ballast))}}}
+    return {"openapi": "3.0.3", "info": {"title": "t"}, "paths": paths, "components": components}
+
+
+def test_openapi_refs_repeated_across_operations_are_bounded_for_the_whole_document(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each schema was held to 100,000 values once expanded, but not the document: 21 operations whose body refers
+    to a schema of 49,149 values (diamond(13), 2 KB of JSON) expanded to over a million, and 200 such operations, a
+    file of 30 KB, to 3 GB of memory and minutes of work. Every expansion of a document counts towards one budget:
+    1,000,000 values, or 10 times the document's own values when that is more."""
+    from toolstore._formats import openapi
+
+    with pytest.raises(InvalidToolError, match=r"the document's schemas expand to more than 1,000,000 values in all"):
+        parse_tools(_operations(21, _diamond(13)))
+    monkeypatch.setattr(openapi, "MAX_DOCUMENT_EXPANDED_VALUES", 100_000)  # the rest at a tenth of the scale
+    resolver = openapi._Resolver(_operations(21, _diamond(10)))  # 6,141 values each
+    with pytest.raises(ValueError, match="more than 100,000 values in all"):
+        for _ in range(21):
+            resolver.expand(S0)
+    assert resolver.total == 100_001  # stopped at the budget, not after the schema it was in
+    resolver = openapi._Resolver(_operations(21, _diamond(10), ballast=15_000))  # a document of its own size
+    for _ in range(21):
+        resolver.expand(S0)
+    assert resolver.budget > resolver.total > 100_000
+
+
 def test_openapi_refs_to_boolean_schemas_import() -> None:
     """OpenAPI 3.1 allows a boolean as a schema: a $ref to one is kept, in a property, a parameter and a body."""
     anything = {"$ref": "#/components/schemas/Anything"}

@@ -20,6 +20,11 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _PARAM_LOCATIONS = ("path", "query", "header")
 #: The most values (objects, lists, scalars) one schema may expand to.
 MAX_EXPANDED_VALUES = 100_000
+#: The most values every schema of a document may expand to together: this many, or :data:`DOCUMENT_EXPANSION` times
+#: the values of the document itself when that is more. A schema within :data:`MAX_EXPANDED_VALUES` that each of many
+#: operations (or parameters) refers to would otherwise make a file of kilobytes gigabytes of tools.
+MAX_DOCUMENT_EXPANDED_VALUES = 1_000_000
+DOCUMENT_EXPANSION = 10
 
 
 def is_openapi(data: dict[str, Any]) -> bool:
@@ -181,6 +186,9 @@ class _Resolver:
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
         self.values = 0
+        self.total = 0  # of every expansion of the document
+        self.budget = MAX_DOCUMENT_EXPANDED_VALUES  # raised once, when reached, to DOCUMENT_EXPANSION x its values
+        self.counted = False
 
     def lookup(self, ref: str) -> Any:
         if not ref.startswith("#/") and ref != "#":
@@ -213,8 +221,11 @@ class _Resolver:
 
     def _expand(self, node: Any, stack: tuple[str, ...], depth: int) -> Any:
         self.values += 1
+        self.total += 1
         if self.values > MAX_EXPANDED_VALUES:
             raise ValueError(f"schema expands to more than {MAX_EXPANDED_VALUES:,} values (its $refs repeat too often)")
+        if self.total > self.budget:
+            self._over_budget()
         if isinstance(node, (list, dict)) and depth >= MAX_JSON_DEPTH:
             raise ValueError(f"schema is nested deeper than {MAX_JSON_DEPTH} levels once its $refs are expanded")
         if isinstance(node, list):
@@ -237,3 +248,29 @@ class _Resolver:
                 return siblings if target and siblings else target  # false nothing
             return {**target, **siblings}
         return {key: self._expand(value, stack, depth + 1) for key, value in node.items()}
+
+    def _over_budget(self) -> None:
+        """The document's expansions reached their budget: raise it to :data:`DOCUMENT_EXPANSION` times the document's
+        own values (counted once, only for a document that gets this far), else ValueError."""
+        if not self.counted:
+            self.counted = True
+            self.budget = max(self.budget, DOCUMENT_EXPANSION * _count_values(self.doc))
+        if self.total > self.budget:
+            raise ValueError(
+                f"the document's schemas expand to more than {self.budget:,} values in all (the most is "
+                f"{MAX_DOCUMENT_EXPANDED_VALUES:,}, or {DOCUMENT_EXPANSION} times the document's own values): its "
+                "$refs repeat too often across its operations"
+            )
+
+
+def _count_values(doc: Any) -> int:
+    """The values (objects, lists, scalars) of a decoded document; iterative."""
+    stack, count = [doc], 0
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
