@@ -174,6 +174,25 @@ def test_the_cache_tells_apart_two_token_limits_under_one_model_name(dsn: str, t
     assert (full.cache_key, short.cache_key) == ("local/all-MiniLM-L6-v2", "local/all-MiniLM-L6-v2#max_tokens=64")
 
 
+def test_the_shipped_models_max_tokens_is_in_its_cache_key_but_at_its_default(dsn: str) -> None:
+    """The shipped model given another ``max_tokens`` (the attribute, set before or after its first use) cuts a long
+    text elsewhere: it is not handed the vectors cached at the default limit, whose key stays the model alone."""
+    texts = ["forecast the weather for a city " * 20, "send an email"]  # about 140 tokens, and 4
+    default, short = LocalEmbedder(), LocalEmbedder()
+    short.embed_many(texts)  # its tokenizer made at the default limit
+    short.max_tokens = 16
+    fresh = LocalEmbedder()
+    fresh.max_tokens = 16
+    with ToolStore(dsn, embedder=default, catalog="shipped") as store, store.connection() as conn:
+        cached = embed_cached(conn, default, texts)
+        np.testing.assert_allclose(embed_cached(conn, short, texts), fresh.embed_many(texts), atol=1e-6)
+        np.testing.assert_allclose(embed_cached(conn, default, texts), cached, atol=1e-6)
+        rows = conn.execute("select model, count(*) from embedding_cache group by model order by model").fetchall()
+    assert rows == [("local/all-MiniLM-L6-v2", 2), ("local/all-MiniLM-L6-v2#max_tokens=16", 2)]
+    assert not np.allclose(cached[0], fresh.embed_many(texts[:1])[0], atol=1e-3)
+    assert (default.cache_key, short.cache_key) == ("local/all-MiniLM-L6-v2", "local/all-MiniLM-L6-v2#max_tokens=16")
+
+
 def test_compatible_servers_serving_one_model_name_do_not_share_cached_vectors(dsn: str) -> None:
     """OpenAI-compatible servers may serve one model name with another context (a long text one takes whole, the
     other refuses and the embedder cuts) or another native dimension: none is handed another's vectors from the

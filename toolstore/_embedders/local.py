@@ -70,6 +70,7 @@ class LocalEmbedder(Embedder):
         self.batch_size = batch_size or own_batch or DEFAULT_BATCH_SIZE
         self._session: Any = None
         self._tokenizer: Any = None
+        self._truncation: int | None = None  # the max_tokens the tokenizer was made with
         self._lock = threading.Lock()
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -109,9 +110,13 @@ class LocalEmbedder(Embedder):
 
     @property
     def cache_key(self) -> str:
-        """The model, and for a model directory's model (``embedder.json``) its ``max_tokens``: the same model name
-        with another limit cuts a long text elsewhere, or keeps whole a text that this limit cuts."""
-        return f"{self.model}#max_tokens={self.max_tokens}" if self._configured else self.model
+        """The model, and for a model directory's model (``embedder.json``), or the shipped model given another
+        ``max_tokens`` than its :data:`MAX_TOKENS`, its ``max_tokens``: the same model name with another limit cuts a
+        long text elsewhere, or keeps whole a text that this limit cuts. The shipped model at its own limit keeps the
+        model alone, the key its cached vectors have always had."""
+        if self._configured or self.max_tokens != MAX_TOKENS:
+            return f"{self.model}#max_tokens={self.max_tokens}"
+        return self.model
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Embed one batch: ``(len(texts), dim)`` float32, rows L2-normalised, in the order of ``texts``.
@@ -149,13 +154,17 @@ class LocalEmbedder(Embedder):
         return normalise(out)
 
     def _load(self) -> tuple[Any, Any]:
-        """The onnxruntime session and tokenizer, created on first call (thread-safe)."""
-        if self._session is not None:
+        """The onnxruntime session and tokenizer, created on first call (thread-safe); the tokenizer made again when
+        ``max_tokens`` changed since (it truncates at the limit the cache's key names)."""
+        if self._session is not None and self._truncation == self.max_tokens:
             return self._session, self._tokenizer
         with self._lock:
-            if self._session is None:
-                self._tokenizer = self._load_tokenizer()
-                self._session = self._load_session()
+            if self._session is None or self._truncation != self.max_tokens:
+                limit = self.max_tokens
+                self._tokenizer = self._load_tokenizer(limit)
+                self._truncation = limit
+                if self._session is None:
+                    self._session = self._load_session()
         return self._session, self._tokenizer
 
     def _check_files(self) -> None:
@@ -166,7 +175,7 @@ class LocalEmbedder(Embedder):
                 "reinstall toolstore or regenerate them with scripts/build_local_model.py"
             )
 
-    def _load_tokenizer(self) -> Any:
+    def _load_tokenizer(self, max_tokens: int) -> Any:
         self._check_files()
         from tokenizers import Tokenizer
 
@@ -174,7 +183,7 @@ class LocalEmbedder(Embedder):
             tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         except Exception as exc:
             raise EmbedderError(f"local embedder: cannot read {self.model_dir / 'tokenizer.json'}: {exc}") from exc
-        tokenizer.enable_truncation(max_length=self.max_tokens)
+        tokenizer.enable_truncation(max_length=max_tokens)
         tokenizer.no_padding()  # embed_batch pads each length-sorted chunk itself
         return tokenizer
 
