@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from toolstore import (
     Fusion,
@@ -30,6 +31,8 @@ from toolstore._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM, top_columns
 from toolstore._lists import Probe, fetch_lists, load_tool_index
 from toolstore._metrics import METRICS
 from toolstore._tune import avoid_fractions, tune
+from toolstore.cli import cli
+from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_queries, generated_tools
 from fusion_oracle import route_ids
@@ -57,8 +60,8 @@ def test_evaluate_reports_every_metric_per_config(store: ToolStore) -> None:
     tools, examples = clue_catalog()
     store.upsert(tools)
     report = evaluate(store, examples[:10], configs=select_configs(["name", "description", "uniform"]), k=5)
-    assert set(report) == {"configs", "n_queries", "n_tools"}
-    assert report["n_queries"] == 10 and report["n_tools"] == N
+    assert set(report) == {"configs", "n_queries", "n_tools", "degraded"}
+    assert report["n_queries"] == 10 and report["n_tools"] == N and report["degraded"] is None
     assert list(report["configs"]) == ["name", "description", "uniform"]
     for row in report["configs"].values():
         assert set(row) == {*METRICS, "latency_ms_p50", "latency_ms_p95"}
@@ -318,6 +321,35 @@ def test_cli_eval_json_end_to_end(dsn: str, tmp_path: Path) -> None:
         assert not [c for c in s.catalogs() if c["name"].startswith("eval-")]  # scratch catalog dropped
     bad = subprocess.run([*args[:10], "--config", "nope"], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 1 and "'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_an_eval_with_the_embedding_server_down_says_so_once(dsn: str, tmp_path: Path) -> None:
+    """The embedding server answers the import, then fails (the first route's one attempt; the breaker answers the
+    others at once): every config is scored on lexical routes, which the JSON says once at its top (``degraded``),
+    the CLI in one warning line on stderr, and eval.md above its table."""
+    tools, examples = clue_catalog()
+    tool_rows = [
+        {"id": t.id, "name": t.name, "description": t.description, "keywords": list(t.keywords)} for t in tools
+    ]
+    rows = [{"qid": j.qid, "query": q, "relevant": list(j.relevant)} for q, j in examples[:4]]
+    args = ["--dsn", dsn, "--embedder", "openai/bge", "eval", "--tools", str(_write(tmp_path / "t.jsonl", tool_rows))]
+    args += ["--queries", str(_write(tmp_path / "q.jsonl", rows)), "--config", "default", "--config", "dense"]
+    with FakeOpenAI(models={"bge": 64}) as server:
+        server.pass_next(1)  # the import's one request
+        server.fail_next(503)  # the first route's
+        env = {"OPENAI_API_KEY": server.api_key, "OPENAI_BASE_URL": server.base_url}
+        result = CliRunner().invoke(cli, [*args, "--json", "--report", str(tmp_path / "r")], env=env)
+        assert result.exit_code == 0, (result.output, result.exception)
+        assert len(server.requests_to("/embeddings")) == 2
+    degraded = json.loads(result.stdout)["degraded"]
+    assert degraded["routes"] == degraded["of"] == 8, degraded
+    assert degraded["reason"].startswith("embedder failed (EmbedderUnavailableError: ")
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: 8 of 8 routes answered lexically, not with the configs' dense and intent signals, "
+        f"so their numbers are lexical ones: {degraded['reason']}"
+    ]
+    assert warnings[0][len("warning: ") :] in (tmp_path / "r" / "eval.md").read_text()
 
 
 def test_store_tune_from_a_train_file(dsn: str, tmp_path) -> None:  # type: ignore[no-untyped-def]

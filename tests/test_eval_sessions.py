@@ -58,7 +58,7 @@ def test_replay_messages_hold_the_conversation_so_far() -> None:
 def test_evaluate_sessions_replays_turn_by_turn(habits: ToolStore) -> None:
     sessions = habit_sessions(8, offset=0)
     report = evaluate_sessions(habits, sessions, configs=["turn", "session"], k=5)
-    assert set(report) == {"configs", "n_sessions", "n_turns", "n_tools"}
+    assert set(report) == {"configs", "n_sessions", "n_turns", "n_tools", "degraded"} and report["degraded"] is None
     assert (report["n_sessions"], report["n_turns"], report["n_tools"]) == (8, 16, len(TOOLS))
     turn, session = report["configs"]["turn"], report["configs"]["session"]
     assert set(turn) == {*METRICS, "latency_ms_p50", "latency_ms_p95"}

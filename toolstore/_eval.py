@@ -122,6 +122,14 @@ def _config_row(scores: Sequence[dict[str, Any]], latencies: Sequence[float]) ->
     return row
 
 
+def degraded(reasons: Sequence[str | None]) -> dict[str, Any] | None:
+    """A report's ``degraded``: how many of its routes answered without all they were asked for (``routes``, each
+    with a ``degraded_reason``: the embedder down or missing, so lexically only), of how many (``of``), and the first
+    one's ``reason``; None when every route was whole."""
+    said = [reason for reason in reasons if reason]
+    return {"routes": len(said), "of": len(reasons), "reason": said[0]} if said else None
+
+
 def evaluate(
     store: ToolStore,
     queries: Sequence[tuple[str, Judgement]],
@@ -138,13 +146,16 @@ def evaluate(
     bar on stderr when it is a terminal.
 
     Returns ``{"configs": {name: {metric: value, ..., "latency_ms_p50", "latency_ms_p95"}},
-    "n_queries": int, "n_tools": int}`` with metric names as in :data:`toolstore._metrics.METRICS`.
+    "n_queries": int, "n_tools": int, "degraded": ...}`` with metric names as in :data:`toolstore._metrics.METRICS`;
+    ``degraded`` (:func:`degraded`) says how many routes answered lexically only and why, None when none did: a
+    config's numbers are then not its signals' (dense scored on lexical routes).
     """
     configs = dict(BUILTIN_CONFIGS if configs is None else configs)
     if not configs:
         raise InvalidInputError("no configs to evaluate")
     known = check_queries(store, list(queries))
     results: dict[str, dict[str, Any]] = {}
+    reasons: list[str | None] = []
     for name, fusion in configs.items():
         if fusion is not None and not isinstance(fusion, Fusion):
             raise InvalidInputError(f"config {name!r} must be a Fusion or None, got {type(fusion).__name__}")
@@ -154,8 +165,9 @@ def evaluate(
             result = store.route(text, k=k, **_fusion_options(fusion, k))
             latencies.append((time.perf_counter() - started) * 1000)
             per_query.append(score_query(result.ids, judgement))
+            reasons.append(result.degraded_reason)
         results[name] = _config_row(per_query, latencies)
-    return {"configs": results, "n_queries": len(queries), "n_tools": len(known)}
+    return {"configs": results, "n_queries": len(queries), "n_tools": len(known), "degraded": degraded(reasons)}
 
 
 #: Session configs: (fusion, with the conversation). ``turn`` routes each turn alone with the default fusion (what
@@ -201,7 +213,7 @@ def evaluate_sessions(
     :data:`SESSION_CONFIGS`). Turns that need no tool are context but not scored.
 
     Returns ``{"configs": {name: {metric: value, ..., "latency_ms_p50", "latency_ms_p95"}}, "n_sessions",
-    "n_turns", "n_tools"}``.
+    "n_turns", "n_tools", "degraded"}`` (``degraded``: as :func:`evaluate`'s).
     """
     unknown = [c for c in configs if c not in SESSION_CONFIGS]
     if unknown or not configs:
@@ -212,6 +224,7 @@ def evaluate_sessions(
     if not turns_to_score:
         raise InvalidInputError("no turn of the sessions names a relevant tool: nothing to score")
     results: dict[str, dict[str, Any]] = {}
+    reasons: list[str | None] = []
     for name in configs:
         fusion, with_context = SESSION_CONFIGS[name]
         options: dict[str, Any] = {"k": k, **_fusion_options(fusion, k)}
@@ -226,8 +239,10 @@ def evaluate_sessions(
             judgement = session.judgement(i)
             assert judgement is not None
             per_turn.append(score_query(result.ids, judgement))
+            reasons.append(result.degraded_reason)
         results[name] = _config_row(per_turn, latencies)
-    return {"configs": results, "n_sessions": len(sessions), "n_turns": len(turns_to_score), "n_tools": len(known)}
+    counts = {"n_sessions": len(sessions), "n_turns": len(turns_to_score), "n_tools": len(known)}
+    return {"configs": results, **counts, "degraded": degraded(reasons)}
 
 
 TABLE_COLUMNS = ("R@1", "R@10", "MRR@10", "nDCG@10", "multi R@10", "multi comp@10", "latency_ms_p50", "latency_ms_p95")

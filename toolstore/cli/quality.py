@@ -71,6 +71,18 @@ def _summary_line(result: dict[str, Any]) -> str:
     return f"{result['n_queries']} queries, {result['n_tools']} tools"
 
 
+def degraded_warning(result: dict[str, Any]) -> str | None:
+    """The line that says an eval's routes answered lexically only (its ``degraded``), so that its numbers are not
+    read as its configs' own; None when every route was whole."""
+    degraded = result.get("degraded")
+    if not degraded:
+        return None
+    return (
+        f"warning: {degraded['routes']} of {degraded['of']} routes answered lexically, not with the configs' dense "
+        f"and intent signals, so their numbers are lexical ones: {degraded['reason']}"
+    )
+
+
 def _tune_summary(report: dict[str, Any]) -> str:
     weights = ", ".join(f"{k}={v:g}" for k, v in report["fusion"]["weights"].items())
     fusion = report["fusion"]
@@ -104,7 +116,8 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
     directory.mkdir(parents=True, exist_ok=True)
     columns, chart = _columns(result, k)
     table = format_table(result, columns, markdown=True)
-    text = [f"# {title}", "", _summary_line(result), "", table]
+    warning = degraded_warning(result)
+    text = [f"# {title}", "", _summary_line(result), *(["", f"**{warning}**"] if warning else []), "", table]
     if "tune" in result:
         text += ["", "```", _tune_summary(result["tune"]), "```"]
     (directory / "eval.md").write_text("\n".join(text) + "\n", encoding="utf-8")
@@ -241,6 +254,9 @@ def eval_(
                 store.drop_catalog()
     relabel(result, k)
     result["k"] = k
+    warning = degraded_warning(result)
+    if warning:  # loud: not a note that --quiet drops
+        click.echo(warning, err=True)
     title = f"{tools_file.parent.name or 'eval'}: {(queries_file or sessions_file).name}"  # type: ignore[union-attr]
     for remark in write_report(report_dir, result, title, k) if report_dir else []:
         note(ctx, f"note: {remark}")
