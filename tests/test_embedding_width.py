@@ -9,7 +9,15 @@ import numpy as np
 import psycopg
 import pytest
 
-from toolstore import HashingEmbedder, IntentExample, Judgement, ModelMismatchError, OpenAIEmbedder, ToolStore
+from toolstore import (
+    EmbedderUnavailableError,
+    HashingEmbedder,
+    IntentExample,
+    Judgement,
+    ModelMismatchError,
+    OpenAIEmbedder,
+    ToolStore,
+)
 from toolstore._breaker import BREAKER_COOLDOWN
 from toolstore._catalog_row import catalog_info
 from toolstore._progress import reporting
@@ -76,6 +84,31 @@ def test_writes_the_cache_answers_probe_a_down_server_once_a_cooldown(
     warnings = [r.getMessage() for r in caplog.records if r.name == "toolstore" and r.levelno >= logging.WARNING]
     assert len(warnings) == 3 and all("APIConnectionError" in w and "cache, at 384 dimensions" in w for w in warnings)
     assert "not retried for another 1 s" in warnings[1]
+
+
+def test_a_write_after_a_probe_found_the_server_unavailable_fails_at_once(dsn: str) -> None:
+    """The server unavailable (503) through the probe's retries: a write of cached texts takes their width; the next
+    write, within the cool-down, has a text to embed: it fails at once with the probe's error, no request, nothing
+    written. After the cool-down the server answers again: a write is embedded."""
+    tools = generated_tools(3, seed=23)
+    example = IntentExample(tools[0].id, "a request never embedded")
+    now = [0.0]
+    with FakeOpenAI(models={"bge": 384}) as server:
+        with ToolStore(dsn, embedder=embedder(server), catalog="up") as store:
+            store.upsert(tools)
+        down = embedder(server, max_retries=2, clock=lambda: now[0])
+        with ToolStore(dsn, embedder=down, catalog="down") as store:
+            server.fail_next(503, times=3)
+            assert store.upsert(tools).embedded == len(tools)  # from the cache
+            assert len(server.requests_to("/embeddings")) == 1 + 3  # the up write's, the probe's three attempts
+            server.fail_next(503, times=3)  # still unavailable
+            now[0] = BREAKER_COOLDOWN - 1
+            with pytest.raises(EmbedderUnavailableError, match="after 3 attempts.*not retried for another 1 s"):
+                store.add_examples([example])
+            assert len(server.requests_to("/embeddings")) == 4 and store.info().n_examples == 0
+            server._script.clear()  # the server is back
+            now[0] = BREAKER_COOLDOWN
+            assert store.add_examples([example]) == 1 and len(server.requests_to("/embeddings")) == 5
 
 
 def test_a_reembed_the_cache_answers_finishes_while_the_server_is_down(dsn: str) -> None:

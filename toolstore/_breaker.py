@@ -1,8 +1,8 @@
 """The circuit breaker in front of an embedder's server: after a call fails, the calls it guards fail at once for a
 cool-down, then one is let through to probe the server again. route()'s query vectors (``_vectors.QueryVectors``,
-``embedder_cooldown``) keep one, and so does an embedder that learns its width for its probe
-(``OpenAIEmbedder.dim``): a write whose texts are all cached does not wait through the probe's retries again while
-its server is known to be down."""
+``embedder_cooldown``) keep one, and so does ``OpenAIEmbedder`` for its writes' requests and its width probe
+(``OpenAIEmbedder.dim``): while its server is known to be down, a write whose texts are all cached does not wait
+through the probe's retries again, and one with texts to embed fails at once."""
 
 from __future__ import annotations
 

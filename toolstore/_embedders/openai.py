@@ -46,9 +46,10 @@ class OpenAIEmbedder(Embedder):
     ``dim`` is ``dimensions`` if given, else the known size of the model. For any other model
     (e.g. served by vLLM or Ollama) it is learnt from the first response; reading ``dim`` before
     any call sends one probe request to find out (with the retries below). A probe that finds the server unavailable
-    opens a circuit breaker (``_breaker``): for ``BREAKER_COOLDOWN`` seconds reading ``dim`` raises that failure again
-    at once, with no request (a write whose texts are all cached then takes their width, warned), then one read probes
-    again.
+    through its retries opens a circuit breaker (``_breaker``): for ``BREAKER_COOLDOWN`` seconds reading ``dim``,
+    :meth:`embed_batch` and :meth:`embed_many` raise that failure again at once, with no request (a write whose texts
+    are all cached then takes their width, warned; one with texts to embed fails, nothing written), then one is let
+    through; any answer of the server closes it.
 
     Failures: a rejected key (401) raises :class:`EmbedderError` at once; 408, 409, 429, 5xx and
     connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
@@ -114,7 +115,7 @@ class OpenAIEmbedder(Embedder):
         self.backoff_max = backoff_max
         self.query_timeout = query_timeout
         self._sleep = sleep
-        self._probes = Breaker(clock=clock)  # a probe found the server down: the next reads of dim do not wait again
+        self._probes = Breaker(clock=clock)  # a probe found the server down: writes do not wait again
         self._dim: int | None = dimensions if dimensions is not None else KNOWN_DIMS.get(model)
         if client is not None and hasattr(client, "with_options"):
             client = client.with_options(max_retries=0)  # retries are ours, see the class docstring
@@ -146,8 +147,7 @@ class OpenAIEmbedder(Embedder):
     @property  # type: ignore[override]
     def dim(self) -> int:
         if self._dim is None:
-            with self._probes.guard(EmbedderUnavailableError):  # retried in vain: not again for a cool-down
-                self.embed_batch(["dimension probe"])
+            self._embed_all(["dimension probe"], progress=False, probe=True)
         assert self._dim is not None
         return self._dim
 
@@ -207,13 +207,18 @@ class OpenAIEmbedder(Embedder):
 
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
-        if self._dim is None:
-            self._dim = vectors.shape[1]
+        self._dim = vectors.shape[1] if self._dim is None else self._dim
+        self._probes.succeeded()  # the server answers
         return normalise(vectors)
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _embed_all(self, texts: Sequence[str], *, progress: bool) -> np.ndarray:
+    def _embed_all(self, texts: Sequence[str], *, progress: bool, probe: bool = False) -> np.ndarray:
+        """A write's (or the width ``probe``'s) texts, with retries, behind the breaker that only the probe opens."""
+        if probe:
+            with self._probes.guard(EmbedderUnavailableError):
+                return self._requests(texts, self.batch_size, self._fit)[0]
+        self._probes.admit()
         return self._requests(texts, self.batch_size, self._fit, progress=progress)[0]
 
     def _requests(
