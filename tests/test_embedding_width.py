@@ -111,6 +111,34 @@ def test_a_write_after_a_probe_found_the_server_unavailable_fails_at_once(dsn: s
             assert store.add_examples([example]) == 1 and len(server.requests_to("/embeddings")) == 5
 
 
+def test_routes_and_writes_share_what_they_found_of_the_server(dsn: str) -> None:
+    """One breaker per embedder (its server's), which route() and writes share, in any store: the probe unavailable
+    through its retries, a route answers lexically without a request; a route's failed attempt, a write of cached
+    texts takes their width without a probe request, but a write with a text to embed is still sent (the server may
+    only have been slow), and its answer closes the breaker for routes too."""
+    tools = generated_tools(3, seed=29)
+    now = [0.0]
+    with FakeOpenAI(models={"bge": 384}) as server:
+        sent = lambda: len(server.requests_to("/embeddings"))  # noqa: E731
+        with ToolStore(dsn, embedder=embedder(server), catalog="up") as store:
+            store.upsert(tools)
+        probed = embedder(server, max_retries=2, clock=lambda: now[0])
+        with ToolStore(dsn, embedder=probed, catalog="probed") as store:
+            server.fail_next(503, times=3)
+            assert store.upsert(tools).embedded == len(tools) and sent() == 1 + 3  # the probe's three attempts
+            result = store.route("send an email")
+            assert not result.dense_used and "not retried for another 30 s" in (result.degraded_reason or "")
+            assert sent() == 4
+        routed = embedder(server, max_retries=2, clock=lambda: now[0])
+        with ToolStore(dsn, embedder=routed, catalog="up", create=False) as store:
+            server.fail_next(503)
+            assert not store.route("send an email").dense_used and sent() == 5  # its one attempt
+            with ToolStore(dsn, embedder=routed, catalog="routed") as other:
+                assert other.upsert(tools).embedded == len(tools) and sent() == 5  # no probe: the cache's width
+            assert store.add_examples([IntentExample(tools[0].id, "a new request")]) == 1 and sent() == 6
+            assert store.route("send an email").dense_used and sent() == 7
+
+
 def test_a_reembed_the_cache_answers_finishes_while_the_server_is_down(dsn: str) -> None:
     """A reembed to a model whose vectors of every text are cached, its server down: made from the cache (as an
     import), the catalog switched to the cached vectors' width."""

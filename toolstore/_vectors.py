@@ -206,8 +206,10 @@ class QueryVectors:
     """Query embeddings for route(): an in-process LRU of ``size`` entries in front of :meth:`Embedder.embed_query`.
     Thread-safe.
 
-    A circuit breaker (``breaker``, :class:`~toolstore._breaker.Breaker`) guards the embedder: after a failure, calls
-    raise at once for ``cooldown`` seconds (route() answers lexically and says why), then one probes it again.
+    A circuit breaker (:class:`~toolstore._breaker.Breaker`) guards the embedder: after a failure, calls raise at once
+    for ``cooldown`` seconds (route() answers lexically and says why), then one probes it again. It is the embedder's
+    own when it has one (``Embedder.breaker``: what its writes found of the server counts here, and the reverse), else
+    ``breaker``, this cache's.
     :meth:`get` is the sync driver's path, :meth:`aget_many` the async driver's (the embedder in a worker thread).
 
     The LRU holds one embedder's vectors: asked for another's (the store reembedded, its embedder replaced), it
@@ -218,7 +220,8 @@ class QueryVectors:
         self, size: int = 2048, *, cooldown: float = BREAKER_COOLDOWN, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.size = size
-        self.breaker = Breaker(cooldown, clock=clock)
+        self.breaker = Breaker(cooldown, clock=clock)  # for an embedder without its own
+        self.cooldown = self.breaker.cooldown
         self._lru: OrderedDict[str, np.ndarray] = OrderedDict()
         self._embedder: Embedder | None = None  # whose vectors the LRU holds
         self._lock = threading.Lock()
@@ -231,7 +234,7 @@ class QueryVectors:
         behind the breaker."""
         found, missing = self.lookup(embedder, texts)
         if missing:
-            with self.breaker.guard():
+            with self.breaker_of(embedder).guard(cooldown=self.cooldown):
                 embedded = embedder.embed_queries_with_cuts(missing)
             found |= self.remember_many(embedder, missing, embedded)
         return [found[t] for t in texts]
@@ -241,10 +244,14 @@ class QueryVectors:
         the event loop) for the rest, behind the same breaker."""
         found, missing = self.lookup(embedder, texts)
         if missing:
-            with self.breaker.guard():
+            with self.breaker_of(embedder).guard(cooldown=self.cooldown):
                 embedded = await asyncio.to_thread(embedder.embed_queries_with_cuts, missing)
             found |= self.remember_many(embedder, missing, embedded)
         return [found[t] for t in texts]
+
+    def breaker_of(self, embedder: Embedder) -> Breaker:
+        """The breaker in front of ``embedder``: its own (its server's), else this cache's."""
+        return self.breaker if embedder.breaker is None else embedder.breaker
 
     def lookup(self, embedder: Embedder, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
         """The vectors of ``texts`` the LRU holds, and the texts still to embed (each once, in order)."""
@@ -257,7 +264,7 @@ class QueryVectors:
         vectors = embedded.vectors
         if len(vectors) != len(texts):
             error = EmbedderError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
-            self.breaker.failed(error)
+            self.breaker_of(embedder).failed(error)
             raise error
         return {
             t: self.remember(embedder, t, np.asarray(v), keep=i not in embedded.cut)
@@ -280,9 +287,9 @@ class QueryVectors:
         of the wrong shape is a failure (EmbedderError, the breaker opens)."""
         if vector.shape != (embedder.dim,):
             error = EmbedderError(f"embedder returned shape {vector.shape}, expected ({embedder.dim},)")
-            self.breaker.failed(error)
+            self.breaker_of(embedder).failed(error)
             raise error
-        self.breaker.succeeded()
+        self.breaker_of(embedder).succeeded()
         with self._lock:
             if not keep or embedder is not self._embedder:  # another embedder asked since: its vectors only
                 return vector

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._breaker import Breaker
 from .._errors import InvalidInputError
 from .._progress import report
 
@@ -43,6 +44,9 @@ class Embedder(ABC):
     model: str
     dim: int
     batch_size: int = 64
+    #: The circuit breaker in front of the embedder's server, shared by route()'s query vectors and its own requests
+    #: (``OpenAIEmbedder``'s); None: route() keeps one per store.
+    breaker: Breaker | None = None
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

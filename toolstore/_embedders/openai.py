@@ -46,10 +46,11 @@ class OpenAIEmbedder(Embedder):
     ``dim`` is ``dimensions`` if given, else the known size of the model. For any other model
     (e.g. served by vLLM or Ollama) it is learnt from the first response; reading ``dim`` before
     any call sends one probe request to find out (with the retries below). A probe that finds the server unavailable
-    through its retries opens a circuit breaker (``_breaker``): for ``BREAKER_COOLDOWN`` seconds reading ``dim``,
-    :meth:`embed_batch` and :meth:`embed_many` raise that failure again at once, with no request (a write whose texts
-    are all cached then takes their width, warned; one with texts to embed fails, nothing written), then one is let
-    through; any answer of the server closes it.
+    through its retries opens its circuit breaker (``breaker``, ``_breaker``): for ``BREAKER_COOLDOWN`` seconds reading
+    ``dim``, :meth:`embed_batch` and :meth:`embed_many` raise that failure again at once, with no request (a write whose
+    texts are all cached then takes their width, warned; one with texts to embed fails, nothing written), and so do
+    route()'s query vectors for ``embedder_cooldown``; a route's failed attempt fails the probe at once too; then one
+    is let through; any answer of the server closes it.
 
     Failures: a rejected key (401) raises :class:`EmbedderError` at once; 408, 409, 429, 5xx and
     connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
@@ -115,7 +116,7 @@ class OpenAIEmbedder(Embedder):
         self.backoff_max = backoff_max
         self.query_timeout = query_timeout
         self._sleep = sleep
-        self._probes = Breaker(clock=clock)  # a probe found the server down: writes do not wait again
+        self.breaker = Breaker(clock=clock)  # its server's: route()'s query vectors, the probe and writes share it
         self._dim: int | None = dimensions if dimensions is not None else KNOWN_DIMS.get(model)
         if client is not None and hasattr(client, "with_options"):
             client = client.with_options(max_retries=0)  # retries are ours, see the class docstring
@@ -208,17 +209,17 @@ class OpenAIEmbedder(Embedder):
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
         self._dim = vectors.shape[1] if self._dim is None else self._dim
-        self._probes.succeeded()  # the server answers
+        self.breaker.succeeded()  # the server answers
         return normalise(vectors)
 
     # -- internals -------------------------------------------------------------------------------
 
     def _embed_all(self, texts: Sequence[str], *, progress: bool, probe: bool = False) -> np.ndarray:
-        """A write's (or the width ``probe``'s) texts, with retries, behind the breaker that only the probe opens."""
+        """A write's (or the width ``probe``'s) texts, with retries, behind the server's breaker (see the class)."""
         if probe:
-            with self._probes.guard(EmbedderUnavailableError):
+            with self.breaker.guard(EmbedderUnavailableError, only_unavailable=True, retries=True):
                 return self._requests(texts, self.batch_size, self._fit)[0]
-        self._probes.admit()
+        self.breaker.admit(only_unavailable=True, only_retried=True)  # not after a route's one attempt
         return self._requests(texts, self.batch_size, self._fit, progress=progress)[0]
 
     def _requests(
