@@ -16,7 +16,15 @@ from .._errors import EmbedderError, EmbedderUnavailableError, InvalidInputError
 from .._observe import logger
 from .._progress import report
 from .base import Embedded, Embedder, check_width, normalise
-from .openai_client import OPENAI_SERVER, describe, make_client, provider_message, retryable, server_address
+from .openai_client import (
+    OPENAI_SERVER,
+    describe,
+    make_client,
+    parse_embeddings,
+    provider_message,
+    retryable,
+    server_address,
+)
 from .openai_limits import (
     CONTEXT_TOKENS,
     MAX_BATCH_SIZE,
@@ -352,22 +360,8 @@ class OpenAIEmbedder(Embedder):
         return delay
 
     def _parse(self, response: Any, count: int) -> np.ndarray:
-        malformed = f"malformed OpenAI response for {self.model}"
-        data = getattr(response, "data", None)
-        if not isinstance(data, list) or not data:
-            raise EmbedderError(f"{malformed}: no 'data' list of embeddings (got {_preview(response)})")
-        if len(data) != count:
-            raise EmbedderError(f"{malformed}: {len(data)} embeddings returned for {count} inputs")
-        rows: list[np.ndarray | None] = [None] * count
-        for item in data:
-            index = getattr(item, "index", None)
-            if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
-                raise EmbedderError(f"{malformed}: bad or duplicate embedding index {index!r}")
-            rows[index] = _as_vector(getattr(item, "embedding", None), index, malformed)
-        widths = {len(row) for row in rows}  # type: ignore[arg-type]
-        if len(widths) > 1:
-            raise EmbedderError(f"{malformed}: embeddings of dimensions {sorted(widths)} in one response")
-        width = widths.pop()
+        rows = parse_embeddings(response, count, f"malformed OpenAI response for {self.model}")
+        width = rows.shape[1]
         if self._dim is not None and width != self._dim:
             learnt = self.dimensions is None and self.openai_model not in KNOWN_DIMS
             raise EmbedderError(
@@ -379,24 +373,4 @@ class OpenAIEmbedder(Embedder):
                     else ""
                 )
             )
-        return np.stack(rows)  # type: ignore[arg-type]
-
-
-def _as_vector(values: Any, index: int, malformed: str) -> np.ndarray:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
-        raise EmbedderError(f"{malformed}: embedding {index} is not a list of numbers")
-    try:
-        raw = np.asarray(values)
-    except ValueError as exc:  # ragged nesting
-        raise EmbedderError(f"{malformed}: embedding {index} is not a flat list of numbers") from exc
-    if raw.ndim != 1 or raw.dtype.kind not in "iuf":  # rejects strings, None, bools, nested lists
-        raise EmbedderError(f"{malformed}: embedding {index} contains non-numeric values")
-    vector = raw.astype(np.float32)
-    if not np.all(np.isfinite(vector)):
-        raise EmbedderError(f"{malformed}: embedding {index} contains NaN or infinite values")
-    return vector
-
-
-def _preview(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+        return rows

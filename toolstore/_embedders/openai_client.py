@@ -1,11 +1,15 @@
 """The OpenAI SDK client an :class:`~toolstore._embedders.openai.OpenAIEmbedder` sends through, the server it
-names in the embedding cache's key, and what the SDK's errors say (worth a retry or not, the provider's message)."""
+names in the embedding cache's key, what the SDK's errors say (worth a retry or not, the provider's message), and its
+responses read as vectors (:func:`parse_embeddings`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+import numpy as np
 
 from .._errors import EmbedderError, redact
 
@@ -87,3 +91,43 @@ def describe(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
     message = provider_message(exc)
     return f"HTTP {status}: {message}" if status is not None else f"{type(exc).__name__}: {message}"
+
+
+def parse_embeddings(response: Any, count: int, malformed: str) -> np.ndarray:
+    """The ``count`` embeddings of an embeddings response, one row each in input order, all of one width; EmbedderError
+    starting ``malformed`` (which names the model) for anything else."""
+    data = getattr(response, "data", None)
+    if not isinstance(data, list) or not data:
+        raise EmbedderError(f"{malformed}: no 'data' list of embeddings (got {_preview(response)})")
+    if len(data) != count:
+        raise EmbedderError(f"{malformed}: {len(data)} embeddings returned for {count} inputs")
+    rows: list[np.ndarray | None] = [None] * count
+    for item in data:
+        index = getattr(item, "index", None)
+        if not isinstance(index, int) or not 0 <= index < count or rows[index] is not None:
+            raise EmbedderError(f"{malformed}: bad or duplicate embedding index {index!r}")
+        rows[index] = _as_vector(getattr(item, "embedding", None), index, malformed)
+    widths = {len(row) for row in rows}  # type: ignore[arg-type]
+    if len(widths) > 1:
+        raise EmbedderError(f"{malformed}: embeddings of dimensions {sorted(widths)} in one response")
+    return np.stack(rows)  # type: ignore[arg-type]
+
+
+def _as_vector(values: Any, index: int, malformed: str) -> np.ndarray:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+        raise EmbedderError(f"{malformed}: embedding {index} is not a list of numbers")
+    try:
+        raw = np.asarray(values)
+    except ValueError as exc:  # ragged nesting
+        raise EmbedderError(f"{malformed}: embedding {index} is not a flat list of numbers") from exc
+    if raw.ndim != 1 or raw.dtype.kind not in "iuf":  # rejects strings, None, bools, nested lists
+        raise EmbedderError(f"{malformed}: embedding {index} contains non-numeric values")
+    vector = raw.astype(np.float32)
+    if not np.all(np.isfinite(vector)):
+        raise EmbedderError(f"{malformed}: embedding {index} contains NaN or infinite values")
+    return vector
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
