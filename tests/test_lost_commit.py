@@ -13,8 +13,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+import toolstore._indexes
 from toolstore import DatabaseError, HashingEmbedder, Tool, ToolStore
 from toolstore._commits import Commits
+from toolstore._indexes import VECTOR_TABLES, index_name, partition_name
+from toolstore._sql import query
 
 LOST = "consuming input failed: server closed the connection unexpectedly"
 TOOLS = [Tool(id="mail.send", name="send_mail", description="Send an email")]
@@ -85,21 +88,84 @@ def test_a_commit_that_never_reached_the_server_is_ended_there_and_written_once(
 def test_a_drop_whose_connection_was_lost_after_its_commit_is_done(
     store: ToolStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Tried again, the drop said the catalog it had dropped did not exist."""
+    """Tried again, the drop said the catalog it had dropped did not exist. The partitions' drop that follows it, lost
+    with the connection, is done on a fresh one (it was left to the next drop)."""
+    cid = store.info().id
     hit = lose_the_next_commit(monkeypatch, commit=True)
     store.drop_catalog()
     assert len(hit) == 1
     assert "c" not in [c["name"] for c in store.catalogs()]
+    assert partitions(store, cid) == []
 
 
-def test_a_write_lost_after_its_commit_is_not_run_again(store: ToolStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tools' transaction (after the embedding cache's) committed; the connection is lost in what follows it (the
-    catalog's indexes made whole): the error says the write committed, and it is not tried again."""
+def partitions(store: ToolStore, catalog_id: int) -> list[str]:
+    """The vector tables' partitions of catalog ``catalog_id`` that exist, attached or not."""
+    names = [partition_name(table, catalog_id) for table in VECTOR_TABLES]
+    with store.connection() as conn:
+        return [r[0] for r in conn.execute("select relname from pg_class where relname = any(%s)", [names])]
+
+
+def indexes(store: ToolStore) -> list[str]:
+    with store.connection() as conn:
+        return [r[0] for r in conn.execute(query("vector_indexes"), {"catalog": store.info().id})]
+
+
+def test_an_upsert_lost_after_its_commit_builds_its_indexes_on_a_fresh_connection(
+    store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tools' transaction (after the embedding cache's) committed; the connection is lost before the catalog's
+    indexes are made whole: that follow-up is done again on a fresh connection, and the upsert returns its report (it
+    said 'the connection was lost after the write committed')."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 2)  # the second tool makes an index wanted
     hit = lose_the_next_commit(monkeypatch, commit=True, after=1)
-    with pytest.raises(DatabaseError, match="lost after the write committed, so it was not run again"):
-        store.upsert([Tool(id="cal.add", name="add_event", description="Add a calendar event")])
-    assert len(hit) == 1
+    report = store.upsert([Tool(id="cal.add", name="add_event", description="Add a calendar event")])
+    assert len(hit) == 1 and report.inserted == ["cal.add"]
     assert [t.id for t in store.tools()] == ["cal.add", "mail.send"]
+    assert indexes(store) == [index_name("tool_vectors", store.info().id, 32)]
+
+
+def test_a_follow_up_lost_twice_says_what_committed_and_what_did_not(
+    store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index build is lost on the fresh connection too: one more try only, then a DatabaseError that says the
+    write committed and who builds the indexes; the next write does."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 2)
+    build = toolstore._indexes.ensure_catalog_indexes
+    builds: list[int] = []
+
+    def lost_build(conn: psycopg.Connection, catalog: str) -> None:
+        builds.append(conn.info.backend_pid)
+        if len(builds) > 1:
+            return build(conn, catalog)
+        conn.pgconn.finish()
+        raise psycopg.OperationalError(LOST)
+
+    monkeypatch.setattr(toolstore._indexes, "ensure_catalog_indexes", lost_build)
+    hit = lose_the_next_commit(monkeypatch, commit=True, after=1)
+    said = "the write committed, but building .* HNSW indexes after it did not: .* the catalog's next write does it"
+    with pytest.raises(DatabaseError, match=said):
+        store.upsert([Tool(id="cal.add", name="add_event", description="Add a calendar event")])
+    assert len(hit) == 1 and len(builds) == 1  # not on the lost connection; once on a fresh one
+    assert [t.id for t in store.tools()] == ["cal.add", "mail.send"] and indexes(store) == []
+    store.upsert([])
+    assert len(builds) == 2 and indexes(store) == [index_name("tool_vectors", store.info().id, 32)]
+
+
+def test_work_lost_after_its_commit_that_is_no_follow_up_is_not_run_again(store: ToolStore) -> None:
+    """A write's transaction committed, then the connection is lost in work that may not be done twice (not a
+    follow-up): the error says the write committed, and it is not tried again."""
+    tries: list[int] = []
+
+    def work(conn: psycopg.Connection) -> None:
+        tries.append(1)
+        with conn.transaction():
+            conn.execute("update catalogs set settings = settings || '{\"x\": 1}'")
+        conn.pgconn.finish()
+        raise psycopg.OperationalError(LOST)
+
+    with pytest.raises(DatabaseError, match="lost after the write committed, so it was not run again"):
+        store._run(work)
+    assert tries == [1]
 
 
 def test_a_write_lost_after_the_embedding_cache_committed_is_tried_again(

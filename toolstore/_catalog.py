@@ -23,18 +23,17 @@ from psycopg.rows import dict_row
 from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._errors import DatabaseError, UnknownToolError
+from ._errors import UnknownToolError
 from ._indexes import (
     BULK_VECTORS,
-    analyze_ddl,
+    analyze_after_write,
     drop_indexes,
-    drop_partitions,
-    ensure_indexes,
     in_transaction,
-    maintenance_lock,
+    indexes_after_write,
+    partitions_after_drop,
+    restore_indexes,
 )
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
-from ._observe import logger
 from ._rows import (
     carry_expansions,
     check_examples,
@@ -133,7 +132,7 @@ def upsert_tools(
         lambda: _write_tools(conn, catalog, tools, embedder, vectors, prune_scope, if_unchanged, create),
     )
     if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
-        analyze(conn, catalog)
+        analyze_after_write(conn, catalog)
     return report
 
 
@@ -154,7 +153,7 @@ def _loaded(
         if dropped:
             restore_indexes(conn, catalog)
         raise
-    ensure_catalog_indexes(conn, catalog)
+    indexes_after_write(conn, catalog)
     return result
 
 
@@ -247,7 +246,7 @@ def add_examples(
         lambda: _write_examples(conn, catalog, examples, embedder, vectors),
     )
     if written > ANALYZE_AFTER:
-        analyze(conn, catalog, examples_only=True)
+        analyze_after_write(conn, catalog, examples_only=True)
     return written
 
 
@@ -283,27 +282,6 @@ def _check_known(conn: psycopg.Connection[Any], info: CatalogInfo, examples: Seq
         raise UnknownToolError(f"intent examples name {len(unknown)} tool(s) not in catalog {info.name!r}: {shown}")
 
 
-def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
-    """The catalog's HNSW indexes built (or repaired); a concurrent build can be a deadlock victim (against an
-    ANALYZE or another catalog's build on the same table), so it is retried: each try starts from what exists."""
-
-    def build() -> None:
-        info = catalog_info(conn, catalog)
-        if info is not None:
-            ensure_indexes(conn, info)
-
-    retry_conflicts(build)
-
-
-def restore_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
-    """After a failed bulk write: put back the indexes dropped before it, if the database still answers (the
-    write's own error is what the caller sees)."""
-    try:
-        ensure_catalog_indexes(conn, catalog)
-    except psycopg.Error:
-        pass
-
-
 def list_tools(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[str] | None = None) -> list[Tool]:
     """The catalog's tools (or those with the given ids), ordered by id."""
     with conn.cursor(row_factory=dict_row) as cur:
@@ -336,7 +314,7 @@ def drop_catalog(conn: psycopg.Connection[Any], catalog: str) -> None:
             conn.execute(query("drop_catalog"), {"name": catalog})
 
     retry_conflicts(write)
-    retry_conflicts(lambda: drop_partitions(conn))
+    partitions_after_drop(conn)
 
 
 def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[str, Any]) -> None:
@@ -349,27 +327,3 @@ def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[s
             conn.execute(query("set_catalog_settings"), {"catalog": info.id, "settings": json.dumps(settings)})
 
     retry_conflicts(write)
-
-
-def analyze(conn: psycopg.Connection[Any], catalog: str, *, examples_only: bool = False) -> None:
-    """Fresh planner statistics of the shared tables and the catalog's partitions after a bulk write (of the columns
-    statements select or join by: ``sql/catalog.sql``, ``analyze_tables``): without them the BM25 joins start from
-    the postings. ``examples_only``: of the catalog's intent examples only (all that a
-    write of examples changes; the tools' table alone took 0.25 s at 10k tools).
-
-    Best effort after a committed write: ANALYZE can be a deadlock victim against a concurrent index build on the
-    same table; it is retried, and then skipped (autovacuum catches up) rather than failing the write.
-    """
-
-    info = catalog_info(conn, catalog)
-    if info is None:
-        raise unknown_catalog(catalog)
-
-    def run() -> None:
-        with maintenance_lock(conn):
-            conn.execute(analyze_ddl(info.id, examples_only=examples_only))
-
-    try:
-        retry_conflicts(run)
-    except DatabaseError as exc:
-        logger.info("ANALYZE after a bulk write skipped: %s", exc)

@@ -2,6 +2,8 @@
 each outermost transaction's id while ``_connect.Connector.run`` watches them (:class:`Commits`), and a COMMIT lost
 with its connection is settled by asking a fresh connection ``pg_xact_status``: committed, the write goes on as after
 any COMMIT; aborted, it was not written. ``run`` tries a write once more only when nothing of it was committed.
+What follows a committed write and can be done twice (:func:`follow_up`: its index build, ANALYZE), lost with the
+connection, ``run`` does once more on a fresh one instead.
 
 A server that restarted meanwhile (a crash) may have handed the id out again: a transaction whose commit record never
 reached its disk leaves no trace, and after recovery its id can be another's. Then "committed" may be the other's
@@ -12,8 +14,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -21,6 +24,7 @@ from psycopg.pq import TransactionStatus
 
 from ._errors import DatabaseError, first_line
 from ._lending import connection_lost
+from ._observe import logger
 from ._sql import query
 
 #: Seconds between two questions about a transaction whose outcome is not final yet (its backend still ending), and
@@ -32,15 +36,27 @@ RESTARTED = "the server restarted since, and may have given its id to another tr
 FUTURE = "22023"
 
 
+@dataclass(frozen=True)
+class FollowUp:
+    """Work that follows a committed write and can be done twice (:func:`follow_up`): ``step`` on a connection,
+    ``what`` it does (``"building catalog 'c''s HNSW indexes"``) and ``later``: who does it when it is not done."""
+
+    step: Callable[[psycopg.Connection[Any]], object]
+    what: str
+    later: str
+
+
 class Commits:
     """One try of a write, as its connection's transactions tell it: whether a transaction of it committed (so a
-    second try would write twice) or one's COMMIT was lost and its outcome could not be told (``undecided``).
+    second try would write twice) or one's COMMIT was lost and its outcome could not be told (``undecided``), and
+    what follows the committed write that the connection was lost before doing (``pending``, in order).
 
     ``dsn`` and ``timeout``: where and for how long :meth:`took_effect` asks."""
 
     def __init__(self, dsn: str, timeout: float) -> None:
         self.dsn, self.timeout = dsn, timeout
         self.committed = self.undecided = False
+        self.pending: list[FollowUp] = []
 
     @property
     def clean(self) -> bool:
@@ -147,3 +163,44 @@ def repeatable(conn: psycopg.Connection[Any]) -> Iterator[None]:
         yield
     finally:
         conn.repeatable = False
+
+
+def follow_up(conn: psycopg.Connection[Any], work: FollowUp) -> None:
+    """``work.step(conn)``, what follows a write and can be done twice (an index build, ANALYZE). On a watched
+    connection (``Connector.run``) lost once a transaction of the write committed, before or during the step, it is
+    left ``pending`` for ``run`` to do on a fresh connection (so is any follow-up after it: they keep their order), and
+    the write goes on as done; elsewhere the loss raises, as any error."""
+    commits = conn.commits if isinstance(conn, WatchedConnection) else None
+    if commits is None or not commits.committed:
+        work.step(conn)
+        return
+    if not commits.pending and not conn.closed:
+        try:
+            work.step(conn)
+        except psycopg.Error as exc:
+            if not connection_lost(exc):
+                raise
+        else:
+            if not conn.closed:  # done (a step may stop short on a dead connection: it is done again then)
+                return
+    commits.pending.append(work)
+
+
+def do_again(pending: list[FollowUp], connection: Callable[[], AbstractContextManager[Any]]) -> None:
+    """Do once more, on a fresh ``connection()`` (``Connector.run``'s, whose failures are DatabaseErrors), what followed
+    a committed write and was lost with its connection (:func:`follow_up`); if that fails too, a DatabaseError says
+    what committed and what was not done."""
+    done = 0
+    try:
+        with connection() as conn:
+            for work in pending:
+                work.step(conn)
+                done += 1
+    except DatabaseError as exc:
+        undone = pending[done]
+        raise DatabaseError(
+            f"the write committed, but {undone.what} after it did not: its connection was lost, and a second try "
+            f"on a fresh connection failed ({first_line(exc)}); {undone.later}"
+        ) from exc
+    whats = ", ".join(work.what for work in pending)
+    logger.info("connection lost after a write committed: %s done again on a fresh connection", whats)

@@ -21,7 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.array import ListBinaryDumper
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from ._commits import Commits, WatchedConnection
+from ._commits import Commits, WatchedConnection, do_again
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
 from ._lending import Lending, PoolBusy, Setup, connection_lost
@@ -280,12 +280,13 @@ class Connector(_Pooled):
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
         server) before any transaction of it committed (``_commits``: a COMMIT lost with the connection is asked
-        about, a committed one is done); every psycopg failure is a DatabaseError."""
+        about, a committed one is done), and what follows a committed write (``_commits.follow_up``: an index build),
+        lost with the connection, done once more on a fresh one; every psycopg failure is a DatabaseError."""
         for attempt in range(2):
             commits = Commits(self.dsn, self.timeout)
             try:
                 with self.connection() as conn, cast(WatchedConnection, conn).watch(commits):
-                    return work(conn)
+                    result = work(conn)
             except DatabaseError as exc:
                 if self._again(exc, attempt) and commits.clean:
                     continue
@@ -294,6 +295,10 @@ class Connector(_Pooled):
                     done = "the connection was lost after the write committed, so it was not run again"
                     raise DatabaseError(f"{done}: {first_line(lost)}") from lost
                 raise
+            if commits.pending:
+                self.pool.check()  # drop the pool's other dead connections (a restarted server)
+                do_again(commits.pending, self.connection)
+            return result
         raise AssertionError("unreachable")
 
     def close(self) -> None:

@@ -1,4 +1,6 @@
-"""The vector tables' per-catalog partitions and HNSW indexes, and the maintenance lock for index builds and ANALYZE.
+"""The vector tables' per-catalog partitions and HNSW indexes, and the maintenance lock for index builds and ANALYZE;
+after a write, each is a ``_commits.follow_up`` (``indexes_after_write``, ``analyze_after_write``,
+``partitions_after_drop``), done once more on a fresh connection when the write's was lost before it.
 
 ``tool_vectors`` and ``intent_examples`` are LIST-partitioned by catalog (migration 0009): the catalog's partitions
 (``<table>_c<id>``) are made by a trigger with its row, and its k-NN statements are pruned to them before the planner
@@ -18,15 +20,20 @@ import random
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
+from ._catalog_row import catalog_info
+from ._commits import FollowUp, follow_up
+from ._connect import retry_conflicts
 from ._errors import DatabaseError
 from ._models import CatalogInfo
 from ._observe import logger
+from ._rows import unknown_catalog
 from ._sql import query
 
 #: Above this many new vectors in one write, the catalog's HNSW indexes are dropped before it and built once after,
@@ -282,3 +289,74 @@ def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
     if concurrently:
         for name in set(found) - wanted.keys():
             conn.execute(_ddl("drop_vector_index", name=name, concurrently=True))
+
+
+def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
+    """The catalog's HNSW indexes built (or repaired); a concurrent build can be a deadlock victim (against an
+    ANALYZE or another catalog's build on the same table), so it is retried: each try starts from what exists."""
+
+    def build() -> None:
+        info = catalog_info(conn, catalog)
+        if info is not None:
+            ensure_indexes(conn, info)
+
+    retry_conflicts(build)
+
+
+def restore_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
+    """After a failed bulk write: put back the indexes dropped before it, if the database still answers (the
+    write's own error is what the caller sees)."""
+    try:
+        ensure_catalog_indexes(conn, catalog)
+    except psycopg.Error:
+        pass
+
+
+def analyze(conn: psycopg.Connection[Any], catalog: str, *, examples_only: bool = False) -> None:
+    """Fresh planner statistics of the shared tables and the catalog's partitions after a bulk write (of the columns
+    statements select or join by: ``sql/catalog.sql``, ``analyze_tables``): without them the BM25 joins start from
+    the postings. ``examples_only``: of the catalog's intent examples only (all that a
+    write of examples changes; the tools' table alone took 0.25 s at 10k tools).
+
+    Best effort after a committed write: ANALYZE can be a deadlock victim against a concurrent index build on the
+    same table; it is retried, and then skipped (autovacuum catches up) rather than failing the write.
+    """
+
+    info = catalog_info(conn, catalog)
+    if info is None:
+        raise unknown_catalog(catalog)
+
+    def run() -> None:
+        with maintenance_lock(conn):
+            conn.execute(analyze_ddl(info.id, examples_only=examples_only))
+
+    try:
+        retry_conflicts(run)
+    except DatabaseError as exc:
+        logger.info("ANALYZE after a bulk write skipped: %s", exc)
+
+
+def indexes_after_write(conn: psycopg.Connection[Any], catalog: str) -> None:
+    """:func:`ensure_catalog_indexes` after a write: done again on a fresh connection when the write's committed and its
+    connection is lost (``_commits.follow_up``)."""
+    what = f"building (or repairing) catalog {catalog!r}'s HNSW indexes"
+    later = "the catalog's next write does it; dense retrieval searches its vectors exactly meanwhile"
+    follow_up(conn, FollowUp(lambda c: ensure_catalog_indexes(c, catalog), what, later))
+
+
+def analyze_after_write(conn: psycopg.Connection[Any], catalog: str, *, examples_only: bool = False) -> None:
+    """:func:`analyze` after a bulk write, done again on a fresh connection as :func:`indexes_after_write`."""
+    later = "autovacuum refreshes them in time (ToolStore.analyze() does it now)"
+    step = partial(analyze, catalog=catalog, examples_only=examples_only)
+    follow_up(conn, FollowUp(step, "refreshing the planner's statistics (ANALYZE)", later))
+
+
+def partitions_after_drop(conn: psycopg.Connection[Any]) -> None:
+    """:func:`drop_partitions` after a catalog's drop, done again on a fresh connection as
+    :func:`indexes_after_write`."""
+
+    def step(conn: psycopg.Connection[Any]) -> None:
+        retry_conflicts(lambda: drop_partitions(conn))
+
+    later = "the next drop_catalog detaches and drops them (they are empty)"
+    follow_up(conn, FollowUp(step, "detaching and dropping the dropped catalog's vector partitions", later))

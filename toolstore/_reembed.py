@@ -8,11 +8,11 @@ from typing import Any
 import psycopg
 
 from ._abstain import SETTINGS_KEY
-from ._catalog import ensure_catalog_indexes, list_tools, restore_indexes
+from ._catalog import list_tools
 from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._indexes import BULK_VECTORS, drop_indexes, in_transaction
+from ._indexes import BULK_VECTORS, drop_indexes, in_transaction, indexes_after_write, restore_indexes
 from ._models import Tool
 from ._rows import unknown_catalog
 from ._sql import query
@@ -66,7 +66,7 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
     except BaseException:
         restore_indexes(conn, catalog)
         raise
-    ensure_catalog_indexes(conn, catalog)
+    indexes_after_write(conn, catalog)
     return {
         "catalog": info.name,
         "from_model": info.embed_model,

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from . import _access, _catalog
+from . import _access, _catalog, _indexes
 from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._anchors import AnchorMethods
 from ._breaker import BREAKER_COOLDOWN
@@ -232,7 +232,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     def analyze(self) -> None:
         """Refresh the planner's statistics of toolstore's shared tables and of the catalog's partitions (writes of
         more than a few hundred rows do it)."""
-        self._run(lambda conn: _catalog.analyze(conn, self.catalog))
+        self._run(lambda conn: _indexes.analyze(conn, self.catalog))
 
     # -- tools -----------------------------------------------------------------------------------------
 
