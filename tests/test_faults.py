@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import psycopg
@@ -284,3 +284,34 @@ def test_a_connection_setup_that_fails_is_said_at_open(empty_dsn: str, connector
         sync()
     else:
         asyncio.run(asynchronous())
+
+
+def test_a_setup_failure_is_not_said_once_the_server_cannot_be_reached() -> None:
+    """A pool's setup failed (a database without pgvector), then the server went down: a call that got no connection
+    still said 'a new one's setup failed: pgvector is not installed', the last setup's error, where no connection
+    could be made at all; it says so once the pool failed to connect since (its count of failed connections)."""
+    pgvector = "a new one's setup failed: pgvector is not installed"
+
+    async def main(dsn: str, stopped: Callable[[], None]) -> None:
+        sync = Connector(dsn, schema="toolstore", timeout=1, wait=False)
+        asynchronous = await AsyncConnector.open(dsn, schema="toolstore", timeout=1, wait=False)
+        try:
+            with pytest.raises(DatabaseError, match=pgvector):
+                sync.run(lambda conn: None)
+            with pytest.raises(DatabaseError, match=pgvector):
+                await asynchronous.run(lambda conn: asyncio.sleep(0))
+            stopped()
+            deadline = time.monotonic() + 60  # the pools try to connect again, backing off: wait for one to fail
+            while not all(pool.get_stats().get("connections_errors") for pool in (sync.pool, asynchronous.pool)):
+                assert time.monotonic() < deadline, "the pools did not try to connect"
+                await asyncio.sleep(0.2)
+            with pytest.raises(DatabaseError, match="within 1 s: is the server up"):
+                sync.run(lambda conn: None)
+            with pytest.raises(DatabaseError, match="within 1 s: is the server up"):
+                await asynchronous.run(lambda conn: asyncio.sleep(0))
+        finally:
+            sync.close()
+            await asynchronous.close()
+
+    with private_server() as server:  # its `postgres` database has no pgvector
+        asyncio.run(main(server.get_uri(), lambda: stop(server)))

@@ -24,7 +24,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from ._commits import Commits, WatchedConnection, do_again
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
-from ._lending import Lending, PoolBusy, Setup, connection_lost
+from ._lending import Lending, Setup, connection_lost, translate
 from ._sql import query
 
 T = TypeVar("T")
@@ -164,13 +164,9 @@ def _cannot_connect(exc: Exception) -> DatabaseError:
     return DatabaseError(f"cannot connect to the database: {first_line(exc)}")
 
 
-def _translate(exc: BaseException, timeout: float, setup: Setup) -> DatabaseError:
-    if isinstance(exc, PoolBusy):
-        return DatabaseError(f"no database connection within {timeout:g} s: {exc}")
-    if isinstance(exc, PoolTimeout):
-        why = "is the server up?" if setup.failure is None else f"a new one's setup failed: {first_line(setup.failure)}"
-        return DatabaseError(f"no database connection within {timeout:g} s: {why}")
-    return DatabaseError(f"database error: {first_line(exc)}")
+def connect_errors(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> int:
+    """How many connections ``pool`` could not make (refused, unreachable: its ``connections_errors`` stat)."""
+    return pool.get_stats().get("connections_errors", 0)
 
 
 def retry_conflicts(write: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS) -> T:
@@ -237,7 +233,7 @@ class Connector(_Pooled):
                 register_types(conn)
             except Exception as exc:
                 conn.close()  # psycopg_pool drops it without closing
-                self.setup.end(exc)
+                self.setup.end(exc, connect_errors(self.pool))
                 raise
             self.setup.end()
 
@@ -275,7 +271,7 @@ class Connector(_Pooled):
             if connection_lost(exc):
                 self.pool.check()  # drop the pool's other dead connections too
             cause = self.lending.failure(exc, since, self.pool.max_size)
-            raise _translate(cause, self.timeout, self.setup) from cause
+            raise translate(cause, self.timeout, self.setup.current(connect_errors(self.pool))) from cause
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
@@ -340,7 +336,7 @@ class AsyncConnector(_Pooled):
                 register_types(conn)
             except Exception as exc:
                 await conn.close()
-                setup.end(exc)
+                setup.end(exc, connect_errors(pool))
                 raise
             setup.end()
 
@@ -378,7 +374,7 @@ class AsyncConnector(_Pooled):
             if connection_lost(exc):
                 await self.pool.check()
             cause = self.lending.failure(exc, since, self.pool.max_size)
-            raise _translate(cause, self.timeout, self.setup) from cause
+            raise translate(cause, self.timeout, self.setup.current(connect_errors(self.pool))) from cause
 
     async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         for attempt in range(2):

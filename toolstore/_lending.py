@@ -62,17 +62,27 @@ class Setup:
     and translate its timeouts: ``failure``, the error of the last setup that failed for a reason another try does not
     fix (not a lost connection: a database without pgvector, say), None once one succeeds; ``ended`` is set by the
     first such end. psycopg_pool tries a failed setup again until its open timeout and then says only that the pool
-    did not fill: the connector waits for ``ended`` and says the setup's error."""
+    did not fill: the connector waits for ``ended`` and says the setup's error. A connection that could not be made
+    at all never reaches the setup: the pool counts it (its ``connections_errors``), and :meth:`current` no longer
+    says a failure noted before such a count grew."""
 
     def __init__(self, ended: threading.Event | asyncio.Event) -> None:
         self.ended = ended
         self.failure: BaseException | None = None
+        self._connect_errors = 0  # the pool's count of connections it could not make when `failure` was noted
 
-    def end(self, failure: BaseException | None = None) -> None:
-        """Note that a setup succeeded (``failure`` None) or failed; a lost connection is the pool's to try again."""
+    def end(self, failure: BaseException | None = None, connect_errors: int = 0) -> None:
+        """Note that a setup succeeded (``failure`` None) or failed, when the pool had failed to make
+        ``connect_errors`` connections; a lost connection is the pool's to try again."""
         if failure is None or not connection_lost(failure):
-            self.failure = failure
+            self.failure, self._connect_errors = failure, connect_errors
             self.ended.set()
+
+    def current(self, connect_errors: int) -> BaseException | None:
+        """``failure`` while it is the latest news of the pool's new connections: None once a connection could not be
+        made at all since (``connect_errors``, the pool's count, grew: the server went down, say), which a later
+        setup that fails again notes anew."""
+        return self.failure if connect_errors == self._connect_errors else None
 
     def check(self, seconds: float) -> None:
         """After an open waited ``seconds`` for ``ended``: the failure as a DatabaseError naming it, or a PoolTimeout
@@ -101,3 +111,14 @@ def unreachable(exc: BaseException) -> bool:
     PoolTimeout chains no error, and its ``pool_size`` stat counts connections still being attempted) is only busy:
     the server answers, and a later call may find a connection free."""
     return (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy)) or connection_lost(exc)
+
+
+def translate(exc: BaseException, timeout: float, setup_failure: BaseException | None) -> DatabaseError:
+    """A connector's failure to get or use a connection as the DatabaseError its caller sees; ``setup_failure``: the
+    pool's new connections' setup error that is true now (:meth:`Setup.current`), said when no connection came."""
+    if isinstance(exc, PoolBusy):
+        return DatabaseError(f"no database connection within {timeout:g} s: {exc}")
+    if isinstance(exc, PoolTimeout):
+        why = "is the server up?" if setup_failure is None else f"a new one's setup failed: {first_line(setup_failure)}"
+        return DatabaseError(f"no database connection within {timeout:g} s: {why}")
+    return DatabaseError(f"database error: {first_line(exc)}")
