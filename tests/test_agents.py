@@ -19,7 +19,16 @@ import openai
 import pytest
 from pydantic import TypeAdapter
 
-from toolstore import AsyncToolStore, InvalidInputError, SessionCall, Tool, ToolStore, UnknownToolError, read_messages
+from toolstore import (
+    AsyncToolStore,
+    InvalidInputError,
+    RouteCall,
+    SessionCall,
+    Tool,
+    ToolStore,
+    UnknownToolError,
+    read_messages,
+)
 from toolstore.integrations import anthropic as ts_anthropic
 from toolstore.integrations import langgraph as ts_langgraph
 from toolstore.integrations import openai as ts_openai
@@ -757,9 +766,8 @@ def test_a_step_checks_the_route_options_and_reads_the_messages_once(
 
 def test_a_store_subclass_sees_every_route_in_route_checked(dsn: str, issues: ToolStore) -> None:
     """route_messages routes with ``store.route_checked`` (the arguments checked once, before calls are recorded), as
-    route() does: a subclass that wraps routing overrides that one method and sees the routes of both."""
-    from toolstore._route import RouteCall
-
+    route() does: a subclass that wraps routing overrides that one method, typed with the exported RouteCall, and sees
+    the routes of both, on either store."""
     seen: list[str | None] = []
 
     class Traced(ToolStore):
@@ -767,8 +775,22 @@ def test_a_store_subclass_sees_every_route_in_route_checked(dsn: str, issues: To
             seen.append(call.request.query)
             return super().route_checked(call)
 
+    class AsyncTraced(AsyncToolStore):
+        async def route_checked(self, call: RouteCall) -> Any:
+            seen.append(call.request.query)
+            return await super().route_checked(call)
+
     messages = [{"role": "user", "content": "file a bug about login"}, *_call("c0", "create_issue")]
     with Traced(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
         store.route("close the issue", k=2)
         ts_openai.route_messages(store, [*messages, {"role": "user", "content": "and tell the team"}], session="s")
     assert seen == ["close the issue", "and tell the team"]
+
+    async def routes() -> None:
+        async with AsyncTraced(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+            await store.route("reopen the issue", k=2)
+            await ts_openai.aroute_messages(store, [*messages, {"role": "user", "content": "and ping me"}], session="a")
+
+    seen.clear()
+    asyncio.run(routes())
+    assert seen == ["reopen the issue", "and ping me"]

@@ -63,3 +63,15 @@ def test_signals_match_the_signal_names() -> None:
 
 def test_py_typed_is_shipped() -> None:
     assert (Path(toolstore.__file__).parent / "py.typed").is_file()
+
+
+def test_the_routing_hook_takes_a_public_type_whose_fields_are_said() -> None:
+    """``route_checked(call)`` is the documented hook for a subclass that wraps routing: the type of ``call`` is
+    exported (it was private, in ``_route``), and its docstring says each field."""
+    import typing
+
+    for store in (toolstore.ToolStore, toolstore.AsyncToolStore):
+        assert typing.get_type_hints(store.route_checked)["call"] is toolstore.RouteCall, store
+    doc = toolstore.RouteCall.__doc__ or ""
+    for field in dataclasses.fields(toolstore.RouteCall):
+        assert f"``{field.name}``" in doc, field.name

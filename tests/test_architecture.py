@@ -40,6 +40,7 @@ LAYERS: list[set[str]] = [
         "_explore",
         "_rerank",
         "_filters",
+        "_request",
     },
     {"_embedded", "_lending", "_commits", "_connect", "_replicas", "_migrate"},
     {

@@ -34,6 +34,7 @@ from ._messages import Conversation, ToolCall, Turn, read_messages
 from ._metrics import Judgement, LabelledSession, SessionTurn, load_judgements, load_sessions
 from ._migrate import migrate
 from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, LoggedCall, SessionCall, Tool
+from ._request import RouteCall
 from ._result import RoutedTool, RouteResult, Signals
 from ._store import ToolStore
 from ._tune import TuneReport
@@ -70,6 +71,7 @@ __all__ = [
     "ModelMismatchError",
     "OpenAIEmbedder",
     "ResolvedCall",
+    "RouteCall",
     "RouteResult",
     "RoutedTool",
     "SchemaAccessError",

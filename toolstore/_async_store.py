@@ -34,9 +34,10 @@ from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import Anchor, ImportReport, IntentExample, Tool
 from ._reads import AsyncReadMethods
 from ._replicas import AsyncReplicas, Written, replica_dsns
+from ._request import RouteCall
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import RouteCall, check_calls, check_route
+from ._route import check_calls, check_route
 from ._session_methods import AsyncSessionMethods
 from ._steps import Step, adrive, answer_async, resolve_steps, route_steps
 from ._store import DEFAULT, ToolStore

@@ -12,7 +12,7 @@ the cache says to read the row again and retry, at most ``ROUTE_ATTEMPTS`` tries
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_sess
 from ._messages import Conversation, ToolCall, check_dialect, read_messages
 from ._models import CatalogInfo
 from ._names import call_label
+from ._request import RouteCall, RouteRequest
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
 from ._split import split_request
 from ._text import query_identifiers, query_text
@@ -54,41 +55,6 @@ from ._text import query_identifiers, query_text
 #: every field at 10k tools, the statement took 12.1 against 10.1 ms).
 HEAVY_POSTINGS = 20_000
 HEAVY_SHARE = 0.4
-
-
-@dataclass(frozen=True)
-class RouteRequest:
-    """One validated route() call. Its conversation: ``session`` (whose logged calls the statement reads), the
-    earlier turns' text (oldest first), the names of the tool calls in the messages (oldest first; looked back on
-    only without a session) and the Responses namespace each was made in (None: none), and, once resolved
-    (:func:`with_calls`), their tool ids and the names that matched none.
-    ``parts``: the request's sub-requests (``_split``; none when it is one action or ``fusion.split`` is 0).
-    ``abstain``: the model that decides whether any tool fits (None: route without asking). ``fmt``: the format the
-    tools are packed for (``RouteResult.definitions``), their tokens counted as the model receives them in it.
-    """
-
-    query: str
-    fusion: Fusion
-    k: int = 8
-    token_budget: int | None = None
-    allow: list[str] | None = None
-    block: list[str] | None = None
-    categories: list[str] | None = None
-    session: str | None = None
-    earlier: tuple[str, ...] = ()
-    call_names: tuple[str, ...] = ()
-    call_namespaces: tuple[str | None, ...] = ()
-    calls: tuple[str, ...] = ()
-    unresolved: tuple[str, ...] = ()
-    parts: tuple[str, ...] = ()
-    #: The exploration slot's seed (``check_explore``: drawn when not given); None: no exploration.
-    seed: int | None = None
-    reranker: Reranker | None = None
-    rerank_depth: int = DEFAULT_RERANK_DEPTH
-    abstain: AbstainModel | None = None
-    providers: list[str] | None = None
-    tags: list[str] | None = None
-    fmt: Format = "openai"
 
 
 def read_conversation(messages: object, turns: int, dialect: str = "auto") -> Conversation | None:
@@ -208,18 +174,6 @@ def with_calls(request: RouteRequest, ids: Sequence[str | None]) -> RouteRequest
     labels = [call_label(n, s) for n, s in zip(request.call_names, request.call_namespaces)]
     missing = tuple(dict.fromkeys(n for n, i in zip(labels, ids) if i is None))
     return replace(request, calls=found, unresolved=missing)
-
-
-@dataclass(frozen=True)
-class RouteCall:
-    """route()'s arguments checked once, before the database is asked (:func:`check_route`): the request, validated
-    with the fusion ``overrides`` on the default fusion (each try puts them on the catalog's: :func:`bind_route`),
-    whether to ``abstain``, and the messages as read (None: none given)."""
-
-    request: RouteRequest
-    overrides: Mapping[str, Any]
-    abstain: bool = False
-    conversation: Conversation | None = None
 
 
 def check_route(

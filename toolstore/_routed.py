@@ -14,8 +14,8 @@ from ._explore import explore_pack
 from ._filters import filter_params
 from ._fusion import SIGNALS
 from ._packing import Prompt, tool_tokens
+from ._request import RouteRequest
 from ._result import RoutedTool, RouteResult, Signals
-from ._route import RouteRequest
 from ._rows import tool_from_row
 
 #: Statement columns (when present) added to the fused score after fusion, and their sign in ``adjustments``.

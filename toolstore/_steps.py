@@ -28,11 +28,10 @@ from ._filters import unmatched_filter
 from ._models import CatalogInfo
 from ._names import call_keys, may_be_hashed, resolve_calls, unanswered
 from ._observe import RouteTrace
+from ._request import RouteCall, RouteRequest
 from ._rerank import Reranker, check_scores, pool_positions, reorder, rerank_failed, rerank_summary
 from ._result import RoutedTool, RouteResult
 from ._route import (
-    RouteCall,
-    RouteRequest,
     bind_route,
     context_texts,
     context_vector,

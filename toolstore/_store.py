@@ -30,9 +30,10 @@ from ._observe import logger, span
 from ._reads import ReadMethods
 from ._reembed import reembed
 from ._replicas import Replicas, Written, replica_dsns
+from ._request import RouteCall
 from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import RouteCall, check_calls, check_route
+from ._route import check_calls, check_route
 from ._session_methods import SessionMethods
 from ._steps import Step, answer_sync, drive, resolve_steps, route_steps
 from ._tune import TuneReport, tune
@@ -343,9 +344,10 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         return self.route_checked(check_route(query, **options))
 
     def route_checked(self, call: RouteCall) -> RouteResult:
-        """:meth:`route` of arguments ``_route.check_route`` checked (``route_messages``: before it records calls).
+        """:meth:`route` of arguments checked once, a :class:`RouteCall` (``route_messages``: before it records calls).
         Every route goes through it, route()'s and ``route_messages``' alike: a subclass that wraps routing (tracing,
-        default options) overrides this, not :meth:`route`, which ``route_messages`` does not call."""
+        default options) overrides this, not :meth:`route`, which ``route_messages`` does not call, and passes the
+        call on to ``super().route_checked(call)``."""
 
         def work(replica: int | None) -> Work[RouteResult]:  # on a replica: one that may lack a called tool hands on
             steps = partial(route_steps, self._routing, self.embedder, call, replica=replica)
