@@ -218,3 +218,20 @@ def test_a_transaction_that_wrote_nothing_leaves_a_lost_connection_to_a_second_t
 
     assert store._run(work) == "done"
     assert tries == [None, None]
+
+
+def test_a_callers_own_connection_is_lent_as_the_readme_says(
+    dsn: str, store: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README, "Your own SQL": a transaction on ``store.connection()`` is not watched, so a COMMIT lost there raises
+    though it took effect, and nothing tries it again; and a SET there stays for the next call on that connection."""
+    hit = lose_the_next_commit(monkeypatch, commit=True)
+    with pytest.raises(DatabaseError, match="server closed the connection"):
+        with store.connection() as conn, conn.transaction():
+            conn.execute("update catalogs set settings = settings || '{\"x\": 1}'")
+    assert len(hit) == 1 and store.info().settings["x"] == 1
+    with ToolStore(dsn, embedder=None, catalog="c", pool_size=1) as one:
+        with one.connection() as conn:
+            conn.execute("set statement_timeout = '1234ms'")
+        with one.connection() as conn:
+            assert conn.execute("show statement_timeout").fetchone() == ("1234ms",)

@@ -113,7 +113,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     def connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         """A pooled connection (autocommit, pgvector registered, toolstore's schema first on the search_path),
-        waited for at most ``timeout`` seconds; psycopg's failures inside the block become DatabaseError."""
+        waited for at most ``timeout`` seconds; psycopg's failures inside the block become DatabaseError. Its
+        transactions are psycopg's (a COMMIT lost with the connection raises, settled or retried by nothing), and a
+        ``SET`` there stays for the store's later calls: see README, "Your own SQL"."""
         return self._open().connection()
 
     def _open(self) -> Connector:
