@@ -1311,6 +1311,35 @@ def test_an_error_about_a_huge_value_quotes_only_its_head(data: object, message:
     assert message in str(info.value) and len(str(info.value)) < 700, str(info.value)[:300]
 
 
+HUGE_INT = 10**5000  # past what Python prints (4,300 digits)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"type": HUGE_INT, "name": "x"}, "tool 'x': type must be a string, got an integer over 1000 bits"),
+        ({"name": "x", "inputSchema": {}, "type": HUGE_INT}, "tool 'x': type must be a string, got an integer over"),
+        ([{"type": "namespace", "name": "a", "tools": [{"type": HUGE_INT}]}], "tool [0].tools[0]: type must be a"),
+        ({"type": "namespace", "name": HUGE_INT, "tools": []}, "name must be a non-empty string, got an integer over"),
+        ({"jsonrpc": "2.0", "error": {"code": HUGE_INT}}, "error response: an object holding an integer over 1000"),
+        ({"openapi": HUGE_INT}, "unsupported OpenAPI version an integer over 1000 bits"),
+        (
+            {"openapi": "3.0.0", "paths": {"/a": {"get": {"parameters": [{"in": "query", "name": HUGE_INT}]}}}},
+            "tool (GET /a): OpenAPI parameter must be an object with a name, got an object holding an integer over",
+        ),
+        ({HUGE_INT: 1}, "unrecognised tool shape (keys seen: an integer over 1000 bits)"),
+    ],
+)
+def test_a_huge_integer_given_from_python_is_an_error_naming_the_field(data: object, message: str) -> None:
+    """Tool definitions given from Python (parse_tools, and so upsert and route of what it parses) may hold an integer
+    that JSON text never brings (parse_json refuses one): a tool's type, a namespace's name, an OpenAPI version of
+    thousands of digits was Python's ValueError from printing it in the error; it is an InvalidToolError naming the
+    field and saying what the value is."""
+    with pytest.raises(InvalidToolError) as info:
+        parse_tools(data)
+    assert message in str(info.value), str(info.value)[:300]
+
+
 def test_a_namespace_inside_a_namespace_is_an_error_naming_both() -> None:
     """A Responses namespace holds function and custom tools; one inside another was read as if the outer one were not
     there (its tools imported as 'inner.search', the outer namespace and its description dropped). It is an error

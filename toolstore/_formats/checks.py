@@ -28,6 +28,19 @@ def type_name(value: object) -> str:
     return type(value).__name__
 
 
+def shown(value: object, width: int = 80) -> str:
+    """``repr(value)`` cut to ``width`` characters, for an error message; an integer over
+    :data:`~.._input.MAX_INT_BITS` bits is said as one (Python refuses to print one of thousands of digits), and a
+    list or object holding one Python cannot print is said to hold one."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        return f"an integer over {MAX_INT_BITS} bits"
+    try:
+        return f"{value!r:.{width}}"
+    except ValueError:  # an integer too long to print, somewhere inside
+        kind = type_name(value)
+        return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} holding an integer over {MAX_INT_BITS} bits"
+
+
 def find_unstorable(value: object, path: str = "") -> str | None:
     """What the first value (or key) JSON cannot hold, or the catalog cannot store, is, and where: a NUL byte or a lone
     surrogate in a string, NaN or Infinity (a JSON number past a double's range, ``1e400``, reads as Infinity), an

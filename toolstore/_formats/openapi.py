@@ -14,7 +14,7 @@ from typing import Any
 from .._errors import InvalidToolError
 from .._input import MAX_JSON_DEPTH
 from .build import META_KEY, Draft, tool_label
-from .checks import type_name
+from .checks import shown, type_name
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _PARAM_LOCATIONS = ("path", "query", "header")
@@ -42,7 +42,7 @@ def openapi_drafts(doc: dict[str, Any], loc: str) -> list[tuple[Draft, str]]:
     if "swagger" in doc and version is None:
         raise ValueError("Swagger 2.0 documents are not supported; convert to OpenAPI 3 first")
     if not isinstance(version, str) or not version.startswith("3."):
-        raise ValueError(f"unsupported OpenAPI version {version!r:.80} (expected 3.0 or 3.1)")
+        raise ValueError(f"unsupported OpenAPI version {shown(version)} (expected 3.0 or 3.1)")
     paths = doc.get("paths", {})
     if not isinstance(paths, dict):
         raise ValueError(f"OpenAPI paths must be a JSON object, got {type_name(paths)}")
@@ -106,7 +106,7 @@ def _operation_schema(resolver: _Resolver, item: dict[str, Any], op: dict[str, A
     for raw in _as_list(item.get("parameters")) + _as_list(op.get("parameters")):
         param = resolver.resolve(raw)
         if not isinstance(param, dict) or not isinstance(param.get("name"), str):
-            raise ValueError(f"OpenAPI parameter must be an object with a name, got {raw!r:.80}")
+            raise ValueError(f"OpenAPI parameter must be an object with a name, got {shown(raw)}")
         merged[(param["name"], str(param.get("in")))] = param
     properties: dict[str, Any] = {}
     required: list[str] = []

@@ -11,7 +11,7 @@ from .._input import check_document_depth
 from .._models import Tool
 from .._observe import logger
 from .build import META_KEY, NAMESPACE_KEY, Draft, build_tool, tool_label
-from .checks import is_empty_object_schema, type_name
+from .checks import is_empty_object_schema, shown, type_name
 from .openapi import is_openapi, openapi_drafts
 
 Located = tuple[Tool, str]
@@ -136,7 +136,7 @@ def _collect(
         name = value.get("name")
         if not isinstance(name, str) or not name.strip():
             raise InvalidToolError(
-                f"{tool_label(loc, None)}: a namespace's name must be a non-empty string, got {name!r:.80}"
+                f"{tool_label(loc, None)}: a namespace's name must be a non-empty string, got {shown(name)}"
             )
         if not isinstance(value.get("description", ""), str):  # as x-toolstore.namespace, which re-imports it
             got = type_name(value["description"])
@@ -191,7 +191,7 @@ def _is_wrapper(value: dict[str, Any], loc: str) -> bool:
 def _jsonrpc_result(value: dict[str, Any], loc: str) -> object:
     where = loc or "JSON-RPC response"
     if "error" in value:
-        raise InvalidToolError(f"{where}: JSON-RPC error response: {value['error']!r:.200}")
+        raise InvalidToolError(f"{where}: JSON-RPC error response: {shown(value['error'], 200)}")
     result = value.get("result")
     if not isinstance(result, dict):
         raise InvalidToolError(f"{where}: JSON-RPC result must be a JSON object, got {type_name(result)}")
@@ -201,6 +201,8 @@ def _jsonrpc_result(value: dict[str, Any], loc: str) -> object:
 def _draft(d: dict[str, Any], loc: str) -> Draft:
     """Detect the shape of one tool object and extract its raw fields."""
     kind = d.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise InvalidToolError(f"{tool_label(loc, d.get('name'))}: type must be a string, got {shown(kind)}")
     if kind == "function" or (kind is None and isinstance(d.get("function"), dict)):
         return _openai_chat(d, loc, "function") if "function" in d else _plain(d, "parameters")
     if kind == "custom" and "input_schema" not in d:  # OpenAI's: free-form text input, no parameters schema
@@ -217,7 +219,7 @@ def _draft(d: dict[str, Any], loc: str) -> Draft:
         return _bench_row(d)
     if kind is None and "name" in d:
         return _plain(d, "parameters")
-    keys = ", ".join(f"{k!r:.40}" for k in list(d)[:10]) + (f" and {len(d) - 10} more" if len(d) > 10 else "")
+    keys = ", ".join(shown(k, 40) for k in list(d)[:10]) + (f" and {len(d) - 10} more" if len(d) > 10 else "")
     if kind is not None:
         problem = f"unsupported tool type {kind!r:.80}"
     else:
