@@ -1381,6 +1381,37 @@ def test_a_yaml_value_python_cannot_build_is_an_error_naming_the_file(tmp_path: 
     assert "sys.set_int_max_str_digits" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("!!binary aGVsbG8=", "a YAML binary (!!binary), which JSON has no equivalent of: give it as a base64 string"),
+        ("!!set {a, b}", "a YAML set (!!set), which JSON has no equivalent of: give it as a list"),
+    ],
+)
+def test_a_yaml_binary_or_set_is_an_error_naming_file_tool_and_field(tmp_path: Path, value: str, said: str) -> None:
+    """YAML's !!binary and !!set (bytes and a set in Python, no JSON type) became strings, Python's spelling of them
+    ("b'hello'", "{'a', 'b'}"), without a word: a schema's default or enum the API never meant. They are an error naming
+    the file, the tool (the operation) and the field, or the field's path outside any operation, nothing imported."""
+    path = tmp_path / "api.yaml"
+    operation = f"parameters: [{{name: a, in: query, schema: {{type: string, default: {value}}}}}]"
+    path.write_text(
+        f"openapi: 3.0.0\ninfo: {{title: t, version: '1'}}\npaths:\n  /pets:\n    get:\n      operationId: listPets\n"
+        f"      {operation}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert str(info.value) == f"{path}: tool (GET /pets) 'listPets': parameters[0].schema.default is {said}"
+    path.write_text(
+        f"openapi: 3.0.0\ninfo: {{title: t, version: '1'}}\npaths: {{}}\n"
+        f"components: {{schemas: {{A: {{default: {value}}}}}}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert str(info.value) == f"{path}: components.schemas.A.default is {said}"
+
+
 @pytest.mark.parametrize(("name", "where"), [("tools.json", ""), ("tools.jsonl", " line 1")])
 def test_a_json_integer_past_pythons_limit_is_said_without_pythons_advice(
     tmp_path: Path, name: str, where: str

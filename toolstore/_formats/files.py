@@ -10,6 +10,8 @@ from typing import Any
 from .._errors import InvalidInputError, InvalidToolError
 from .._input import parse_json, plain_problem, read_text_file
 from .._models import Tool
+from .build import tool_label
+from .openapi import METHODS
 from .parse import Located, Skipped, check_skipped, check_unique, parse_located
 
 JSON_SUFFIXES = (".json",)
@@ -123,6 +125,9 @@ def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skippe
         raise InvalidToolError(
             f"{name}: not an OpenAPI document ({kind}); YAML files must hold an OpenAPI 3.x document"
         )
+    found = _not_json(data)
+    if found is not None:
+        raise InvalidToolError(f"{name}: {_where(data, found[0])} is {found[1]}")
     # YAML has what JSON has not (integer keys such as response codes, dates): make it the JSON an OpenAPI file means.
     try:
         data = parse_json(json.dumps(data, default=str))
@@ -132,3 +137,42 @@ def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skippe
         return parse_located(data, provider=provider, skipped=skipped)
     except InvalidToolError as exc:
         raise InvalidToolError(f"{name}: {exc}") from None
+
+
+#: YAML values of a type JSON has no equivalent for (SafeLoader builds them), and how to write them instead: a
+#: string would be ``str(value)``, Python's spelling, silently.
+_NOT_JSON = (
+    (bytes, "a YAML binary (!!binary), which JSON has no equivalent of: give it as a base64 string"),
+    ((set, frozenset), "a YAML set (!!set), which JSON has no equivalent of: give it as a list"),
+)
+
+
+def _not_json(data: object) -> tuple[list[object], str] | None:
+    """Where the first value of ``data`` of a type JSON has no equivalent for is (:data:`_NOT_JSON`), and what it is;
+    None: none. Walked without recursion (the document's depth is checked later)."""
+    stack: list[tuple[object, list[object]]] = [(data, [])]
+    while stack:
+        value, path = stack.pop()
+        for kind, said in _NOT_JSON:
+            if isinstance(value, kind):
+                return path, said
+        if isinstance(value, dict):
+            stack.extend((item, [*path, key]) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((item, [*path, i]) for i, item in reversed(list(enumerate(value))))
+    return None
+
+
+def _where(data: dict[str, Any], path: list[object]) -> str:
+    """A value's place in an OpenAPI document: the tool (its operation) and the field in it, when it is in one;
+    else the path from the document's top."""
+    paths = data.get("paths")
+    in_operation = len(path) > 3 and path[0] == "paths" and path[2] in METHODS and isinstance(paths, dict)
+    rest = path[3:] if in_operation else path
+    field = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in rest).lstrip(".")
+    if not in_operation:
+        return field
+    op = paths[path[1]][path[2]]  # type: ignore[index]
+    route = str(path[1]) if len(str(path[1])) <= 200 else f"{str(path[1])[:200]}..."
+    name = op.get("operationId") if isinstance(op, dict) else None
+    return f"{tool_label(f'({str(path[2]).upper()} {route})', name)}: {field}"
