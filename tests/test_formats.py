@@ -451,6 +451,28 @@ PETSTORE: dict[str, Any] = {
 }
 
 
+def test_an_openapi_operation_of_a_long_path_gets_a_shortened_name() -> None:
+    """An operation without operationId is named after its method and path; one whose path passed about 124
+    characters was refused (the name over 128 characters). Its name keeps a readable head and ends in a short hash of
+    method and path: at most 128 characters, the same at every import, another for each operation, even two whose
+    paths differ only past the head; a name that fits is left as it was."""
+    head = "/" + "segment/" * 40
+    fits = "/" + "p" * 123
+    doc = {
+        "openapi": "3.0.0",
+        "info": {"title": "Big API", "version": "1"},
+        "paths": {head + "{id}": {"get": {}, "post": {}}, head + "{other}": {"get": {}}, fits: {"get": {}}},
+    }
+    tools = parse_tools(doc)
+    names = [t.name for t in tools]
+    assert names[3] == "get_" + "p" * 123
+    assert len(set(names)) == 4 and all(len(n) <= 128 for n in names), names
+    for name, method in zip(names[:3], ["get", "post", "get"]):
+        assert re.fullmatch(rf"{method}_segment_segment_[a-z_]+_[0-9a-f]{{12}}", name), name
+    assert [t.name for t in parse_tools(copy.deepcopy(doc))] == names
+    assert [t.id for t in parse_tools(export_catalog(tools, "openai", with_metadata=True))] == [t.id for t in tools]
+
+
 def test_openapi_operations() -> None:
     get, put, post = parse_tools(PETSTORE)
     assert (get.id, get.name, get.provider) == ("petstore.get_pets_petId", "get_pets_petId", "petstore")
@@ -1299,7 +1321,7 @@ HUGE = "n" * 1_000_000
         ({HUGE: 1, **{str(i): i for i in range(100_000)}}, "unrecognised tool shape (keys seen: 'nnn"),
         ({"openapi": "3.0.0", "paths": {HUGE: 1}}, "OpenAPI path 'nnn"),
         ({"openapi": "3.0.0", "paths": {"/a": {"get": {"parameters": [{"$ref": "#/" + HUGE}]}}}}, "$ref '#/nnn"),
-        ({"openapi": "3.0.0", "paths": {"/" + HUGE: {"get": {}}}}, "tool (GET /nnn"),
+        ({"openapi": "3.0.0", "paths": {"/" + HUGE: {"get": {"x-toolstore": 1}}}}, "tool (GET /nnn"),
     ],
 )
 def test_an_error_about_a_huge_value_quotes_only_its_head(data: object, message: str) -> None:

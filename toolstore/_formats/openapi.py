@@ -8,11 +8,12 @@ schema (a ``$ref`` to a non-object, ``required`` not a list, an expansion too de
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from typing import Any
 
 from .._errors import InvalidToolError
-from .._input import MAX_JSON_DEPTH
+from .._input import MAX_JSON_DEPTH, MAX_NAME_CHARS
 from .build import META_KEY, Draft, tool_label
 from .checks import shown, type_name
 
@@ -77,9 +78,20 @@ def slug(text: str) -> str | None:
     return re.sub(r"[^a-z0-9_-]+", "_", text.lower()).strip("_") or None
 
 
+#: Hex digits of the hash that ends an operation's name too long for a tool's (:func:`operation_name`).
+NAME_HASH_DIGITS = 12
+
+
 def operation_name(method: str, path: str) -> str:
-    """The name of an operation without ``operationId``: ``get /pets/{petId}`` -> ``get_pets_petId``."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", f"{method}/{path}").strip("_")
+    """The name of an operation without ``operationId``: ``get /pets/{petId}`` -> ``get_pets_petId``. One past
+    :data:`~.._input.MAX_NAME_CHARS` (a path of about 124 characters) keeps its head and ends in ``_`` and
+    :data:`NAME_HASH_DIGITS` hex digits of the SHA-256 of ``"get /pets/{petId}"``: the same at every import, and
+    another for every operation (method and path)."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", f"{method}/{path}").strip("_")
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(f"{method.lower()} {path}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{name[: MAX_NAME_CHARS - NAME_HASH_DIGITS - 1].rstrip('_')}_{digest[:NAME_HASH_DIGITS]}"
 
 
 def _operation_draft(resolver: _Resolver, path: str, method: str, item: dict[str, Any], op: dict[str, Any]) -> Draft:
