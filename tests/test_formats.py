@@ -1055,6 +1055,53 @@ def test_openai_custom_tools_in_both_shapes_round_trip() -> None:
     assert to_openai(one(anthropic))["type"] == "function"
 
 
+INPUT_SCHEMA = {"type": "object", "properties": {"input": {"type": "string"}}}
+
+
+@pytest.mark.parametrize(
+    ("tool", "message"),
+    [
+        (
+            {"type": "custom", "name": "x", "format": {"type": "grammar", "syntax": "regex", "definition": "(a"}},
+            "tool [1] 'x': format.definition is a regex that does not compile: missing ) at position 2 (checked with "
+            "Python's regex package",
+        ),
+        (
+            {"type": "custom", "custom": {"name": "x", "format": {"type": "grammar", "grammar": {"syntax": "regex"}}}},
+            "tool [1] 'x': format.grammar.definition must be a non-empty string, got None",
+        ),
+        (
+            {"type": "custom", "name": "x", "format": {"type": "grammar", "syntax": "peg", "definition": "a"}},
+            "tool [1] 'x': format.syntax must be 'lark' or 'regex', got 'peg'",
+        ),
+        (
+            {"type": "custom", "name": "x", "format": {"type": "grammar", "syntax": "lark", "definition": " "}},
+            "tool [1] 'x': format.definition must be a non-empty string, got ' '",
+        ),
+        (
+            {
+                "name": "x",
+                "input_schema": INPUT_SCHEMA,
+                "x-toolstore": {"custom": {"format": {"type": "grammar", "syntax": "regex", "definition": "[a-"}}},
+            },
+            "tool [1] 'x': x-toolstore.custom.format.definition is a regex that does not compile: unterminated",
+        ),
+    ],
+)
+def test_a_custom_tools_grammar_is_checked(tool: dict[str, Any], message: str) -> None:
+    """A custom tool's grammar was stored as given, so a regex that does not compile, a syntax the APIs do not take or
+    an empty definition reached the API (which refuses the request) at every route that offered it. A regex grammar
+    must compile (with Python's regex package, which also takes the Rust syntax OpenAI reads it with: Unicode and
+    POSIX classes), a Lark one be a non-empty string (no Lark parser at hand), in either OpenAI shape and in the
+    x-toolstore.custom marker; nothing is imported otherwise."""
+    with pytest.raises(InvalidToolError) as info:
+        parse_tools([{"name": "ok"}, tool])
+    assert str(info.value).startswith(message), str(info.value)
+    for definition in (r"\p{L}+ [[:alpha:]]+", "^SELECT .+$"):
+        regex = {"type": "grammar", "syntax": "regex", "definition": definition}
+        assert one({"type": "custom", "name": "x", "format": regex}).spec["format"] == regex
+
+
 def test_a_custom_tool_exported_to_anthropic_or_mcp_with_metadata_imports_back_as_one() -> None:
     """Anthropic and MCP have no custom tools: a custom tool takes its text there as one property, ``input``. Exported
     with metadata, its definition is marked (``x-toolstore.custom``, holding its format), so it imports back as the

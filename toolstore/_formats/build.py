@@ -14,6 +14,7 @@ from .._errors import InvalidToolError
 from .._input import MAX_NAME_CHARS
 from .._models import Tool
 from .checks import (
+    check_grammar,
     check_name,
     check_optional_str,
     check_parameters,
@@ -122,6 +123,7 @@ def _check_custom(value: object) -> dict[str, Any]:
         raise ValueError(f"{META_KEY}.custom: unknown key(s) {', '.join(map(repr, unknown))} (known: format)")
     if "format" in value and not isinstance(value["format"], dict):
         raise ValueError(f"{META_KEY}.custom.format must be a JSON object, got {type_name(value['format'])}")
+    check_grammar(value.get("format", {}), f"{META_KEY}.custom.format")
     return value
 
 

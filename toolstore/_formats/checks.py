@@ -8,6 +8,8 @@ import copy
 import math
 from typing import Any
 
+import regex
+
 from .._input import MAX_INT_BITS, MAX_NAME_CHARS, text_problem
 
 
@@ -134,3 +136,35 @@ def check_optional_str(value: object, field_name: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise ValueError(f"{field_name} must be a string, got {type_name(value)}")
+
+
+#: The syntaxes of an OpenAI custom tool's grammar (its ``format``), as the APIs take them.
+GRAMMAR_SYNTAXES = ("lark", "regex")
+
+
+def check_grammar(fmt: dict[str, Any], where: str) -> None:
+    """An OpenAI custom tool's ``format`` (``where`` names it) when it is a grammar, in either shape (the Responses
+    API's definition and syntax beside its type, Chat Completions' under ``grammar``): its syntax is lark or regex, its
+    definition a non-empty string, and a regex compiles. A regex is compiled by the ``regex`` package (Python's ``re``
+    syntax plus what the Rust regex crate, which OpenAI reads it with, also has: ``\\p{L}``, ``[[:alpha:]]``,
+    ``(?<name>...)``, ``\\z``); a Lark grammar is checked for its shape only (no Lark parser is a dependency)."""
+    if fmt.get("type") != "grammar":
+        return
+    grammar = fmt.get("grammar", fmt)
+    where = f"{where}.grammar" if "grammar" in fmt else where
+    if not isinstance(grammar, dict):
+        raise ValueError(f"{where} must be a JSON object, got {type_name(grammar)}")
+    syntax, definition = grammar.get("syntax"), grammar.get("definition")
+    if syntax not in GRAMMAR_SYNTAXES:
+        raise ValueError(f"{where}.syntax must be 'lark' or 'regex', got {shown(syntax)}")
+    if not isinstance(definition, str) or not definition.strip():
+        raise ValueError(f"{where}.definition must be a non-empty string, got {shown(definition)}")
+    if syntax == "regex":
+        try:
+            regex.compile(definition)
+        except (regex.error, RecursionError, OverflowError) as exc:
+            problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise ValueError(
+                f"{where}.definition is a regex that does not compile: {problem:.200} (checked with Python's regex "
+                "package; a form only the Rust regex crate has, such as \\x{...}, (?U) or \\b{start}, is not accepted)"
+            ) from None

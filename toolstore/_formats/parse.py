@@ -11,7 +11,7 @@ from .._input import check_document_depth
 from .._models import Tool
 from .._observe import logger
 from .build import META_KEY, NAMESPACE_KEY, Draft, build_tool, tool_label
-from .checks import is_empty_object_schema, shown, type_name
+from .checks import check_grammar, is_empty_object_schema, shown, type_name
 from .openapi import is_openapi, openapi_drafts
 
 Located = tuple[Tool, str]
@@ -256,6 +256,10 @@ def _check_custom(draft: Draft, loc: str) -> None:
     if "format" in fields and not isinstance(fields["format"], dict):
         got = type_name(fields["format"])
         raise InvalidToolError(f"{tool_label(loc, draft.name)}: format must be a JSON object, got {got}")
+    try:
+        check_grammar(fields.get("format", {}), "format")
+    except ValueError as exc:
+        raise InvalidToolError(f"{tool_label(loc, draft.name)}: {exc}") from None
     given = draft.parameters
     if given is not None and not (isinstance(given, dict) and is_empty_object_schema(given)):
         raise InvalidToolError(
