@@ -95,6 +95,15 @@ where catalog_id = %(catalog)s and id <> all (%(keep)s::text[])
   and (%(upstream)s::text is null or upstream = %(upstream)s::text)
 returning id;
 
+-- name: namespace_records
+-- The Responses namespaces of the names given that the catalog's tools were imported from (each tool's record in its
+-- spec, _formats.build.NAMESPACE_KEY): one row (its first tool) per distinct record, so a name of two rows is a
+-- namespace given twice, differently, which a write refuses.
+select distinct on (spec -> 'x-toolstore-namespace') id, spec -> 'x-toolstore-namespace' as record
+from tools
+where catalog_id = %(catalog)s and spec -> 'x-toolstore-namespace' ->> 'name' = any (%(names)s::text[])
+order by spec -> 'x-toolstore-namespace', id;
+
 -- name: delete_tool
 delete from tools where catalog_id = %(catalog)s and id = %(id)s returning id;
 

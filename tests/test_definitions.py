@@ -129,6 +129,34 @@ def test_a_responses_namespace_comes_back_whole_from_the_database(store: ToolSto
     assert json.dumps(export_catalog(store.tools(), "openai-responses")) == json.dumps(document)
 
 
+def responses_fn(name: str) -> dict[str, Any]:
+    """A Responses function definition that takes no arguments (it renders back as it is)."""
+    return {"type": "function", "name": name, "parameters": {"type": "object", "properties": {}}}
+
+
+def test_a_write_into_a_namespace_the_catalog_holds_with_another_description_is_refused(store: ToolStore) -> None:
+    """A tool imported into a Responses namespace the catalog already holds, with another description, was written,
+    and a Responses export took one description, the other lost. The write is refused naming the namespace and a tool
+    of each (which one this write brings), nothing written; one with the same description joins it, and a prune that
+    replaces every tool of the namespace may change its description."""
+    crm = {"type": "namespace", "name": "crm", "description": "Customer records.", "tools": [responses_fn("a")]}
+    store.upsert(parse_tools(crm))
+    other = {**crm, "description": "CRM.", "tools": [responses_fn("b")]}
+    with pytest.raises(
+        InvalidToolError,
+        match=r"^namespace 'crm' is given twice, described 'CRM\.' and 'Customer records\.': tool 'crm\.b' \(this "
+        r"write\) and tool 'crm\.a' \(in the catalog\)",
+    ):
+        store.upsert(parse_tools(other))
+    assert [t.id for t in store.tools()] == ["crm.a"]
+    store.upsert(parse_tools({**crm, "tools": [responses_fn("c")]}))
+    assert export_catalog(store.tools(), "openai-responses") == {
+        "tools": [{**crm, "tools": [responses_fn("a"), responses_fn("c")]}]
+    }
+    store.upsert(parse_tools(other), prune=True)
+    assert export_catalog(store.tools(), "openai-responses") == {"tools": [other]}
+
+
 def test_reordered_parameters_are_a_change(store: ToolStore) -> None:
     store.upsert(parse_tools([OPENAI_TOOL]))
     reordered = copy.deepcopy(OPENAI_TOOL)

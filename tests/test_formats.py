@@ -1409,6 +1409,43 @@ def test_a_huge_integer_given_from_python_is_an_error_naming_the_field(data: obj
     assert message in str(info.value), str(info.value)[:300]
 
 
+def fn(name: str) -> dict[str, Any]:
+    """A Responses function definition that takes no arguments (it renders back as it is)."""
+    return {"type": "function", "name": name, "parameters": {"type": "object", "properties": {}}}
+
+
+def test_a_namespace_given_twice_with_another_description_is_an_error_naming_both(tmp_path: Path) -> None:
+    """Two Responses namespaces of one name merged silently, and a Responses export took the first one's description,
+    the other lost. One given twice differently (a description, another key) is an error naming the namespace, the
+    difference and a tool of each, in parse_tools and in a file (the lines of a JSONL file too), nothing imported; the
+    same namespace given twice is one. export_catalog refuses such tools given to it (a catalog written before)."""
+    crm = {"type": "namespace", "name": "crm", "description": "Customer records.", "tools": [fn("a")]}
+    other = {**crm, "description": "CRM.", "tools": [fn("b")]}
+    with pytest.raises(
+        InvalidToolError,
+        match=r"^namespace 'crm' is given twice, described 'Customer records\.' and 'CRM\.': tool \[0\]\.tools\[0\] "
+        r"'a' and tool \[2\]\.tools\[0\] 'b'; a namespace's tools share its one definition",
+    ):
+        parse_tools([crm, fn("c"), other])
+    with pytest.raises(InvalidToolError, match=r"^namespace 'crm' is given twice, differing in 'defer_loading': "):
+        parse_tools([crm, {**crm, "defer_loading": True, "tools": [fn("b")]}])
+    path = tmp_path / "tools.jsonl"
+    path.write_text(f"{json.dumps(crm)}\n{json.dumps(other)}\n", encoding="utf-8")
+    with pytest.raises(InvalidToolError) as info:
+        load_tools_file(path)
+    assert str(info.value).startswith(
+        f"{path}: namespace 'crm' is given twice, described 'Customer records.' and 'CRM.': line 1 (tool tools[0] 'a') "
+        "and line 2 (tool tools[0] 'b')"
+    ), str(info.value)
+    same = parse_tools([crm, {**crm, "tools": [fn("b")]}])
+    assert export_catalog(same, "openai-responses") == {"tools": [{**crm, "tools": [fn("a"), fn("b")]}]}
+    merged = [*parse_tools(crm), *parse_tools(other)]
+    with pytest.raises(
+        InvalidInputError, match=r"^namespace 'crm' is given twice, described .* tool 'crm\.a' and tool"
+    ):
+        export_catalog(merged, "openai-responses")
+
+
 def test_a_namespace_inside_a_namespace_is_an_error_naming_both() -> None:
     """A Responses namespace holds function and custom tools; one inside another was read as if the outer one were not
     there (its tools imported as 'inner.search', the outer namespace and its description dropped). It is an error

@@ -23,7 +23,8 @@ from psycopg.rows import dict_row
 from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._errors import UnknownToolError
+from ._errors import InvalidToolError, UnknownToolError
+from ._formats.build import namespace_conflict, namespace_error, namespace_record
 from ._indexes import (
     BULK_VECTORS,
     analyze_after_write,
@@ -195,7 +196,23 @@ def _write_tools(
         if prune:
             params = {"catalog": info.id, "keep": [t.id for t in changes.tools], "upstream": upstream}
             report.removed = [r[0] for r in conn.execute(query("prune_tools"), params)]
+        _check_namespaces(conn, info.id, changes.changed)
     return report
+
+
+def _check_namespaces(conn: psycopg.Connection[Any], catalog_id: int, written: Sequence[Tool]) -> None:
+    """InvalidToolError (the write rolled back) when a tool ``written`` is in a Responses namespace that another of the
+    catalog's tools has another record of (a description, keys): a Responses export gives a namespace once."""
+    names = sorted({record["name"] for record in map(namespace_record, written) if record is not None})
+    rows = conn.execute(query("namespace_records"), {"catalog": catalog_id, "names": names}).fetchall() if names else []
+    ours = {t.id for t in written}
+    seen: dict[str, tuple[str, dict[str, Any]]] = {}
+    for tool_id, record in rows:
+        first_id, first = seen.setdefault(record["name"], (tool_id, record))
+        difference = namespace_conflict(first, record)
+        if difference is not None:
+            label = {i: f"tool {i!r} ({'this write' if i in ours else 'in the catalog'})" for i in (first_id, tool_id)}
+            raise InvalidToolError(namespace_error(record["name"], difference, label[first_id], label[tool_id]))
 
 
 def _upsert(

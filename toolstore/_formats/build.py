@@ -20,6 +20,7 @@ from .checks import (
     check_parameters,
     check_str_list,
     find_unstorable,
+    shown,
     type_name,
 )
 
@@ -152,6 +153,26 @@ def namespace_record(tool: Tool) -> dict[str, Any] | None:
     ``name``): a Responses export puts the tool inside it again, and a model calls the tool in it; None: none."""
     record = tool.spec.get(NAMESPACE_KEY) if isinstance(tool.spec, dict) else None
     return record if isinstance(record, dict) and isinstance(record.get("name"), str) else None
+
+
+def namespace_conflict(first: dict[str, Any], second: dict[str, Any]) -> str | None:
+    """How two Responses namespace records of one name (:func:`namespace_record`) differ: ``"described 'A' and 'B'"``,
+    or the keys they differ in; None when they are the same (their key order aside), one namespace."""
+    if first == second:
+        return None
+    if first.get("description", "") != second.get("description", ""):
+        return f"described {shown(first.get('description', ''))} and {shown(second.get('description', ''))}"
+    keys = sorted(key for key in {*first, *second} if first.get(key) != second.get(key))
+    return f"differing in {', '.join(shown(key, 40) for key in keys)}"
+
+
+def namespace_error(name: str, difference: str, first: str, second: str) -> str:
+    """The error for a Responses namespace given twice, differently (``difference``: :func:`namespace_conflict`), by
+    the tools labelled ``first`` and ``second``: a Responses export gives a namespace once, so one would be lost."""
+    return (
+        f"namespace {shown(name)} is given twice, {difference}: {first} and {second}; a namespace's tools share its "
+        "one definition (a Responses export gives it once): give it the same description and keys everywhere"
+    )
 
 
 def source_format(spec: dict[str, Any] | None) -> str | None:

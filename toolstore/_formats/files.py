@@ -12,7 +12,7 @@ from .._input import parse_json, plain_problem, read_text_file
 from .._models import Tool
 from .build import tool_label
 from .openapi import METHODS
-from .parse import Located, Skipped, check_skipped, check_unique, parse_located
+from .parse import Located, Skipped, check_namespaces, check_skipped, check_unique, parse_located
 
 JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -28,9 +28,10 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
     the default provider, as for :func:`parse_tools`.
 
     Raises :class:`InvalidToolError` naming the file, the line (for JSONL) and the tool when any
-    definition is invalid, the JSON is malformed (NaN and Infinity included), two tools share an id, the file
-    holds no tools (or only built-in ones, which are otherwise skipped with a warning: see :func:`parse_tools`),
-    or it cannot be read, is not a regular file or is over the size limit; nothing is returned on error.
+    definition is invalid, the JSON is malformed (NaN and Infinity included), two tools share an id, a namespace is
+    given twice differently, the file holds no tools (or only built-in ones, which are otherwise skipped with a
+    warning: see :func:`parse_tools`), or it cannot be read, is not a regular file or is over the size limit; nothing
+    is returned on error.
     """
     name = str(path)
     suffix = Path(path).suffix.lower()
@@ -48,6 +49,7 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
     if not located:
         raise InvalidToolError(f"{name}: no tools found")
     check_unique(located, name)
+    check_namespaces(located, name)
     return [tool for tool, _ in located]
 
 

@@ -10,7 +10,16 @@ from .._errors import InvalidInputError, InvalidToolError
 from .._input import check_document_depth
 from .._models import Tool
 from .._observe import logger
-from .build import META_KEY, NAMESPACE_KEY, Draft, build_tool, tool_label
+from .build import (
+    META_KEY,
+    NAMESPACE_KEY,
+    Draft,
+    build_tool,
+    namespace_conflict,
+    namespace_error,
+    namespace_record,
+    tool_label,
+)
 from .checks import check_grammar, is_empty_object_schema, shown, type_name
 from .openapi import is_openapi, openapi_drafts
 
@@ -50,12 +59,14 @@ def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
     route to: they are skipped with a warning on the ``toolstore`` logger.
 
     Raises :class:`InvalidToolError` naming the offending tool, or the built-in tools when they are all ``data``
-    holds; nothing is returned on error.
+    holds, or two tools of one id, or a namespace given twice differently (:func:`check_namespaces`); nothing is
+    returned on error.
     """
     skipped: list[Skipped] = []
     located = parse_located(data, provider=provider, skipped=skipped)
     check_skipped(located, skipped)
     check_unique(located)
+    check_namespaces(located)
     return [tool for tool, _ in located]
 
 
@@ -85,6 +96,22 @@ def check_unique(located: Iterable[Located], context: str = "") -> None:
             prefix = f"{context}: " if context else ""
             raise InvalidToolError(f"{prefix}duplicate tool id {tool.id!r}: {seen[tool.id]} and {label}")
         seen[tool.id] = label
+
+
+def check_namespaces(located: Iterable[Located], context: str = "") -> None:
+    """Raise :class:`InvalidToolError` naming the namespace and two of its tools when a Responses namespace of one name
+    is given twice, differently (another description, other keys): one would be lost (``build.namespace_conflict``);
+    given twice the same, it is one namespace."""
+    seen: dict[str, tuple[dict[str, Any], str]] = {}
+    for tool, label in located:
+        record = namespace_record(tool)
+        if record is None:
+            continue
+        first, where = seen.setdefault(record["name"], (record, label))
+        difference = namespace_conflict(first, record)
+        if difference is not None:
+            prefix = f"{context}: " if context else ""
+            raise InvalidToolError(prefix + namespace_error(record["name"], difference, where, label))
 
 
 def check_skipped(located: list[Located], skipped: list[Skipped], context: str = "") -> None:

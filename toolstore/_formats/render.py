@@ -7,7 +7,15 @@ from typing import Any, Literal
 
 from .._errors import InvalidInputError
 from .._models import Tool
-from .build import META_KEY, default_id, namespace_record, source_definition, source_format
+from .build import (
+    META_KEY,
+    default_id,
+    namespace_conflict,
+    namespace_error,
+    namespace_record,
+    source_definition,
+    source_format,
+)
 from .custom import CUSTOM_FORMATS, chat_format, custom_marker, custom_schema, is_custom, responses_format
 
 Format = Literal["openai", "openai-responses", "anthropic", "mcp"]
@@ -309,18 +317,25 @@ def tool_list(
 def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Responses ``definitions`` with those of the tools imported from a namespace inside it, as it was imported
     (its description and keys, ``NAMESPACE_KEY``), where its first tool is (the namespace holds only the ``tools``
-    given, in their order); the other definitions as they are."""
+    given, in their order); the other definitions as they are. Two tools whose namespaces of one name differ (which
+    parse and a write refuse: a catalog written before) are an InvalidInputError naming both: one would be lost."""
     out: list[dict[str, Any]] = []
-    namespaces: dict[str, dict[str, Any]] = {}
+    namespaces: dict[str, tuple[dict[str, Any], Tool]] = {}
     for tool, definition in zip(tools, definitions):
         record = namespace_record(tool)
         if record is None:
             out.append(definition)
             continue
         if record["name"] not in namespaces:
-            namespaces[record["name"]] = {**record, "tools": []}
-            out.append(namespaces[record["name"]])
-        namespaces[record["name"]]["tools"].append(definition)
+            namespaces[record["name"]] = ({**record, "tools": []}, tool)
+            out.append(namespaces[record["name"]][0])
+        namespace, first = namespaces[record["name"]]
+        difference = namespace_conflict(namespace_record(first) or {}, record)
+        if difference is not None:  # tools written before a write refused it (build.namespace_error)
+            raise InvalidInputError(
+                namespace_error(record["name"], difference, f"tool {first.id!r}", f"tool {tool.id!r}")
+            )
+        namespace["tools"].append(definition)
     return out
 
 
