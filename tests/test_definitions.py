@@ -22,7 +22,8 @@ from toolstore import (
     load_tools_file,
     parse_tools,
 )
-from toolstore._names import call_namespace, model_names, name_forms, resolve_call, resolve_calls
+from toolstore._formats.names import model_names, name_forms
+from toolstore._names import call_namespace, resolve_call, resolve_calls
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -155,6 +156,25 @@ def test_a_write_into_a_namespace_the_catalog_holds_with_another_description_is_
     }
     store.upsert(parse_tools(other), prune=True)
     assert export_catalog(store.tools(), "openai-responses") == {"tools": [other]}
+
+
+def test_an_export_of_the_catalog_names_its_tools_as_a_route_does(store: ToolStore) -> None:
+    """Two tools of one name (two providers' "search") were exported both as "search", where a route offering them
+    both named them "gh__search" and "jira__search": an export is named as a route's definitions of the same tools
+    are, and imports back into another catalog as two tools."""
+    store.upsert(
+        parse_tools(
+            [{"name": "search", "description": f"Search {p}.", "x-toolstore": {"provider": p}} for p in ("gh", "jira")]
+        )
+    )
+    result = store.route("search", k=5)
+    assert sorted(result.ids) == ["gh.search", "jira.search"]
+    for fmt in ("openai", "openai-responses", "anthropic", "mcp"):
+        exported = export_catalog([r.tool for r in result.tools], fmt)  # type: ignore[arg-type]
+        assert exported["tools"] == result.definitions(fmt)  # type: ignore[arg-type]
+        catalog = {d.get("function", d)["name"] for d in export_catalog(store.tools(), fmt)["tools"]}  # type: ignore[arg-type]
+        assert catalog == {"gh__search", "jira__search"}, fmt
+        assert len(parse_tools(exported)) == 2
 
 
 def test_reordered_parameters_are_a_change(store: ToolStore) -> None:

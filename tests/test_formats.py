@@ -24,6 +24,7 @@ from toolstore._formats import (
     to_mcp,
     to_openai,
 )
+from toolstore._formats.names import offered_names
 
 from benchdata import BENCH
 
@@ -924,7 +925,8 @@ def test_render_shapes() -> None:
     assert to_openai(plain) == {"type": "function", "function": {"name": "plain", "parameters": empty}}
     assert to_anthropic(plain)["input_schema"] == empty
     assert to_mcp(plain) == {"name": "plain", "inputSchema": empty}
-    assert export_catalog(CATALOG, "mcp") == {"tools": [to_mcp(t) for t in CATALOG]}
+    offered = ["now", "plain", "YOLOP", "gh__search", "jira__search"]  # two tools share "search"
+    assert export_catalog(CATALOG, "mcp") == {"tools": [to_mcp(t, name=n) for t, n in zip(CATALOG, offered)]}
     assert render(CATALOG, "openai-responses") == [to_openai(t, shape="responses") for t in CATALOG]
 
 
@@ -1237,10 +1239,11 @@ def test_mcp_sdk_types() -> None:
             assert model.name == tool.name and model.input_schema["type"] == "object"
             assert model.title == tool.title
         listing = mcp_types.ListToolsResult.model_validate(export_catalog(CATALOG, "mcp", with_metadata=with_metadata))
-        assert [t.name for t in listing.tools] == [t.name for t in CATALOG]
-        # and what the SDK serialises parses back
+        offered = ["now", "plain", "YOLOP", "gh__search", "jira__search"]  # two tools share "search"
+        assert [t.name for t in listing.tools] == offered
+        # and what the SDK serialises parses back (its model keeps no x-toolstore)
         dumped = listing.model_dump(by_alias=True, exclude_none=True)
-        assert [one(t).name for t in dumped["tools"]] == [t.name for t in CATALOG]
+        assert [one(t).name for t in dumped["tools"]] == offered
     with pytest.raises(pydantic.ValidationError):
         mcp_types.Tool.model_validate({"name": "now", "inputSchema": "not a schema"})
     with pytest.raises(pydantic.ValidationError):
@@ -1407,6 +1410,29 @@ def test_a_huge_integer_given_from_python_is_an_error_naming_the_field(data: obj
     with pytest.raises(InvalidToolError) as info:
         parse_tools(data)
     assert message in str(info.value), str(info.value)[:300]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_export_names_tools_that_share_a_name_as_definitions_do(fmt: str) -> None:
+    """export_catalog gave two tools of one name (two providers' "search", two "find" in one namespace) under that
+    name, which the APIs refuse and a re-import took for one id, where RouteResult.definitions renames them. Both name
+    a request's tools by one rule (offered_names, in tool_list): each name is unique (in its namespace, in the Responses
+    format), the export imports back without metadata, and with metadata as the same tools under their own names."""
+    crm = {"type": "namespace", "name": "crm", "description": "CRM.", "tools": [fn("find"), fn("find")]}
+    crm["tools"][1]["x-toolstore"] = {"id": "crm.find_all"}
+    tools = parse_tools([{"name": "search", "x-toolstore": {"provider": p}} for p in ("gh", "jira")] + [crm])
+    exported = json.loads(json.dumps(export_catalog(tools, fmt)))  # type: ignore[arg-type]
+    names = [d.get("function", d.get("custom", d))["name"] for d in _flat(exported["tools"])]
+    assert names == offered_names(tools, fmt) and len(set(names)) == len(names), names
+    assert len(parse_tools(exported)) == len(tools)
+    with_metadata = json.loads(json.dumps(export_catalog(tools, fmt, with_metadata=True)))  # type: ignore[arg-type]
+    back = parse_tools(with_metadata)
+    assert same_tools(back, tools) and export_catalog(back, fmt, with_metadata=True) == with_metadata  # type: ignore[arg-type]
+
+
+def _flat(definitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A request's tool definitions with a Responses namespace's in its place."""
+    return [t for d in definitions for t in (d["tools"] if d.get("type") == "namespace" else [d])]
 
 
 def fn(name: str) -> dict[str, Any]:

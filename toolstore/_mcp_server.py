@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError
 from ._formats import render
 from ._formats.build import default_id
+from ._formats.names import model_names, name_forms
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import leaf_error, open_session, require_mcp
 from ._mcp_upstream import Upstream, client_text, upstream_from_row
 from ._models import JSON_VERSION, SessionCall, Tool
-from ._names import model_names, name_forms
 from ._observe import logger, span
 from ._result import RouteResult
 from ._rows import name_row

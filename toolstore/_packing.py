@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 
 from ._formats import Format, render
 from ._formats.build import namespace_record
+from ._formats.names import name_forms
 from ._models import Tool
-from ._names import name_forms
 from ._result import RoutedTool
 from ._tokens import count_tokens, definition_tokens
 

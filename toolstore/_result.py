@@ -10,8 +10,9 @@ from typing import Any
 from ._abstain import Abstention
 from ._explain import explain_result
 from ._formats import Format, tool_list
+from ._formats.names import offered_names, offered_namespace
 from ._models import Tool
-from ._names import offered_names, offered_namespace, resolve_call
+from ._names import resolve_call
 from ._observe import logger
 from ._tokens import definition_tokens
 
@@ -145,12 +146,12 @@ class RouteResult:
         Names are unique and valid for every provider (see :attr:`names`); :meth:`resolve` maps a call back. In the
         Responses format the tools imported from a namespace come inside it, as ``export_catalog`` gives them (where
         its first routed tool is, with its description; only its routed tools), each named among the namespace's
-        routed tools (``_names.namespaced_names``: its own name unless one of them has it too), for the model to call
-        by the pair (namespace, name).
+        routed tools (``_formats.names.namespaced_names``: its own name unless one of them has it too), for the model
+        to call by the pair (namespace, name).
         """
         fmt = self.fmt if fmt is None else fmt
         tools = [r.tool for r in self.tools]
-        definitions = tool_list(tools, fmt, names=offered_names(tools, fmt))
+        definitions = tool_list(tools, fmt)
         if fmt != self.fmt and self.token_budget is not None:
             _warn_past_budget(definitions, fmt, self.fmt, self.token_budget)
         return definitions

@@ -32,7 +32,7 @@ NAMESPACE_KEY = "x-toolstore-namespace"
 #: (Anthropic, MCP): the model passes its text there (``custom.custom_input`` gives it back as the text).
 CUSTOM_INPUT = "input"
 _META_LIST_KEYS = ("categories", "tags", "keywords", "examples")
-_META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id")
+_META_STR_KEYS = ("title", "avoid_when", "expansion", "provider", "id", "name")
 META_KEYS = frozenset(_META_LIST_KEYS + _META_STR_KEYS + ("always_on", "http", "custom", "namespace", "strict"))
 
 
@@ -101,7 +101,7 @@ def check_meta(value: object) -> dict[str, Any]:
         else:
             if not isinstance(item, str):
                 raise ValueError(f"{META_KEY}.{key} must be a string, got {type_name(item)}")
-            if key in ("id", "provider") and not item.strip():
+            if key in ("id", "provider", "name") and not item.strip():
                 raise ValueError(f"{META_KEY}.{key} must not be empty")
             meta[key] = item
     return meta
@@ -226,6 +226,11 @@ def _build(draft: Draft, provider_arg: str | None) -> Tool:
         raise ValueError(problem)
     name = check_name(draft.name)
     meta = check_meta(draft.meta)
+    if "name" in meta:  # the tool's own name, which an export offered it under another (render.metadata_block)
+        try:
+            name = check_name(meta["name"])
+        except ValueError as exc:
+            raise ValueError(f"{META_KEY}.{exc}") from None
     description = check_optional_str(draft.description, "description") or ""
     parameters = check_parameters(draft.parameters, draft.parameters_field)
     title = meta["title"] if "title" in meta else check_optional_str(draft.title, "title")

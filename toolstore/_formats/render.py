@@ -17,6 +17,7 @@ from .build import (
     source_format,
 )
 from .custom import CUSTOM_FORMATS, chat_format, custom_marker, custom_schema, is_custom, responses_format
+from .names import offered_names
 
 Format = Literal["openai", "openai-responses", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "mcp")
@@ -118,7 +119,12 @@ def _strict_left_to_api(tool: Tool, fmt: str | None) -> bool:
 
 
 def metadata_block(
-    tool: Tool, *, include_title: bool = True, mark_custom: bool = False, mark_namespace: bool = False
+    tool: Tool,
+    *,
+    include_title: bool = True,
+    mark_custom: bool = False,
+    mark_namespace: bool = False,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """The ``x-toolstore`` block holding every field the target format cannot carry itself.
 
@@ -131,9 +137,12 @@ def metadata_block(
     to the API (:func:`_strict_left_to_api`), so a Responses export gives it back without one again; with
     ``mark_namespace`` (a format without namespaces: Chat Completions, Anthropic, MCP) the Responses ``namespace`` a
     tool was imported from (the namespace object without its tools: ``build.namespace_record``), so a Responses export
-    puts it back inside it.
+    puts it back inside it. ``name``: the name the definition gives the tool; when another than its own (two tools of
+    the catalog share it: :func:`tool_list`), its own is kept as ``name``, which a re-import gives it back.
     """
     meta: dict[str, Any] = {}
+    if name is not None and name != tool.name:
+        meta["name"] = tool.name
     if tool.id != default_id(tool.provider, tool.name):
         meta["id"] = tool.id
     if tool.provider is not None:
@@ -214,7 +223,7 @@ def to_openai(
     else:
         raise InvalidInputError(f"shape must be 'chat' or 'responses', got {shape!r}")
     if with_metadata:
-        _add_metadata(target, tool, include_title=True, mark_namespace=shape == "chat")
+        _add_metadata(target, tool, include_title=True, mark_namespace=shape == "chat", name=name)
     return definition
 
 
@@ -238,7 +247,7 @@ def _openai_custom(tool: Tool, source_fmt: str, *, shape: str, with_metadata: bo
     else:
         raise InvalidInputError(f"shape must be 'chat' or 'responses', got {shape!r}")
     if with_metadata:
-        _add_metadata(target, tool, include_title=True, mark_namespace=shape == "chat")
+        _add_metadata(target, tool, include_title=True, mark_namespace=shape == "chat", name=name)
     return definition
 
 
@@ -254,7 +263,7 @@ def to_anthropic(tool: Tool, *, with_metadata: bool = False, name: str | None = 
     definition["input_schema"] = input_schema(tool)
     definition = _faithful(tool, "anthropic", definition, "input_schema", source_format(tool.spec))
     if with_metadata:
-        _add_metadata(definition, tool, include_title=True, mark_custom=True, mark_namespace=True)
+        _add_metadata(definition, tool, include_title=True, mark_custom=True, mark_namespace=True, name=name)
     return definition
 
 
@@ -273,7 +282,7 @@ def to_mcp(tool: Tool, *, with_metadata: bool = False, name: str | None = None) 
     definition["inputSchema"] = input_schema(tool)
     definition = _faithful(tool, "mcp", definition, "inputSchema", source_format(tool.spec))
     if with_metadata:
-        _add_metadata(definition, tool, include_title=False, mark_custom=True, mark_namespace=True)
+        _add_metadata(definition, tool, include_title=False, mark_custom=True, mark_namespace=True, name=name)
     return definition
 
 
@@ -281,7 +290,7 @@ def render(
     tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False, names: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
     """Every tool rendered in ``fmt`` (``openai``, ``openai-responses``, ``anthropic``, ``mcp``); ``names``, when
-    given, are the names the definitions carry (one per tool, e.g. from :func:`toolstore._names.model_names`)."""
+    given, are the names the definitions carry (one per tool, e.g. from :func:`.names.model_names`)."""
     tools = list(tools)
     if names is not None and len(names) != len(tools):
         raise InvalidInputError(f"render: {len(names)} names for {len(tools)} tools")
@@ -299,18 +308,18 @@ def render(
 
 def export_catalog(tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False) -> dict[str, Any]:
     """``{"tools": [...]}``: an MCP ``tools/list`` result, or the ``tools`` field of an OpenAI or
-    Anthropic request (:func:`tool_list`). :func:`parse_tools` reads it back."""
+    Anthropic request (:func:`tool_list`: named as ``RouteResult.definitions`` names them). :func:`parse_tools` reads
+    it back."""
     return {"tools": tool_list(tools, fmt, with_metadata=with_metadata)}
 
 
-def tool_list(
-    tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False, names: Sequence[str] | None = None
-) -> list[dict[str, Any]]:
-    """The ``tools`` of a request in ``fmt``: every tool rendered (:func:`render`; ``names`` as there), and in the
-    Responses format those imported from a namespace inside it again (:func:`_namespaced`), as ``export_catalog``
-    and ``RouteResult.definitions`` give them."""
+def tool_list(tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False) -> list[dict[str, Any]]:
+    """The ``tools`` of a request in ``fmt``, as ``export_catalog`` and ``RouteResult.definitions`` give them: every
+    tool rendered (:func:`render`) under the name it is offered by, unique among ``tools`` (its own unless another has
+    it: :func:`.names.offered_names`; with metadata its own name is kept, ``x-toolstore.name``), and in the Responses
+    format those imported from a namespace inside it again (:func:`_namespaced`)."""
     tools = list(tools)
-    definitions = render(tools, fmt, with_metadata=with_metadata, names=names)
+    definitions = render(tools, fmt, with_metadata=with_metadata, names=offered_names(tools, fmt))
     return _namespaced(tools, definitions) if fmt == "openai-responses" else definitions
 
 
@@ -340,8 +349,16 @@ def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> lis
 
 
 def _add_metadata(
-    target: dict[str, Any], tool: Tool, *, include_title: bool, mark_custom: bool = False, mark_namespace: bool = False
+    target: dict[str, Any],
+    tool: Tool,
+    *,
+    include_title: bool,
+    mark_custom: bool = False,
+    mark_namespace: bool = False,
+    name: str | None = None,
 ) -> None:
-    meta = metadata_block(tool, include_title=include_title, mark_custom=mark_custom, mark_namespace=mark_namespace)
+    meta = metadata_block(
+        tool, include_title=include_title, mark_custom=mark_custom, mark_namespace=mark_namespace, name=name
+    )
     if meta:
         target[META_KEY] = meta

@@ -20,8 +20,9 @@ from typing import Any
 
 from .._agents import ResolvedCall, aroute_messages, resolve_calls, route_messages
 from .._formats import render
+from .._formats.names import model_names, name_forms
 from .._models import Tool
-from .._names import model_names, name_forms, resolve_given
+from .._names import resolve_given
 from .._result import RouteResult
 
 __all__ = [
@@ -40,10 +41,11 @@ def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None 
 
     A routed tool answers to the names ``result`` could have given the model. Without ``deferred``: its name in
     ``result.definitions`` (which :func:`tool_search_result` also refers to it by without ``deferred``) and each of
-    its name forms (:func:`toolstore._names.name_forms`), one of which is its catalog-wide name, the one a search
-    answered with ``deferred`` refers to it by. With ``deferred`` (the tools given to :func:`tool_search_result`):
-    exactly the name that search referred to it by. A name that more than one routed tool may have been given raises
-    UnknownToolError rather than picking one (``deferred`` makes a search's names exact), as does a name none was."""
+    its name forms (:func:`toolstore._formats.names.name_forms`), one of which is its catalog-wide name, the one a
+    search answered with ``deferred`` refers to it by. With ``deferred`` (the tools given to
+    :func:`tool_search_result`): exactly the name that search referred to it by. A name that more than one routed tool
+    may have been given raises UnknownToolError rather than picking one (``deferred`` makes a search's names exact), as
+    does a name none was."""
     tools = [r.tool for r in result.tools]
     if deferred is None:
         given = [{offered, *name_forms(t)} for t, offered in zip(tools, result.names)]
@@ -60,7 +62,7 @@ def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None 
 
 def deferred_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:
     """Anthropic definitions with ``defer_loading: true`` under the names a catalog-wide search refers to
-    (:func:`toolstore._names.model_names` over ``tools``)."""
+    (:func:`toolstore._formats.names.model_names` over ``tools``)."""
     names = model_names(list(tools))
     return [{**d, "defer_loading": True} for d in render(list(tools), "anthropic", names=names)]
 
