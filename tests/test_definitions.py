@@ -158,6 +158,24 @@ def test_a_write_into_a_namespace_the_catalog_holds_with_another_description_is_
     assert export_catalog(store.tools(), "openai-responses") == {"tools": [other]}
 
 
+def test_tools_held_in_two_namespaces_of_one_name_are_listed_in_the_first_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Tools a catalog held before writes refused differing namespaces of one name (each parsed alone) were an error
+    from their definitions, so a route of such a catalog failed when the agent asked for them; they are listed in the
+    first one's namespace, with a warning naming both."""
+    crm = {"type": "namespace", "name": "crm", "description": "Customer records.", "tools": [responses_fn("a")]}
+    tools = parse_tools(crm) + parse_tools({**crm, "description": "CRM.", "tools": [responses_fn("b")]})
+    with caplog.at_level("WARNING", logger="toolstore"):
+        listed = export_catalog(tools, "openai-responses")
+    assert listed == {"tools": [{**crm, "tools": [responses_fn("a"), responses_fn("b")]}]}
+    assert [r.getMessage() for r in caplog.records] == [
+        "namespace 'crm' is given twice, described 'Customer records.' and 'CRM.': tool 'crm.a' and tool 'crm.b'; a "
+        "namespace's tools share its one definition (a Responses export gives it once): give it the same description "
+        "and keys everywhere; both are given in the first one's"
+    ]
+
+
 def test_an_export_of_the_catalog_names_its_tools_as_a_route_does(store: ToolStore) -> None:
     """Two tools of one name (two providers' "search") were exported both as "search", where a route offering them
     both named them "gh__search" and "jira__search": an export is named as a route's definitions of the same tools

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from .._errors import InvalidInputError
 from .._models import Tool
+from .._observe import logger
 from .build import (
     META_KEY,
     default_id,
@@ -327,7 +328,8 @@ def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> lis
     """Responses ``definitions`` with those of the tools imported from a namespace inside it, as it was imported
     (its description and keys, ``NAMESPACE_KEY``), where its first tool is (the namespace holds only the ``tools``
     given, in their order); the other definitions as they are. Two tools whose namespaces of one name differ (which
-    parse and a write refuse: a catalog written before) are an InvalidInputError naming both: one would be lost."""
+    parse and a write refuse: a catalog written before) are in the first one's, with a warning on the ``toolstore``
+    logger naming both: a route's definitions must not fail on what its catalog was let hold."""
     out: list[dict[str, Any]] = []
     namespaces: dict[str, tuple[dict[str, Any], Tool]] = {}
     for tool, definition in zip(tools, definitions):
@@ -341,9 +343,8 @@ def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> lis
         namespace, first = namespaces[record["name"]]
         difference = namespace_conflict(namespace_record(first) or {}, record)
         if difference is not None:  # tools written before a write refused it (build.namespace_error)
-            raise InvalidInputError(
-                namespace_error(record["name"], difference, f"tool {first.id!r}", f"tool {tool.id!r}")
-            )
+            problem = namespace_error(record["name"], difference, f"tool {first.id!r}", f"tool {tool.id!r}")
+            logger.warning("%s; both are given in the first one's", problem)
         namespace["tools"].append(definition)
     return out
 
