@@ -410,6 +410,29 @@ def test_a_secret_flag_written_either_way_is_one_upstream(dsn: str, store: ToolS
     assert _recorded(dsn, store.catalog)[1] == ("keyed", ["--api-key", "key_new", "--org", "acme"])
 
 
+def test_a_secret_flag_with_underscores_dashes_or_neither_is_one_flag(dsn: str, store: ToolStore) -> None:
+    """``--api_key X``, ``--api-key X`` and ``--apiKey=X`` are one secret flag, as its redaction reads them: the same
+    value so written is the same upstream, recorded as now given (the server is started with its arguments as written),
+    and another value is a rotation naming the flag, never another server."""
+    tools = [{"name": "search", "description": "Search issues", "inputSchema": {"type": "object"}}]
+
+    def sync(*args: str, provider: str | None = None, server: str = "keyed") -> None:
+        upstream = Upstream("stdio", command=f"{server}-mcp", args=(*args, "--org", "acme"))
+        sync_listing(store, McpListing(server, tools, upstream), provider=provider)
+
+    sync("--api_key", "key_old")
+    for written in (["--api-key", "key_old"], ["--apiKey=key_old"]):  # not even named: the same upstream
+        sync(*written)
+        assert _recorded(dsn, store.catalog) == [("keyed", [*written, "--org", "acme"])]
+    with pytest.raises(McpSyncError, match=r"with other values \(the values of --apiKey differ; values not shown\)"):
+        sync("--API_KEY", "key_new")
+    sync("--API_KEY", "key_new", provider="keyed")
+    assert _recorded(dsn, store.catalog) == [("keyed", ["--API_KEY", "key_new", "--org", "acme"])]
+    sync("--client-secret", "s_old", server="oauth")  # the message names the flag as the recorded upstream writes it
+    with pytest.raises(McpSyncError, match=r"with other values \(the values of --client-secret differ; values not"):
+        sync("--client_secret=s_new", server="oauth")
+
+
 @pytest.mark.parametrize(
     ("placeholder", "what"),
     [

@@ -3,7 +3,7 @@
 An upstream is everything that decides which server answers and as whom: the command with its arguments and environment,
 or the URL with its headers (:meth:`Upstream.target`, by which the gateway keeps a session of its own per upstream,
 ``_mcp_sessions``). Its identity (:meth:`Upstream.identity`) leaves the values out: the command and its arguments (a
-secret flag's value left out, :data:`SECRET_FLAG`, ``--token X`` and ``--TOKEN=X`` alike) or the URL (its query's
+secret flag's value left out, :data:`SECRET_FLAG`, ``--api-key X`` and ``--API_KEY=X`` alike) or the URL (its query's
 names, whether it has credentials) and the NAMES of its env variables or headers (a header's in any case, as in HTTP).
 Two upstreams alike in all but values are one server with other secrets: the same account's rotated token, or another
 account's, which no value tells apart; a sync decides with the provider's name (``_mcp_sync``). Env and header values,
@@ -59,9 +59,9 @@ class Upstream:
         return self.transport, self.command, args, url, tuple(sorted(self.env)), headers
 
     def alike(self, other: Upstream) -> bool:
-        """Whether ``other`` has the same :meth:`target` but for how a secret flag is written: ``--token X`` or
-        ``--token=X``, the flag's name in any case (:func:`_joined`). The server is started with the arguments as given
-        (:meth:`command_args`)."""
+        """Whether ``other`` has the same :meth:`target` but for how a secret flag is written: ``--api-key X`` or
+        ``--api-key=X``, the flag's name in any case, with ``_`` or ``-`` or neither between its words (``--API_KEY``,
+        ``--apiKey``: :func:`_joined`). The server is started with the arguments as given (:meth:`command_args`)."""
         return _spelt_alike(self).target() == _spelt_alike(other).target()
 
     def command_args(self) -> list[str]:
@@ -81,10 +81,14 @@ class Upstream:
         """A loggable description: the command with the value of a secret flag (:data:`SECRET_FLAG`) and what else
         looks like a credential in its arguments redacted (a DSN's password: ``_errors.redact``), or the URL without
         credentials or query; never a header or env value."""
+        return self._described(_arguments(self.args))
+
+    def _described(self, parts: list[tuple[str, str | None]]) -> str:
+        """:meth:`describe` with the arguments as ``parts`` (:func:`_arguments` or :func:`_joined`)."""
         if self.transport == "stdio":
             args = [
                 (shlex.quote(shown) if shown else "") + (REDACTED if secret is not None else "")
-                for shown, secret in _arguments(self.args)
+                for shown, secret in parts
             ]
             return f"stdio: {redact(' '.join([shlex.quote(self.command or ''), *args]))}"
         parts = urlsplit(self.url or "")
@@ -95,7 +99,7 @@ class Upstream:
         """What sets ``other`` apart when its description is the same: the env or header names whose values differ,
         and the parts of the URL that a description leaves out (never a value); empty when the descriptions already
         differ."""
-        described = {_spelt_alike(u).describe() for u in (self, other)}  # names in any case, secret flags one way
+        described = {_spelt_alike(u)._described(_joined(u.args)) for u in (self, other)}  # secret flags one way
         if len(described) > 1:
             return ""
         if self.transport == "stdio":
@@ -139,17 +143,23 @@ def _arguments(args: Sequence[str]) -> list[tuple[str, str | None]]:
     return parts
 
 
+def _flag_name(flag: str) -> str:
+    """A secret flag's name written one way, as :data:`SECRET_FLAG` reads it: case-folded, without the ``-`` or ``_``
+    between its words (``--API_KEY``, ``--api-key`` and ``--apiKey`` are all ``--apikey``)."""
+    return "--" + re.sub("[-_]", "", flag[2:]).casefold()
+
+
 def _joined(args: Sequence[str]) -> list[tuple[str, str | None]]:
-    """:func:`_arguments` with a secret flag and its value as one argument, written one way: ``--Token X`` and
-    ``--token=X`` are both (``--token=``, X), the flag's name case-folded."""
+    """:func:`_arguments` with a secret flag and its value as one argument, written one way: ``--Api_Key X`` and
+    ``--api-key=X`` are both (``--apikey=``, X), the flag's name as :func:`_flag_name` writes it."""
     joined: list[tuple[str, str | None]] = []
     for shown, secret in _arguments(args):
         if secret is None:
             joined.append((shown, None))
-        elif shown:  # "--Token=" and X
-            joined.append((shown.casefold(), secret))
-        else:  # the X of "--Token X": the flag is the argument before it
-            joined[-1] = (f"{joined[-1][0].casefold()}=", secret)
+        elif shown:  # "--Api_Key=" and X
+            joined.append((f"{_flag_name(shown[:-1])}=", secret))
+        else:  # the X of "--Api_Key X": the flag is the argument before it
+            joined[-1] = (f"{_flag_name(joined[-1][0])}=", secret)
     return joined
 
 
@@ -160,13 +170,14 @@ def _spelt_alike(upstream: Upstream) -> Upstream:
 
 
 def _secret_flags(args: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Each secret flag in ``args`` as written and its value (the last one given), by its name case-folded."""
+    """Each secret flag in ``args`` as written and its value (the last one given), by its name written one way
+    (:func:`_flag_name`)."""
     found: dict[str, tuple[str, str]] = {}
     flag = ""
     for shown, secret in _arguments(args):
         flag = shown.rstrip("=") or flag
         if secret is not None:
-            found[flag.casefold()] = (flag, secret)
+            found[_flag_name(flag)] = (flag, secret)
     return found
 
 
