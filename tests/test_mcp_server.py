@@ -279,6 +279,19 @@ def test_an_upstreams_error_text_never_shows_a_secret_flags_value() -> None:
         assert client_text(alone) == alone
 
 
+@pytest.mark.parametrize("flag", ["--secret", "--client-secret", "--passwd", "--access-key", "--secret-key", "--token"])
+def test_an_upstreams_error_text_never_shows_a_secret_flags_value_after_equals(flag: str) -> None:
+    """An upstream's error quoting its command line with ``--client-secret=X`` (every secret flag's name, not only
+    those a credential pattern knows, ``token=``, ``password=``): the value is redacted there as in its description,
+    a value starting with "--" too."""
+    for value in ("s3cr3tValue", "--s3cr3tValue"):
+        args = ("--org", "acme", f"{flag}={value}", "-v")
+        described = Upstream("stdio", command="srv", args=args).describe()
+        quoted = client_text(f"srv exited: usage: {shlex.join(['srv', *args])}")
+        assert described == f"stdio: srv --org acme {flag}=[redacted] -v"
+        assert quoted == f"srv exited: usage: srv --org acme {flag}=[redacted] -v", quoted
+
+
 def test_a_secret_flags_value_is_the_same_word_to_describe_and_redact() -> None:
     """After a secret flag without '=' (``--token X``), the next word is its value unless it is a long flag (or '--'):
     one rule, so an upstream's description, its identity and the redaction of its command line in an error's text

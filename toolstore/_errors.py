@@ -29,9 +29,11 @@ def flag_value(word: str) -> bool:
     return _NOT_A_VALUE.match(word) is None
 
 
-# A secret flag and its value in text (``--token X`` in a command line an error quotes; ``--token=X`` is _SECRETS'): the
-# word after it when it is a value by the rule of flag_value.
-_FLAG_VALUE = re.compile(rf"((?<![\w-]){_FLAG}\s+[\"']?)(?!{_NOT_A_VALUE.pattern})[^\s'\",]+", re.IGNORECASE)
+# A secret flag and its value in text (a command line an error quotes): what follows its "=" (``--client-secret=X``),
+# or the word after it when it is a value by the rule of flag_value (``--token X``).
+_FLAG_VALUE = re.compile(
+    rf"((?<![\w-]){_FLAG}(?:=[\"']?|\s+[\"']?(?!{_NOT_A_VALUE.pattern})))[^\s'\",]+", re.IGNORECASE
+)
 # The password in a URI's user info (``postgresql://user:password@host``).
 _URI_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)[^\s\"']*@")
 # libpq's messages about a DSN it could not parse quote a piece of it, or all of it: its password, perhaps.
