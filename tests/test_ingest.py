@@ -351,16 +351,18 @@ def test_header_names_are_one_in_any_case(dsn: str, store: ToolStore) -> None:
         (["--api-key={}"], "--api-key=[redacted]"),
         (["--GitHub_Token", "{}"], "--GitHub_Token [redacted]"),
         (["--db-password={}"], "--db-password=[redacted]"),
+        (["--accessToken", "{}"], "--accessToken [redacted]"),
+        (["--clientSecret={}"], "--clientSecret=[redacted]"),
     ],
-    ids=["token", "api-key=", "github-token", "db-password="],
+    ids=["token", "api-key=", "github-token", "db-password=", "accessToken", "clientSecret="],
 )
 def test_a_secret_flags_value_is_rotated_like_an_env_value_and_never_described(
     dsn: str, store: ToolStore, flag: list[str], shown: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The value of a well-known secret flag in a stdio upstream's arguments (``--token X``, ``--api-key=X``, a longer
-    name ending so, in any case) is held like an env value: another one is the same server with a rotated secret
-    (recorded under the named provider, refused without, naming the flag and no value), it is redacted wherever the
-    upstream is described, and another value of any other argument is still another server."""
+    name ending so, in any case, in camelCase too) is held like an env value: another one is the same server with a
+    rotated secret (recorded under the named provider, refused without, naming the flag and no value), it is redacted
+    wherever the upstream is described, and another value of any other argument is still another server."""
 
     def account(secret: str, org: str = "acme") -> Upstream:
         args = (*(a.format(secret) for a in flag), "--org", org)
@@ -382,8 +384,9 @@ def test_a_secret_flags_value_is_rotated_like_an_env_value_and_never_described(
     assert logged and f"the values of {name} differ" in logged[0] and "-secret" not in logged[0], logged
     with pytest.raises(McpSyncError, match="another MCP server.*--replace-upstream"):
         sync_listing(store, McpListing("github", tools, account("new-secret", org="other")), provider="github")
-    not_secret = [Upstream("stdio", command="psql-mcp", args=("--no-password", db)) for db in ("app", "other")]
-    assert not_secret[0].identity() != not_secret[1].identity()  # a flag that takes no value: no secret after it
+    for no in ("--no-password", "--noPassword"):  # a flag that takes no value: no secret after it
+        not_secret = [Upstream("stdio", command="psql-mcp", args=(no, db)) for db in ("app", "other")]
+        assert not_secret[0].identity() != not_secret[1].identity()
 
 
 def test_a_secret_flag_written_either_way_is_one_upstream(dsn: str, store: ToolStore) -> None:

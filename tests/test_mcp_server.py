@@ -275,6 +275,8 @@ def test_an_upstreams_error_text_never_shows_a_secret_flags_value() -> None:
         == "gh-mcp exited: usage: gh-mcp --GitHub-Token '[redacted]' --db-password  [redacted] --verbose"
     )
     assert client_text("srv --api-key -Xq3_s3cr3t -v") == "srv --api-key [redacted] -v"  # a secret may start with -
+    camel = "srv --githubToken ghp_s3cr3t --clientSecret=c_s3cr3t --noToken 1"  # camelCase names, not --noToken
+    assert client_text(camel) == "srv --githubToken [redacted] --clientSecret=[redacted] --noToken 1"
     for alone in ("srv --token --verbose", "srv --no-token 1", "see my--token x"):
         assert client_text(alone) == alone
 

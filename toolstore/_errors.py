@@ -11,11 +11,15 @@ _SECRETS = re.compile(
 )
 #: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
 #: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
-#: (``--github-token``, ``--client-secret``, ``--db-password``), in any case, ``_`` for ``-``; never ``--no-...``.
+#: (``--github-token``, ``--client-secret``, ``--db-password``), in any case, its words joined by ``-``, ``_`` or in
+#: camelCase (``--api_key``, ``--apiKey``, ``--accessToken``, ``--clientSecret``); never ``--no-...`` (``--noToken``).
 #: Its value, ``--token=X`` or the next argument of ``--token X`` (unless a long flag: :func:`flag_value`), is a
 #: secret: :func:`redact` hides it in text, and an MCP upstream treats it like an env value (``_mcp_upstream``: not part
 #: of its identity, never described).
-_FLAG = r"--(?!no[-_])(?:[a-z0-9]+[-_])*(?:token|password|passwd|secret|api[-_]?key|access[-_]key|secret[-_]key)"
+_FLAG = (  # words ending in "-" or "_", then perhaps camelCase ones (each split one way: no backtracking blow-up)
+    r"--(?!no(?:[-_]|(?-i:[A-Z])))(?:[a-z0-9]+[-_])*(?-i:[A-Za-z0-9]*[a-z0-9](?=[A-Z]))?"
+    r"(?:token|password|passwd|secret|api[-_]?key|access[-_]?key|secret[-_]?key)"
+)
 SECRET_FLAG = re.compile(_FLAG, re.IGNORECASE)
 #: What is never the value of a bare secret flag (``--token --verbose``): a long flag, or ``--`` alone. Any other word
 #: after it is its value, one starting with a single "-" too (``secrets.token_urlsafe`` may begin with one); a secret
