@@ -268,7 +268,8 @@ def test_a_secret_flags_value_may_be_a_reference_expanded_at_each_start(
 
 def test_an_upstreams_error_text_never_shows_a_secret_flags_value() -> None:
     """An upstream's error may quote its own command line: a secret flag's value after a space is redacted like one
-    after '=', while a flag without its value, a --no- flag or a word merely ending in a flag's name is left alone."""
+    after '=', while the end of the options ('--') after it, a --no- flag or a word merely ending in a flag's name is
+    left alone."""
     quoted = "gh-mcp exited: usage: gh-mcp --GitHub-Token 'ghp_s3cr3t' --db-password  pw0rd --verbose"
     assert (
         client_text(quoted)
@@ -277,7 +278,7 @@ def test_an_upstreams_error_text_never_shows_a_secret_flags_value() -> None:
     assert client_text("srv --api-key -Xq3_s3cr3t -v") == "srv --api-key [redacted] -v"  # a secret may start with -
     camel = "srv --githubToken ghp_s3cr3t --clientSecret=c_s3cr3t --noToken 1"  # camelCase names, not --noToken
     assert client_text(camel) == "srv --githubToken [redacted] --clientSecret=[redacted] --noToken 1"
-    for alone in ("srv --token --verbose", "srv --no-token 1", "see my--token x"):
+    for alone in ("srv --token -- serve", "srv --no-token 1", "see my--token x"):
         assert client_text(alone) == alone
 
 
@@ -295,22 +296,29 @@ def test_an_upstreams_error_text_never_shows_a_secret_flags_value_after_equals(f
 
 
 def test_a_secret_flags_value_is_the_same_word_to_describe_and_redact() -> None:
-    """After a secret flag without '=' (``--token X``), the next word is its value unless it is a long flag (or '--'):
-    one rule, so an upstream's description, its identity and the redaction of its command line in an error's text
-    agree; a word starting with a single '-' is a value (a token_urlsafe secret may start so)."""
+    """After a secret flag without '=' (``--token X``), the next word is taken for its value whatever it is but '--'
+    alone: a secret may start with '-' or '--' (``--token --abc123``), which no rule tells from a flag, so it is never
+    shown; when that word is itself a secret flag, the word after it is hidden too (either may be the secret). One rule,
+    so an upstream's description, its identity and the redaction of its command line in an error's text agree; the
+    server is still started with its arguments as given."""
     for args, shown in [
-        (("--token", "--verbose"), "--token --verbose"),
+        (("--token", "--abc123", "-v"), "--token [redacted] -v"),
+        (("--token", "--verbose"), "--token [redacted]"),
         (("--token", "-Xq3_s3cr3t", "-v"), "--token [redacted] -v"),
         (("--api-key", "--", "serve"), "--api-key -- serve"),
-        (("--token", "--db-password", "pw0rd"), "--token --db-password [redacted]"),
+        (("--token", "--db-password", "pw0rd", "serve"), "--token [redacted] [redacted] serve"),
+        (("--token", "--db-password", "--", "serve"), "--token [redacted] -- serve"),
     ]:
-        assert Upstream("stdio", command="srv", args=args).describe() == f"stdio: srv {shown}"
+        upstream = Upstream("stdio", command="srv", args=args)
+        assert upstream.describe() == f"stdio: srv {shown}"
         assert redact(shlex.join(["srv", *args])) == f"srv {shown}"
-    verbose, debug, dashed, other = (
-        Upstream("stdio", command="srv", args=("--token", word)) for word in ("--verbose", "--debug", "-x", "-y")
+        assert client_text(f"srv failed: usage: {shlex.join(['srv', *args])}") == f"srv failed: usage: srv {shown}"
+        assert upstream.command_args() == list(args)
+    first, rotated, other = (
+        Upstream("stdio", command="srv", args=("--token", word, "serve")) for word in ("--abc123", "--xyz789", "-x")
     )
-    assert verbose.identity() != debug.identity()  # a flag, not a secret: part of which server it is
-    assert dashed.identity() == other.identity()
+    assert first.identity() == rotated.identity() == other.identity()  # the secret is no part of which server it is
+    assert first.differences(rotated) == "the values of --token differ"
 
 
 def test_upstream_sessions_are_kept_and_renewed() -> None:

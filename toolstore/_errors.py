@@ -13,7 +13,7 @@ _SECRETS = re.compile(
 #: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
 #: (``--github-token``, ``--client-secret``, ``--db-password``), in any case, its words joined by ``-``, ``_`` or in
 #: camelCase (``--api_key``, ``--apiKey``, ``--accessToken``, ``--clientSecret``); never ``--no-...`` (``--noToken``).
-#: Its value, ``--token=X`` or the next argument of ``--token X`` (unless a long flag: :func:`flag_value`), is a
+#: Its value, ``--token=X`` or the next argument of ``--token X`` (any word but ``--``: :func:`flag_value`), is a
 #: secret: :func:`redact` hides it in text, and an MCP upstream treats it like an env value (``_mcp_upstream``: not part
 #: of its identity, never described).
 _FLAG = (  # words ending in "-" or "_", then perhaps camelCase ones (each split one way: no backtracking blow-up)
@@ -21,23 +21,28 @@ _FLAG = (  # words ending in "-" or "_", then perhaps camelCase ones (each split
     r"(?:token|password|passwd|secret|api[-_]?key|access[-_]?key|secret[-_]?key)"
 )
 SECRET_FLAG = re.compile(_FLAG, re.IGNORECASE)
-#: What is never the value of a bare secret flag (``--token --verbose``): a long flag, or ``--`` alone. Any other word
-#: after it is its value, one starting with a single "-" too (``secrets.token_urlsafe`` may begin with one); a secret
-#: that starts with "--" is given as ``--token=X``. The one rule of :func:`flag_value` and :func:`redact`.
-_NOT_A_VALUE = re.compile("--")
+#: What is never the value of a bare secret flag: ``--`` alone, the end of the options (``--token -- serve``). Any
+#: other word after it is taken for its value and never shown, one starting with "-" or "--" too (a secret may: a
+#: ``secrets.token_urlsafe``): ``--token --abc123`` or ``--token --verbose``, which no rule tells apart. When that word
+#: is itself a secret flag (``--token --db-password pw0rd``), the word after it is hidden too: either may be the
+#: secret. The one rule of :func:`flag_value` and :func:`redact`.
+_NOT_A_VALUE = re.compile(r"--(?![^\s'\",])")
 
 
 def flag_value(word: str) -> bool:
-    """Whether ``word``, following a secret flag given without ``=`` (``--token X``), is that flag's value: any word
-    but a long flag (:data:`_NOT_A_VALUE`)."""
+    """Whether ``word``, following a secret flag given without ``=`` (``--token X``), is taken for that flag's value:
+    any word but ``--`` alone (:data:`_NOT_A_VALUE`)."""
     return _NOT_A_VALUE.match(word) is None
 
 
 # A secret flag and its value in text (a command line an error quotes): what follows its "=" (``--client-secret=X``),
-# or the word after it when it is a value by the rule of flag_value (``--token X``).
-_FLAG_VALUE = re.compile(
-    rf"((?<![\w-]){_FLAG}(?:=[\"']?|\s+[\"']?(?!{_NOT_A_VALUE.pattern})))[^\s'\",]+", re.IGNORECASE
+# or the word after it unless ``--`` (``--token X``), each bare secret flag between them hidden too (``--token
+# --db-password X``), by the rule of flag_value.
+_FLAG_EQUALS = re.compile(rf"((?<![\w-]){_FLAG}=[\"']?)[^\s'\",]+", re.IGNORECASE)
+_FLAG_WORDS = re.compile(
+    rf"((?<![\w-]){_FLAG}\s+[\"']?)((?:{_FLAG}[\"']?\s+[\"']?)*)(?!{_NOT_A_VALUE.pattern})[^\s'\",]+", re.IGNORECASE
 )
+_CHAINED = re.compile(_FLAG, re.IGNORECASE)
 # The password in a URI's user info (``postgresql://user:password@host``).
 _URI_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)[^\s\"']*@")
 # libpq's messages about a DSN it could not parse quote a piece of it, or all of it: its password, perhaps.
@@ -50,7 +55,8 @@ def redact(text: str) -> str:
     ``key=value`` secrets, a secret flag's value (``--token X``: :data:`SECRET_FLAG`), a URI's password, and what libpq
     quotes of a DSN it could not parse."""
     text = _SECRETS.sub(lambda m: (m.group(2) or m.group(3) or "") + "[redacted]", text)
-    text = _FLAG_VALUE.sub(r"\1[redacted]", text)
+    text = _FLAG_WORDS.sub(lambda m: m.group(1) + _CHAINED.sub("[redacted]", m.group(2)) + "[redacted]", text)
+    text = _FLAG_EQUALS.sub(r"\1[redacted]", text)
     text = _URI_PASSWORD.sub(r"\1[redacted]@", text)
     if _DSN_PARSE.search(text):  # a quoted character ("=", "]") is libpq's own
         text = _QUOTED.sub(lambda m: m.group() if len(m.group()) <= 3 else '"[redacted]"', text)

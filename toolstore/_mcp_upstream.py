@@ -69,9 +69,13 @@ class Upstream:
         ``${VAR}`` reference, expanded from the environment (:func:`expand_vars`), so a stored upstream need not hold
         that secret; no other argument is expanded."""
         parts = _arguments(self.args)
-        secrets = {str(i): secret for i, (_, secret) in enumerate(parts) if secret is not None}
+        secrets = {  # not a word taken for a bare flag's value that starts with "--": it may be a flag, run as given
+            str(i): secret
+            for i, (shown, secret) in enumerate(parts)
+            if secret is not None and (shown or not secret.startswith("--"))
+        }
         expanded = expand_vars(secrets, "a secret flag's value")
-        return [shown + expanded.get(str(i), "") for i, (shown, _) in enumerate(parts)]
+        return [shown + expanded.get(str(i), secret or "") for i, (shown, secret) in enumerate(parts)]
 
     def key(self) -> str:
         """:meth:`target` as a string, for a dictionary of sessions."""
@@ -125,15 +129,16 @@ class Upstream:
 
 def _arguments(args: Sequence[str]) -> list[tuple[str, str | None]]:
     """Each argument as what may be shown of it and the secret it holds (None: none): ``--token=X`` is
-    (``--token=``, X), the X of ``--token X`` is ("", X) unless X is a long flag (:func:`flag_value`: the rule
-    ``_errors.redact`` follows); see :data:`SECRET_FLAG`."""
+    (``--token=``, X), the X of ``--token X`` is ("", X) unless X is ``--`` alone (:func:`flag_value`: the rule
+    ``_errors.redact`` follows), a long flag too (``--token --abc123``: a secret may start so), and when that X is
+    itself a secret flag, the word after it is one too (``--token --db-password pw0rd``); see :data:`SECRET_FLAG`."""
     parts: list[tuple[str, str | None]] = []
-    follows = False  # the previous argument is a secret flag without its value
+    follows = False  # the previous argument is a secret flag without its value, or may be one
     for arg in args:
         flag, equals, value = arg.partition("=")
         if follows and flag_value(arg):
             parts.append(("", arg))
-            follows = False
+            follows = SECRET_FLAG.fullmatch(arg) is not None
         elif SECRET_FLAG.fullmatch(flag) and equals:
             parts.append((f"{flag}=", value))
             follows = False
@@ -158,6 +163,8 @@ def _joined(args: Sequence[str]) -> list[tuple[str, str | None]]:
             joined.append((shown, None))
         elif shown:  # "--Api_Key=" and X
             joined.append((f"{_flag_name(shown[:-1])}=", secret))
+        elif joined[-1][1] is not None:  # the pw0rd of "--token --db-password pw0rd": after a secret, a secret
+            joined.append(("", secret))
         else:  # the X of "--Api_Key X": the flag is the argument before it
             joined[-1] = (f"{_flag_name(joined[-1][0])}=", secret)
     return joined
@@ -178,6 +185,7 @@ def _secret_flags(args: Sequence[str]) -> dict[str, tuple[str, str]]:
         flag = shown.rstrip("=") or flag
         if secret is not None:
             found[_flag_name(flag)] = (flag, secret)
+            flag = secret if not shown and SECRET_FLAG.fullmatch(secret) else flag  # --token --db-password pw0rd
     return found
 
 
