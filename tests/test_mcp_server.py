@@ -890,6 +890,75 @@ def test_a_call_that_read_the_upstream_before_a_rotation_goes_to_the_new_one(
     assert token_servers.opened == ["old", "new"]
 
 
+def test_a_session_a_second_rotation_abandons_while_a_call_opens_it_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider's key rotated twice, to B then C, each rotation served by a call: the call that read B opens its
+    session while the call that read C serves C (the session to A retired), so it reads the record again and goes to
+    C too. The session to B it opened and left serves no one: it is closed (its stdio server exits), not kept until the
+    gateway closes. Real servers on stdio, each started with its key (``--api-key``), counted as their sessions open
+    and close."""
+    from contextlib import asynccontextmanager
+
+    import toolstore._mcp_sessions
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    real_open = toolstore._mcp_sessions.open_session
+    a, b, c = (
+        Upstream("stdio", command=sys.executable, args=(SERVER, "--api-key", key))
+        for key in ("sk-aaa", "sk-bbb", "sk-ccc")
+    )
+    open_now: list[str] = []  # the key of each session open now, until its server has exited
+    closed = {key: anyio.Event() for key in ("sk-aaa", "sk-bbb", "sk-ccc")}
+    b_opening, c_served = anyio.Event(), anyio.Event()
+
+    @asynccontextmanager
+    async def counted(upstream: Upstream, message_handler: Any = None) -> Any:
+        key = upstream.args[-1]
+        if upstream == b:  # the call that read B opens its session once the call that read C has served
+            b_opening.set()
+            await c_served.wait()
+        open_now.append(key)
+        try:
+            async with real_open(upstream, message_handler) as opened:
+                yield opened
+        finally:
+            open_now.remove(key)
+            closed[key].set()
+
+    monkeypatch.setattr(toolstore._mcp_sessions, "open_session", counted)
+    record = [a]  # the provider's upstream as recorded now
+
+    async def recorded() -> Upstream:
+        return record[0]
+
+    async def main() -> None:
+        async with UpstreamSessions() as sessions:
+
+            async def call(upstream: Upstream) -> str:
+                return _text(await sessions.call(upstream, "key_suffix", {}, provider="keyed", recorded=recorded))
+
+            assert await call(a) == "aaa"
+            answers: list[str] = []
+
+            async def read_b() -> None:
+                answers.append(await call(b))
+
+            record[0] = b  # the first rotation
+            async with anyio.create_task_group() as group:
+                group.start_soon(read_b)
+                await b_opening.wait()
+                record[0] = c  # the second
+                answers.append(await call(c))
+                c_served.set()
+            assert answers == ["ccc", "ccc"]
+            with anyio.fail_after(30):  # a bound on a hang, nothing timed: the sessions left are closed
+                await closed["sk-aaa"].wait()
+                await closed["sk-bbb"].wait()
+            assert open_now == ["sk-ccc"] and await call(c) == "ccc"
+        assert open_now == [] and closed["sk-ccc"].is_set()
+
+    anyio.run(main)
+
+
 def test_a_call_of_a_tool_the_listing_held_lacks_lists_the_tools_once_more_before_it_is_refused(
     fake_upstream: _FakeUpstream,
 ) -> None:

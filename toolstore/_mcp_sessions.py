@@ -14,7 +14,8 @@ tools: one abandoned, or a notification not yet read when the call came), and if
 McpSyncError naming it, never sent; after a listing that failed, every call is sent. A provider's calls made on a
 session to another upstream than before (a sync recorded new values for it: a rotated token) retire the session to the
 old one, closed once its calls in flight end; such a call reads the provider's record again first, so one that read it
-just before the rotation, after another call served the new values, goes to them instead of reopening the old session.
+just before the rotation, after another call served the new values, goes to them instead of reopening the old session
+(and the session it opened meanwhile to values a second rotation replaced is closed as it goes on).
 Closing the pool stops every upstream (stdio processes exit).
 """
 
@@ -243,8 +244,9 @@ class UpstreamSessions:
         went to another upstream last, either a sync recorded new values since this call read them, or this call read
         the record just before one that another call has served: the record is read again (``recorded``) before a
         session is opened, and again when another upstream served the provider while it opened, :data:`REREADS` times
-        at most. The checks and the note are made with no await between them."""
-        rereads = 0
+        at most; a session it got and went on from is retired then (:meth:`_retire`), unless a provider's calls go
+        there. The checks and the note are made with no await between them."""
+        rereads, left = 0, set()  # left: the upstreams this call got a session to and went on from, by key
         while True:
             before, key = self._providers.get(provider) if provider else None, upstream.key()
             if before not in (None, key) and recorded is not None and rereads < REREADS:
@@ -258,25 +260,35 @@ class UpstreamSessions:
             now = self._providers.get(provider) if provider else None
             if now in (before, key) or recorded is None or rereads >= REREADS:
                 self._serves(provider, key)
+                for abandoned in left - {key}:  # opened for this call, perhaps, while another served a newer record
+                    if self._retire(abandoned):
+                        logger.debug("provider %r: closing a session to values it no longer has", provider)
                 return upstream, session
+            left.add(key)
 
     def _serves(self, provider: str, key: str) -> None:
         """Note that ``provider``'s calls go to the upstream ``key`` now: the session to the one they went to before
-        (its values were rotated since) is retired, unless another provider's calls still go there."""
+        (its values were rotated since) is retired (:meth:`_retire`)."""
         if not provider:
             return
         before, self._providers[provider] = self._providers.get(provider), key
-        held = self._held.get(before) if before is not None and before != key else None
-        if held is None or before in self._providers.values():
-            return
-        logger.debug("provider %r: its upstream's values changed; closing the session to the old ones", provider)
-        del self._held[before]
-        self._listings.pop(before, None)
+        if before is not None and before != key and self._retire(before):
+            logger.debug("provider %r: its upstream's values changed; closing the session to the old ones", provider)
+
+    def _retire(self, key: str) -> bool:
+        """Close the session to the upstream ``key`` once its calls in flight end, unless a provider's calls go there
+        (another provider's, or this one's again); whether it is retired."""
+        held = self._held.get(key)
+        if held is None or key in self._providers.values():
+            return False
+        del self._held[key]
+        self._listings.pop(key, None)
         session, stop = held
         if self._calls.get(id(session), 0):
             self._retired[id(session)] = stop  # stopped when its last call in flight ends
         else:
             stop.set()
+        return True
 
     def _ended_call(self, session: Any) -> None:
         """One call on ``session`` ended: a retired session with none left in flight is stopped."""
