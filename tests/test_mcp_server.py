@@ -502,6 +502,38 @@ def test_the_gateway_lists_an_upstreams_tools_again_when_they_change(caplog: pyt
     assert not [r.getMessage() for r in caplog.records if "not listed" in r.getMessage()]
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_change_sent_just_before_an_answer_is_read_by_the_listing_asked_next(transport: str) -> None:
+    """Through the SDK's own transports: the upstream says its tools changed just before it answers a call
+    (``change_tools``), so the notification is read when the answer is, but handed to the session's message handler in
+    a task of its own; the listing the gateway asks for right after the answer, for a tool the catalog lacks
+    (``listed``, no await between), reads it within :data:`PENDING_TURNS` turns and names the new tool. A transport or
+    SDK whose reader takes more turns than that fails here rather than in a gateway refusing a tool as unknown."""
+    from toolstore._mcp_sessions import PENDING_TURNS, UpstreamSessions
+
+    args = [SERVER, "--name", "changing", "--variant", "changing"]
+
+    async def main(upstream: Upstream) -> frozenset[str] | None:
+        async with UpstreamSessions() as sessions:
+            assert _text(await sessions.call(upstream, "change_tools", {})) == "changed"
+            return await sessions.listed(upstream)
+
+    if transport == "stdio":
+        listed = anyio.run(main, Upstream("stdio", command=sys.executable, args=tuple(args)))
+    else:
+        port = _free_port()
+        proc = subprocess.Popen(
+            [sys.executable, *args, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            _wait_for_port(port, proc)
+            listed = anyio.run(main, Upstream("http", url=f"http://127.0.0.1:{port}/mcp"))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    assert listed == {"search", "get_forecast", "late_news", "change_tools"}, (PENDING_TURNS, listed)
+
+
 def _listed(sessions: Any, upstream: Upstream) -> frozenset[str]:
     """The names the gateway's session to ``upstream`` listed last (none before it keeps them)."""
     listing = getattr(sessions, "_listings", {}).get(upstream.key())
