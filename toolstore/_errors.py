@@ -43,8 +43,11 @@ _FLAG_WORDS = re.compile(
     rf"((?<![\w-]){_FLAG}\s+[\"']?)((?:{_FLAG}[\"']?\s+[\"']?)*)(?!{_NOT_A_VALUE.pattern})[^\s'\",]+", re.IGNORECASE
 )
 _CHAINED = re.compile(_FLAG, re.IGNORECASE)
-# The password in a URI's user info (``postgresql://user:password@host``).
-_URI_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)[^\s\"']*@")
+# The password in a URI's user info (``postgresql://user:password@host``), looked for in each run of characters it
+# may span (:func:`_uri_passwords`): its scheme at most 64 characters, so a long run of letters and dashes is not read
+# again from each of its letters.
+_URI_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,63}://[^\s:/@\"']*:)[^\s\"']*@")
+_URI_RUN = re.compile(r"[^\s\"']+")
 # libpq's messages about a DSN it could not parse quote a piece of it, or all of it: its password, perhaps.
 _DSN_PARSE = re.compile(r"in URI|URI query parameter|connection info string|percent-encoded|connection option")
 _QUOTED = re.compile(r'"[^"]*"')
@@ -57,10 +60,21 @@ def redact(text: str) -> str:
     text = _SECRETS.sub(lambda m: (m.group(2) or m.group(3) or "") + "[redacted]", text)
     text = _FLAG_WORDS.sub(lambda m: m.group(1) + _CHAINED.sub("[redacted]", m.group(2)) + "[redacted]", text)
     text = _FLAG_EQUALS.sub(r"\1[redacted]", text)
-    text = _URI_PASSWORD.sub(r"\1[redacted]@", text)
+    text = _URI_RUN.sub(_uri_passwords, text)
     if _DSN_PARSE.search(text):  # a quoted character ("=", "]") is libpq's own
         text = _QUOTED.sub(lambda m: m.group() if len(m.group()) <= 3 else '"[redacted]"', text)
     return text
+
+
+def _uri_passwords(run: re.Match[str]) -> str:
+    """A run of characters without space or quote with each URI's password in it redacted (:data:`_URI_PASSWORD`),
+    read only up to the run's last ``@`` (where a password ends), so text of many ``://`` and no ``@`` after them is
+    read once, not once from each."""
+    text = run.group()
+    end = text.rfind("@") + 1
+    if not end or "://" not in text[:end]:
+        return text
+    return _URI_PASSWORD.sub(r"\1[redacted]@", text[:end]) + text[end:]
 
 
 def first_line(exc: BaseException) -> str:
