@@ -19,6 +19,7 @@ from toolstore import (
     InvalidToolError,
     Tool,
     ToolStore,
+    _input,
     load_judgements,
     load_tools_file,
 )
@@ -85,6 +86,33 @@ def test_only_regular_files_are_read(dsn: str, tmp_path: Path) -> None:
         load_tools_file(device)
     with pytest.raises(InvalidInputError, match="not a regular file"):
         load_judgements("/dev/zero")
+
+
+def test_a_file_that_grows_after_its_size_is_read_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_text_file looked at the file's size by its name, then read it whole: a file grown (or swapped for another,
+    /dev/zero) in between was read past the limit (the first limit + 1 bytes of it taken as the file). It checks and
+    reads the file it opened, at most the limit and a byte, and refuses one past it."""
+    path = tmp_path / "queries.jsonl"
+    path.write_text("x" * 50)
+    monkeypatch.setattr(_input, "MAX_FILE_BYTES", 100)
+    grown: list[int] = []
+
+    def grow_after(real: Any) -> Any:
+        def look(target: Any, *args: Any, **kwargs: Any) -> Any:
+            info = real(target, *args, **kwargs)
+            if not grown and (isinstance(target, int) or os.fspath(target) == str(path)):
+                with path.open("a") as out:  # the same file, grown after its size was read
+                    out.write("y" * 200)
+                grown.append(1)
+            return info
+
+        return look
+
+    monkeypatch.setattr(os, "stat", grow_after(os.stat))
+    monkeypatch.setattr(os, "fstat", grow_after(os.fstat))
+    with pytest.raises(InvalidInputError, match=r"queries\.jsonl: more than 100 bytes; the limit is 100"):
+        _input.read_text_file(path)
+    assert grown == [1]
 
 
 def test_bad_command_line_text_is_one_line(dsn: str, tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from ._errors import InvalidInputError
@@ -199,20 +198,26 @@ def check_document_depth(data: Any) -> None:
 
 
 def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
-    """The UTF-8 text of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs and devices are refused)."""
+    """The UTF-8 text of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs and devices are refused). The file
+    is opened once and what is opened is checked and read, at most the limit and one byte more: a file swapped for
+    another (a device, a larger file) or grown after its size was read is refused, never read past the limit."""
     name = os.fspath(path)
-    try:
-        info = os.stat(name)
+    try:  # O_NONBLOCK: opening a FIFO does not wait for a writer (no effect on a regular file's reads)
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise InvalidInputError(f"{name}: not a regular file")
-    if info.st_size > MAX_FILE_BYTES:
-        raise InvalidInputError(f"{name}: {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
-    try:
-        raw = Path(name).read_bytes()[: MAX_FILE_BYTES + 1]
-    except OSError as exc:
-        raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInputError(f"{name}: not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise InvalidInputError(f"{name}: {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+        try:
+            raw = file.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:  # it grew after its size was read
+        raise InvalidInputError(f"{name}: more than {MAX_FILE_BYTES:,} bytes; the limit is {MAX_FILE_BYTES:,}")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
