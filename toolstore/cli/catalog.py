@@ -14,6 +14,7 @@ from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._migrate import migrate as run_migrations
 from .app import command, emit, not_empty, note, open_store, options, progress, summary
+from .files import write_file
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -124,7 +125,7 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
     if output is None:
         click.echo(text, nl=False)
         return
-    output.write_text(text, encoding="utf-8")
+    write_file(output, text)
     data = {"path": str(output), "format": fmt, "tools": len(tools)}
     emit(ctx, data, lambda: note(ctx, f"{len(tools)} tools written to {output}"))
 

@@ -3,6 +3,7 @@ turn by turn) and learn fusion weights."""
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from .._input import MAX_K
 from .._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from .._tune import tune
 from .app import command, emit, note, open_store, options
+from .files import write_file
 
 CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
 SESSION_CHART_METRICS = ("nDCG@10", "comp@5", "comp@10")
@@ -120,7 +122,7 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
     text = [f"# {title}", "", _summary_line(result), *(["", f"**{warning}**"] if warning else []), "", table]
     if "tune" in result:
         text += ["", "```", _tune_summary(result["tune"]), "```"]
-    (directory / "eval.md").write_text("\n".join(text) + "\n", encoding="utf-8")
+    write_file(directory / "eval.md", "\n".join(text) + "\n")
     try:
         import matplotlib
 
@@ -139,8 +141,10 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(directory / "eval.png", dpi=120)
+    chart_png = io.BytesIO()
+    fig.savefig(chart_png, format="png", dpi=120)
     plt.close(fig)
+    write_file(directory / "eval.png", chart_png.getvalue())
     return []
 
 
