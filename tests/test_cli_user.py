@@ -20,6 +20,7 @@ from terminal import open_terminal, read_all
 from toolstore import SIGNALS, AsyncToolStore, DatabaseError, InvalidInputError, SessionCall, ToolStore
 from toolstore._migrate import HEAD_REVISION
 from toolstore.cli import cli
+from toolstore.cli import main as entry
 from toolstore.cli.demo import DEMO_DIR
 
 TOOLS = [
@@ -559,3 +560,23 @@ def test_eval_report_a_directory_it_cannot_make_fails_before_evaluating(
     tools = tools_file(tmp_path)
     result = invoke(dsn, "eval", "--tools", tools, "--queries", str(queries), "--report", f"{tools}/report")
     assert isinstance(result.exception, NotADirectoryError) and evaluated == [], (result.exception, evaluated)
+
+
+def test_a_driver_error_reaching_the_entry_point_is_redacted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A psycopg error that no layer turned into a DatabaseError was printed as its raw first line by the entry point,
+    a password it quoted too; it goes through the same redacting first line as every DatabaseError."""
+
+    class Failing:
+        def main(self, **kwargs: object) -> None:
+            raise psycopg.OperationalError(
+                'invalid connection option "x" in "postgresql://app:hunter2@db/toolstore"\nsecond line'
+            )
+
+    monkeypatch.setattr(sys.modules["toolstore.cli.main"], "cli", Failing())
+    with pytest.raises(SystemExit) as exited:
+        entry()
+    err = capsys.readouterr().err
+    assert exited.value.code == 1 and "hunter2" not in err and "second line" not in err, err
+    assert err.startswith("database error: invalid connection option") and "[redacted]" in err, err

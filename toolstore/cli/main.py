@@ -8,7 +8,7 @@ import sys
 import click
 import psycopg
 
-from .._errors import ToolstoreError
+from .._errors import ToolstoreError, first_line
 from . import access, anchors, cache, catalog, demo, ingest, quality, route, serve, sessions
 from .app import cli
 
@@ -51,8 +51,7 @@ def main() -> None:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     except psycopg.Error as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        click.echo(f"database error: {first}", err=True)
+        click.echo(f"database error: {first_line(exc)}", err=True)  # redacted, as DatabaseError's text
         sys.exit(1)
     except OSError as exc:
         click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
