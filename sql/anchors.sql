@@ -11,6 +11,8 @@ select '' ~* %(pattern)s::text as matches_empty,
        (select bool_or(s ~* %(pattern)s::text) from unnest(%(inputs)s::text[]) s) as matched;
 
 -- name: statement_timeout
+-- statement_timeout for the rest of the transaction (local), and what it was: the anchors' trial match, and each
+-- statement of a route, sent with it in one pipeline (one round trip, one implicit transaction: nothing else capped).
 select current_setting('statement_timeout') as previous, set_config('statement_timeout', %(value)s, true);
 
 -- name: clear_anchors

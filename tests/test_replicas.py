@@ -498,13 +498,13 @@ def blocks_asked(monkeypatch: pytest.MonkeyPatch, replica: str) -> list[tuple[st
     def where(conn: Any) -> str:
         return "replica" if conn.info.host == on_replica else "primary"
 
-    def fetch(conn: Any, step: Any) -> Any:
+    def fetch(conn: Any, step: Any, *timeout: int) -> Any:
         asked.append((step.block, where(conn)))
-        return fetch_rows(conn, step)
+        return fetch_rows(conn, step, *timeout)
 
-    async def afetch(conn: Any, step: Any) -> Any:
+    async def afetch(conn: Any, step: Any, *timeout: int) -> Any:
         asked.append((step.block, where(conn)))
-        return await afetch_rows(conn, step)
+        return await afetch_rows(conn, step, *timeout)
 
     fetch_rows, afetch_rows = _steps.fetch_rows, _steps.afetch_rows
     monkeypatch.setattr(_steps, "fetch_rows", fetch)  # what answers a route step: _steps.answer_sync / answer_async

@@ -16,12 +16,16 @@ from toolstore import (
     AsyncToolStore,
     DatabaseError,
     HashingEmbedder,
+    InvalidInputError,
     ModelMismatchError,
+    StatementTimeoutError,
     ToolStore,
     UnknownCatalogError,
+    _steps,
 )
 from toolstore._catalog_cache import ROUTE_ATTEMPTS, STALE_CATALOG, CatalogCache
 from toolstore._fusion import stored_fusion
+from toolstore._replicas import Rotation
 from toolstore._route import route_request, statement_params
 from toolstore._sql import query
 
@@ -33,19 +37,37 @@ DENSE_ONLY = {"name": 0.0, "description": 0.0, "expansion": 0.0, "dense": 1.0, "
 
 @contextmanager
 def statements() -> Iterator[list[str]]:
-    """The statements this process sends meanwhile."""
+    """The round trips this process makes meanwhile, each as the statements it sends: one, or those sent together in
+    a pipeline (a route's statement_timeout and the statement it caps), joined by ' + '."""
     sent: list[str] = []
-    original = psycopg.Cursor.execute
+    original, original_pipeline = psycopg.Cursor.execute, psycopg.Connection.pipeline
+    piped = {"open": False, "first": False}
 
     def execute(self, statement, *args, **kwargs):  # type: ignore[no-untyped-def]
-        sent.append(str(statement)[:80])
+        text = str(statement)[:80]
+        if piped["open"] and not piped["first"]:
+            sent[-1] += " + " + text
+        else:
+            sent.append(text)
+        piped["first"] = False
         return original(self, statement, *args, **kwargs)
 
+    @contextmanager
+    def pipeline(self):  # type: ignore[no-untyped-def]
+        with original_pipeline(self) as pipe:
+            piped.update(open=True, first=True)
+            try:
+                yield pipe
+            finally:
+                piped.update(open=False, first=False)
+
     psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    psycopg.Connection.pipeline = pipeline  # type: ignore[method-assign]
     try:
         yield sent
     finally:
         psycopg.Cursor.execute = original  # type: ignore[method-assign]
+        psycopg.Connection.pipeline = original_pipeline  # type: ignore[method-assign]
 
 
 def test_route_is_one_statement_once_the_catalog_is_cached(store: ToolStore) -> None:
@@ -56,6 +78,7 @@ def test_route_is_one_statement_once_the_catalog_is_cached(store: ToolStore) -> 
         for q in queries[1:]:
             assert store.route(q).tools
     assert len(sent) == 4, sent
+    assert all(s.count(" + ") == 1 and "statement_timeout" in s for s in sent), sent  # the cap rides along
 
 
 def test_weights_changed_elsewhere_are_used_by_the_next_route(dsn: str) -> None:
@@ -161,3 +184,66 @@ def test_async_routes_see_changes_too(dsn: str) -> None:
                 assert after.ids == b.route(query_).ids
 
         asyncio.run(run())
+
+
+def _sleeping_route(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make the route statement a pg_sleep of a minute (a route the catalog made pathological); returns the list of
+    route statements run, one entry each."""
+    runs: list[str] = []
+    raw = _steps.raw_query
+
+    def raw_query(name: str) -> tuple[str, tuple[str, ...]]:
+        if name != "route":
+            return raw(name)
+        runs.append(name)
+        return "select pg_sleep(60)", ()
+
+    monkeypatch.setattr(_steps, "raw_query", raw_query)
+    return runs
+
+
+def test_a_route_past_its_statement_timeout_is_cancelled_once(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A route had no server-side limit (``timeout`` bounds the wait for a connection only), so a statement a catalog
+    made slow ran as long as it took; past ``statement_timeout`` Postgres cancels it, a StatementTimeoutError naming
+    the limit, the statement run once (not tried again), and the connection's own statement_timeout left as it was."""
+    query_ = generated_queries(1, seed=3)[0]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="slow", statement_timeout=0.2) as store:
+        store.upsert(generated_tools(20))
+        store.route(query_)
+        runs = _sleeping_route(monkeypatch)
+        with pytest.raises(StatementTimeoutError, match=r"'route' statement ran past the store's statement_timeout "):
+            store.route(query_)
+        assert runs == ["route"]
+        monkeypatch.undo()
+        assert store.route(query_).tools
+        with store.connection() as conn:
+            assert conn.execute("show statement_timeout").fetchone() == ("0",)
+
+
+def test_an_async_route_past_its_statement_timeout_is_cancelled_once(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AsyncToolStore's routes are capped the same way."""
+    query_ = generated_queries(1, seed=4)[0]
+
+    async def main() -> list[str]:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="slow", statement_timeout=0.2) as store:
+            await store.upsert(generated_tools(20))
+            await store.route(query_)
+            runs = _sleeping_route(monkeypatch)
+            with pytest.raises(StatementTimeoutError, match=r"statement_timeout of 0.2 s"):
+                await store.route(query_)
+            monkeypatch.undo()
+            assert (await store.route(query_)).tools
+            return runs
+
+    assert asyncio.run(main()) == ["route"]
+
+
+def test_a_statement_timeout_is_handed_to_no_other_replica() -> None:
+    """A route a replica cancelled past its statement_timeout would cost as much on the next server: not handed on."""
+    assert not Rotation(2).hands_over(0, StatementTimeoutError("route cancelled"))
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, float("nan"), float("inf"), "10", 86_401])
+def test_a_statement_timeout_must_be_positive_seconds_or_none(dsn: str, bad: object) -> None:
+    with pytest.raises(InvalidInputError, match="statement_timeout must be a positive number of seconds"):
+        ToolStore(dsn, embedder=None, statement_timeout=bad)  # type: ignore[arg-type]

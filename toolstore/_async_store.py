@@ -39,7 +39,15 @@ from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._route import check_calls, check_route
 from ._session_methods import AsyncSessionMethods
-from ._steps import Step, adrive, answer_async, resolve_steps, route_steps
+from ._steps import (
+    DEFAULT_STATEMENT_TIMEOUT,
+    Step,
+    adrive,
+    answer_async,
+    resolve_steps,
+    route_steps,
+    statement_timeout_ms,
+)
 from ._store import DEFAULT, ToolStore
 from ._vectors import QueryVectors
 
@@ -74,10 +82,12 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         timeout: float = DEFAULT_TIMEOUT,
         embedder_cooldown: float = BREAKER_COOLDOWN,
         read_dsn: str | Sequence[str] | None = None,
+        statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT,
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
         self._timeout, self._pool_size = check_timeout(timeout), check_pool_size(pool_size)  # as ToolStore's, in order
+        self._timeout_ms = statement_timeout_ms(statement_timeout)
         self._read_dsns = replica_dsns(read_dsn)
         if embedder == "default":
             embedder = LocalEmbedder()
@@ -237,7 +247,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     def _answer(self, conn: psycopg.AsyncConnection[Any]) -> Callable[[Step], Awaitable[Any]]:
         """What answers a route step (``_steps``) on ``conn``: :meth:`ToolStore._answer` for asyncio."""
-        return answer_async(conn, self.embedder, self._query_vectors, lambda: self._info(conn))
+        return answer_async(conn, self.embedder, self._query_vectors, lambda: self._info(conn), self._timeout_ms)
 
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 

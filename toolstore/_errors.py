@@ -134,6 +134,11 @@ class SchemaAccessError(DatabaseError):
     revoked). The owner of toolstore's tables grants one (``toolstore -c CATALOG grant ROLE``)."""
 
 
+class StatementTimeoutError(DatabaseError):
+    """A route's statement ran past the store's ``statement_timeout`` and Postgres cancelled it (nothing is tried
+    again: not on the primary after a replica, nor a second time)."""
+
+
 class ExpansionError(ToolstoreError):
     """The expansion model could not be asked (network, authentication, server error); finished batches are kept."""
 

@@ -16,6 +16,7 @@ from ._errors import (
     DatabaseError,
     InvalidInputError,
     ModelMismatchError,
+    StatementTimeoutError,
     UnknownCatalogError,
     UnknownToolError,
     UnmatchedFilterError,
@@ -106,8 +107,8 @@ class Rotation:
 
     def hands_over(self, replica: int, exc: Exception) -> bool:
         """Whether replica ``replica``'s failure ``exc`` hands the read on (else it is the caller's error)."""
-        if not isinstance(exc, (DatabaseError, *LAGGING)):
-            return False
+        if not isinstance(exc, (DatabaseError, *LAGGING)) or isinstance(exc, StatementTimeoutError):
+            return False  # a route cancelled past its statement_timeout would cost as much on the next server
         if exc.__cause__ is not None and unreachable(exc.__cause__):
             self._down_until[replica] = self._clock() + REPLICA_RETRY
         logger.debug("read on a replica failed, trying the next: %s", exc)

@@ -22,12 +22,12 @@ from psycopg.rows import dict_row
 
 from ._catalog_cache import CatalogCache
 from ._embedders.base import Embedder
-from ._errors import UnknownToolError
+from ._errors import InvalidInputError, StatementTimeoutError, UnknownToolError, first_line
 from ._explain import statement_fusion
 from ._filters import unmatched_filter
 from ._models import CatalogInfo
 from ._names import call_keys, may_be_hashed, resolve_calls, unanswered
-from ._observe import RouteTrace
+from ._observe import RouteTrace, logger
 from ._request import RouteCall, RouteRequest
 from ._rerank import Reranker, check_scores, pool_positions, reorder, rerank_failed, rerank_summary
 from ._result import RoutedTool, RouteResult
@@ -41,7 +41,7 @@ from ._route import (
 )
 from ._routed import fused_candidates, route_result
 from ._rows import name_row
-from ._sql import raw_query
+from ._sql import query, raw_query
 from ._vectors import QueryVectors
 
 T = TypeVar("T")
@@ -96,32 +96,85 @@ Step = Fetch | Embed | Rerank | _Catalog
 Steps = Generator[Step, Any, T]
 
 
-def fetch_rows(conn: psycopg.Connection[Any], step: Fetch) -> list[dict[str, Any]]:
+#: Seconds a route's statement may run before Postgres cancels it, unless the store says otherwise: a route takes
+#: milliseconds (tens at 100,000 tools), so this is far past any healthy one, while it bounds what one route can cost
+#: the shared server (a catalog's writer can make a route slow: a thousand anchors' patterns, each tried at write).
+DEFAULT_STATEMENT_TIMEOUT = 10.0
+#: The longest ``statement_timeout`` accepted, in seconds (a day).
+MAX_STATEMENT_TIMEOUT = 86_400
+
+
+def statement_timeout_ms(seconds: float | None) -> int:
+    """A store's ``statement_timeout`` (seconds, or None for no limit) in milliseconds, 0 for none; InvalidInputError
+    for anything but a positive number of seconds up to :data:`MAX_STATEMENT_TIMEOUT` or None."""
+    if seconds is None:
+        return 0
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_STATEMENT_TIMEOUT:
+        raise InvalidInputError(
+            f"statement_timeout must be a positive number of seconds up to {MAX_STATEMENT_TIMEOUT:,}, or None (no "
+            f"limit), got {seconds!r}"
+        )
+    if not psycopg.Pipeline.is_supported():  # the cap rides in the statement's round trip: libpq's pipeline mode
+        logger.warning("statement_timeout needs libpq 14 or later (psycopg[binary] ships one): routes are not capped")
+        return 0
+    return max(1, round(seconds * 1000))
+
+
+def fetch_rows(conn: psycopg.Connection[Any], step: Fetch, timeout_ms: int = 0) -> list[dict[str, Any]]:
     """The synchronous answer to a :class:`Fetch` on ``conn``: the block with its placeholders numbered once
-    (``raw_query``), on a raw cursor."""
+    (``raw_query``), on a raw cursor; with ``timeout_ms``, cancelled past that many milliseconds
+    (:func:`statement_timeout_ms`), the cap set in the same round trip (:class:`StatementTimeoutError`)."""
     text, names = raw_query(step.block)
-    with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
-        return cur.execute(text, [step.params[name] for name in names]).fetchall()
+    args = [step.params[name] for name in names]
+    if not timeout_ms:
+        with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
+            return cur.execute(text, args).fetchall()
+    try:
+        with conn.pipeline(), psycopg.RawCursor(conn, row_factory=dict_row) as cur:
+            conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
+            return cur.execute(text, args).fetchall()
+    except psycopg.errors.QueryCanceled as exc:
+        raise _timed_out(step, timeout_ms, exc) from exc
 
 
-async def afetch_rows(conn: psycopg.AsyncConnection[Any], step: Fetch) -> list[dict[str, Any]]:
+async def afetch_rows(conn: psycopg.AsyncConnection[Any], step: Fetch, timeout_ms: int = 0) -> list[dict[str, Any]]:
     """:func:`fetch_rows` on an async connection."""
     text, names = raw_query(step.block)
-    async with psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
-        await cur.execute(text, [step.params[name] for name in names])
-        return await cur.fetchall()
+    args = [step.params[name] for name in names]
+    if not timeout_ms:
+        async with psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
+            await cur.execute(text, args)
+            return await cur.fetchall()
+    try:
+        async with conn.pipeline(), psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
+            await conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
+            await cur.execute(text, args)
+            return await cur.fetchall()
+    except psycopg.errors.QueryCanceled as exc:
+        raise _timed_out(step, timeout_ms, exc) from exc
+
+
+def _timed_out(step: Fetch, timeout_ms: int, exc: Exception) -> StatementTimeoutError:
+    return StatementTimeoutError(
+        f"route cancelled: its {step.block!r} statement ran past the store's statement_timeout of "
+        f"{timeout_ms / 1000:g} s ({first_line(exc)})"
+    )
 
 
 def answer_sync(
-    conn: psycopg.Connection[Any], embedder: Embedder | None, vectors: QueryVectors, info: Callable[[], CatalogInfo]
+    conn: psycopg.Connection[Any],
+    embedder: Embedder | None,
+    vectors: QueryVectors,
+    info: Callable[[], CatalogInfo],
+    timeout_ms: int = 0,
 ) -> Callable[[Step], Any]:
     """What answers a step on ``conn`` for ``ToolStore``: a :class:`Fetch` its rows, an :class:`Embed` ``embedder``'s
     vectors through ``vectors`` (the cache and circuit breaker), a :class:`Rerank` the reranker's scores, and
-    :data:`CATALOG` the catalog's row (``info()``)."""
+    :data:`CATALOG` the catalog's row (``info()``); ``timeout_ms``: :func:`fetch_rows`'."""
 
     def answer(step: Step) -> Any:
         if isinstance(step, Fetch):
-            return fetch_rows(conn, step)
+            return fetch_rows(conn, step, timeout_ms)
         if isinstance(step, Embed):
             assert embedder is not None
             return vectors.get_many(embedder, step.texts)
@@ -137,12 +190,13 @@ def answer_async(
     embedder: Embedder | None,
     vectors: QueryVectors,
     info: Callable[[], Awaitable[CatalogInfo]],
+    timeout_ms: int = 0,
 ) -> Callable[[Step], Awaitable[Any]]:
     """:func:`answer_sync` for ``AsyncToolStore``, on asyncio."""
 
     async def answer(step: Step) -> Any:
         if isinstance(step, Fetch):
-            return await afetch_rows(conn, step)
+            return await afetch_rows(conn, step, timeout_ms)
         if isinstance(step, Embed):
             assert embedder is not None
             return await vectors.aget_many(embedder, step.texts)

@@ -35,7 +35,15 @@ from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
 from ._route import check_calls, check_route
 from ._session_methods import SessionMethods
-from ._steps import Step, answer_sync, drive, resolve_steps, route_steps
+from ._steps import (
+    DEFAULT_STATEMENT_TIMEOUT,
+    Step,
+    answer_sync,
+    drive,
+    resolve_steps,
+    route_steps,
+    statement_timeout_ms,
+)
 from ._tune import TuneReport, tune
 from ._vectors import QueryVectors, prune_cache
 
@@ -56,6 +64,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     ``migrate``: bring toolstore's schema to head when it is behind (``False``: raise instead).
     ``timeout``: seconds any call may wait for the database before it raises :class:`DatabaseError`; after a
     server restart the store reconnects by itself.
+    ``statement_timeout``: seconds each statement of a route (route(), route_messages(), resolve_calls()) may run
+    before Postgres cancels it, a :class:`StatementTimeoutError` (10 by default; None: no limit). Set with the
+    statement in one round trip, local to it: writes, reads and index builds are not capped.
     ``embedder_cooldown``: after the embedder fails at route time, routes answer lexically (and say so) without
     asking it for this many seconds; then one route probes it again.
     ``read_dsn``: one or several read replicas (hot standbys). route(), info(), tools(), get(), resolve(),
@@ -81,10 +92,12 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         timeout: float = DEFAULT_TIMEOUT,
         embedder_cooldown: float = BREAKER_COOLDOWN,
         read_dsn: str | Sequence[str] | None = None,
+        statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT,
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
         timeout, pool_size = check_timeout(timeout), check_pool_size(pool_size)
+        self._timeout_ms = statement_timeout_ms(statement_timeout)  # a route's statements' cap, 0: none
         read_dsns = replica_dsns(read_dsn)
         self.create = create
         if embedder == "default":
@@ -359,4 +372,4 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     def _answer(self, conn: psycopg.Connection[Any]) -> Callable[[Step], Any]:
         """What answers a route step (``_steps``) on ``conn``."""
-        return answer_sync(conn, self.embedder, self._query_vectors, lambda: self._info(conn))
+        return answer_sync(conn, self.embedder, self._query_vectors, lambda: self._info(conn), self._timeout_ms)
