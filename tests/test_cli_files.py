@@ -81,3 +81,13 @@ def test_an_export_that_fails_midway_leaves_the_old_file_whole(dsn: str, tmp_pat
     assert proc.returncode == 1 and "File too large" in err and "Traceback" not in err, err
     assert target.read_text() == '{"tools": []}\n'
     assert [p.name for p in target.parent.iterdir()] == ["export.json"]
+
+
+def test_a_file_that_cannot_be_written_is_named_not_its_temporary(dsn: str, tmp_path: Path) -> None:
+    """The error of an export that cannot be written (here: into a directory that does not exist) names the file
+    asked for, not the temporary file written beside it."""
+    assert invoke(dsn, "-c", "out", "import", tools_file(tmp_path)).exit_code == 0
+    target = tmp_path / "nosuch" / "export.json"
+    result = invoke(dsn, "-c", "out", "export", "-o", str(target))
+    assert isinstance(result.exception, FileNotFoundError), result.exception
+    assert result.exception.filename == str(target), result.exception

@@ -24,7 +24,10 @@ def write_file(path: Path, data: str | bytes) -> None:
     else:
         mode = stat.S_IMODE(old.st_mode) if stat.S_ISREG(old.st_mode) else None
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, NEW_FILE_MODE)  # O_EXCL: never through a link
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, NEW_FILE_MODE)  # O_EXCL: never through a link
+    except OSError as exc:  # named by the file asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
     try:
         with os.fdopen(fd, "wb") as out:
             if mode is not None:
@@ -33,7 +36,9 @@ def write_file(path: Path, data: str | bytes) -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
         raise
