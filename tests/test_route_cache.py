@@ -70,13 +70,21 @@ def statements() -> Iterator[list[str]]:
         psycopg.Connection.pipeline = original_pipeline  # type: ignore[method-assign]
 
 
-def test_route_is_one_statement_once_the_catalog_is_cached(store: ToolStore) -> None:
+def test_route_is_one_statement_once_the_catalog_is_cached(store: ToolStore, dsn: str) -> None:
+    """One round trip a route once the catalog's row is cached: the statement alone by default, and with the store's
+    statement_timeout in a pipeline when it has one."""
     store.upsert(generated_tools(40))
     queries = generated_queries(5, seed=2)
     store.route(queries[0])
     with statements() as sent:
         for q in queries[1:]:
             assert store.route(q).tools
+    assert len(sent) == 4 and not any(" + " in s for s in sent), sent  # no cap by default: nothing rides along
+    with ToolStore(dsn, embedder=store.embedder, catalog=store.catalog, statement_timeout=10) as capped:
+        capped.route(queries[0])
+        with statements() as sent:
+            for q in queries[1:]:
+                assert capped.route(q).tools
     assert len(sent) == 4, sent
     assert all(s.count(" + ") == 1 and "statement_timeout" in s for s in sent), sent  # the cap rides along
 

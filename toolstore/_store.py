@@ -65,7 +65,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     ``timeout``: seconds any call may wait for the database before it raises :class:`DatabaseError`; after a
     server restart the store reconnects by itself.
     ``statement_timeout``: seconds each statement of a route (route(), route_messages(), resolve_calls()) may run
-    before Postgres cancels it, a :class:`StatementTimeoutError` (10 by default; None: no limit). Set with the
+    before Postgres cancels it, a :class:`StatementTimeoutError` (None, the default: no limit). Set with the
     statement in one round trip, local to it: writes, reads and index builds are not capped.
     ``embedder_cooldown``: after the embedder fails at route time, routes answer lexically (and say so) without
     asking it for this many seconds; then one route probes it again.
