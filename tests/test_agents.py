@@ -322,6 +322,18 @@ def test_anthropic_tool_references(issues: ToolStore) -> None:
     assert all(ref["tool_name"] in names and ref["type"] == "tool_reference" for ref in block["content"])
 
 
+def test_deferred_given_the_definitions_instead_of_the_tools_is_an_error_saying_what_to_pass(issues: ToolStore) -> None:
+    """README: tools = store.tools(), sent as deferred_definitions(tools), then deferred=tools. Passing the definitions
+    (dicts without a tool id) was an AttributeError from deep inside the naming code; it is an InvalidInputError
+    naming what deferred= takes, from tool_search_result and calls() alike."""
+    definitions = ts_anthropic.deferred_definitions(issues.tools())
+    result = issues.route("post to slack that the issue is fixed", k=2)
+    with pytest.raises(InvalidInputError, match=r"deferred= takes the Tools .*item 0 is a dict"):
+        ts_anthropic.tool_search_result(result, "toolu_search", deferred=definitions)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"deferred= takes the Tools .*item 0 is a dict"):
+        ts_anthropic.calls(result, _tool_use("create_issue"), deferred=definitions)  # type: ignore[arg-type]
+
+
 def test_anthropic_tool_search_calls_resolve_the_names_the_search_referenced(issues: ToolStore) -> None:
     """The catalog goes out deferred (catalog-wide names: three create_issue tools, so github__create_issue); the
     search routes github's alone, whose own name in that result is create_issue; the model calls the tool it loaded

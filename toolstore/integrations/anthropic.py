@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._agents import ResolvedCall, aroute_messages, resolve_calls, route_messages
+from .._errors import InvalidInputError
 from .._formats import render
 from .._formats.names import model_names, name_forms
 from .._models import Tool
@@ -51,13 +52,26 @@ def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None 
         given = [{offered, *name_forms(t)} for t, offered in zip(tools, result.names)]
         hint = "; pass calls(..., deferred=) the tools the search was given, to resolve the names it referenced"
     else:
-        deferred = list(deferred)
+        deferred = _deferred_tools(deferred)
         searched = dict(zip((t.id for t in deferred), model_names(deferred)))
         given = [{searched[t.id]} if t.id in searched else set() for t in tools]
         hint = ""
     return resolve_calls(
         result, [message], dialect="anthropic", resolve=lambda name: resolve_given(name, tools, given, hint=hint)
     )
+
+
+def _deferred_tools(deferred: Sequence[Tool]) -> list[Tool]:
+    """``deferred`` as a list, every item a Tool: the definitions deferred_definitions made of them carry no tool id,
+    so they are refused, saying what to pass."""
+    tools = list(deferred)
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Tool):
+            raise InvalidInputError(
+                f"deferred= takes the Tools given to deferred_definitions (store.tools()), not their definitions: "
+                f"item {i} is a {type(tool).__name__}"
+            )
+    return tools
 
 
 def deferred_definitions(tools: Sequence[Tool]) -> list[dict[str, Any]]:
@@ -74,7 +88,7 @@ def tool_references(result: RouteResult, deferred: Sequence[Tool] | None = None)
     the names ``result.definitions`` gives). A routed tool that is not among them is left out."""
     if deferred is None:
         return [{"type": "tool_reference", "tool_name": name} for name in result.names]
-    deferred = list(deferred)
+    deferred = _deferred_tools(deferred)
     by_id = dict(zip((t.id for t in deferred), model_names(deferred)))
     return [{"type": "tool_reference", "tool_name": by_id[i]} for i in result.ids if i in by_id]
 
