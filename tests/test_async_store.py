@@ -21,6 +21,7 @@ from toolstore import (
     HashingEmbedder,
     IntentExample,
     InvalidInputError,
+    StoreClosedError,
     Tool,
     ToolStore,
     UnknownCatalogError,
@@ -189,7 +190,7 @@ def test_async_store_grants_retention_and_connection_and_writes_before_open(dsn:
             await store.grant(role)
             assert {"catalog": "forwarded", "role": role, "write": False} in await store.grants()
             assert await store.revoke(role) is True
-        with pytest.raises(InvalidInputError, match="not open"):  # closed again
+        with pytest.raises(StoreClosedError, match="is closed"):  # closed again
             await store.remove("a")
 
     role = f"ts_async_{uuid.uuid4().hex[:8]}"  # roles are cluster-wide: uniquely named, dropped afterwards
@@ -242,8 +243,9 @@ def test_concurrent_opens_make_one_pool_and_close_it(dsn: str, monkeypatch: pyte
 
 def test_a_closed_store_says_it_is_closed(dsn: str) -> None:
     """A call on a closed ToolStore is an InvalidInputError saying so (it was "database error: the pool 'pool-1' is
-    already closed", a DatabaseError that reads as the server's), as on an AsyncToolStore closed or never opened;
-    closing again does nothing, and an AsyncToolStore opens again."""
+    already closed", a DatabaseError that reads as the server's), as on an AsyncToolStore never opened; on an
+    AsyncToolStore closed, a StoreClosedError as README says (it was the never-opened InvalidInputError, "is not
+    open"), saying open() opens it again; closing again does nothing, and an AsyncToolStore opens again."""
     store = ToolStore(dsn, embedder=None, catalog="closed")
     store.upsert(TOOLS[:1])
     store.close()
@@ -263,10 +265,14 @@ def test_a_closed_store_says_it_is_closed(dsn: str) -> None:
 
     async def main() -> None:
         astore = AsyncToolStore(dsn, embedder=None, catalog="closed")
+        for acall in (astore.route("post a message"), astore.info(), astore.upsert(TOOLS[:1])):
+            with pytest.raises(InvalidInputError, match="AsyncToolStore is not open") as never_opened:
+                await acall
+            assert not isinstance(never_opened.value, StoreClosedError)
         async with astore:
             assert (await astore.route("post a message")).ids == ["slack.send_message"]
         for acall in (astore.route("post a message"), astore.info(), astore.upsert(TOOLS[:1])):
-            with pytest.raises(InvalidInputError, match="AsyncToolStore is not open"):
+            with pytest.raises(StoreClosedError, match=r"AsyncToolStore is closed: `await store.open\(\)`"):
                 await acall
         await astore.close()
         async with astore:
@@ -337,7 +343,7 @@ def test_a_close_while_the_store_opens_leaves_it_closed(dsn: str) -> None:
     async def main() -> None:
         store = AsyncToolStore(dsn, embedder=None, catalog="c")
         await asyncio.gather(store.open(), store.close())
-        with pytest.raises(InvalidInputError, match="not open"):
+        with pytest.raises(StoreClosedError, match="is closed"):
             await store.info()
 
     asyncio.run(main())

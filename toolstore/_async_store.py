@@ -58,6 +58,7 @@ T = TypeVar("T")
 Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
 
 NOT_OPEN = "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
+CLOSED = "AsyncToolStore is closed: `await store.open()` (or `async with store:`) opens it again"
 CLOSED_MEANWHILE = "AsyncToolStore was closed while its {method}() was under way: open() it again to {method}()"
 
 
@@ -98,6 +99,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self._written = Written(bool(self._read_dsns))  # noted after each write of tools, read by the routes
         self._db: AsyncConnector | None = None
+        self._closed = False  # close() was called since the last open(): a call says so (StoreClosedError)
         self._replicas = AsyncReplicas([])
         self._writer: ToolStore | None = None
         self._writer_lock = asyncio.Lock()
@@ -121,7 +123,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             except BaseException:
                 await db.close()
                 raise
-            self._db = db
+            self._db, self._closed = db, False
         return self
 
     async def close(self) -> None:
@@ -129,6 +131,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         async with self._open_lock, self._writer_lock:
             db, replicas, writer = self._db, self._replicas, self._writer
             self._db, self._replicas, self._writer = None, AsyncReplicas([]), None
+            self._closed = True
             try:
                 if db is not None:
                     await db.close()
@@ -146,8 +149,12 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     @property
     def db(self) -> AsyncConnector:
         if self._db is None:
-            raise InvalidInputError(NOT_OPEN)
+            raise self._not_open()
         return self._db
+
+    def _not_open(self) -> InvalidInputError:
+        """The error of a call while the store is not open: a StoreClosedError after close(), else NOT_OPEN."""
+        return StoreClosedError(CLOSED) if self._closed else InvalidInputError(NOT_OPEN)
 
     @property
     def pool(self) -> Any:
@@ -162,7 +169,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         """Run ToolStore.<method> (the one write path) in a worker thread, on a sync store opened on first use."""
         async with self._writer_lock:
             if self._db is None:  # as reads (close() too takes the lock): the writer opens on the DSN open() resolved
-                raise InvalidInputError(NOT_OPEN)
+                raise self._not_open()
             if self._writer is None:
                 options = dict(catalog=self.catalog, schema=self.schema, create=self._create, timeout=self._timeout)
                 self._writer = await asyncio.to_thread(  # pool_size: as many writes at once as reads
