@@ -45,6 +45,16 @@ def test_global_options_work_after_the_subcommand(dsn: str, tmp_path: Path) -> N
     assert len(listed["tools"]) == 3
 
 
+def test_the_global_options_environment_variables_are_in_the_help() -> None:
+    """-c/--catalog, --schema and --embedder are read from $TOOLSTORE_CATALOG, $TOOLSTORE_SCHEMA and
+    $TOOLSTORE_EMBEDDER (as --dsn from $TOOLSTORE_DSN, which its help names), which neither `toolstore --help` nor
+    README said: a user with one set in the environment saw another catalog than the default and no reason why."""
+    text = " ".join(CliRunner().invoke(cli, ["--help"], catch_exceptions=False).output.split())
+    for option, variable in (("--catalog", "CATALOG"), ("--schema", "SCHEMA"), ("--embedder", "EMBEDDER")):
+        described = text.split(option, 1)[1].split(" --", 1)[0]
+        assert f"env var: TOOLSTORE_{variable}" in described, (option, described)
+
+
 def test_schema_option_is_honoured_by_every_command(empty_dsn: str, tmp_path: Path) -> None:
     opts = ("--dsn", empty_dsn, "--embedder", "hashing", "-c", "s", "--schema", "agent_tools")
     assert invoke("migrate", *opts)["schema"] == "agent_tools"

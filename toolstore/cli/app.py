@@ -121,6 +121,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             "--catalog",
             "-c",
             envvar="TOOLSTORE_CATALOG" if group else None,
+            show_envvar=group,
             default=defaults(DEFAULT),
             show_default=group,
             help="Catalog to work on.",
@@ -130,6 +131,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
         click.option(
             "--schema",
             envvar="TOOLSTORE_SCHEMA" if group else None,
+            show_envvar=group,
             default=defaults(DEFAULT_SCHEMA),
             show_default=group,
             help="Postgres schema holding toolstore's tables.",
@@ -139,6 +141,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
         click.option(
             "--embedder",
             envvar="TOOLSTORE_EMBEDDER" if group else None,
+            show_envvar=group,
             default=defaults("local"),
             show_default=group,
             help=(
