@@ -55,6 +55,16 @@ def test_the_global_options_environment_variables_are_in_the_help() -> None:
         assert f"env var: TOOLSTORE_{variable}" in described, (option, described)
 
 
+def test_reembed_help_names_every_embedder_it_takes() -> None:
+    """reembed --model takes what --embedder takes but none (local:DIR and static:DIR too); its help said "local,
+    hashing[-DIM], openai/MODEL[@DIMS]", so a user with an exported model did not know it could switch to it."""
+    text = " ".join(CliRunner().invoke(cli, ["reembed", "--help"], catch_exceptions=False).output.split())
+    described = text.split("--model TEXT", 1)[1].split("--base-url", 1)[0]
+    for spec in ("local", "local:DIR", "static:DIR", "hashing[-DIM]", "openai/MODEL[@DIMENSIONS]"):
+        assert spec in described, spec
+    assert "| none" not in described
+
+
 def test_schema_option_is_honoured_by_every_command(empty_dsn: str, tmp_path: Path) -> None:
     opts = ("--dsn", empty_dsn, "--embedder", "hashing", "-c", "s", "--schema", "agent_tools")
     assert invoke("migrate", *opts)["schema"] == "agent_tools"

@@ -9,7 +9,7 @@ import click
 
 from .. import _formats
 from .._connect import resolve_dsn
-from .._embedders.factory import make_embedder
+from .._embedders.factory import SPECS, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._migrate import migrate as run_migrations
@@ -131,7 +131,9 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
 
 
 @command()
-@click.option("--model", "spec", required=True, help="Target embedder: local, hashing[-DIM], openai/MODEL[@DIMS].")
+@click.option(
+    "--model", "spec", required=True, help=f"Target embedder, as --embedder but none: {SPECS.removesuffix(' | none')}."
+)
 @click.option("--base-url", callback=not_empty, help="OpenAI-compatible server (Azure OpenAI, vLLM, Ollama).")
 @click.pass_context
 def reembed(ctx: click.Context, spec: str, base_url: str | None) -> None:
