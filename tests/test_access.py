@@ -92,6 +92,23 @@ def test_a_granted_role_sees_only_its_catalogs(dsn: str, roles: dict[str, str]) 
         store_as(roles["nobody"], "alpha", create=False)  # no grant at all: not even the schema
 
 
+def test_a_read_only_role_that_writes_is_told_its_grant_does_not_allow_it(dsn: str, roles: dict[str, str]) -> None:
+    """A read-only role's write read "database error: permission denied for table catalogs", which says neither why
+    nor what to do (README: `grant ROLE --write` lets a role change its catalogs and log its sessions); the error
+    says what a role's grant lets it do and how the owner grants a write."""
+    with store_as(dsn, "alpha") as alpha:
+        alpha.upsert(generated_tools(3, seed=1))
+        alpha.grant(roles["reader_name"])
+    with store_as(roles["reader"], "alpha", create=False) as reader:
+        for write in (
+            lambda: reader.upsert(generated_tools(2, seed=9)),
+            lambda: reader.record_calls("s1", [generated_tools(3, seed=1)[0].id]),
+        ):
+            with pytest.raises(DatabaseError, match=r"permission denied .*: on toolstore's tables a role's grant") as e:
+                write()
+            assert "grant ROLE --write" in str(e.value)
+
+
 def test_every_table_of_the_schema_has_row_level_security_but_the_global_ones(dsn: str, roles: dict[str, str]) -> None:
     """A table that holds a catalog's rows and has no policy would leak them to every granted role: every table of the
     schema (a catalog's vector partitions too) has row-level security and a policy for each command, but the global

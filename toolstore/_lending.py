@@ -15,6 +15,12 @@ from psycopg_pool import PoolClosed, PoolTimeout
 from ._errors import DatabaseError, first_line
 
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
+#: Said with "permission denied" (or a row-level security violation): what a granted role may do on toolstore's tables.
+NOT_GRANTED = (
+    "on toolstore's tables a role's grant decides (a read-only one routes, lists and exports; one with --write also "
+    "changes the catalog and logs its sessions: `toolstore -c CATALOG grant ROLE --write`, run by the owner of the "
+    "tables, who alone creates catalogs)"
+)
 
 
 class PoolBusy(PoolTimeout):
@@ -121,4 +127,6 @@ def translate(exc: BaseException, timeout: float, setup_failure: BaseException |
     if isinstance(exc, PoolTimeout):
         why = "is the server up?" if setup_failure is None else f"a new one's setup failed: {first_line(setup_failure)}"
         return DatabaseError(f"no database connection within {timeout:g} s: {why}")
+    if isinstance(exc, errors.InsufficientPrivilege):  # a role's grant does not cover the statement (or none)
+        return DatabaseError(f"database error: {first_line(exc)}: {NOT_GRANTED}")
     return DatabaseError(f"database error: {first_line(exc)}")
