@@ -95,6 +95,23 @@ def test_migrate_below_the_current_revision_without_downgrade_says_so(dsn: str, 
     assert json.loads(invoke(dsn, "migrate").stdout)["revision"] == HEAD_REVISION
 
 
+def test_migrate_downgrade_to_a_revision_above_the_current_one_says_so(dsn: str) -> None:
+    """`migrate --revision 0026 --downgrade` on a schema at 0025 (or any revision on a schema never migrated) said
+    alembic's "Destination 0026 is not a valid downgrade target from current head(s)"; as for the mirrored case (a
+    revision below without --downgrade), it names the current revision and says to leave out --downgrade."""
+    below = f"{int(HEAD_REVISION) - 1:04d}"
+    assert invoke(dsn, "migrate", "--revision", below, "--downgrade").exit_code == 0
+    for revision, named in ((HEAD_REVISION, repr(HEAD_REVISION)), ("base+2", "'base+2' (0002)")):
+        at = "at " + below if revision == HEAD_REVISION else "not migrated"
+        schema = "toolstore" if revision == HEAD_REVISION else "never_migrated"
+        result = invoke(dsn, "--schema", schema, "migrate", "--revision", revision, "--downgrade")
+        assert result.exit_code == 1 and str(result.exception) == (
+            f"schema {schema!r} is {at}, below {named}: a downgrade cannot go up to it; to upgrade, leave out "
+            "--downgrade"
+        ), (result.exception, result.output)
+    assert json.loads(invoke(dsn, "migrate").stdout)["revision"] == HEAD_REVISION
+
+
 def test_sessions_prune_of_an_unknown_session_says_so(dsn: str, tmp_path: Path) -> None:
     """`sessions prune --session nosuch` exited 0 without a word, as for a session it forgot; it still exits 0 (a
     script may forget a session twice) but says there was no such session: on stderr on a terminal, and

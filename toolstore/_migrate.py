@@ -137,9 +137,14 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     before = current_revision(connection.connection.driver_connection, schema)
     newer_schema(before, schema)
     if not downgrade and before is not None and _below(revision, before):  # alembic: a silent no-op
-        named = "" if revision == "base" or _REVISION.fullmatch(revision) else f" ({_number(revision):04d})"
         raise InvalidInputError(
-            f"schema {schema!r} is at {before}, past {revision!r}{named}: to go down to it, downgrade (--downgrade)"
+            f"schema {schema!r} is at {before}, past {_named(revision)}: to go down to it, downgrade (--downgrade)"
+        )
+    if downgrade and _above(revision, before):  # alembic: "Destination ... is not a valid downgrade target ..."
+        at = "is not migrated" if before is None else f"is at {before}"
+        raise InvalidInputError(
+            f"schema {schema!r} {at}, below {_named(revision)}: a downgrade cannot go up to it; to upgrade, leave out "
+            "--downgrade"
         )
     try:
         with _RUNNING, _host_alembic_kept():
@@ -171,6 +176,18 @@ def _below(revision: str, current: str) -> bool:
     """Whether ``revision`` names a revision before ``current`` (toolstore's revisions are numbered)."""
     target = _number(revision)
     return target is not None and current.isdigit() and target < int(current)
+
+
+def _above(revision: str, current: str | None) -> bool:
+    """Whether ``revision`` names a revision after ``current`` (None: the schema is at base)."""
+    target = _number(revision)
+    return target is not None and target > (int(current) if current is not None and current.isdigit() else 0)
+
+
+def _named(revision: str) -> str:
+    """``revision`` quoted, with the number it names when it is a step or ``head`` (``'head-1' (0025)``)."""
+    plain = revision == "base" or _REVISION.fullmatch(revision)
+    return repr(revision) if plain else f"{revision!r} ({_number(revision):04d})"
 
 
 def _number(revision: str) -> int | None:
