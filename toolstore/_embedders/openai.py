@@ -81,7 +81,7 @@ class OpenAIEmbedder(Embedder):
 
     ``client`` injects a ready SDK client (e.g. ``openai.AzureOpenAI(...)`` for Azure's versioned
     API); its own retries are switched off too, and ``api_key``/``base_url``/``timeout`` are then
-    ignored. ``sleep`` is the wait between retries and ``clock`` the time the probe's breaker reads (stubs in tests).
+    ignored. ``sleep`` is the wait between retries and ``clock`` the time its breaker reads (stubs in tests).
     """
 
     def __init__(
