@@ -5,6 +5,8 @@ which re-reads the row and routes with it. Never with the stale one."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -244,6 +246,43 @@ def test_an_async_route_past_its_statement_timeout_is_cancelled_once(dsn: str, m
             return runs
 
     assert asyncio.run(main()) == ["route"]
+
+
+def test_a_route_cancelled_by_another_before_its_statement_timeout_is_no_statement_timeout(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Postgres says "query canceled" (QueryCanceled) for a statement past statement_timeout and for one cancelled by
+    someone (pg_cancel_backend, a client's cancel on Ctrl-C) alike: a route of a capped store cancelled so, long before
+    its cap, was a StatementTimeoutError saying it ran past the cap, which a replica does not hand on. It is the
+    driver's error, a plain DatabaseError."""
+    query_ = generated_queries(1, seed=5)[0]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="slow", statement_timeout=3600) as store:
+        store.upsert(generated_tools(20))
+        store.route(query_)
+        runs = _sleeping_route(monkeypatch)
+        failed: list[BaseException] = []
+
+        def route() -> None:
+            try:
+                store.route(query_)
+            except Exception as exc:
+                failed.append(exc)
+
+        routing = threading.Thread(target=route)
+        routing.start()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for _ in range(600):  # a bound on a hang (30 s), nothing timed: until the sleeping route is seen
+                sleeping = "select pid from pg_stat_activity where query = 'select pg_sleep(60)' and state = 'active'"
+                pids = [pid for (pid,) in conn.execute(sleeping)]
+                if pids:
+                    break
+                time.sleep(0.05)
+            assert pids, "the route never ran"
+            conn.execute("select pg_cancel_backend(%s)", [pids[0]])
+        routing.join(timeout=60)
+        assert runs == ["route"] and len(failed) == 1, failed
+        assert isinstance(failed[0], DatabaseError) and not isinstance(failed[0], StatementTimeoutError), failed[0]
+        assert "canceling statement due to user request" in str(failed[0]), failed[0]
 
 
 def test_a_statement_timeout_is_handed_to_no_other_replica() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -129,11 +130,14 @@ def fetch_rows(conn: psycopg.Connection[Any], step: Fetch, timeout_ms: int = 0) 
     if not timeout_ms:
         with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
             return cur.execute(text, args).fetchall()
+    started = time.monotonic()
     try:
         with conn.pipeline(), psycopg.RawCursor(conn, row_factory=dict_row) as cur:
             conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
             return cur.execute(text, args).fetchall()
     except psycopg.errors.QueryCanceled as exc:
+        if not _ran_past(started, timeout_ms):  # someone cancelled it: the driver's error, a DatabaseError
+            raise
         raise _timed_out(step, timeout_ms, exc) from exc
 
 
@@ -145,13 +149,23 @@ async def afetch_rows(conn: psycopg.AsyncConnection[Any], step: Fetch, timeout_m
         async with psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
             await cur.execute(text, args)
             return await cur.fetchall()
+    started = time.monotonic()
     try:
         async with conn.pipeline(), psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
             await conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
             await cur.execute(text, args)
             return await cur.fetchall()
     except psycopg.errors.QueryCanceled as exc:
+        if not _ran_past(started, timeout_ms):  # someone cancelled it: the driver's error, a DatabaseError
+            raise
         raise _timed_out(step, timeout_ms, exc) from exc
+
+
+def _ran_past(started: float, timeout_ms: int) -> bool:
+    """Whether a capped statement sent at ``started`` (:func:`time.monotonic`) has run ``timeout_ms`` by now: Postgres
+    says "query canceled" (QueryCanceled) for a statement past its statement_timeout and for one that someone
+    cancelled (pg_cancel_backend, a client's cancel on Ctrl-C) alike, and the server's timer starts after this one."""
+    return time.monotonic() - started >= timeout_ms / 1000
 
 
 def _timed_out(step: Fetch, timeout_ms: int, exc: Exception) -> StatementTimeoutError:
