@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections import defaultdict
 from dataclasses import replace
 from typing import Any
@@ -133,6 +134,28 @@ def test_a_batch_is_cut_at_its_json_size(dsn: str, monkeypatch: pytest.MonkeyPat
         assert {t.id: t.content_hash() for t in store.tools()} == single
         assert stats_snapshot(conn, store.info().id) == recomputed_stats(conn, store.info().id)
     assert statements.count("upsert_tools") >= 3
+
+
+def test_a_first_import_hashes_its_tools_in_the_thread_that_builds_their_rows(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Into a catalog without tools every tool is new: its content hash (0.3 s of 10k tools) is computed with its row,
+    in the row-building thread while Postgres writes the batch before, once; the stored hashes are the tools' own, so a
+    re-import changes nothing."""
+    tools = generated_tools(30, seed=7)
+    hashed: list[str] = []
+    original = Tool.content_hash
+
+    def counted(tool: Tool) -> str:
+        hashed.append(threading.current_thread().name)
+        return original(tool)
+
+    monkeypatch.setattr(toolstore._catalog, "UPSERT_BATCH", 10)
+    monkeypatch.setattr(Tool, "content_hash", counted)
+    with ToolStore(dsn, embedder=None, catalog="first") as store:
+        assert len(store.upsert(tools).inserted) == 30
+        assert len(hashed) == 30 and all(name.startswith("toolstore-rows") for name in hashed)
+        assert store.upsert(tools).unchanged == 30  # a catalog with tools: hashed to compare, none written
 
 
 @pytest.mark.slow

@@ -63,7 +63,7 @@ class _Changes:
     tools: list[Tool]  # the incoming tools, generated expansions carried over
     changed: list[Tool]  # new or different from the stored row
     repair: list[Tool]  # the catalog's other tools without a vector (stored while no embedder was at hand)
-    hashes: dict[str, str]  # content hash by id, of every incoming tool
+    hashes: dict[str, str]  # content hash by id, of every incoming tool (none when the catalog held no tool)
 
 
 def _changes(
@@ -76,8 +76,9 @@ def _changes(
     bare = [t.id for t in tools if not t.expansion]
     tools = carry_expansions(tools, {t.id: t for t in list_tools(conn, info, bare)} if bare else {})
     existing = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
-    hashes = {t.id: t.content_hash() for t in tools}
-    changed = [t for t in tools if existing.get(t.id) != hashes[t.id]]
+    # into a catalog without tools every tool is new: its row hashes it, in the thread that builds the rows
+    hashes = {t.id: t.content_hash() for t in tools} if existing else {}
+    changed = [t for t in tools if existing.get(t.id) != hashes[t.id]] if existing else list(tools)
     repair: list[Tool] = []
     vectorless = conn.execute(query("vectorless_count"), {"catalog": info.id}).fetchone() if embedder else None
     if vectorless is not None and vectorless[0] > 0:  # then which; read only when some are not in this write
@@ -232,10 +233,11 @@ def _upsert(
 ) -> Iterator[tuple[str, bool]]:
     """``upsert_tools`` by batches of UPSERT_BATCH tools, cut further at UPSERT_BYTES of JSON: (id, inserted) of each
     tool written. With several batches, the next batch's rows are built in a thread while Postgres writes one
-    (building 10k tools' rows takes about 0.6 s); a write of one batch (most writes) starts no thread."""
+    (building 10k tools' rows takes about 0.6 s, and their content hashes, not in ``hashes`` for a catalog's first
+    tools, 0.3 s more); a write of one batch (most writes) starts no thread."""
 
     def rows(batch: Sequence[Tool]) -> list[str]:
-        return [json.dumps(tool_row(t, hashes[t.id]), ensure_ascii=False) for t in batch]
+        return [json.dumps(tool_row(t, hashes.get(t.id)), ensure_ascii=False) for t in batch]
 
     batches = [tools[i : i + UPSERT_BATCH] for i in range(0, len(tools), UPSERT_BATCH)]
     builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolstore-rows") if len(batches) > 1 else None
