@@ -109,3 +109,30 @@ def test_demo_never_touches_the_users_catalog(dsn: str, tmp_path: Path) -> None:
     assert "loading into catalog 'demo', not 'my-agent'" in result.stderr
     listed = invoke("--dsn", dsn, "--embedder", "none", "-c", "my-agent", "list")
     assert sorted(t["id"] for t in listed["tools"]) == sorted(t["id"] for t in TOOLS)
+
+
+def test_statement_timeout_from_the_command_line_caps_a_route(dsn: str, tmp_path: Path, monkeypatch: Any) -> None:
+    """README tells a store routing catalogs that others write to set a statement_timeout, but neither `route` nor
+    `serve mcp` could: --statement-timeout (or $TOOLSTORE_STATEMENT_TIMEOUT) gives the store one, so a route past it
+    is a StatementTimeoutError naming the limit (one line from the entry point), exit 1; a bad value is a usage
+    error."""
+    from toolstore import _steps
+
+    opts = ("--dsn", dsn, "--embedder", "hashing", "-c", "capped")
+    invoke("import", tools_file(tmp_path), *opts)
+    raw_query = _steps.raw_query
+
+    def sleeping(block: str) -> tuple[str, list[str]]:
+        text, names = raw_query(block)
+        return (f"select pg_sleep(60) from ({text}) as routed", names) if block == "route" else (text, names)
+
+    monkeypatch.setattr(_steps, "raw_query", sleeping)
+    for args, env in (
+        (("--statement-timeout", "0.3", "route", "send an email", *opts), {}),
+        (("route", "send an email", *opts), {"TOOLSTORE_STATEMENT_TIMEOUT": "0.3"}),
+    ):
+        result = CliRunner().invoke(cli, list(args), env=env)
+        assert result.exit_code == 1, result.output
+        assert "statement ran past the store's statement_timeout of 0.3 s" in str(result.exception), result
+    bad = CliRunner().invoke(cli, ["--statement-timeout", "0", "route", "x", *opts])
+    assert bad.exit_code == 2 and "'0' is not a positive number of seconds" in bad.output, bad.output

@@ -153,6 +153,16 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             expose_value=False,
         ),
         click.option(
+            "--statement-timeout",
+            envvar="TOOLSTORE_STATEMENT_TIMEOUT" if group else None,
+            show_envvar=group,
+            type=Seconds(),
+            help="Seconds each statement of a route may run before Postgres cancels it (default: no limit; set one "
+            "when others, such as tenants, write the catalogs routed).",
+            callback=_remember("statement_timeout", group=group),
+            expose_value=False,
+        ),
+        click.option(
             "--json",
             "json_",
             is_flag=True,
@@ -229,6 +239,7 @@ def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None =
         schema=opts["schema"],
         embedder=embedder_option(ctx),
         create=create,
+        statement_timeout=opts["statement_timeout"],
     )
     try:
         yield store

@@ -66,6 +66,7 @@ def serve_mcp(
         schema=opts["schema"],
         embedder=embedder_option(ctx),
         create=False,
+        statement_timeout=opts["statement_timeout"],
     )
 
     async def main() -> None:
