@@ -92,6 +92,17 @@ def test_known_default_dims_and_lazy_dim_for_other_models(delays):
         assert embedder.embed_many(TEXTS).shape == (len(TEXTS), 768)
 
 
+def test_a_width_learnt_past_a_pgvector_column_is_refused_before_anything_is_written(delays):
+    """check_width held the widths a spec gives to pgvector's 16,000, but not one learnt from the server's first
+    answer: embedding went on and failed later in pgvector (found by review37). The first answer is refused, an
+    EmbedderError naming the width and the limit, and no width is learnt."""
+    with FakeOpenAI(models={"wide-model": 16_001}) as server:
+        embedder = make(server, delays, model="wide-model")
+        with pytest.raises(EmbedderError, match=r"dimension 16001, past a pgvector column's 16,000"):
+            embedder.embed_many(TEXTS[:1])
+        assert embedder.known_dim is None
+
+
 def test_a_probe_that_finds_the_server_unavailable_is_not_sent_again_for_a_cooldown(delays):
     """The width probe, unavailable through its retries, opens the breaker: reading dim again raises at once, with no
     request, until BREAKER_COOLDOWN has passed; then one read probes. A refusal (401) is an answer: no breaker."""

@@ -15,7 +15,7 @@ from .._breaker import Breaker
 from .._errors import EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
-from .base import Embedded, Embedder, check_width, normalise
+from .base import MAX_DIM, Embedded, Embedder, check_width, normalise
 from .openai_client import (
     OPENAI_SERVER,
     describe,
@@ -216,8 +216,13 @@ class OpenAIEmbedder(Embedder):
 
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
-        self._dim = vectors.shape[1] if self._dim is None else self._dim
         self.breaker.succeeded()  # the server answers
+        if self._dim is None and vectors.shape[1] > MAX_DIM:  # no catalog could hold them: before any is written
+            raise EmbedderError(
+                f"{self.model} answered with embeddings of dimension {vectors.shape[1]}, past a pgvector column's "
+                f"{MAX_DIM:,}: give the model a smaller width (openai/MODEL@DIMENSIONS), if it takes one"
+            )
+        self._dim = vectors.shape[1] if self._dim is None else self._dim
         return normalise(vectors)
 
     # -- internals -------------------------------------------------------------------------------
