@@ -217,7 +217,8 @@ def test_a_route_past_its_statement_timeout_is_cancelled_once(dsn: str, monkeypa
     made slow ran as long as it took; past ``statement_timeout`` Postgres cancels it, a StatementTimeoutError naming
     the limit, the statement run once (not tried again), and the connection's own statement_timeout left as it was."""
     query_ = generated_queries(1, seed=3)[0]
-    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="slow", statement_timeout=0.2) as store:
+    # one connection: the one cancelled is the one whose statement_timeout is read after
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="slow", statement_timeout=0.2, pool_size=1) as store:
         store.upsert(generated_tools(20))
         store.route(query_)
         runs = _sleeping_route(monkeypatch)
