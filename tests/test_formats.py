@@ -1444,7 +1444,8 @@ def test_a_namespace_given_twice_with_another_description_is_an_error_naming_bot
     """Two Responses namespaces of one name merged silently, and a Responses export took the first one's description,
     the other lost. One given twice differently (a description, another key) is an error naming the namespace, the
     difference and a tool of each, in parse_tools and in a file (the lines of a JSONL file too), nothing imported; the
-    same namespace given twice is one. export_catalog refuses such tools given to it (a catalog written before)."""
+    same namespace given twice is one. export_catalog lists such tools given to it (a catalog written before) in the
+    first one's namespace, with a warning (test_definitions)."""
     crm = {"type": "namespace", "name": "crm", "description": "Customer records.", "tools": [fn("a")]}
     other = {**crm, "description": "CRM.", "tools": [fn("b")]}
     with pytest.raises(
@@ -1466,10 +1467,7 @@ def test_a_namespace_given_twice_with_another_description_is_an_error_naming_bot
     same = parse_tools([crm, {**crm, "tools": [fn("b")]}])
     assert export_catalog(same, "openai-responses") == {"tools": [{**crm, "tools": [fn("a"), fn("b")]}]}
     merged = [*parse_tools(crm), *parse_tools(other)]
-    with pytest.raises(
-        InvalidInputError, match=r"^namespace 'crm' is given twice, described .* tool 'crm\.a' and tool"
-    ):
-        export_catalog(merged, "openai-responses")
+    assert export_catalog(merged, "openai-responses") == {"tools": [{**crm, "tools": [fn("a"), fn("b")]}]}
 
 
 def test_a_namespace_inside_a_namespace_is_an_error_naming_both() -> None:

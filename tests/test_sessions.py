@@ -668,7 +668,7 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
         "max_calls": None,
         "max_age_days": 30.0,
     }
-    assert run("prune", "--session", "one") == {"version": 1, "calls": 2, "sessions": 1}
+    assert run("prune", "--session", "one") == {"version": 1, "calls": 2, "sessions": 1, "session_found": True}
     assert run("prune", "--older-than", "1h") == {"version": 1, "calls": 0, "sessions": 0}
     with ToolStore(dsn, embedder=None, catalog="cli") as store, store.connection() as conn:
         conn.execute("update sessions set updated_at = now() - interval '100 days' where session_id = 'two'")
