@@ -70,6 +70,22 @@ def test_evaluate_reports_every_metric_per_config(store: ToolStore) -> None:
     assert report["configs"]["name"]["R@1"] == 0.0  # the name field points at the neighbour
 
 
+def test_an_always_on_tool_does_not_shift_the_ranks_of_routed_tools(store: ToolStore) -> None:
+    tools, examples = clue_catalog()
+    store.upsert(tools)
+    configs = select_configs(["description", "default"])
+    text = examples[0][0]
+    before = evaluate(store, [*examples, (text, Judgement("mix", ("t00",)))], configs=configs, k=3)["configs"]
+    store.upsert([Tool(id="core.ask_user", name="ask_user", description="Ask the user a question", always_on=True)])
+    assert store.route(text, k=3).ids[0] == "core.ask_user"  # packed first, on every turn
+    # offered whatever the router does: found, so a request needing only it is not scored
+    ask = [(text, Judgement("mix", ("t00", "core.ask_user"))), ("ask me first", Judgement("ask", ("core.ask_user",)))]
+    after = evaluate(store, [*examples, *ask], configs=configs, k=3)["configs"]
+    for name in configs:
+        assert {m: after[name][m] for m in METRICS} == {m: before[name][m] for m in METRICS}
+    assert after["description"]["R@1"] == 1.0
+
+
 def test_evaluate_rejects_bad_input(store: ToolStore) -> None:
     tools, examples = clue_catalog()
     store.upsert(tools)

@@ -16,6 +16,7 @@ from ._fusion import DEFAULT_FUSION, DEFAULT_TURNS, SIGNALS, UNIFORM, Fusion
 from ._metrics import METRICS, Judgement, LabelledSession, aggregate, score_query
 
 if TYPE_CHECKING:
+    from ._result import RouteResult
     from ._store import ToolStore
 
 
@@ -112,6 +113,19 @@ def _fusion_options(fusion: Fusion | None, k: int) -> dict[str, Any]:
     }
 
 
+def routed_scores(result: RouteResult, judgement: Judgement) -> dict[str, float | None] | None:
+    """:func:`score_query` of a route's routed tools, in order: always-on tools are offered on every turn whatever the
+    router does (and packed first, where they would take the first ranks), so they are left out of the ranking, and
+    the relevant ones the route offered out of the judgement. None (not scored) when the request needs nothing else:
+    nothing of it was the router's to find."""
+    offered = {r.tool.id for r in result.tools if r.always_on}
+    relevant = [i for i in judgement.relevant if i not in offered]
+    if not relevant:
+        return None
+    routed = Judgement(judgement.qid, tuple(relevant), tuple(i for i in judgement.acceptable if i not in offered))
+    return score_query([r.tool.id for r in result.tools if not r.always_on], routed)
+
+
 def _config_row(scores: Sequence[dict[str, Any]], latencies: Sequence[float]) -> dict[str, Any]:
     """A config's row of a report: the metrics averaged over ``scores`` (:func:`score_query`'s) and the latencies'
     median and 95th percentile, in milliseconds."""
@@ -138,7 +152,8 @@ def evaluate(
     k: int = 10,
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Route every query through ``store.route(query, k=k)`` under each config and average the metrics.
+    """Route every query through ``store.route(query, k=k)`` under each config and average the metrics of its
+    routed tools (:func:`routed_scores`: always-on tools left out).
 
     ``queries``: (text, Judgement) pairs, e.g. from :func:`toolstore._metrics.load_judgements`.
     ``configs``: name -> Fusion (weights, k_rrf, over-fetch passed explicitly) or None (the catalog's
@@ -164,7 +179,8 @@ def evaluate(
             started = time.perf_counter()
             result = store.route(text, k=k, **_fusion_options(fusion, k))
             latencies.append((time.perf_counter() - started) * 1000)
-            per_query.append(score_query(result.ids, judgement))
+            if (scores := routed_scores(result, judgement)) is not None:
+                per_query.append(scores)
             reasons.append(result.degraded_reason)
         results[name] = _config_row(per_query, latencies)
     return {"configs": results, "n_queries": len(queries), "n_tools": len(known), "degraded": degraded(reasons)}
@@ -238,7 +254,8 @@ def evaluate_sessions(
             latencies.append((time.perf_counter() - started) * 1000)
             judgement = session.judgement(i)
             assert judgement is not None
-            per_turn.append(score_query(result.ids, judgement))
+            if (scores := routed_scores(result, judgement)) is not None:
+                per_turn.append(scores)
             reasons.append(result.degraded_reason)
         results[name] = _config_row(per_turn, latencies)
     counts = {"n_sessions": len(sessions), "n_turns": len(turns_to_score), "n_tools": len(known)}

@@ -181,8 +181,8 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
     default=10,
     show_default=True,
     type=click.IntRange(1, MAX_K),
-    help="Tools per query; under 10, metrics are named at k (R@3, not R@10: they count the k tools routed), "
-    "but nDCG@10 (its ideal counts up to 10 relevant tools).",
+    help="Tools per query; under 10, metrics are named at k (R@3, not R@10: they count the k tools routed, "
+    "always-on tools left out), but nDCG@10 (its ideal counts up to 10 relevant tools).",
 )
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the tuning folds.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md here.")
