@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._breaker import Breaker
+from .._breaker import Breaker, Level
 from .._errors import EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
@@ -230,9 +230,9 @@ class OpenAIEmbedder(Embedder):
     def _embed_all(self, texts: Sequence[str], *, progress: bool, probe: bool = False) -> np.ndarray:
         """A write's (or the width ``probe``'s) texts, with retries, behind the server's breaker (see the class)."""
         if probe:
-            with self.breaker.guard(EmbedderUnavailableError, only_unavailable=True, retries=True):
+            with self.breaker.guard(EmbedderUnavailableError, stops=Level.UNAVAILABLE, retries=True):
                 return self._requests(texts, self.batch_size, self._fit)[0]
-        self.breaker.admit(only_unavailable=True, only_retried=True)  # not after a route's one attempt
+        self.breaker.admit(stops=Level.RETRIED)  # not after a route's one attempt
         return self._requests(texts, self.batch_size, self._fit, progress=progress)[0]
 
     def _requests(
