@@ -125,6 +125,24 @@ def test_a_probe_that_finds_the_server_unavailable_is_not_sent_again_for_a_coold
         assert refused.dim == 768 and len(server.requests) == 5
 
 
+def test_a_write_whose_retries_were_spent_in_vain_opens_the_breaker_for_the_next_writes(server, delays):
+    """A write unavailable through its own retries opened nothing: each next write of a run (`sync mcp` of several
+    servers, an import then its examples) waited through all its retries again. It opens the breaker as the width
+    probe's do: a write within the cool-down fails at once, no request; one after it is sent and embedded."""
+    now = [0.0]
+    embedder = make(server, delays, max_retries=2, clock=lambda: now[0])
+    server.fail_next(503, times=3)
+    with pytest.raises(EmbedderUnavailableError, match="after 3 attempts"):
+        embedder.embed_many(TEXTS[:2])
+    assert len(server.requests) == 3
+    now[0] = BREAKER_COOLDOWN - 1
+    with pytest.raises(EmbedderUnavailableError, match="after 3 attempts.*not retried for another 1 s"):
+        embedder.embed_many(TEXTS[2:])
+    assert len(server.requests) == 3 and len(delays) == 2
+    now[0] = BREAKER_COOLDOWN
+    assert embedder.embed_many(TEXTS[2:]).shape == (3, 1536) and len(server.requests) == 4
+
+
 def test_batching_splits_at_batch_size(server, delays):
     embedder = make(server, delays, batch_size=2)
 

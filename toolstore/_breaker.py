@@ -7,8 +7,9 @@ and its writes' requests share, so what one found of the server spares the other
 gets its store's (``QueryVectors.breaker``). A failure has a :class:`Level` (an error, the server unavailable, the
 server unavailable through retries). Each caller says how long it trusts a failure (``cooldown``: route()'s
 ``embedder_cooldown``, the embedder's own) and the lowest level that stops it: route()'s query vectors any failure,
-the probe a server found unavailable, and a write's texts to embed only one found so through the probe's retries, not
-by a route's one attempt (the server may only be slow, as one loading its model): they keep their patient retries."""
+the probe a server found unavailable, and a write's texts to embed only one found so through retries (the probe's or a
+write's), not by a route's one attempt (the server may only be slow, as one loading its model): they keep their
+patient retries."""
 
 from __future__ import annotations
 

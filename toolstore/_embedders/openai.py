@@ -53,12 +53,13 @@ class OpenAIEmbedder(Embedder):
 
     ``dim`` is ``dimensions`` if given, else the known size of the model. For any other model
     (e.g. served by vLLM or Ollama) it is learnt from the first response; reading ``dim`` before
-    any call sends one probe request to find out (with the retries below). A probe that finds the server unavailable
-    through its retries opens its circuit breaker (``breaker``, ``_breaker``): for ``BREAKER_COOLDOWN`` seconds reading
-    ``dim``, :meth:`embed_batch` and :meth:`embed_many` raise that failure again at once, with no request (a write whose
-    texts are all cached then takes their width, warned; one with texts to embed fails, nothing written), and so do
-    route()'s query vectors for ``embedder_cooldown``; a route's failed attempt fails the probe at once too; then one
-    is let through; any answer of the server closes it.
+    any call sends one probe request to find out (with the retries below). A probe or a write that finds the server
+    unavailable through its retries opens its circuit breaker (``breaker``, ``_breaker``): for ``BREAKER_COOLDOWN``
+    seconds reading ``dim``, :meth:`embed_batch` and :meth:`embed_many` raise that failure again at once, with no
+    request (a write whose texts are all cached then takes their width, warned; one with texts to embed fails, nothing
+    written), and so do route()'s query vectors for ``embedder_cooldown``; a route's failed attempt fails the probe
+    at once too (so does a write's with ``max_retries=0``: one attempt, not the next writes); then one is let through;
+    any answer of the server closes it.
 
     Failures: a rejected key (401) raises :class:`EmbedderError` at once; 408, 409, 429, 5xx and
     connection errors/timeouts are retried ``max_retries`` times with exponential backoff and
@@ -233,7 +234,11 @@ class OpenAIEmbedder(Embedder):
             with self.breaker.guard(EmbedderUnavailableError, stops=Level.UNAVAILABLE, retries=True):
                 return self._requests(texts, self.batch_size, self._fit)[0]
         self.breaker.admit(stops=Level.RETRIED)  # not after a route's one attempt
-        return self._requests(texts, self.batch_size, self._fit, progress=progress)[0]
+        try:
+            return self._requests(texts, self.batch_size, self._fit, progress=progress)[0]
+        except EmbedderUnavailableError as exc:  # its retries spent in vain: the next writes need not wait them again
+            self.breaker.failed(exc, retried=self.max_retries > 0)  # without any, one attempt, as a route's
+            raise
 
     def _requests(
         self,
