@@ -5,13 +5,19 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from toolstore.cli import cli
+from toolstore.cli.files import write_file
 
 TOOLS = [
     {"id": "gmail.send_email", "name": "send_email", "description": "Send an email to a recipient"},
@@ -91,3 +97,95 @@ def test_a_file_that_cannot_be_written_is_named_not_its_temporary(dsn: str, tmp_
     result = invoke(dsn, "-c", "out", "export", "-o", str(target))
     assert isinstance(result.exception, FileNotFoundError), result.exception
     assert result.exception.filename == str(target), result.exception
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory another user can reach (pytest's tmp_path is root's alone when the tests run as root)."""
+    path = Path(tempfile.mkdtemp(prefix="toolstore-files-"))
+    path.chmod(0o755)
+    yield path
+    path.chmod(0o755)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("runuser") is None, reason="as root, needs runuser")
+def test_a_writable_file_in_a_directory_not_writable_is_written_in_place(shared_dir: Path) -> None:
+    """write_file (export -o, eval --report) wrote a temporary file beside the target, so a writable file in a
+    directory the user cannot write to could no longer be written (the old in-place write could); it is written in
+    place there."""
+    target = shared_dir / "export.json"
+    target.write_text("old\n")
+    target.chmod(0o666)
+    if os.geteuid() != 0:
+        shared_dir.chmod(0o555)
+    done = write_as_another_user(target)
+    assert done.returncode == 0, done.stderr
+    assert target.read_text() == "new\n"
+    assert [p.name for p in shared_dir.iterdir()] == ["export.json"]
+
+
+def write_as_another_user(target: Path) -> subprocess.CompletedProcess[str]:
+    """write_file(target, "new\\n") in a child: as nobody when the tests run as root (who may write anything)."""
+    script = "import sys; from pathlib import Path; from toolstore.cli.files import write_file; "
+    script += "write_file(Path(sys.argv[1]), 'new\\n')"
+    command = [sys.executable, "-c", script, str(target)]
+    if os.geteuid() == 0:
+        command = ["runuser", "-u", "nobody", "--", *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("runuser") is None, reason="as root, needs runuser")
+def test_a_read_only_file_with_another_hard_link_is_still_replaced(shared_dir: Path) -> None:
+    """A file with other hard links is written in place, but a read-only one cannot be: it is replaced, as every
+    file was before (the links keep the old content), rather than the write failing."""
+    if os.geteuid() == 0:
+        os.chown(shared_dir, 65534, 65534)
+    target = shared_dir / "export.json"
+    target.write_text("old\n")
+    os.link(target, shared_dir / "elsewhere.json")
+    target.chmod(0o444)
+    if os.geteuid() == 0:
+        os.chown(target, 65534, 65534)
+    done = write_as_another_user(target)
+    assert done.returncode == 0, done.stderr
+    assert target.read_text() == "new\n" and (shared_dir / "elsewhere.json").read_text() == "old\n"
+
+
+def test_a_file_with_another_hard_link_is_written_through_it(tmp_path: Path) -> None:
+    """write_file renamed a new file over the target, so another hard link to it kept the old content; a file with
+    other links is written in place, which they share."""
+    target = tmp_path / "export.json"
+    target.write_text("old\n")
+    other = tmp_path / "elsewhere.json"
+    os.link(target, other)
+    write_file(target, "new\n")
+    assert other.read_text() == "new\n" and os.path.samefile(target, other)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_file_of_another_owner_keeps_its_owner(tmp_path: Path) -> None:
+    """write_file renamed a new file (its writer's) over the target, so a file another user owned changed owner; the
+    new file is given the old one's owner and group (or, where that is not allowed, the old file is written in
+    place)."""
+    target = tmp_path / "export.json"
+    target.write_text("old\n")
+    os.chown(target, 65534, 65534)
+    write_file(target, "new\n")
+    assert target.read_text() == "new\n"
+    assert (target.stat().st_uid, target.stat().st_gid) == (65534, 65534)
+
+
+def test_the_directory_is_synced_after_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_file synced the new file but not its directory, so a crash just after the rename could lose the rename;
+    the directory is synced too (where the system allows it)."""
+    synced: list[bool] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(stat.S_ISDIR(os.fstat(fd).st_mode))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    write_file(tmp_path / "export.json", "new\n")
+    assert synced == [False, True]
