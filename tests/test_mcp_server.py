@@ -295,6 +295,32 @@ def test_an_upstreams_error_text_never_shows_a_secret_flags_value_after_equals(f
         assert quoted == f"srv exited: usage: srv --org acme {flag}=[redacted] -v", quoted
 
 
+def test_a_quoted_secret_value_is_hidden_whole() -> None:
+    """redact() hid the first word of a quoted secret value alone (``--token "abc def"`` showed ``def``); a quoted
+    value is hidden whole, in either quote, after a space or '=', a secret flag's or a ``key:`` secret's, in an
+    argument shlex.join quoted whole, and a shell word of quoted parts (``'it'"'"'s'``); describe() hides them too."""
+    for text, shown in [
+        ('--token "abc def" -v', '--token "[redacted]" -v'),
+        ("--token 'abc def' -v", "--token '[redacted]' -v"),
+        ("--token='abc def' -v", "--token='[redacted]' -v"),
+        ('--client-secret="abc def" -v', '--client-secret="[redacted]" -v'),
+        ('--token --db-password "abc def" -v', '--token [redacted] "[redacted]" -v'),
+        ('{"password": "abc def", "user": "x"}', '{"password": "[redacted]", "user": "x"}'),
+        ('--token "--" serve', '--token "--" serve'),
+    ]:
+        assert redact(f"srv {text}") == f"srv {shown}"
+    for args in [
+        ("--token", "abc def", "-v"),
+        ("--token=abc def", "-v"),
+        ("--api-key", "it's abc def", "-v"),
+        ("sh", "-c", "srv --token 'abc def' -v"),
+    ]:
+        described = Upstream("stdio", command="srv", args=args).describe()
+        quoted = client_text(f"srv failed: usage: {shlex.join(['srv', *args])}")
+        for text in (described, quoted):
+            assert "abc" not in text and "def" not in text and "[redacted]" in text and "-v" in text, text
+
+
 def test_a_secret_flags_value_is_the_same_word_to_describe_and_redact() -> None:
     """After a secret flag without '=' (``--token X``), the next word is taken for its value whatever it is but '--'
     alone: a secret may start with '-' or '--' (``--token --abc123``), which no rule tells from a flag, so it is never

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 
+# A secret's value in text: one word as a shell reads it, its quoted parts whole to their closing quote (or the end
+# of the line): ``"a b"``, ``'a b'``, ``'it'"'"'s'`` (as shlex.quote writes a quote); :func:`_hidden` replaces it.
+_VALUE = r"(?:\"[^\"\n]*(?:\"|(?=\n)|$)|'[^'\n]*(?:'|(?=\n)|$)|[^\s'\",])+"
 # API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value).
 _SECRETS = re.compile(
-    r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+|((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)"
-    r"[^\s'\",]+"
+    r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+|((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*)"
+    + _VALUE
 )
 #: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
 #: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
@@ -38,9 +41,10 @@ def flag_value(word: str) -> bool:
 # A secret flag and its value in text (a command line an error quotes): what follows its "=" (``--client-secret=X``),
 # or the word after it unless ``--`` (``--token X``), each bare secret flag between them hidden too (``--token
 # --db-password X``), by the rule of flag_value.
-_FLAG_EQUALS = re.compile(rf"((?<![\w-]){_FLAG}=[\"']?)[^\s'\",]+", re.IGNORECASE)
+# A whole argument quoted (``'--token=a b'``, as shlex.join writes it) has its value run to its closing quote.
+_FLAG_EQUALS = re.compile(rf"((?<![\w-])([\"'])?{_FLAG}=)((?(2)(?:(?!\2).)*\2?|{_VALUE}))", re.IGNORECASE)
 _FLAG_WORDS = re.compile(
-    rf"((?<![\w-]){_FLAG}\s+[\"']?)((?:{_FLAG}[\"']?\s+[\"']?)*)(?!{_NOT_A_VALUE.pattern})[^\s'\",]+", re.IGNORECASE
+    rf"((?<![\w-]){_FLAG}\s+)((?:[\"']?{_FLAG}[\"']?\s+)*)(?![\"']?{_NOT_A_VALUE.pattern})({_VALUE})", re.IGNORECASE
 )
 _CHAINED = re.compile(_FLAG, re.IGNORECASE)
 # The password in a URI's user info (``postgresql://user:password@host``), looked for in each run of characters it
@@ -57,13 +61,30 @@ def redact(text: str) -> str:
     """``text`` with anything that looks like a credential replaced by ``[redacted]``: keys, bearer tokens,
     ``key=value`` secrets, a secret flag's value (``--token X``: :data:`SECRET_FLAG`), a URI's password, and what libpq
     quotes of a DSN it could not parse."""
-    text = _SECRETS.sub(lambda m: (m.group(2) or m.group(3) or "") + "[redacted]", text)
-    text = _FLAG_WORDS.sub(lambda m: m.group(1) + _CHAINED.sub("[redacted]", m.group(2)) + "[redacted]", text)
-    text = _FLAG_EQUALS.sub(r"\1[redacted]", text)
+    text = _SECRETS.sub(_secret, text)
+    text = _FLAG_WORDS.sub(lambda m: m.group(1) + _CHAINED.sub("[redacted]", m.group(2)) + _hidden(m.group(3)), text)
+    text = _FLAG_EQUALS.sub(lambda m: m.group(1) + _hidden(m.group(3), m.group(2) or ""), text)
     text = _URI_RUN.sub(_uri_passwords, text)
     if _DSN_PARSE.search(text):  # a quoted character ("=", "]") is libpq's own
         text = _QUOTED.sub(lambda m: m.group() if len(m.group()) <= 3 else '"[redacted]"', text)
     return text
+
+
+def _secret(match: re.Match[str]) -> str:
+    """A :data:`_SECRETS` match hidden: a key whole, else what follows its ``bearer`` or ``key=``."""
+    if match.group(1):
+        return "[redacted]"
+    prefix = match.group(2) or match.group(3)
+    return prefix + _hidden(match.group()[len(prefix) :])
+
+
+def _hidden(value: str, opened: str = "") -> str:
+    """``value`` (a secret: :data:`_VALUE`) as ``[redacted]``, its quotes kept (``"a b"`` is ``"[redacted]"``); with
+    ``opened``, the quote that opened the argument it ends (``a b'`` of ``'--token=a b'``), kept if it closes it."""
+    if opened:
+        return "[redacted]" + (opened if value.endswith(opened) else "")
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    return quote + "[redacted]" + (quote if len(value) > 1 and value.endswith(quote) else "")
 
 
 def _uri_passwords(run: re.Match[str]) -> str:
