@@ -172,3 +172,20 @@ def test_a_malformed_line_of_a_labelled_file_names_the_file_and_line(
     )
     with ToolStore(dsn, embedder=None, catalog="labelled") as store:
         assert "fusion" not in store.info().settings and store.sessions() == []
+
+
+def test_counts_agree_with_their_noun_and_an_empty_route_says_no_tools(dsn: str, tmp_path: Path) -> None:
+    """`toolstore catalogs` said "1 tools" (every count on a terminal took the plural), and a route on a catalog
+    without tools printed a bare table header; one takes the singular, and an empty route says "no tools"."""
+    single = tmp_path / "single.jsonl"
+    single.write_text(json.dumps({"id": "weather.forecast", "name": "forecast", "description": "Weather forecast"}))
+    for catalog in ("one_tool", "emptied"):
+        assert invoke(dsn, "-c", catalog, "import", str(single)).exit_code == 0
+    assert invoke(dsn, "-c", "emptied", "remove", "weather.forecast").exit_code == 0
+    code, out, err = on_terminal(dsn, "catalogs")
+    line = next(line for line in out.splitlines() if line.startswith("one_tool "))
+    assert code == 0 and line.split()[1:3] == ["1", "tool"], (line, err)
+    code, out, err = on_terminal(dsn, "-c", "one_tool", "export", "-o", str(tmp_path / "export.json"))
+    assert code == 0 and f"1 tool written to {tmp_path / 'export.json'}" in err, (out, err)
+    code, out, err = on_terminal(dsn, "-c", "emptied", "route", "weather tomorrow")
+    assert code == 0 and "no tools" in out.splitlines() and "score" not in out, (out, err)

@@ -10,7 +10,7 @@ import click
 from .._anchors import load_anchors
 from .._input import MAX_BOOST
 from .._models import Anchor
-from .app import Number, command, emit, open_store
+from .app import Number, command, counted, emit, open_store
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -64,7 +64,7 @@ def remove(ctx: click.Context, ids: tuple[int, ...]) -> None:
     """Remove anchors by id (as `anchors list` shows them); none is removed when one is unknown."""
     with open_store(ctx, create=False) as store:
         n = store.remove_anchors(ids)
-    emit(ctx, {"removed": n}, lambda: click.echo(f"removed {n} anchor{'s' * (n != 1)}"))
+    emit(ctx, {"removed": n}, lambda: click.echo(f"removed {counted(n, 'anchor')}"))
 
 
 @command("import")
@@ -95,7 +95,7 @@ def import_(ctx: click.Context, file: Path, replace: bool, allow_empty: bool) ->
     def human() -> None:
         _echo(written)
         if replace:
-            click.echo(f"removed {removed} anchor{'s' * (removed != 1)}, wrote {len(written)}")
+            click.echo(f"removed {counted(removed, 'anchor')}, wrote {len(written)}")
         elif not written:
             click.echo("no anchors written")
 

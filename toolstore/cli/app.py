@@ -290,6 +290,16 @@ def note(ctx: click.Context, text: str) -> None:
         click.echo(text, err=True)
 
 
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """``noun`` as a count of ``n`` takes it: as given for one, else ``many`` (by default ``noun`` + "s")."""
+    return noun if n == 1 else many or f"{noun}s"
+
+
+def counted(n: int, noun: str, many: str | None = None) -> str:
+    """``n`` and its noun (:func:`plural`): ``1 tool``, ``0 tools``, ``2 queries``."""
+    return f"{n} {plural(n, noun, many)}"
+
+
 @contextmanager
 def progress(ctx: click.Context, desc: str, unit: str = "text") -> Iterator[None]:
     """A tqdm bar on stderr for the library's progress reports inside the block: only on a terminal, never with

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .app import command, emit, open_store
+from .app import command, counted, emit, open_store
 
 
 @click.group("cache")
@@ -20,7 +20,7 @@ def prune(ctx: click.Context) -> None:
     hour (a catalog's first import caches them before recording their model). The tables' owner only."""
     with open_store(ctx, create=False) as store:
         deleted = store.prune_cache()
-    emit(ctx, {"pruned": deleted}, lambda: click.echo(f"{deleted} cached vectors deleted"))
+    emit(ctx, {"pruned": deleted}, lambda: click.echo(f"{counted(deleted, 'cached vector')} deleted"))
 
 
 cache_group.add_command(prune)

@@ -13,7 +13,7 @@ from .._embedders.factory import SPECS, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._migrate import migrate as run_migrations
-from .app import command, emit, not_empty, note, open_store, options, progress, summary
+from .app import command, counted, emit, not_empty, note, open_store, options, plural, progress, summary
 from .files import write_file
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -41,7 +41,9 @@ def catalogs(ctx: click.Context) -> None:
     def human() -> None:
         for r in rows:
             model = r["embed_model"] or "-"
-            click.echo(f"{r['name']:<24} {r['n_tools']:>6} tools {r['n_examples']:>6} examples  {model}")
+            tools, examples = r["n_tools"], r["n_examples"]
+            counts = f"{tools:>6} {plural(tools, 'tool'):<5} {examples:>6} {plural(examples, 'example'):<8}"
+            click.echo(f"{r['name']:<24} {counts}  {model}")
 
     emit(ctx, rows, human, key="catalogs", empty=f"no catalogs in schema {options(ctx)['schema']!r}")
 
@@ -71,7 +73,7 @@ def examples(ctx: click.Context, file: Path) -> None:
     with open_store(ctx, create=False) as store, progress(ctx, "embedding examples"):
         written = store.add_examples(found)
     data = {"catalog": store.catalog, "file": str(file), "examples": written}
-    emit(ctx, data, lambda: click.echo(f"{written} intent examples in {store.catalog}"))
+    emit(ctx, data, lambda: click.echo(f"{counted(written, 'intent example')} in {store.catalog}"))
 
 
 @command("list")
@@ -127,7 +129,7 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
         return
     write_file(output, text)
     data = {"path": str(output), "format": fmt, "tools": len(tools)}
-    emit(ctx, data, lambda: note(ctx, f"{len(tools)} tools written to {output}"))
+    emit(ctx, data, lambda: note(ctx, f"{counted(len(tools), 'tool')} written to {output}"))
 
 
 @command()

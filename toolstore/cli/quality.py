@@ -18,7 +18,7 @@ from .._formats import load_tools_file
 from .._input import MAX_K
 from .._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from .._tune import tune
-from .app import command, emit, note, open_store, options
+from .app import command, counted, emit, note, open_store, options, plural
 from .files import write_file
 
 CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
@@ -69,8 +69,9 @@ def _sessions(path: Path) -> list[LabelledSession]:
 
 def _summary_line(result: dict[str, Any]) -> str:
     if "n_sessions" in result:
-        return f"{result['n_turns']} turns in {result['n_sessions']} sessions, {result['n_tools']} tools"
-    return f"{result['n_queries']} queries, {result['n_tools']} tools"
+        turns, sessions = counted(result["n_turns"], "turn"), counted(result["n_sessions"], "session")
+        return f"{turns} in {sessions}, {counted(result['n_tools'], 'tool')}"
+    return f"{counted(result['n_queries'], 'query', 'queries')}, {counted(result['n_tools'], 'tool')}"
 
 
 def degraded_warning(result: dict[str, Any]) -> str | None:
@@ -79,8 +80,9 @@ def degraded_warning(result: dict[str, Any]) -> str | None:
     degraded = result.get("degraded")
     if not degraded:
         return None
+    routes = f"{degraded['routes']} of {counted(degraded['of'], 'route')}"
     return (
-        f"warning: {degraded['routes']} of {degraded['of']} routes answered lexically, not with the configs' dense "
+        f"warning: {routes} answered lexically, not with the configs' dense "
         f"and intent signals, so their numbers are lexical ones: {degraded['reason']}"
     )
 
@@ -90,7 +92,7 @@ def _tune_summary(report: dict[str, Any]) -> str:
     fusion = report["fusion"]
     note = " (fell back to the default: tuning did not beat it under cross-validation)" if report["fell_back"] else ""
     text = (
-        f"tuned on {report['n_examples']} examples in {report['seconds']:.1f} s{note}\n"
+        f"tuned on {counted(report['n_examples'], 'example')} in {report['seconds']:.1f} s{note}\n"
         f"  CV nDCG@10: default {report['cv_ndcg_uniform']:.4f}, tuned {report['cv_ndcg_tuned']:.4f}\n"
         f"  stored: {weights}, k_rrf={fusion['k_rrf']:g}, overfetch={fusion['overfetch']}"
     )
@@ -98,7 +100,8 @@ def _tune_summary(report: dict[str, Any]) -> str:
     if abstain:
         cv = abstain["cv"] or abstain["train"]
         text += (
-            f"\n  abstention: {abstain['n_served']} served, {abstain['n_unserved']} unserved requests; threshold "
+            f"\n  abstention: {abstain['n_served']} served, {abstain['n_unserved']} unserved "
+            f"{plural(abstain['n_unserved'], 'request')}; threshold "
             f"{abstain['model']['threshold']:.3f}; {'CV' if abstain['cv'] else 'in-sample'} false abstention "
             f"{cv['false_abstain']:.3f}, false acceptance {cv['false_accept']:.3f}"
         )

@@ -15,7 +15,7 @@ from .._fusion import DEFAULT_TURNS, SIGNALS, check_weights
 from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, parse_json, read_text_file
 from .._models import JSON_VERSION
 from .._result import RoutedTool, RouteResult
-from .app import ROUTE_FORMATS, Number, command, open_store, wants_json
+from .app import ROUTE_FORMATS, Number, command, counted, open_store, wants_json
 
 
 def parse_weights(specs: tuple[str, ...]) -> dict[str, float] | None:
@@ -98,7 +98,7 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
     head = f"{'#':>2}  {'tool':<40} {'score':>7}"
     if explain:
         head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
-    click.echo(head)
+    click.echo(head if result.tools else "no tools")  # a table without rows is no table
     routed = 0
     for r in result.tools:
         routed += 0 if r.always_on else 1
@@ -110,9 +110,9 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
     if result.skipped:  # every candidate the budget left out: one line, each of them with --explain
         n = len(result.skipped)
         more = "" if explain else " (--explain lists them)"
-        click.echo(f"{n} tool{'s' * (n != 1)} skipped: over the token budget{more}")
+        click.echo(f"{counted(n, 'tool')} skipped: over the token budget{more}")
     for r in result.skipped if explain else ():
-        click.echo(f"    skipped (does not fit the budget): {r.tool.id} ({r.tokens} tokens)")
+        click.echo(f"    skipped (does not fit the budget): {r.tool.id} ({counted(r.tokens, 'token')})")
     budget = f" of {result.token_budget}" if result.token_budget is not None else ""
     click.echo(f"tokens: {result.tokens_used}{budget}")
     if explain and result.timings:

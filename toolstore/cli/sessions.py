@@ -12,7 +12,7 @@ import click
 from .._errors import InvalidInputError
 from .._metrics import load_sessions
 from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
-from .app import command, emit, not_empty, note, open_store, summary, wants_json
+from .app import command, emit, not_empty, note, open_store, plural, summary, wants_json
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -84,7 +84,7 @@ def list_(ctx: click.Context, limit: int) -> None:
     def human() -> None:
         for r in rows:
             last = r["last_call"].isoformat(timespec="seconds") if r["last_call"] else "-"
-            click.echo(f"{r['session_id'][:48]:<48} {r['calls']:>6} calls  last {last}")
+            click.echo(f"{r['session_id'][:48]:<48} {r['calls']:>6} {plural(r['calls'], 'call'):<5}  last {last}")
 
     emit(ctx, rows, human, key="sessions", empty=f"no sessions logged in catalog {store.catalog!r}")
 
