@@ -26,6 +26,7 @@ from toolstore import (
     migrate,
 )
 from toolstore._connect import AsyncConnector, Connector, first_line
+from toolstore._errors import redact
 from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_queries, generated_tools
@@ -174,6 +175,18 @@ def test_provider_errors_never_carry_the_api_key(dsn: str) -> None:
         with pytest.raises(EmbedderError) as info:
             store.embedder.embed("hello")  # type: ignore[union-attr]
         assert secret not in str(info.value)
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "Basic", "bearer"])
+def test_an_authorization_headers_credential_is_redacted_after_its_scheme(scheme: str) -> None:
+    """A provider's error quoting ``Authorization: Bearer X`` with a key no key pattern knows showed X: the
+    ``authorization:`` rule hid the scheme word alone; the credential after it is hidden, the scheme shown."""
+    for text in (
+        f"proxy rejected header Authorization: {scheme} tok_0123456789 (401)",
+        f"authorization={scheme} tok_0123456789",
+    ):
+        shown = redact(text)
+        assert "tok_0123456789" not in shown and f"{scheme} [redacted]" in shown, shown
 
 
 class LeakyEmbedder(HashingEmbedder):

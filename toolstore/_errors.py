@@ -7,10 +7,12 @@ import re
 # A secret's value in text: one word as a shell reads it, its quoted parts whole to their closing quote (or the end
 # of the line): ``"a b"``, ``'a b'``, ``'it'"'"'s'`` (as shlex.quote writes a quote); :func:`_hidden` replaces it.
 _VALUE = r"(?:\"[^\"\n]*(?:\"|(?=\n)|$)|'[^'\n]*(?:'|(?=\n)|$)|[^\s'\",])+"
-# API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value).
+# API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value; an
+# authorization's scheme word shown, ``Authorization: Bearer [redacted]``, never its credential).
 _SECRETS = re.compile(
-    r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+|((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*)"
-    + _VALUE
+    r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+"
+    r"|(?:(authorization[\"']?\s*[:=]\s*(?:(?:bearer|basic|digest|token)\s+)?)"
+    r"|((?:api[_-]?key|token|password)[\"']?\s*[:=]\s*))" + _VALUE
 )
 #: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
 #: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
@@ -74,7 +76,7 @@ def _secret(match: re.Match[str]) -> str:
     """A :data:`_SECRETS` match hidden: a key whole, else what follows its ``bearer`` or ``key=``."""
     if match.group(1):
         return "[redacted]"
-    prefix = match.group(2) or match.group(3)
+    prefix = match.group(2) or match.group(3) or match.group(4)
     return prefix + _hidden(match.group()[len(prefix) :])
 
 
