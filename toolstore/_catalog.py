@@ -24,7 +24,7 @@ from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
 from ._errors import InvalidToolError, UnknownToolError
-from ._formats.build import namespace_conflict, namespace_error, namespace_record
+from ._formats.build import namespace_conflicts, namespace_error, namespace_record
 from ._indexes import (
     BULK_VECTORS,
     analyze_after_write,
@@ -219,13 +219,9 @@ def _check_namespaces(conn: psycopg.Connection[Any], catalog_id: int, written: S
     names = sorted({record["name"] for record in map(namespace_record, written) if record is not None})
     rows = conn.execute(query("namespace_records"), {"catalog": catalog_id, "names": names}).fetchall() if names else []
     ours = {t.id for t in written}
-    seen: dict[str, tuple[str, dict[str, Any]]] = {}
-    for tool_id, record in rows:
-        first_id, first = seen.setdefault(record["name"], (tool_id, record))
-        difference = namespace_conflict(first, record)
-        if difference is not None:
-            label = {i: f"tool {i!r} ({'this write' if i in ours else 'in the catalog'})" for i in (first_id, tool_id)}
-            raise InvalidToolError(namespace_error(record["name"], difference, label[first_id], label[tool_id]))
+    for name, difference, first_id, tool_id in namespace_conflicts(rows):
+        label = {i: f"tool {i!r} ({'this write' if i in ours else 'in the catalog'})" for i in (first_id, tool_id)}
+        raise InvalidToolError(namespace_error(name, difference, label[first_id], label[tool_id]))
 
 
 def _upsert(

@@ -7,8 +7,9 @@ Every format adapter extracts a :class:`Draft` (raw, unchecked values) and hands
 from __future__ import annotations
 
 import copy
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .._errors import InvalidToolError
 from .._input import MAX_NAME_CHARS
@@ -164,6 +165,25 @@ def namespace_conflict(first: dict[str, Any], second: dict[str, Any]) -> str | N
         return f"described {shown(first.get('description', ''))} and {shown(second.get('description', ''))}"
     keys = sorted(key for key in {*first, *second} if first.get(key) != second.get(key))
     return f"differing in {', '.join(shown(key, 40) for key in keys)}"
+
+
+L = TypeVar("L", bound=Hashable)
+
+
+def namespace_conflicts(
+    labelled: Iterable[tuple[L, dict[str, Any] | None]],
+) -> Iterator[tuple[str, str, L, L]]:
+    """Each record (:func:`namespace_record`, None: no namespace) that differs from the first of its name among
+    ``labelled``, as its name, how they differ (:func:`namespace_conflict`) and the two labels, first the earlier:
+    the one rule of an input, a write and a rendering that meet a namespace given twice."""
+    seen: dict[str, tuple[L, dict[str, Any]]] = {}
+    for label, record in labelled:
+        if record is None:
+            continue
+        first_label, first = seen.setdefault(record["name"], (label, record))
+        difference = namespace_conflict(first, record)
+        if difference is not None:
+            yield record["name"], difference, first_label, label
 
 
 def namespace_error(name: str, difference: str, first: str, second: str) -> str:

@@ -15,7 +15,7 @@ from .build import (
     NAMESPACE_KEY,
     Draft,
     build_tool,
-    namespace_conflict,
+    namespace_conflicts,
     namespace_error,
     namespace_record,
     tool_label,
@@ -102,16 +102,9 @@ def check_namespaces(located: Iterable[Located], context: str = "") -> None:
     """Raise :class:`InvalidToolError` naming the namespace and two of its tools when a Responses namespace of one name
     is given twice, differently (another description, other keys): one would be lost (``build.namespace_conflict``);
     given twice the same, it is one namespace."""
-    seen: dict[str, tuple[dict[str, Any], str]] = {}
-    for tool, label in located:
-        record = namespace_record(tool)
-        if record is None:
-            continue
-        first, where = seen.setdefault(record["name"], (record, label))
-        difference = namespace_conflict(first, record)
-        if difference is not None:
-            prefix = f"{context}: " if context else ""
-            raise InvalidToolError(prefix + namespace_error(record["name"], difference, where, label))
+    for name, difference, first, label in namespace_conflicts((label, namespace_record(t)) for t, label in located):
+        prefix = f"{context}: " if context else ""
+        raise InvalidToolError(prefix + namespace_error(name, difference, first, label))
 
 
 def check_skipped(located: list[Located], skipped: list[Skipped], context: str = "") -> None:

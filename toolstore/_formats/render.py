@@ -11,7 +11,7 @@ from .._observe import logger
 from .build import (
     META_KEY,
     default_id,
-    namespace_conflict,
+    namespace_conflicts,
     namespace_error,
     namespace_record,
     source_definition,
@@ -330,22 +330,21 @@ def _namespaced(tools: Sequence[Tool], definitions: list[dict[str, Any]]) -> lis
     given, in their order); the other definitions as they are. Two tools whose namespaces of one name differ (which
     parse and a write refuse: a catalog written before) are in the first one's, with a warning on the ``toolstore``
     logger naming both: a route's definitions must not fail on what its catalog was let hold."""
+    records = [namespace_record(tool) for tool in tools]
+    for name, difference, first, second in namespace_conflicts(zip((t.id for t in tools), records)):
+        # tools written before a write refused it (build.namespace_error)
+        problem = namespace_error(name, difference, f"tool {first!r}", f"tool {second!r}")
+        logger.warning("%s; both are given in the first one's", problem)
     out: list[dict[str, Any]] = []
-    namespaces: dict[str, tuple[dict[str, Any], Tool]] = {}
-    for tool, definition in zip(tools, definitions):
-        record = namespace_record(tool)
+    namespaces: dict[str, dict[str, Any]] = {}
+    for record, definition in zip(records, definitions):
         if record is None:
             out.append(definition)
             continue
         if record["name"] not in namespaces:
-            namespaces[record["name"]] = ({**record, "tools": []}, tool)
-            out.append(namespaces[record["name"]][0])
-        namespace, first = namespaces[record["name"]]
-        difference = namespace_conflict(namespace_record(first) or {}, record)
-        if difference is not None:  # tools written before a write refused it (build.namespace_error)
-            problem = namespace_error(record["name"], difference, f"tool {first.id!r}", f"tool {tool.id!r}")
-            logger.warning("%s; both are given in the first one's", problem)
-        namespace["tools"].append(definition)
+            namespaces[record["name"]] = {**record, "tools": []}
+            out.append(namespaces[record["name"]])
+        namespaces[record["name"]]["tools"].append(definition)
     return out
 
 
