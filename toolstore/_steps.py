@@ -98,7 +98,7 @@ Steps = Generator[Step, Any, T]
 
 
 #: A route's statements run without a cap unless the store is given one: the cap rides in a pipeline with each
-#: statement, which costs about 0.4 ms a route (7% of a 2,000-tool route here), and only a store whose catalogs are
+#: statement, which costs 0.43-0.53 ms a route (7-8% of a 2,000-tool route here), and only a store whose catalogs are
 #: written by others (tenants: a thousand anchors' patterns can make a route slow) needs it.
 DEFAULT_STATEMENT_TIMEOUT: float | None = None
 #: The longest ``statement_timeout`` accepted, in seconds (a day).
