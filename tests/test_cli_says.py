@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_user import invoke, on_terminal, sessions_file, tools_file
+from test_cli_user import invoke, migrate_refused, on_terminal, sessions_file, tools_file
 
 from toolstore import ToolStore
 from toolstore._migrate import HEAD_REVISION
@@ -87,12 +87,10 @@ def test_an_openai_embedder_wider_than_pgvector_is_refused_before_its_server(
 def test_migrate_below_the_current_revision_without_downgrade_says_so(dsn: str, revision: str, number: str) -> None:
     """`migrate --revision head-1` (a step below the current revision) without --downgrade did nothing and exited 0, as
     alembic's upgrade does; it is an error naming the current revision and --downgrade, nothing migrated."""
-    result = invoke(dsn, "migrate", "--revision", revision)
-    assert result.exit_code == 1 and str(result.exception) == (
+    assert migrate_refused(dsn, "migrate", "--revision", revision) == (
         f"schema 'toolstore' is at {HEAD_REVISION}, past {revision!r} ({number}): to go down to it, downgrade "
         "(--downgrade)"
-    ), (result.exception, result.output)
-    assert json.loads(invoke(dsn, "migrate").stdout)["revision"] == HEAD_REVISION
+    )
 
 
 def test_migrate_downgrade_to_a_revision_above_the_current_one_says_so(dsn: str) -> None:

@@ -495,12 +495,19 @@ def test_sync_mcp_a_header_or_env_given_twice_is_refused(dsn: str, args: tuple[s
 def test_migrate_to_a_revision_alembic_cannot_resolve_is_one_line(dsn: str, revision: str) -> None:
     """`migrate --revision ''` (or '@', or 'head+1' at head) was an AssertionError traceback from alembic's revision
     lookup; it is one line naming the schema and the revision and what a revision may be, nothing migrated."""
-    result = invoke(dsn, "migrate", "--revision", revision)
-    assert result.exit_code == 1 and str(result.exception) == (
+    assert migrate_refused(dsn, "migrate", "--revision", revision) == (
         f"cannot migrate schema 'toolstore' to {revision!r}: alembic cannot resolve that revision (give 'head', a "
         "revision such as '0017', a step such as '+1' or '-2', or 'base')"
-    ), (result.exception, result.output)
+    )
+
+
+def migrate_refused(dsn: str, *args: str) -> str:
+    """The one line a `migrate` (``args``, the command and its options) refused with, exit 1; the default schema still
+    at head after it."""
+    result = invoke(dsn, *args)
+    assert result.exit_code == 1, (result.exception, result.output)
     assert json.loads(invoke(dsn, "migrate").stdout)["revision"] == HEAD_REVISION
+    return str(result.exception)
 
 
 def test_serve_mcp_an_empty_host_is_refused_not_every_interface(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
