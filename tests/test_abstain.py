@@ -282,10 +282,10 @@ def test_bad_negatives_are_clear_errors_and_store_nothing(store: ToolStore, tmp_
         store.tune(examples(), negatives=mine)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "a b"}\n\n{"query": 3}\n')
-    with pytest.raises(InvalidInputError, match=r"bad.jsonl, line 3: 'query' must be a non-empty string"):
+    with pytest.raises(InvalidInputError, match=r"bad.jsonl line 3: 'query' must be a non-empty string"):
         store.tune(examples(), negatives=bad)
     bad.write_text('{"query": "a b"}\n{not json\n')
-    with pytest.raises(InvalidInputError, match="line 2: invalid JSON"):
+    with pytest.raises(InvalidInputError, match="line 2, column 2: invalid JSON"):
         store.tune(examples(), negatives=bad)
     bad.write_text("\n  \n")
     with pytest.raises(InvalidInputError, match="no requests found"):
@@ -317,12 +317,12 @@ def test_a_negative_request_route_would_refuse_names_its_file_and_line(tmp_path:
     jsonl = write_jsonl(tmp_path / "negatives.jsonl", [{"query": "bake a cake"}, {"query": "bake\x00a cake"}])
     with pytest.raises(InvalidInputError) as raised:
         load_negatives(jsonl)
-    assert str(raised.value) == f"{jsonl}, line 2: 'query' contains a NUL byte"
+    assert str(raised.value) == f"{jsonl} line 2: 'query' contains a NUL byte"
     plain = tmp_path / "negatives.txt"
     plain.write_text("bake a cake\n\n" + "a" * 20_001 + "\n")
     with pytest.raises(InvalidInputError) as raised:
         load_negatives(plain)
-    assert str(raised.value) == f"{plain}, line 3: the request is 20,001 characters long; the limit is 20,000"
+    assert str(raised.value) == f"{plain} line 3: the request is 20,001 characters long; the limit is 20,000"
 
 
 def test_tune_reads_the_expansions_lines_once(store: ToolStore, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -137,7 +137,7 @@ def test_import_from_json_is_all_or_nothing(catalog: ToolStore, tmp_path: Path) 
         catalog.add_anchors(bad, replace=True)
     assert [a.pattern for a in catalog.anchors()] == ["mail", "x"]
     for text, message in [
-        ("{", "not valid JSON"),
+        ("{", "line 1, column 2: invalid JSON"),
         ('{"rules": []}', 'expected a list of anchors or an object with "anchors"'),
         ('[{"pattern": "x"}]', 'anchor #1: needs "pattern" and "tool"'),
         ('[{"pattern": "x", "tool": "t", "weight": 2}]', "unknown field"),

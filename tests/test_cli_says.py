@@ -147,7 +147,7 @@ def test_a_malformed_line_of_a_labelled_file_names_the_file_and_line(
     """The readers of labelled files (queries and train sets, sessions, negatives) named a bad line each their own
     way: a negatives request that route() refuses (a NUL byte) passed the reader and failed later as 'negative request
     #2', naming neither file nor line. One rule (`_input.json_lines` and `check_at`): an InvalidInputError starting
-    'FILE, line N: '."""
+    'FILE line N[, column C]: '."""
     assert invoke(dsn, "-c", "labelled", "import", tools_file(tmp_path)).exit_code == 0
     good = LABELLED[reader]
     bad = json.dumps(good).replace("mail bob", "mail\\u0000bob").replace("bake a cake", "bake\\u0000a cake")
@@ -164,7 +164,8 @@ def test_a_malformed_line_of_a_labelled_file_names_the_file_and_line(
         "tune --negatives": ["tune", "--examples", str(train), "--negatives", str(path)],
     }[reader]
     result = invoke(dsn, "-c", "labelled", *args)
-    assert result.exit_code == 1 and str(result.exception).startswith(f"{path}, line 2: "), (
+    where = f"{path} line 2: " if line == "NUL" else f"{path} line 2, column 2: "
+    assert result.exit_code == 1 and str(result.exception).startswith(where), (
         result.exception,
         result.output,
     )

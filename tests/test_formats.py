@@ -794,7 +794,7 @@ def test_jsonl_error_names_line_and_tool(tmp_path: Path) -> None:
 def test_jsonl_malformed_line_returns_nothing(tmp_path: Path) -> None:
     path = tmp_path / "tools.jsonl"
     path.write_text('{"name": "a"}\n\n{"name": "b"\n{"name": "c"}\n', encoding="utf-8")
-    with pytest.raises(InvalidToolError, match=r"tools.jsonl line 3: invalid JSON"):
+    with pytest.raises(InvalidToolError, match=r"tools.jsonl line 3, column 13: invalid JSON"):
         load_tools_file(path)
     path.write_text('{"name": "a"}\n\n{"name": "c"}\n', encoding="utf-8")
     assert [t.name for t in load_tools_file(path)] == ["a", "c"]
@@ -822,7 +822,7 @@ def test_json_file(tmp_path: Path) -> None:
     path.write_text(json.dumps({"tools": [{"name": "a"}, {"name": "b"}]}, indent=2), encoding="utf-8")
     assert [t.id for t in load_tools_file(path, provider="p")] == ["p.a", "p.b"]
     path.write_text('{\n  "tools": [\n    {"name": "a"},\n  ]\n}', encoding="utf-8")
-    with pytest.raises(InvalidToolError, match=r"catalog.json line 4 column 3: invalid JSON"):
+    with pytest.raises(InvalidToolError, match=r"catalog.json line 4, column 3: invalid JSON"):
         load_tools_file(path)
     path.write_text(json.dumps([{"name": "a", "parameters": 3}]), encoding="utf-8")
     with pytest.raises(InvalidToolError, match=r"catalog.json: tool \[0\] 'a': parameters must be a JSON object"):
@@ -839,7 +839,7 @@ def test_json_file(tmp_path: Path) -> None:
         ("tools.toml", "name = 'a'", "unsupported file type '.toml'"),
         ("tools.yaml", "name: a", "not an OpenAPI document"),
         ("tools.yml", "- name: a", "not an OpenAPI document"),
-        ("bad.yaml", "openapi: [3.0", "line 1 column 14: invalid YAML"),
+        ("bad.yaml", "openapi: [3.0", "line 1, column 14: invalid YAML"),
     ],
 )
 def test_empty_and_unsupported_files(tmp_path: Path, name: str, content: str, message: str) -> None:

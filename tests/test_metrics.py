@@ -389,13 +389,15 @@ def test_load_judgements_names_bad_line(tmp_path: Path, bad_line: str, message: 
 
 @pytest.mark.parametrize("load", [load_judgements, load_sessions])
 def test_a_line_that_is_no_json_is_named_by_its_line_alone(tmp_path: Path, load: Callable[[Path], object]) -> None:
-    """A labelled file's line that is no JSON is named by the file's line, and the parser's own position (always
-    "line 1" of that one line) is not added to it: both files read their lines the one way."""
+    """A labelled file's line that is no JSON is named by the file's line and the parser's column, and the parser's
+    own line (always "line 1" of that one line) is not added to it: both files read their lines the one way."""
     good = json.dumps({"qid": "ok", "sid": "ok", "query": "fine", "relevant": ["t"], "turns": [{"query": "fine"}]})
     path = write_lines(tmp_path, [good, good.replace('"ok"', '"ok2"'), "{not json"])
     with pytest.raises(ValueError) as info:
         load(path)
-    assert str(info.value) == f"{path}, line 3: invalid JSON (Expecting property name enclosed in double quotes)"
+    assert (
+        str(info.value) == f"{path} line 3, column 2: invalid JSON: Expecting property name enclosed in double quotes"
+    )
 
 
 def test_an_integer_of_thousands_of_digits_is_said_without_pythons_advice(tmp_path: Path) -> None:
@@ -406,8 +408,8 @@ def test_an_integer_of_thousands_of_digits_is_said_without_pythons_advice(tmp_pa
     with pytest.raises(ValueError) as info:
         load_judgements(path)
     assert str(info.value) == (
-        f"{path}, line 1: invalid JSON (Exceeds the limit (4300 digits) for integer string conversion: value has "
-        "5000 digits)"
+        f"{path} line 1: invalid JSON: Exceeds the limit (4300 digits) for integer string conversion: value has "
+        "5000 digits"
     )
 
 

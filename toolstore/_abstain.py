@@ -298,7 +298,7 @@ def load_negatives(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, .
         raise InvalidInputError(f"{name}: no requests found")
     if not filled[0][1].lstrip().startswith("{"):
         return [
-            (check_at(f"{name}, line {n}", line.strip(), "the request", max_chars=MAX_QUERY_CHARS), ())
+            (check_at(f"{name} line {n}", line.strip(), "the request", max_chars=MAX_QUERY_CHARS), ())
             for n, line in filled
         ]
     out = []

@@ -36,7 +36,7 @@ from ._input import (
     MAX_PATTERN_CHARS,
     MAX_QUERY_CHARS,
     check_text,
-    parse_json,
+    read_json,
     read_text_file,
 )
 from ._models import Anchor, CatalogInfo
@@ -199,12 +199,7 @@ def load_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
     """Anchors from a JSON file: a list of ``{"pattern", "tool", "boost"?}`` objects, or an object holding one under
     ``"anchors"`` (what ``toolstore anchors list --json`` prints). InvalidInputError names the file and the rule."""
     name = os.fspath(path)
-    try:
-        data = parse_json(read_text_file(name, "anchors file"))
-    except ValueError as exc:
-        if isinstance(exc, InvalidInputError):
-            raise
-        raise InvalidInputError(f"{name}: not valid JSON ({exc})") from None
+    data = read_json(read_text_file(name, "anchors file"), name)
     if isinstance(data, Mapping) and "anchors" in data:
         data = data["anchors"]
     if not isinstance(data, list):

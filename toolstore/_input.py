@@ -151,26 +151,37 @@ def parse_json(text: str) -> Any:
     return data
 
 
-def json_lines(text: str, name: str) -> Iterator[tuple[int, str, Any]]:
-    """Each non-blank line of the JSON Lines ``text`` of file ``name`` as its line number, where it is (``NAME, line
-    N``, which the reader's own errors start with) and its JSON value: the one rule of every labelled file's reader
-    (queries and train sets, sessions, negatives): a line that is no JSON is an InvalidInputError naming the file and
-    line."""
+def read_json(
+    text: str, name: str, *, line: int | None = None, error: type[InvalidInputError] = InvalidInputError
+) -> Any:
+    """The JSON value of ``text``: the whole of file ``name``, or its line ``line``. One that is no JSON (NaN, a huge
+    integer, nesting past :data:`MAX_DOCUMENT_DEPTH` included) is an ``error`` (InvalidInputError or a subclass, as
+    InvalidToolError for a tools file) of the one shape every file's errors have: ``NAME line N[, column C]: ...``."""
+    try:
+        return parse_json(text)
+    except json.JSONDecodeError as exc:  # its position is in ``text``: a line of the file when ``line`` is given
+        at = f"line {exc.lineno if line is None else line}, column {exc.colno}"
+        raise error(f"{name} {at}: invalid JSON: {exc.msg}") from None
+    except ValueError as exc:
+        where = f"{name} line {line}" if line is not None else name
+        raise error(f"{where}: invalid JSON: {exc}") from None
+
+
+def json_lines(
+    text: str, name: str, *, error: type[InvalidInputError] = InvalidInputError
+) -> Iterator[tuple[int, str, Any]]:
+    """Each non-blank line of the JSON Lines ``text`` of file ``name`` as its line number, where it is (``NAME line
+    N``, which the reader's own errors start with) and its JSON value: the one rule of every JSON Lines file's reader
+    (tools, queries and train sets, sessions, negatives): a line that is no JSON is an ``error`` naming the file,
+    line and column (:func:`read_json`)."""
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        where = f"{name}, line {lineno}"
-        try:
-            record = parse_json(line)
-        except json.JSONDecodeError as exc:  # its position is in the line, not the file: the message alone
-            raise InvalidInputError(f"{where}: invalid JSON ({exc.msg})") from None
-        except ValueError as exc:
-            raise InvalidInputError(f"{where}: invalid JSON ({exc})") from None
-        yield lineno, where, record
+        yield lineno, f"{name} line {lineno}", read_json(line, name, line=lineno, error=error)
 
 
 def check_at(where: str, value: object, what: str, *, max_chars: int) -> str:
-    """:func:`check_text` for a value read from a file, its error starting with ``where`` (``NAME, line N``)."""
+    """:func:`check_text` for a value read from a file, its error starting with ``where`` (``NAME line N``)."""
     try:
         return check_text(value, what, max_chars=max_chars)
     except InvalidInputError as exc:

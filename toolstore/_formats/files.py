@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InvalidInputError, InvalidToolError
-from .._input import parse_json, plain_problem, read_text_file
+from .._input import json_lines, parse_json, plain_problem, read_json, read_text_file
 from .._models import Tool
 from .build import tool_label
 from .openapi import METHODS
@@ -64,12 +64,7 @@ def _read_text(path: Path, name: str) -> str:
 
 
 def _parse_json(text: str, name: str, provider: str | None, skipped: list[Skipped]) -> list[Located]:
-    try:
-        data = parse_json(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidToolError(f"{name} line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
-    except ValueError as exc:
-        raise InvalidToolError(f"{name}: invalid JSON: {exc}") from None
+    data = read_json(text, name, error=InvalidToolError)
     try:
         return parse_located(data, provider=provider, skipped=skipped)
     except InvalidToolError as exc:
@@ -78,16 +73,7 @@ def _parse_json(text: str, name: str, provider: str | None, skipped: list[Skippe
 
 def _parse_jsonl(text: str, name: str, provider: str | None, skipped: list[Skipped]) -> list[Located]:
     located: list[Located] = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{name} line {lineno}"
-        try:
-            data = parse_json(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidToolError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from None
-        except ValueError as exc:
-            raise InvalidToolError(f"{where}: invalid JSON: {exc}") from None
+    for lineno, where, data in json_lines(text, name, error=InvalidToolError):
         line_skipped: list[Skipped] = []
         try:
             tools = parse_located(data, provider=provider, skipped=line_skipped)
@@ -116,7 +102,7 @@ def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skippe
         raise InvalidToolError(f"{name}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InvalidToolError(f"{name}{where}: invalid YAML: {problem}") from None
     except (ValueError, KeyError) as exc:  # a scalar YAML resolves but Python cannot build: a date 2025-13-45, a

@@ -12,7 +12,7 @@ from .. import _formats
 from .._errors import InvalidInputError
 from .._explore import SEED_BITS
 from .._fusion import DEFAULT_TURNS, SIGNALS, check_weights
-from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, parse_json, read_text_file
+from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, read_json, read_text_file
 from .._models import JSON_VERSION
 from .._result import RoutedTool, RouteResult
 from .app import ROUTE_FORMATS, Number, command, counted, open_store, wants_json
@@ -121,10 +121,7 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
 
 def read_messages_file(path: Path) -> Any:
     """A message list from a JSON file (a list of messages, or an object with ``messages`` or ``input``)."""
-    try:
-        data = parse_json(read_text_file(path, "messages file"))
-    except ValueError as exc:
-        raise InvalidInputError(f"{path}: invalid JSON ({exc})") from None
+    data = read_json(read_text_file(path, "messages file"), str(path))
     if isinstance(data, dict):
         data = data.get("messages", data.get("input"))
     if not isinstance(data, list):

@@ -1,0 +1,61 @@
+"""Every file the command line reads (tools, labelled requests and sessions, negatives, anchors, messages) says what is
+wrong with it in one shape, 'FILE line N[, column C]: ...', from one reader of JSON (Lines): `_input.read_json`,
+`_input.json_lines`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolstore import InvalidInputError, InvalidToolError
+from toolstore._abstain import load_negatives
+from toolstore._anchors import load_anchors
+from toolstore._formats import load_tools_file
+from toolstore._metrics import load_judgements, load_sessions
+from toolstore.cli.route import read_messages_file
+
+READERS: dict[str, tuple[str, Callable[[Path], Any]]] = {
+    "tools .jsonl": ("tools.jsonl", load_tools_file),
+    "tools .json": ("tools.json", load_tools_file),
+    "queries": ("queries.jsonl", load_judgements),
+    "sessions": ("sessions.jsonl", load_sessions),
+    "negatives": ("negatives.jsonl", load_negatives),
+    "anchors": ("anchors.json", load_anchors),
+    "messages": ("messages.json", read_messages_file),
+}
+
+
+def refused(tmp_path: Path, reader: str, content: bytes) -> InvalidInputError:
+    """What ``reader`` raises for a file of ``content``."""
+    name, read = READERS[reader]
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(InvalidInputError) as raised:
+        read(path)
+    if name.startswith("tools"):
+        assert isinstance(raised.value, InvalidToolError)
+    return raised.value
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_json_that_is_malformed_is_named_by_file_line_and_column(tmp_path: Path, reader: str) -> None:
+    """A tools file said 'FILE line N column C: invalid JSON: ...' (.json) or 'FILE line N: invalid JSON at column C:
+    ...' (.jsonl), a labelled file 'FILE, line N: invalid JSON (...)', an anchors file 'FILE: not valid JSON (... line
+    N column C (char X))', a messages file 'FILE: invalid JSON (...)'. All say the same now."""
+    error = refused(tmp_path, reader, b"\n{not json\n")
+    name = READERS[reader][0]
+    assert str(error) == (
+        f"{tmp_path / name} line 2, column 2: invalid JSON: Expecting property name enclosed in double quotes"
+    )
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_a_value_json_refuses_is_named_by_file_and_line_of_a_json_lines_file(tmp_path: Path, reader: str) -> None:
+    """NaN (no position from the parser): the line of a JSON Lines file, the file alone for a JSON document."""
+    name = READERS[reader][0]
+    error = refused(tmp_path, reader, b'\n{"query": NaN}\n')
+    line = " line 2" if name.endswith(".jsonl") else ""
+    assert str(error) == f"{tmp_path / name}{line}: invalid JSON: NaN is not valid JSON"
