@@ -59,3 +59,19 @@ def test_a_value_json_refuses_is_named_by_file_and_line_of_a_json_lines_file(tmp
     error = refused(tmp_path, reader, b'\n{"query": NaN}\n')
     line = " line 2" if name.endswith(".jsonl") else ""
     assert str(error) == f"{tmp_path / name}{line}: invalid JSON: NaN is not valid JSON"
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        ('\n{"query": "caf\u00e9 '.encode() + b'\xff"}\n', "line 2, column 17"),
+        (b'\xef\xbb\xbf{"\xff', "line 1, column 3"),
+    ],
+    ids=["line 2", "after a byte order mark"],
+)
+def test_invalid_utf8_is_named_by_file_line_and_column(tmp_path: Path, reader: str, content: bytes, where: str) -> None:
+    """Invalid UTF-8 said 'FILE line N: not valid UTF-8 (...)' (a messages file: 'FILE: invalid JSON (FILE line N:
+    ...)'): no column, where a JSON error gives one; it names the column in characters, as a JSON error counts them."""
+    error = refused(tmp_path, reader, content)
+    assert str(error) == f"{tmp_path / READERS[reader][0]} {where}: not valid UTF-8 (invalid start byte)"

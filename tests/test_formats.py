@@ -852,7 +852,7 @@ def test_empty_and_unsupported_files(tmp_path: Path, name: str, content: str, me
 def test_invalid_utf8(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_bytes(b'{"name": "a"}\n{"name": "\xff"}\n')
-    with pytest.raises(InvalidToolError, match="line 2: not valid UTF-8"):
+    with pytest.raises(InvalidToolError, match="line 2, column 11: not valid UTF-8"):
         load_tools_file(path)
 
 

@@ -7,6 +7,7 @@ error, a RecursionError or a half-written catalog.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -229,11 +230,19 @@ def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
             raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
     if len(raw) > MAX_FILE_BYTES:  # it grew after its size was read
         raise InvalidInputError(f"{name}: more than {MAX_FILE_BYTES:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+    raw = raw.removeprefix(codecs.BOM_UTF8)  # a byte order mark is no text (as "utf-8-sig" reads it)
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InvalidInputError(f"{name} line {line}: not valid UTF-8 ({exc.reason})") from None
+        raise InvalidInputError(f"{name} {_position(raw, exc.start)}: not valid UTF-8 ({exc.reason})") from None
+
+
+def _position(raw: bytes, end: int) -> str:
+    """``line N, column C`` of the byte at ``end`` of ``raw``, UTF-8 before it, the column in characters as a JSON
+    error counts it."""
+    start = raw.rfind(b"\n", 0, end) + 1
+    line, column = raw.count(b"\n", 0, end) + 1, len(raw[start:end].decode("utf-8")) + 1
+    return f"line {line}, column {column}"
 
 
 def session_pairs(sessions: object) -> list[tuple[object, object]]:
