@@ -147,6 +147,34 @@ def test_sync_provider_override_and_errors(store: ToolStore) -> None:
         fetch_stdio(sys.executable, ["-c", "import sys; sys.exit(3)"], timeout=10)
 
 
+SECRETS = ("sk-live1234567890abcdef", "ghp_secret123", "tok/v1", "key=abc")
+
+
+@pytest.mark.parametrize("where", ["the command", "the server's error"])
+def test_a_stdio_sync_failure_shows_no_secret(tmp_path: Path, where: str) -> None:
+    """A stdio sync's failure said the command and the error's text as they were, so a command not found that was
+    written with a secret in it ('TOKEN=X server') or a server refusing its start quoting its --api-key or a URL
+    showed the secret, where the gateway's failures (client_text) and an HTTP sync's URL hide them; both go through
+    the same rule now."""
+    if where == "the command":
+        command, args = f"GITHUB_TOKEN={SECRETS[1]} --api-key {SECRETS[0]} mcp-server", []
+    else:
+        script = tmp_path / "refuses.py"
+        message = f"refused --api-key {SECRETS[0]} and GITHUB_TOKEN={SECRETS[1]} at https://u:pw@host/{SECRETS[2]}?{SECRETS[3]}"
+        script.write_text(
+            "import json, sys\n"
+            "request = json.loads(sys.stdin.readline())\n"
+            f"error = {{'code': -32000, 'message': {message!r}}}\n"
+            "print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'error': error}), flush=True)\n"
+        )
+        command, args = sys.executable, [str(script)]
+    with pytest.raises(McpSyncError) as raised:
+        fetch_stdio(command, args, timeout=30)
+    text = str(raised.value)
+    assert "[redacted]" in text and not [s for s in SECRETS if s in text], text
+    assert raised.value.__cause__ is None
+
+
 def test_a_sync_prunes_only_what_its_upstream_synced(
     store: ToolStore, listings: dict[tuple[str, str], McpListing], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ._catalog import upsert_tools
 from ._catalog_row import catalog_info
-from ._errors import DatabaseError, InvalidInputError, McpSyncError
+from ._errors import DatabaseError, InvalidInputError, McpSyncError, redact
 from ._formats import parse_tools
-from ._mcp_upstream import Upstream, check_values, expand_vars, upstream_from_row, upstream_params
+from ._mcp_upstream import Upstream, check_values, client_text, expand_vars, upstream_from_row, upstream_params
 from ._models import ImportReport
 from ._observe import logger
 from ._sql import query
@@ -195,7 +195,8 @@ def _run(where: str, coro_fn: Any, *args: Any, timeout: float, **kwargs: Any) ->
         if isinstance(leaf, TimeoutError):
             raise McpSyncError(f"{where}: no complete tools/list within {timeout:g} s") from None
         message = str(leaf).strip().splitlines()[0] if str(leaf).strip() else type(leaf).__name__
-        raise McpSyncError(f"{where}: {message}") from leaf
+        # a server's error (or a command not found) may quote a secret, an HTTP client's the URL: as the gateway's
+        raise McpSyncError(f"{where}: {client_text(message)}") from None  # nor its cause, which quotes it as it is
 
 
 def fetch_stdio(
@@ -205,7 +206,7 @@ def fetch_stdio(
     if not command:
         raise InvalidInputError("an MCP server command is required")
     check_values(Upstream("stdio", command=command, args=tuple(args), env=dict(env or {})))
-    return _run(f"MCP server {command!r}", list_tools_stdio, command, list(args), env=env, timeout=timeout)
+    return _run(redact(f"MCP server {command!r}"), list_tools_stdio, command, list(args), env=env, timeout=timeout)
 
 
 def fetch_http(url: str, *, headers: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT) -> McpListing:
