@@ -19,12 +19,12 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.array import ListBinaryDumper
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
 from ._commits import Commits, WatchedConnection, do_again
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
-from ._lending import Lending, Setup, connection_lost, translate
+from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
 from ._sql import query
 
 T = TypeVar("T")
@@ -164,11 +164,6 @@ def _cannot_connect(exc: Exception) -> DatabaseError:
     return DatabaseError(f"cannot connect to the database: {first_line(exc)}")
 
 
-def connect_errors(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> int:
-    """How many connections ``pool`` could not make (refused, unreachable: its ``connections_errors`` stat)."""
-    return pool.get_stats().get("connections_errors", 0)
-
-
 def retry_conflicts(write: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS) -> T:
     """Run a write transaction again (bounded, with jittered backoff) when Postgres aborts it as a deadlock or
     serialization victim; the last failure is a DatabaseError."""
@@ -186,7 +181,7 @@ class _Pooled:
     """What :class:`Connector` and :class:`AsyncConnector` share, no I/O: the bounded wait, the count of lent
     connections, and when :meth:`run` tries again."""
 
-    pool: ConnectionPool[Any] | AsyncConnectionPool[Any]
+    pool: CountedPool | AsyncCountedPool
 
     def __init__(self, schema: str, timeout: float, setup: Setup) -> None:
         self.schema, self.timeout, self.lending, self.setup = schema, timeout, Lending(), setup
@@ -233,12 +228,12 @@ class Connector(_Pooled):
                 register_types(conn)
             except Exception as exc:
                 conn.close()  # psycopg_pool drops it without closing
-                self.setup.end(exc, connect_errors(self.pool))
+                self.setup.end(exc, self.pool.connect_errors())
                 raise
             self.setup.end()
 
         args = _pool_args(dsn, min_size, max_size, self.timeout, configure)
-        self.pool: ConnectionPool[Any] = ConnectionPool(connection_class=WatchedConnection, **args)
+        self.pool = CountedPool(connection_class=WatchedConnection, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open()
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
@@ -271,7 +266,7 @@ class Connector(_Pooled):
             if connection_lost(exc):
                 self.pool.check()  # drop the pool's other dead connections too
             cause = self.lending.failure(exc, since, self.pool.max_size)
-            raise translate(cause, self.timeout, self.setup.current(connect_errors(self.pool))) from cause
+            raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors())) from cause
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
@@ -306,9 +301,9 @@ class AsyncConnector(_Pooled):
     (a busy pool's :class:`PoolBusy` too) and one retry after a lost connection, for reads: it does not watch commits
     (``AsyncToolStore`` writes through a ToolStore's :class:`Connector`). Made with :meth:`open`."""
 
-    def __init__(self, pool: AsyncConnectionPool[Any], timeout: float, schema: str, setup: Setup) -> None:
+    def __init__(self, pool: AsyncCountedPool, timeout: float, schema: str, setup: Setup) -> None:
         super().__init__(schema, timeout, setup)
-        self.pool: AsyncConnectionPool[Any] = pool
+        self.pool: AsyncCountedPool = pool
 
     @classmethod
     async def open(
@@ -336,11 +331,11 @@ class AsyncConnector(_Pooled):
                 register_types(conn)
             except Exception as exc:
                 await conn.close()
-                setup.end(exc, connect_errors(pool))
+                setup.end(exc, pool.connect_errors())
                 raise
             setup.end()
 
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(**_pool_args(dsn, min_size, max_size, timeout, configure))
+        pool = AsyncCountedPool(**_pool_args(dsn, min_size, max_size, timeout, configure))
         try:  # as Connector's
             await pool.open()
             if wait:
@@ -374,7 +369,7 @@ class AsyncConnector(_Pooled):
             if connection_lost(exc):
                 await self.pool.check()
             cause = self.lending.failure(exc, since, self.pool.max_size)
-            raise translate(cause, self.timeout, self.setup.current(connect_errors(self.pool))) from cause
+            raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors())) from cause
 
     async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         for attempt in range(2):

@@ -1,16 +1,18 @@
 """What a pool's failure means, no I/O: the count of connections a pool lent (:class:`Lending`, kept by both
 connectors of ``_connect``) that tells a busy pool (:class:`PoolBusy`) from a server that cannot be reached
 (:func:`unreachable`, which leaves a read replica out of reads), a lost connection (:func:`connection_lost`, which
-a connector's ``run`` tries once more after), and a new connection's setup that failed (:class:`Setup`)."""
+a connector's ``run`` tries once more after), a new connection's setup that failed (:class:`Setup`), and the pools
+that keep the count of connections they could not make, which it reads (:class:`CountedPool`)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import psycopg
 from psycopg import errors
-from psycopg_pool import PoolClosed, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from ._errors import DatabaseError, first_line
 
@@ -61,6 +63,34 @@ class Lending:
         if isinstance(exc, PoolTimeout) and lent:
             return PoolBusy(f"the pool's connections (pool_size={pool_size}) are all in use")
         return exc
+
+
+class _KeptErrors:
+    """A pool whose count of the connections it could not make (its ``connections_errors`` stat), which
+    :meth:`Setup.current` compares, is kept whole when a caller's ``pop_stats()`` resets the pool's counters."""
+
+    _popped_errors = 0  # the count that pop_stats() took from the pool's counters
+    _popped_lock = threading.Lock()  # one for every pool: held by a pop and a count only, never across I/O
+
+    def pop_stats(self) -> dict[str, int]:
+        with self._popped_lock:
+            stats: dict[str, int] = super().pop_stats()  # type: ignore[misc]
+            self._popped_errors += stats.get("connections_errors", 0)
+        return stats
+
+    def connect_errors(self) -> int:
+        """How many connections the pool could not make since it was made (refused, unreachable)."""
+        with self._popped_lock:
+            stats: dict[str, int] = self.get_stats()  # type: ignore[attr-defined]
+            return self._popped_errors + stats.get("connections_errors", 0)
+
+
+class CountedPool(_KeptErrors, ConnectionPool[Any]):
+    """The connectors' sync pool: :class:`_KeptErrors`."""
+
+
+class AsyncCountedPool(_KeptErrors, AsyncConnectionPool[Any]):
+    """The connectors' async pool: :class:`_KeptErrors`."""
 
 
 class Setup:
