@@ -16,7 +16,8 @@ select '' ~* %(pattern)s::text as matches_empty,
 select current_setting('statement_timeout') as previous, set_config('statement_timeout', %(value)s, true);
 
 -- name: clear_anchors
-delete from anchors where catalog_id = %(catalog)s;
+-- What went (`anchors import --replace` counts it, less the rules written again).
+delete from anchors where catalog_id = %(catalog)s returning tool_pk, pattern;
 
 -- name: insert_anchors
 insert into anchors (catalog_id, tool_pk, pattern, boost)

@@ -4,13 +4,15 @@ file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_cli_user import invoke, migrate_refused, on_terminal, sessions_file, tools_file
 
-from toolstore import ToolStore
+from toolstore import Anchor, AsyncToolStore, ToolStore, _anchors
 from toolstore._migrate import HEAD_REVISION
 from toolstore.testing.fake_openai import FakeOpenAI
 
@@ -57,6 +59,39 @@ def test_anchors_import_replace_of_an_empty_file_is_refused_unless_allowed(dsn: 
     result = invoke(dsn, "-c", "anchored", "anchors", "import", str(path), "--replace", "--allow-empty")
     assert result.exit_code == 0 and json.loads(result.stdout)["removed"] == 2, result.output
     assert json.loads(invoke(dsn, "-c", "anchored", "anchors", "list").stdout)["anchors"] == []
+
+
+def test_anchors_import_replace_counts_what_its_write_removed(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`anchors import --replace` counted what went against `anchors list` read before the write, so an anchor another
+    writer added in between was removed and not counted; the count is the write's own (its DELETE ... RETURNING)."""
+    path = anchored(dsn, tmp_path)
+    path.write_text(json.dumps(RULES[:1]))
+    locking = _anchors.lock_catalog
+
+    def another_writer_first(conn: Any, catalog: str) -> Any:  # just before the import's write takes the lock
+        monkeypatch.setattr(_anchors, "lock_catalog", locking)
+        with ToolStore(dsn, embedder=None, catalog="anchored") as other:
+            other.add_anchors([Anchor(r"\mforecast\M", "weather.forecast")])
+        return locking(conn, catalog)
+
+    monkeypatch.setattr(_anchors, "lock_catalog", another_writer_first)
+    result = invoke(dsn, "-c", "anchored", "anchors", "import", str(path), "--replace")
+    assert result.exit_code == 0, (result.output, result.exception)
+    report = json.loads(result.stdout)
+    assert report["removed"] == 2 and [a["tool"] for a in report["anchors"]] == ["gmail.send_email"], report
+    with ToolStore(dsn, embedder=None, catalog="anchored") as store:
+        assert [a.tool for a in store.anchors()] == ["gmail.send_email"]
+        written, removed = store.replace_anchors([*store.anchors(), Anchor(r"\missue\M", "github.create_issue")])
+        assert removed == 0 and len(written) == 2
+
+    async def replaced_async() -> tuple[list[Anchor], int]:
+        async with AsyncToolStore(dsn, embedder=None, catalog="anchored") as store:
+            return await store.replace_anchors([Anchor(r"\mmail\M", "gmail.send_email")])
+
+    written, removed = asyncio.run(replaced_async())
+    assert removed == 1 and [a.tool for a in written] == ["gmail.send_email"]
 
 
 def test_an_openai_embedder_wider_than_pgvector_is_refused_before_its_server(

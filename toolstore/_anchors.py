@@ -125,17 +125,18 @@ def _check_pattern(conn: psycopg.Connection[Any], anchor: Anchor, what: str) -> 
 
 def add_anchors(
     conn: psycopg.Connection[Any], catalog: str, anchors: Iterable[Anchor], *, replace: bool = False
-) -> list[Anchor]:
+) -> tuple[list[Anchor], int]:
     """Add (or, for an existing tool and pattern, re-boost) ``anchors``; ``replace``: the catalog's anchors become
     exactly these. A tool and pattern given twice is one rule, with the later boost (as a later add would leave it).
-    All or nothing. Returns the written anchors with their ids."""
+    All or nothing. Returns the written anchors with their ids, and how many of the catalog's anchors the write
+    removed (``replace``; a rule written again not counted), as its DELETE found them under the catalog's lock."""
     given = [check_anchor(a, f"anchor #{i + 1}") for i, a in enumerate(anchors)]
     if len(given) > MAX_ANCHORS:
         raise InvalidInputError(f"{len(given):,} anchors given; a catalog holds at most {MAX_ANCHORS:,}")
     numbered = {(a.pattern, a.tool): (i, a) for i, a in enumerate(given)}  # one insert may not touch a row twice
     checked = [a for _, a in numbered.values()]
 
-    def write() -> list[Anchor]:
+    def write() -> tuple[list[Anchor], int]:
         with conn.transaction():
             info = lock_catalog(conn, catalog)
             ids = sorted({a.tool for a in checked})
@@ -147,8 +148,7 @@ def add_anchors(
                 )
             for i, anchor in numbered.values():
                 _check_pattern(conn, anchor, f"anchor #{i + 1}")
-            if replace:
-                conn.execute(query("clear_anchors"), {"catalog": info.id})
+            cleared = set(conn.execute(query("clear_anchors"), {"catalog": info.id}).fetchall()) if replace else set()
             params = {
                 "catalog": info.id,
                 "tool_pks": [pks[a.tool] for a in checked],
@@ -159,10 +159,11 @@ def add_anchors(
             (count,) = conn.execute(query("count_anchors"), {"catalog": info.id}).fetchone()  # type: ignore[misc]
             if count > MAX_ANCHORS:
                 raise InvalidInputError(f"catalog {catalog!r} would hold {count:,} anchors; at most {MAX_ANCHORS:,}")
-            return _read(conn, info, written)
+            removed = cleared - {(pks[a.tool], a.pattern) for a in checked}
+            return _read(conn, info, written), len(removed)
 
     if not checked and not replace:
-        return []
+        return [], 0
     return retry_conflicts(write)
 
 
@@ -228,9 +229,21 @@ class AnchorMethods:
         """Add routing rules (or a JSON file of them, :func:`load_anchors`), re-boosting an existing (pattern, tool)
         (given twice, the later boost wins); ``replace``: they become the catalog's only anchors. All or nothing.
         Returns them with their ids."""
+        return self._add_anchors(anchors, replace=replace)[0]
+
+    def replace_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str]) -> tuple[list[Anchor], int]:
+        """``add_anchors(anchors, replace=True)``, and how many of the catalog's anchors went (a rule given again is not
+        counted), as the write itself removed them (an anchor another writer added just before is counted)."""
+        return self._add_anchors(anchors, replace=True)
+
+    def _add_anchors(
+        self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool
+    ) -> tuple[list[Anchor], int]:
         rules = load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else list(anchors)
-        written: list[Anchor] = self._run(lambda conn: add_anchors(conn, self.catalog, rules, replace=replace))
-        return written
+        result: tuple[list[Anchor], int] = self._run(
+            lambda conn: add_anchors(conn, self.catalog, rules, replace=replace)
+        )
+        return result
 
     def remove_anchors(self, ids: Iterable[int]) -> int:
         """Remove anchors by id (all or nothing: InvalidInputError when one is unknown); returns how many."""

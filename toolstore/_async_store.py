@@ -278,6 +278,9 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     ) -> list[Anchor]:
         return cast("list[Anchor]", await self._write("add_anchors", anchors, replace=replace))
 
+    async def replace_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str]) -> tuple[list[Anchor], int]:
+        return cast("tuple[list[Anchor], int]", await self._write("replace_anchors", anchors))
+
     async def remove_anchors(self, ids: Iterable[int]) -> int:
         return cast("int", await self._write("remove_anchors", list(ids)))
 

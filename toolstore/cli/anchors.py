@@ -86,11 +86,8 @@ def import_(ctx: click.Context, file: Path, replace: bool, allow_empty: bool) ->
             f"{file} holds no anchors: --replace would remove every anchor of the catalog; give --allow-empty too to "
             "do that (or remove them with `anchors remove`)"
         )
-    with open_store(ctx, create=False) as store:
-        before = store.anchors() if replace else []
-        written = store.add_anchors(rules, replace=replace)
-    kept = {(a.pattern, a.tool) for a in written}
-    removed = sum((a.pattern, a.tool) not in kept for a in before)  # a rule written again is not one that went
+    with open_store(ctx, create=False) as store:  # what went, as the write removed it: a rule written again is not
+        written, removed = store.replace_anchors(rules) if replace else (store.add_anchors(rules), 0)
 
     def human() -> None:
         _echo(written)
