@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import InvalidInputError
+from ._formats.checks import shown
 from ._names import call_label
 
 Dialect = Literal["openai-chat", "openai-responses", "anthropic"]
@@ -230,7 +231,10 @@ def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> t
             texts.append(part)
             continue
         if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
-            got = type(part).__name__ if not isinstance(part, Mapping) else "no type"
+            if not isinstance(part, Mapping):
+                got = type(part).__name__
+            else:  # its type named as given: a huge integer too (shown says it is one)
+                got = f"a type that is no string, {shown(part['type'])}" if "type" in part else "no type"
             raise InvalidInputError(f"{part_where}: expected a string or an object with a type, got {got}")
         kind = part["type"]
         if kind in _TEXT_PARTS:
