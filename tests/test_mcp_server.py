@@ -1211,3 +1211,21 @@ def test_the_gateways_errors_name_the_upstream_by_its_provider_only(dsn: str, fa
     secrets = ("fake-mcp", "--dsn", "pw0rd", "stdio", "sk-x9", "t0k")
     assert not [m for m in messages if any(s in m for s in secrets)], messages
     assert fake_upstream.calls == ["search", "broken", "nap", "leaky"]
+
+
+def test_a_secret_flag_in_a_quoted_argument_or_a_list_of_arguments_is_hidden_and_the_text_after_it_kept() -> None:
+    """A secret flag's value ran on past a quote closing the argument around it (``'--token abc' more`` lost ``'
+    more``, as a message quoting a command does), and a flag quoted alone before its value, as Python prints an argument
+    list (``CalledProcessError``: ``['--token', 'abc']``), JSON writes one or shlex quotes a flag, hid nothing."""
+    for text, shown in [
+        ("'--token abc123' more", "'--token [redacted]' more"),
+        ("'srv --api-key abc123', exit 1", "'srv --api-key [redacted]', exit 1"),
+        ("['--token', 'abc123', '-v']", "['--token', '[redacted]', '-v']"),
+        ('["--client-secret", "abc123"]', '["--client-secret", "[redacted]"]'),
+        ("['--token', '--db-password', 'abc123', 'serve']", "['--token', '[redacted]', '[redacted]', 'serve']"),
+        ("'--token' 'abc 123' -v", "'--token' '[redacted]' -v"),
+        ("'--token' abc123 -v", "'--token' [redacted] -v"),
+        ("['--token', '--', 'serve']", "['--token', '--', 'serve']"),
+        ("--token 'it'\"'\"'s' -v", "--token '[redacted]' -v"),
+    ]:
+        assert redact(f"srv {text}") == f"srv {shown}", text

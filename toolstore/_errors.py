@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 # A secret's value in text: one word as a shell reads it, its quoted parts whole to their closing quote (or the end
-# of the line): ``"a b"``, ``'a b'``, ``'it'"'"'s'`` (as shlex.quote writes a quote); :func:`_hidden` replaces it.
-_VALUE = r"(?:\"[^\"\n]*(?:\"|(?=\n)|$)|'[^'\n]*(?:'|(?=\n)|$)|[^\s'\",])+"
+# of the line): ``"a b"``, ``'a b'``, ``'it'"'"'s'`` (as shlex.quote writes a quote); :func:`_hidden` replaces it. A
+# quote after its first part that a space, a comma, a bracket or the end follows closes text around it (``'--token
+# abc' more``, as a message quotes a command), so it ends the value there.
+_QUOTED_PART = r"\"[^\"\n]*(?:\"|(?=\n)|$)|'[^'\n]*(?:'|(?=\n)|$)"
+_VALUE = rf"(?:{_QUOTED_PART}|[^\s'\",])(?:(?![\"'](?:[\s,;)\]}}]|$))(?:{_QUOTED_PART})|[^\s'\",])*"
 # API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value; an
 # authorization's scheme word shown, ``Authorization: Bearer [redacted]``, never its credential).
 _SECRETS = re.compile(
@@ -48,6 +51,14 @@ _FLAG_EQUALS = re.compile(rf"((?<![\w-])([\"'])?{_FLAG}=)((?(2)(?:(?!\2).)*\2?|{
 _FLAG_WORDS = re.compile(
     rf"((?<![\w-]){_FLAG}\s+)((?:[\"']?{_FLAG}[\"']?\s+)*)(?![\"']?{_NOT_A_VALUE.pattern})({_VALUE})", re.IGNORECASE
 )
+# A secret flag quoted alone, then its value: an argument list as Python prints it (``['--token', 'X']``, a
+# CalledProcessError's), as JSON writes it, or shlex.join a flag it quotes; the value a quoted item alone, else a word.
+_ITEM_GAP = r"(?:\s*,\s*|\s+)"
+_FLAG_ITEMS = re.compile(
+    rf"((?<![\w-])([\"']){_FLAG}\2{_ITEM_GAP})((?:[\"']{_FLAG}[\"']{_ITEM_GAP})*)(?![\"']?{_NOT_A_VALUE.pattern})"
+    rf"(\"[^\"\n]*\"?|'[^'\n]*'?|{_VALUE})",
+    re.IGNORECASE,
+)
 _CHAINED = re.compile(_FLAG, re.IGNORECASE)
 # The password in a URI's user info (``postgresql://user:password@host``), looked for in each run of characters it
 # may span (:func:`_uri_passwords`): its scheme at most 64 characters, so a long run of letters and dashes is not read
@@ -65,6 +76,7 @@ def redact(text: str) -> str:
     quotes of a DSN it could not parse."""
     text = _SECRETS.sub(_secret, text)
     text = _FLAG_WORDS.sub(lambda m: m.group(1) + _CHAINED.sub("[redacted]", m.group(2)) + _hidden(m.group(3)), text)
+    text = _FLAG_ITEMS.sub(lambda m: m.group(1) + _CHAINED.sub("[redacted]", m.group(3)) + _hidden(m.group(4)), text)
     text = _FLAG_EQUALS.sub(lambda m: m.group(1) + _hidden(m.group(3), m.group(2) or ""), text)
     text = _URI_RUN.sub(_uri_passwords, text)
     if _DSN_PARSE.search(text):  # a quoted character ("=", "]") is libpq's own
