@@ -1,7 +1,9 @@
 """Database fixtures: every test gets a fresh database cloned from a migrated template.
 
 The server is ``$TOOLSTORE_TEST_DSN`` when set, else testcontainers' pgvector image when a Docker
-engine answers, else an embedded PostgreSQL started in a temporary directory.
+engine answers, else an embedded PostgreSQL started in a temporary directory. Under pytest-xdist each worker is a
+process with its own session fixtures: its own container or embedded server, and, on a server given by
+``$TOOLSTORE_TEST_DSN`` that the workers share, its own template database (named after the worker).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from psycopg.conninfo import make_conninfo
 
 from toolstore import HashingEmbedder, ToolStore, migrate
 
-TEMPLATE = "toolstore_test_template"
+# "gw0", "gw1", ... in a pytest-xdist worker (set before this module is imported), absent in a plain run
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEMPLATE = f"toolstore_test_template_{WORKER}" if WORKER else "toolstore_test_template"
 
 
 def _docker_available() -> bool:

@@ -44,10 +44,10 @@ def conversations(server_dsn: str, template_dsn: str) -> Any:
     """A catalog with intent examples and a logged history (random walks with habits, so transitions matter)."""
     import uuid
 
-    from conftest import create_database, drop_database
+    from conftest import TEMPLATE, create_database, drop_database
 
     name = f"toolstore_conv_{uuid.uuid4().hex[:8]}"
-    dsn = create_database(server_dsn, name, template="toolstore_test_template")
+    dsn = create_database(server_dsn, name, template=TEMPLATE)
     tools = generated_tools(80, seed=4)
     ids = [t.id for t in tools]
     rng = random.Random(8)
