@@ -367,7 +367,10 @@ def test_a_grant_waits_for_the_lock_of_what_else_sets_the_grants_privileges(dsn:
 
     from toolstore._migrate import _LOCK_KEY
 
-    waiting = "select count(*) from pg_locks where locktype = 'advisory' and not granted"
+    waiting = (  # this database's: a server given by $TOOLSTORE_TEST_DSN may serve other tests (xdist workers)
+        "select count(*) from pg_locks where locktype = 'advisory' and not granted"
+        " and database = (select oid from pg_database where datname = current_database())"
+    )
     with store_as(dsn, "delta") as owner, ThreadPoolExecutor(1) as pool:
         owner.upsert(generated_tools(3))
         for change, args in ((owner.grant, (roles["reader_name"],)), (owner.revoke, (roles["reader_name"],))):

@@ -385,6 +385,7 @@ def test_the_writer_takes_pool_size_connections(dsn: str) -> None:
     app = make_conninfo(dsn, application_name="writer-count")
     waiting = (
         "select count(*) from pg_stat_activity where application_name = 'writer-count' and wait_event_type = 'Lock'"
+        " and datname = current_database()"
     )
 
     async def main() -> int:

@@ -83,7 +83,7 @@ def terminate_during_import(dsn: str, catalog: str, rng: random.Random) -> None:
     with ToolStore(dsn, embedder=None, catalog=catalog) as admin, admin.connection() as conn:
         conn.execute(
             "select pg_terminate_backend(pid) from pg_stat_activity "
-            "where application_name = 'fault-victim' and pid <> pg_backend_pid()"
+            "where application_name = 'fault-victim' and datname = current_database() and pid <> pg_backend_pid()"
         )
     worker.join(120)
     assert not worker.is_alive()

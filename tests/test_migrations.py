@@ -344,7 +344,10 @@ def test_the_process_lock_never_waits_while_holding_what_a_callers_transaction_w
     finished = host_done.wait(30)
     if not finished:  # break the deadlock: cancel the backend waiting for the advisory lock
         with psycopg.connect(empty_dsn, autocommit=True) as admin:
-            admin.execute("select pg_cancel_backend(pid) from pg_locks where locktype = 'advisory' and not granted")
+            admin.execute(
+                "select pg_cancel_backend(pid) from pg_locks where locktype = 'advisory' and not granted"
+                " and database = (select oid from pg_database where datname = current_database())"
+            )
     for thread in threads:
         thread.join(60)
     engine.dispose()

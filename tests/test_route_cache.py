@@ -273,7 +273,10 @@ def test_a_route_cancelled_by_another_before_its_statement_timeout_is_no_stateme
         routing.start()
         with psycopg.connect(dsn, autocommit=True) as conn:
             for _ in range(600):  # a bound on a hang (30 s), nothing timed: until the sleeping route is seen
-                sleeping = "select pid from pg_stat_activity where query = 'select pg_sleep(60)' and state = 'active'"
+                sleeping = (
+                    "select pid from pg_stat_activity where query = 'select pg_sleep(60)' and state = 'active'"
+                    " and datname = current_database()"
+                )
                 pids = [pid for (pid,) in conn.execute(sleeping)]
                 if pids:
                     break
