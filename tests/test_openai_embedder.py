@@ -371,6 +371,16 @@ def test_missing_api_key_is_a_clear_error_when_embedding(monkeypatch):
         embedder.embed_query("hello")
 
 
+def test_a_missing_key_is_said_at_route_time_whatever_the_query_timeout_left(monkeypatch):
+    """The clock of query_timeout started before the SDK client was made: a first route in a fresh process, whose
+    import of the SDK took longer than query_timeout on a busy machine, said "not sent: query_timeout (2.0 s) spent"
+    instead of the missing key (tests/test_faults.py's CLI route did). The client is made before the clock starts."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    embedder = OpenAIEmbedder(dimensions=8, query_timeout=0.0)  # no time at all for the requests
+    with pytest.raises(EmbedderError, match="no OpenAI API key.*OPENAI_API_KEY"):
+        embedder.embed_queries(["hello"])
+
+
 def test_api_key_falls_back_to_environment(server, delays, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", server.api_key)
     embedder = OpenAIEmbedder(base_url=server.base_url, sleep=delays.append)

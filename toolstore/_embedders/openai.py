@@ -191,6 +191,9 @@ class OpenAIEmbedder(Embedder):
         texts = list(texts)
         if not texts:
             return Embedded(np.zeros((0, self.dim), dtype=np.float32))
+        # the SDK client (its import, the key) before the clock starts: query_timeout is the requests' budget, and a
+        # missing key is said as such, not as the budget spent by a slow first import of the SDK
+        self._sdk_client = self._client
         deadline = time.monotonic() + self.query_timeout
         # a route's few texts: one request, as they fit
         vectors, cut = self._requests(texts, MAX_BATCH_SIZE, lambda chunk, found: self._at_once(chunk, found, deadline))
