@@ -285,16 +285,16 @@ def test_an_open_cancelled_while_the_pool_waits_for_the_server_closes_the_pool(m
     """A cancelled AsyncConnector.open (``asyncio.wait_for``, ``asyncio.timeout`` around ``async with
     AsyncToolStore(...)``) left its pool open, connecting in the background for good; it is closed, as after a
     failure."""
-    from psycopg_pool import AsyncConnectionPool
+    from toolstore._lending import AsyncCountedPool
 
-    pools: list[AsyncConnectionPool[Any]] = []
+    pools: list[AsyncCountedPool] = []
 
-    class Recorded(AsyncConnectionPool):  # type: ignore[type-arg]
+    class Recorded(AsyncCountedPool):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             pools.append(self)
 
-    monkeypatch.setattr("toolstore._connect.AsyncConnectionPool", Recorded)
+    monkeypatch.setattr("toolstore._connect.AsyncCountedPool", Recorded)
     down = "postgresql://postgres@/postgres?host=/nonexistent-socket-dir"
 
     async def main() -> None:
