@@ -120,6 +120,31 @@ def exported_copy(tmp_path: Path, config: object) -> Path:
     return tmp_path
 
 
+def test_a_model_directory_without_embedder_json_must_hold_the_shipped_model(tmp_path: Path) -> None:
+    """A model directory without embedder.json is taken for the shipped model and reads and writes the embedding cache
+    under its key: another model there (one of 384 dimensions too, as bge-small) was handed the shipped model's cached
+    vectors. Its files must be the shipped ones, byte for byte (a copy or a link); else it is refused, naming the file
+    and embedder.json. Missing files are still the first embed's error (test_missing_model_files_raise)."""
+    from toolstore._embedders.local import MODEL_DIR, MODEL_FILES
+
+    same = tmp_path / "same"
+    same.mkdir()
+    for name in MODEL_FILES:
+        (same / name).write_bytes((MODEL_DIR / name).read_bytes())
+    assert LocalEmbedder(model_dir=same).cache_key == LocalEmbedder().cache_key == "local/all-MiniLM-L6-v2"
+    for name in MODEL_FILES:
+        other = tmp_path / name.replace(".", "-")
+        other.mkdir()
+        for each in MODEL_FILES:
+            (other / each).symlink_to(MODEL_DIR / each)
+        (other / name).unlink()
+        data = bytearray((MODEL_DIR / name).read_bytes())
+        data[-2] ^= 1  # another model's file of the same size
+        (other / name).write_bytes(bytes(data))
+        with pytest.raises(InvalidInputError, match=rf"{other}.*no embedder\.json.*its {name} is not the shipped"):
+            LocalEmbedder(model_dir=other)
+
+
 def test_local_dir_spec_runs_an_exported_model_under_its_own_name(
     tmp_path: Path, reference: dict[str, np.ndarray]
 ) -> None:

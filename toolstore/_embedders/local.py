@@ -12,6 +12,7 @@ directory holds ``model.onnx``, ``tokenizer.json`` and ``embedder.json`` (``{"mo
 
 from __future__ import annotations
 
+import filecmp
 import json
 import threading
 from collections.abc import Sequence
@@ -67,6 +68,8 @@ class LocalEmbedder(Embedder):
         self._configured = (self.model_dir / CONFIG_FILE).is_file()
         if self._configured:
             self.model, self.dim, self.max_tokens, own_batch = read_config(self.model_dir / CONFIG_FILE)
+        elif self.model_dir != MODEL_DIR:
+            _check_shipped(self.model_dir)
         self.batch_size = batch_size or own_batch or DEFAULT_BATCH_SIZE
         self._session: Any = None
         self._tokenizer: Any = None
@@ -200,6 +203,21 @@ class LocalEmbedder(Embedder):
             )
         except Exception as exc:
             raise EmbedderError(f"local embedder: cannot load {self.model_dir / 'model.onnx'}: {exc}") from exc
+
+
+def _check_shipped(directory: Path) -> None:
+    """A model directory without ``embedder.json`` is the shipped model under its name and cache key, so its files must
+    be the shipped ones, byte for byte: another model there would be handed the shipped model's cached vectors (and
+    leave its own under that key). InvalidInputError naming the file that differs; a missing one is the first embed's
+    error, as for the shipped directory."""
+    for name in MODEL_FILES:
+        path = directory / name
+        if path.is_file() and not filecmp.cmp(path, MODEL_DIR / name, shallow=False):
+            raise InvalidInputError(
+                f"{directory} has no {CONFIG_FILE}, so it is taken for the shipped model {LocalEmbedder.model}, "
+                f"but its {name} is not the shipped one: write {CONFIG_FILE} naming its model "
+                '({"model": "local/NAME", "dim": D, "max_tokens": T}, as scripts/build_candidate_model.py does)'
+            )
 
 
 def read_config(path: Path, *, kind: str = "local") -> tuple[str, int, int, int | None]:
