@@ -248,6 +248,30 @@ def test_coexists_with_host_alembic_and_custom_schema(empty_dsn: str) -> None:
         assert store.route("weather in Paris").ids == ["x"]
 
 
+def test_pgvector_in_a_schema_of_its_own_out_of_public(empty_dsn: str) -> None:
+    """README's advice for Postgres 14 and older (where any role may create in ``public``): pgvector installed in a
+    schema only its owner writes, and ``public`` closed. toolstore finds the extension there: its functions' pinned
+    search_paths name that schema (those that use pgvector), never ``public``, and routes use the vectors."""
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("create schema ext")
+        conn.execute("create extension vector schema ext")
+        conn.execute("revoke create on schema public from public")
+    migrate(empty_dsn)
+    with ToolStore(empty_dsn, embedder=HashingEmbedder(32), catalog="c") as store:
+        store.upsert([Tool(id=f"t.{i}", name=f"tool_{i}", description=f"does thing {i}") for i in range(5)])
+        assert store.route("does thing 3").dense_used
+    with psycopg.connect(empty_dsn) as conn:
+        paths = {
+            p
+            for (config,) in conn.execute(
+                "select proconfig from pg_proc where pronamespace = 'toolstore'::regnamespace and proconfig is not null"
+            )
+            for p in config
+            if p.startswith("search_path=")
+        }
+    assert any('"ext"' in p for p in paths) and not any("public" in p for p in paths), paths
+
+
 def test_runs_inside_the_host_transaction(empty_dsn: str) -> None:
     """What a host app's own alembic migration does: ``toolstore.migrate(connection=op.get_bind())``."""
     engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(empty_dsn), poolclass=pool.NullPool)
