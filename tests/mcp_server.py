@@ -1,19 +1,22 @@
 """A small MCP server for the ingestion tests, written with the official SDK (FastMCP / MCPServer).
 
-    python tests/mcp_server.py [--name NAME] [--variant base|changed|fewer] [--page-size N] [--http PORT]
+    python tests/mcp_server.py [--name NAME] [--variant base|changed|fewer] [--page-size N] [--http PORT] [--chatty]
 
 ``--name`` is the server name (``serverInfo.name``, the default provider). ``--variant changed`` edits
 the description of ``get_forecast``; ``--variant fewer`` drops ``list_alerts``; ``--variant faulty`` adds ``refuse``
 (answers a JSON-RPC error, as TypeScript SDK servers do for bad arguments), ``nap`` (sleeps) and ``exit_soon``
 (answers, then the process exits); ``--variant changing`` adds ``change_tools``, which swaps ``list_alerts`` for
-``late_news`` and sends ``notifications/tools/list_changed``. ``--page-size`` splits
-``tools/list`` into pages linked by ``nextCursor`` (mcp 2.x). ``--http`` serves streamable HTTP on
-127.0.0.1:PORT at ``/mcp`` instead of stdio.
+``late_news`` and sends ``notifications/tools/list_changed``. ``--chatty`` writes to stderr, before it serves, its
+command line, the value of each env variable named ``CHATTY_*``, bytes that are not UTF-8, a line of 200,000
+characters and 5,000 short lines (more than a pipe holds), and ``bye`` without a newline when it exits.
+``--page-size`` splits ``tools/list`` into pages linked by ``nextCursor`` (mcp 2.x). ``--http`` serves streamable
+HTTP on 127.0.0.1:PORT at ``/mcp`` instead of stdio.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import threading
@@ -112,16 +115,31 @@ def _paginating(base: Any, page_size: int) -> Any:
     return Paginating
 
 
+def chatter() -> None:
+    """What ``--chatty`` writes to stderr (as many servers log their start), and ``bye`` at exit."""
+    err = sys.stderr.buffer
+    err.write(f"started as {' '.join(sys.argv)}\n".encode())
+    for name in sorted(n for n in os.environ if n.startswith("CHATTY_")):
+        err.write(f"{name} is {os.environ[name]}\n".encode())
+    err.write(b"bad bytes \xff\xfe end\n" + b"x" * 200_000 + b"\n")
+    err.write(b"".join(b"noise %d\n" % i for i in range(5000)))
+    err.flush()
+    atexit.register(lambda: (err.write(b"bye"), err.flush()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="weather")
     parser.add_argument("--variant", choices=["base", "changed", "fewer", "faulty", "changing"], default="base")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port")
+    parser.add_argument("--chatty", action="store_true", help="write secrets and much else to stderr")
     parser.add_argument("--api-key", help="a secret flag: the server exits when it is an unexpanded ${VAR}")
     args = parser.parse_args()
     if args.api_key is not None and "${" in args.api_key:
         sys.exit(f"--api-key was not expanded: {args.api_key}")
+    if args.chatty:
+        chatter()
     server = build(args.name, args.variant, args.page_size)
     if args.api_key is not None:
         key = args.api_key

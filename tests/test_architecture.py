@@ -68,6 +68,7 @@ LAYERS: list[set[str]] = [
         "_eval",
         "_expand",
         "_mcp_upstream",
+        "_mcp_stderr",
         "_mcp_sync",
         "_agents",
         "_mcp_server",

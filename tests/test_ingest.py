@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shlex
 import socket
@@ -620,6 +621,53 @@ def test_cli_sync_of_a_program_that_is_no_mcp_server_prints_lines_not_tracebacks
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines[-1].startswith("error: MCP server") and len(lines) <= 3, lines  # the SDK's own report, one line
+
+
+#: What tests/mcp_server.py --chatty is handed and writes to its stderr: an env value given as a ${VAR} reference,
+#: one given literally (neither looks like a credential), and a secret flag's value.
+CHATTY_SECRETS = ("plain-S3cret-value", "literal-s3cret-2", "sk-live-abc123XYZ")
+CHATTY_ENV = {"CHATTY_PROFILE": "${TOOLSTORE_TEST_SECRET}", "CHATTY_OTHER": CHATTY_SECRETS[1], "CHATTY_DEBUG": "1"}
+CHATTY_ARGS = ("--chatty", "--api-key", CHATTY_SECRETS[2])
+
+
+def chatty_lines(stderr: str, args: Sequence[str]) -> list[str]:
+    """The lines of ``stderr`` that tests/mcp_server.py ``args`` wrote (their prefix cut), after checking that no
+    value toolstore handed it is in ``stderr``, and that they came in order, each line whole, the last one too."""
+    assert not [s for s in CHATTY_SECRETS if s in stderr], stderr[:2000]
+    prefix = f"[{Upstream('stdio', command=sys.executable, args=tuple(args)).describe()}] "
+    lines = [line.removeprefix(prefix) for line in stderr.splitlines() if line.startswith(prefix)]
+    assert "--api-key [redacted]" in prefix and lines[:5] == [
+        f"started as {' '.join(args)}".replace(CHATTY_SECRETS[2], "[redacted]"),
+        "CHATTY_DEBUG is 1",  # too short to be taken for a secret
+        "CHATTY_OTHER is [redacted]",
+        "CHATTY_PROFILE is [redacted]",
+        "bad bytes \ufffd\ufffd end",
+    ], lines[:5]
+    assert lines[5] == "x" * 4000 + " [line cut: 200000 bytes]"
+    assert lines[6:5006] == [f"noise {i}" for i in range(5000)]
+    return lines[5006:]
+
+
+def test_a_stdio_servers_stderr_is_shown_line_by_line_redacted_and_named(dsn: str) -> None:
+    """What a stdio server wrote to its stderr went to toolstore's stderr as written, so a server logging its command
+    line or env at its start put the secrets toolstore handed it in toolstore's logs; each line now comes prefixed with
+    the upstream's description, the values of its env (${VAR} expanded) and of its secret flags hidden wherever they
+    appear, what looks like a credential redacted, bytes that are not UTF-8 replaced, a long line cut, and every line
+    shown (the last one, without its newline, at exit) while the server keeps writing more than a pipe holds."""
+    env = [f"--env={name}={value}" for name, value in CHATTY_ENV.items()]
+    args = [*server("chatty"), *CHATTY_ARGS]
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolstore.cli", "--dsn", dsn, "--embedder", "hashing", "-c", "chatty", "sync", "mcp"]
+        + [*env, "--", sys.executable, *args],
+        capture_output=True,
+        text=True,
+        errors="replace",  # what the server wrote as it was (before), bytes that are not UTF-8 too
+        timeout=120,
+        env={**os.environ, "TOOLSTORE_TEST_SECRET": CHATTY_SECRETS[0]},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["inserted"] == 4  # with key_suffix: it has an --api-key
+    assert chatty_lines(proc.stderr, args) == ["bye"]
 
 
 # -- expansions -------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp
 import mcp.types
 import pytest
+from test_ingest import CHATTY_ARGS, CHATTY_ENV, CHATTY_SECRETS, chatty_lines
 
 from toolstore import AsyncToolStore, HashingEmbedder, McpSyncError, ToolStore
 from toolstore._errors import redact
@@ -187,6 +190,31 @@ def test_gateway_over_streamable_http(gateway_catalog: str) -> None:
         _, err = proc.communicate(timeout=10)
     assert b"s3cret" not in err  # no secret in the server's logs
     assert _logged(gateway_catalog) == [LOGGED]
+
+
+def test_the_gateway_shows_an_upstreams_stderr_line_by_line_redacted_and_named(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway starts a synced stdio upstream with the catalog's env (a ${VAR} expanded from its own) and secret
+    flags: what that server writes to its stderr reaches the gateway's stderr as the sync shows it (test_ingest), no
+    value handed to it in there."""
+    monkeypatch.setenv("TOOLSTORE_TEST_SECRET", CHATTY_SECRETS[0])
+    args = [SERVER, "--name", "chatty", *CHATTY_ARGS]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="chatty") as store:
+        sync_mcp_stdio(store, sys.executable, args, env=CHATTY_ENV)
+    gateway = ["-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "chatty", "serve", "mcp", "--gateway"]
+    params = mcp.StdioServerParameters(command=sys.executable, args=gateway, env=dict(os.environ))
+
+    async def main() -> str:
+        with (tmp_path / "gateway.err").open("w") as errlog:
+            async with mcp.stdio_client(params, errlog=errlog) as (read, write):
+                async with mcp.ClientSession(read, write) as session:
+                    await session.initialize()
+                    answer = await session.call_tool("call_tool", {"name": "search", "arguments": {"query": "q"}})
+        assert _text(answer) == "results for q (max 10)"
+        return (tmp_path / "gateway.err").read_text(errors="replace")
+
+    chatty_lines(anyio.run(main), args)  # the last line, at the upstream's exit, only if the gateway exits in time
 
 
 def test_find_tools_only_without_gateway(gateway_catalog: str) -> None:

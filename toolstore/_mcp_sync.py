@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import math
 import shlex
-import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from ._catalog import upsert_tools
 from ._catalog_row import catalog_info
 from ._errors import DatabaseError, InvalidInputError, McpSyncError, redact
 from ._formats import parse_tools
+from ._mcp_stderr import ServerStderr
 from ._mcp_upstream import Upstream, check_values, client_text, expand_vars, upstream_from_row, upstream_params
 from ._models import ImportReport
 from ._observe import logger
@@ -82,7 +82,10 @@ async def open_session(upstream: Upstream, message_handler: Any = None) -> Async
         if upstream.transport == "stdio":
             env = expand_vars(upstream.env, "the server's environment") or None
             params = mcp.StdioServerParameters(command=upstream.command or "", args=upstream.command_args(), env=env)
-            streams = await stack.enter_async_context(mcp.stdio_client(params, errlog=_server_stderr()))
+            stderr = ServerStderr(upstream.describe(), upstream.secrets())  # its lines shown redacted, named
+            stack.push_async_callback(stderr.finish)  # after the process ended (the stack unwinds backwards)
+            streams = await stack.enter_async_context(mcp.stdio_client(params, errlog=stderr.file))
+            stderr.started()
         else:
             streams = await stack.enter_async_context(_http_streams(upstream.url or "", upstream.headers))
         handler = {"message_handler": message_handler} if message_handler is not None else {}
@@ -143,18 +146,6 @@ async def _list_page(session: Any, cursor: str | None) -> dict[str, Any]:
             result = await session.list_tools(cursor=cursor)
     page: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json")
     return page
-
-
-def _server_stderr() -> TextIO:
-    """Where the server's stderr goes: ours, or the process's real one when ours is not a file (captured)."""
-    for stream in (sys.stderr, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.fileno()
-                return stream
-        except (AttributeError, OSError, ValueError):
-            continue
-    raise McpSyncError("no stderr file to hand to the MCP server process")
 
 
 async def list_tools_stdio(

@@ -77,6 +77,16 @@ class Upstream:
         expanded = expand_vars(secrets, "a secret flag's value")
         return [shown + expanded.get(str(i), secret or "") for i, (shown, secret) in enumerate(parts)]
 
+    def secrets(self) -> list[str]:
+        """What the server is handed that is secret by definition, as handed (``${VAR}`` expanded): the values of its
+        env and of its secret flags (:meth:`command_args`)."""
+        flagged = [
+            arg[len(shown) :]
+            for (shown, secret), arg in zip(_arguments(self.args), self.command_args())
+            if secret is not None
+        ]
+        return [*expand_vars(self.env, "the server's environment").values(), *flagged]
+
     def key(self) -> str:
         """:meth:`target` as a string, for a dictionary of sessions."""
         return json.dumps(self.target())

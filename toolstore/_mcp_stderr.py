@@ -1,0 +1,99 @@
+"""A stdio MCP server's stderr, shown on toolstore's stderr a line at a time, each line redacted and named.
+
+The server writes to a pipe that a thread reads as it comes (a server writing a lot never stalls on a full pipe), and
+each line goes to ``sys.stderr`` prefixed with the upstream's description (:meth:`Upstream.describe`): what toolstore
+handed the server that is secret by definition (its env values and secret flags' values, ``${VAR}`` expanded:
+:meth:`Upstream.secrets`) replaced wherever it appears, then the line read as the gateway reads an upstream's error
+text (:func:`client_text`: URLs cut to their scheme and host, what looks like a credential redacted). Bytes that are
+not UTF-8 become replacement characters, a line longer than :data:`MAX_LINE` characters is cut (saying so), and a last
+line without its newline is shown when the server exits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterable
+from typing import TextIO
+
+import anyio
+
+from ._mcp_upstream import REDACTED, client_text
+
+#: Characters of one line shown; the rest is cut, and the line says how long it was.
+MAX_LINE = 4000
+#: A value of fewer characters is not hidden in the lines (``DEBUG=1``: hiding every "1" would garble them).
+MIN_SECRET = 4
+#: Seconds a closed session waits for the server's last lines (its process has ended: they are in the pipe).
+FINISH_WAIT = 2.0
+_CHUNK = 65536
+_WRITING = threading.Lock()  # one line at a time from every upstream's reader
+
+
+class ServerStderr:
+    """The pipe a stdio server writes its stderr to (:attr:`file`, handed to the SDK) and the thread that reads it."""
+
+    def __init__(self, description: str, secrets: Iterable[str]) -> None:
+        pieces = {p.strip() for s in secrets for p in s.splitlines() if len(p.strip()) >= MIN_SECRET}
+        longest = sorted(pieces, key=len, reverse=True)  # a value inside a longer one: the longer one hidden whole
+        self._secrets = re.compile("|".join(map(re.escape, longest))) if longest else None
+        # bytes of a line kept: the shown part and enough after it that a secret across the cut is found whole
+        self._kept = MAX_LINE + max(map(len, longest), default=0) + 256
+        self._prefix = f"[{self._literal(description)}]"  # described redacted already: no URL cut
+        read_end, write_end = os.pipe()  # neither inherited by other processes (PEP 446)
+        self.file: TextIO = os.fdopen(write_end, "w")
+        self._thread = threading.Thread(target=self._read, args=(read_end,), name="mcp-stderr", daemon=True)
+        self._thread.start()
+
+    def started(self) -> None:
+        """The server has its copy of the pipe: close ours, so the reader ends when the server's copy closes."""
+        self.file.close()
+
+    async def finish(self) -> None:
+        """After the server's process ended: wait (:data:`FINISH_WAIT` at most, in a worker thread) for its last
+        lines to be shown; a process the server left behind that holds the pipe is not waited for longer."""
+        self.file.close()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._thread.join, FINISH_WAIT)
+
+    def _read(self, fd: int) -> None:
+        line, dropped = bytearray(), 0
+        with open(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(_CHUNK):
+                *ended, rest = chunk.split(b"\n")
+                for piece in ended:
+                    dropped = self._keep(line, piece, dropped)
+                    self._show(line, dropped)
+                    line, dropped = bytearray(), 0
+                dropped = self._keep(line, rest, dropped)
+        if line or dropped:
+            self._show(line, dropped)
+
+    def _keep(self, line: bytearray, piece: bytes, dropped: int) -> int:
+        """Add what fits of ``piece`` to ``line``; the count of bytes of the line dropped so far."""
+        room = max(0, self._kept - len(line))
+        line += piece[:room]
+        return dropped + max(0, len(piece) - room)
+
+    def _show(self, line: bytearray, dropped: int) -> None:
+        text = self._hide(line.decode("utf-8", "replace").removesuffix("\r"))
+        if dropped or len(text) > MAX_LINE:
+            text = f"{text[:MAX_LINE]} [line cut: {len(line) + dropped} bytes]"
+        stream = sys.stderr
+        if stream is None:  # pragma: no cover - no stderr at all (pythonw)
+            return
+        try:
+            with _WRITING:
+                stream.write(f"{self._prefix} {text}\n")
+                stream.flush()
+        except (OSError, ValueError):  # our stderr closed: keep reading, so the server never stalls
+            pass
+
+    def _hide(self, text: str) -> str:
+        return client_text(self._literal(text))
+
+    def _literal(self, text: str) -> str:
+        """``text`` with each value toolstore handed the server as a secret replaced by ``[redacted]``."""
+        return self._secrets.sub(REDACTED, text) if self._secrets is not None else text
