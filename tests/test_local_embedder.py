@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from toolstore import EmbedderError, InvalidInputError, LocalEmbedder, Tool, ToolStore
+from toolstore import EmbedderError, InvalidInputError, LocalEmbedder, StaticEmbedder, Tool, ToolStore
 from toolstore._embedders.base import Embedder
 from toolstore._embedders.factory import make_embedder
 from toolstore._embedders.local import DEFAULT_BATCH_SIZE
@@ -192,8 +192,24 @@ def test_local_dir_spec_names_what_is_missing_or_malformed(tmp_path: Path) -> No
         with pytest.raises(InvalidInputError, match=problem):
             make_embedder(f"local:{exported_copy(directory, config)}")
     (directory / "embedder.json").write_text("{not json")
-    with pytest.raises(InvalidInputError, match="cannot read"):
+    with pytest.raises(InvalidInputError, match=r"embedder\.json line 1, column 2: invalid JSON: Expecting property"):
         LocalEmbedder(model_dir=directory)
+
+
+def test_an_embedder_json_that_is_no_json_is_said_as_every_file_is(tmp_path: Path) -> None:
+    """embedder.json is read as every file is (_input.read_text_file, read_json): nesting too deep was a
+    RecursionError out of json.loads, NaN was taken, and invalid UTF-8 was no JSON error naming its line and column."""
+    config = tmp_path / "embedder.json"
+    for content, problem in (
+        (b"[" * 100_000, r"embedder\.json: invalid JSON: nested deeper than 100 levels"),
+        (b'{"model": "local/x", "dim": 384, "max_tokens": 9, "batch_size": NaN}', r"json: invalid JSON: NaN"),
+        (b'{"model": "local/\xff"}', r"embedder\.json line 1, column 18: not valid UTF-8"),
+    ):
+        config.write_bytes(content)
+        with pytest.raises(InvalidInputError, match=problem):
+            LocalEmbedder(model_dir=tmp_path)
+        with pytest.raises(InvalidInputError, match=problem):
+            StaticEmbedder(tmp_path)
 
 
 def test_texts_over_the_token_limit_are_counted_in_one_warning(

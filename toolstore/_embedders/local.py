@@ -13,7 +13,6 @@ directory holds ``model.onnx``, ``tokenizer.json`` and ``embedder.json`` (``{"mo
 from __future__ import annotations
 
 import filecmp
-import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import EmbedderError, InvalidInputError
+from .._input import read_json, read_text_file
 from .._observe import logger
 from .._progress import report
 from .base import Embedder, check_width, normalise
@@ -222,11 +222,8 @@ def _check_shipped(directory: Path) -> None:
 
 def read_config(path: Path, *, kind: str = "local") -> tuple[str, int, int, int | None]:
     """``(model, dim, max_tokens, batch_size or None)`` from a model directory's ``embedder.json``, whose model is
-    named ``KIND/NAME``; InvalidInputError when malformed."""
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(f"cannot read {path}: {exc}") from exc
+    named ``KIND/NAME``; InvalidInputError when malformed (read as every file is: ``FILE line N, column C: ...``)."""
+    config = read_json(read_text_file(path, "model configuration"), str(path))
     model, dim, max_tokens = (
         config.get(key) if isinstance(config, dict) else None for key in ("model", "dim", "max_tokens")
     )
