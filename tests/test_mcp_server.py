@@ -1257,3 +1257,11 @@ def test_a_secret_flag_in_a_quoted_argument_or_a_list_of_arguments_is_hidden_and
         ("--token 'it'\"'\"'s' -v", "--token '[redacted]' -v"),
     ]:
         assert redact(f"srv {text}") == f"srv {shown}", text
+
+
+def test_a_secret_in_a_list_of_arguments_is_hidden_whole_whatever_quotes_it_holds() -> None:
+    """A value Python or JSON prints with an escaped quote in it (a password holding a quote) was hidden up to that
+    quote only: ``["--password", "pa\\"ss"]`` showed ``ss"``."""
+    for arguments in (["--password", 'pa"ss\\w0rd', "-v"], ["--token", 'it\'s "q"', "-v"], ["--api-key", "a\\", "-v"]):
+        assert redact(str(arguments)) == f"['{arguments[0]}', '[redacted]', '-v']", arguments
+        assert redact(json.dumps(arguments)) == f'["{arguments[0]}", "[redacted]", "-v"]', arguments

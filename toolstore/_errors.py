@@ -52,11 +52,12 @@ _FLAG_WORDS = re.compile(
     rf"((?<![\w-]){_FLAG}\s+)((?:[\"']?{_FLAG}[\"']?\s+)*)(?![\"']?{_NOT_A_VALUE.pattern})({_VALUE})", re.IGNORECASE
 )
 # A secret flag quoted alone, then its value: an argument list as Python prints it (``['--token', 'X']``, a
-# CalledProcessError's), as JSON writes it, or shlex.join a flag it quotes; the value a quoted item alone, else a word.
+# CalledProcessError's), as JSON writes it, or shlex.join a flag it quotes; the value a quoted item alone, its quotes
+# escaped within it as Python and JSON write them (``'it\'s "q"'``, ``"pa\"ss"``), else a word.
 _ITEM_GAP = r"(?:\s*,\s*|\s+)"
 _FLAG_ITEMS = re.compile(
     rf"((?<![\w-])([\"']){_FLAG}\2{_ITEM_GAP})((?:[\"']{_FLAG}[\"']{_ITEM_GAP})*)(?![\"']?{_NOT_A_VALUE.pattern})"
-    rf"(\"[^\"\n]*\"?|'[^'\n]*'?|{_VALUE})",
+    rf"(\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?|{_VALUE})",
     re.IGNORECASE,
 )
 _CHAINED = re.compile(_FLAG, re.IGNORECASE)
