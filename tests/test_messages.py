@@ -176,18 +176,20 @@ def test_bad_input_names_the_message_and_field(dialect: str) -> None:
 
 @pytest.mark.parametrize(
     ("kind", "said"),
-    [(3, "3"), (10**400, "an integer over 1000 bits"), (None, "None"), (["text"], "['text']")],
-    ids=["int", "huge int", "null", "list"],
+    [(3, "3"), (10**400, "an integer over 1000 bits"), (None, "None"), (["text"], "['text']"), ({}, "{}")],
+    ids=["int", "huge int", "null", "list", "object"],
 )
 def test_a_content_parts_type_that_is_no_string_is_named(kind: object, said: str) -> None:
     """A content part whose type was a number, null or a list was said to have 'no type'; the type given is named (a
-    huge integer as one: Python refuses to print it)."""
+    huge integer as one: Python refuses to print it). The dialect told from the messages (auto, the default) hashed
+    each part's type, so a list or an object there was a TypeError."""
     messages = [{"role": "user", "content": [{"type": kind, "text": "hello"}]}]
-    with pytest.raises(InvalidInputError) as raised:
-        read_messages(messages, "anthropic")
-    assert str(raised.value) == (
-        f"messages[0].content[0]: expected a string or an object with a type, got a type that is no string, {said}"
-    )
+    for dialect in ("anthropic", "auto"):
+        with pytest.raises(InvalidInputError) as raised:
+            read_messages(messages, dialect)
+        assert str(raised.value) == (
+            f"messages[0].content[0]: expected a string or an object with a type, got a type that is no string, {said}"
+        )
     with pytest.raises(
         InvalidInputError, match=r"content\[0\]: expected a string or an object with a type, got no type"
     ):

@@ -179,7 +179,8 @@ def _detect(items: list[dict[str, Any]]) -> str:
         if item.get("role") == "tool" or "tool_calls" in item:
             return "openai-chat"
         content = item.get("content")
-        kinds = {p.get("type") for p in content if isinstance(p, Mapping)} if isinstance(content, list) else set()
+        parts = content if isinstance(content, list) else []  # a type that is no string is _read's error, not a hash's
+        kinds = {p["type"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("type"), str)}
         if kinds & {"tool_use", "tool_result"}:
             return "anthropic"
         if kinds & {"input_text", "output_text"}:
