@@ -1,0 +1,53 @@
+"""scripts/test: how many pytest-xdist workers a run gets from its arguments (pytest itself stubbed out)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "test"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A checkout holding scripts/test, a setup-venv and ruff that do nothing, and a python that prints its
+    arguments (what pytest would have been given), beside one test file."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "scripts" / "test")
+    (tmp_path / "scripts" / "setup-venv").write_text("exit 0\n")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    for name, body in (("ruff", "exit 0"), ("python", 'echo "$@"')):
+        stub = tmp_path / ".venv" / "bin" / name
+        stub.write_text(f"#!/bin/sh\n{body}\n")
+        stub.chmod(0o755)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("")
+    return tmp_path
+
+
+def workers(tree: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "TOOLSTORE_TEST_WORKERS"}
+    done = subprocess.run(
+        ["bash", str(tree / "scripts" / "test"), *args], env=env, capture_output=True, text=True, check=True
+    )
+    given = done.stdout.split()
+    assert not args or given[-len(args) :] == list(args), given  # the arguments go to pytest as they are
+    return given[given.index("-n") + 1]
+
+
+def test_a_run_naming_test_files_stays_in_one_process_and_only_such_a_run(tree: Path) -> None:
+    """A test file (or a test in one) named stays in one process; the whole suite, a folder, a keyword or a marker
+    runs on the workers. A file that is the value of an option is named by no run: ``--deselect tests/test_x.py::t``
+    or ``--ignore tests/test_x.py`` ran the rest of the suite in one process. A debugger (--pdb, --trace) wants the
+    terminal, which no worker has: xdist refused --pdb."""
+    for args in [(), ("tests/",), ("-k", "x"), ("-m", "slow"), ("-x",)]:
+        assert workers(tree, *args) == "4", args
+    for args in [("--deselect", "tests/test_x.py::test_y"), ("--ignore", "tests/test_x.py"), ("-k", "tests/test_x.py")]:
+        assert workers(tree, *args) == "4", args
+    for args in [("tests/test_x.py",), ("tests/test_x.py::test_y",), ("-k", "y", "tests/test_x.py"), ("--pdb",)]:
+        assert workers(tree, *args) == "0", args
+    assert workers(tree, "--trace", "-k", "y") == "0"
