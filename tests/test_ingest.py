@@ -857,6 +857,7 @@ def test_a_stored_spec_that_is_not_an_object_does_not_break_later_writes(store: 
         ('Sure! ["find a restaurant", "see https://x.y", "' + "word " * 30 + '", "ok", 42]', ["find a restaurant"]),
         ("", []),
         ("I'm sorry, I cannot help with that.", []),
+        ("[" * 5000 + '"book a flight"' + "]" * 5000 + "\nbook a flight", ["book a flight"]),  # was a RecursionError
     ],
 )
 def test_parse_phrases(reply: str, expected: list[str]) -> None:

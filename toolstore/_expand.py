@@ -191,7 +191,7 @@ def parse_phrases(reply: str) -> list[str]:
     for candidate in (text, text[text.find("[") : text.rfind("]") + 1]):
         try:
             data = json.loads(candidate)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # no JSON, or nested past the parser: read as lines
             continue
         if isinstance(data, dict):
             data = next((v for v in data.values() if isinstance(v, list)), None)
