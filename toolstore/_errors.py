@@ -49,15 +49,17 @@ def flag_value(word: str) -> bool:
 # A whole argument quoted (``'--token=a b'``, as shlex.join writes it) has its value run to its closing quote.
 _FLAG_EQUALS = re.compile(rf"((?<![\w-])([\"'])?{_FLAG}=)((?(2)(?:(?!\2).)*\2?|{_VALUE}))", re.IGNORECASE)
 _FLAG_WORDS = re.compile(
-    rf"((?<![\w-]){_FLAG}\s+)((?:[\"']?{_FLAG}[\"']?\s+)*)(?![\"']?{_NOT_A_VALUE.pattern})({_VALUE})", re.IGNORECASE
+    rf"(?P<flag>(?<![\w-]){_FLAG}\s+)(?P<chain>(?:[\"']?{_FLAG}[\"']?\s+)*)(?![\"']?{_NOT_A_VALUE.pattern})"
+    rf"(?P<value>{_VALUE})",
+    re.IGNORECASE,
 )
 # A secret flag quoted alone, then its value: an argument list as Python prints it (``['--token', 'X']``, a
 # CalledProcessError's), as JSON writes it, or shlex.join a flag it quotes; the value a quoted item alone, its quotes
 # escaped within it as Python and JSON write them (``'it\'s "q"'``, ``"pa\"ss"``), else a word.
 _ITEM_GAP = r"(?:\s*,\s*|\s+)"
 _FLAG_ITEMS = re.compile(
-    rf"((?<![\w-])([\"']){_FLAG}\2{_ITEM_GAP})((?:[\"']{_FLAG}[\"']{_ITEM_GAP})*)(?![\"']?{_NOT_A_VALUE.pattern})"
-    rf"(\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?|{_VALUE})",
+    rf"(?P<flag>(?<![\w-])([\"']){_FLAG}\2{_ITEM_GAP})(?P<chain>(?:[\"']{_FLAG}[\"']{_ITEM_GAP})*)"
+    rf"(?![\"']?{_NOT_A_VALUE.pattern})(?P<value>\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?|{_VALUE})",
     re.IGNORECASE,
 )
 _CHAINED = re.compile(_FLAG, re.IGNORECASE)
@@ -76,8 +78,8 @@ def redact(text: str) -> str:
     ``key=value`` secrets, a secret flag's value (``--token X``: :data:`SECRET_FLAG`), a URI's password, and what libpq
     quotes of a DSN it could not parse."""
     text = _SECRETS.sub(_secret, text)
-    text = _FLAG_WORDS.sub(lambda m: m.group(1) + _CHAINED.sub("[redacted]", m.group(2)) + _hidden(m.group(3)), text)
-    text = _FLAG_ITEMS.sub(lambda m: m.group(1) + _CHAINED.sub("[redacted]", m.group(3)) + _hidden(m.group(4)), text)
+    text = _FLAG_WORDS.sub(_flag_value, text)
+    text = _FLAG_ITEMS.sub(_flag_value, text)
     text = _FLAG_EQUALS.sub(lambda m: m.group(1) + _hidden(m.group(3), m.group(2) or ""), text)
     text = _URI_RUN.sub(_uri_passwords, text)
     if _DSN_PARSE.search(text):  # a quoted character ("=", "]") is libpq's own
@@ -91,6 +93,12 @@ def _secret(match: re.Match[str]) -> str:
         return "[redacted]"
     prefix = match.group(2) or match.group(3) or match.group(4)
     return prefix + _hidden(match.group()[len(prefix) :])
+
+
+def _flag_value(match: re.Match[str]) -> str:
+    """A :data:`_FLAG_WORDS` or :data:`_FLAG_ITEMS` match hidden: its flag shown, the secret flags chained after it and
+    its value not."""
+    return match["flag"] + _CHAINED.sub("[redacted]", match["chain"]) + _hidden(match["value"])
 
 
 def _hidden(value: str, opened: str = "") -> str:
