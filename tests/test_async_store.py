@@ -405,3 +405,22 @@ def test_the_writer_takes_pool_size_connections(dsn: str) -> None:
             return most
 
     assert asyncio.run(main()) == 3
+
+
+def test_the_async_route_statement_is_prepared_at_its_first_run_on_a_connection(dsn: str) -> None:
+    """As the sync store's (tests/test_route.py): two routes on one connection run the route statement's one generic
+    plan twice, prepared at its first run rather than psycopg's sixth."""
+
+    async def main() -> list[tuple[int, int]]:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(16), catalog="prepared", pool_size=1) as store:
+            await store.upsert(TOOLS)
+            await store.route("open an issue")
+            await store.route("what is the weather tomorrow")
+            async with store.pool.connection() as conn:
+                cur = await conn.execute(
+                    "select generic_plans, custom_plans from pg_prepared_statements"
+                    " where statement like '%route_catalog(%'"
+                )
+                return await cur.fetchall()
+
+    assert asyncio.run(main()) == [(2, 0)]

@@ -103,6 +103,10 @@ Steps = Generator[Step, Any, T]
 DEFAULT_STATEMENT_TIMEOUT: float | None = None
 #: The longest ``statement_timeout`` accepted, in seconds (a day).
 MAX_STATEMENT_TIMEOUT = 86_400
+#: Blocks prepared on a connection at their first run, not psycopg's sixth (``prepare_threshold`` 5): each of the five
+#: runs before parsed and planned the route statement again, about 4 ms at 10k tools, so a new connection's first routes
+#: were the slowest (bench/PROFILE.md, issue 15). Not where the connection never prepares (threshold None).
+PREPARED_BLOCKS = frozenset({"route"})
 
 
 def statement_timeout_ms(seconds: float | None) -> int:
@@ -121,20 +125,26 @@ def statement_timeout_ms(seconds: float | None) -> int:
     return max(1, round(seconds * 1000))
 
 
+def _prepare(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: Fetch) -> bool | None:
+    """psycopg's ``prepare`` for ``step``'s block on ``conn``: True for :data:`PREPARED_BLOCKS` where the connection
+    prepares statements at all, else None (its ``prepare_threshold`` decides)."""
+    return True if step.block in PREPARED_BLOCKS and conn.prepare_threshold is not None else None
+
+
 def fetch_rows(conn: psycopg.Connection[Any], step: Fetch, timeout_ms: int = 0) -> list[dict[str, Any]]:
     """The synchronous answer to a :class:`Fetch` on ``conn``: the block with its placeholders numbered once
     (``raw_query``), on a raw cursor; with ``timeout_ms``, cancelled past that many milliseconds
     (:func:`statement_timeout_ms`), the cap set in the same round trip (:class:`StatementTimeoutError`)."""
     text, names = raw_query(step.block)
-    args = [step.params[name] for name in names]
+    args, prepare = [step.params[name] for name in names], _prepare(conn, step)
     if not timeout_ms:
         with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
-            return cur.execute(text, args).fetchall()
+            return cur.execute(text, args, prepare=prepare).fetchall()
     started = time.monotonic()
     try:
         with conn.pipeline(), psycopg.RawCursor(conn, row_factory=dict_row) as cur:
             conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
-            return cur.execute(text, args).fetchall()
+            return cur.execute(text, args, prepare=prepare).fetchall()
     except psycopg.errors.QueryCanceled as exc:
         if not _ran_past(started, timeout_ms):  # someone cancelled it: the driver's error, a DatabaseError
             raise
@@ -144,16 +154,16 @@ def fetch_rows(conn: psycopg.Connection[Any], step: Fetch, timeout_ms: int = 0) 
 async def afetch_rows(conn: psycopg.AsyncConnection[Any], step: Fetch, timeout_ms: int = 0) -> list[dict[str, Any]]:
     """:func:`fetch_rows` on an async connection."""
     text, names = raw_query(step.block)
-    args = [step.params[name] for name in names]
+    args, prepare = [step.params[name] for name in names], _prepare(conn, step)
     if not timeout_ms:
         async with psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
-            await cur.execute(text, args)
+            await cur.execute(text, args, prepare=prepare)
             return await cur.fetchall()
     started = time.monotonic()
     try:
         async with conn.pipeline(), psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
             await conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
-            await cur.execute(text, args)
+            await cur.execute(text, args, prepare=prepare)
             return await cur.fetchall()
     except psycopg.errors.QueryCanceled as exc:
         if not _ran_past(started, timeout_ms):  # someone cancelled it: the driver's error, a DatabaseError
