@@ -11,12 +11,14 @@ from typing import Any
 
 import click
 
-from .._errors import InvalidInputError
+from .._errors import InvalidInputError, UnknownCatalogError
 from .._eval import SESSION_CONFIGS, TABLE_COLUMNS, evaluate, evaluate_sessions, format_table, select_configs
 from .._examples import load_examples, session_examples
 from .._formats import load_tools_file
 from .._input import MAX_K
 from .._metrics import Judgement, LabelledSession, load_judgements, load_sessions
+from .._models import IntentExample, Tool
+from .._store import ToolStore
 from .._tune import tune
 from .app import command, counted, emit, note, open_store, options, plural
 from .files import write_file
@@ -65,6 +67,24 @@ def _sessions(path: Path) -> list[LabelledSession]:
     if not sessions:
         raise InvalidInputError(f"{path}: no sessions found")
     return sessions
+
+
+def _check_examples_known(examples: Sequence[IntentExample], tools: Sequence[Tool], tools_file: Path) -> None:
+    """InvalidInputError when an intent example names a tool that ``tools_file`` lacks: said before anything is
+    written (the scratch catalog would refuse the examples after its tools)."""
+    ids = {t.id for t in tools}
+    unknown = list(dict.fromkeys(ex.tool_id for ex in examples if ex.tool_id not in ids))
+    if unknown:
+        shown = ", ".join(repr(u) for u in unknown[:5])
+        raise InvalidInputError(f"the training data names {counted(len(unknown), 'tool')} not in {tools_file}: {shown}")
+
+
+def _drop_scratch(store: ToolStore) -> None:
+    """Drop the scratch catalog; none is there when its first write failed (one transaction: nothing written)."""
+    try:
+        store.drop_catalog()
+    except UnknownCatalogError:
+        pass
 
 
 def _summary_line(result: dict[str, Any]) -> str:
@@ -232,19 +252,22 @@ def eval_(
     examples = load_examples(train_file) if train_file else []
     if train_sessions and not no_examples:
         examples += session_examples(train_sessions)
+    _check_examples_known(examples, tools, tools_file)
     if report_dir is not None:  # a directory that cannot be made fails now, not after the whole evaluation
         report_dir.mkdir(parents=True, exist_ok=True)
     catalog = f"eval-{uuid.uuid4().hex[:12]}"
     bars = not options(ctx).get("quiet")  # tqdm bars on a terminal, as the other commands' progress()
     with open_store(ctx, catalog=catalog) as store:
+        if examples and store.embedder is None:
+            raise InvalidInputError("training data is stored as intent examples, which need an embedder")
+        written = False  # the scratch catalog holds all its tools, examples and sessions
         try:
             store.upsert(tools)
             if examples:
-                if store.embedder is None:
-                    raise InvalidInputError("training data is stored as intent examples, which need an embedder")
                 store.add_examples(examples)
             if train_sessions:
                 store.import_sessions((s.sid, s.calls) for s in train_sessions)
+            written = True
             store.analyze()
             tuned = tune(store, train, sessions=train_sessions, seed=seed) if do_tune else None
             if sessions is not None:
@@ -257,8 +280,8 @@ def eval_(
             if keep:
                 result["catalog"] = catalog
         finally:
-            if not keep:
-                store.drop_catalog()
+            if not (keep and written):  # a catalog half written is never kept
+                _drop_scratch(store)
     relabel(result, k)
     result["k"] = k
     warning = degraded_warning(result)
