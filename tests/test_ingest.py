@@ -35,7 +35,15 @@ from toolstore import (
 )
 from toolstore._expand import expand, offline_phrases, parse_phrases
 from toolstore._formats import FORMATS
-from toolstore._mcp_sync import McpListing, Upstream, fetch_stdio, sync_listing, sync_mcp_http, sync_mcp_stdio
+from toolstore._mcp_sync import (
+    McpListing,
+    Upstream,
+    fetch_http,
+    fetch_stdio,
+    sync_listing,
+    sync_mcp_http,
+    sync_mcp_stdio,
+)
 from toolstore._rows import expansion_record
 from toolstore.cli import cli as main_cli
 from toolstore.testing.fake_openai import FakeOpenAI
@@ -174,6 +182,23 @@ def test_a_stdio_sync_failure_shows_no_secret(tmp_path: Path, where: str) -> Non
     text = str(raised.value)
     assert "[redacted]" in text and not [s for s in SECRETS if s in text], text
     assert raised.value.__cause__ is None
+
+
+def test_a_sync_failure_names_its_server_as_the_gateway_does() -> None:
+    """A stdio sync's failure named its server by the command alone as Python writes a string ('MCP server
+    '/usr/bin/python3': Connection closed'), an HTTP one by Upstream.describe(); both are named by describe() now, as
+    the gateway's log lines and a stdio server's stderr lines are: the command with its arguments, a secret flag's value
+    hidden, or the URL without credentials or query, with its header names."""
+    args = ["-c", "import sys; sys.exit(3)", "--token", "s3cr3t"]
+    with pytest.raises(McpSyncError) as raised:
+        fetch_stdio(sys.executable, args, env={"KEY": "v4lue"}, timeout=30)
+    named = f"MCP server {shlex.quote(sys.executable)} -c 'import sys; sys.exit(3)' --token [redacted]: "
+    assert str(raised.value).startswith(named), str(raised.value)
+    assert named[len("MCP server ") : -2] == Upstream("stdio", command=sys.executable, args=tuple(args)).describe()[7:]
+    with pytest.raises(McpSyncError) as raised:
+        fetch_http("http://u:pw0rd@127.0.0.1:9/mcp?key=k3y", headers={"Authorization": "Bearer t0k"}, timeout=30)
+    assert str(raised.value).startswith("MCP server http://127.0.0.1:9/mcp (headers: Authorization): "), raised.value
+    assert not [s for s in ("s3cr3t", "v4lue", "pw0rd", "k3y", "t0k") if s in str(raised.value)]
 
 
 def test_a_sync_prunes_only_what_its_upstream_synced(

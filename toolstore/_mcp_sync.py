@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._catalog import upsert_tools
 from ._catalog_row import catalog_info
-from ._errors import DatabaseError, InvalidInputError, McpSyncError, redact
+from ._errors import DatabaseError, InvalidInputError, McpSyncError
 from ._formats import parse_tools
 from ._mcp_stderr import ServerStderr
 from ._mcp_upstream import Upstream, check_values, client_text, expand_vars, upstream_from_row, upstream_params
@@ -196,17 +196,26 @@ def fetch_stdio(
     """Blocking :func:`list_tools_stdio` with a time limit; errors are :class:`McpSyncError`."""
     if not command:
         raise InvalidInputError("an MCP server command is required")
-    check_values(Upstream("stdio", command=command, args=tuple(args), env=dict(env or {})))
-    return _run(redact(f"MCP server {command!r}"), list_tools_stdio, command, list(args), env=env, timeout=timeout)
+    upstream = Upstream("stdio", command=command, args=tuple(args), env=dict(env or {}))
+    check_values(upstream)
+    return _run(_server_named(upstream), list_tools_stdio, command, list(args), env=env, timeout=timeout)
 
 
 def fetch_http(url: str, *, headers: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT) -> McpListing:
     """Blocking :func:`list_tools_http` with a time limit; errors are :class:`McpSyncError`."""
     if not url.startswith(("http://", "https://")):
         raise InvalidInputError(f"MCP server URL must start with http:// or https://, got {url!r}")
-    check_values(Upstream("http", url=url, headers=dict(headers or {})))
-    where = f"MCP server {Upstream('http', url=url).describe()[len('http: ') :]}"  # no credentials or query
-    return _run(where, list_tools_http, url, headers=headers, timeout=timeout)
+    upstream = Upstream("http", url=url, headers=dict(headers or {}))
+    check_values(upstream)
+    return _run(_server_named(upstream), list_tools_http, url, headers=headers, timeout=timeout)
+
+
+def _server_named(upstream: Upstream) -> str:
+    """How a sync's failure names its server: :meth:`Upstream.describe`, as the gateway's log lines and a stdio
+    server's stderr lines do (its transport left out): a command with its arguments, a secret flag's value and what
+    else looks like a credential redacted, or a URL without credentials or query, with its header names; never an env
+    or header value."""
+    return f"MCP server {upstream.describe().partition(': ')[2]}"
 
 
 # -- writing ------------------------------------------------------------------------------------------
