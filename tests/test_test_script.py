@@ -51,3 +51,30 @@ def test_a_run_naming_test_files_stays_in_one_process_and_only_such_a_run(tree: 
     for args in [("tests/test_x.py",), ("tests/test_x.py::test_y",), ("-k", "y", "tests/test_x.py"), ("--pdb",)]:
         assert workers(tree, *args) == "0", args
     assert workers(tree, "--trace", "-k", "y") == "0"
+
+
+def given(tree: Path, *args: str) -> list[str]:
+    """What pytest is given by ``scripts/test ARGS``, after ``-m pytest``."""
+    env = {k: v for k, v in os.environ.items() if k != "TOOLSTORE_TEST_WORKERS"}
+    done = subprocess.run(
+        ["bash", str(tree / "scripts" / "test"), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.split()[2:]
+
+
+def test_a_run_without_xdist_is_given_no_workers_and_a_double_dash_is_passed_as_it_is(tree: Path) -> None:
+    """``-p no:xdist`` (xdist not loaded) was run with the script's ``-n 4 --dist loadfile``, options pytest then does
+    not know ('unrecognized arguments: -n'); it runs in one process with neither, wherever the -p is: pytest reads
+    every -p before parsing, after a ``--`` too. The arguments, a ``--`` among them, follow the script's own, as
+    given."""
+    for args in [
+        ("-p", "no:xdist"),
+        ("-pno:xdist", "-k", "x"),
+        ("tests/test_x.py", "-p", "no:xdist"),
+        ("--", "tests/test_x.py", "-p", "no:xdist"),
+        ("-k", "x", "--", "-p", "no:xdist"),
+    ]:
+        assert given(tree, *args) == ["-q", *args], args
+    for args in [("-p", "no:cacheprovider"), ("-k", "no:xdist"), ("-p", "no:cacheprovider", "--", "-k", "x")]:
+        assert given(tree, *args) == ["-q", "-n", "4", "--dist", "loadfile", *args], args
+    assert given(tree, "--", "tests/test_x.py") == ["-q", "-n", "0", "--dist", "loadfile", "--", "tests/test_x.py"]
