@@ -604,6 +604,16 @@ def test_import_replaces_sessions(logged: ToolStore) -> None:
         logged.import_sessions([("a", ["app.t3"]), ("", ["app.t1"])])
 
 
+def test_a_session_id_given_twice_to_import_sessions_is_refused_and_writes_nothing(logged: ToolStore) -> None:
+    """import_sessions([("a", calls), ("a", others)]) replaced the first log by the second without a word (reporting
+    one session); a session id given twice is refused, naming it and both positions, and nothing is written."""
+    logged.import_sessions([("kept", ["app.t1"])])
+    with pytest.raises(InvalidInputError, match=r"session #3: session id 'a' is given twice \(session #1 too\)"):
+        logged.import_sessions([("a", ["app.t1"]), ("kept", ["app.t2"]), ("a", ["app.t3", "app.t4"])])
+    assert not logged.has_session("a")
+    assert [c.tool_id for c in logged.session_log("kept")] == ["app.t1"]
+
+
 def test_both_stores_take_and_refuse_the_same_session_writes(dsn: str, logged: ToolStore) -> None:
     """AsyncToolStore listed what it was given in the event loop before ToolStore's checks, so a single value was split
     into characters or keys (record_calls("s", "a") logged a call of tool "a"); both stores now refuse it alike, and

@@ -72,7 +72,7 @@ class SessionMethods:
         self, sessions: Iterable[tuple[str, Sequence[object]]] | Mapping[str, Sequence[object]]
     ) -> dict[str, int]:
         """Replace the logs of the given sessions ((session id, calls) pairs, or a mapping of session id to calls), all
-        in one transaction; the calls each session had seen are forgotten."""
+        in one transaction; the calls each session had seen are forgotten. A session id given twice is refused."""
         pairs = session_pairs(sessions)
         return self._run(lambda conn: import_sessions(conn, self._info(conn), pairs))
 

@@ -300,12 +300,15 @@ def import_sessions(
 ) -> dict[str, int]:
     """Replace the log of each given session with its calls (oldest first), all in one transaction: a re-import
     writes the same log, and the calls seen before are forgotten. Sessions are locked in id order; an unknown tool
-    anywhere writes nothing."""
+    or a session id given twice (one log would silently replace the other) anywhere writes nothing."""
     prepared: dict[str, list[SessionCall]] = {}
+    positions: dict[str, int] = {}
     for index, (session, calls) in enumerate(sessions):
         try:
             sid = check_session(session)
-            prepared[sid] = check_session_calls(calls)
+            if sid in positions:
+                raise InvalidInputError(f"session id {sid!r} is given twice (session #{positions[sid]} too)")
+            prepared[sid], positions[sid] = check_session_calls(calls), index + 1
         except InvalidInputError as exc:
             raise InvalidInputError(f"session #{index + 1}: {exc}") from None
     flat = [c for calls in prepared.values() for c in calls]
