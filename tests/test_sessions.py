@@ -597,8 +597,8 @@ def test_import_replaces_sessions(logged: ToolStore) -> None:
         "calls": 4,
     }
     assert stored_counts(logged) == Counter({("app.t1", "app.t2"): 1, ("app.t2", "app.t1"): 1})
-    with pytest.raises(UnknownToolError):
-        logged.import_sessions([("a", ["app.t3"]), ("c", ["nope"])])
+    with pytest.raises(UnknownToolError, match=r"2 called tool.*: 'nope' \(session 'c'\), 'nah' \(session 'd'\)$"):
+        logged.import_sessions([("a", ["app.t3"]), ("c", ["app.t1", "nope"]), ("d", ["nope", "nah"])])
     assert [c.tool_id for c in logged.session_log("a")] == ["app.t1", "app.t2"]
     with pytest.raises(InvalidInputError, match=r"session #2: session id is empty"):
         logged.import_sessions([("a", ["app.t3"]), ("", ["app.t1"])])

@@ -135,8 +135,9 @@ def _resolved(conn: psycopg.Connection[Any], info: CatalogInfo, calls: list[Sess
     return [SessionCall(i, c.ok, c.at, c.call_id) for c, i in zip(calls, ids) if i is not None]
 
 
-def _unknown(info: CatalogInfo, unknown: Sequence[str]) -> UnknownToolError:
-    shown = ", ".join(repr(u) for u in unknown[:5])
+def _unknown(info: CatalogInfo, unknown: Sequence[str], where: Mapping[str, str] | None = None) -> UnknownToolError:
+    """The error naming the first few ``unknown`` tools, each with the session it was called in when ``where`` says."""
+    shown = ", ".join(repr(u) + (f" (session {where[u]!r})" if where else "") for u in unknown[:5])
     return UnknownToolError(
         f"{len(unknown)} called tool(s) match no tool (or more than one) of catalog {info.name!r}: {shown}"
     )
@@ -311,8 +312,15 @@ def import_sessions(
             prepared[sid], positions[sid] = check_session_calls(calls), index + 1
         except InvalidInputError as exc:
             raise InvalidInputError(f"session #{index + 1}: {exc}") from None
-    flat = [c for calls in prepared.values() for c in calls]
-    resolved = iter(_resolved(conn, info, flat))
+    flat = [(sid, c) for sid, calls in prepared.items() for c in calls]
+    ids = resolve_tools(conn, info, [c.tool for _, c in flat])
+    where: dict[str, str] = {}  # each unknown tool's first session
+    for (sid, call), tool_id in zip(flat, ids):
+        if tool_id is None:
+            where.setdefault(call.tool, sid)
+    if where:
+        raise _unknown(info, list(where), where)
+    resolved = iter(SessionCall(i, c.ok, c.at, c.call_id) for (_, c), i in zip(flat, ids) if i is not None)
     prepared = {sid: [next(resolved) for _ in calls] for sid, calls in prepared.items()}
     keep = retention(info.settings)
 
