@@ -142,6 +142,9 @@ def test_the_library_refuses_bad_tools_naming_them(dsn: str) -> None:
             (Tool(id="a", name="n", spec="text"), "spec must be a JSON object or None, got str"),  # type: ignore[arg-type]
             (Tool(id="a", name="n", spec={"x": "y" * 10**6}), "spec is over 1,000,000 characters long as JSON"),
             (Tool(id="a", name="n", parameters={"enum": ["y" * 1000] * 1000}), "parameters is over 1,000,000"),
+            # as an import refuses them: an export held a schema no SDK takes, which its re-import refused
+            (Tool(id="a", name="n", parameters={"type": "string"}), r'must be .*"type": "object", got .string'),
+            (Tool(id="a", name="n", parameters={"type": "object", "properties": []}), "parameters.properties must be"),
             # each field under its own cap; split identifiers and the schema's text push the indexed text over
             (Tool(id="a", name="n", description="ab_cd " * 16_000, parameters=WIDE), "description field is over"),
             (Tool(id="a", name="n", expansion="aBcDeFgH " * 11_000), "expansion field is over 200,000"),

@@ -14,6 +14,7 @@ from typing import Any
 
 from ._errors import InvalidInputError, InvalidToolError, UnknownCatalogError, UnknownToolError
 from ._formats.build import NAMESPACE_KEY
+from ._formats.checks import check_parameters
 from ._input import (
     MAX_DOC_CHARS,
     MAX_ID_CHARS,
@@ -162,6 +163,10 @@ def _check_fields(tool: Tool) -> None:
         problem = json_problem(getattr(tool, name))
         if problem:
             raise InvalidInputError(f"{name} {problem}")
+    try:  # as an import checks it: a schema no SDK takes would be exported, and refused by a re-import
+        check_parameters(tool.parameters, "parameters")
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
     _check_docs(tool)
 
 
