@@ -406,6 +406,20 @@ def test_a_role_that_owns_only_its_schema_migrates_it(empty_dsn: str) -> None:
             conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
 
 
+def test_a_downgrade_to_base_of_a_schema_never_migrated_creates_nothing(empty_dsn: str) -> None:
+    """migrate --schema typo --revision base --downgrade created the schema it was to take down (with pgvector and
+    alembic's version table) and said 'revision: null' as if it had downgraded one; there is nothing to take down, so
+    nothing is made, and a downgrade to base stays idempotent."""
+    assert migrate(empty_dsn, schema="never_made", revision="base", downgrade=True) is None
+    with psycopg.connect(empty_dsn) as conn:
+        assert conn.execute("select count(*) from pg_namespace where nspname = 'never_made'").fetchone() == (0,)
+        assert conn.execute("select count(*) from pg_extension where extname = 'vector'").fetchone() == (0,)
+    migrate(empty_dsn, schema="made")
+    assert migrate(empty_dsn, schema="made", revision="base", downgrade=True) is None
+    assert migrate(empty_dsn, schema="made", revision="base", downgrade=True) is None
+    assert tables(empty_dsn, "made") == {VERSION_TABLE}
+
+
 def test_a_schema_name_with_capitals_is_refused_before_anything_runs(empty_dsn: str) -> None:
     """A name with capitals passed the check and failed half-way (migration 0015 reads the schema back through
     ``current_schema()::regnamespace``, which folds it: 'schema "agenttools" does not exist')."""

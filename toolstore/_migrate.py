@@ -146,6 +146,8 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
             f"schema {schema!r} {at}, below {_named(revision)}: a downgrade cannot go up to it; to upgrade, leave out "
             "--downgrade"
         )
+    if downgrade and before is None and revision == "base":  # nothing to take down: a misspelt schema stays unmade
+        return None
     try:
         with _RUNNING, _host_alembic_kept():
             if downgrade:
