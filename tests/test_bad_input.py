@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -13,7 +14,9 @@ from typing import Any
 import pytest
 
 from toolstore import (
+    Anchor,
     AsyncToolStore,
+    HashingEmbedder,
     IntentExample,
     InvalidInputError,
     InvalidToolError,
@@ -188,6 +191,38 @@ def test_reads_by_id_check_the_ids(store: ToolStore, call: Any, message: str) ->
 def test_reads_by_id_take_any_sequence_or_set_of_ids(store: ToolStore) -> None:
     store.upsert([Tool(id="a", name="a", description="alpha")])
     assert [t.id for t in store.tools({"a": 1}.keys())] == ["a"]
+
+
+def test_a_single_value_where_a_write_takes_a_list_is_named_by_both_stores(dsn: str, store: ToolStore) -> None:
+    """store.upsert(Tool(...)) (one tool, not a list), add_examples(IntentExample(...)), add_anchors(Anchor(...)) and
+    remove_anchors(3) were a TypeError ("'Tool' object is not iterable") out of list(), and a str or a mapping was read
+    item by item (upsert("tools.json"): 'tool #1: expected a toolstore.Tool, got str'); each is an InvalidInputError
+    naming what must be a list, alike on both stores, and nothing is written."""
+    store.upsert([Tool(id="a", name="a", description="alpha")])
+    refusals = [
+        ("upsert", Tool(id="b", name="b", description="beta"), "tools must be a list, not a single Tool"),
+        ("upsert", "tools.json", "tools must be a list, not a single str"),
+        ("upsert", {"id": "b", "name": "b"}, "tools must be a list, not a single dict"),
+        ("add_examples", IntentExample("a", "do alpha"), "intent examples must be a list, not a single IntentExample"),
+        ("add_anchors", Anchor(r"\malpha", "a"), "anchors must be a list, not a single Anchor"),
+        ("replace_anchors", Anchor(r"\malpha", "a"), "anchors must be a list, not a single Anchor"),
+        ("remove_anchors", 3, "anchor ids must be a list, not a single int"),
+    ]
+
+    async def run_async() -> list[str]:
+        errors = []
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="test", create=False) as astore:
+            for method, value, _ in refusals:
+                with pytest.raises(InvalidInputError) as refused:
+                    await getattr(astore, method)(value)
+                errors.append(str(refused.value))
+        return errors
+
+    for (method, value, message), async_error in zip(refusals, asyncio.run(run_async())):
+        with pytest.raises(InvalidInputError, match=message) as refused:
+            getattr(store, method)(value)
+        assert async_error == str(refused.value), method
+    assert [t.id for t in store.tools()] == ["a"] and store.info().n_examples == 0 and store.anchors() == []
 
 
 def test_add_examples_names_a_bad_example(store: ToolStore) -> None:

@@ -36,6 +36,7 @@ from ._input import (
     MAX_PATTERN_CHARS,
     MAX_QUERY_CHARS,
     check_text,
+    listed,
     read_json,
     read_text_file,
 )
@@ -239,7 +240,7 @@ class AnchorMethods:
     def _add_anchors(
         self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool
     ) -> tuple[list[Anchor], int]:
-        rules = load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else list(anchors)
+        rules = load_anchors(anchors) if isinstance(anchors, (str, os.PathLike)) else listed(anchors, "anchors")
         result: tuple[list[Anchor], int] = self._run(
             lambda conn: add_anchors(conn, self.catalog, rules, replace=replace)
         )
@@ -247,6 +248,6 @@ class AnchorMethods:
 
     def remove_anchors(self, ids: Iterable[int]) -> int:
         """Remove anchors by id (all or nothing: InvalidInputError when one is unknown); returns how many."""
-        wanted = list(ids)
+        wanted = listed(ids, "anchor ids")
         removed: int = self._run(lambda conn: remove_anchors(conn, self.catalog, wanted))
         return removed

@@ -28,7 +28,7 @@ from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
 from ._formats import Format
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
-from ._input import check_catalog_name
+from ._input import check_catalog_name, listed
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import Anchor, ImportReport, IntentExample, Tool
@@ -259,7 +259,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 
     async def upsert(self, tools: Iterable[Tool], *, prune: bool = False) -> ImportReport:
-        report = cast("ImportReport", await self._write("upsert", list(tools), prune=prune))
+        report = cast("ImportReport", await self._write("upsert", listed(tools, "tools"), prune=prune))
         await self.note_tools_written()  # the writer (a ToolStore without replicas) notes nothing
         return report
 
@@ -268,7 +268,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             await self.db.run(self._written.anote)
 
     async def add_examples(self, examples: Iterable[IntentExample]) -> int:
-        return cast("int", await self._write("add_examples", list(examples)))
+        return cast("int", await self._write("add_examples", listed(examples, "intent examples")))
 
     async def remove(self, tool_id: str) -> None:
         await self._write("remove", tool_id)
@@ -282,7 +282,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         return cast("tuple[list[Anchor], int]", await self._write("replace_anchors", anchors))
 
     async def remove_anchors(self, ids: Iterable[int]) -> int:
-        return cast("int", await self._write("remove_anchors", list(ids)))
+        return cast("int", await self._write("remove_anchors", listed(ids, "anchor ids")))
 
     async def drop_catalog(self) -> None:
         await self._write("drop_catalog")

@@ -245,6 +245,14 @@ def _position(raw: bytes, end: int) -> str:
     return f"line {line}, column {column}"
 
 
+def listed(values: object, what: str) -> list[Any]:
+    """A write's items (``upsert``'s tools, ``add_examples``' examples, anchors, anchor ids), any iterable read once,
+    as a list; a single value (one Tool, a str, a mapping, a number) is InvalidInputError naming ``what``."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{what} must be a list, not a single {type(values).__name__}")
+    return list(values)
+
+
 def session_pairs(sessions: object) -> list[tuple[object, object]]:
     """``import_sessions``' argument as (session id, calls) pairs: from a mapping of session id to calls, or an iterable
     of pairs, each one's calls listed (a generator read once: a write tried again reads the list). InvalidInputError

@@ -22,7 +22,7 @@ from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
 from ._formats import Format
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
-from ._input import MAX_ID_CHARS, check_catalog_name, check_text
+from ._input import MAX_ID_CHARS, check_catalog_name, check_text, listed
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import ImportReport, IntentExample, Tool
@@ -257,7 +257,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
         One transaction: on any error nothing is written.
         """
-        tools = list(tools)
+        tools = listed(tools, "tools")
 
         def write(conn: psycopg.Connection[Any]) -> ImportReport:
             return _catalog.upsert_tools(conn, self.catalog, tools, self.embedder, prune=prune, create=self.create)
@@ -277,7 +277,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     def add_examples(self, examples: Iterable[IntentExample]) -> int:
         """Add labelled example requests (intent examples); returns how many were written."""
-        examples = list(examples)
+        examples = listed(examples, "intent examples")
         if self.embedder is None:
             raise InvalidInputError("intent examples need an embedder; this store was made with embedder=None")
         embedder = self.embedder
