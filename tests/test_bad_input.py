@@ -179,8 +179,10 @@ def test_remove_checks_the_tool_id(store: ToolStore, bad: object, message: str) 
         (lambda s: s.tools("a"), "tool ids must be a list of strings, got str"),
         (lambda s: s.resolve("a", among=["a\x00"]), "tool id #1 contains a NUL byte"),
         (lambda s: s.resolve("a", among="a"), "tool ids must be a list of strings, got str"),
+        # was read letter by letter: [None, None, None] for "abc"
+        (lambda s: s.resolve_calls("abc"), "expected a list of call names, got 'abc'"),
     ],
-    ids=["get NUL", "get int", "tools long", "tools str", "resolve among", "resolve among str"],
+    ids=["get NUL", "get int", "tools long", "tools str", "resolve among", "resolve among str", "resolve_calls str"],
 )
 def test_reads_by_id_check_the_ids(store: ToolStore, call: Any, message: str) -> None:
     store.upsert([Tool(id="a", name="a", description="alpha")])

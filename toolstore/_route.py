@@ -158,6 +158,8 @@ def check_calls(
 ) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
     """The names of the tool calls a model made and, one per name, the Responses namespace each was made in (None:
     none; no namespaces: none was), checked; InvalidInputError names the bad one."""
+    if isinstance(names, (str, bytes)):  # else read letter by letter: one unresolved call per character
+        raise InvalidInputError(f"expected a list of call names, got {names!r:.200}")
     names = tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names)
     if isinstance(namespaces, str):
         raise InvalidInputError(f"expected a list of call namespaces (one per call name), got {namespaces!r:.200}")
