@@ -275,3 +275,26 @@ def test_bad_store_options_are_invalid_input_naming_them(dsn: str, option: str, 
         ToolStore(dsn, embedder=None, **{option: value})  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match=option):
         AsyncToolStore(dsn, embedder=None, **{option: value})  # type: ignore[arg-type]
+
+
+def test_an_embedder_that_is_no_embedder_is_named_by_both_stores_and_reembed(dsn: str, store: ToolStore) -> None:
+    """ToolStore(embedder=5) was taken and failed at the first route ('int' object has no attribute 'model'), and
+    store.reembed("hashing") or reembed(None) (the CLI's spec, not an Embedder) ended in "'str' object has no attribute
+    'cache_key'"; both stores name the value at once, and the catalog keeps its model."""
+    store.upsert([Tool(id="a", name="a", description="alpha")])
+    for value in (5, object()):
+        for make in (ToolStore, AsyncToolStore):
+            with pytest.raises(InvalidInputError, match="embedder must be an Embedder, 'default' or None, got "):
+                make(dsn, embedder=value, catalog="test")  # type: ignore[arg-type]
+
+    async def reembed_async(value: object) -> None:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="test", create=False) as astore:
+            await astore.reembed(value)  # type: ignore[arg-type]
+
+    for value in ("hashing", None):
+        for reembed in (store.reembed, lambda v: asyncio.run(reembed_async(v))):
+            with pytest.raises(
+                InvalidInputError, match=f"reembed needs an Embedder, such as LocalEmbedder\\(\\), got {value!r}"
+            ):
+                reembed(value)  # type: ignore[arg-type]
+    assert store.info().embed_model == HashingEmbedder(64).model

@@ -92,8 +92,8 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         self._read_dsns = replica_dsns(read_dsn)
         if embedder == "default":
             embedder = LocalEmbedder()
-        elif isinstance(embedder, str):
-            raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
+        elif embedder is not None and not isinstance(embedder, Embedder):  # a str, or a spec such as 'hashing'
+            raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r:.80}")
         self.embedder: Embedder | None = embedder
         self._dsn, self._create, self._migrate = dsn, create, migrate
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)

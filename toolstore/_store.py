@@ -102,8 +102,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         self.create = create
         if embedder == "default":
             embedder = LocalEmbedder()
-        elif isinstance(embedder, str):
-            raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r}")
+        elif embedder is not None and not isinstance(embedder, Embedder):  # a str, or a spec such as 'hashing'
+            raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r:.80}")
         self.embedder: Embedder | None = embedder
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self.dsn = resolve_dsn(dsn)
@@ -199,6 +199,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
         The store routes with ``embedder`` afterwards.
         """
+        if not isinstance(embedder, Embedder):  # a spec such as 'hashing' is the CLI's (toolstore reembed --model)
+            raise InvalidInputError(f"reembed needs an Embedder, such as LocalEmbedder(), got {embedder!r:.80}")
         report = self._run(lambda conn: reembed(conn, self.catalog, embedder))
         self.embedder = embedder
         return report
