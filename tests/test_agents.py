@@ -441,6 +441,21 @@ def test_an_empty_bigtool_query_selects_no_tools_and_the_run_goes_on(dsn: str, i
     assert state["selected_tool_ids"][0] == "slack.send_message" and state["messages"][-1].content == "done"
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"k": 0}, "k must be an integer from 1 to 1000, got 0"), ({"token_budget": -1}, "token_budget must be None")],
+)
+def test_a_bigtool_retrievers_bad_options_are_refused_when_it_is_made(
+    issues: ToolStore, options: dict[str, Any], message: str
+) -> None:
+    """bigtool_retriever(store, k=0) was made without a word and raised at the model's first search, ending the
+    agent's run; the options are checked when either retriever is made, as route() checks them."""
+    with pytest.raises(InvalidInputError, match=message):
+        ts_langgraph.bigtool_retriever(issues, **options)
+    with pytest.raises(InvalidInputError, match=message):
+        ts_langgraph.bigtool_coroutine(issues, **options)  # type: ignore[arg-type]  # made without a store call
+
+
 async def _coroutine(dsn: str, issues: ToolStore, query: str) -> list[str]:
     async with AsyncToolStore(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
         return await ts_langgraph.bigtool_coroutine(store, k=1)(query)

@@ -9,13 +9,17 @@ A blank query (empty, or only whitespace: nothing to route) returns no tool ids,
 the model's tool-selection step goes on instead of raising InvalidInputError, which would end the agent's run:
 langgraph-bigtool answers the model ``Available tools: []``, the tools it selected before stay bound, and it may search
 again. (Not the catalog's always-on tools: they come with the first routed query, as with every route.) Any other
-invalid query (over the length limit, control characters) still raises InvalidInputError.
+invalid query (over the length limit, control characters) still raises InvalidInputError. The options (``k``,
+``token_budget``, ``weights``...) are checked when the retriever is made, as route() checks them, so a bad one is an
+error there rather than at the model's first search, mid-run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+
+from .._route import check_route
 
 if TYPE_CHECKING:
     from .._async_store import AsyncToolStore
@@ -33,7 +37,8 @@ def _blank(query: object) -> bool:
 
 def bigtool_retriever(store: ToolStore, *, k: int = 4, **options: Any) -> Callable[[str], list[str]]:
     """A ``retrieve_tools_function`` for ``langgraph_bigtool.create_agent`` (``options``: token_budget, weights...):
-    the routed tool ids, best first; none for a blank query."""
+    the routed tool ids, best first; none for a blank query. Bad options are an error here (see the module's doc)."""
+    check_route("retrieve", k=k, **options)
 
     def retrieve_tools(query: str) -> list[str]:
         if _blank(query):
@@ -45,7 +50,9 @@ def bigtool_retriever(store: ToolStore, *, k: int = 4, **options: Any) -> Callab
 
 
 def bigtool_coroutine(store: AsyncToolStore, *, k: int = 4, **options: Any) -> Callable[[str], Awaitable[list[str]]]:
-    """A ``retrieve_tools_coroutine`` for ``create_agent``, over an :class:`AsyncToolStore` (a blank query: none)."""
+    """A ``retrieve_tools_coroutine`` for ``create_agent``, over an :class:`AsyncToolStore` (a blank query: none; bad
+    options: an error here)."""
+    check_route("retrieve", k=k, **options)
 
     async def retrieve_tools(query: str) -> list[str]:
         if _blank(query):
