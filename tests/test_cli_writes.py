@@ -51,10 +51,9 @@ def test_eval_training_data_naming_a_tool_the_tools_file_lacks_is_refused_before
     args = ["--dsn", dsn, "--embedder", "hashing", *_eval_args(tmp_path, train), "--keep"]
     result = CliRunner().invoke(cli, args)
     assert isinstance(result.exception, InvalidInputError), result.exception
-    assert (
-        str(result.exception)
-        == f"the training data names 1 tool not in {tmp_path / 'tools.jsonl'}: 'travel.book_flight'"
-    )
+    train_file, tools_file = tmp_path / "train.jsonl", tmp_path / "tools.jsonl"
+    said = f"{train_file} names 1 tool id(s) not in {tools_file}: 'travel.book_flight' (in 't2')"
+    assert str(result.exception) == said
     assert _catalogs(dsn) == {}
 
 

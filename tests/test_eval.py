@@ -339,6 +339,28 @@ def test_cli_eval_json_end_to_end(dsn: str, tmp_path: Path) -> None:
     assert bad.returncode == 1 and "'nope'" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_an_eval_whose_labels_name_tools_not_in_its_tools_file_names_the_files(dsn: str, tmp_path: Path) -> None:
+    """toolstore eval with --queries (or --train, --sessions) naming a tool --tools lacks said 'queries name 1 tool
+    id(s) not in catalog 'eval-3f2a...'', the scratch catalog the user never gave; it names the labelled file, the
+    tools file, and each unknown id's query or session, before a scratch catalog is made."""
+    tools = _write(tmp_path / "tools.jsonl", [{"id": "a", "name": "alpha", "description": "do alpha"}])
+    good = _write(tmp_path / "good.jsonl", [{"qid": "g1", "query": "do alpha", "relevant": ["a"]}])
+    bad = _write(tmp_path / "bad.jsonl", [{"qid": "q1", "query": "x", "relevant": ["a"], "acceptable": ["a", "b"]}])
+    session = {"sid": "s1", "turns": [{"query": "do alpha", "relevant": ["a"], "calls": ["a", "c"]}]}
+    sessions = _write(tmp_path / "sessions.jsonl", [session])
+    base = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "eval", "--tools", str(tools)]
+    for args, file, unknown in [
+        (["--queries", str(bad)], bad, "'b' (in 'q1')"),
+        (["--queries", str(good), "--train", str(bad)], bad, "'b' (in 'q1')"),
+        (["--sessions", str(sessions)], sessions, "'c' (in 's1')"),
+    ]:
+        proc = subprocess.run([*base, *args], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr == f"error: {file} names 1 tool id(s) not in {tools}: {unknown}\n"
+    with ToolStore(dsn, embedder=None, create=False, catalog="default") as s:
+        assert not [c for c in s.catalogs() if c["name"].startswith("eval-")]
+
+
 def test_an_eval_with_the_embedding_server_down_says_so_once(dsn: str, tmp_path: Path) -> None:
     """The embedding server answers the import, then fails (the first route's one attempt; the breaker answers the
     others at once): every config is scored on lexical routes, which the JSON says once at its top (``degraded``),

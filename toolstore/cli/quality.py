@@ -17,7 +17,6 @@ from .._examples import load_examples, session_examples
 from .._formats import load_tools_file
 from .._input import MAX_K
 from .._metrics import Judgement, LabelledSession, load_judgements, load_sessions
-from .._models import IntentExample, Tool
 from .._store import ToolStore
 from .._tune import tune
 from .app import command, counted, emit, note, open_store, options, plural
@@ -69,14 +68,24 @@ def _sessions(path: Path) -> list[LabelledSession]:
     return sessions
 
 
-def _check_examples_known(examples: Sequence[IntentExample], tools: Sequence[Tool], tools_file: Path) -> None:
-    """InvalidInputError when an intent example names a tool that ``tools_file`` lacks: said before anything is
-    written (the scratch catalog would refuse the examples after its tools)."""
+def _check_tool_ids(tools_file: Path, tools: Sequence[Any], labelled: dict[Path, Sequence[Any]]) -> None:
+    """Every tool id the labelled files name is one of ``tools_file``'s, before anything is written (the store's own
+    check named the scratch catalog, ``eval-...``, which the user never gave): InvalidInputError naming the file, the
+    first unknown ids and the query or session of each."""
     ids = {t.id for t in tools}
-    unknown = list(dict.fromkeys(ex.tool_id for ex in examples if ex.tool_id not in ids))
-    if unknown:
-        shown = ", ".join(repr(u) for u in unknown[:5])
-        raise InvalidInputError(f"the training data names {counted(len(unknown), 'tool')} not in {tools_file}: {shown}")
+    for path, items in labelled.items():
+        unknown: dict[str, str] = {}
+        for item in items:
+            if isinstance(item, LabelledSession):
+                named = [(t, item.sid) for turn in item.turns for t in (*turn.relevant, *turn.calls)]
+            else:
+                named = [(t, item[1].qid) for t in item[1].acceptable]
+            for tool_id, where in named:
+                if tool_id not in ids:
+                    unknown.setdefault(tool_id, where)
+        if unknown:
+            shown = ", ".join(f"{t!r} (in {w!r})" for t, w in list(unknown.items())[:5])
+            raise InvalidInputError(f"{path} names {len(unknown)} tool id(s) not in {tools_file}: {shown}")
 
 
 def _drop_scratch(store: ToolStore) -> None:
@@ -252,7 +261,8 @@ def eval_(
     examples = load_examples(train_file) if train_file else []
     if train_sessions and not no_examples:
         examples += session_examples(train_sessions)
-    _check_examples_known(examples, tools, tools_file)
+    files = {queries_file: queries, sessions_file: sessions, train_file: train, train_sessions_file: train_sessions}
+    _check_tool_ids(tools_file, tools, {path: items for path, items in files.items() if path and items})
     if report_dir is not None:  # a directory that cannot be made fails now, not after the whole evaluation
         report_dir.mkdir(parents=True, exist_ok=True)
     catalog = f"eval-{uuid.uuid4().hex[:12]}"
