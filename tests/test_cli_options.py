@@ -136,3 +136,17 @@ def test_statement_timeout_from_the_command_line_caps_a_route(dsn: str, tmp_path
         assert "statement ran past the store's statement_timeout of 0.3 s" in str(result.exception), result
     bad = CliRunner().invoke(cli, ["--statement-timeout", "0", "route", "x", *opts])
     assert bad.exit_code == 2 and "'0' is not a positive number of seconds" in bad.output, bad.output
+
+
+def test_host_or_port_without_http_is_refused_not_a_stdio_server_waiting_on_the_terminal() -> None:
+    """`toolstore serve mcp --port 9000` (--transport http left out) served stdio, waiting silently on the terminal's
+    stdin while the user waited for a port to open; --host or --port without --transport http is a usage error, before
+    any database is reached (the DSN here reaches none)."""
+    env = {"TOOLSTORE_DSN": "postgresql://nobody@127.0.0.1:1/none"}
+    for given, named in [
+        (["--port", "9000"], "--port"),
+        (["--host", "0.0.0.0", "--port", "9000"], "--host and --port"),
+    ]:
+        result = CliRunner().invoke(cli, ["-c", "x", "serve", "mcp", *given], env=env, input="")
+        assert result.exit_code == 2, result.output
+        assert f"Error: {named} go with --transport http; stdio serves on stdin and stdout" in result.output
