@@ -4,6 +4,7 @@ wrong with it in one shape, 'FILE line N[, column C]: ...', from one reader of J
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,27 @@ def test_invalid_utf8_is_named_by_file_line_and_column(tmp_path: Path, reader: s
     ...)'): no column, where a JSON error gives one; it names the column in characters, as a JSON error counts them."""
     error = refused(tmp_path, reader, content)
     assert str(error) == f"{tmp_path / READERS[reader][0]} {where}: not valid UTF-8 (invalid start byte)"
+
+
+@pytest.mark.parametrize(
+    ("messages", "request_text", "error"),
+    [
+        ([{"role": "user", "content": "hi"}, 5], None, "messages[1]: expected an object, got int"),
+        ([{"role": "assistant", "content": "hi"}], None, "no user message with text in messages: nothing to route"),
+        ([{"role": "user", "content": [{"type": "text", "text": 3}]}], "weather", "messages[0]"),
+    ],
+    ids=["not an object", "no request", "with a request"],
+)
+def test_a_messages_files_own_errors_name_the_file(
+    tmp_path: Path, messages: list[Any], request_text: str | None, error: str
+) -> None:
+    """route --messages FILE read the list at route time, so what was wrong with it (a message that is no object, no
+    user request to route) was said without the file: 'error: no user message with text in messages: nothing to
+    route'; the file is read there as route() reads it, and its errors name it. The request's own do not."""
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(messages))
+    with pytest.raises(InvalidInputError) as raised:
+        read_messages_file(path, request_text)
+    assert str(raised.value).startswith(f"{path}: {error}"), raised.value
+    with pytest.raises(InvalidInputError, match="^query is empty$"):
+        read_messages_file(path, "")

@@ -15,6 +15,7 @@ from .._fusion import DEFAULT_TURNS, SIGNALS, check_weights
 from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, read_json, read_text_file
 from .._models import JSON_VERSION
 from .._result import RoutedTool, RouteResult
+from .._route import check_route
 from .app import ROUTE_FORMATS, Number, command, counted, open_store, wants_json
 
 
@@ -119,13 +120,21 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         click.echo("ms: " + " ".join(f"{stage}={ms:.1f}" for stage, ms in result.timings.items()))
 
 
-def read_messages_file(path: Path) -> Any:
-    """A message list from a JSON file (a list of messages, or an object with ``messages`` or ``input``)."""
+def read_messages_file(path: Path, request: str | None = None, turns: int = DEFAULT_TURNS) -> Any:
+    """A message list from a JSON file (a list of messages, or an object with ``messages`` or ``input``), read as
+    route() reads it with ``request`` and ``turns``: what is wrong with it (a bad message, no user request) is said
+    naming the file."""
     data = read_json(read_text_file(path, "messages file"), str(path))
     if isinstance(data, dict):
         data = data.get("messages", data.get("input"))
     if not isinstance(data, list):
         raise InvalidInputError(f"{path}: expected a JSON list of messages (or an object with 'messages')")
+    if request is not None:
+        check_route(request)  # the request's own errors are not the file's
+    try:
+        check_route(request, messages=data, turns=turns)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path}: {exc}") from None
     return data
 
 
@@ -225,7 +234,7 @@ def route(
         raise InvalidInputError("give a REQUEST or --messages FILE")
     if seed is not None and not explore:
         raise click.UsageError("--seed is the draw's seed: it needs --explore")
-    messages = read_messages_file(messages_file) if messages_file else None
+    messages = read_messages_file(messages_file, request, turns) if messages_file else None
     with open_store(ctx, create=False) as store:
         result = store.route(
             request,
