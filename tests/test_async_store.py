@@ -175,6 +175,15 @@ def test_async_store_takes_the_same_arguments_as_the_sync_store() -> None:
         assert list(aio.parameters.values()) == list(sync.parameters.values()), name
 
 
+def test_every_async_method_is_documented_as_the_sync_ones_are() -> None:
+    """help(AsyncToolStore.upsert), tune, record_calls and 30 more said nothing, where ToolStore's say what they take
+    and do; each public method has a docstring, its own or ToolStore's."""
+    undocumented = [name for name in public_methods(AsyncToolStore) if not getattr(AsyncToolStore, name).__doc__]
+    assert undocumented == []
+    assert AsyncToolStore.upsert.__doc__ == ToolStore.upsert.__doc__
+    assert AsyncToolStore.route.__doc__ != ToolStore.route.__doc__  # its own kept
+
+
 def test_async_store_grants_retention_and_connection_and_writes_before_open(dsn: str) -> None:
     async def main() -> None:
         store = AsyncToolStore(dsn, embedder=None, catalog="forwarded")

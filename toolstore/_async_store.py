@@ -331,3 +331,15 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     async def grants(self) -> list[dict[str, Any]]:
         return cast("list[dict[str, Any]]", await self._write("grants"))
+
+
+def _share_docs() -> None:
+    """Each public method of AsyncToolStore (and of its mixins) that has no docstring of its own takes ToolStore's, so
+    ``help(AsyncToolStore.upsert)`` says what ``help(ToolStore.upsert)`` does (it said nothing)."""
+    for name in dir(AsyncToolStore):
+        method, sync = getattr(AsyncToolStore, name), getattr(ToolStore, name, None)
+        if not name.startswith("_") and callable(method) and not method.__doc__ and getattr(sync, "__doc__", None):
+            method.__doc__ = sync.__doc__
+
+
+_share_docs()
