@@ -136,6 +136,13 @@ def test_statement_timeout_from_the_command_line_caps_a_route(dsn: str, tmp_path
         assert "statement ran past the store's statement_timeout of 0.3 s" in str(result.exception), result
     bad = CliRunner().invoke(cli, ["--statement-timeout", "0", "route", "x", *opts])
     assert bad.exit_code == 2 and "'0' is not a positive number of seconds" in bad.output, bad.output
+    # past the store's bound: a usage error naming the option, not 'error: statement_timeout must be ...' once the
+    # store was being made
+    for value in ("86401", "1e9"):
+        over = CliRunner().invoke(cli, ["--statement-timeout", value, "route", "x", *opts])
+        assert over.exit_code == 2, over.output
+        assert "'--statement-timeout'" in over.output, over.output
+        assert f"'{value}' is not a positive number of seconds up to 86,400" in over.output, over.output
 
 
 def test_host_or_port_without_http_is_refused_not_a_stdio_server_waiting_on_the_terminal() -> None:

@@ -23,6 +23,7 @@ from .._errors import DatabaseError
 from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
 from .._models import JSON_VERSION
 from .._progress import reporting
+from .._steps import MAX_STATEMENT_TIMEOUT
 from .._store import DEFAULT, ToolStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,17 +32,22 @@ ROUTE_FORMATS = ("json", "table", *_formats.FORMATS)
 
 
 class Seconds(click.ParamType):
-    """A positive, finite number of seconds (click's FloatRange lets nan and inf through)."""
+    """A positive, finite number of seconds (click's FloatRange lets nan and inf through), up to ``high`` when given:
+    the library's bound, named by the option in a usage error rather than by the library's argument."""
 
     name = "seconds"
+
+    def __init__(self, high: float = math.inf) -> None:
+        self.high = high
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         try:
             seconds = float(value)
         except (TypeError, ValueError):
             seconds = math.nan
-        if not 0 < seconds < math.inf:
-            self.fail(f"{value!r} is not a positive number of seconds", param, ctx)
+        if not 0 < seconds < math.inf or seconds > self.high:
+            bound = "" if self.high == math.inf else f" up to {self.high:,g}"
+            self.fail(f"{value!r} is not a positive number of seconds{bound}", param, ctx)
         return seconds
 
 
@@ -156,7 +162,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             "--statement-timeout",
             envvar="TOOLSTORE_STATEMENT_TIMEOUT" if group else None,
             show_envvar=group,
-            type=Seconds(),
+            type=Seconds(MAX_STATEMENT_TIMEOUT),
             help="Seconds each statement of a route may run before Postgres cancels it (default: no limit; set one "
             "when others, such as tenants, write the catalogs routed).",
             callback=_remember("statement_timeout", group=group),
