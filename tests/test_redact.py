@@ -47,6 +47,26 @@ def test_prose_about_a_quoted_secret_flag_is_kept() -> None:
         assert redact(text) == shown, text
 
 
+def test_a_secret_that_runs_on_past_a_quoted_part_or_a_line_end_stays_hidden() -> None:
+    """A closing bracket or ";" right after a quoted part ended the value even where the word went on (``"a"]b``, one
+    word to a shell: its rest shown), and a word that ended a line after a quoted flag was taken for prose when the next
+    line began with a letter; both were hidden before either rule."""
+    for text, shown in [
+        ('srv --token="SEK"x"]RIT" is required', 'srv --token="[redacted]" is required'),
+        ('srv {"token":"SEK");RIT"}', 'srv {"token":"[redacted]"}'),
+        ("srv password: SEK'a'}RIT more", "srv password: [redacted] more"),
+        ("'--api-key' 'SEK'];RIT", "'--api-key' '[redacted]'];RIT"),  # a quoted item alone: as Python prints a list
+        ("'--client-secret' SEKRIT\nNext line", "'--client-secret' [redacted]\nNext line"),
+        (
+            "['--token', 'x']\n'--password' hunter\nstarting",
+            "['--token', '[redacted]']\n'--password' [redacted]\nstarting",
+        ),
+    ]:
+        assert redact(text) == shown, text
+    for text in ('{"token": "abc"}.', "(token='abc'));", '{"token": "abc"}, "user": "x"}'):
+        assert "abc" not in redact(text) and redact(text).endswith(text[text.index("abc") + 4 :]), text
+
+
 N = 100_000
 ADVERSARIAL = [  # (text, redacted)
     ("'--token' " + "a" * N, "'--token' [redacted]"),
@@ -59,6 +79,9 @@ ADVERSARIAL = [  # (text, redacted)
     ("token=" + '"a"}' * (N // 4), 'token="[redacted]"}' + '"a"}' * (N // 4 - 1)),
     ("'--token' is " * (N // 13), "'--token' [redacted] " * (N // 13)),
     ("'--token' \"a\"} is " * (N // 18), "'--token' \"[redacted]\"} is " * (N // 18)),
+    ('token="a"' + "]" * N + "b", 'token="[redacted]'),
+    ("token=" + ('"a"' + "]" * 50) * (N // 53), 'token="[redacted]"' + "]" * 50 + ('"a"' + "]" * 50) * (N // 53 - 1)),
+    ("'--token' a" + "\n" * N + "b", "'--token' [redacted]" + "\n" * N + "b"),
 ]
 
 

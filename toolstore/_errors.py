@@ -7,12 +7,15 @@ import re
 # A secret's value in text: one word as a shell reads it, its quoted parts whole to their closing quote (or the end
 # of the line): ``"a b"``, ``'a b'``, ``'it'"'"'s'`` (as shlex.quote writes a quote); :func:`_hidden` replaces it. A
 # quote after its first part that a space, a comma, a bracket or the end follows closes text around it (``'--token
-# abc' more``, as a message quotes a command), so it ends the value there; a closing bracket or ";" right after a
-# quoted part closes the text around it too (``{"token": "abc"}``, ``(token='abc');``).
+# abc' more``, as a message quotes a command), so it ends the value there; so do closing brackets or ";" right after a
+# quoted part that no letter, digit, "_" or "-" follows: they close the text around it (``{"token": "abc"}``,
+# ``(token='abc');``), where ``"a"]b`` is one word.
 _QUOTED_PART = r"\"[^\"\n]*(?:\"|(?=\n)|$)|'[^'\n]*(?:'|(?=\n)|$)"
+_CLOSERS = r";)\]}"
+_NOT_CLOSING = rf"(?![{_CLOSERS}]+(?:[^\w\-{_CLOSERS}]|$))"  # closers then what is no part of a word, nor a closer
 _VALUE = (
     rf"(?:{_QUOTED_PART}|[^\s'\",])"
-    rf"(?:(?![\"'](?:[\s,;)\]}}]|$))(?:{_QUOTED_PART})|(?<![\"'])[^\s'\",]|(?<=[\"'])[^\s'\",;)\]}}])*"
+    rf"(?:(?![\"'](?:[\s,;)\]}}]|$))(?:{_QUOTED_PART})|(?<![\"'])[^\s'\",]|(?<=[\"']){_NOT_CLOSING}[^\s'\",])*"
 )
 # API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value; an
 # authorization's scheme word shown, ``Authorization: Bearer [redacted]``, never its credential).
@@ -61,9 +64,10 @@ _FLAG_WORDS = re.compile(
 # CalledProcessError's), as JSON writes it, or shlex.join a flag it quotes, or a dict keyed by it (``{"--api-key":
 # "X"}``); the value a quoted item alone, its quotes escaped within it as Python and JSON write them (``'it\'s "q"'``,
 # ``"pa\"ss"``), else a word, but for one of letters alone that a space and a letter follow: prose about the flag
-# (``'--token' is required``, click's ``Option '--token' requires an argument``), where no list puts a value unquoted.
+# (``'--token' is required``, click's ``Option '--token' requires an argument``), where no list puts a value unquoted;
+# on its line (a word that ends a line is a value).
 _ITEM_GAP = r"(?:\s*[,:]\s*|\s+)"
-_PROSE = r"[a-z]+\s+[a-z]"
+_PROSE = r"[a-z]+[ \t]+[a-z]"
 _FLAG_ITEMS = re.compile(
     rf"(?P<flag>(?<![\w-])([\"']){_FLAG}\2{_ITEM_GAP})(?P<chain>(?:[\"']{_FLAG}[\"']{_ITEM_GAP})*)"
     rf"(?![\"']?{_NOT_A_VALUE.pattern})"
