@@ -201,6 +201,19 @@ def test_a_sync_failure_names_its_server_as_the_gateway_does() -> None:
     assert not [s for s in ("s3cr3t", "v4lue", "pw0rd", "k3y", "t0k") if s in str(raised.value)]
 
 
+def test_a_sync_failure_shows_no_env_style_secret_among_its_servers_arguments() -> None:
+    """Named by describe(), a stdio sync's failure shows the server's arguments (it showed the command alone before):
+    an env-style secret among them that no pattern knew (``docker run -e CLIENT_SECRET=X``, a word of SECRET_FLAG's at
+    the end of its name) was shown as it is."""
+    secrets = ["CLIENT_SECRET=s3cr3t", "AWS_SECRET_ACCESS_KEY=k3y", "SECRET_KEY=p4ss", "DB_PASSWD=pw0rd"]
+    args = ["-c", "import sys; sys.exit(3)", *[a for s in secrets for a in ("-e", s)]]
+    with pytest.raises(McpSyncError) as raised:
+        fetch_stdio(sys.executable, args, timeout=30)
+    shown = " ".join(f"-e {s.partition('=')[0]}=[redacted]" for s in secrets)
+    named = f"MCP server {shlex.quote(sys.executable)} -c 'import sys; sys.exit(3)' {shown}: "
+    assert str(raised.value).startswith(named), str(raised.value)
+
+
 def test_a_sync_prunes_only_what_its_upstream_synced(
     store: ToolStore, listings: dict[tuple[str, str], McpListing], caplog: pytest.LogCaptureFixture
 ) -> None:

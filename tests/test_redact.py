@@ -34,11 +34,11 @@ def test_prose_about_a_quoted_secret_flag_is_kept() -> None:
         "'--token' is required",
         "Error: Option '--api-key' requires an argument.",
         'option "--client-secret" expects a value',
-        "'--client-secret': missing value",
     ):
         assert redact(text) == text
     for text, shown in [
         ("'--token' abc123 is wrong", "'--token' [redacted] is wrong"),
+        ("'--client-secret': missing value", "'--client-secret': [redacted] value"),  # as "token: X" (_SECRETS)
         ("'--token' hunter -v", "'--token' [redacted] -v"),
         ("'--token' hunter", "'--token' [redacted]"),
         ("'--token' 'is' required", "'--token' '[redacted]' required"),
@@ -73,7 +73,7 @@ ADVERSARIAL = [  # (text, redacted)
     ("'--token' a" + " " * N + "b", None),  # prose: kept
     ("'--token' " + "ab " * (N // 3), None),
     ("'--token': " + "a" * N, "'--token': [redacted]"),
-    ("'--client-secret':" + " " * N + "is it", None),
+    ("'--client-secret'," + " " * N + "is it", None),
     ("'--token'" + " " * N + ":", "'--token'" + " " * N + "[redacted]"),
     ("--token " + '"a"' * (N // 3) + "}", '--token "[redacted]"}'),
     ("token=" + '"a"}' * (N // 4), 'token="[redacted]"}' + '"a"}' * (N // 4 - 1)),

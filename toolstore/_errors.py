@@ -18,11 +18,13 @@ _VALUE = (
     rf"(?:(?![\"'](?:[\s,;)\]}}]|$))(?:{_QUOTED_PART})|(?<![\"'])[^\s'\",]|(?<=[\"']){_NOT_CLOSING}[^\s'\",])*"
 )
 # API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value; an
-# authorization's scheme word shown, ``Authorization: Bearer [redacted]``, never its credential).
+# authorization's scheme word shown, ``Authorization: Bearer [redacted]``, never its credential). A key's name ends
+# in a word of :data:`SECRET_FLAG`'s (``GITHUB_TOKEN=``, ``CLIENT_SECRET=``, ``AWS_SECRET_ACCESS_KEY=``, ``passwd:``):
+# an MCP server's arguments (``docker run -e CLIENT_SECRET=X``) are shown redacted (``Upstream.describe``).
 _SECRETS = re.compile(
     r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+"
     r"|(?:(authorization[\"']?\s*[:=]\s*(?:(?:bearer|basic|digest|token)\s+)?)"
-    r"|((?:api[_-]?key|token|password)[\"']?\s*[:=]\s*))" + _VALUE
+    r"|((?:api[_-]?key|access[_-]?key|secret[_-]?key|token|password|passwd|secret)[\"']?\s*[:=]\s*))" + _VALUE
 )
 #: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
 #: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
