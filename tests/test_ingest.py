@@ -214,6 +214,19 @@ def test_a_sync_failure_shows_no_env_style_secret_among_its_servers_arguments() 
     assert str(raised.value).startswith(named), str(raised.value)
 
 
+def test_a_sync_failure_shows_no_query_of_a_url_among_its_servers_arguments() -> None:
+    """Named by describe(), a stdio sync's failure shows the server's arguments, and a URL among them with its query
+    and fragment (``npx mcp-remote https://host/sse?key=X``), where an HTTP upstream's URL is shown without them and
+    the server's own error text cuts it to its host; describe() leaves them out, as the URL of an HTTP upstream."""
+    url = "https://mcp.example.com/sse?key=k3y&sig=s1g#t0k"
+    with pytest.raises(McpSyncError) as raised:
+        fetch_stdio(sys.executable, ["-c", "import sys; sys.exit(3)", url], timeout=30)
+    named = f"MCP server {shlex.quote(sys.executable)} -c 'import sys; sys.exit(3)' https://mcp.example.com/sse: "
+    assert str(raised.value).startswith(named), str(raised.value)
+    mine, other = (Upstream("stdio", command="npx", args=("mcp-remote", u)) for u in (url, url.replace("k3y", "k4y")))
+    assert mine.describe() == other.describe() and mine.differences(other) == "arguments differ in a redacted value"
+
+
 def test_a_sync_prunes_only_what_its_upstream_synced(
     store: ToolStore, listings: dict[tuple[str, str], McpListing], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -93,15 +93,16 @@ class Upstream:
 
     def describe(self) -> str:
         """A loggable description: the command with the value of a secret flag (:data:`SECRET_FLAG`) and what else
-        looks like a credential in its arguments redacted (a DSN's password: ``_errors.redact``), or the URL without
-        credentials or query; never a header or env value."""
+        looks like a credential in its arguments redacted (a DSN's password: ``_errors.redact``), a URL among them
+        without query or fragment (``mcp-remote https://host/sse?key=X``), or the URL without credentials or query;
+        never a header or env value."""
         return self._described(_arguments(self.args))
 
     def _described(self, parts: list[tuple[str, str | None]]) -> str:
         """:meth:`describe` with the arguments as ``parts`` (:func:`_arguments` or :func:`_joined`)."""
         if self.transport == "stdio":
             args = [
-                (shlex.quote(shown) if shown else "") + (REDACTED if secret is not None else "")
+                (shlex.quote(_URL_QUERY.sub(r"\1", shown)) if shown else "") + (REDACTED if secret is not None else "")
                 for shown, secret in parts
             ]
             return f"stdio: {redact(' '.join([shlex.quote(self.command or ''), *args]))}"
@@ -313,6 +314,8 @@ def upstream_from_row(row: Sequence[Any]) -> Upstream:
 
 #: A URL inside an error's text (an HTTP client names the URL it was refused at).
 _URL_IN_TEXT = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+")
+# A URL's query and fragment in an argument (they may hold a token, as an HTTP upstream's: left out of a description).
+_URL_QUERY = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,63}://[^\s'\"<>?#]*)[?#][^\s'\"<>]*")
 
 
 def client_text(text: str) -> str:
