@@ -258,8 +258,11 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 
-    async def upsert(self, tools: Iterable[Tool], *, prune: bool = False) -> ImportReport:
-        report = cast("ImportReport", await self._write("upsert", listed(tools, "tools"), prune=prune))
+    async def upsert(
+        self, tools: Iterable[Tool], *, prune: bool = False, examples: Iterable[IntentExample] = ()
+    ) -> ImportReport:
+        tools, examples = listed(tools, "tools"), listed(examples, "intent examples")
+        report = cast("ImportReport", await self._write("upsert", tools, prune=prune, examples=examples))
         await self.note_tools_written()  # the writer (a ToolStore without replicas) notes nothing
         return report
 

@@ -127,6 +127,8 @@ class ImportReport:
     #: Changed tools of an embedded catalog written without an embedder: their old vectors were deleted, and they
     #: get new ones from the next upsert that has the catalog's embedder.
     unembedded: int = 0
+    #: Intent examples added in the same transaction as the tools (``upsert(..., examples=...)``).
+    examples: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +138,7 @@ class ImportReport:
             "removed": len(self.removed),
             "embedded": self.embedded,
             "unembedded": self.unembedded,
+            "examples": self.examples,
         }
 
 

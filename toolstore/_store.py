@@ -254,15 +254,26 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     # -- tools -----------------------------------------------------------------------------------------
 
-    def upsert(self, tools: Iterable[Tool], *, prune: bool = False) -> ImportReport:
-        """Insert or update tools (unchanged ones are skipped by content hash); ``prune`` removes the rest.
+    def upsert(
+        self, tools: Iterable[Tool], *, prune: bool = False, examples: Iterable[IntentExample] = ()
+    ) -> ImportReport:
+        """Insert or update tools (unchanged ones are skipped by content hash); ``prune`` removes the rest;
+        ``examples``, intent examples of these tools or the catalog's others, are added with them (as
+        :meth:`add_examples`; counted in the report's ``examples``).
 
-        One transaction: on any error nothing is written.
+        One transaction: on any error (an embedder failing on the examples too) nothing is written.
         """
-        tools = listed(tools, "tools")
+        tools, examples = listed(tools, "tools"), listed(examples, "intent examples")
+        embedder = self.embedder
+        if examples and embedder is None:
+            raise InvalidInputError("intent examples need an embedder; this store was made with embedder=None")
 
         def write(conn: psycopg.Connection[Any]) -> ImportReport:
-            return _catalog.upsert_tools(conn, self.catalog, tools, self.embedder, prune=prune, create=self.create)
+            with conn.transaction():
+                report = _catalog.upsert_tools(conn, self.catalog, tools, embedder, prune=prune, create=self.create)
+                if examples and embedder is not None:
+                    report.examples = _catalog.add_examples(conn, self.catalog, examples, embedder)
+                return report
 
         with span("toolstore.import", catalog=self.catalog, tools=len(tools)):
             report = self._run(write)

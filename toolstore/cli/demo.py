@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from .._catalog import add_examples, upsert_tools
 from .._examples import load_examples
 from .._formats import load_tools_file
 from .._fusion import SIGNALS
@@ -35,13 +34,8 @@ def load_demo(store: ToolStore) -> dict[str, int]:
     """Import the demo tools and intent examples into ``store``'s catalog, removing every other tool there (unchanged
     tools are skipped, cached vectors reused): give it a store on :data:`DEMO_CATALOG` only. One transaction, so an
     embedder that fails on the examples leaves the catalog as it was, not with the tools alone."""
-    tools = load_tools_file(DEMO_DIR / "tools.jsonl")
-    found = load_examples(DEMO_DIR / "examples.jsonl") if store.embedder is not None else []
-    with store.connection() as conn, conn.transaction():  # the writes' own transactions become savepoints
-        report = upsert_tools(conn, store.catalog, tools, store.embedder, prune=True, create=store.create)
-        examples = add_examples(conn, store.catalog, found, store.embedder) if store.embedder is not None else 0
-    store.note_tools_written()  # committed: as ToolStore.upsert does
-    return {**report.as_dict(), "examples": examples}
+    examples = load_examples(DEMO_DIR / "examples.jsonl") if store.embedder is not None else []
+    return store.upsert(load_tools_file(DEMO_DIR / "tools.jsonl"), prune=True, examples=examples).as_dict()
 
 
 def print_route(result: RouteResult) -> None:

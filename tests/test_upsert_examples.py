@@ -1,0 +1,74 @@
+"""``upsert(tools, examples=...)``: a catalog's tools and their intent examples in one transaction, on both stores:
+both written, or (an embedder failing on the examples) neither."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from toolstore import (
+    AsyncToolStore,
+    EmbedderUnavailableError,
+    IntentExample,
+    InvalidInputError,
+    OpenAIEmbedder,
+    Tool,
+    ToolStore,
+)
+from toolstore.testing.fake_openai import FakeOpenAI
+
+TOOLS = [
+    Tool(id="gmail.send_email", name="send_email", description="Send an email to a recipient"),
+    Tool(id="weather.forecast", name="forecast", description="Weather forecast for a city"),
+]
+EXAMPLES = [
+    IntentExample(tool_id="gmail.send_email", query="mail my landlord"),
+    IntentExample(tool_id="weather.forecast", query="will it rain in Oslo"),
+]
+
+
+def _embedder(server: FakeOpenAI) -> OpenAIEmbedder:
+    return OpenAIEmbedder(model="bge", api_key=server.api_key, base_url=server.base_url, max_retries=0)
+
+
+def _written(dsn: str, catalog: str) -> tuple[list[str], int]:
+    with ToolStore(dsn, embedder=None, catalog=catalog) as store:
+        return [t.id for t in store.tools()], store.info().n_examples
+
+
+def test_upsert_writes_tools_and_examples_together(dsn: str) -> None:
+    with FakeOpenAI(models={"bge": 64}) as server, ToolStore(dsn, embedder=_embedder(server), catalog="both") as store:
+        report = store.upsert(TOOLS, examples=EXAMPLES)
+    assert (len(report.inserted), report.examples, report.as_dict()["examples"]) == (2, 2, 2)
+    assert _written(dsn, "both") == (["gmail.send_email", "weather.forecast"], 2)
+
+
+@pytest.mark.parametrize("store_class", [ToolStore, AsyncToolStore])
+def test_an_embedder_failing_on_the_examples_leaves_the_catalog_as_it_was(dsn: str, store_class: type) -> None:
+    """Written in two calls, upsert then add_examples, the tools stayed without their examples."""
+    with ToolStore(dsn, embedder=None, catalog="neither") as store:
+        store.upsert([Tool(id="mine.tool", name="mine", description="a tool of my own")])
+    with FakeOpenAI(models={"bge": 64}) as server:
+        server.pass_next(1)  # the tools' one request
+        server.fail_next(503, times=50)
+
+        async def upsert_async() -> None:
+            async with AsyncToolStore(dsn, embedder=_embedder(server), catalog="neither") as store:
+                await store.upsert(TOOLS, prune=True, examples=EXAMPLES)
+
+        with pytest.raises(EmbedderUnavailableError):
+            if store_class is ToolStore:
+                with ToolStore(dsn, embedder=_embedder(server), catalog="neither") as store:
+                    store.upsert(TOOLS, prune=True, examples=EXAMPLES)
+            else:
+                asyncio.run(upsert_async())
+        assert len(server.embedding_batches()) > 1  # it did get to the examples
+    assert _written(dsn, "neither") == (["mine.tool"], 0)
+
+
+def test_examples_without_an_embedder_are_refused_before_any_write(dsn: str) -> None:
+    with ToolStore(dsn, embedder=None, catalog="none") as store:
+        with pytest.raises(InvalidInputError, match="intent examples need an embedder"):
+            store.upsert(TOOLS, examples=EXAMPLES)
+        assert all(c["name"] != "none" for c in store.catalogs())
