@@ -246,7 +246,7 @@ def test_sync_mcp_names_a_misspelt_option(dsn: str, args: tuple[str, ...]) -> No
     is now named as no such option, before anything is started."""
     proc = run(dsn, "-c", "synced", "sync", "mcp", *args, check=False)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert "Error: No such option: --prvider" in proc.stderr, proc.stderr
+    assert "error: No such option: --prvider" in proc.stderr, proc.stderr
 
 
 def test_examples_help_names_every_field_a_line_needs(dsn: str, tmp_path: Path) -> None:
@@ -336,4 +336,4 @@ def test_route_names_the_option_out_of_range(dsn: str, tmp_path: Path, args: tup
     proc = run(dsn, "-c", "ranged", "route", "weather", *args, check=False)
     assert proc.returncode == 2 and f"Invalid value for {option}" in proc.stderr, proc.stderr
     proc = run(dsn, "-c", "ranged", "route", "weather", "--seed", "3", check=False)
-    assert proc.returncode == 2 and "Error: --seed is the draw's seed: it needs --explore" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "error: --seed is the draw's seed: it needs --explore" in proc.stderr, proc.stderr

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import psycopg
+import pytest
 from terminal import open_terminal, read_all
 
 from toolstore._vectors import CACHE_GRACE
@@ -140,3 +141,25 @@ def test_cache_prune_deletes_the_vectors_a_reembed_left(dsn: str) -> None:
     code, out, err = cli(dsn, "cache", "prune")
     assert code == 0 and json.loads(out)["pruned"] == 115, err
     assert json.loads(cli(dsn, "cache", "prune")[1])["pruned"] == 0
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ("route", "-k", "0", "hi"),
+            "Invalid value for '-k' / '--k': 0 is not in the range 1<=x<=1000 (see {} route --help)",
+        ),
+        (("nosuch",), "No such command 'nosuch' (see {} --help)"),
+        (("route", "hi", "--bogus"), "No such option '--bogus' (see {} route --help)"),
+        (("route", "hi", "--seed", "3"), "--seed is the draw's seed: it needs --explore (see {} route --help)"),
+    ],
+)
+def test_a_usage_error_is_one_line_as_a_library_error(args: tuple[str, ...], said: str) -> None:
+    """README says the CLI's errors are one line, but click's usage errors took four ('Usage: ...', 'Try ... for
+    help.', a blank line, 'Error: Invalid value ...'); they are one line as a library error's, naming the command's
+    help, and exit 2 still (piped, where output is JSON, as library errors are: a line)."""
+    code, out, err = cli("postgresql:///none?host=/nonexistent", *args)
+    assert code == 2 and out == "", (code, out)
+    assert err.startswith(f"error: {said.format('python -m toolstore')}"), err
+    assert len(err.splitlines()) == 1 and "Usage:" not in err, err

@@ -36,14 +36,32 @@ def _log_to_stderr() -> None:
         root.addHandler(handler)
 
 
+def usage_line(exc: click.UsageError) -> str:
+    """A usage error as one line, as a library error prints, with where the command's help is (click's own takes four:
+    the usage, a hint, a blank line and ``Error: ...``): ``Invalid value for '-k' / '--k': 0 is not in the range
+    1<=x<=1000 (see toolstore route --help)``."""
+    text = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = exc.ctx
+    if ctx is not None and ctx.help_option_names:
+        text += f" (see {ctx.command_path} {ctx.help_option_names[0]})"
+    return text
+
+
 def main() -> None:
-    """Run the command line: library errors become one line on stderr and exit status 1, never a traceback."""
+    """Run the command line: library errors become one line on stderr and exit status 1, usage errors one line and
+    exit status 2, never a traceback."""
     _log_to_stderr()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `toolstore` alone: its help
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        click.echo(f"error: {usage_line(exc)}", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
