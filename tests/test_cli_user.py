@@ -459,6 +459,18 @@ def test_anchors_remove_an_id_past_a_bigint_names_the_argument(dsn: str, tmp_pat
     assert str(raised.value) == f"an anchor id must be an integer from 1 to {2**63 - 1} (a bigint), got {2**63}"
 
 
+@pytest.mark.parametrize("given", ["abc", "1.5"])
+def test_anchors_remove_of_no_integer_says_it_is_no_anchor_id(dsn: str, given: str) -> None:
+    """`anchors remove abc` said "'abc' is not a valid integer range" (click's IntRange's name); it says the value is
+    not an anchor id, an integer as `anchors list` shows."""
+    result = invoke(dsn, "-c", "anchored", "anchors", "remove", "1", given)
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert f"Invalid value for 'IDS...': {given!r} is not an anchor id (an integer, as `anchors list` shows)" in (
+        result.output
+    ), result.output
+    assert "integer range" not in result.output
+
+
 @pytest.mark.parametrize("args", [("--dsn", "", "dsn"), ("dsn", "--dsn", " ")], ids=["before", "after"])
 def test_an_empty_dsn_is_refused_not_taken_for_the_embedded_server(
     monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]

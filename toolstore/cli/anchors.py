@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +14,24 @@ from .._models import Anchor
 from .app import Number, command, counted, emit, open_store
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+class AnchorId(click.IntRange):
+    """An anchor id, a bigint from 1: what is no integer is said to be no anchor id (click's IntRange said "'abc' is
+    not a valid integer range")."""
+
+    name = "anchor id"
+
+    def __init__(self) -> None:
+        super().__init__(1, 2**63 - 1)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                int(value)
+            except ValueError:
+                self.fail(f"{value!r} is not an anchor id (an integer, as `anchors list` shows)", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def _echo(anchors: Sequence[Anchor]) -> None:
@@ -58,7 +77,7 @@ def list_(ctx: click.Context) -> None:
 
 
 @command("remove")
-@click.argument("ids", nargs=-1, required=True, type=click.IntRange(1, 2**63 - 1))  # an anchor id is a bigint
+@click.argument("ids", nargs=-1, required=True, type=AnchorId())
 @click.pass_context
 def remove(ctx: click.Context, ids: tuple[int, ...]) -> None:
     """Remove anchors by id (as `anchors list` shows them); none is removed when one is unknown."""
