@@ -27,13 +27,15 @@ from toolstore import (
     ExpansionError,
     HashingEmbedder,
     IntentExample,
+    InvalidInputError,
     McpSyncError,
+    OpenAIEmbedder,
     Tool,
     ToolStore,
     export_catalog,
     parse_tools,
 )
-from toolstore._expand import expand, offline_phrases, parse_phrases
+from toolstore._expand import expand, make_client, offline_phrases, parse_phrases
 from toolstore._formats import FORMATS
 from toolstore._mcp_sync import (
     McpListing,
@@ -815,6 +817,21 @@ def test_a_failed_expansion_keeps_no_credential_in_its_error() -> None:
     with pytest.raises(ExpansionError, match="failed: RuntimeError: 401") as failed:
         llm_phrases(client, "m", CATALOG[0])
     assert "sk-live" not in str(failed.value)
+
+
+@pytest.mark.parametrize("url", ["notaurl", "localhost:8080/v1", "ftp://llm.example/v1"])
+def test_a_base_url_that_is_no_http_url_is_refused_up_front(url: str) -> None:
+    """`toolstore expand --base-url notaurl` was accepted (sync mcp --url checks its scheme) and the SDK failed at the
+    first model call; the option refuses it as a usage error naming itself, before the store is opened, and the
+    library's make_client and OpenAIEmbedder name their base_url."""
+    args = ["--dsn", "postgresql:///none?host=/nonexistent", "expand", "--base-url", url]
+    result = CliRunner().invoke(main_cli, args)
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert f"Invalid value for '--base-url': {url!r} is not an http:// or https:// URL" in result.output
+    with pytest.raises(InvalidInputError, match=f"^base_url must be an http:// or https:// URL, got {url!r}$"):
+        make_client(base_url=url)
+    with pytest.raises(InvalidInputError, match="^OpenAIEmbedder base_url must be an http:// or https:// URL"):
+        OpenAIEmbedder(api_key="k", base_url=url)
 
 
 def test_max_tools_caps_model_calls(store: ToolStore, fake: FakeOpenAI) -> None:

@@ -35,6 +35,7 @@ import psycopg
 from tqdm import tqdm
 
 from ._catalog import list_tools, upsert_tools
+from ._embedders.openai_client import check_base_url
 from ._errors import ExpansionError, redact
 from ._input import MAX_DOC_CHARS
 from ._models import CatalogInfo, Tool
@@ -232,6 +233,8 @@ def make_client(
     """An ``openai.OpenAI`` client; a custom ``base_url`` (a local server) works without a key."""
     import openai  # imported on use: it takes a while and offline runs never need it
 
+    if base_url is not None:
+        check_base_url(base_url, "base_url")
     key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
     if key is None:
         raise ExpansionError(

@@ -18,6 +18,7 @@ from .._progress import report
 from .base import MAX_DIM, Embedded, Embedder, check_width, normalise
 from .openai_client import (
     OPENAI_SERVER,
+    check_base_url,
     describe,
     make_client,
     parse_embeddings,
@@ -116,6 +117,8 @@ class OpenAIEmbedder(Embedder):
             )
         if max_retries < 0:
             raise InvalidInputError(f"OpenAIEmbedder max_retries must be >= 0, got {max_retries}")
+        if base_url is not None:
+            check_base_url(base_url, "OpenAIEmbedder base_url")
         self.openai_model = model
         self.dimensions = dimensions
         self.model = f"openai/{model}" + (f"@{dimensions}" if dimensions is not None else "")

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from .._errors import EmbedderError, redact
+from .._errors import EmbedderError, InvalidInputError, redact
 
 if TYPE_CHECKING:
     import openai
@@ -35,6 +35,19 @@ def make_client(api_key: str | None, base_url: str | None, timeout: float) -> op
     if base_url is not None:
         options["base_url"] = base_url
     return openai.OpenAI(**options)
+
+
+def web_url(url: str) -> bool:
+    """Whether ``url`` is an ``http://`` or ``https://`` URL with a host, where an OpenAI-compatible server answers (the
+    SDK takes ``notaurl`` too, to fail at its first request)."""
+    parts = urlsplit(url.strip())
+    return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.netloc)
+
+
+def check_base_url(url: str, what: str) -> None:
+    """InvalidInputError naming ``what`` unless ``url`` is a :func:`web_url`."""
+    if not web_url(url):
+        raise InvalidInputError(f"{what} must be an http:// or https:// URL, got {redact(url)!r}")
 
 
 def server_address(client: Any, base_url: str | None) -> str:
