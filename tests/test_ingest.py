@@ -35,7 +35,7 @@ from toolstore import (
     export_catalog,
     parse_tools,
 )
-from toolstore._expand import expand, make_client, offline_phrases, parse_phrases
+from toolstore._expand import expand, llm_phrases, make_client, offline_phrases, parse_phrases
 from toolstore._formats import FORMATS
 from toolstore._mcp_sync import (
     McpListing,
@@ -832,6 +832,25 @@ def test_a_base_url_that_is_no_http_url_is_refused_up_front(url: str) -> None:
         make_client(base_url=url)
     with pytest.raises(InvalidInputError, match="^OpenAIEmbedder base_url must be an http:// or https:// URL"):
         OpenAIEmbedder(api_key="k", base_url=url)
+
+
+def test_a_failed_model_call_names_its_server(fake: FakeOpenAI) -> None:
+    """expand's model unreachable (or too slow) said 'APIConnectionError: Connection error.' without naming the server
+    asked; it names the server's scheme, host and port, never the URL's credentials, path or query."""
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    unreachable = f"http://user:sk-pw-0001@127.0.0.1:{port}/v1/secret-path?key=sk-query-0002"
+    fake.stall_next(2.0)
+    refused = make_client(base_url=unreachable, max_retries=0)
+    slow = make_client(base_url=fake.base_url, api_key=fake.api_key, timeout=0.2, max_retries=0)
+    for client, said in [
+        (refused, f"APIConnectionError: Connection error. (server http://127.0.0.1:{port})"),
+        (slow, f"APITimeoutError: Request timed out. (server {fake.base_url.removesuffix('/v1')})"),
+    ]:
+        with pytest.raises(ExpansionError) as failed:
+            llm_phrases(client, "m", CATALOG[0])
+        assert str(failed.value) == f"expansion of 'acme.frobnicate' failed: {said}"
 
 
 def test_max_tools_caps_model_calls(store: ToolStore, fake: FakeOpenAI) -> None:

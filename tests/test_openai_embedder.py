@@ -344,6 +344,22 @@ def test_connection_errors_are_retried_then_raise(delays):
     assert len(delays) == 2
 
 
+def test_a_connection_error_names_the_server_and_no_secret_of_its_url(delays):
+    """An embedder whose server could not be reached said 'APIConnectionError: Connection error.', naming no server;
+    it names the server's scheme, host and port, never the URL's credentials, path or query."""
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://user:sk-pw-0001@127.0.0.1:{port}/v1/secret-path?key=sk-query-0002"
+    embedder = OpenAIEmbedder(api_key="k", base_url=url, max_retries=0, sleep=delays.append)
+
+    with pytest.raises(EmbedderError) as failed:
+        embedder.embed("hello")
+    text = str(failed.value)
+    assert text.endswith(f": APIConnectionError: Connection error. (server http://127.0.0.1:{port})"), text
+    assert not any(secret in text for secret in ("sk-pw-0001", "secret-path", "sk-query-0002")), text
+
+
 def test_rejected_key_raises_at_once_without_retry(server, delays):
     embedder = make(server, delays, api_key="sk-wrong-key-0000")
 

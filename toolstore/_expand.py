@@ -35,7 +35,7 @@ import psycopg
 from tqdm import tqdm
 
 from ._catalog import list_tools, upsert_tools
-from ._embedders.openai_client import check_base_url
+from ._embedders.openai_client import check_base_url, describe
 from ._errors import ExpansionError, redact
 from ._input import MAX_DOC_CHARS
 from ._models import CatalogInfo, Tool
@@ -222,7 +222,7 @@ def llm_phrases(client: Any, model: str, tool: Tool) -> list[str]:
     try:
         reply = client.chat.completions.create(model=model, messages=messages, temperature=0.2)
     except Exception as exc:
-        raise ExpansionError(redact(f"expansion of {tool.id!r} failed: {type(exc).__name__}: {exc}")) from exc
+        raise ExpansionError(redact(f"expansion of {tool.id!r} failed: {describe(exc)}")) from exc
     content = reply.choices[0].message.content if reply.choices else None
     return parse_phrases(content or "")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -73,6 +73,13 @@ def normal_address(url: str) -> str:
     return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
 
 
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url`` (:func:`normal_address` without its path): the server, never the path,
+    query or credentials, which may hold a secret."""
+    parts = urlsplit(url.strip())
+    return normal_address(urlunsplit((parts.scheme, parts.netloc, "", "", "")))
+
+
 def retryable(exc: Exception) -> bool:
     """Whether a failed request is worth another attempt, as the SDK's own retries (switched off) would judge it: no
     connection or a timeout; else what the response's ``x-should-retry`` header says, if anything; else HTTP 408
@@ -100,10 +107,23 @@ def provider_message(exc: Exception) -> str:
 
 
 def describe(exc: Exception) -> str:
-    """``HTTP status: the provider's message``, or the exception's type and message when there was no response."""
+    """``HTTP status: the provider's message``, or the exception's type and message when there was no response, with
+    the server it was sent to (:func:`origin`) when the exception knows: the SDK's ``Connection error.`` names none."""
     status = getattr(exc, "status_code", None)
     message = provider_message(exc)
-    return f"HTTP {status}: {message}" if status is not None else f"{type(exc).__name__}: {message}"
+    if status is not None:
+        return f"HTTP {status}: {message}"
+    server = _request_server(exc)
+    return f"{type(exc).__name__}: {message}" + (f" (server {server})" if server else "")
+
+
+def _request_server(exc: Exception) -> str | None:
+    """The :func:`origin` of the request an SDK (or httpx) error was raised for, if it has one."""
+    try:
+        url = getattr(getattr(exc, "request", None), "url", None)
+    except RuntimeError:  # httpx: "The .request property has not been set"
+        return None
+    return origin(str(url)) if url else None
 
 
 def parse_embeddings(response: Any, count: int, malformed: str) -> np.ndarray:
