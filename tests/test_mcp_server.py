@@ -22,7 +22,7 @@ import mcp.types
 import pytest
 from test_ingest import CHATTY_ARGS, CHATTY_ENV, CHATTY_SECRETS, chatty_lines
 
-from toolstore import AsyncToolStore, HashingEmbedder, McpSyncError, ToolStore
+from toolstore import AsyncToolStore, HashingEmbedder, McpSyncError, Tool, ToolStore
 from toolstore._errors import redact
 from toolstore._mcp_server import CallRecord, forward_call
 from toolstore._mcp_sync import (
@@ -231,6 +231,38 @@ def test_find_tools_only_without_gateway(gateway_catalog: str) -> None:
             asked["query"] = "bake a sourdough bread with rye flour"
             data = json.loads(_text(await session.call_tool("find_tools", asked)))
             assert data["abstained"] is True and data["tools"] == []
+
+    anyio.run(check)
+
+
+def test_find_tools_takes_its_arguments_as_strictly_as_route(dsn: str) -> None:
+    """find_tools took k="3" and k=true (the mcp SDK's pydantic made them 3 and 1), token_budget="500", abstain="yes"
+    or 1, where route(k=True) is refused; each is a tool error naming the argument, as route() says it, its input
+    schema unchanged, and the server answers good arguments after."""
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="strict") as store:
+        store.upsert([Tool(id=f"t.tool{i}", name=f"tool{i}", description=f"weather task {i}") for i in range(3)])
+    args = ("-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "strict", "serve", "mcp")
+
+    async def check() -> None:
+        async with open_session(Upstream("stdio", command=sys.executable, args=args)) as (session, _):
+            [listed] = (await session.list_tools()).tools
+            schema = listed.input_schema if hasattr(listed, "input_schema") else listed.inputSchema
+            assert schema["properties"]["k"] == {"default": 8, "title": "K", "type": "integer"}
+            assert schema["properties"]["abstain"] == {"default": False, "title": "Abstain", "type": "boolean"}
+            for arguments, said in [
+                ({"k": "3"}, "k must be an integer from 1 to 1000, got '3'"),
+                ({"k": True}, "k must be an integer from 1 to 1000, got True"),
+                ({"k": 2.0}, "k must be an integer from 1 to 1000, got 2.0"),
+                ({"token_budget": "500"}, "token_budget must be None or an integer from 0 to 10,000,000, got '500'"),
+                ({"token_budget": False}, "token_budget must be None or an integer from 0 to 10,000,000, got False"),
+                ({"abstain": "yes"}, "abstain must be True or False, got 'yes'"),
+                ({"abstain": 1}, "abstain must be True or False, got 1"),
+            ]:
+                bad = await session.call_tool("find_tools", {"query": "weather", **arguments})
+                assert _is_error(bad) and _text(bad).endswith(said), (arguments, _text(bad))
+            asked = {"query": "weather", "k": 2, "token_budget": None, "abstain": False}
+            good = await session.call_tool("find_tools", asked)
+            assert not _is_error(good) and len(json.loads(_text(good))["tools"]) == 2, _text(good)
 
     anyio.run(check)
 

@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError
 from ._formats import render
@@ -176,7 +176,7 @@ def build_server(
         except ToolstoreError as exc:
             raise tool_error(str(exc)) from exc
 
-    find_tools.__annotations__["ctx"] = context_class  # the SDK passes the request context to a parameter of its type
+    find_tools.__annotations__.update(_as_sent(), ctx=context_class)  # ctx: the SDK passes its request context there
     server.add_tool(find_tools)
     if gateway:
 
@@ -194,6 +194,18 @@ def build_server(
         call_tool.__annotations__["ctx"] = context_class
         server.add_tool(call_tool)
     return server
+
+
+def _as_sent() -> dict[str, Any]:
+    """find_tools' options as the client sent them, for route() to check and name (their JSON schema kept): the SDK's
+    pydantic took ``"3"`` and ``true`` for ``k``, ``"yes"`` and ``1`` for ``abstain``, where route() refuses them."""
+    from pydantic import WithJsonSchema  # the mcp SDK's
+
+    def sent(*types: str) -> Any:
+        schema = {"type": types[0]} if len(types) == 1 else {"anyOf": [{"type": t} for t in types]}
+        return Annotated[Any, WithJsonSchema(schema)]
+
+    return {"k": sent("integer"), "token_budget": sent("integer", "null"), "abstain": sent("boolean")}
 
 
 def _with_session(hook: CallLog, session: str | None) -> CallLog:
