@@ -7,9 +7,12 @@ import asyncio
 
 import pytest
 
+import toolstore._catalog
+import toolstore._indexes
 from toolstore import (
     AsyncToolStore,
     EmbedderUnavailableError,
+    HashingEmbedder,
     IntentExample,
     InvalidInputError,
     OpenAIEmbedder,
@@ -17,6 +20,8 @@ from toolstore import (
     ToolStore,
 )
 from toolstore.testing.fake_openai import FakeOpenAI
+
+from catalog_gen import generated_tools
 
 TOOLS = [
     Tool(id="gmail.send_email", name="send_email", description="Send an email to a recipient"),
@@ -72,3 +77,26 @@ def test_examples_without_an_embedder_are_refused_before_any_write(dsn: str) -> 
         with pytest.raises(InvalidInputError, match="intent examples need an embedder"):
             store.upsert(TOOLS, examples=EXAMPLES)
         assert all(c["name"] != "none" for c in store.catalogs())
+
+
+@pytest.mark.parametrize("with_examples", [False, True])
+def test_a_bulk_upsert_without_examples_still_drops_the_indexes_first(
+    dsn: str, monkeypatch: pytest.MonkeyPatch, with_examples: bool
+) -> None:
+    """upsert ran every write in an outer transaction (for the examples' sake), so a bulk load of tools alone no
+    longer dropped the catalog's HNSW indexes before it (one build after it beats updating them row by row)."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
+    monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
+    dropped: list[str] = []
+    drop_indexes = toolstore._catalog.drop_indexes
+    monkeypatch.setattr(
+        toolstore._catalog, "drop_indexes", lambda *a, **kw: dropped.append("drop") or drop_indexes(*a, **kw)
+    )
+    tools = generated_tools(60, seed=3)
+    examples = [IntentExample(tool_id=tools[0].id, query="a request")] if with_examples else []
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="bulk") as store:
+        store.upsert(tools[:25])  # an index: 25 vectors, at least HNSW_MIN_ROWS
+        assert dropped == []
+        report = store.upsert(tools, examples=examples)
+        assert len(report.inserted) == 35 and store.info().n_tools == 60
+    assert dropped == ([] if with_examples else ["drop"])  # with examples: one transaction, the indexes kept

@@ -261,7 +261,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         ``examples``, intent examples of these tools or the catalog's others, are added with them (as
         :meth:`add_examples`; counted in the report's ``examples``).
 
-        One transaction: on any error (an embedder failing on the examples too) nothing is written.
+        One transaction: on any error (an embedder failing on the examples too) nothing is written. (With examples,
+        a bulk load keeps the catalog's HNSW indexes, updated row by row, rather than dropping them and building them
+        once after it.)
         """
         tools, examples = listed(tools, "tools"), listed(examples, "intent examples")
         embedder = self.embedder
@@ -269,7 +271,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
             raise InvalidInputError("intent examples need an embedder; this store was made with embedder=None")
 
         def write(conn: psycopg.Connection[Any]) -> ImportReport:
-            with conn.transaction():
+            if not examples:  # no outer transaction: a bulk load drops the catalog's HNSW indexes and builds them after
+                return _catalog.upsert_tools(conn, self.catalog, tools, embedder, prune=prune, create=self.create)
+            with conn.transaction():  # both or neither; the indexes are kept through the load (updated row by row)
                 report = _catalog.upsert_tools(conn, self.catalog, tools, embedder, prune=prune, create=self.create)
                 if examples and embedder is not None:
                     report.examples = _catalog.add_examples(conn, self.catalog, examples, embedder)
