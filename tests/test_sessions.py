@@ -617,13 +617,20 @@ def test_a_session_id_given_twice_to_import_sessions_is_refused_and_writes_nothi
 def test_both_stores_take_and_refuse_the_same_session_writes(dsn: str, logged: ToolStore) -> None:
     """AsyncToolStore listed what it was given in the event loop before ToolStore's checks, so a single value was split
     into characters or keys (record_calls("s", "a") logged a call of tool "a"); both stores now refuse it alike, and
-    import_sessions takes a mapping of session id to calls on both (a mapping's keys were taken for pairs)."""
+    import_sessions takes a mapping of session id to calls on both (a mapping's keys were taken for pairs). One
+    SessionCall or a number where a list goes is refused too, naming its type, by every session write."""
     refusals = [
         ("record_calls", ("s", "app.t1"), "calls must be a list of tool calls, not a single value"),
         ("record_calls", ("s", {"tool": "app.t1"}), "calls must be a list of tool calls, not a single value"),
         ("record_new_calls", ("s", ["c1"], "app.t1"), "calls must be a list of tool calls, not a single value"),
         ("import_sessions", ("s1",), "sessions must be .session id, calls. pairs or a mapping"),
         ("import_sessions", ([("s1", ["app.t1"], "x")],), r"session #1: expected a \(session id, calls\) pair"),
+        # one call or a number where a list goes: a TypeError out of iteration ('SessionCall' object is not iterable)
+        ("record_calls", ("s", SessionCall("app.t1")), r"calls must be a list of tool calls, not .*\(SessionCall\)"),
+        ("record_calls", ("s", 5), r"calls must be a list of tool calls, not a single value \(int\)"),
+        ("import_sessions", ([("s", SessionCall("app.t1"))],), r"session #1: calls must be a list of tool calls"),
+        ("new_calls", ("s", 5), r"call_ids must be a list of call ids, not a single value \(int\)"),
+        ("record_new_calls", ("s", 5, ["app.t1"]), r"call_ids must be a list of call ids, not a single value"),
     ]
 
     async def run_async() -> list[str]:

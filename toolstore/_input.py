@@ -271,6 +271,13 @@ def session_pairs(sessions: object) -> list[tuple[object, object]]:
     return pairs
 
 
+def call_id_list(call_ids: object) -> Any:
+    """``new_calls``' call ids listed (a generator read once: a write tried again reads the list); a single value (a
+    str, a number) as it is, for the check of them to refuse."""
+    single = isinstance(call_ids, (str, bytes, Mapping)) or not isinstance(call_ids, Iterable)
+    return call_ids if single else list(call_ids)
+
+
 def _listed(pair: tuple[object, object]) -> tuple[object, object]:
     """A (session id, calls) pair, its calls listed unless they are a single value (refused later, naming it)."""
     session, calls = pair
@@ -281,8 +288,8 @@ def _listed(pair: tuple[object, object]) -> tuple[object, object]:
 def check_session_calls(calls: Iterable[object]) -> list[SessionCall]:
     """Calls as SessionCalls: a tool id or name, a SessionCall, or a resolved call (anything with a ``tool`` Tool and
     an ``id``, as :class:`toolstore.ResolvedCall`). InvalidInputError names the call and the field."""
-    if isinstance(calls, (str, bytes, Mapping)):
-        raise InvalidInputError("calls must be a list of tool calls, not a single value")
+    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):  # a str, a SessionCall, a number
+        raise InvalidInputError(f"calls must be a list of tool calls, not a single value ({type(calls).__name__})")
     out: list[SessionCall] = []
     for index, call in enumerate(calls):
         where = f"calls[{index}]"

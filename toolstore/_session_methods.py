@@ -11,7 +11,7 @@ from typing import Any, cast
 import psycopg
 
 from ._catalog import set_settings
-from ._input import check_session, check_session_calls, session_pairs
+from ._input import call_id_list, check_session, check_session_calls, session_pairs
 from ._models import CatalogInfo, LoggedCall
 from ._session_reads import has_session, list_sessions, session_log, transitions
 from ._sessions import (
@@ -54,7 +54,7 @@ class SessionMethods:
         keeps when a prune takes its calls),
         each once and none it has seen. What :meth:`record_calls` of calls with these ids would log; it writes
         nothing."""
-        ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
+        ids = call_id_list(call_ids)
         return self._run(lambda conn: new_call_ids(conn, self._info(conn), session, ids))
 
     def record_new_calls(self, session: str, call_ids: Sequence[str], calls: Iterable[object]) -> list[str]:
@@ -64,7 +64,7 @@ class SessionMethods:
         call given (a call that resolved to no tool) is returned once (remembered as reported) and logged once it
         comes with a call, unless a later call was logged first (the log keeps the list's order). Two writers of one
         list get each new call id once between them."""
-        ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
+        ids = call_id_list(call_ids)
         session, checked = check_session(session), check_session_calls(calls)  # as record_calls'
         return self._run(lambda conn: record_new_calls(conn, self._info(conn), session, ids, checked))
 
@@ -140,11 +140,11 @@ class AsyncSessionMethods:
         return cast("int", await self._write("record_calls", session, calls))  # checked there, as ToolStore's
 
     async def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
-        ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
+        ids = call_id_list(call_ids)
         return cast("list[str]", await self._write("new_calls", session, ids))
 
     async def record_new_calls(self, session: str, call_ids: Sequence[str], calls: Iterable[object]) -> list[str]:
-        ids = list(call_ids) if not isinstance(call_ids, (str, bytes)) else call_ids
+        ids = call_id_list(call_ids)
         return cast("list[str]", await self._write("record_new_calls", session, ids, calls))
 
     async def import_sessions(

@@ -189,8 +189,8 @@ def _seen(conn: psycopg.Connection[Any], params: Mapping[str, Any], call_ids: Se
 
 def _call_ids(call_ids: Sequence[str]) -> list[str]:
     """A message list's call ids checked; InvalidInputError names a bad one."""
-    if isinstance(call_ids, (str, bytes)):
-        raise InvalidInputError("call_ids must be a list of call ids, not a single value")
+    if isinstance(call_ids, (str, bytes)) or not isinstance(call_ids, Sequence):  # a Mapping is none
+        raise InvalidInputError(f"call_ids must be a list of call ids, not a single value ({type(call_ids).__name__})")
     if len(call_ids) > MAX_CALLS_PER_WRITE:  # as many as one record_calls takes
         raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} call ids at once")
     return [check_text(c, f"call_ids[{i}]", max_chars=MAX_ID_CHARS) for i, c in enumerate(call_ids)]
