@@ -181,8 +181,18 @@ def test_remove_checks_the_tool_id(store: ToolStore, bad: object, message: str) 
         (lambda s: s.resolve("a", among="a"), "tool ids must be a list of strings, got str"),
         # was read letter by letter: [None, None, None] for "abc"
         (lambda s: s.resolve_calls("abc"), "expected a list of call names, got 'abc'"),
+        (lambda s: s.resolve_calls(5), "expected a list of call names, got 5"),  # a TypeError out of iteration
     ],
-    ids=["get NUL", "get int", "tools long", "tools str", "resolve among", "resolve among str", "resolve_calls str"],
+    ids=[
+        "get NUL",
+        "get int",
+        "tools long",
+        "tools str",
+        "resolve among",
+        "resolve among str",
+        "resolve_calls str",
+        "resolve_calls int",
+    ],
 )
 def test_reads_by_id_check_the_ids(store: ToolStore, call: Any, message: str) -> None:
     store.upsert([Tool(id="a", name="a", description="alpha")])
