@@ -111,6 +111,10 @@ def test_tune_rejects_bad_sessions(store: ToolStore) -> None:
         tune(store, sessions=[LabelledSession("z", (SessionTurn("q", ("k.zulu",), ()),))])
     with pytest.raises(InvalidInputError, match="LabelledSession"):
         tune(store, sessions=[{"sid": "x"}])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="sessions must be a list, not a single LabelledSession"):
+        tune(store, sessions=habit_sessions(2)[0])  # type: ignore[arg-type]  # a TypeError out of list()
+    with pytest.raises(InvalidInputError, match="examples must be a list, not a single int"):
+        store.tune(5)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="2 examples or sessions to cross-validate"):
         tune(store, sessions=habit_sessions(1))  # two scored turns, but one session: a single fold
 

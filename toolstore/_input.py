@@ -246,8 +246,9 @@ def _position(raw: bytes, end: int) -> str:
 
 
 def listed(values: object, what: str) -> list[Any]:
-    """A write's items (``upsert``'s tools, ``add_examples``' examples, anchors, anchor ids), any iterable read once,
-    as a list; a single value (one Tool, a str, a mapping, a number) is InvalidInputError naming ``what``."""
+    """A write's items (``upsert``'s tools, ``add_examples``' examples, anchors, anchor ids, ``tune``'s labels), any
+    iterable read once, as a list; a single value (one Tool, a str, a mapping, a number) is InvalidInputError naming
+    ``what``."""
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
         raise InvalidInputError(f"{what} must be a list, not a single {type(values).__name__}")
     return list(values)

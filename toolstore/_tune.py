@@ -25,6 +25,7 @@ from ._candidates import CandidateTable, Transitions
 from ._errors import InvalidInputError
 from ._eval import check_queries, check_sessions
 from ._fusion import DEFAULT_AVOID, DEFAULT_FUSION, DEFAULT_K_RRF, DEFAULT_TURNS, REQUEST_SIGNALS, SIGNALS, Fusion
+from ._input import listed
 from ._lists import ExpansionLines, Probe, ToolIndex, expansion_lines, fetch_lists, load_tool_index
 from ._metrics import CUTOFF, Judgement, LabelledSession
 from ._sql import query
@@ -219,7 +220,7 @@ def tune(
         raise InvalidInputError(f"folds must be an integer >= 2, got {folds!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InvalidInputError(f"seed must be an integer >= 0, got {seed!r}")
-    examples, sessions = list(examples), list(sessions)
+    examples, sessions = listed(examples, "examples"), listed(sessions, "sessions")  # a single one: named
     if negatives is not None and not examples:
         raise InvalidInputError("calibrating abstention (negatives) needs examples: requests the catalog serves")
     if not examples and not sessions:
