@@ -322,6 +322,8 @@ def test_an_open_cancelled_while_the_pool_waits_for_the_server_closes_the_pool(m
         ({"read_dsn": ["host=replica port"]}, "malformed DSN"),
         ({"embedder": "openai", "pool_size": 0}, "pool_size must be"),
         ({"embedder": "openai", "timeout": 0}, "timeout must be"),
+        # past about 1e9: 'cannot connect to the database: timestamp out of range for platform time_t'
+        ({"timeout": 1e10}, "timeout must be a positive number of seconds up to 86,400, got 10000000000.0"),
     ],
 )
 def test_both_stores_refuse_bad_arguments_alike_when_made(dsn: str, arguments: dict[str, Any], problem: str) -> None:

@@ -30,6 +30,9 @@ from ._sql import query
 T = TypeVar("T")
 #: Seconds a call may wait for a database connection before it raises DatabaseError.
 DEFAULT_TIMEOUT = 5.0
+#: The longest ``timeout``: a day (at 1e10 seconds, say, waits failed as "cannot connect to the database: timestamp
+#: out of range for platform time_t", the database never tried).
+MAX_TIMEOUT = 86_400
 #: Attempts of a write transaction that Postgres chose as a deadlock (or serialization) victim.
 CONFLICT_ATTEMPTS = 4
 EXTENSION_SCHEMA = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
@@ -124,8 +127,8 @@ def _extension_schema(row: Any) -> str:
 
 
 def check_timeout(timeout: float) -> float:
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
-        raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
+        raise InvalidInputError(f"timeout must be a positive number of seconds up to {MAX_TIMEOUT:,}, got {timeout!r}")
     return float(timeout)
 
 

@@ -62,8 +62,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     None turns both off (lexical only). ``catalog`` is created by the first write (in that write's transaction,
     so a failed first write leaves nothing behind) unless ``create=False``.
     ``migrate``: bring toolstore's schema to head when it is behind (``False``: raise instead).
-    ``timeout``: seconds any call may wait for the database before it raises :class:`DatabaseError`; after a
-    server restart the store reconnects by itself.
+    ``timeout``: seconds any call may wait for the database (up to a day) before it raises :class:`DatabaseError`;
+    after a server restart the store reconnects by itself.
     ``statement_timeout``: seconds each statement of a route (route(), route_messages(), resolve_calls()) may run
     before Postgres cancels it, a :class:`StatementTimeoutError` (None, the default: no limit). Set with the
     statement in one round trip, local to it: writes, reads and index builds are not capped.
