@@ -701,6 +701,17 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
     assert bad.returncode == 1 and "--older-than wants a duration" in bad.stderr and "Traceback" not in bad.stderr
     with pytest.raises(InvalidInputError, match="too long"):
         parse_duration("99999999999d")
+    # past the library's bound but no overflow: 'error: older_than must be a timedelta from 0 to 100,000 days, got
+    # datetime.timedelta(days=999999)', naming the library's argument, not the option
+    for option in ("--older-than", "--forget-idle"):
+        bad = subprocess.run(
+            [sys.executable, "-m", "toolstore", "-c", "cli", "sessions", "prune", option, "999999d"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert bad.returncode == 1 and f"{option} '999999d' is too long: at most 100,000 days" in bad.stderr, bad.stderr
     bad = subprocess.run(
         [sys.executable, "-m", "toolstore", "-c", "cli", "sessions", "prune", "--forget-idle", "later"],
         capture_output=True,

@@ -24,13 +24,15 @@ _DAYS = f"days, from 1 second (1/86,400 of a day) to {MAX_AGE_DAYS:,}"
 
 
 def parse_duration(text: str, what: str = "--older-than", *, positive: bool = False) -> timedelta:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days; with ``positive``, over 0); errors name the
-    option ``what``."""
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days; with ``positive``, over 0; at most the
+    library's :data:`MAX_AGE_DAYS`); errors name the option ``what``."""
     match = _DURATION.match(text)
     try:
         duration = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))}) if match else None
     except OverflowError:
-        raise InvalidInputError(f"{what} {text!r} is too long: at most {MAX_AGE_DAYS:,} days") from None
+        duration = timedelta.max
+    if duration is not None and duration > timedelta(days=MAX_AGE_DAYS):  # else the library's older_than names it
+        raise InvalidInputError(f"{what} {text!r} is too long: at most {MAX_AGE_DAYS:,} days")
     if duration is not None and (duration > timedelta(0) or not positive):
         return duration
     over = " over 0" if positive else ""
