@@ -296,6 +296,8 @@ def test_bad_negatives_are_clear_errors_and_store_nothing(store: ToolStore, tmp_
         store.set_abstain(AbstainModel((1.0,), 0.0, 0.5))
     with pytest.raises(InvalidInputError, match="threshold must be from 0 to 1"):
         store.set_abstain(AbstainModel((0.0,) * len(FEATURES), 0.0, 1.5))
+    with pytest.raises(InvalidInputError, match="fusion must be a toolstore.Fusion, got dict"):  # an AttributeError
+        store.set_abstain(None, fusion={"weights": {"dense": 1.0}})  # type: ignore[arg-type]
     assert store.info().settings == before
 
 

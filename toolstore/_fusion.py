@@ -118,6 +118,8 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
 def check_fusion(fusion: Fusion) -> Fusion:
     """``fusion`` with its weights completed (:func:`check_weights`); InvalidInputError unless ``k_rrf``,
     ``overfetch``, ``split`` and ``avoid`` are usable."""
+    if not isinstance(fusion, Fusion):  # set_abstain(model, fusion={...}): an AttributeError out of it
+        raise InvalidInputError(f"fusion must be a toolstore.Fusion, got {type(fusion).__name__}")
     k_rrf = fusion.k_rrf
     if isinstance(k_rrf, bool) or not isinstance(k_rrf, (int, float)) or not 0 <= k_rrf <= MAX_WEIGHT:
         raise InvalidInputError(f"k_rrf must be a finite number from 0 to {MAX_WEIGHT:g}, got {k_rrf!r}")
