@@ -618,7 +618,8 @@ def test_both_stores_take_and_refuse_the_same_session_writes(dsn: str, logged: T
     """AsyncToolStore listed what it was given in the event loop before ToolStore's checks, so a single value was split
     into characters or keys (record_calls("s", "a") logged a call of tool "a"); both stores now refuse it alike, and
     import_sessions takes a mapping of session id to calls on both (a mapping's keys were taken for pairs). One
-    SessionCall or a number where a list goes is refused too, naming its type, by every session write."""
+    SessionCall or a number where a list goes is refused too, naming its type, by every session write, and a listing's
+    bad limit or prev as the bad input it is."""
     refusals = [
         ("record_calls", ("s", "app.t1"), "calls must be a list of tool calls, not a single value"),
         ("record_calls", ("s", {"tool": "app.t1"}), "calls must be a list of tool calls, not a single value"),
@@ -631,23 +632,27 @@ def test_both_stores_take_and_refuse_the_same_session_writes(dsn: str, logged: T
         ("import_sessions", ([("s", SessionCall("app.t1"))],), r"session #1: calls must be a list of tool calls"),
         ("new_calls", ("s", 5), r"call_ids must be a list of call ids, not a single value \(int\)"),
         ("record_new_calls", ("s", 5, ["app.t1"]), r"call_ids must be a list of call ids, not a single value"),
+        # a DatabaseError ('LIMIT must not be negative', 'bigint out of range'), or no transition at all for prev=5
+        ("sessions", (), r"limit must be an integer from 1 to 9,223,372,036,854,775,807, got -1", {"limit": -1}),
+        ("transitions", (), r"limit must be an integer from 1 to .*, got 1180591620717411303424", {"limit": 2**70}),
+        ("transitions", (), r"prev must be a string, got int", {"prev": 5}),
     ]
 
     async def run_async() -> list[str]:
         errors = []
         async with AsyncToolStore(dsn, embedder=None, catalog=logged.catalog, create=False) as astore:
-            for method, args, _ in refusals:
+            for method, args, _, *options in refusals:  # options: the keyword arguments, when given
                 try:
-                    await getattr(astore, method)(*args)
+                    await getattr(astore, method)(*args, **(options[0] if options else {}))
                     errors.append("")
                 except InvalidInputError as exc:
                     errors.append(str(exc))
             assert await astore.import_sessions({"a1": ["app.t1", "app.t2"]}) == {"sessions": 1, "calls": 2}
         return errors
 
-    for (method, args, error), async_error in zip(refusals, asyncio.run(run_async())):
+    for (method, args, error, *options), async_error in zip(refusals, asyncio.run(run_async())):
         with pytest.raises(InvalidInputError, match=error) as refused:
-            getattr(logged, method)(*args)
+            getattr(logged, method)(*args, **(options[0] if options else {}))
         assert async_error == str(refused.value), method
     assert logged.import_sessions({"s1": ["app.t1"], "s2": ["app.t2", "app.t1"]}) == {"sessions": 2, "calls": 3}
     assert {r["session_id"] for r in logged.sessions()} == {"a1", "s1", "s2"}

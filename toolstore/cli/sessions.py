@@ -11,6 +11,7 @@ import click
 
 from .._errors import InvalidInputError
 from .._metrics import load_sessions
+from .._session_reads import MAX_LIMIT
 from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .app import command, emit, not_empty, note, open_store, plural, summary, wants_json
 
@@ -18,7 +19,6 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks", "": "days"}
 MIN_DAYS = MIN_RETENTION_AGE / timedelta(days=1)  # the shortest retention age, in days
-MAX_LIMIT = 2**63 - 1  # rows a list shows at most: Postgres's LIMIT is a bigint
 _CALLS = f"calls, from 1 to {MAX_RETENTION_CALLS:,}"
 _DAYS = f"days, from 1 second (1/86,400 of a day) to {MAX_AGE_DAYS:,}"
 
