@@ -120,7 +120,8 @@ def main() -> None:
         tail = "" if source == "default" else f', source="{source}"'
         print(f"{name} = AbstainModel({constants(model)}{tail})")
         if constants(model) != constants(known):
-            print(f"note: _abstain.{name} differs from this fit; paste the line above to ship it")
+            print(f"note: _abstain.{name} differs from this fit (which moves a little between fresh catalogs: README,")
+            print("      Abstention); paste the line above to ship a fit of today's evidence")
     loso = {x: fitted([s for s in sets if s != x]) if len(sets) > 2 else shipped for x in sets}
     loso_rank = {x: fitted([s for s in sets if s != x], rank=True) if len(sets) > 2 else shipped_rank for x in sets}
 
