@@ -12,12 +12,14 @@ Steps: export BertModel + mean pooling + L2 normalisation to one ONNX graph (fp3
 ``bench/embed.py``); quantize it (int8 per-channel weights for most MatMuls; int8 weights and activations per
 block of 64 for the MatMuls that lose the most that way; int8 per-row word embeddings); write ``tokenizer.json``
 (truncation at 256, dynamic padding, like sentence-transformers), ``LICENSE`` and ``NOTICE.md``; write the reference
-vectors to ``tests/data/minilm_reference.npz``; and fail unless every reference text reaches cosine >= 0.99.
+vectors to ``tests/data/minilm_reference.npz``; and fail unless every reference text reaches cosine >= 0.99. It
+prints the files' build last: set ``MODEL_BUILD`` to it when shipping them (the embedding cache's key names it).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import tempfile
@@ -342,6 +344,9 @@ def main(argv: list[str] | None = None) -> None:
     write_notice(args.out_dir, cosines)
     for path in sorted(args.out_dir.iterdir()):
         print(f"{path} {path.stat().st_size / 1e6:.2f} MB")
+    files = (args.out_dir / "model.onnx", args.out_dir / "tokenizer.json")  # the embedding cache's key names them
+    build = hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest()[:12]
+    print(f"build {build}: MODEL_BUILD in toolstore/_embedders/local.py names the shipped files' build")
 
 
 if __name__ == "__main__":

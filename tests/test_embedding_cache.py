@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from toolstore import (
     _catalog,
     _vectors,
 )
-from toolstore._embedders.local import MODEL_DIR, MODEL_FILES
+from toolstore._embedders.local import MODEL_BUILD, MODEL_DIR, MODEL_FILES
 from toolstore._text import dense_text
 from toolstore._vectors import embed_cached
 from toolstore.testing.fake_openai import FakeOpenAI
@@ -44,6 +45,9 @@ class Counting(HashingEmbedder):
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
         return super().embed_batch(texts)
+
+
+SHIPPED = f"local/all-MiniLM-L6-v2#build={MODEL_BUILD}"  # the shipped model's cache key at its default max_tokens
 
 
 def age_cache(conn: Connection[Any]) -> None:
@@ -192,14 +196,14 @@ def test_the_cache_tells_apart_two_token_limits_under_one_model_name(dsn: str, t
         np.testing.assert_allclose(embed_cached(conn, short, texts), short.embed_many(texts), atol=1e-6)
         np.testing.assert_allclose(embed_cached(conn, full, texts), full.embed_many(texts), atol=1e-6)
         rows = conn.execute("select model, count(*) from embedding_cache group by model order by model").fetchall()
-    assert rows == [("local/all-MiniLM-L6-v2", 2), ("local/all-MiniLM-L6-v2#max_tokens=64", 2)]
+    assert rows == [(SHIPPED, 2), ("local/all-MiniLM-L6-v2#max_tokens=64", 2)]
     assert not np.allclose(short.embed_many(texts[:1]), full.embed_many(texts[:1]), atol=1e-3)
-    assert (full.cache_key, short.cache_key) == ("local/all-MiniLM-L6-v2", "local/all-MiniLM-L6-v2#max_tokens=64")
+    assert (full.cache_key, short.cache_key) == (SHIPPED, "local/all-MiniLM-L6-v2#max_tokens=64")
 
 
 def test_the_shipped_models_max_tokens_is_in_its_cache_key_but_at_its_default(dsn: str) -> None:
     """The shipped model given another ``max_tokens`` (the attribute, set before or after its first use) cuts a long
-    text elsewhere: it is not handed the vectors cached at the default limit, whose key stays the model alone."""
+    text elsewhere: it is not handed the vectors cached at the default limit, whose key is the model and its build."""
     texts = ["forecast the weather for a city " * 20, "send an email"]  # about 140 tokens, and 4
     default, short = LocalEmbedder(), LocalEmbedder()
     short.embed_many(texts)  # its tokenizer made at the default limit
@@ -211,9 +215,46 @@ def test_the_shipped_models_max_tokens_is_in_its_cache_key_but_at_its_default(ds
         np.testing.assert_allclose(embed_cached(conn, short, texts), fresh.embed_many(texts), atol=1e-6)
         np.testing.assert_allclose(embed_cached(conn, default, texts), cached, atol=1e-6)
         rows = conn.execute("select model, count(*) from embedding_cache group by model order by model").fetchall()
-    assert rows == [("local/all-MiniLM-L6-v2", 2), ("local/all-MiniLM-L6-v2#max_tokens=16", 2)]
+    assert rows == [(SHIPPED, 2), (f"{SHIPPED}#max_tokens=16", 2)]
     assert not np.allclose(cached[0], fresh.embed_many(texts[:1])[0], atol=1e-3)
-    assert (default.cache_key, short.cache_key) == ("local/all-MiniLM-L6-v2", "local/all-MiniLM-L6-v2#max_tokens=16")
+    assert (default.cache_key, short.cache_key) == (SHIPPED, f"{SHIPPED}#max_tokens=16")
+
+
+def test_the_shipped_model_is_not_handed_the_vectors_an_earlier_build_cached(dsn: str) -> None:
+    """A rebuild of the shipped model's files (6e0b0fd: its MatMuls quantized, every vector moved) kept its cache
+    key, the model alone, so an import was handed the earlier build's cached vectors while route() embedded its
+    requests with the new one: one catalog of two models' vectors. Its key names its build now: what another build
+    cached, under the model alone or another build, is not read; each tool's stored vector is this model's."""
+    tools = generated_tools(3, seed=11)
+    embedder = LocalEmbedder()
+    expected = embedder.embed_many([dense_text(t) for t in tools])
+    planted = "insert into embedding_cache (model, text_sha256, embedding) values (%s, %s, %s::vector)"
+    with ToolStore(dsn, embedder=embedder, catalog="rebuilt") as store:
+        with store.connection() as conn:
+            for key in ("local/all-MiniLM-L6-v2", "local/all-MiniLM-L6-v2#build=000000000000"):
+                for tool, vector in zip(tools, expected):
+                    wrong = str(np.roll(vector, 1).tolist())  # a unit vector of the width, far from the model's
+                    conn.execute(planted, (key, _vectors.text_hash(dense_text(tool)), wrong))
+        assert store.upsert(tools).embedded == len(tools)
+        with store.connection() as conn:
+            rows = conn.execute(
+                "select t.id, v.embedding from tool_vectors v join tools t on t.pk = v.tool_pk "
+                "where v.catalog_id = %s order by t.id",
+                (store.info().id,),
+            ).fetchall()
+    stored = {tool_id: _vectors.as_array(vector) for tool_id, vector in rows}
+    assert sorted(stored) == sorted(t.id for t in tools)
+    for tool, vector in zip(tools, expected):
+        np.testing.assert_allclose(stored[tool.id], vector, atol=1e-5)
+
+
+def test_the_shipped_models_build_is_its_files_digest() -> None:
+    """MODEL_BUILD, which the shipped model's cache key names, is its files' sha256: a rebuild that forgets to change
+    it fails here, before any cache hands its vectors to the other build."""
+    digest = hashlib.sha256(b"".join((MODEL_DIR / name).read_bytes() for name in MODEL_FILES)).hexdigest()
+    assert MODEL_FILES == ("model.onnx", "tokenizer.json")
+    assert MODEL_BUILD == digest[: len(MODEL_BUILD)] and len(MODEL_BUILD) == 12
+    assert LocalEmbedder().cache_key == f"{LocalEmbedder.model}#build={digest[:12]}"
 
 
 def test_compatible_servers_serving_one_model_name_do_not_share_cached_vectors(dsn: str) -> None:
@@ -253,18 +294,21 @@ def test_pruning_the_cache_drops_only_entries_no_catalog_reads(dsn: str, tmp_pat
         legacy = "insert into embedding_cache select %s, text_sha256, embedding from embedding_cache where model = %s"
         with ToolStore(dsn, embedder=None, catalog="gone", create=False) as store:
             with store.connection() as conn:  # as an earlier release cached them, under the model alone
-                for model in ("local/mini", "static/potion"):
+                for model in ("local/mini", "static/potion", "local/all-MiniLM-L6-v2"):
+                    conn.execute(legacy, (model, embedders["mini"].cache_key))
+                other_build = "local/all-MiniLM-L6-v2#build=000000000000"  # a rebuild's: never read by this one
+                for model in (other_build, f"{other_build}#max_tokens=64"):
                     conn.execute(legacy, (model, embedders["mini"].cache_key))
             store.drop_catalog()
             with store.connection() as conn:
                 age_cache(conn)
-            assert store.prune_cache() == 3 * len(tools)
+            assert store.prune_cache() == 6 * len(tools)
             assert store.prune_cache() == 0
             with store.connection() as conn:
                 keys = {r[0] for r in conn.execute("select distinct model from embedding_cache")}
         assert keys == {e.cache_key for name, e in embedders.items() if name != "gone"}
         remote_key = f"openai/text-embedding-3-small@64#server={server.base_url}"
-        assert keys >= {"local/all-MiniLM-L6-v2", "local/mini#max_tokens=64", remote_key}
+        assert keys >= {SHIPPED, "local/mini#max_tokens=64", remote_key}
         embedded = len(embedders["hash"].texts)
         with ToolStore(dsn, embedder=embedders["hash"], catalog="again") as store:
             store.upsert(tools)

@@ -125,13 +125,13 @@ def test_a_model_directory_without_embedder_json_must_hold_the_shipped_model(tmp
     under its key: another model there (one of 384 dimensions too, as bge-small) was handed the shipped model's cached
     vectors. Its files must be the shipped ones, byte for byte (a copy or a link); else it is refused, naming the file
     and embedder.json. Missing files are still the first embed's error (test_missing_model_files_raise)."""
-    from toolstore._embedders.local import MODEL_DIR, MODEL_FILES
+    from toolstore._embedders.local import MODEL_DIR, MODEL_FILES, shipped_key
 
     same = tmp_path / "same"
     same.mkdir()
     for name in MODEL_FILES:
         (same / name).write_bytes((MODEL_DIR / name).read_bytes())
-    assert LocalEmbedder(model_dir=same).cache_key == LocalEmbedder().cache_key == "local/all-MiniLM-L6-v2"
+    assert LocalEmbedder(model_dir=same).cache_key == LocalEmbedder().cache_key == shipped_key()
     for name in MODEL_FILES:
         other = tmp_path / name.replace(".", "-")
         other.mkdir()

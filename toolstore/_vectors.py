@@ -68,7 +68,8 @@ def embed_cached(
     Misses are embedded with ``embed`` (default ``embedder.embed_many``: all of them, or an error and nothing
     stored) and added to the cache when the role may write it (the owner: a vector a granted role cached would be
     used by every catalog's writes). The key's model is ``embedder.cache_key``: the model, and a model directory's
-    token limit, since a long text's vector depends on where the embedder cuts it. A cached vector of another width
+    token limit, since a long text's vector depends on where the embedder cuts it (the shipped local model's names
+    its build: another build's vectors are not read). A cached vector of another width
     than ``embedder.dim`` (a compatible server restarted serving the model name at another dimension, at the same
     address) is never handed back: it is embedded again, and replaced in the cache. ``require`` (a catalog's
     ``CatalogInfo.require_dim``) is told the width before anything is embedded, or, when the embedder learns it,
@@ -166,8 +167,9 @@ def _cached_width(embedder: Embedder, cached: list[np.ndarray]) -> int:
 
 def prune_cache(conn: psycopg.Connection[Any]) -> int:
     """Delete the embedding cache's entries that no catalog's embedder reads (``key_in_use``): those of models no
-    catalog records (a dropped catalog's, the model a reembed left) and the plain entries of model directories that
-    a release before their ``#max_tokens`` key wrote, but none younger than ``CACHE_GRACE`` (a catalog's first import,
+    catalog records (a dropped catalog's, the model a reembed left), the plain entries of model directories that
+    a release before their ``#max_tokens`` key wrote, and the shipped local model's of another build (or of none, from
+    before its key named the build), but none younger than ``CACHE_GRACE`` (a catalog's first import,
     or a reembed, caches its vectors before recording their model). Returns how many were deleted. DatabaseError for a
     role other than the tables' owner."""
     with conn.transaction():

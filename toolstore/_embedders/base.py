@@ -61,8 +61,8 @@ class Embedder(ABC):
     @property
     def cache_key(self) -> str:
         """The name the embedding cache keeps this embedder's vectors under: its ``model``, or the model, ``#`` and
-        whatever else decides a vector that the model name does not (a model directory's token limit:
-        ``LocalEmbedder``; a server other than OpenAI's: ``OpenAIEmbedder``)."""
+        whatever else decides a vector that the model name does not (a model directory's token limit, the shipped
+        model's build: ``LocalEmbedder``; a server other than OpenAI's: ``OpenAIEmbedder``)."""
         return self.model
 
     def embed(self, text: str) -> np.ndarray:

@@ -8,7 +8,7 @@ from pathlib import Path
 from .._errors import InvalidInputError
 from .base import Embedder
 from .hashing import HashingEmbedder
-from .local import CONFIG_FILE, MODEL_FILES, LocalEmbedder
+from .local import CONFIG_FILE, MODEL_FILES, LocalEmbedder, shipped_key
 from .openai import OpenAIEmbedder
 from .static import MODEL_FILES as STATIC_FILES
 from .static import StaticEmbedder
@@ -56,9 +56,12 @@ def _model_dir(spec: str, files: tuple[str, ...], script: str) -> Path:
 def key_in_use(key: str, models: Collection[str]) -> bool:
     """Whether an embedder of one of ``models`` (the catalogs' recorded models) may read the embedding cache under
     ``key``: its ``cache_key`` is the model, ``#`` and what else decides its vectors (a model directory's
-    ``max_tokens``, an OpenAI model's server), or the model alone, but never for a model directory's model
-    (``local/NAME`` but the shipped one, ``static/NAME``), whose plain entries an earlier release wrote: no embedder
-    reads them, and which directory (which weights, which limit) wrote them is unknown, so none may."""
+    ``max_tokens``, an OpenAI model's server, the shipped local model's build), or the model alone, but never for a
+    local or static model (``local/NAME``, ``static/NAME``): a model directory's plain entries an earlier release
+    wrote (which directory, which weights, which limit wrote them is unknown), or the shipped model's before its key
+    named its build, as are its entries of another build than this release's: no embedder reads them."""
+    if key.startswith(f"{LocalEmbedder.model}#build="):
+        return key.partition("#max_tokens=")[0] == shipped_key() and LocalEmbedder.model in models
     if any(key.startswith(f"{model}#") for model in models):
         return True
-    return key in models and (key == LocalEmbedder.model or not key.startswith(("local/", "static/")))
+    return key in models and not key.startswith(("local/", "static/"))

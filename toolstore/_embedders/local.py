@@ -1,7 +1,8 @@
 """The default embedder: all-MiniLM-L6-v2 run locally with onnxruntime (no torch, no network).
 
 The model files ship in ``toolstore/_embedders/minilm/`` (int8 ONNX graph with mean pooling and normalisation
-inside, ``tokenizer.json`` truncating at 256 tokens); ``scripts/build_local_model.py`` regenerates them.
+inside, ``tokenizer.json`` truncating at 256 tokens); ``scripts/build_local_model.py`` regenerates them, and
+:data:`MODEL_BUILD` (which the embedding cache's key names) must then be set to the build it prints.
 onnxruntime and tokenizers are imported, and the model loaded, on first use, so importing this module is cheap.
 
 Any other model exported the same way (``scripts/build_candidate_model.py``) runs through the same class: its
@@ -29,6 +30,10 @@ from .base import Embedder, check_width, normalise
 MODEL_DIR = Path(__file__).resolve().parent / "minilm"
 MODEL_FILES = ("model.onnx", "tokenizer.json")
 MAX_TOKENS = 256
+#: The shipped model's build: the first 12 hex digits of the sha256 of its ``model.onnx`` then ``tokenizer.json``
+#: (a test holds it to the files; rebuilding them changes it). Its cache key names it, so that vectors another build
+#: cached (6e0b0fd quantized the MatMuls: cosine ~.9987 to the earlier build's) are never read in its stead.
+MODEL_BUILD = "14884125f66f"
 #: In a model directory other than the shipped one: the identifier a catalog records, the dimension, the truncation.
 CONFIG_FILE = "embedder.json"
 
@@ -113,13 +118,16 @@ class LocalEmbedder(Embedder):
 
     @property
     def cache_key(self) -> str:
-        """The model, and for a model directory's model (``embedder.json``), or the shipped model given another
-        ``max_tokens`` than its :data:`MAX_TOKENS`, its ``max_tokens``: the same model name with another limit cuts a
-        long text elsewhere, or keeps whole a text that this limit cuts. The shipped model at its own limit keeps the
-        model alone, the key its cached vectors have always had."""
-        if self._configured or self.max_tokens != MAX_TOKENS:
+        """The model, ``#`` and what else decides its vectors. A model directory's model (``embedder.json``):
+        ``MODEL#max_tokens=N``, the same model name with another limit cuts a long text elsewhere, or keeps whole a
+        text that this limit cuts. The shipped model: ``MODEL#build=B`` (:data:`MODEL_BUILD`), and
+        ``#max_tokens=N`` after it when given another ``max_tokens`` than its :data:`MAX_TOKENS`; a rebuild of its
+        files moves every vector, so the vectors an earlier build cached (under the model alone, before the key named
+        the build) are not read."""
+        if self._configured:
             return f"{self.model}#max_tokens={self.max_tokens}"
-        return self.model
+        key = shipped_key()
+        return key if self.max_tokens == MAX_TOKENS else f"{key}#max_tokens={self.max_tokens}"
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Embed one batch: ``(len(texts), dim)`` float32, rows L2-normalised, in the order of ``texts``.
@@ -203,6 +211,11 @@ class LocalEmbedder(Embedder):
             )
         except Exception as exc:
             raise EmbedderError(f"local embedder: cannot load {self.model_dir / 'model.onnx'}: {exc}") from exc
+
+
+def shipped_key() -> str:
+    """The shipped model's cache key at its own ``max_tokens``: the model and its build."""
+    return f"{LocalEmbedder.model}#build={MODEL_BUILD}"
 
 
 def _check_shipped(directory: Path) -> None:
