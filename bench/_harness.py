@@ -93,13 +93,15 @@ def built_database(
     n: int,
     cat: _synth.Catalog,
     vectors: Callable[[], tuple[np.ndarray, np.ndarray]],
-    model: str,
+    embedder: Embedder,
     tag: str = "",
 ) -> str:
-    """The size-n database, built unless a complete one of this generator version and model exists."""
+    """The size-n database, built unless a complete one of this generator version and embedder's vectors exists (its
+    ``cache_key`` where that is more than its model: the shipped local model's names its build)."""
+    model = embedder.model
     name = f"bench_{n}_v{_synth.GENERATOR_VERSION}" + ("" if model == LocalEmbedder.model else "_" + model[:12])
     dsn = make_conninfo(admin, dbname=name)
-    schema = schema_hash() + tag
+    schema = schema_hash() + tag + ("" if embedder.cache_key == model else f"/{embedder.cache_key}")
     try:
         with psycopg.connect(dsn) as conn:
             if conn.execute("select 1 from public.bench_meta where schema = %s", [schema]).fetchone():

@@ -310,6 +310,12 @@ def derived_chunk(full: Catalog, c: int, base_tools: Any, base_examples: Any) ->
     return tools, examples
 
 
+def vectors_folder(cache: Path, embedder: Any) -> Path:
+    """Where :func:`load_vectors` keeps an embedder's vectors: named by its ``cache_key``, not its model alone (the
+    shipped local model's names its build: an earlier build's vectors are not read), made a safe file name."""
+    return cache / f"vectors_v{GENERATOR_VERSION}_{re.sub(r'[^A-Za-z0-9._#=@-]', '_', embedder.cache_key)}"
+
+
 def load_vectors(
     n: int, embedder: Any, cache: Path, log: Any = print, reverse: bool = False, derive: bool = False
 ) -> tuple[Any, Any]:
@@ -324,7 +330,7 @@ def load_vectors(
 
     from toolstore._text import dense_text
 
-    folder = cache / f"vectors_v{GENERATOR_VERSION}_{embedder.model.replace('/', '_')}"
+    folder = vectors_folder(cache, embedder)
     folder.mkdir(parents=True, exist_ok=True)
     chunks = -(-n // CHUNK)
     paths = [folder / f"{'d' if derive and c else ''}{c:03d}.npz" for c in range(chunks)]

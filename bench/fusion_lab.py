@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,9 +35,11 @@ DEPTH = 100  # retriever depth kept on disk (route uses max(4k, 40) = 40)
 
 
 def vectors(embedder: Any, texts: Sequence[str], tag: str) -> np.ndarray:
-    """Embeddings of ``texts``, cached by model name and a hash of the texts."""
+    """Embeddings of ``texts``, cached by the embedder's ``cache_key`` (the shipped local model's names its build: an
+    earlier build's vectors are not read) and a hash of the texts."""
     digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    path = OUT / "vectors" / f"{embedder.model.replace('/', '_')}-{tag}-{digest}.npy"
+    key = re.sub(r"[^A-Za-z0-9._#=@-]", "_", embedder.cache_key)
+    path = OUT / "vectors" / f"{key}-{tag}-{digest}.npy"
     if path.is_file():
         return np.load(path)
     path.parent.mkdir(parents=True, exist_ok=True)

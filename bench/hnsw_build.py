@@ -63,7 +63,7 @@ def main() -> None:
         parser.error(f"--types: vector or halfvec, got {args.types!r}")
     n, embedder = 10_000, LocalEmbedder()
     cat = _synth.catalog(n)
-    dsn = built_database(admin_dsn(), n, cat, lambda: _synth.load_vectors(n, embedder, OUT, log=log), embedder.model)
+    dsn = built_database(admin_dsn(), n, cat, lambda: _synth.load_vectors(n, embedder, OUT, log=log), embedder)
     qvecs = embedder.embed_many([q.text for q in _synth.queries(cat, args.requests)])
     with ToolStore(dsn, embedder=embedder, catalog="bench") as store, store.connection() as conn:
         cid, dim = store.info().id, embedder.dim

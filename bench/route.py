@@ -89,7 +89,7 @@ def bench_size(
     def vectors() -> tuple[np.ndarray, np.ndarray]:
         return _synth.load_vectors(n, embedder, OUT, log=log, derive=derive)
 
-    dsn = built_database(admin, n, cat, vectors, embedder.model, tag="/derived" if derive and n > _synth.CHUNK else "")
+    dsn = built_database(admin, n, cat, vectors, embedder, tag="/derived" if derive and n > _synth.CHUNK else "")
     if prebuild:
         return {}
     tv, ev = vectors()
