@@ -238,7 +238,8 @@ def test_find_tools_only_without_gateway(gateway_catalog: str) -> None:
 def test_find_tools_takes_its_arguments_as_strictly_as_route(dsn: str) -> None:
     """find_tools took k="3" and k=true (the mcp SDK's pydantic made them 3 and 1), token_budget="500", abstain="yes"
     or 1, where route(k=True) is refused; each is a tool error naming the argument, as route() says it, its input
-    schema unchanged, and the server answers good arguments after."""
+    schema unchanged, and the server answers good arguments after, a whole number sent as 2.0 among them (JSON
+    Schema's integer)."""
     with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="strict") as store:
         store.upsert([Tool(id=f"t.tool{i}", name=f"tool{i}", description=f"weather task {i}") for i in range(3)])
     args = ("-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "strict", "serve", "mcp")
@@ -252,7 +253,7 @@ def test_find_tools_takes_its_arguments_as_strictly_as_route(dsn: str) -> None:
             for arguments, said in [
                 ({"k": "3"}, "k must be an integer from 1 to 1000, got '3'"),
                 ({"k": True}, "k must be an integer from 1 to 1000, got True"),
-                ({"k": 2.0}, "k must be an integer from 1 to 1000, got 2.0"),
+                ({"k": 2.5}, "k must be an integer from 1 to 1000, got 2.5"),
                 ({"token_budget": "500"}, "token_budget must be None or an integer from 0 to 10,000,000, got '500'"),
                 ({"token_budget": False}, "token_budget must be None or an integer from 0 to 10,000,000, got False"),
                 ({"abstain": "yes"}, "abstain must be True or False, got 'yes'"),
@@ -260,9 +261,12 @@ def test_find_tools_takes_its_arguments_as_strictly_as_route(dsn: str) -> None:
             ]:
                 bad = await session.call_tool("find_tools", {"query": "weather", **arguments})
                 assert _is_error(bad) and _text(bad).endswith(said), (arguments, _text(bad))
-            asked = {"query": "weather", "k": 2, "token_budget": None, "abstain": False}
-            good = await session.call_tool("find_tools", asked)
-            assert not _is_error(good) and len(json.loads(_text(good))["tools"]) == 2, _text(good)
+            for asked in [
+                {"query": "weather", "k": 2, "token_budget": None, "abstain": False},
+                {"query": "weather", "k": 2.0, "token_budget": 10_000.0},  # JSON's 2.0 is 2: schema-valid integers
+            ]:
+                good = await session.call_tool("find_tools", asked)
+                assert not _is_error(good) and len(json.loads(_text(good))["tools"]) == 2, _text(good)
 
     anyio.run(check)
 

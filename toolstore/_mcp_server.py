@@ -198,14 +198,21 @@ def build_server(
 
 def _as_sent() -> dict[str, Any]:
     """find_tools' options as the client sent them, for route() to check and name (their JSON schema kept): the SDK's
-    pydantic took ``"3"`` and ``true`` for ``k``, ``"yes"`` and ``1`` for ``abstain``, where route() refuses them."""
-    from pydantic import WithJsonSchema  # the mcp SDK's
+    pydantic took ``"3"`` and ``true`` for ``k``, ``"yes"`` and ``1`` for ``abstain``, where route() refuses them. A
+    JSON number without a fraction (``2.0``) is the integer it equals, as JSON Schema's ``integer`` says."""
+    from pydantic import AfterValidator, WithJsonSchema  # the mcp SDK's
 
     def sent(*types: str) -> Any:
         schema = {"type": types[0]} if len(types) == 1 else {"anyOf": [{"type": t} for t in types]}
-        return Annotated[Any, WithJsonSchema(schema)]
+        whole = (AfterValidator(_whole),) if "integer" in types else ()
+        return Annotated[(Any, WithJsonSchema(schema), *whole)]
 
     return {"k": sent("integer"), "token_budget": sent("integer", "null"), "abstain": sent("boolean")}
+
+
+def _whole(value: Any) -> Any:
+    """``value``, a float without a fraction as its int (JSON has one kind of number: ``2.0`` is ``2``)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _with_session(hook: CallLog, session: str | None) -> CallLog:
