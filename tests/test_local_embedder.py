@@ -120,6 +120,17 @@ def exported_copy(tmp_path: Path, config: object) -> Path:
     return tmp_path
 
 
+def test_a_model_directorys_name_cannot_make_its_cache_key_another_embedders(tmp_path: Path) -> None:
+    """'#' separates an embedding cache key's parts: a model directory named 'local/all-MiniLM-L6-v2#build=B' at 128
+    tokens had the key of the shipped model given max_tokens=128 (each handed the other's cached vectors), and a
+    cache prune deleted its entries while catalogs recorded it but none the shipped model. Such a name is refused."""
+    from toolstore._embedders.local import shipped_key
+
+    config = {"model": shipped_key(), "dim": 384, "max_tokens": 128}
+    with pytest.raises(InvalidInputError, match=r"embedder\.json: 'model' must not hold '#'"):
+        LocalEmbedder(model_dir=exported_copy(tmp_path, config))
+
+
 def test_a_model_directory_without_embedder_json_must_hold_the_shipped_model(tmp_path: Path) -> None:
     """A model directory without embedder.json is taken for the shipped model and reads and writes the embedding cache
     under its key: another model there (one of 384 dimensions too, as bge-small) was handed the shipped model's cached

@@ -242,6 +242,8 @@ def read_config(path: Path, *, kind: str = "local") -> tuple[str, int, int, int 
     )
     if not (isinstance(model, str) and model.startswith(f"{kind}/") and len(model) > len(kind) + 1):
         raise InvalidInputError(f"{path}: 'model' must be a name like '{kind}/all-mpnet-base-v2', got {model!r}")
+    if "#" in model:  # the cache key's separator: 'local/all-MiniLM-L6-v2#build=B' would read the shipped model's
+        raise InvalidInputError(f"{path}: 'model' must not hold '#' (embedding cache keys use it), got {model!r}")
     batch_size = config.get("batch_size")  # optional; config is a dict once 'model' was found in it
     checked = [("dim", dim), ("max_tokens", max_tokens)]
     for key, value in checked + ([("batch_size", batch_size)] if "batch_size" in config else []):
