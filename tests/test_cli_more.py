@@ -153,6 +153,8 @@ def test_cache_prune_deletes_the_vectors_a_reembed_left(dsn: str) -> None:
         (("nosuch",), "No such command 'nosuch' (see {} --help)"),
         (("route", "hi", "--bogus"), "No such option '--bogus' (see {} route --help)"),
         (("route", "hi", "--seed", "3"), "--seed is the draw's seed: it needs --explore (see {} route --help)"),
+        (("route", "hi", "-k"), "Option '-k' requires an argument (see {} route --help)"),
+        (("--catalog",), "Option '--catalog' requires an argument (see {} --help)"),
     ],
 )
 def test_a_usage_error_is_one_line_as_a_library_error(args: tuple[str, ...], said: str) -> None:

@@ -194,7 +194,23 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
     return decorate
 
 
-@click.group()
+class _Command(click.Command):
+    """A command whose usage errors name it: click raises an option's missing value (``-k`` without a number) and a
+    wrong count of arguments without the context, so the entry point could not say which command's help to see."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.ctx = exc.ctx or ctx
+            raise
+
+
+class _Group(_Command, click.Group):
+    """The ``toolstore`` group, its usage errors named as a :class:`_Command`'s."""
+
+
+@click.group(cls=_Group)
 @global_options(group=True)
 def cli() -> None:
     """toolstore: Postgres as the tool router for AI agents."""
@@ -204,7 +220,7 @@ def command(name: str | None = None, **settings: Any) -> Callable[[Callable[...,
     """``click.command`` with the global options accepted after the subcommand too."""
 
     def decorate(fn: Callable[..., Any]) -> click.Command:
-        return click.command(name, **settings)(global_options()(fn))
+        return click.command(name, cls=_Command, **settings)(global_options()(fn))
 
     return decorate
 
