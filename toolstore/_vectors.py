@@ -168,8 +168,8 @@ def _cached_width(embedder: Embedder, cached: list[np.ndarray]) -> int:
 def prune_cache(conn: psycopg.Connection[Any]) -> int:
     """Delete the embedding cache's entries that no catalog's embedder reads (``key_in_use``): those of models no
     catalog records (a dropped catalog's, the model a reembed left), the plain entries of model directories that
-    a release before their ``#max_tokens`` key wrote, and the shipped local model's of another build (or of none, from
-    before its key named the build), but none younger than ``CACHE_GRACE`` (a catalog's first import,
+    a release before their ``#max_tokens`` key wrote, and the shipped local model's of another build (or under its name
+    alone, from before its key named the build), but none younger than ``CACHE_GRACE`` (a catalog's first import,
     or a reembed, caches its vectors before recording their model). Returns how many were deleted. DatabaseError for a
     role other than the tables' owner."""
     with conn.transaction():
