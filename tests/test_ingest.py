@@ -819,7 +819,7 @@ def test_a_failed_expansion_keeps_no_credential_in_its_error() -> None:
     assert "sk-live" not in str(failed.value)
 
 
-@pytest.mark.parametrize("url", ["notaurl", "localhost:8080/v1", "ftp://llm.example/v1"])
+@pytest.mark.parametrize("url", ["notaurl", "localhost:8080/v1", "ftp://llm.example/v1", "https://host:x/v1"])
 def test_a_base_url_that_is_no_http_url_is_refused_up_front(url: str) -> None:
     """`toolstore expand --base-url notaurl` was accepted (sync mcp --url checks its scheme) and the SDK failed at the
     first model call; the option refuses it as a usage error naming itself, before the store is opened, and the
@@ -832,6 +832,18 @@ def test_a_base_url_that_is_no_http_url_is_refused_up_front(url: str) -> None:
         make_client(base_url=url)
     with pytest.raises(InvalidInputError, match="^OpenAIEmbedder base_url must be an http:// or https:// URL"):
         OpenAIEmbedder(api_key="k", base_url=url)
+
+
+def test_a_base_url_whose_password_holds_a_slash_is_refused_without_showing_it() -> None:
+    """'https://user:pa/ss@host/v1' (a password's '/' unescaped) was taken as a URL of host 'user' and port 'pa', and a
+    failed request named its server 'https://[user:pa]': part of the password. It is refused, the password hidden."""
+    url = "https://user:pa/ss@host/v1"
+    args = ["--dsn", "postgresql:///none?host=/nonexistent", "expand", "--base-url", url]
+    result = CliRunner().invoke(main_cli, args)
+    assert result.exit_code == 2 and "is not an http:// or https:// URL" in result.output, result.output
+    with pytest.raises(InvalidInputError) as refused:
+        OpenAIEmbedder(api_key="k", base_url=url)
+    assert "pa" not in result.output.replace("expand", "") and "pa/ss" not in str(refused.value), refused.value
 
 
 def test_a_failed_model_call_names_its_server(fake: FakeOpenAI) -> None:

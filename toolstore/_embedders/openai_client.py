@@ -38,10 +38,14 @@ def make_client(api_key: str | None, base_url: str | None, timeout: float) -> op
 
 
 def web_url(url: str) -> bool:
-    """Whether ``url`` is an ``http://`` or ``https://`` URL with a host, where an OpenAI-compatible server answers (the
-    SDK takes ``notaurl`` too, to fail at its first request)."""
+    """Whether ``url`` is an ``http://`` or ``https://`` URL with a host (and a port, if any, that is a number), where
+    an OpenAI-compatible server answers (the SDK takes ``notaurl`` too, to fail at its first request)."""
     parts = urlsplit(url.strip())
-    return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.netloc)
+    try:
+        port = parts.port  # ValueError for one that is no number: a password's unescaped '/', '?' or '#' cuts it there
+    except ValueError:
+        return False
+    return parts.scheme.lower() in _DEFAULT_PORTS and bool(parts.hostname) and port != 0
 
 
 def check_base_url(url: str, what: str) -> None:
