@@ -223,3 +223,65 @@ def test_counts_agree_with_their_noun_and_an_empty_route_says_no_tools(dsn: str,
     assert code == 0 and f"1 tool written to {tmp_path / 'export.json'}" in err, (out, err)
     code, out, err = on_terminal(dsn, "-c", "emptied", "route", "weather tomorrow")
     assert code == 0 and "no tools" in out.splitlines() and "score" not in out, (out, err)
+
+
+def _named_file_cases(tmp_path: Path) -> dict[str, tuple[list[str], str, str]]:
+    """Each command that writes a file's content, with a file the library refuses at the database stage: its
+    arguments, the file and the start of the library's own message."""
+    one = {"qid": "q1", "query": "mail bob", "relevant": ["gmail.send_email"]}
+    turn = {"query": "mail bob", "relevant": ["nope.tool"]}
+    files = {
+        "anchors.json": json.dumps([{"pattern": "(", "tool": "gmail.send_email"}]),
+        "rules.json": json.dumps([{"pattern": "mail", "tool": "nope.tool"}]),
+        "examples.jsonl": json.dumps({**one, "relevant": ["nope.tool"]}) + "\n",
+        "sessions.jsonl": json.dumps({"sid": "s1", "turns": [{**turn, "calls": ["nope.tool"]}]}) + "\n",
+        "one.jsonl": json.dumps(one) + "\n",
+        "one_session.jsonl": json.dumps({"sid": "s1", "turns": [{**turn, "calls": []}]}) + "\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return {
+        "anchors import, a pattern": (["anchors", "import"], "anchors.json", "anchor #1 pattern"),
+        "anchors import, a tool": (["anchors", "import"], "rules.json", "anchors name"),
+        "examples": (["examples"], "examples.jsonl", "intent examples name 1 tool(s)"),
+        "sessions import": (["sessions", "import"], "sessions.jsonl", "1 called tool(s) match no tool"),
+        "tune --examples": (["tune", "--examples"], "one.jsonl", "tuning needs at least 2"),
+        "tune --sessions": (["tune", "--sessions"], "one_session.jsonl", "session 's1' turn 1 names tool(s)"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "anchors import, a pattern",
+        "anchors import, a tool",
+        "examples",
+        "sessions import",
+        "tune --examples",
+        "tune --sessions",
+    ],
+)
+def test_what_the_store_refuses_of_a_files_content_names_the_file(dsn: str, tmp_path: Path, case: str) -> None:
+    """`anchors import`, `examples`, `sessions import` and `tune` said what the database stage refused of a file
+    ("anchor #1 pattern '(' is not a regular expression", "intent examples name 1 tool(s) not in catalog ...") without
+    the file; the error starts with it now, as a reader's "FILE line N: ..." does, and the library's message follows."""
+    assert invoke(dsn, "-c", "named", "import", tools_file(tmp_path)).exit_code == 0
+    args, name, message = _named_file_cases(tmp_path)[case]
+    result = invoke(dsn, "-c", "named", *args, str(tmp_path / name))
+    assert result.exit_code == 1 and str(result.exception).startswith(f"{tmp_path / name}: {message}"), (
+        result.exception,
+        result.output,
+    )
+
+
+def test_only_input_errors_are_said_to_be_a_files() -> None:
+    """A closed store and the database's errors are not the file's fault: they pass unchanged."""
+    from toolstore._errors import DatabaseError, InvalidInputError, StoreClosedError
+    from toolstore.cli.app import reading
+
+    for error in (StoreClosedError("the store is closed"), DatabaseError("the database is down")):
+        with pytest.raises(type(error)) as raised, reading(Path("f.json")):
+            raise error
+        assert raised.value is error
+    with pytest.raises(InvalidInputError, match=r"^f\.json: bad$"), reading(Path("f.json")):
+        raise InvalidInputError("bad")

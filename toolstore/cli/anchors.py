@@ -11,7 +11,7 @@ import click
 from .._anchors import load_anchors
 from .._input import MAX_BOOST
 from .._models import Anchor
-from .app import Number, command, counted, emit, open_store
+from .app import Number, command, counted, emit, open_store, reading
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -105,7 +105,7 @@ def import_(ctx: click.Context, file: Path, replace: bool, allow_empty: bool) ->
             f"{file} holds no anchors: --replace would remove every anchor of the catalog; give --allow-empty too to "
             "do that (or remove them with `anchors remove`)"
         )
-    with open_store(ctx, create=False) as store:  # what went, as the write removed it: a rule written again is not
+    with open_store(ctx, create=False) as store, reading(file):  # what went, as the write removed it: a rule written
         written, removed = store.replace_anchors(rules) if replace else (store.add_anchors(rules), 0)
 
     def human() -> None:

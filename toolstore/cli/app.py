@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -19,7 +20,7 @@ import click
 from .. import _formats
 from .._connect import resolve_dsn
 from .._embedders.factory import SPECS, make_embedder
-from .._errors import DatabaseError
+from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError
 from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
 from .._models import JSON_VERSION
 from .._progress import reporting
@@ -267,6 +268,23 @@ def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None =
         yield store
     finally:
         store.close()
+
+
+@contextmanager
+def reading(*files: Path) -> Iterator[None]:
+    """Name ``files`` in what the library refuses of their content inside (a write of what they hold): ``FILE: anchor
+    #1 pattern ...``, as the readers' ``FILE line N: ...`` do. Only input errors, of the same class, and not one that
+    starts with a file already (a reader's run inside: ``tune``'s of ``--negatives``); a closed store's and every other
+    error are the library's own."""
+    names = [str(f) for f in files]
+    try:
+        yield
+    except StoreClosedError:
+        raise
+    except (InvalidInputError, UnknownToolError) as exc:
+        if any(str(exc).startswith(f"{name} ") or str(exc).startswith(f"{name}:") for name in names):
+            raise
+        raise type(exc)(f"{', '.join(names)}: {exc}") from exc
 
 
 def wants_json(ctx: click.Context) -> bool:

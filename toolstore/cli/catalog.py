@@ -13,7 +13,7 @@ from .._embedders.factory import SPECS, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._migrate import migrate as run_migrations
-from .app import command, counted, emit, not_empty, note, open_store, options, plural, progress, summary
+from .app import command, counted, emit, not_empty, note, open_store, options, plural, progress, reading, summary
 from .files import write_file
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -70,7 +70,7 @@ def examples(ctx: click.Context, file: Path) -> None:
     """Add intent examples from JSONL ({"qid", "query", "relevant": [tool ids]} per line, train.jsonl's format; each
     qid a non-empty string): all or nothing."""
     found = load_examples(file)
-    with open_store(ctx, create=False) as store, progress(ctx, "embedding examples"):
+    with open_store(ctx, create=False) as store, progress(ctx, "embedding examples"), reading(file):
         written = store.add_examples(found)
     data = {"catalog": store.catalog, "file": str(file), "examples": written}
     emit(ctx, data, lambda: click.echo(f"{counted(written, 'intent example')} in {store.catalog}"))

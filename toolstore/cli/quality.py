@@ -19,7 +19,7 @@ from .._input import MAX_K
 from .._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from .._store import ToolStore
 from .._tune import tune
-from .app import command, counted, emit, note, open_store, options, plural
+from .app import command, counted, emit, note, open_store, options, plural, reading
 from .files import write_file
 
 CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
@@ -354,7 +354,8 @@ def tune_(
         raise InvalidInputError("give --examples or --sessions (or both)")
     examples = _judgements(examples_file) if examples_file else []
     sessions = _sessions(sessions_file) if sessions_file else []
-    with open_store(ctx, create=False) as store:
+    labelled = [f for f in (examples_file, sessions_file, negatives_file) if f is not None]
+    with open_store(ctx, create=False) as store, reading(*labelled):
         report = tune(
             store, examples, sessions=sessions, seed=seed, folds=folds, save=not dry_run, negatives=negatives_file
         ).as_dict()

@@ -13,7 +13,7 @@ from .._errors import InvalidInputError
 from .._metrics import load_sessions
 from .._session_reads import MAX_LIMIT
 from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
-from .app import command, emit, not_empty, note, open_store, plural, summary, wants_json
+from .app import command, emit, not_empty, note, open_store, plural, reading, summary, wants_json
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -70,7 +70,7 @@ def import_(ctx: click.Context, file: Path) -> None:
     sessions = load_sessions(file)
     if not sessions:
         raise InvalidInputError(f"{file}: no sessions found")
-    with open_store(ctx, create=False) as store:
+    with open_store(ctx, create=False) as store, reading(file):
         report = store.import_sessions((s.sid, s.calls) for s in sessions)
     emit(ctx, report, summary(report))
 
