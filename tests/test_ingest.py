@@ -943,6 +943,27 @@ def test_a_stored_spec_that_is_not_an_object_does_not_break_later_writes(store: 
     assert store.get("a").spec is None
 
 
+def test_expand_skips_a_stored_tool_a_write_refuses_now_and_says_so(
+    store: ToolStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A row written before upsert checked parameters (b35503d) may hold non-object ones; expand rewrote every tool
+    through upsert, so that one tool failed the whole run ("tool #1 ('a.b'): parameters must be a JSON schema ...").
+    Expand leaves that tool alone, writes the others, and warns once naming it and saying to import it again."""
+    store.upsert([Tool(id="a.b", name="ab", description="alpha"), Tool(id="c.d", name="cd", description="gamma")])
+    with store.connection() as conn:
+        stored = (
+            'update tools set parameters = \'{"type": "string"}\', parameters_json = \'{"type": "string"}\''
+            " where catalog_id = %s and id = 'a.b'"
+        )
+        conn.execute(stored, [store.info().id])
+    with caplog.at_level("WARNING", logger="toolstore"):
+        report = expand(store, offline=True, progress=False)
+    assert (report.updated, report.skipped) == (["c.d"], 1)
+    assert store.get("c.d").expansion and not store.get("a.b").expansion
+    warnings = [r.getMessage() for r in caplog.records if "expand skipped" in r.getMessage()]
+    assert len(warnings) == 1 and "'a.b': parameters must be" in warnings[0] and "import them again" in warnings[0]
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [

@@ -36,10 +36,11 @@ from tqdm import tqdm
 
 from ._catalog import list_tools, upsert_tools
 from ._embedders.openai_client import check_base_url, describe
-from ._errors import ExpansionError, redact
+from ._errors import ExpansionError, InvalidToolError, redact
 from ._input import MAX_DOC_CHARS
 from ._models import CatalogInfo, Tool
-from ._rows import EXPANSION_RECORD, expansion_record, expansion_sha, is_generated
+from ._observe import logger
+from ._rows import EXPANSION_RECORD, check_tools, expansion_record, expansion_sha, is_generated
 from ._sql import query
 from ._text import split_identifier
 
@@ -79,6 +80,7 @@ class ExpandReport:
     rejected: int = 0
     handwritten: int = 0
     remaining: int = 0
+    skipped: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -89,6 +91,7 @@ class ExpandReport:
             "rejected": self.rejected,
             "handwritten": self.handwritten,
             "remaining": self.remaining,
+            "skipped": self.skipped,
         }
 
 
@@ -277,6 +280,29 @@ def _offline_refresh(tool: Tool, intents: dict[str, list[str]]) -> Tool:
     return with_expansion(tool, llm, offline, source=record.get("source"), model=record.get("model"))
 
 
+def refused(tool: Tool) -> str | None:
+    """What the write path refuses of ``tool`` as it is stored (a row an older release wrote before a check it fails
+    now, such as non-object parameters), or None: its upsert would fail, and a batch's with it."""
+    try:
+        check_tools([tool])
+    except InvalidToolError as exc:
+        return str(exc).removeprefix(f"tool #1 ({tool.id!r}): ")
+    return None
+
+
+def _warn_skipped(problems: dict[str, str]) -> None:
+    if problems:
+        shown = "; ".join(f"{tool_id!r}: {problem}" for tool_id, problem in list(problems.items())[:5])
+        more = f" (and {len(problems) - 5:,} more)" if len(problems) > 5 else ""
+        logger.warning(
+            "expand skipped %d stored tool(s) that a write refuses now, %s%s; import them again with a valid "
+            "definition (toolstore import FILE) and run expand again",
+            len(problems),
+            shown,
+            more,
+        )
+
+
 def expand(
     store: ToolStore,
     *,
@@ -307,7 +333,10 @@ def expand(
     report = ExpandReport(tools=len(tools))
     refresh: list[tuple[Tool, Tool]] = []
     need: list[Tool] = []
-    for tool in tools:
+    problems = {tool.id: problem for tool in tools if (problem := refused(tool)) is not None}
+    report.skipped = len(problems)
+    _warn_skipped(problems)
+    for tool in (t for t in tools if t.id not in problems):  # never written: one would fail its whole batch
         record = expansion_record(tool) or {}
         if tool.expansion and not is_generated(tool) and not force:
             report.handwritten += 1
