@@ -102,3 +102,14 @@ def test_eval_with_a_malformed_training_line_writes_nothing(dsn: str, tmp_path: 
     assert isinstance(result.exception, InvalidInputError), result.exception
     assert str(result.exception).startswith(f"{tmp_path / 'train.jsonl'} line 2, "), result.exception
     assert _catalogs(dsn) == {}
+
+
+def test_eval_keep_says_the_catalog_it_keeps_when_the_run_fails_after_writing_it(dsn: str, tmp_path: Path) -> None:
+    """With --keep, a run that failed after its scratch catalog was whole (here tune, with one training request)
+    kept the catalog but never printed its name, so it could not be found to drop; stderr names it."""
+    args = ["--dsn", dsn, "--embedder", "hashing", *_eval_args(tmp_path, TRAIN), "--tune", "--keep"]
+    result = CliRunner().invoke(cli, args)
+    assert isinstance(result.exception, InvalidInputError), result.exception
+    assert "tuning needs at least 2" in str(result.exception)
+    (kept,) = _catalogs(dsn)
+    assert kept.startswith("eval-") and f"catalog kept: {kept} (--keep" in result.stderr, result.stderr

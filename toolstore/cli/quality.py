@@ -289,6 +289,10 @@ def eval_(
                 result["tune"] = tuned.as_dict()
             if keep:
                 result["catalog"] = catalog
+        except BaseException:
+            if keep and written:  # kept as the failed run left it: its name is said, as a whole run's is
+                click.echo(f"catalog kept: {catalog} (--keep; the run failed after writing it)", err=True)
+            raise
         finally:
             if not (keep and written):  # a catalog half written is never kept
                 _drop_scratch(store)
