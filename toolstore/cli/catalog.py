@@ -1,8 +1,9 @@
-"""Catalog housekeeping: migrate, catalogs, import, examples, list, remove, export, reembed."""
+"""Catalog housekeeping: migrate, catalogs, drop-catalog, import, examples, list, remove, export, reembed."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -13,7 +14,20 @@ from .._embedders.factory import SPECS, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._migrate import migrate as run_migrations
-from .app import command, counted, emit, not_empty, note, open_store, options, plural, progress, reading, summary
+from .app import (
+    command,
+    counted,
+    emit,
+    not_empty,
+    note,
+    open_store,
+    options,
+    plural,
+    progress,
+    reading,
+    summary,
+    wants_json,
+)
 from .files import write_file
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -46,6 +60,27 @@ def catalogs(ctx: click.Context) -> None:
             click.echo(f"{r['name']:<24} {counts}  {model}")
 
     emit(ctx, rows, human, key="catalogs", empty=f"no catalogs in schema {options(ctx)['schema']!r}")
+
+
+@command("drop-catalog")
+@click.argument("name", callback=not_empty)
+@click.option("--yes", "-y", is_flag=True, help="Drop without asking (needed when not on a terminal, or with --json).")
+@click.pass_context
+def drop_catalog(ctx: click.Context, name: str, yes: bool) -> None:
+    """Delete catalog NAME with its tools, intent examples, anchors and session log. NAME is always given: never
+    -c/--catalog or $TOOLSTORE_CATALOG, which a shell may hold for another purpose. Asks first on a terminal;
+    elsewhere (piped, --json) it needs --yes."""
+    asks = not yes and sys.stdin.isatty() and not wants_json(ctx)
+    if not yes and not asks:
+        raise click.UsageError(f"dropping catalog {name!r} needs --yes when not asked on a terminal", ctx)
+    with open_store(ctx, create=False, catalog=name) as store:
+        info = store.info()
+        held = f"{counted(info.n_tools, 'tool')}, {counted(info.n_examples, 'intent example')}"
+        if asks:
+            click.confirm(f"drop catalog {name!r} ({held})?", abort=True, err=True)
+        store.drop_catalog()
+    data = {"dropped": name, "tools": info.n_tools, "examples": info.n_examples}
+    emit(ctx, data, lambda: click.echo(f"dropped {name} ({held})"))
 
 
 @command("import")
@@ -158,4 +193,4 @@ def dsn(ctx: click.Context) -> None:
     emit(ctx, {"dsn": value, "source": source}, lambda: click.echo(value))
 
 
-COMMANDS = (migrate, catalogs, import_, examples, list_, remove, export, reembed, dsn)
+COMMANDS = (migrate, catalogs, drop_catalog, import_, examples, list_, remove, export, reembed, dsn)

@@ -218,7 +218,12 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
 )
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the tuning folds.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md here.")
-@click.option("--keep", is_flag=True, help="Keep the scratch catalog (its name is printed) instead of dropping it.")
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the scratch catalog (its name is printed; `toolstore drop-catalog NAME` drops it later) instead of "
+    "dropping it.",
+)
 @click.pass_context
 def eval_(
     ctx: click.Context,

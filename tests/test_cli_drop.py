@@ -1,0 +1,129 @@
+"""``toolstore drop-catalog NAME``: the CLI's way to delete a catalog (a misspelt import's, one `eval --keep` kept),
+which only ``store.drop_catalog()`` in Python could do before."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+from terminal import open_terminal, read_all
+
+from toolstore import DatabaseError, ToolStore, UnknownCatalogError
+from toolstore.cli import cli
+
+TOOLS = [
+    {"id": "gmail.send_email", "name": "send_email", "description": "Send an email to a recipient"},
+    {"id": "weather.forecast", "name": "forecast", "description": "Weather forecast for a city"},
+]
+EXAMPLES = [{"qid": "t1", "query": "send a note by email", "relevant": ["gmail.send_email"]}]
+
+
+def invoke(dsn: str, *args: str) -> Result:
+    """The CLI on ``dsn`` with the hashing embedder, stdout and stdin not a terminal."""
+    return CliRunner().invoke(cli, ["--dsn", dsn, "--embedder", "hashing", *args])
+
+
+def run(dsn: str, *args: str, answer: bytes | None = None) -> tuple[int, str, str]:
+    """The CLI as a process: exit status, stdout, stderr. With ``answer``, its stdin and stdout are a terminal on
+    which the user types ``answer``; else stdin is empty and stdout a pipe."""
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
+    if answer is None:
+        proc = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL, text=True, timeout=300)
+        return proc.returncode, proc.stdout, proc.stderr
+    leader, follower = open_terminal(200)
+    with subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=subprocess.PIPE) as proc:
+        os.close(follower)
+        os.write(leader, answer)  # held by the terminal until the prompt reads it
+        drawn = read_all(leader)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        return proc.wait(timeout=300), drawn.replace("\r\n", "\n"), err
+
+
+def fill(dsn: str, tmp_path: Path, *catalogs: str) -> None:
+    """Each of ``catalogs`` with the two tools and one intent example."""
+    tools, examples = tmp_path / "tools.jsonl", tmp_path / "train.jsonl"
+    tools.write_text("".join(json.dumps(t) + "\n" for t in TOOLS))
+    examples.write_text("".join(json.dumps(e) + "\n" for e in EXAMPLES))
+    for name in catalogs:
+        for args in (("import", str(tools)), ("examples", str(examples))):
+            result = invoke(dsn, "-c", name, *args)
+            assert result.exit_code == 0, result.output
+
+
+def catalogs(dsn: str) -> dict[str, tuple[int, int]]:
+    with ToolStore(dsn, embedder=None, create=False, catalog="default") as store:
+        return {c["name"]: (c["n_tools"], c["n_examples"]) for c in store.catalogs()}
+
+
+def test_drop_catalog_with_yes_drops_the_named_catalog_and_says_what_it_held(dsn: str, tmp_path: Path) -> None:
+    """There was no such command: a user had to write Python to drop a catalog."""
+    fill(dsn, tmp_path, "cmr", "crm")
+    result = invoke(dsn, "drop-catalog", "cmr", "--yes")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {"version": 1, "dropped": "cmr", "tools": 2, "examples": 1}
+    assert catalogs(dsn) == {"crm": (2, 1)}
+
+
+def test_drop_catalog_drops_the_catalog_named_not_the_one_of_the_catalog_option(dsn: str, tmp_path: Path) -> None:
+    """NAME is the only catalog it drops: -c (or $TOOLSTORE_CATALOG, which a shell may hold for another purpose)
+    names none, and no NAME (or an empty one: a script's unset variable) is a usage error that drops nothing."""
+    fill(dsn, tmp_path, "default", "crm", "cmr")
+    result = invoke(dsn, "-c", "crm", "drop-catalog", "cmr", "--yes")
+    assert result.exit_code == 0, result.output
+    for args in (("-c", "crm", "drop-catalog", "--yes"), ("drop-catalog", "", "--yes")):
+        result = CliRunner(env={"TOOLSTORE_CATALOG": "crm"}).invoke(cli, ["--dsn", dsn, "--embedder", "hashing", *args])
+        assert result.exit_code == 2, result.output
+    assert catalogs(dsn) == {"default": (2, 1), "crm": (2, 1)}
+
+
+def test_drop_catalog_off_a_terminal_without_yes_is_refused_in_one_line(dsn: str, tmp_path: Path) -> None:
+    """Destructive, so a script (stdin not a terminal, or --json) must say --yes; the refusal is one line."""
+    fill(dsn, tmp_path, "crm")
+    status, out, err = run(dsn, "drop-catalog", "crm")
+    assert (status, out) == (2, "")
+    said = "error: dropping catalog 'crm' needs --yes when not asked on a terminal (see "  # python -m toolstore ...
+    assert err.startswith(said) and err.endswith(" drop-catalog --help)\n") and err.count("\n") == 1, err
+    assert catalogs(dsn) == {"crm": (2, 1)}
+
+
+def test_drop_catalog_on_a_terminal_asks_first(dsn: str, tmp_path: Path) -> None:
+    """On a terminal it asks, naming the catalog and what it holds: "n" keeps it, "y" drops it and says so."""
+    fill(dsn, tmp_path, "crm")
+    status, drawn, err = run(dsn, "drop-catalog", "crm", answer=b"n\n")
+    assert (status, err) == (130, "drop catalog 'crm' (2 tools, 1 intent example)? [y/N]: aborted\n")
+    assert "dropped" not in drawn
+    assert catalogs(dsn) == {"crm": (2, 1)}
+    status, drawn, err = run(dsn, "drop-catalog", "crm", answer=b"y\n")
+    assert status == 0, err
+    assert drawn.endswith("dropped crm (2 tools, 1 intent example)\n"), drawn
+    assert catalogs(dsn) == {}
+
+
+def test_drop_catalog_of_an_unknown_catalog_is_the_librarys_error_naming_it(dsn: str, tmp_path: Path) -> None:
+    fill(dsn, tmp_path, "crm")
+    result = invoke(dsn, "drop-catalog", "cmr", "--yes")
+    assert isinstance(result.exception, UnknownCatalogError), result.output
+    assert "no catalog named 'cmr'" in str(result.exception)
+    status, _, err = run(dsn, "drop-catalog", "cmr", "--yes")
+    assert status == 1 and err.startswith("error: no catalog named 'cmr'") and err.count("\n") == 1, err
+    assert catalogs(dsn) == {"crm": (2, 1)}
+
+
+def test_drop_catalog_by_a_role_whose_grant_does_not_allow_it_is_the_librarys_error(
+    dsn: str, tmp_path: Path, login_role: tuple[str, str]
+) -> None:
+    """A read-only role sees the catalog but cannot drop it: the library's error, one line, and nothing dropped."""
+    role, role_dsn = login_role
+    fill(dsn, tmp_path, "crm")
+    assert invoke(dsn, "-c", "crm", "grant", role).exit_code == 0
+    result = invoke(role_dsn, "drop-catalog", "crm", "--yes")
+    assert isinstance(result.exception, DatabaseError), result.output
+    assert "grant ROLE --write" in str(result.exception)
+    status, _, err = run(role_dsn, "drop-catalog", "crm", "--yes")
+    said = "error: database error: permission denied for table catalogs: on toolstore's tables a role's grant decides"
+    assert status == 1 and err.startswith(said) and err.count("\n") == 1, err
+    assert catalogs(dsn) == {"crm": (2, 1)}
