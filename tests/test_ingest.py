@@ -830,6 +830,10 @@ def test_a_base_url_that_is_no_http_url_is_refused_up_front(url: str) -> None:
     assert f"Invalid value for '--base-url': {url!r} is not an http:// or https:// URL" in result.output
     with pytest.raises(InvalidInputError, match=f"^base_url must be an http:// or https:// URL, got {url!r}$"):
         make_client(base_url=url)
+    reembed = ["--dsn", "postgresql:///none?host=/nonexistent", "reembed", "--model", "openai/m", "--base-url", url]
+    result = CliRunner().invoke(main_cli, reembed)  # a usage error as expand's, not the library's (exit 1)
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert f"Invalid value for '--base-url': {url!r} is not an http:// or https:// URL" in result.output
     with pytest.raises(InvalidInputError, match="^OpenAIEmbedder base_url must be an http:// or https:// URL"):
         OpenAIEmbedder(api_key="k", base_url=url)
 

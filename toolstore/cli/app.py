@@ -20,7 +20,8 @@ import click
 from .. import _formats
 from .._connect import resolve_dsn
 from .._embedders.factory import SPECS, make_embedder
-from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError
+from .._embedders.openai_client import web_url
+from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError, redact
 from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
 from .._models import JSON_VERSION
 from .._progress import reporting
@@ -77,6 +78,14 @@ def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     default model, server or filter, without a word."""
     if isinstance(value, str) and not value.strip():
         raise click.BadParameter("it is empty: give a value, or leave the option out", ctx, param)
+    return value
+
+
+def http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A --base-url callback: not empty, and an http:// or https:// URL (the SDK takes ``notaurl``, to fail at the
+    first model call), said as a usage error naming the option."""
+    if not_empty(ctx, param, value) is not None and not web_url(value or ""):
+        raise click.BadParameter(f"{redact(value or '')!r} is not an http:// or https:// URL", ctx, param)
     return value
 
 

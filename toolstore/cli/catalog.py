@@ -18,6 +18,7 @@ from .app import (
     command,
     counted,
     emit,
+    http_url,
     not_empty,
     note,
     open_store,
@@ -171,7 +172,9 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
 @click.option(
     "--model", "spec", required=True, help=f"Target embedder, as --embedder but none: {SPECS.removesuffix(' | none')}."
 )
-@click.option("--base-url", callback=not_empty, help="OpenAI-compatible server (Azure OpenAI, vLLM, Ollama).")
+@click.option(
+    "--base-url", callback=http_url, help="OpenAI-compatible server (http:// or https://: Azure OpenAI, vLLM, Ollama)."
+)
 @click.pass_context
 def reembed(ctx: click.Context, spec: str, base_url: str | None) -> None:
     """Switch the catalog to another embedding model; tools and examples are kept."""

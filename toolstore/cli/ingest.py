@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .._embedders.openai_client import web_url
-from .._errors import redact
 from .._expand import DEFAULT_MODEL, expand, make_client
 from .._mcp_sync import fetch_http, fetch_stdio, sync_listing
-from .app import Seconds, command, emit, not_empty, open_store, options, progress, summary
+from .app import Seconds, command, emit, http_url, not_empty, open_store, options, progress, summary
 
 
 def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:
@@ -117,20 +115,12 @@ def sync_mcp_cmd(
     emit(ctx, data, summary(data))
 
 
-def _base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """The --base-url callback: not empty, and an http:// or https:// URL (the SDK takes ``notaurl``, to fail at the
-    first model call), said as a usage error naming the option."""
-    if not_empty(ctx, param, value) is not None and not web_url(value or ""):
-        raise click.BadParameter(f"{redact(value or '')!r} is not an http:// or https:// URL", ctx, param)
-    return value
-
-
 @command("expand")
 @click.option("--offline", is_flag=True, help="No model: phrases from names, parameters, examples and intent examples.")
 @click.option("--model", default=None, callback=not_empty, help="Chat model for LLM phrases (default: gpt-4o-mini).")
 @click.option(
     "--base-url",
-    callback=_base_url,
+    callback=http_url,
     help="OpenAI-compatible endpoint (http:// or https://), e.g. a local server; the key is then optional.",
 )
 @click.option(
