@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from ._errors import InvalidInputError
 from ._models import SessionCall, Tool
@@ -245,11 +245,17 @@ def _position(raw: bytes, end: int) -> str:
     return f"line {line}, column {column}"
 
 
+def single(value: object) -> bool:
+    """Whether ``value`` is one value where a list of them goes: a str (read letter by letter), bytes, a mapping (read
+    by its keys), or anything not iterable (one Tool, a number)."""
+    return isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable)
+
+
 def listed(values: object, what: str) -> list[Any]:
     """A write's items (``upsert``'s tools, ``add_examples``' examples, anchors, anchor ids, ``tune``'s labels), any
     iterable read once, as a list; a single value (one Tool, a str, a mapping, a number) is InvalidInputError naming
     ``what``."""
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+    if single(values):
         raise InvalidInputError(f"{what} must be a list, not a single {type(values).__name__}")
     return list(values)
 
@@ -260,13 +266,13 @@ def session_pairs(sessions: object) -> list[tuple[object, object]]:
     for a single value or an item that is no pair (the ids and calls are checked later)."""
     if isinstance(sessions, Mapping):
         return [_listed(pair) for pair in sessions.items()]
-    if isinstance(sessions, (str, bytes)) or not isinstance(sessions, Iterable):
+    if single(sessions):
         raise InvalidInputError(
             "sessions must be (session id, calls) pairs or a mapping of session id to calls, not a single value"
         )
     pairs: list[tuple[object, object]] = []
     for index, item in enumerate(sessions):
-        if isinstance(item, (str, bytes, Mapping)) or not isinstance(item, Iterable) or len(pair := tuple(item)) != 2:
+        if single(item) or len(pair := tuple(cast(Iterable[object], item))) != 2:
             raise InvalidInputError(f"session #{index + 1}: expected a (session id, calls) pair, got {item!r:.80}")
         pairs.append(_listed(pair))
     return pairs
@@ -275,21 +281,19 @@ def session_pairs(sessions: object) -> list[tuple[object, object]]:
 def call_id_list(call_ids: object) -> Any:
     """``new_calls``' call ids listed (a generator read once: a write tried again reads the list); a single value (a
     str, a number) as it is, for the check of them to refuse."""
-    single = isinstance(call_ids, (str, bytes, Mapping)) or not isinstance(call_ids, Iterable)
-    return call_ids if single else list(call_ids)
+    return call_ids if single(call_ids) else list(call_ids)
 
 
 def _listed(pair: tuple[object, object]) -> tuple[object, object]:
     """A (session id, calls) pair, its calls listed unless they are a single value (refused later, naming it)."""
     session, calls = pair
-    single = isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable)
-    return session, calls if single else list(calls)
+    return session, calls if single(calls) else list(calls)
 
 
 def check_session_calls(calls: Iterable[object]) -> list[SessionCall]:
     """Calls as SessionCalls: a tool id or name, a SessionCall, or a resolved call (anything with a ``tool`` Tool and
     an ``id``, as :class:`toolstore.ResolvedCall`). InvalidInputError names the call and the field."""
-    if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):  # a str, a SessionCall, a number
+    if single(calls):  # a str, a SessionCall, a number
         raise InvalidInputError(f"calls must be a list of tool calls, not a single value ({type(calls).__name__})")
     out: list[SessionCall] = []
     for index, call in enumerate(calls):

@@ -11,7 +11,7 @@ the cache says to read the row again and retry, at most ``ROUTE_ATTEMPTS`` tries
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +40,7 @@ from ._fusion import (
     override,
     stored_fusion,
 )
-from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text
+from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text, single
 from ._messages import Conversation, ToolCall, check_dialect, read_messages
 from ._models import CatalogInfo
 from ._names import call_label
@@ -158,7 +158,7 @@ def check_calls(
 ) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
     """The names of the tool calls a model made and, one per name, the Responses namespace each was made in (None:
     none; no namespaces: none was), checked; InvalidInputError names the bad one."""
-    if isinstance(names, (str, bytes, Mapping)) or not isinstance(names, Iterable):  # a str: one call per character
+    if single(names):  # a str: one call per character
         raise InvalidInputError(f"expected a list of call names, got {names!r:.200}")
     names = tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names)
     if isinstance(namespaces, str):
