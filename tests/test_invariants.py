@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -84,6 +85,37 @@ def test_references_between_catalog_tables_carry_the_catalog(dsn: str) -> None:
             assert cols == ["catalog_id"], name
         else:
             assert "catalog_id" in cols and "catalog_id" in ref_cols, f"{name}: {src} -> {dst} by {cols}"
+
+
+SCALING = Path(__file__).resolve().parents[1] / "docs" / "SCALING.md"
+
+
+def _scaling_tables(label: str) -> set[str]:
+    """The tables docs/SCALING.md's bullet ``label`` names (in backticks, outside parentheses, up to the bullet's first
+    full stop)."""
+    bullet = re.search(rf"^- \*\*{re.escape(label)}:\*\*(.*?)\.(?: |$)", SCALING.read_text(), re.M | re.S)
+    assert bullet is not None, f"docs/SCALING.md has no bullet {label!r}"
+    return set(re.findall(r"`([a-z_]+)`", re.sub(r"\([^)]*\)", "", bullet.group(1))))
+
+
+def test_scaling_names_every_table_as_distributed_or_reference(dsn: str) -> None:
+    """docs/SCALING.md's design for a distributed Postgres lists how each table would be laid out; a table a
+    migration added and the list left out (`anchors`, `session_seen_calls`) would have had no place there."""
+    with psycopg.connect(dsn) as conn:
+        tables = {
+            t
+            for (t,) in conn.execute(
+                "select relname from pg_class where relnamespace = 'toolstore'::regnamespace "
+                "and relkind in ('r', 'p') and not relispartition"
+            )
+        }
+    distributed = _scaling_tables("Distributed, co-located by `catalog_id`")
+    reference = _scaling_tables("Reference tables (replicated)")
+    assert not distributed & reference, distributed & reference
+    assert distributed | reference | {VERSION_TABLE} == tables, {
+        "not in docs/SCALING.md": tables - distributed - reference - {VERSION_TABLE},
+        "no such table": (distributed | reference) - tables,
+    }
 
 
 @pytest.fixture(scope="module")
