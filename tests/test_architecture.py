@@ -5,6 +5,7 @@ and no SQL block shipped that the library does not run."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,16 @@ def layer(module: str) -> int:
         if top in members:
             return index
     raise AssertionError(f"{module} is in no layer of tests/test_architecture.py: add it (and to ARCHITECTURE.md)")
+
+
+def test_architecture_md_lists_the_layers_as_enforced_here() -> None:
+    """ARCHITECTURE.md's table of layers names the same modules in each layer as :data:`LAYERS`, bottom to top, so
+    a module added here (or moved) is documented in its place too."""
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d) [^|]+\| ([^|]+) \|", text, re.M)
+    documented = [{name.rstrip("/") for name in re.findall(r"`([^`]+)`", modules)} for _, modules in rows]
+    assert [int(n) for n, _ in rows] == list(range(len(LAYERS))), rows
+    assert documented == LAYERS
 
 
 def test_the_import_graph_sees_lazy_imports() -> None:
