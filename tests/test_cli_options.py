@@ -151,9 +151,10 @@ def test_host_or_port_without_http_is_refused_not_a_stdio_server_waiting_on_the_
     any database is reached (the DSN here reaches none)."""
     env = {"TOOLSTORE_DSN": "postgresql://nobody@127.0.0.1:1/none"}
     for given, named in [
-        (["--port", "9000"], "--port"),
-        (["--host", "0.0.0.0", "--port", "9000"], "--host and --port"),
+        (["--port", "9000"], "--port goes"),
+        (["--host", "0.0.0.0"], "--host goes"),
+        (["--host", "0.0.0.0", "--port", "9000"], "--host and --port go"),
     ]:
         result = CliRunner().invoke(cli, ["-c", "x", "serve", "mcp", *given], env=env, input="")
         assert result.exit_code == 2, result.output
-        assert f"Error: {named} go with --transport http; stdio serves on stdin and stdout" in result.output
+        assert f"Error: {named} with --transport http; stdio serves on stdin and stdout" in result.output

@@ -63,7 +63,8 @@ def serve_mcp(
         f"--{name}" for name in ("host", "port") if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
     ]
     if transport == "stdio" and given:  # else a server meant for the network waits on this terminal's stdin
-        raise click.UsageError(f"{' and '.join(given)} go with --transport http; stdio serves on stdin and stdout")
+        verb = "go" if len(given) > 1 else "goes"
+        raise click.UsageError(f"{' and '.join(given)} {verb} with --transport http; stdio serves on stdin and stdout")
     opts = options(ctx)
     store = AsyncToolStore(
         store_dsn(ctx, create=False),
