@@ -165,3 +165,41 @@ def test_a_usage_error_is_one_line_as_a_library_error(args: tuple[str, ...], sai
     assert code == 2 and out == "", (code, out)
     assert err.startswith(f"error: {said.format('python -m toolstore')}"), err
     assert len(err.splitlines()) == 1 and "Usage:" not in err, err
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ("--statement-timeout", "postgresql://app:hunter2@db/app", "catalogs"),
+            "Invalid value for '--statement-timeout' (env var: 'TOOLSTORE_STATEMENT_TIMEOUT'): "
+            "'postgresql://app:[redacted]@db/app' is not a positive number of seconds",
+        ),
+        (
+            ("catalogs", "postgresql://app:hunter2@db/app"),
+            "Got unexpected extra argument (postgresql://app:[redacted]@db/app)",
+        ),
+        (("route", "-k", "password=hunter2", "q"), "Invalid value for '-k' / '--k': 'password=[redacted]' is not"),
+        (
+            ("sync", "mcp", "--url", "http://mcp.example", "--header", "A: b", "--header", "X-Api-Key hunter2"),
+            "Invalid value for --header: #2 is not 'Name: value' (it has no ':')",
+        ),
+        (
+            ("sync", "mcp", "--url", "http://mcp.example", "--header", ": hunter2"),
+            "Invalid value for --header: #1 is not 'Name: value' (nothing before its ':')",
+        ),
+        (
+            ("sync", "mcp", "--env", "hunter2", "--", "srv"),
+            "Invalid value for --env: #1 is not NAME=VALUE (it has no '=')",
+        ),
+        (("sync", "mcp", "--env", "=hunter2", "--", "srv"), "Invalid value for --env: #1 is not NAME=VALUE (nothing"),
+    ],
+)
+def test_a_usage_error_shows_no_secret_it_was_given(args: tuple[str, ...], said: str) -> None:
+    """A usage error quoted what was typed as typed, where a library error redacts it: a DSN given to the wrong option
+    or as an extra argument showed its password, and a --header or --env value with no ':' or '=' (or nothing before
+    it) was quoted whole, though it may be all secret. The line is redacted as a library error's text is, and such a
+    value is only counted; exit 2 still."""
+    code, out, err = cli("postgresql:///none?host=/nonexistent", *args)
+    assert code == 2 and out == "", (code, out)
+    assert err.startswith(f"error: {said}") and "hunter2" not in err, err

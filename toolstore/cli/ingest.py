@@ -10,15 +10,22 @@ from .app import Seconds, command, emit, http_url, not_empty, open_store, option
 
 
 def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:
+    """The --header values by name; a usage error for one that is no 'Name: value', never quoting it (it may be all
+    value: a secret)."""
     headers: dict[str, str] = {}
-    for value in values:
+    for i, value in enumerate(values, 1):
         name, sep, content = value.partition(":")
         if not sep or not name.strip():
-            raise click.BadParameter(f"expected 'Name: value', got {value!r}", param_hint="--header")
+            raise click.BadParameter(f"#{i} is not 'Name: value' ({_shapeless(':', sep)})", param_hint="--header")
         if name.strip().lower() in {h.lower() for h in headers}:  # HTTP header names are case-insensitive
             raise click.BadParameter(f"{name.strip()!r} is given twice", param_hint="--header")
         headers[name.strip()] = content.strip()
     return headers
+
+
+def _shapeless(separator: str, found: str) -> str:
+    """What a NAME=VALUE-like option's value lacks, said without quoting the value."""
+    return f"nothing before its {separator!r}" if found else f"it has no {separator!r}"
 
 
 @click.group("sync")
@@ -91,10 +98,10 @@ def sync_mcp_cmd(
     if env_pairs and url:
         raise click.UsageError("--env only applies to a COMMAND server")
     env: dict[str, str] = {}
-    for pair in env_pairs:
+    for i, pair in enumerate(env_pairs, 1):
         name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"expected NAME=VALUE, got {pair!r}", param_hint="--env")
+        if not sep or not name.strip():  # never quoted: it may be all value, a secret
+            raise click.BadParameter(f"#{i} is not NAME=VALUE ({_shapeless('=', sep)})", param_hint="--env")
         if name.strip() in env:
             raise click.BadParameter(f"{name.strip()!r} is given twice", param_hint="--env")
         env[name.strip()] = value

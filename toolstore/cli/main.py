@@ -8,7 +8,7 @@ import sys
 import click
 import psycopg
 
-from .._errors import ToolstoreError, first_line
+from .._errors import ToolstoreError, first_line, redact
 from . import access, anchors, cache, catalog, demo, ingest, quality, route, serve, sessions
 from .app import cli
 
@@ -39,8 +39,9 @@ def _log_to_stderr() -> None:
 def usage_line(exc: click.UsageError) -> str:
     """A usage error as one line, as a library error prints, with where the command's help is (click's own takes four:
     the usage, a hint, a blank line and ``Error: ...``): ``Invalid value for '-k' / '--k': 0 is not in the range
-    1<=x<=1000 (see toolstore route --help)``."""
-    text = " ".join(exc.format_message().split()).rstrip(".")
+    1<=x<=1000 (see toolstore route --help)``. Click quotes what was typed (a DSN given to the wrong option, an extra
+    argument), so what looks like a credential in it is redacted as in a library error (``_errors.redact``)."""
+    text = redact(" ".join(exc.format_message().split()).rstrip("."))
     ctx = exc.ctx
     if ctx is not None and ctx.help_option_names:
         text += f" (see {ctx.command_path} {ctx.help_option_names[0]})"
