@@ -248,3 +248,91 @@ def test_a_secret_in_a_list_of_arguments_is_hidden_whole_whatever_quotes_it_hold
     for arguments in (["--password", 'pa"ss\\w0rd', "-v"], ["--token", 'it\'s "q"', "-v"], ["--api-key", "a\\", "-v"]):
         assert redact(str(arguments)) == f"['{arguments[0]}', '[redacted]', '-v']", arguments
         assert redact(json.dumps(arguments)) == f'["{arguments[0]}", "[redacted]", "-v"]', arguments
+
+
+@pytest.mark.parametrize(
+    "args, shown",
+    [
+        (("--pat", "ghp_s3cr3t"), "--pat [redacted]"),
+        (("--github-pat=ghp_s3cr3t",), "--github-pat=[redacted]"),
+        (("--key", "k3y"), "--key [redacted]"),
+        (("--private-key", "-----BEGIN"), "--private-key [redacted]"),
+        (("--api-keys", "a1b2"), "--api-keys [redacted]"),
+        (("--auth", "user:pw"), "--auth [redacted]"),
+        (("--basicAuth=user:pw",), "--basicAuth=[redacted]"),
+        (("--credentials", "c.json"), "--credentials [redacted]"),
+        (("--db-pass", "pw"), "--db-pass [redacted]"),
+        (("--passphrase", "pw"), "--passphrase [redacted]"),
+        (("--cookie", "sid=1"), "--cookie [redacted]"),
+        (("--bearer", "t0k"), "--bearer [redacted]"),
+    ],
+)
+def test_a_flag_naming_a_key_a_pat_or_an_auth_has_its_value_hidden(args: tuple[str, ...], shown: str) -> None:
+    """Only --token, --password, --secret and the api/access/secret key flags were secret flags: ``--pat X``, ``--key
+    X``, ``--auth X`` (a personal access token, a key, a user:password) were described, logged and quoted in an
+    upstream's error text as given, and a rotated value was another server. Their values are hidden wherever a secret
+    flag's are, and are no part of the upstream's identity."""
+    upstream = Upstream("stdio", command="srv", args=(*args, "-v"))
+    assert upstream.describe() == f"stdio: srv {shown} -v"
+    assert redact(shlex.join(["srv", *args, "-v"])) == f"srv {shown} -v"
+    assert client_text(f"srv failed: {shlex.join(['srv', *args])}") == f"srv failed: srv {shown}"
+    rotated = Upstream("stdio", command="srv", args=(*args[:-1], args[-1].replace(args[-1][-2:], "zz"), "-v"))
+    assert rotated.identity() == upstream.identity() and "differ" in upstream.differences(rotated)
+
+
+def test_only_a_long_flag_ending_in_a_secret_word_is_a_secret_flag_and_a_key_word_only_in_a_longer_name() -> None:
+    """What the wider secret words leave readable: a short flag (``-p 5432`` is a port as often as a password), a flag
+    only starting or ending like one (``--keep``, ``--path``, ``--author``, ``--bypass``, ``--oauth``), a ``--no-``
+    flag; and in ``name=value`` text ``key``, ``auth`` or ``pass`` as a plain word (``{"key": "name"}``, ``auth=none``)
+    and a plural (``'max_tokens': integer``), where a longer name ending in one is a secret's (``LICENSE_KEY=X``,
+    ``GITHUB_PAT: X``, ``-e DB_PASS=X``)."""
+    args = ("-p", "5432", "--keep", "3", "--path", "/srv", "--author", "me", "--bypass", "x", "--oauth", "y")
+    assert Upstream("stdio", command="srv", args=(*args, "--no-auth", "1")).describe() == (
+        f"stdio: srv {' '.join(args)} --no-auth 1"
+    )
+    for text in ('{"key": "name"}', "auth=none", "bypass=1", "Invalid 'max_tokens': integer below 1", "monkey=5"):
+        assert redact(text) == text
+    for text, shown in [
+        ("docker run -e LICENSE_KEY=abc srv", "docker run -e LICENSE_KEY=[redacted] srv"),
+        ("GITHUB_PAT: ghp_x", "GITHUB_PAT: [redacted]"),
+        ("-e DB_PASS=pw -e GOOGLE_CREDENTIALS=c", "-e DB_PASS=[redacted] -e GOOGLE_CREDENTIALS=[redacted]"),
+    ]:
+        assert redact(text) == shown
+        assert Upstream("stdio", command="srv", args=tuple(text.split())).describe() == f"stdio: srv {shown}"
+
+
+@pytest.mark.parametrize(
+    "url, token, shown",
+    [
+        (
+            "https://hooks.slack.com/services/T0AB12CD/B0CD34EF/Xy9kQ2",
+            "Xy9kQ2",
+            "https://hooks.slack.com/services/*/*/*",
+        ),
+        ("https://api.telegram.org/bot123456:AAHdqTcv/sendMessage", "AAHdqTcv", "https://api.telegram.org/*/*"),
+        (
+            "https://mcp.example.com/api/mcp/s/NzQ1YmJkZjkt/mcp",
+            "NzQ1YmJkZjkt",
+            "https://mcp.example.com/api/mcp/s/*/mcp",
+        ),
+        ("https://mcp.example.com/u/550e8400-e29b-41d4/sse", "550e8400", "https://mcp.example.com/u/*/sse"),
+        ("https://mcp.example.com/KEYINCAPS/sse", "KEYINCAPS", "https://mcp.example.com/*/sse"),
+        ("https://user:pa/ss@host/v1", "pa/ss", "https://user/*/v1"),  # a password's unescaped "/": none of it shown
+        ("https://server.example.ai/@acme-ai/github/mcp", None, "https://server.example.ai/@acme-ai/github/mcp"),
+        ("http://127.0.0.1:8000/v1/mcp/", None, "http://127.0.0.1:8000/v1/mcp/"),
+    ],
+)
+def test_a_token_in_a_urls_path_is_not_described(url: str, token: str | None, shown: str) -> None:
+    """A description left a URL's query out but showed its path, where webhooks and hosted MCP servers put a token
+    (``/services/T.../B.../XXXX``, ``/bot<token>/``, ``/s/<key>/mcp``): a part of the path that is no lower-case word
+    of at most two digits is redacted, an HTTP upstream's and a URL among a command's arguments alike; two upstreams
+    described alike say that their paths differ."""
+    hidden = shown.replace("*", "[redacted]")
+    assert Upstream("http", url=url).describe() == f"http: {hidden}"
+    argument = Upstream("stdio", command="mcp-remote", args=(f"{url}?key=k3y", "-v")).describe()
+    assert "k3y" not in argument and (token is None or token.split("/")[-1] not in argument), argument
+    if "@host" not in url:  # else the URL's credentials are shown as a URI's are, its password redacted
+        assert argument == f"stdio: mcp-remote {shlex.quote(hidden)} -v"
+    if token is not None:
+        other = Upstream("http", url=url.replace(token, token[::-1]))
+        assert Upstream("http", url=url).differences(other) == "the URLs differ in their path"

@@ -17,25 +17,35 @@ _VALUE = (
     rf"(?:{_QUOTED_PART}|[^\s'\",])"
     rf"(?:(?![\"'](?:[\s,;)\]}}]|$))(?:{_QUOTED_PART})|(?<![\"'])[^\s'\",]|(?<=[\"']){_NOT_CLOSING}[^\s'\",])*"
 )
+# The last word of a name whose value is a secret, in :data:`_SECRETS` (``key=X``) and :data:`SECRET_FLAG` alike (a
+# flag's in the plural too, ``--api-keys``; not a key's, ``max_tokens: ...``). :data:`_SUFFIX_WORDS` are secret in
+# ``key=X`` only as the last word of a longer name joined by "_" or "-" (``LICENSE_KEY=X``, ``GITHUB_PAT: X``): as
+# plain words they are too common (``{"key": "name"}``, ``auth=none``); a flag's always (``--key X``, ``--pat X``).
+_WORDS = r"(?:token|password|passwd|secret|api[_-]?key|access[_-]?key|secret[_-]?key|bearer)"
+_SUFFIX_WORDS = r"(?:key|pat|auth|pass(?:phrase)?|credentials?|cookie)"
 # API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value; an
 # authorization's scheme word shown, ``Authorization: Bearer [redacted]``, never its credential). A key's name ends
-# in a word of :data:`SECRET_FLAG`'s (``GITHUB_TOKEN=``, ``CLIENT_SECRET=``, ``AWS_SECRET_ACCESS_KEY=``, ``passwd:``):
-# an MCP server's arguments (``docker run -e CLIENT_SECRET=X``) are shown redacted (``Upstream.describe``).
+# in a word of :data:`SECRET_FLAG`'s (``GITHUB_TOKEN=``, ``CLIENT_SECRET=``, ``AWS_SECRET_ACCESS_KEY=``, ``passwd:``,
+# ``GITHUB_PAT=``): an MCP server's arguments (``docker run -e CLIENT_SECRET=X``) are shown redacted
+# (``Upstream.describe``). A word after ``password:`` is its value even when it reads as prose (``'--password': missing
+# value`` shows ``[redacted] value``): a passphrase may be words, and no rule tells them apart.
 _SECRETS = re.compile(
     r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+"
     r"|(?:(authorization[\"']?\s*[:=]\s*(?:(?:bearer|basic|digest|token)\s+)?)"
-    r"|((?:api[_-]?key|access[_-]?key|secret[_-]?key|token|password|passwd|secret)[\"']?\s*[:=]\s*))" + _VALUE
+    rf"|((?:{_WORDS}|(?<=[a-z0-9][_-]){_SUFFIX_WORDS})[\"']?\s*[:=]\s*))" + _VALUE
 )
-#: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``), ``--secret``,
-#: ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, alone or at the end of a longer name
-#: (``--github-token``, ``--client-secret``, ``--db-password``), in any case, its words joined by ``-``, ``_`` or in
-#: camelCase (``--api_key``, ``--apiKey``, ``--accessToken``, ``--clientSecret``); never ``--no-...`` (``--noToken``).
-#: Its value, ``--token=X`` or the next argument of ``--token X`` (any word but ``--``: :func:`flag_value`), is a
-#: secret: :func:`redact` hides it in text, and an MCP upstream treats it like an env value (``_mcp_upstream``: not part
-#: of its identity, never described).
+#: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``, ``--pass``,
+#: ``--passphrase``), ``--secret``, ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, ``--key``,
+#: ``--pat`` (a personal access token), ``--auth``, ``--credentials``, ``--cookie``, ``--bearer``, alone, as a plural
+#: or at the end of a longer name (``--github-token``, ``--client-secret``, ``--db-password``, ``--private-key``,
+#: ``--basic-auth``: so ``--sort-key X`` too, which no rule tells from a key), in any case, its words joined by ``-``,
+#: ``_`` or in camelCase (``--api_key``, ``--apiKey``, ``--accessToken``, ``--clientSecret``); never ``--no-...``
+#: (``--noToken``), nor a short flag (``-p X`` is a port as often as a password). Its value, ``--token=X`` or the next
+#: argument of ``--token X`` (any word but ``--``: :func:`flag_value`), is a secret: :func:`redact` hides it in text,
+#: and an MCP upstream treats it like an env value (``_mcp_upstream``: not part of its identity, never described).
 _FLAG = (  # words ending in "-" or "_", then perhaps camelCase ones (each split one way: no backtracking blow-up)
     r"--(?!no(?:[-_]|(?-i:[A-Z])))(?:[a-z0-9]+[-_])*(?-i:[A-Za-z0-9]*[a-z0-9](?=[A-Z]))?"
-    r"(?:token|password|passwd|secret|api[-_]?key|access[-_]?key|secret[-_]?key)"
+    rf"(?:{_WORDS}|{_SUFFIX_WORDS})s?"
 )
 SECRET_FLAG = re.compile(_FLAG, re.IGNORECASE)
 #: What is never the value of a bare secret flag: ``--`` alone, the end of the options (``--token -- serve``). Any

@@ -95,20 +95,20 @@ class Upstream:
         """A loggable description: the command with the value of a secret flag (:data:`SECRET_FLAG`) and what else
         looks like a credential in its arguments redacted (a DSN's password: ``_errors.redact``), a URL among them
         without query or fragment (``mcp-remote https://host/sse?key=X``), or the URL without credentials or query;
-        never a header or env value."""
+        a URL's path with each part that may be a token redacted (:func:`_shown_path`); never a header or env value."""
         return self._described(_arguments(self.args))
 
     def _described(self, parts: list[tuple[str, str | None]]) -> str:
         """:meth:`describe` with the arguments as ``parts`` (:func:`_arguments` or :func:`_joined`)."""
         if self.transport == "stdio":
             args = [
-                (shlex.quote(_URL_QUERY.sub(r"\1", shown)) if shown else "") + (REDACTED if secret is not None else "")
+                (shlex.quote(_ARG_URL.sub(_arg_url, shown)) if shown else "") + (REDACTED if secret is not None else "")
                 for shown, secret in parts
             ]
             return f"stdio: {redact(' '.join([shlex.quote(self.command or ''), *args]))}"
         parts = urlsplit(self.url or "")
         names = f" (headers: {', '.join(sorted(self.headers))})" if self.headers else ""
-        return f"http: {urlunsplit((parts.scheme, _server(parts), parts.path, '', ''))}{names}"
+        return f"http: {urlunsplit((parts.scheme, _server(parts), _shown_path(parts.path), '', ''))}{names}"
 
     def differences(self, other: Upstream) -> str:
         """What sets ``other`` apart when its description is the same: the env or header names whose values differ,
@@ -214,12 +214,13 @@ def _url_identity(url: str) -> tuple[Any, ...]:
 
 
 def _url_differences(first: str, second: str) -> str:
-    """Which parts of two URLs that describe alike differ, by name: credentials, query, fragment."""
+    """Which parts of two URLs that describe alike differ, by name: credentials, path, query, fragment."""
     a, b = urlsplit(first), urlsplit(second)
     parts = [
         part
         for part, mine, theirs in [
             ("credentials", (a.username, a.password), (b.username, b.password)),
+            ("path", a.path, b.path),  # a part of it that may be a token is not described
             ("query", a.query, b.query),
             ("fragment", a.fragment, b.fragment),
         ]
@@ -314,8 +315,35 @@ def upstream_from_row(row: Sequence[Any]) -> Upstream:
 
 #: A URL inside an error's text (an HTTP client names the URL it was refused at).
 _URL_IN_TEXT = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+")
-# A URL's query and fragment in an argument (they may hold a token, as an HTTP upstream's: left out of a description).
-_URL_QUERY = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]{0,63}://[^\s'\"<>?#]*)[?#][^\s'\"<>]*")
+# A URL in an argument: its scheme, credentials (to the last "@" after a "user:", as ``_errors.redact`` reads a
+# password) and server; its path; its query and fragment (they may hold a token, as an HTTP upstream's: left out of a
+# description).
+_ARG_URL = re.compile(
+    r"(?i)(\b[a-z][a-z0-9+.\-]{0,63}://(?:[^\s'\"<>:/@]*:[^\s'\"<>]*@|[^\s'\"<>:/@]*@)?[^\s'\"<>/?#]*)"
+    r"([^\s'\"<>?#]*)[^\s'\"<>]*"
+)
+# A part of a URL's path that a description shows: lower-case words (``mcp``, ``v1``, ``server-github``,
+# ``@smithery-ai``) of at most 40 characters and :data:`_PATH_DIGITS` digits. Any other may be a token, as webhooks and
+# hosted MCP servers put one in the path (``/services/T0AB12CD/B0CD34EF/Xy9...``, ``/bot123456:AAH.../``, a UUID, a
+# key's letters and digits), and is shown as [redacted]: a path of upper-case or numbered parts (``/MCP``,
+# ``/db_2024``) too, which no rule tells from one.
+_PATH_WORD = re.compile(r"[@~]?[a-z][a-z0-9._-]{0,39}")
+_PATH_DIGITS = 2
+
+
+def _shown_path(path: str) -> str:
+    """``path`` with each part that is no :data:`_PATH_WORD` redacted."""
+    return "/".join(
+        part
+        if not part or (_PATH_WORD.fullmatch(part) and sum(c.isdigit() for c in part) <= _PATH_DIGITS)
+        else REDACTED
+        for part in path.split("/")
+    )
+
+
+def _arg_url(match: re.Match[str]) -> str:
+    """An :data:`_ARG_URL` as a description shows it: without query or fragment, its path as :func:`_shown_path`."""
+    return match.group(1) + _shown_path(match.group(2))
 
 
 def client_text(text: str) -> str:
