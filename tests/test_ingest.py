@@ -850,6 +850,43 @@ def test_a_base_url_whose_password_holds_a_slash_is_refused_without_showing_it()
     assert "pa" not in result.output.replace("expand", "") and "pa/ss" not in str(refused.value), refused.value
 
 
+@pytest.mark.parametrize("url", ["notaurl", "https://user:hunter2@host:notaport/v1"])
+def test_openai_base_url_that_is_no_http_url_is_refused_up_front(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$OPENAI_BASE_URL, which the SDK reads when given no base_url, was taken unchecked: `expand`, `reembed` and an
+    OpenAIEmbedder failed only at the first request. It is checked where the base URL is taken, as --base-url is: an
+    error naming the variable, its credentials redacted, before the store is opened. A base_url given, or an injected
+    client, is not sent there, so the variable is not checked then."""
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    said = r"^\$OPENAI_BASE_URL must be an http:// or https:// URL, got "
+    for call in (lambda: OpenAIEmbedder(api_key="k"), lambda: make_client(api_key="k")):
+        with pytest.raises(InvalidInputError, match=said) as refused:
+            call()
+        assert "hunter2" not in str(refused.value), refused.value
+    dsn = ["--dsn", "postgresql:///none?host=/nonexistent"]  # opening it would be a database error
+    for args in (["expand"], ["reembed", "--model", "openai/m"], ["--embedder", "openai/m", "route", "q"]):
+        result = CliRunner(env={"OPENAI_API_KEY": "k"}).invoke(main_cli, [*dsn, *args])
+        assert isinstance(result.exception, InvalidInputError), (args, result.exception, result.output)
+        assert re.match(said, str(result.exception)) and "hunter2" not in str(result.exception), result.exception
+    assert OpenAIEmbedder(api_key="k", base_url="http://127.0.0.1:9/v1").cache_key.endswith(
+        "#server=http://127.0.0.1:9/v1"
+    )
+    assert (
+        OpenAIEmbedder(client=openai.OpenAI(api_key="k", base_url="http://127.0.0.1:9/v1")).model
+        == "openai/text-embedding-3-small"
+    )
+    assert make_client(api_key="k", base_url="http://127.0.0.1:9/v1").base_url == "http://127.0.0.1:9/v1/"
+
+
+def test_an_empty_openai_base_url_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty $OPENAI_BASE_URL (a script's unset variable) was OpenAI's server to the embedding cache's key but ''
+    to the SDK, which then failed every request; it is unset, as toolstore reads its own variables: OpenAI's server."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "")
+    embedder = OpenAIEmbedder(api_key="k")
+    assert embedder.cache_key == "openai/text-embedding-3-small"
+    assert str(embedder._client.base_url) == "https://api.openai.com/v1/"
+    assert str(make_client(api_key="k").base_url) == "https://api.openai.com/v1/"
+
+
 def test_a_failed_model_call_names_its_server(fake: FakeOpenAI) -> None:
     """expand's model unreachable (or too slow) said 'APIConnectionError: Connection error.' without naming the server
     asked; it names the server's scheme, host and port, never the URL's credentials, path or query."""

@@ -35,7 +35,7 @@ import psycopg
 from tqdm import tqdm
 
 from ._catalog import list_tools, upsert_tools
-from ._embedders.openai_client import check_base_url, describe
+from ._embedders.openai_client import base_url_in_use, describe
 from ._errors import ExpansionError, InvalidToolError, redact
 from ._input import MAX_DOC_CHARS
 from ._models import CatalogInfo, Tool
@@ -236,14 +236,13 @@ def make_client(
     """An ``openai.OpenAI`` client; a custom ``base_url`` (a local server) works without a key."""
     import openai  # imported on use: it takes a while and offline runs never need it
 
-    if base_url is not None:
-        check_base_url(base_url, "base_url")
+    server = base_url_in_use(base_url, "base_url")  # $OPENAI_BASE_URL's too
     key = api_key or os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
     if key is None:
         raise ExpansionError(
             "set OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server), or use --offline"
         )
-    return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
+    return openai.OpenAI(api_key=key, base_url=server, timeout=timeout, max_retries=max_retries)
 
 
 # -- the run --------------------------------------------------------------------------------------------

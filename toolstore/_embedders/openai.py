@@ -18,7 +18,7 @@ from .._progress import report
 from .base import MAX_DIM, Embedded, Embedder, check_width, normalise
 from .openai_client import (
     OPENAI_SERVER,
-    check_base_url,
+    base_url_in_use,
     describe,
     make_client,
     parse_embeddings,
@@ -78,6 +78,9 @@ class OpenAIEmbedder(Embedder):
     search for a text over the context: it cuts every text longer than the context in bytes and asks once more.
     Error messages never carry the API key.
 
+    The server is ``base_url``, else ``$OPENAI_BASE_URL`` (read here, once), else OpenAI's; either is checked here
+    (``openai_client.base_url_in_use``: an http:// or https:// URL, an empty variable unset).
+
     The key is ``api_key`` or ``$OPENAI_API_KEY``, looked up on the first request: without one,
     embedding raises :class:`EmbedderError` (and route() answers lexically, saying why).
 
@@ -117,8 +120,8 @@ class OpenAIEmbedder(Embedder):
             )
         if max_retries < 0:
             raise InvalidInputError(f"OpenAIEmbedder max_retries must be >= 0, got {max_retries}")
-        if base_url is not None:
-            check_base_url(base_url, "OpenAIEmbedder base_url")
+        if base_url is not None or client is None:  # an injected client's server is its own
+            base_url = base_url_in_use(base_url, "OpenAIEmbedder base_url")  # $OPENAI_BASE_URL's too, read once here
         self.openai_model = model
         self.dimensions = dimensions
         self.model = f"openai/{model}" + (f"@{dimensions}" if dimensions is not None else "")

@@ -54,6 +54,23 @@ def check_base_url(url: str, what: str) -> None:
         raise InvalidInputError(f"{what} must be an http:// or https:// URL, got {redact(url)!r}")
 
 
+def base_url_in_use(base_url: str | None, what: str) -> str | None:
+    """The server to hand the SDK, checked now rather than at its first request: ``base_url`` (InvalidInputError naming
+    ``what`` unless a :func:`web_url`), else ``$OPENAI_BASE_URL``, which the SDK reads when given none (the error names
+    the variable), else None: OpenAI's. An empty ``$OPENAI_BASE_URL`` is unset, as toolstore reads its own variables
+    (the SDK would send every request to ''): OpenAI's server, given."""
+    if base_url is not None:
+        check_base_url(base_url, what)
+        return base_url
+    env = os.environ.get("OPENAI_BASE_URL")
+    if env is None:
+        return None
+    if not env.strip():
+        return OPENAI_SERVER
+    check_base_url(env, "$OPENAI_BASE_URL")
+    return env
+
+
 def server_address(client: Any, base_url: str | None) -> str:
     """The server the embedder's requests go to, as :func:`normal_address` writes it: the injected ``client``'s
     ``base_url``, else ``base_url``, else ``$OPENAI_BASE_URL`` (read by the SDK as well), else OpenAI's."""
