@@ -274,6 +274,35 @@ def test_what_the_store_refuses_of_a_files_content_names_the_file(dsn: str, tmp_
     )
 
 
+def test_tune_blames_no_file_for_an_error_of_its_files_together(dsn: str, tmp_path: Path) -> None:
+    """`tune --examples A --sessions B` put both files before any error it could not place in one: "A, B: tuning needs
+    at least 2 labelled requests, got 1" of an examples file holding one request and a sessions file holding no
+    labelled turn, and "A, B: session 's1' turn 1 names tool(s) ..." of a sessions file's error, blaming the examples
+    file too. With several files no file is named: the message says which input (the sessions, the examples and the
+    sessions together); with one, it names that file as before."""
+    assert invoke(dsn, "-c", "together", "import", tools_file(tmp_path)).exit_code == 0
+    one = {"qid": "q1", "query": "mail bob", "relevant": ["gmail.send_email"]}
+    files = {
+        "one.jsonl": json.dumps(one),
+        "unlabelled.jsonl": json.dumps({"sid": "s1", "turns": [{"query": "hi there", "relevant": [], "calls": []}]}),
+        "unknown.jsonl": json.dumps({"sid": "s1", "turns": [{"query": "mail bob", "relevant": ["nope.tool"]}]}),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text + "\n")
+    examples = ["--examples", str(tmp_path / "one.jsonl")]
+    for sessions, said in [
+        (
+            "unlabelled.jsonl",
+            "tuning needs at least 2 labelled requests (the examples and the sessions' labelled turns together), got 1",
+        ),
+        ("unknown.jsonl", "session 's1' turn 1 names tool(s) not in catalog 'together': 'nope.tool'"),
+    ]:
+        result = invoke(dsn, "-c", "together", "tune", *examples, "--sessions", str(tmp_path / sessions))
+        assert result.exit_code == 1 and str(result.exception) == said, (result.exception, result.output)
+    result = invoke(dsn, "-c", "together", "tune", *examples)
+    assert str(result.exception) == f"{tmp_path / 'one.jsonl'}: tuning needs at least 2 labelled requests, got 1"
+
+
 def test_only_input_errors_are_said_to_be_a_files() -> None:
     """A closed store and the database's errors are not the file's fault: they pass unchanged."""
     from toolstore._errors import DatabaseError, InvalidInputError, StoreClosedError

@@ -243,7 +243,8 @@ def tune(
                 unit.append(len(examples) + s)
                 owner.append(s)
     if len(probes) < 2:
-        raise InvalidInputError(f"tuning needs at least 2 labelled requests, got {len(probes)}")
+        together = " (the examples and the sessions' labelled turns together)" if examples and sessions else ""
+        raise InvalidInputError(f"tuning needs at least 2 labelled requests{together}, got {len(probes)}")
     if len(examples) + len(sessions) < 2:  # cross-validation deals examples and whole sessions into folds
         raise InvalidInputError("tuning needs at least 2 examples or sessions to cross-validate, got one session")
     folds = min(folds, len(examples) + len(sessions))

@@ -280,20 +280,21 @@ def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None =
 
 
 @contextmanager
-def reading(*files: Path) -> Iterator[None]:
-    """Name ``files`` in what the library refuses of their content inside (a write of what they hold): ``FILE: anchor
-    #1 pattern ...``, as the readers' ``FILE line N: ...`` do. Only input errors, of the same class, and not one that
-    starts with a file already (a reader's run inside: ``tune``'s of ``--negatives``); a closed store's and every other
-    error are the library's own."""
-    names = [str(f) for f in files]
+def reading(file: Path | None) -> Iterator[None]:
+    """Name ``file`` in what the library refuses of its content inside (a write of what it holds): ``FILE: anchor #1
+    pattern ...``, as the readers' ``FILE line N: ...`` do. Only input errors, of the same class, and not one that
+    starts with the file already (a reader's run inside); a closed store's and every other error are the library's
+    own. None names no file: a command writing several files' content (``tune``) cannot tell which one an error is of
+    (``tuning needs at least 2 labelled requests``: all together), so it blames none, and the library's message names
+    the input (``examples name ...``, ``session 's1' turn 2 ...``, ``negative request #3 ...``)."""
     try:
         yield
     except StoreClosedError:
         raise
     except (InvalidInputError, UnknownToolError) as exc:
-        if any(str(exc).startswith(f"{name} ") or str(exc).startswith(f"{name}:") for name in names):
+        if file is None or str(exc).startswith(f"{file} ") or str(exc).startswith(f"{file}:"):
             raise
-        raise type(exc)(f"{', '.join(names)}: {exc}") from exc
+        raise type(exc)(f"{file}: {exc}") from exc
 
 
 def wants_json(ctx: click.Context) -> bool:

@@ -364,7 +364,7 @@ def tune_(
     examples = _judgements(examples_file) if examples_file else []
     sessions = _sessions(sessions_file) if sessions_file else []
     labelled = [f for f in (examples_file, sessions_file, negatives_file) if f is not None]
-    with open_store(ctx, create=False) as store, reading(*labelled):
+    with open_store(ctx, create=False) as store, reading(labelled[0] if len(labelled) == 1 else None):
         report = tune(
             store, examples, sessions=sessions, seed=seed, folds=folds, save=not dry_run, negatives=negatives_file
         ).as_dict()
