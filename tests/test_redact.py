@@ -336,3 +336,20 @@ def test_a_token_in_a_urls_path_is_not_described(url: str, token: str | None, sh
     if token is not None:
         other = Upstream("http", url=url.replace(token, token[::-1]))
         assert Upstream("http", url=url).differences(other) == "the URLs differ in their path"
+
+
+def test_a_secret_flags_value_holding_a_comma_is_hidden_whole() -> None:
+    """A secret flag's value ended at a comma in text (``--api-keys a1,b2`` showed ``,b2``, an upstream's error quoting
+    its command line), where its description hid it whole: the value of a flag is one shell word, commas and all; a
+    ``key=value`` secret's still ends at one (``token=abc, user=x``), and a quoted flag's text at its closing quote."""
+    for text, shown in [
+        ("--api-keys a1,b2 -v", "--api-keys [redacted] -v"),
+        ("--token=a1,b2 -v", "--token=[redacted] -v"),
+        ("'--token' a1,b2 -v", "'--token' [redacted] -v"),
+        ('"srv --token abc", "user"', '"srv --token [redacted]", "user"'),
+        ("token=abc, user=x", "token=[redacted], user=x"),
+    ]:
+        assert redact(f"srv {text}") == f"srv {shown}", text
+    args = ("--api-keys", "a1,b2", "-v")
+    assert client_text(f"srv exited: {shlex.join(['srv', *args])}") == "srv exited: srv --api-keys [redacted] -v"
+    assert Upstream("stdio", command="srv", args=args).describe() == "stdio: srv --api-keys [redacted] -v"

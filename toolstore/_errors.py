@@ -13,10 +13,20 @@ import re
 _QUOTED_PART = r"\"[^\"\n]*(?:\"|(?=\n)|$)|'[^'\n]*(?:'|(?=\n)|$)"
 _CLOSERS = r";)\]}"
 _NOT_CLOSING = rf"(?![{_CLOSERS}]+(?:[^\w\-{_CLOSERS}]|$))"  # closers then what is no part of a word, nor a closer
-_VALUE = (
-    rf"(?:{_QUOTED_PART}|[^\s'\",])"
-    rf"(?:(?![\"'](?:[\s,;)\]}}]|$))(?:{_QUOTED_PART})|(?<![\"'])[^\s'\",]|(?<=[\"']){_NOT_CLOSING}[^\s'\",])*"
-)
+
+
+def _value(plain: str) -> str:
+    """The pattern of a secret's value whose unquoted characters are ``plain`` (but after a quoted part)."""
+    return (
+        rf"(?:{_QUOTED_PART}|{plain})"
+        rf"(?:(?![\"'](?:[\s,;)\]}}]|$))(?:{_QUOTED_PART})|(?<![\"']){plain}|(?<=[\"']){_NOT_CLOSING}[^\s'\",])*"
+    )
+
+
+# A value in ``key=value`` text ends at a comma (``token=abc, user=x``); a secret flag's is a shell word, commas and
+# all (``--api-keys a1,b2``: none of it shown).
+_VALUE = _value(r"[^\s'\",]")
+_WORD_VALUE = _value(r"[^\s'\"]")
 # The last word of a name whose value is a secret, in :data:`_SECRETS` (``key=X``) and :data:`SECRET_FLAG` alike (a
 # flag's in the plural too, ``--api-keys``; not a key's, ``max_tokens: ...``). :data:`_SUFFIX_WORDS` are secret in
 # ``key=X`` only as the last word of a longer name joined by "_" or "-" (``LICENSE_KEY=X``, ``GITHUB_PAT: X``): as
@@ -66,10 +76,10 @@ def flag_value(word: str) -> bool:
 # or the word after it unless ``--`` (``--token X``), each bare secret flag between them hidden too (``--token
 # --db-password X``), by the rule of flag_value.
 # A whole argument quoted (``'--token=a b'``, as shlex.join writes it) has its value run to its closing quote.
-_FLAG_EQUALS = re.compile(rf"((?<![\w-])([\"'])?{_FLAG}=)((?(2)(?:(?!\2).)*\2?|{_VALUE}))", re.IGNORECASE)
+_FLAG_EQUALS = re.compile(rf"((?<![\w-])([\"'])?{_FLAG}=)((?(2)(?:(?!\2).)*\2?|{_WORD_VALUE}))", re.IGNORECASE)
 _FLAG_WORDS = re.compile(
     rf"(?P<flag>(?<![\w-]){_FLAG}\s+)(?P<chain>(?:[\"']?{_FLAG}[\"']?\s+)*)(?![\"']?{_NOT_A_VALUE.pattern})"
-    rf"(?P<value>{_VALUE})",
+    rf"(?P<value>{_WORD_VALUE})",
     re.IGNORECASE,
 )
 # A secret flag quoted alone, then its value: an argument list as Python prints it (``['--token', 'X']``, a
@@ -83,7 +93,7 @@ _PROSE = r"[a-z]+[ \t]+[a-z]"
 _FLAG_ITEMS = re.compile(
     rf"(?P<flag>(?<![\w-])([\"']){_FLAG}\2{_ITEM_GAP})(?P<chain>(?:[\"']{_FLAG}[\"']{_ITEM_GAP})*)"
     rf"(?![\"']?{_NOT_A_VALUE.pattern})"
-    rf"(?P<value>\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?|(?!{_PROSE}){_VALUE})",
+    rf"(?P<value>\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?|(?!{_PROSE}){_WORD_VALUE})",
     re.IGNORECASE,
 )
 _CHAINED = re.compile(_FLAG, re.IGNORECASE)
