@@ -819,21 +819,29 @@ def test_a_failed_expansion_keeps_no_credential_in_its_error() -> None:
     assert "sk-live" not in str(failed.value)
 
 
-@pytest.mark.parametrize("url", ["notaurl", "localhost:8080/v1", "ftp://llm.example/v1", "https://host:x/v1"])
-def test_a_base_url_that_is_no_http_url_is_refused_up_front(url: str) -> None:
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("notaurl", "notaurl"),
+        ("localhost:8080/v1", "localhost:8080/v1"),
+        ("ftp://llm.example/v1", "ftp://llm.example"),
+        ("https://host:x/v1", "https://host:x"),
+    ],
+)
+def test_a_base_url_that_is_no_http_url_is_refused_up_front(url: str, shown: str) -> None:
     """`toolstore expand --base-url notaurl` was accepted (sync mcp --url checks its scheme) and the SDK failed at the
     first model call; the option refuses it as a usage error naming itself, before the store is opened, and the
     library's make_client and OpenAIEmbedder name their base_url."""
     args = ["--dsn", "postgresql:///none?host=/nonexistent", "expand", "--base-url", url]
     result = CliRunner().invoke(main_cli, args)
     assert result.exit_code == 2, (result.exit_code, result.output)
-    assert f"Invalid value for '--base-url': {url!r} is not an http:// or https:// URL" in result.output
-    with pytest.raises(InvalidInputError, match=f"^base_url must be an http:// or https:// URL, got {url!r}$"):
+    assert f"Invalid value for '--base-url': {shown!r} is not an http:// or https:// URL" in result.output
+    with pytest.raises(InvalidInputError, match=f"^base_url must be an http:// or https:// URL, got {shown!r}$"):
         make_client(base_url=url)
     reembed = ["--dsn", "postgresql:///none?host=/nonexistent", "reembed", "--model", "openai/m", "--base-url", url]
     result = CliRunner().invoke(main_cli, reembed)  # a usage error as expand's, not the library's (exit 1)
     assert result.exit_code == 2, (result.exit_code, result.output)
-    assert f"Invalid value for '--base-url': {url!r} is not an http:// or https:// URL" in result.output
+    assert f"Invalid value for '--base-url': {shown!r} is not an http:// or https:// URL" in result.output
     with pytest.raises(InvalidInputError, match="^OpenAIEmbedder base_url must be an http:// or https:// URL"):
         OpenAIEmbedder(api_key="k", base_url=url)
 
@@ -885,6 +893,33 @@ def test_an_empty_openai_base_url_is_unset(monkeypatch: pytest.MonkeyPatch) -> N
     assert embedder.cache_key == "openai/text-embedding-3-small"
     assert str(embedder._client.base_url) == "https://api.openai.com/v1/"
     assert str(make_client(api_key="k").base_url) == "https://api.openai.com/v1/"
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("ftp://user:hunter2@llm.example/v1?key=hunter2", "ftp://llm.example"),
+        ("https://user:hunter2@host:notaport/v1?key=hunter2", "https://host:notaport"),
+        ("user:hunter2@host/v1?key=hunter2", "host/v1"),
+    ],
+)
+def test_a_refused_url_is_quoted_by_its_scheme_and_server_only(url: str, shown: str) -> None:
+    """A URL refused for its scheme or port was quoted whole but for a password (--base-url, an OpenAIEmbedder's or
+    expand's base_url), or whole (sync mcp --url: 'ftp://u:pw@h/x?token=t' as given), though its path and query may
+    hold a token; the error quotes its scheme and server only, or a text of no scheme without its credentials or query,
+    wherever a URL is refused."""
+    mcp = not url.startswith("https:")  # an MCP server's URL is refused for its scheme only
+    refusals = [lambda: make_client(base_url=url), lambda: OpenAIEmbedder(api_key="k", base_url=url)]
+    refusals += [lambda: fetch_http(url)] if mcp else []
+    for refuse in refusals:
+        with pytest.raises(InvalidInputError, match="http:// or https://") as refused:
+            refuse()
+        assert str(refused.value).endswith(f", got {shown!r}"), refused.value
+    dsn = ["--dsn", "postgresql:///none?host=/nonexistent"]
+    for args in (["expand", "--base-url", url], *([["sync", "mcp", "--url", url]] if mcp else [])):
+        result = CliRunner().invoke(main_cli, [*dsn, *args])
+        said = f"{result.output} {result.exception}"
+        assert result.exit_code in (1, 2) and repr(shown) in said and "hunter2" not in said, said
 
 
 def test_a_failed_model_call_names_its_server(fake: FakeOpenAI) -> None:

@@ -155,6 +155,28 @@ def _uri_passwords(run: re.Match[str]) -> str:
     return _URI_PASSWORD.sub(r"\1[redacted]@", text[:end]) + text[end:]
 
 
+#: A URL's parts as redaction reads them: its scheme; its credentials, to the last "@" after a "user:" (where a
+#: password ends, as :data:`_URI_PASSWORD` reads one: it may hold "/", "?" or "#") or to an "@" before any "/"; its
+#: server; its path; its query and fragment.
+URL_PARTS = re.compile(
+    r"(?i)\b(?P<scheme>[a-z][a-z0-9+.\-]{0,63}://)"
+    r"(?P<credentials>[^\s'\"<>:/@]*:[^\s'\"<>]*@|[^\s'\"<>:/@]*@)?"
+    r"(?P<server>[^\s'\"<>/?#]*)(?P<path>[^\s'\"<>?#]*)(?P<rest>[^\s'\"<>]*)"
+)
+
+
+def url_shown(url: str) -> str:
+    """What an error refusing ``url`` quotes of it: its scheme and server as written (``ftp://host``,
+    ``https://host:notaport``), never its credentials, path, query or fragment, where a token may be; a text of no
+    scheme without what comes before its last "@" nor after a "?" or "#" (``user:pw@host/v1?key=X`` is ``host/v1``),
+    redacted."""
+    text = url.strip()
+    found = URL_PARTS.match(text)
+    if found is None:
+        return redact(re.split(r"[?#]", text.rpartition("@")[2], maxsplit=1)[0])
+    return found["scheme"] + found["server"]
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of a driver error's message for a DatabaseError's text, credentials redacted."""
     return redact((str(exc).strip().splitlines() or [type(exc).__name__])[0])

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._catalog import upsert_tools
 from ._catalog_row import catalog_info
-from ._errors import DatabaseError, InvalidInputError, McpSyncError
+from ._errors import DatabaseError, InvalidInputError, McpSyncError, url_shown
 from ._formats import parse_tools
 from ._mcp_stderr import ServerStderr
 from ._mcp_upstream import Upstream, check_values, client_text, expand_vars, upstream_from_row, upstream_params
@@ -204,7 +204,7 @@ def fetch_stdio(
 def fetch_http(url: str, *, headers: Mapping[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT) -> McpListing:
     """Blocking :func:`list_tools_http` with a time limit; errors are :class:`McpSyncError`."""
     if not url.startswith(("http://", "https://")):
-        raise InvalidInputError(f"MCP server URL must start with http:// or https://, got {url!r}")
+        raise InvalidInputError(f"MCP server URL must start with http:// or https://, got {url_shown(url)!r}")
     upstream = Upstream("http", url=url, headers=dict(headers or {}))
     check_values(upstream)
     return _run(_server_named(upstream), list_tools_http, url, headers=headers, timeout=timeout)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
-from ._errors import SECRET_FLAG, InvalidInputError, McpSyncError, flag_value, redact
+from ._errors import SECRET_FLAG, URL_PARTS, InvalidInputError, McpSyncError, flag_value, redact
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -102,7 +102,8 @@ class Upstream:
         """:meth:`describe` with the arguments as ``parts`` (:func:`_arguments` or :func:`_joined`)."""
         if self.transport == "stdio":
             args = [
-                (shlex.quote(_ARG_URL.sub(_arg_url, shown)) if shown else "") + (REDACTED if secret is not None else "")
+                (shlex.quote(URL_PARTS.sub(_arg_url, shown)) if shown else "")
+                + (REDACTED if secret is not None else "")
                 for shown, secret in parts
             ]
             return f"stdio: {redact(' '.join([shlex.quote(self.command or ''), *args]))}"
@@ -315,13 +316,6 @@ def upstream_from_row(row: Sequence[Any]) -> Upstream:
 
 #: A URL inside an error's text (an HTTP client names the URL it was refused at).
 _URL_IN_TEXT = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+")
-# A URL in an argument: its scheme, credentials (to the last "@" after a "user:", as ``_errors.redact`` reads a
-# password) and server; its path; its query and fragment (they may hold a token, as an HTTP upstream's: left out of a
-# description).
-_ARG_URL = re.compile(
-    r"(?i)(\b[a-z][a-z0-9+.\-]{0,63}://(?:[^\s'\"<>:/@]*:[^\s'\"<>]*@|[^\s'\"<>:/@]*@)?[^\s'\"<>/?#]*)"
-    r"([^\s'\"<>?#]*)[^\s'\"<>]*"
-)
 # A part of a URL's path that a description shows: lower-case words (``mcp``, ``v1``, ``server-github``,
 # ``@smithery-ai``) of at most 40 characters and :data:`_PATH_DIGITS` digits. Any other may be a token, as webhooks and
 # hosted MCP servers put one in the path (``/services/T0AB12CD/B0CD34EF/Xy9...``, ``/bot123456:AAH.../``, a UUID, a
@@ -342,8 +336,10 @@ def _shown_path(path: str) -> str:
 
 
 def _arg_url(match: re.Match[str]) -> str:
-    """An :data:`_ARG_URL` as a description shows it: without query or fragment, its path as :func:`_shown_path`."""
-    return match.group(1) + _shown_path(match.group(2))
+    """A URL among a command's arguments (``_errors.URL_PARTS``) as a description shows it: without its query or
+    fragment (they may hold a token, as an HTTP upstream's), its path as :func:`_shown_path`, its credentials for
+    ``_errors.redact`` to hide the password of."""
+    return match["scheme"] + (match["credentials"] or "") + match["server"] + _shown_path(match["path"])
 
 
 def client_text(text: str) -> str:

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from .._errors import EmbedderError, InvalidInputError, redact
+from .._errors import EmbedderError, InvalidInputError, redact, url_shown
 
 if TYPE_CHECKING:
     import openai
@@ -51,7 +51,7 @@ def web_url(url: str) -> bool:
 def check_base_url(url: str, what: str) -> None:
     """InvalidInputError naming ``what`` unless ``url`` is a :func:`web_url`."""
     if not web_url(url):
-        raise InvalidInputError(f"{what} must be an http:// or https:// URL, got {redact(url)!r}")
+        raise InvalidInputError(f"{what} must be an http:// or https:// URL, got {url_shown(url)!r}")
 
 
 def base_url_in_use(base_url: str | None, what: str) -> str | None:

@@ -21,7 +21,7 @@ from .. import _formats
 from .._connect import resolve_dsn
 from .._embedders.factory import SPECS, make_embedder
 from .._embedders.openai_client import web_url
-from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError, redact
+from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError, url_shown
 from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
 from .._models import JSON_VERSION
 from .._progress import reporting
@@ -83,9 +83,9 @@ def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 def http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A --base-url callback: not empty, and an http:// or https:// URL (the SDK takes ``notaurl``, to fail at the
-    first model call), said as a usage error naming the option."""
+    first model call), said as a usage error naming the option and quoting the URL's scheme and server only."""
     if not_empty(ctx, param, value) is not None and not web_url(value or ""):
-        raise click.BadParameter(f"{redact(value or '')!r} is not an http:// or https:// URL", ctx, param)
+        raise click.BadParameter(f"{url_shown(value or '')!r} is not an http:// or https:// URL", ctx, param)
     return value
 
 
