@@ -821,3 +821,20 @@ def test_a_store_subclass_sees_every_route_in_route_checked(dsn: str, issues: To
     seen.clear()
     asyncio.run(routes())
     assert seen == ["reopen the issue", "and ping me"]
+
+
+def test_a_route_calls_overrides_are_only_the_fusion_options_given(dsn: str, issues: ToolStore) -> None:
+    """RouteCall.overrides holds the fusion options route() was given and no others, as its docstring says: a subclass
+    that sets a default for one (here k_rrf) when the caller gave none can tell which were given (it held every option,
+    None for those not given, so a check for the key always found it)."""
+    seen: list[dict[str, Any]] = []
+
+    class Defaulted(ToolStore):
+        def route_checked(self, call: RouteCall) -> Any:
+            seen.append(dict(call.overrides))
+            return super().route_checked(call)
+
+    with Defaulted(dsn, embedder=issues.embedder, catalog=issues.catalog) as store:
+        store.route("close the issue", k=2)
+        store.route("close the issue", k=2, k_rrf=10, weights={"dense": 0})
+    assert seen == [{}, {"k_rrf": 10, "weights": {"dense": 0}}]
