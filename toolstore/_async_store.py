@@ -171,9 +171,16 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             if self._db is None:  # as reads (close() too takes the lock): the writer opens on the DSN open() resolved
                 raise self._not_open()
             if self._writer is None:
-                options = dict(catalog=self.catalog, schema=self.schema, create=self._create, timeout=self._timeout)
-                self._writer = await asyncio.to_thread(  # pool_size: as many writes at once as reads
-                    ToolStore, self.dsn, embedder=self.embedder, migrate=False, pool_size=self._pool_size, **options
+                self._writer = await asyncio.to_thread(
+                    ToolStore,
+                    self.dsn,
+                    embedder=self.embedder,
+                    catalog=self.catalog,
+                    schema=self.schema,
+                    create=self._create,
+                    migrate=False,
+                    pool_size=self._pool_size,  # as many writes at once as reads
+                    timeout=self._timeout,
                 )
             writer = self._writer  # a close() meanwhile closes it: the call then says this store was closed
         writer.embedder = self.embedder
@@ -223,7 +230,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     ) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation; ``reranker`` may also
         be a coroutine function (a plain one runs in a worker thread)."""
-        options = dict(messages=messages, session=session, turns=turns, dialect=dialect, k=k)
+        options: dict[str, Any] = dict(messages=messages, session=session, turns=turns, dialect=dialect, k=k)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
         options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, token_budget=token_budget)

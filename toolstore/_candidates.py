@@ -137,8 +137,8 @@ class CandidateTable:
         for i, lists in enumerate(all_lists):
             ranks = signal_ranks(lists, tools, depth, None if transitions is None else transitions[i])
             parts = [signal_ranks(p, tools, depth)[: len(REQUEST_SIGNALS)] for p in lists.parts[:MAX_PARTS]]
-            cands = set().union(*ranks, *(r for p in parts for r in p), lists.exact, tools.always_on)
-            rows.append((sorted(cands, key=tools.position.__getitem__), ranks, parts, lists.exact))
+            found = set().union(*ranks, *(r for p in parts for r in p), lists.exact, tools.always_on)
+            rows.append((sorted(found, key=tools.position.__getitem__), ranks, parts, lists.exact))
         self.candidates = [r[0] for r in rows]
         n, width = len(rows), max([1, *(len(r[0]) for r in rows)])
         n_parts = max([0, *(len(r[2]) for r in rows)])

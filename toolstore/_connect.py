@@ -210,6 +210,8 @@ class Connector(_Pooled):
     connection was lent meanwhile, not just an unanswered pool.
     """
 
+    pool: CountedPool
+
     def __init__(
         self,
         dsn: str,
@@ -221,7 +223,8 @@ class Connector(_Pooled):
         timeout: float = DEFAULT_TIMEOUT,
         wait: bool = True,
     ) -> None:
-        super().__init__(schema, check_timeout(timeout), Setup(threading.Event()))
+        ended = threading.Event()
+        super().__init__(schema, check_timeout(timeout), Setup(ended))
         self.dsn = check_dsn(dsn)
 
         def configure(conn: psycopg.Connection[Any]) -> None:
@@ -241,7 +244,7 @@ class Connector(_Pooled):
             self.pool.open()
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
                 seconds = _open_timeout(self.timeout)
-                self.setup.ended.wait(seconds)
+                ended.wait(seconds)
                 self.setup.check(seconds)
                 self.pool.wait(seconds)
         except BaseException as exc:  # an interrupt too: no pool left connecting in the background
@@ -324,7 +327,8 @@ class AsyncConnector(_Pooled):
         timeout = check_timeout(timeout)
         check_dsn(dsn)
 
-        setup = Setup(asyncio.Event())
+        ended = asyncio.Event()
+        setup = Setup(ended)
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
             try:
@@ -344,7 +348,7 @@ class AsyncConnector(_Pooled):
             if wait:
                 seconds = _open_timeout(timeout)
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(cast(asyncio.Event, setup.ended).wait(), seconds)
+                    await asyncio.wait_for(ended.wait(), seconds)
                 setup.check(seconds)
                 await pool.wait(seconds)
         except BaseException as exc:  # a cancellation too (asyncio.timeout): no pool left connecting in the background

@@ -251,13 +251,18 @@ def single(value: object) -> bool:
     return isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable)
 
 
+def _items(value: object) -> Iterable[Any]:
+    """``value`` as the iterable :func:`single` found it to be (for the type checker, which cannot tell)."""
+    return cast(Iterable[Any], value)
+
+
 def listed(values: object, what: str) -> list[Any]:
     """A write's items (``upsert``'s tools, ``add_examples``' examples, anchors, anchor ids, ``tune``'s labels), any
     iterable read once, as a list; a single value (one Tool, a str, a mapping, a number) is InvalidInputError naming
     ``what``."""
     if single(values):
         raise InvalidInputError(f"{what} must be a list, not a single {type(values).__name__}")
-    return list(values)
+    return list(_items(values))
 
 
 def session_pairs(sessions: object) -> list[tuple[object, object]]:
@@ -271,32 +276,32 @@ def session_pairs(sessions: object) -> list[tuple[object, object]]:
             "sessions must be (session id, calls) pairs or a mapping of session id to calls, not a single value"
         )
     pairs: list[tuple[object, object]] = []
-    for index, item in enumerate(sessions):
-        if single(item) or len(pair := tuple(cast(Iterable[object], item))) != 2:
+    for index, item in enumerate(_items(sessions)):
+        if single(item) or len(pair := tuple(_items(item))) != 2:
             raise InvalidInputError(f"session #{index + 1}: expected a (session id, calls) pair, got {item!r:.80}")
-        pairs.append(_listed(pair))
+        pairs.append(_listed((pair[0], pair[1])))
     return pairs
 
 
 def call_id_list(call_ids: object) -> Any:
     """``new_calls``' call ids listed (a generator read once: a write tried again reads the list); a single value (a
     str, a number) as it is, for the check of them to refuse."""
-    return call_ids if single(call_ids) else list(call_ids)
+    return call_ids if single(call_ids) else list(_items(call_ids))
 
 
 def _listed(pair: tuple[object, object]) -> tuple[object, object]:
     """A (session id, calls) pair, its calls listed unless they are a single value (refused later, naming it)."""
     session, calls = pair
-    return session, calls if single(calls) else list(calls)
+    return session, calls if single(calls) else list(_items(calls))
 
 
-def check_session_calls(calls: Iterable[object]) -> list[SessionCall]:
+def check_session_calls(calls: object) -> list[SessionCall]:
     """Calls as SessionCalls: a tool id or name, a SessionCall, or a resolved call (anything with a ``tool`` Tool and
     an ``id``, as :class:`toolstore.ResolvedCall`). InvalidInputError names the call and the field."""
     if single(calls):  # a str, a SessionCall, a number
         raise InvalidInputError(f"calls must be a list of tool calls, not a single value ({type(calls).__name__})")
     out: list[SessionCall] = []
-    for index, call in enumerate(calls):
+    for index, call in enumerate(_items(calls)):
         where = f"calls[{index}]"
         if index >= MAX_CALLS_PER_WRITE:
             raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} calls in one write")

@@ -151,8 +151,8 @@ def fetch_lists(
             return [one(conn, i) for i in range(part, len(probes), FETCH_THREADS)]
 
     with ThreadPoolExecutor(FETCH_THREADS) as pool:
-        parts = list(pool.map(chunk, range(FETCH_THREADS)))
-    return [parts[i % FETCH_THREADS][i // FETCH_THREADS] for i in range(len(probes))]
+        chunks = list(pool.map(chunk, range(FETCH_THREADS)))
+    return [chunks[i % FETCH_THREADS][i // FETCH_THREADS] for i in range(len(probes))]
 
 
 @dataclass(frozen=True)

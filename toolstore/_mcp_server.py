@@ -131,8 +131,8 @@ def _sdk() -> tuple[Any, type[Exception], type]:
         from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import Context  # type: ignore[no-redef]
-        from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef]
+        from mcp.server.fastmcp import Context  # type: ignore[no-redef, attr-defined]
+        from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef, attr-defined]
         from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
     return MCPServer, ToolError, Context
 

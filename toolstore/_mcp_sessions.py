@@ -246,7 +246,7 @@ class UpstreamSessions:
         session is opened, and again when another upstream served the provider while it opened, :data:`REREADS` times
         at most; a session it got and went on from is retired then (:meth:`_retire`), unless a provider's calls go
         there. The checks and the note are made with no await between them."""
-        rereads, left = 0, set()  # left: the upstreams this call got a session to and went on from, by key
+        rereads, left = 0, set[str]()  # left: the upstreams this call got a session to and went on from, by key
         while True:
             before, key = self._providers.get(provider) if provider else None, upstream.key()
             if before not in (None, key) and recorded is not None and rereads < REREADS:

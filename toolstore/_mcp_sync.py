@@ -108,7 +108,7 @@ def _http_streams(url: str, headers: Mapping[str, str]) -> Any:
                     yield found
 
         return streams()
-    return streamable_http.streamablehttp_client(url, headers=dict(headers))  # mcp 1.x
+    return streamable_http.streamablehttp_client(url, headers=dict(headers))  # type: ignore[attr-defined]  # mcp 1.x
 
 
 async def list_upstream(upstream: Upstream) -> McpListing:

@@ -107,9 +107,9 @@ class Upstream:
                 for shown, secret in parts
             ]
             return f"stdio: {redact(' '.join([shlex.quote(self.command or ''), *args]))}"
-        parts = urlsplit(self.url or "")
+        url = urlsplit(self.url or "")
         names = f" (headers: {', '.join(sorted(self.headers))})" if self.headers else ""
-        return f"http: {urlunsplit((parts.scheme, _server(parts), _shown_path(parts.path), '', ''))}{names}"
+        return f"http: {urlunsplit((url.scheme, _server(url), _shown_path(url.path), '', ''))}{names}"
 
     def differences(self, other: Upstream) -> str:
         """What sets ``other`` apart when its description is the same: the env or header names whose values differ,

@@ -7,7 +7,7 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from psycopg import sql
@@ -134,7 +134,8 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     # prepare_connection puts the schema first on the search_path for the rest of the transaction; in a host's
     # transaction, the host's next migrations would create their tables in toolstore's schema: it goes back after.
     path = connection.execute(text("select current_setting('search_path')")).scalar_one()
-    before = current_revision(connection.connection.driver_connection, schema)
+    raw = cast("psycopg.Connection[Any]", connection.connection.driver_connection)  # psycopg's, under SQLAlchemy's
+    before = current_revision(raw, schema)
     newer_schema(before, schema)
     if not downgrade and before is not None and _below(revision, before):  # alembic: a silent no-op
         raise InvalidInputError(
@@ -155,14 +156,13 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
             else:
                 command.upgrade(cfg, revision)
     except CommandError as error:  # an unknown or unreachable revision: nothing ran
-        newer_schema(current_revision(connection.connection.driver_connection, schema), schema)
+        newer_schema(current_revision(raw, schema), schema)
         raise InvalidInputError(f"cannot migrate schema {schema!r} to {revision!r}: {error}") from error
     except AssertionError as error:  # alembic asserts on a revision it cannot resolve ('', '@', 'head+1' at head)
         raise InvalidInputError(
             f"cannot migrate schema {schema!r} to {revision!r}: alembic cannot resolve that revision "
             "(give 'head', a revision such as '0017', a step such as '+1' or '-2', or 'base')"
         ) from error
-    raw = connection.connection.driver_connection
     after = current_revision(raw, schema)
     # Tables it created or remade have no privileges for the grants yet, and privileges an older toolstore granted
     # may be wider: at head, the owner sets them again (a granted role's migration changes nothing). What a grant

@@ -208,7 +208,7 @@ def check_route(
     read once, the request with its conversation, validated with the fusion overrides on the default fusion."""
     if not isinstance(abstain, bool):
         raise InvalidInputError(f"abstain must be True or False, got {abstain!r}")
-    given = dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid)
+    given: dict[str, Any] = dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid)
     overrides = {name: value for name, value in given.items() if value is not None}  # RouteCall: only those given
     conv = read_conversation(messages, turns, dialect)
     text, earlier, calls = conversation(query, conv, session)

@@ -297,7 +297,7 @@ def record_new_calls(
 
 
 def import_sessions(
-    conn: psycopg.Connection[Any], info: CatalogInfo, sessions: Sequence[tuple[str, Sequence[object]]]
+    conn: psycopg.Connection[Any], info: CatalogInfo, sessions: Sequence[tuple[object, object]]
 ) -> dict[str, int]:
     """Replace the log of each given session with its calls (oldest first), all in one transaction: a re-import
     writes the same log, and the calls seen before are forgotten. Sessions are locked in id order; an unknown tool

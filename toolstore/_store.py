@@ -368,7 +368,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         once, with its description). ``dialect``: the format of ``messages`` (``auto``: told apart).
         ``result.explain()`` says why.
         """
-        options = dict(messages=messages, session=session, turns=turns, dialect=dialect, k=k)
+        options: dict[str, Any] = dict(messages=messages, session=session, turns=turns, dialect=dialect, k=k)
         options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
         options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
         options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, token_budget=token_budget)

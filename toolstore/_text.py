@@ -87,8 +87,8 @@ def _parameters_line(schema: Any) -> str:
     items = []
     for name, sub in properties.items():
         description = sub.get("description") if isinstance(sub, dict) else None
-        described = isinstance(description, str) and description.strip()
-        items.append(split_identifier(str(name)) + (f" ({description.strip()})" if described else ""))
+        described = description.strip() if isinstance(description, str) else ""
+        items.append(split_identifier(str(name)) + (f" ({described})" if described else ""))
     return "Parameters: " + "; ".join(items)
 
 

@@ -244,9 +244,14 @@ def read_config(path: Path, *, kind: str = "local") -> tuple[str, int, int, int 
         raise InvalidInputError(f"{path}: 'model' must be a name like '{kind}/all-mpnet-base-v2', got {model!r}")
     if "#" in model:  # the cache key's separator: 'local/all-MiniLM-L6-v2#build=B' would read the shipped model's
         raise InvalidInputError(f"{path}: 'model' must not hold '#' (embedding cache keys use it), got {model!r}")
-    batch_size = config.get("batch_size")  # optional; config is a dict once 'model' was found in it
-    checked = [("dim", dim), ("max_tokens", max_tokens)]
-    for key, value in checked + ([("batch_size", batch_size)] if "batch_size" in config else []):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInputError(f"{path}: {key!r} must be a positive integer, got {value!r}")
-    return model, check_width(dim, f"{path}: 'dim'"), max_tokens, batch_size
+    width, tokens = _positive(path, "dim", dim), _positive(path, "max_tokens", max_tokens)
+    # optional; config is a dict once 'model' was found in it
+    batch_size = _positive(path, "batch_size", config["batch_size"]) if "batch_size" in config else None
+    return model, check_width(width, f"{path}: 'dim'"), tokens, batch_size
+
+
+def _positive(path: Path, key: str, value: object) -> int:
+    """``value`` of ``key`` in the configuration at ``path``; InvalidInputError unless a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{path}: {key!r} must be a positive integer, got {value!r}")
+    return value

@@ -89,6 +89,8 @@ class OpenAIEmbedder(Embedder):
     ignored. ``sleep`` is the wait between retries and ``clock`` the time its breaker reads (stubs in tests).
     """
 
+    breaker: Breaker  # always its own (Embedder's may be None)
+
     def __init__(
         self,
         *,
@@ -160,8 +162,8 @@ class OpenAIEmbedder(Embedder):
     def known_dim(self) -> int | None:
         return self._dim
 
-    @property  # type: ignore[override]
-    def dim(self) -> int:
+    @property
+    def dim(self) -> int:  # type: ignore[override]
         if self._dim is None:
             self._embed_all(["dimension probe"], progress=False, probe=True)
         assert self._dim is not None
