@@ -2,7 +2,7 @@
 calls the model made in the session log, and map the calls back to tools (annotations evaluated, as in ``_models``).
 Shared by the SDK adapters in ``toolstore.integrations``; message reading itself is ``_messages``."""
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -11,12 +11,19 @@ from ._formats import custom_input
 from ._fusion import DEFAULT_TURNS
 from ._messages import Conversation, ToolCall, read_messages
 from ._models import SessionCall, Tool
+from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_route
+from ._steps import adrive, drive
 
 if TYPE_CHECKING:
     from ._async_store import AsyncToolStore
     from ._store import ToolStore
+
+
+#: A call of a store's method that :func:`_messages_steps` asks for, made on the store: the answer from a ToolStore, an
+#: awaitable of it from an AsyncToolStore.
+StoreCall = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
@@ -59,20 +66,10 @@ def route_messages(
     recorded), not ``store.route``: a wrapper object has to provide that (and, with a session, ``resolve_calls`` and
     ``record_new_calls``), by delegating to a store; a subclass overriding ``route_checked`` sees every route.
     """
-    unresolved: list[str] = []
     # route()'s checks, once, first: a bad option is refused before any call is recorded (but for a filter value that
     # matches no tool: only the route statement tells, after the calls are recorded)
     call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
-    if session is not None and (conv := call.conversation) is not None:
-        ids, pending = _offered_ids(conv, offered)
-        if pending:
-            names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
-            _fill(ids, pending, store.resolve_calls(names, namespaces=spaces))
-        call_ids = [c.id for c in conv.tool_calls if c.id]
-        if call_ids:  # only those new to the session: it has seen the others (maybe under another offer)
-            unresolved = _unresolved(conv, ids, store.record_new_calls(session, call_ids, _session_calls(conv, ids)))
-    result = store.route_checked(call)
-    return replace(result, unresolved=unresolved) if unresolved else result
+    return drive(_messages_steps(call, session, offered), lambda ask: ask(store))
 
 
 async def aroute_messages(
@@ -86,18 +83,29 @@ async def aroute_messages(
     **options: Any,
 ) -> RouteResult:
     """:func:`route_messages` for an :class:`AsyncToolStore`."""
-    unresolved: list[str] = []
     call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
+    return await adrive(_messages_steps(call, session, offered), lambda ask: ask(store))
+
+
+def _messages_steps(
+    call: RouteCall, session: str | None, offered: RouteResult | None
+) -> Generator[StoreCall, Any, RouteResult]:
+    """:func:`route_messages` written once for both stores: it yields what it asks of the store, in order, each a
+    :data:`StoreCall` the driver makes and sends back the answer of (awaited on an AsyncToolStore): with a session, the
+    catalog's answer for the calls not among the offered tools (``resolve_calls``), the calls new to the session logged
+    (``record_new_calls``), then the route (``route_checked``)."""
+    unresolved: list[str] = []
     if session is not None and (conv := call.conversation) is not None:
         ids, pending = _offered_ids(conv, offered)
         if pending:
             names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
-            _fill(ids, pending, await store.resolve_calls(names, namespaces=spaces))
+            _fill(ids, pending, (yield lambda store: store.resolve_calls(names, namespaces=spaces)))
         call_ids = [c.id for c in conv.tool_calls if c.id]
-        if call_ids:
-            new = await store.record_new_calls(session, call_ids, _session_calls(conv, ids))
+        if call_ids:  # only those new to the session: it has seen the others (maybe under another offer)
+            calls = _session_calls(conv, ids)
+            new = yield lambda store: store.record_new_calls(session, call_ids, calls)
             unresolved = _unresolved(conv, ids, new)
-    result = await store.route_checked(call)
+    result = yield lambda store: store.route_checked(call)
     return replace(result, unresolved=unresolved) if unresolved else result
 
 

@@ -46,6 +46,7 @@ from ._sql import query, raw_query
 from ._vectors import QueryVectors
 
 T = TypeVar("T")
+S = TypeVar("S")  # what a generator yields: a Step of the route path, or another driver's question (``_agents``)
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ def answer_async(
     return answer
 
 
-def drive(steps: Steps[T], answer: Callable[[Step], Any]) -> T:
+def drive(steps: Generator[S, Any, T], answer: Callable[[S], Any]) -> T:
     """Run ``steps`` to their result, answering each step with ``answer`` (its exceptions are thrown in)."""
     try:
         step = next(steps)
@@ -246,7 +247,7 @@ def drive(steps: Steps[T], answer: Callable[[Step], Any]) -> T:
         return stop.value  # type: ignore[no-any-return]
 
 
-async def adrive(steps: Steps[T], answer: Callable[[Step], Awaitable[Any]]) -> T:
+async def adrive(steps: Generator[S, Any, T], answer: Callable[[S], Awaitable[Any]]) -> T:
     """:func:`drive` with an async ``answer``."""
     try:
         step = next(steps)
