@@ -1,4 +1,20 @@
--- Connections: what ``_commits`` asks to tell whether a write whose connection was lost during its COMMIT took effect.
+-- Connections: each pooled connection's session (`_connect`), and what `_commits` asks to tell whether a write whose
+-- connection was lost during its COMMIT took effect.
+
+-- name: extension_schema
+-- The schema pgvector is installed in (no row: not installed), which goes on the search_path after toolstore's; also
+-- asked by a migration (`_migrate.prepare_connection`).
+select extnamespace::regnamespace::text from pg_extension where extname = 'vector';
+
+-- name: set_session
+-- A connection's session, set in one round trip: the schema first on the search_path (`path`, quoted); the catalog it
+-- works for (`tenant`: row-level security shows a tenant role only that catalog, migration 0005); and generic plans
+-- for every statement. Re-planned per call, the route statement spends about 4 ms planning at 10k tools (Postgres'
+-- default, auto, chooses custom plans for it), while its generic plan executes as fast (bench/route.py). Safe here:
+-- the vector searches, whose plan depends on the catalog and dimension, are planned afresh inside knn() with their
+-- actual values, and tests/test_plans.py checks the generic plans' shape.
+select set_config('search_path', %(path)s, false), set_config('toolstore.tenant', %(tenant)s, false),
+  set_config('plan_cache_mode', 'force_generic_plan', false);
 
 -- name: transaction_id
 -- The id of the transaction about to commit (NULL: it wrote nothing, so none was assigned), and since when the server

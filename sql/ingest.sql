@@ -46,3 +46,7 @@ order by id;
 -- The tools a sync wrote (new, changed or unchanged) as its upstream's: they are what its --prune may remove.
 update tools set upstream = %(upstream)s::text
 where catalog_id = %(catalog)s and id = any (%(ids)s::text[]) and upstream is distinct from %(upstream)s::text;
+
+-- name: repeatable_read
+-- First in a transaction: one snapshot for all its reads (`toolstore expand`: the tools, their hashes and examples).
+set transaction isolation level repeatable read;

@@ -156,7 +156,7 @@ select set_config('maintenance_work_mem', %(previous)s, false);
 -- name: create_vector_index
 -- {vtype}: vector_index_type()'s (halfvec up to 4,000 dimensions); knn() orders by the same expression.
 create index {concurrently} if not exists {name} on {partition}
-using hnsw ((embedding::{vtype}({dim})) {opclass}) with (m = 16, ef_construction = {ef_construction})
+using hnsw ((embedding::{vtype}({dim})) {vtype}_cosine_ops) with (m = 16, ef_construction = {ef_construction})
 where vector_dims(embedding) = {dim};
 
 -- name: partition_vectors

@@ -35,17 +35,6 @@ DEFAULT_TIMEOUT = 5.0
 MAX_TIMEOUT = 86_400
 #: Attempts of a write transaction that Postgres chose as a deadlock (or serialization) victim.
 CONFLICT_ATTEMPTS = 4
-EXTENSION_SCHEMA = "select extnamespace::regnamespace::text from pg_extension where extname = 'vector'"
-#: A connection's session, set in one round trip: the schema first on the search_path; the catalog it works for
-#: (row-level security shows a tenant role only that catalog, migration 0005); and generic plans for every
-#: statement. Re-planned per call, the route statement spends about 4 ms planning at 10k tools (Postgres' default,
-#: auto, chooses custom plans for it), while its generic plan executes as fast (bench/route.py). Safe here: the
-#: vector searches, whose plan depends on the catalog and dimension, are planned afresh inside knn() with their
-#: actual values, and tests/test_plans.py checks the generic plans' shape.
-SET_SESSION = (
-    "select set_config('search_path', %s, false), set_config('toolstore.tenant', %s, false), "
-    "set_config('plan_cache_mode', 'force_generic_plan', false)"
-)
 
 
 class VectorArray(list[Any]):
@@ -153,9 +142,9 @@ def _pool_args(dsn: str, min_size: int, max_size: int, timeout: float, configure
     }
 
 
-def _session(conn: Any, schema: str, tenant: str, extension: Any) -> list[str]:
-    """SET_SESSION's parameters for a new connection, given the row of EXTENSION_SCHEMA."""
-    return [search_path(conn, schema, _extension_schema(extension)), tenant]
+def _session(conn: Any, schema: str, tenant: str, extension: Any) -> dict[str, str]:
+    """Block ``set_session``'s parameters for a new connection, given the row of block ``extension_schema``."""
+    return {"path": search_path(conn, schema, _extension_schema(extension)), "tenant": tenant}
 
 
 def _open_timeout(timeout: float) -> float:
@@ -229,7 +218,8 @@ class Connector(_Pooled):
 
         def configure(conn: psycopg.Connection[Any]) -> None:
             try:
-                conn.execute(SET_SESSION, _session(conn, schema, tenant, conn.execute(EXTENSION_SCHEMA).fetchone()))
+                extension = conn.execute(query("extension_schema")).fetchone()
+                conn.execute(query("set_session"), _session(conn, schema, tenant, extension))
                 register_vector(conn)
                 register_types(conn)
             except Exception as exc:
@@ -332,8 +322,8 @@ class AsyncConnector(_Pooled):
 
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
             try:
-                extension = await (await conn.execute(EXTENSION_SCHEMA)).fetchone()
-                await conn.execute(SET_SESSION, _session(conn, schema, tenant, extension))
+                extension = await (await conn.execute(query("extension_schema"))).fetchone()
+                await conn.execute(query("set_session"), _session(conn, schema, tenant, extension))
                 await register_vector_async(conn)
                 register_types(conn)
             except Exception as exc:

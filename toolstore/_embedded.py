@@ -27,6 +27,7 @@ import psycopg
 from psycopg import errors, sql
 
 from ._errors import DatabaseError
+from ._sql import query
 
 DATABASE = "toolstore"
 _servers: dict[Path, Any] = {}
@@ -168,9 +169,9 @@ def forget_dead_handles(pgdata: Path) -> None:
 def _ensure_database(admin_uri: str) -> None:
     """Create the ``toolstore`` database unless it exists; several processes may race to do it."""
     with psycopg.connect(admin_uri, autocommit=True) as conn:
-        exists = conn.execute("select 1 from pg_database where datname = %s", [DATABASE]).fetchone()
+        exists = conn.execute(query("database_exists"), {"name": DATABASE}).fetchone()
         if not exists:
             try:
-                conn.execute(sql.SQL("create database {}").format(sql.Identifier(DATABASE)))
+                conn.execute(sql.SQL(query("create_database")).format(name=sql.Identifier(DATABASE)))
             except (errors.DuplicateDatabase, errors.UniqueViolation):
                 pass  # another process created it first (concurrent CREATE DATABASE raises either)

@@ -325,7 +325,7 @@ def expand(
         client = make_client()
     info = store.info()
     with store.connection() as conn, conn.transaction():  # one snapshot of tools, hashes and examples
-        conn.execute("set transaction isolation level repeatable read")
+        conn.execute(query("repeatable_read"))
         tools = list_tools(conn, info)
         hashes: dict[str, str] = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
         intents = intent_queries(conn, info)

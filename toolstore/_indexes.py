@@ -103,7 +103,6 @@ def create_index_ddl(
         partition=partition_name(table, catalog_id),
         dim=dim,
         vtype=sql.SQL(vtype),
-        opclass=sql.SQL(f"{vtype}_cosine_ops"),
         ef_construction=ef_construction,
     )
 

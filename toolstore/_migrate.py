@@ -43,26 +43,16 @@ def check_schema_name(schema: str) -> str:
 
 def prepare_connection(connection: Connection, schema: str) -> None:
     """Create the schema and pgvector if needed, and put the schema first on the search_path."""
-    from sqlalchemy import text
-
     raw = connection.connection.driver_connection
-    connection.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
-    connection.execute(text("create extension if not exists vector"))
+    connection.exec_driver_sql(query("migration_lock"), {"key": _LOCK_KEY})
+    connection.exec_driver_sql(query("create_vector_extension"))
     # CREATE SCHEMA IF NOT EXISTS checks CREATE on the database before it looks: a role given only its own schema
     # (made by an administrator) would be refused. Only a missing schema is created.
-    if (
-        connection.execute(
-            text("select to_regnamespace(:schema)"), {"schema": sql.Identifier(schema).as_string(raw)}
-        ).scalar()
-        is None
-    ):
-        connection.exec_driver_sql(sql.SQL("create schema {}").format(sql.Identifier(schema)).as_string(raw))
-    ext_schema = connection.execute(
-        text("select extnamespace::regnamespace::text from pg_extension where extname = 'vector'")
-    ).scalar_one()
-    connection.execute(
-        text("select set_config('search_path', :path, true)"), {"path": search_path(raw, schema, ext_schema)}
-    )
+    name = sql.Identifier(schema)
+    if connection.exec_driver_sql(query("schema_oid"), {"schema": name.as_string(raw)}).scalar() is None:
+        connection.exec_driver_sql(sql.SQL(query("create_schema")).format(schema=name).as_string(raw))
+    ext_schema = connection.exec_driver_sql(query("extension_schema")).scalar_one()
+    connection.exec_driver_sql(query("set_search_path"), {"path": search_path(raw, schema, ext_schema)})
 
 
 def alembic_config(connection: Connection, schema: str) -> Config:
@@ -127,13 +117,12 @@ def migrate(
 def _run(connection: Connection, schema: str, revision: str, downgrade: bool) -> str | None:
     from alembic import command
     from alembic.util import CommandError
-    from sqlalchemy import text
 
     cfg = alembic_config(connection, schema)
-    connection.execute(text("select pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})  # before _RUNNING: see there
+    connection.exec_driver_sql(query("migration_lock"), {"key": _LOCK_KEY})  # before _RUNNING: see there
     # prepare_connection puts the schema first on the search_path for the rest of the transaction; in a host's
     # transaction, the host's next migrations would create their tables in toolstore's schema: it goes back after.
-    path = connection.execute(text("select current_setting('search_path')")).scalar_one()
+    path = connection.exec_driver_sql(query("search_path")).scalar_one()
     raw = cast("psycopg.Connection[Any]", connection.connection.driver_connection)  # psycopg's, under SQLAlchemy's
     before = current_revision(raw, schema)
     newer_schema(before, schema)
@@ -170,7 +159,7 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     if after == HEAD_REVISION and (after != before or raw.execute(query("sets_privileges")).fetchone()[0]):  # type: ignore[index]
         for (role,) in raw.execute(query("granted_roles")).fetchall():
             set_privileges(raw, schema, role)
-    connection.execute(text("select set_config('search_path', :path, true)"), {"path": path})
+    connection.exec_driver_sql(query("set_search_path"), {"path": path})
     return after
 
 
@@ -256,10 +245,11 @@ def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
     denied = schema_denied(conn, schema)
     if denied is not None:
         raise denied
-    table = conn.execute("select to_regclass(%s)", [sql.Identifier(schema, VERSION_TABLE).as_string(conn)]).fetchone()
-    if table is None or table[0] is None:
+    table = sql.Identifier(schema, VERSION_TABLE)
+    found = conn.execute(query("version_table"), {"table": table.as_string(conn)}).fetchone()
+    if found is None or found[0] is None:
         return None
-    row = conn.execute(sql.SQL("select version_num from {}").format(sql.Identifier(schema, VERSION_TABLE))).fetchone()
+    row = conn.execute(sql.SQL(query("version_num")).format(table=table)).fetchone()
     return row[0] if row else None
 
 
