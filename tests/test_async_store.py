@@ -390,6 +390,47 @@ def test_a_write_a_close_overtakes_says_the_async_store_was_closed(dsn: str, mon
     asyncio.run(main())
 
 
+def _closed(store: ToolStore) -> bool:
+    """Whether ``store`` was closed (its pool with it)."""
+    try:
+        return bool(store.pool.closed)
+    except StoreClosedError:
+        return True
+
+
+def test_a_write_cancelled_while_its_writer_opens_leaves_no_writer_open(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first write opens the store's writer (a ToolStore, its pool and threads) in a worker thread. A write
+    cancelled meanwhile (asyncio.wait_for's timeout) left that thread to finish opening a writer nobody kept, so nobody
+    closed it: its pool held its connections (and its threads ran) until the process ended. It is closed once made."""
+    entered, released, made = threading.Event(), threading.Event(), []
+    opens = ToolStore.__init__
+
+    def held(self: ToolStore, *args: Any, **kwargs: Any) -> None:  # the writer's opening, until the write is cancelled
+        entered.set()
+        released.wait(30)
+        opens(self, *args, **kwargs)
+        made.append(self)
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="cancelled-writer") as store:
+            monkeypatch.setattr(ToolStore, "__init__", held)
+            write = asyncio.ensure_future(store.upsert(TOOLS[:1]))
+            await asyncio.to_thread(entered.wait, 30)
+            write.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await write
+            released.set()
+            for _ in range(600):  # the thread ends its opening, then the made writer's close runs in another
+                if made and _closed(made[0]):
+                    break
+                await asyncio.sleep(0.05)
+        assert len(made) == 1 and _closed(made[0]), "the writer made for the cancelled write is still open"
+
+    asyncio.run(main())
+
+
 def test_the_writer_takes_pool_size_connections(dsn: str) -> None:
     """Writes at once hold a connection each, up to pool_size (the writer's pool was 2 whatever pool_size said): with
     the catalog's row locked, pool_size writes wait for the lock, each on its own connection of the writer."""

@@ -171,16 +171,18 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             if self._db is None:  # as reads (close() too takes the lock): the writer opens on the DSN open() resolved
                 raise self._not_open()
             if self._writer is None:
-                self._writer = await asyncio.to_thread(
-                    ToolStore,
-                    self.dsn,
-                    embedder=self.embedder,
-                    catalog=self.catalog,
-                    schema=self.schema,
-                    create=self._create,
-                    migrate=False,
-                    pool_size=self._pool_size,  # as many writes at once as reads
-                    timeout=self._timeout,
+                self._writer = await _opened(
+                    partial(
+                        ToolStore,
+                        self.dsn,
+                        embedder=self.embedder,
+                        catalog=self.catalog,
+                        schema=self.schema,
+                        create=self._create,
+                        migrate=False,
+                        pool_size=self._pool_size,  # as many writes at once as reads
+                        timeout=self._timeout,
+                    )
                 )
             writer = self._writer  # a close() meanwhile closes it: the call then says this store was closed
         writer.embedder = self.embedder
@@ -341,6 +343,28 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     async def grants(self) -> list[dict[str, Any]]:
         return cast("list[dict[str, Any]]", await self._write("grants"))
+
+
+async def _opened(make: Callable[[], ToolStore]) -> ToolStore:
+    """``make()``, a writer, opened in a worker thread; when the wait for it is cancelled (the write's caller gave up),
+    the thread, which cannot be stopped, goes on, and the writer it makes is closed then (its pool and threads)."""
+    opening = asyncio.ensure_future(asyncio.to_thread(make))
+    try:
+        return await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        opening.add_done_callback(_close_unkept)
+        raise
+
+
+def _close_unkept(opening: asyncio.Future[ToolStore]) -> None:
+    """Close the writer a cancelled :func:`_opened` made (in a worker thread: it joins the pool's threads)."""
+    if opening.cancelled() or opening.exception() is not None:
+        return
+    writer = opening.result()
+    try:
+        asyncio.get_running_loop().run_in_executor(None, writer.close)
+    except RuntimeError:  # the loop's executor is shut down (asyncio.run ending): here, then
+        writer.close()
 
 
 def _share_docs() -> None:
