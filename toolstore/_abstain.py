@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import InvalidInputError
-from ._fusion import REQUEST_SIGNALS
+from ._fusion import REQUEST_SIGNALS, rrf
 from ._input import MAX_QUERY_CHARS, check_at, json_lines, read_text_file
 
 FEATURES = ("agreement", "strength", "margin", "dense_sim", "intent_sim")
@@ -138,14 +138,14 @@ def features(
     anything (``available``)."""
     used = [s for s in REQUEST_SIGNALS if s in available and weights.get(s, 0.0) > 0]
     total = sum(weights[s] for s in used)
-    best = total / (k_rrf + 1) if total else 0.0
+    best = rrf(total, 1, k_rrf) if total else 0.0  # first in every retriever used
 
     def score(ranks: Mapping[str, int | None]) -> float:
         out = 0.0
         for s in used:
             rank = ranks.get(s)
             if rank is not None and rank <= EVIDENCE_DEPTH:
-                out += weights[s] / (k_rrf + rank)
+                out += rrf(weights[s], rank, k_rrf)
         return out
 
     scored = sorted(((round(score(r) * 1e9), tool_id, r) for tool_id, r in candidates), key=lambda x: (-x[0], x[1]))

@@ -25,6 +25,7 @@ from ._fusion import (
     SIGNALS,
     TRANSITION_CALLS,
     TRANSITION_SMOOTHING,
+    rrf,
     top_columns,
 )
 from ._lists import Lists, ToolIndex
@@ -190,7 +191,7 @@ class CandidateTable:
             score = np.zeros(self.group.shape)
             for s, w in enumerate(weights[: len(REQUEST_SIGNALS)]):
                 if w > 0:
-                    score += w / (k_rrf + part[s])  # same operations, same order as the SQL sum
+                    score += rrf(w, part[s], k_rrf)  # same operations, same order as the SQL sum
             yield score
 
     def top(
@@ -202,7 +203,7 @@ class CandidateTable:
         present = self.group > 0
         for s, w in enumerate(weights):
             if w > 0:
-                score += w / (k_rrf + self.ranks[s])  # same operations, same order as the SQL sum
+                score += rrf(w, self.ranks[s], k_rrf)  # same operations, same order as the SQL sum
                 present |= self.ranks[s] < np.inf
         if split > 0 and len(self.part_ranks):
             for part in self.part_ranks:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._fusion import SIGNALS
+from ._fusion import SIGNALS, rrf
 
 if TYPE_CHECKING:
     from ._result import RoutedTool, RouteResult
@@ -40,7 +40,7 @@ def contributions(tool: RoutedTool, weights: Any, k_rrf: float) -> dict[str, dic
         out[signal] = {
             "rank": rank,
             "weight": weight,
-            "contribution": 0.0 if rank is None else weight / (k_rrf + rank),
+            "contribution": 0.0 if rank is None else rrf(weight, rank, k_rrf),
         }
     return out
 

@@ -94,6 +94,13 @@ DEFAULT_FUSION = Fusion(
 )
 
 
+def rrf(weight: Any, rank: Any, k_rrf: float) -> Any:
+    """One signal's term of a fused score, ``weight / (k_rrf + rank)`` (``sql/route.sql``'s, for a rank from 1): the one
+    Python spelling, for a number or a numpy array of ranks (``inf``: not returned, 0), which tuning's fusion
+    (``_candidates``), abstention's evidence (``_abstain``) and ``RouteResult.explain()`` (``_explain``) share."""
+    return weight / (k_rrf + rank)
+
+
 def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     """Complete (from the default) and validate a weights mapping: known signal names, finite, non-negative."""
     if not isinstance(weights, Mapping):
