@@ -29,7 +29,7 @@ from toolstore._candidates import CandidateTable
 from toolstore._eval import BUILTIN_CONFIGS, evaluate, select_configs
 from toolstore._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM, top_columns
 from toolstore._lists import Probe, fetch_lists, load_tool_index
-from toolstore._metrics import METRICS
+from toolstore._metrics import METRICS, score_query
 from toolstore._tune import avoid_fractions, tune
 from toolstore.cli import cli
 from toolstore.testing.fake_openai import FakeOpenAI
@@ -137,11 +137,14 @@ def test_client_side_fusion_reproduces_route(store: ToolStore) -> None:
             fetched[depth] = lists, CandidateTable(lists, index, judgements, depth)
         lists, table = fetched[depth]
         top = table.top_ids([fusion.weights[s] for s in SIGNALS], fusion.k_rrf, split=fusion.split)
+        ndcg = table.ndcg([fusion.weights[s] for s in SIGNALS], fusion.k_rrf, split=fusion.split)
         for i, q in enumerate(queries):
             options = dict(weights=fusion.weights, k_rrf=fusion.k_rrf, overfetch=depth, split=fusion.split)
             routed = store.route(q, k=10, **options).ids
             assert route_ids(lists[i], index, fusion, k=10) == routed, (q, fusion)
             assert top[i] == routed[:10], (q, fusion)
+            # tuning's objective is evaluation's nDCG@10 of what route() returns
+            assert ndcg[i] == pytest.approx(score_query(routed, judgements[i])["nDCG@10"]), (q, fusion)
     assert lists[-2].exact == {tools[0].id} and lists[-1].exact == {tools[7].id}
     assert [len(lists[i].parts) for i in range(16, 20)] == [3, 3, 3, 2]  # the compound requests were split
 

@@ -29,7 +29,7 @@ from ._fusion import (
     top_columns,
 )
 from ._lists import Lists, ToolIndex
-from ._metrics import CUTOFF, Judgement
+from ._metrics import CUTOFF, Judgement, discount
 from ._split import MAX_PARTS
 
 
@@ -164,7 +164,7 @@ class CandidateTable:
                 self.position[i, c] = tools.position[tool_id]
                 self.gain[i, c] = tool_id in relevant
                 self.avoid[i, c] = avoid[i].get(tool_id, 0.0) if avoid else 0.0
-        ideal = [sum(1 / np.log2(r + 2) for r in range(min(len(j.relevant), CUTOFF))) for j in judgements]
+        ideal = [sum(discount(r) for r in range(1, min(len(j.relevant), CUTOFF) + 1)) for j in judgements]
         self.ideal = np.asarray(ideal)
 
     def subset(self, rows: np.ndarray) -> CandidateTable:
@@ -231,5 +231,4 @@ class CandidateTable:
         """nDCG@10 of each row under the given fusion."""
         top = self.top(weights, k_rrf, split=split, avoid=avoid)
         gain = np.where(top >= 0, np.take_along_axis(self.gain, np.maximum(top, 0), axis=1), 0.0)
-        discount = 1 / np.log2(np.arange(2, top.shape[1] + 2))
-        return (gain * discount).sum(axis=1) / self.ideal
+        return (gain * discount(np.arange(1, top.shape[1] + 1))).sum(axis=1) / self.ideal

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ._errors import InvalidInputError
 from ._input import MAX_ID_CHARS, MAX_QUERY_CHARS, check_at, json_lines, read_text_file
 
@@ -123,8 +125,15 @@ def _top(ranked: Sequence[str]) -> list[str]:
     return top
 
 
+def discount(rank: Any) -> Any:
+    """nDCG's discount of a hit at 1-based ``rank``, ``1 / log2(rank + 1)``, for a rank or a numpy array of them: the
+    one spelling that evaluation (:func:`score_query`) and tuning's objective (``_candidates.CandidateTable.ndcg``)
+    share."""
+    return 1.0 / np.log2(rank + 1)
+
+
 def _dcg(hit_ranks: Iterable[int]) -> float:
-    return math.fsum(1.0 / math.log2(rank + 1) for rank in hit_ranks)
+    return math.fsum(float(discount(rank)) for rank in hit_ranks)
 
 
 def score_query(ranked: Sequence[str], j: Judgement) -> dict[str, float | None]:
