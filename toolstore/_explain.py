@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 def statement_fusion(params: Mapping[str, Any]) -> dict[str, Any]:
     """The fusion the ``route`` statement ran with ``params``: the weights as used (0 for a signal whose vector
-    was not computed), the RRF constant, the over-fetch per retriever and the fused rows fetched (``limit``)."""
+    was not computed), the RRF constant, the sub-requests' weight as used (0: not split), the over-fetch per retriever
+    and the fused rows fetched (``limit``)."""
     weights = {s: float(params[f"w_{s}"]) for s in SIGNALS}
     return {
         "weights": weights,

@@ -89,7 +89,8 @@ class RouteResult:
     session: str | None = None
     unresolved: list[str] = field(default_factory=list)
     #: The fusion the statement ran: ``weights`` (as used: dense, intent and context are 0 when not embedded),
-    #: ``k_rrf``, ``overfetch`` (tools per retriever) and ``limit`` (fused rows fetched).
+    #: ``k_rrf``, ``split`` (as used: 0 when the request was not split), ``overfetch`` (tools per retriever) and
+    #: ``limit`` (fused rows fetched).
     fusion: Mapping[str, Any] = field(default_factory=dict)
     #: The filters applied (only those given), by name.
     filters: Mapping[str, Any] = field(default_factory=dict)

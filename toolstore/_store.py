@@ -60,8 +60,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server.
     ``embedder``: the model for dense and intent retrieval; ``"default"`` is the shipped local model,
     None turns both off (lexical only). ``catalog`` is created by the first write (in that write's transaction,
-    so a failed first write leaves nothing behind) unless ``create=False``.
-    ``migrate``: bring toolstore's schema to head when it is behind (``False``: raise instead).
+    so a failed first write leaves nothing behind) unless ``create=False``. ``schema``: the Postgres schema of
+    toolstore's tables (lower case). ``migrate``: bring it to head when it is behind (``False``: raise instead).
+    ``pool_size``: the most connections the store holds at once (the primary's pool, and each replica's).
     ``timeout``: seconds any call may wait for the database (up to a day) before it raises :class:`DatabaseError`;
     after a server restart the store reconnects by itself.
     ``statement_timeout``: seconds each statement of a route (route(), route_messages(), resolve_calls()) may run
