@@ -75,3 +75,19 @@ def test_the_routing_hook_takes_a_public_type_whose_fields_are_said() -> None:
     doc = toolstore.RouteCall.__doc__ or ""
     for field in dataclasses.fields(toolstore.RouteCall):
         assert f"``{field.name}``" in doc, field.name
+
+
+def test_the_integrations_export_what_they_say_from_public_modules() -> None:
+    """Each adapter module's ``__all__`` names what it has, and those names say they come from a public module, as
+    toolstore's own do: ``route_messages`` and ``aroute_messages`` (shared by ``.openai`` and ``.anthropic``) said
+    ``toolstore._agents``, a private module, in reprs, tracebacks and ``help()``."""
+    import importlib
+
+    for name in ("openai", "anthropic", "langgraph"):
+        module = importlib.import_module(f"toolstore.integrations.{name}")
+        assert sorted(module.__all__) == sorted(set(module.__all__)), name
+        for exported in module.__all__:
+            obj = getattr(module, exported)
+            if callable(obj):
+                private = [part for part in obj.__module__.split(".") if part.startswith("_")]
+                assert not private, (name, exported, obj.__module__)
