@@ -258,3 +258,29 @@ def test_a_custom_tool_takes_its_text_in_every_format() -> None:
     assert [c.arguments for c in ts_anthropic.calls(result, use("do_math", {"input": "1 + 2"}))] == ["1 + 2"]
     assert ts_anthropic.calls(result, use("do_math", {"input": 3}))[0].arguments == {"input": 3}
     assert ts_anthropic.calls(result, use("now", {"input": "x"}))[0].arguments == {"input": "x"}
+
+
+def test_a_misspelt_route_option_names_the_function_called() -> None:
+    """route_messages(store, messages, token_buget=3000) (and aroute_messages, the langgraph retrievers) raised
+    "check_route() got an unexpected keyword argument", naming a private function the user never called; the error is
+    Python's own for the function called, with the option meant when one is close. Nothing reaches the store."""
+    import asyncio
+
+    from toolstore.integrations import langgraph as ts_langgraph
+
+    store: Any = object()  # never used: the option is refused first
+    messages = [{"role": "user", "content": "file a bug"}]
+    calls = {
+        "route_messages": lambda: ts_openai.route_messages(store, messages, token_buget=3000),
+        "aroute_messages": lambda: asyncio.run(ts_anthropic.aroute_messages(store, messages, token_buget=3000)),
+        "bigtool_retriever": lambda: ts_langgraph.bigtool_retriever(store, token_buget=3000),
+        "bigtool_coroutine": lambda: ts_langgraph.bigtool_coroutine(store, token_buget=3000),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError) as caught:
+            call()
+        assert str(caught.value) == (
+            f"{name}() got an unexpected keyword argument 'token_buget' (did you mean 'token_budget'?)"
+        )
+    with pytest.raises(TypeError, match=r"^route_messages\(\) got an unexpected keyword argument 'query' \(route\(\) "):
+        ts_openai.route_messages(store, messages, query="file a bug")  # the request is the messages' latest

@@ -13,7 +13,7 @@ from ._messages import Conversation, ToolCall, read_messages
 from ._models import SessionCall, Tool
 from ._request import RouteCall
 from ._result import RouteResult
-from ._route import check_route
+from ._route import check_options, check_route
 from ._steps import adrive, drive
 
 if TYPE_CHECKING:
@@ -68,6 +68,7 @@ def route_messages(
     """
     # route()'s checks, once, first: a bad option is refused before any call is recorded (but for a filter value that
     # matches no tool: only the route statement tells, after the calls are recorded)
+    check_options("route_messages", options)
     call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
     return drive(_messages_steps(call, session, offered), lambda ask: ask(store))
 
@@ -83,6 +84,7 @@ async def aroute_messages(
     **options: Any,
 ) -> RouteResult:
     """:func:`route_messages` for an :class:`AsyncToolStore`."""
+    check_options("aroute_messages", options)
     call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
     return await adrive(_messages_steps(call, session, offered), lambda ask: ask(store))
 

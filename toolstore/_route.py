@@ -11,8 +11,10 @@ the cache says to read the row again and retry, at most ``ROUTE_ATTEMPTS`` tries
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from difflib import get_close_matches
 from typing import Any
 
 import numpy as np
@@ -234,6 +236,21 @@ def check_route(
         sub_requests=False,  # the catalog's fusion says whether to split: bind_route
     )
     return RouteCall(request, overrides, abstain, conv)
+
+
+#: The options route() takes besides its query: what a caller passing route()'s options on (``route_messages``, the
+#: langgraph retrievers) may be given.
+ROUTE_OPTIONS = tuple(name for name in inspect.signature(check_route).parameters if name != "query")
+
+
+def check_options(caller: str, options: Mapping[str, object]) -> None:
+    """A TypeError, as Python's own for ``caller``, when ``options`` hold a name route() does not take (a misspelt
+    ``token_buget``), so that the error names the function the user called, not :func:`check_route`."""
+    for name in options:
+        if name not in ROUTE_OPTIONS:
+            close = get_close_matches(name, ROUTE_OPTIONS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (route() options: {', '.join(ROUTE_OPTIONS)})"
+            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}{hint}")
 
 
 def bind_route(call: RouteCall, info: CatalogInfo, embedder: Embedder | None) -> tuple[RouteRequest, str | None]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .._route import check_route
+from .._route import check_options, check_route
 
 if TYPE_CHECKING:
     from .._async_store import AsyncToolStore
@@ -38,6 +38,7 @@ def _blank(query: object) -> bool:
 def bigtool_retriever(store: ToolStore, *, k: int = 4, **options: Any) -> Callable[[str], list[str]]:
     """A ``retrieve_tools_function`` for ``langgraph_bigtool.create_agent`` (``options``: token_budget, weights...):
     the routed tool ids, best first; none for a blank query. Bad options are an error here (see the module's doc)."""
+    check_options("bigtool_retriever", options)
     check_route("retrieve", k=k, **options)
 
     def retrieve_tools(query: str) -> list[str]:
@@ -52,6 +53,7 @@ def bigtool_retriever(store: ToolStore, *, k: int = 4, **options: Any) -> Callab
 def bigtool_coroutine(store: AsyncToolStore, *, k: int = 4, **options: Any) -> Callable[[str], Awaitable[list[str]]]:
     """A ``retrieve_tools_coroutine`` for ``create_agent``, over an :class:`AsyncToolStore` (a blank query: none; bad
     options: an error here)."""
+    check_options("bigtool_coroutine", options)
     check_route("retrieve", k=k, **options)
 
     async def retrieve_tools(query: str) -> list[str]:
