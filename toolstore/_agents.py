@@ -28,7 +28,10 @@ StoreCall = Callable[[Any], Any]
 
 @dataclass(frozen=True)
 class ResolvedCall:
-    """A tool call of the model, resolved: the tool, the name the model used, its arguments and the call id."""
+    """A tool call of the model, resolved: the tool, the name the model used, its arguments and the call id.
+
+    ``arguments`` is the JSON object the model wrote, as a dict; when its text is no JSON object (malformed, cut off)
+    it is that text, a str (a custom tool's: always its text)."""
 
     tool: Tool
     name: str
