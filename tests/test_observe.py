@@ -3,7 +3,10 @@ secret) and OpenTelemetry spans, read back with the SDK's in-memory exporter."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -11,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from toolstore import Tool, ToolStore
+from toolstore import AsyncToolStore, Tool, ToolStore
 
 TOOLS = [
     Tool(id="mail.send_email", name="send_email", provider="mail", description="Send an email"),
@@ -67,3 +70,36 @@ def test_spans(store: ToolStore, exporter: InMemorySpanExporter) -> None:
         assert spans[child].parent is not None and spans[child].parent.span_id == root.context.span_id
     assert root.attributes["toolstore.catalog"] == "test" and root.attributes["toolstore.tools"] == 1
     assert spans["toolstore.import"].attributes["toolstore.tools"] == 2
+
+
+def test_a_cancelled_async_route_ends_its_spans_where_it_ran(
+    dsn: str, store: ToolStore, exporter: InMemorySpanExporter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An AsyncToolStore.route() cancelled mid-way (asyncio.wait_for, a web request's timeout, an MCP client's
+    cancellation) left its steps suspended with their spans attached to the task's context; they were ended when the
+    steps were collected, in another context, and OpenTelemetry logged "Failed to detach context" with a traceback
+    for each span. The steps are closed where the cancellation reaches them: the spans end there, and nothing is
+    logged."""
+    store.upsert(TOOLS)
+    exporter.clear()
+    reranking = asyncio.Event()
+
+    async def stuck(query: str, candidates: list[Any]) -> list[float]:
+        reranking.set()
+        await asyncio.Event().wait()  # a reranker service that does not answer
+        return []
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=store.embedder, catalog=store.catalog) as astore:
+            task = asyncio.create_task(astore.route("send an email", k=1, reranker=stuck))
+            await reranking.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    with caplog.at_level(logging.ERROR):
+        asyncio.run(main())
+        gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    ended = {s.name for s in exporter.get_finished_spans()}
+    assert {"toolstore.route", "toolstore.rerank"} <= ended

@@ -233,7 +233,8 @@ def answer_async(
 
 
 def drive(steps: Generator[S, Any, T], answer: Callable[[S], Any]) -> T:
-    """Run ``steps`` to their result, answering each step with ``answer`` (its exceptions are thrown in)."""
+    """Run ``steps`` to their result, answering each step with ``answer`` (its exceptions are thrown in; one that is
+    no Exception, KeyboardInterrupt, ends them there: :func:`adrive`)."""
     try:
         step = next(steps)
         while True:
@@ -241,6 +242,9 @@ def drive(steps: Generator[S, Any, T], answer: Callable[[S], Any]) -> T:
                 value = answer(step)
             except Exception as exc:
                 step = steps.throw(exc)
+            except BaseException:
+                steps.close()
+                raise
             else:
                 step = steps.send(value)
     except StopIteration as stop:
@@ -248,7 +252,9 @@ def drive(steps: Generator[S, Any, T], answer: Callable[[S], Any]) -> T:
 
 
 async def adrive(steps: Generator[S, Any, T], answer: Callable[[S], Awaitable[Any]]) -> T:
-    """:func:`drive` with an async ``answer``."""
+    """:func:`drive` with an async ``answer``. A cancellation (asyncio.CancelledError) closes the steps where it
+    reaches them, in the task's context, so the spans they hold end there rather than when they are collected, in
+    another context (where OpenTelemetry cannot detach them, and logs an error)."""
     try:
         step = next(steps)
         while True:
@@ -256,6 +262,9 @@ async def adrive(steps: Generator[S, Any, T], answer: Callable[[S], Awaitable[An
                 value = await answer(step)
             except Exception as exc:
                 step = steps.throw(exc)
+            except BaseException:
+                steps.close()
+                raise
             else:
                 step = steps.send(value)
     except StopIteration as stop:
