@@ -189,7 +189,8 @@ def reembed(ctx: click.Context, spec: str, base_url: str | None) -> None:
 @command("dsn")
 @click.pass_context
 def dsn(ctx: click.Context) -> None:
-    """Print the DSN in use (for the embedded server, one psql accepts while it runs)."""
+    """Print the DSN in use (for the embedded server, one psql accepts while it runs). Piped, the output is JSON, as
+    every command's: psql "$(toolstore dsn | jq -r .dsn)"."""
     given = options(ctx)["dsn"]
     source = "option or $TOOLSTORE_DSN" if given else "embedded"
     value = resolve_dsn(given)
