@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from toolstore import EmbedderError, EmbedderUnavailableError, InvalidInputError, OpenAIEmbedder
-from toolstore._breaker import BREAKER_COOLDOWN
+from toolstore._breaker import BREAKER_COOLDOWN, Breaker
 from toolstore._vectors import QueryVectors
 from toolstore.testing.fake_openai import MALFORMED_KINDS, FakeOpenAI, fake_token_count, fake_vector
 
@@ -141,6 +141,26 @@ def test_a_write_whose_retries_were_spent_in_vain_opens_the_breaker_for_the_next
     assert len(server.requests) == 3 and len(delays) == 2
     now[0] = BREAKER_COOLDOWN
     assert embedder.embed_many(TEXTS[2:]).shape == (3, 1536) and len(server.requests) == 4
+
+
+def test_the_breakers_error_names_the_failure_it_repeats_once(server, delays):
+    """Within the cool-down the breaker raised its remembered failure with that failure's type name before it, also
+    when it raised the same type: a write said "EmbedderUnavailableError: OpenAI embeddings request ... failed after 3
+    attempts ...", and a route's degraded_reason "embedder failed (EmbedderUnavailableError: EmbedderUnavailableError:
+    ...)". The type is named only when it is another than the error raised (a TimeoutError behind an EmbedderError)."""
+    now = [0.0]
+    embedder = make(server, delays, max_retries=2, clock=lambda: now[0])
+    server.fail_next(503, times=3)
+    with pytest.raises(EmbedderUnavailableError) as first:
+        embedder.embed_many(TEXTS[:2])
+    with pytest.raises(EmbedderUnavailableError) as again:
+        embedder.embed_many(TEXTS[2:])
+    assert str(again.value) == f"{first.value} (not retried for another 30 s)"
+    breaker = Breaker(clock=lambda: now[0])
+    breaker.failed(TimeoutError("the read timed out"))
+    with pytest.raises(EmbedderError) as other:
+        breaker.admit()
+    assert str(other.value) == "TimeoutError: the read timed out (not retried for another 30 s)"
 
 
 def test_batching_splits_at_batch_size(server, delays):

@@ -52,6 +52,7 @@ class Breaker:
         self._lock = threading.Lock()
         self._failed_at = 0.0
         self._failure = ""
+        self._failure_type = ""
         self._level = Level.NONE
 
     def admit(self, cooldown: float | None = None, *, stops: Level = Level.ERROR) -> None:
@@ -65,7 +66,10 @@ class Breaker:
             wait = self._failed_at + (self.cooldown if cooldown is None else cooldown) - self._clock()
             if wait > 0:
                 kind = EmbedderUnavailableError if self._level >= Level.UNAVAILABLE else EmbedderError
-                raise kind(f"{self._failure} (not retried for another {wait:.0f} s)")
+                failure = self._failure
+                if self._failure_type != kind.__name__:  # named when it is another (a TimeoutError, an EmbedderError)
+                    failure = f"{self._failure_type}: {failure}"
+                raise kind(f"{failure} (not retried for another {wait:.0f} s)")
             self._failed_at = self._clock()
 
     def failed(self, exc: BaseException, *, retried: bool = False) -> None:
@@ -79,12 +83,12 @@ class Breaker:
             else:
                 self._level = Level.UNAVAILABLE
             self._failed_at = self._clock()
-            self._failure = redact(f"{type(exc).__name__}: {exc}")
+            self._failure, self._failure_type = redact(str(exc)), type(exc).__name__
 
     def succeeded(self) -> None:
         """The server answered: close."""
         with self._lock:
-            self._failure = ""
+            self._failure = self._failure_type = ""
             self._level = Level.NONE
 
     @contextmanager
