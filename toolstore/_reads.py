@@ -91,7 +91,8 @@ class ReadMethods:
         return info
 
     def catalogs(self) -> list[dict[str, Any]]:
-        """Every catalog in the database with its model and counts."""
+        """Every catalog in the database with its model and counts, ``created_at`` and ``updated_at``: the last change
+        of its row, its model or settings (reembed, tune, fusion, retention), not of its tools."""
         found: list[dict[str, Any]] = self._read(self._reading(catalogs_steps))
         return found
 
