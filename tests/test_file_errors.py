@@ -53,6 +53,33 @@ def test_json_that_is_malformed_is_named_by_file_line_and_column(tmp_path: Path,
     )
 
 
+#: A line each JSON Lines reader takes.
+RECORDS: dict[str, dict[str, Any]] = {
+    "tools .jsonl": {"name": "x", "description": "a tool"},
+    "queries": {"qid": "1", "query": "x", "relevant": ["a.b"]},
+    "sessions": {"sid": "s", "turns": [{"query": "x", "calls": ["a.b"]}]},
+    "negatives": {"query": "x"},
+}
+
+
+@pytest.mark.parametrize("reader", list(RECORDS))
+def test_a_json_lines_file_written_as_one_document_over_several_lines_says_so(tmp_path: Path, reader: str) -> None:
+    """Intent examples (or queries, sessions, negatives, tools .jsonl) written as a JSON array, or one object, over
+    several lines (json.dump(..., indent=2)) said 'FILE line 1, column 2: invalid JSON: Expecting value': true of
+    the line '[', but not what is wrong (and a negatives file whose first line is no object was read as plain text,
+    a request per line: '[', '  {', ...). When a line is no JSON and the file is one JSON document, the error says
+    that a JSON Lines file holds one whole value per line."""
+    record = RECORDS[reader]
+    for document in ([record, record], record):
+        error = refused(tmp_path, reader, json.dumps(document, indent=2).encode())
+        assert str(error) == (
+            f"{tmp_path / READERS[reader][0]} line 1: invalid JSON Lines: the file is one JSON document over several "
+            "lines, where a JSON Lines file holds one whole JSON value per line (each object on a line of its own)"
+        )
+    error = refused(tmp_path, reader, (json.dumps(record) + "\n{not json\n").encode())  # one bad line: as before
+    assert str(error).endswith("line 2, column 2: invalid JSON: Expecting property name enclosed in double quotes")
+
+
 @pytest.mark.parametrize("reader", list(READERS))
 def test_a_value_json_refuses_is_named_by_file_and_line_of_a_json_lines_file(tmp_path: Path, reader: str) -> None:
     """NaN (no position from the parser): the line of a JSON Lines file, the file alone for a JSON document."""

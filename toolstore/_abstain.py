@@ -33,7 +33,7 @@ import numpy as np
 
 from ._errors import InvalidInputError
 from ._fusion import REQUEST_SIGNALS, rrf
-from ._input import MAX_QUERY_CHARS, check_at, json_lines, read_text_file
+from ._input import MAX_QUERY_CHARS, check_at, json_lines, one_document, over_lines, read_text_file
 
 FEATURES = ("agreement", "strength", "margin", "dense_sim", "intent_sim")
 #: A retriever agrees on the top tool when it ranks it within this many.
@@ -299,6 +299,8 @@ def load_negatives(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, .
     if not filled:
         raise InvalidInputError(f"{name}: no requests found")
     if not filled[0][1].lstrip().startswith("{"):
+        if one_document(text):  # a JSON array of requests, over several lines: no plain text
+            raise InvalidInputError(over_lines(name, filled[0][0]))
         return [
             (check_at(f"{name} line {n}", line.strip(), "the request", max_chars=MAX_QUERY_CHARS), ())
             for n, line in filled

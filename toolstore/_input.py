@@ -178,7 +178,32 @@ def json_lines(
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        yield lineno, f"{name} line {lineno}", read_json(line, name, line=lineno, error=error)
+        try:
+            value = read_json(line, name, line=lineno, error=error)
+        except InvalidInputError:
+            if one_document(text):  # a JSON array or object written over several lines: say what the file must be
+                raise error(over_lines(name, lineno)) from None
+            raise
+        yield lineno, f"{name} line {lineno}", value
+
+
+def one_document(text: str) -> bool:
+    """Whether ``text`` is one JSON array or object (asked of a JSON Lines file one of whose lines is no JSON, or of a
+    negatives file read as plain text): a document written over several lines, not one value per line."""
+    if "\n" not in text.strip():
+        return False
+    try:
+        return isinstance(parse_json(text), (list, dict))
+    except ValueError:
+        return False
+
+
+def over_lines(name: str, lineno: int) -> str:
+    """The error of a JSON Lines file that is one JSON document over several lines (:func:`one_document`)."""
+    return (
+        f"{name} line {lineno}: invalid JSON Lines: the file is one JSON document over several lines, where a JSON "
+        "Lines file holds one whole JSON value per line (each object on a line of its own)"
+    )
 
 
 def check_at(where: str, value: object, what: str, *, max_chars: int) -> str:
