@@ -270,6 +270,27 @@ def test_a_password_with_an_at_sign_not_percent_encoded_is_refused(dsn: str) -> 
     ToolStore(dsn, embedder=None).close()  # a well-formed DSN still opens
 
 
+@pytest.mark.parametrize("driver", ["psycopg", "asyncpg", "psycopg2"])
+def test_a_sqlalchemy_url_is_refused_saying_what_to_write(dsn: str, driver: str) -> None:
+    """An application's SQLAlchemy URL (its engine's, its alembic env's: postgresql+psycopg://...) given as the DSN
+    was 'malformed DSN: invalid connection option "[redacted]"' (libpq quotes the whole URI, redacted), which says
+    nothing a user can act on; the error names the scheme and what to write instead, never the password."""
+    bad = f"postgresql+{driver}://app:Sup3rSecret@localhost/app"
+    expected = (
+        f"malformed DSN: 'postgresql+{driver}://' is SQLAlchemy's URL scheme, not libpq's: write 'postgresql://' "
+        f"(drop '+{driver}')"
+    )
+    for call in (
+        lambda: ToolStore(bad, embedder=None),
+        lambda: migrate(bad),
+        lambda: ToolStore(dsn, embedder=None, read_dsn=[bad]),
+        lambda: asyncio.run(AsyncToolStore(bad, embedder=None).open()),
+    ):
+        with pytest.raises(InvalidInputError) as info:
+            call()
+        assert str(info.value) == expected
+
+
 @pytest.mark.parametrize("connector", ["sync", "async"])
 def test_a_connection_setup_that_fails_is_said_at_open(empty_dsn: str, connector: str) -> None:
     """A database without pgvector: psycopg_pool tried the connection's setup (its configure) again and again until

@@ -8,6 +8,7 @@ import contextlib
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -48,11 +49,21 @@ def register_types(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any])
     conn.adapters.register_dumper(VectorArray, ListBinaryDumper)
 
 
+#: A SQLAlchemy URL's scheme, ``postgresql+psycopg://``: the dialect and, after the ``+``, the driver.
+_SQLALCHEMY_URL = re.compile(r"(postgres(?:ql)?)(\+[A-Za-z0-9_]*)://")
+
+
 def check_dsn(dsn: str) -> str:
     """``dsn`` if libpq can parse it, else InvalidInputError: libpq's own message quotes the piece it could not read
     (or the whole URI, password included), so only its redacted first line is said. A host with an ``@`` is refused
     too: a URI password with an ``@`` not percent-encoded parses, its tail taken for the host, which a connection
     error would then quote."""
+    scheme = _SQLALCHEMY_URL.match(dsn) if isinstance(dsn, str) else None
+    if scheme:  # SQLAlchemy's URL (an alembic env's, an app's engine): libpq reads no '+driver', and says only that
+        raise InvalidInputError(
+            f"malformed DSN: {scheme[0]!r} is SQLAlchemy's URL scheme, not libpq's: write {scheme[1] + '://'!r} "
+            f"(drop {scheme[2]!r})"
+        )
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.Error as exc:
