@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -11,7 +12,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, pool
 
-from toolstore import HashingEmbedder, Tool, ToolStore
+from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore, migrate
 from toolstore._migrate import HEAD_REVISION, VERSION_TABLE
 
 ENV = """
@@ -109,3 +110,29 @@ def test_a_host_migration_after_toolstores_runs_in_the_hosts_schema(empty_dsn: s
     assert placed(empty_dsn) == {"alembic_version": "public", VERSION_TABLE: "toolstore"}
     run(host, empty_dsn, True, "head")
     assert placed(empty_dsn)["orders"] == "public"
+
+
+OFFLINE_ENV = """
+from alembic import context
+
+context.configure(url="postgresql+psycopg://", literal_binds=True)
+with context.begin_transaction():
+    context.run_migrations()
+"""
+
+
+def test_the_hosts_offline_mode_is_refused_saying_why(host: Config, tmp_path: Path) -> None:
+    """``alembic upgrade --sql`` (offline: op.get_bind() is a MockConnection, whose statements return nothing) ended in
+    "AttributeError: 'NoneType' object has no attribute 'scalar_one'" from toolstore's code; migrate() refuses a
+    connection that is no live SQLAlchemy Connection, saying why its migrations cannot be written out as SQL and what
+    to run instead. No database is needed."""
+    (tmp_path / "env.py").write_text(OFFLINE_ENV)
+    with pytest.raises(InvalidInputError) as refused:
+        command.upgrade(host, "head", sql=True)
+    assert str(refused.value).startswith(
+        "migrate(connection=...) needs a live SQLAlchemy Connection, got MockConnection (alembic's offline mode, --sql"
+    )
+    assert str(refused.value).endswith("run them online (alembic upgrade without --sql, or toolstore migrate)")
+    not_sqlalchemy: Any = object()  # a driver's connection (psycopg's, the application's pool's): not what it runs on
+    with pytest.raises(InvalidInputError, match=r"got builtins\.object; without one, give migrate\(\) the DSN$"):
+        migrate(connection=not_sqlalchemy)

@@ -96,7 +96,7 @@ def migrate(
     if downgrade and revision == "head":
         raise InvalidInputError("a downgrade needs the revision to go down to (e.g. '0017' or 'base'), not 'head'")
     if connection is not None:
-        return _run(connection, schema, revision, downgrade)
+        return _run(_live(connection), schema, revision, downgrade)
     from sqlalchemy import create_engine, exc, pool
 
     target = resolve_dsn(dsn)
@@ -112,6 +112,29 @@ def migrate(
         ) from error
     finally:
         engine.dispose()
+
+
+def _live(connection: Connection) -> Connection:
+    """``connection`` when it is a live SQLAlchemy Connection; else an InvalidInputError saying what to give (alembic's
+    offline mode, ``--sql``, hands out a MockConnection, whose statements return nothing: toolstore cannot run there).
+    """
+    from sqlalchemy.engine import Connection as Live
+    from sqlalchemy.engine.mock import MockConnection
+
+    if isinstance(connection, MockConnection):
+        raise InvalidInputError(
+            "migrate(connection=...) needs a live SQLAlchemy Connection, got MockConnection (alembic's offline mode, "
+            "--sql, gives no other): toolstore's migrations read the database as they run (the schema's revision, "
+            "pgvector's schema), so they cannot be written out as a SQL script; run them online (alembic upgrade "
+            "without --sql, or toolstore migrate)"
+        )
+    if not isinstance(connection, Live):
+        kind = f"{type(connection).__module__}.{type(connection).__qualname__}"
+        raise InvalidInputError(
+            f"migrate(connection=...) needs a live SQLAlchemy Connection (op.get_bind() in an alembic migration), got "
+            f"{kind}; without one, give migrate() the DSN"
+        )
+    return connection
 
 
 def _run(connection: Connection, schema: str, revision: str, downgrade: bool) -> str | None:
