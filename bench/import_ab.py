@@ -7,6 +7,10 @@ with the toolstore package of ``--before`` and once with ``--after`` (default: t
 each (so each imports its own package and migrates its database with its own migrations); the order within a
 round alternates. Prints each round and the medians: machines here are shared, so only side-by-side figures
 compare.
+
+``--combined``: the first half of the tools with their examples go in first (untimed: the catalog gets its HNSW
+indexes), then ``upsert(tools, examples=examples)`` of all of them, timed, brings the other half and their examples in
+one transaction (the "tools" column; "examples" is 0).
 """
 
 from __future__ import annotations
@@ -34,14 +38,21 @@ tv, ev = _synth.load_vectors(n, model, OUT)
 table = {dense_text(t): v for t, v in zip(cat.tools, tv)} | {e.query: v for e, v in zip(cat.examples, ev)}
 with ToolStore(fresh_database(admin_dsn(), "bench_import_ab"), embedder=Precomputed(table, model.model, model.dim),
                catalog="bench") as store:
-    tools, _ = timed(lambda: store.upsert(cat.tools))
-    examples, _ = timed(lambda: store.add_examples(cat.examples))
+    if os.environ.get("AB_COMBINED"):
+        half = n // 2
+        store.upsert(cat.tools[:half], examples=cat.examples[: half * _synth.EXAMPLES_PER_TOOL])
+        tools, _ = timed(lambda: store.upsert(cat.tools, examples=cat.examples))
+        examples = 0.0
+    else:
+        tools, _ = timed(lambda: store.upsert(cat.tools))
+        examples, _ = timed(lambda: store.add_examples(cat.examples))
 print(tools, examples)
 """
 
 
-def run(checkout: Path, tools: int) -> tuple[float, float]:
+def run(checkout: Path, tools: int, combined: bool = False) -> tuple[float, float]:
     env = {**os.environ, "AB_TOOLSTORE": str(checkout), "AB_BENCH": str(HERE), "AB_TOOLS": str(tools)}
+    env["AB_COMBINED"] = "1" if combined else ""
     out = subprocess.run([sys.executable, "-c", CHILD], env=env, check=True, capture_output=True, text=True)
     a, b = out.stdout.split()[-2:]
     return float(a), float(b)
@@ -53,13 +64,14 @@ def main() -> None:
     parser.add_argument("--after", type=Path, default=HERE.parent, help="another one (default: this checkout)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tools", type=int, default=10_000)
+    parser.add_argument("--combined", action="store_true", help="time upsert(tools, examples=...) into a half catalog")
     args = parser.parse_args()
     sides = {"before": args.before.resolve(), "after": args.after.resolve()}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
     for i in range(args.rounds):
         order = list(sides) if i % 2 == 0 else list(reversed(sides))
         for name in order:
-            times[name].append(run(sides[name], args.tools))
+            times[name].append(run(sides[name], args.tools, args.combined))
             tools, examples = times[name][-1]
             print(f"round {i + 1} {name:6s} tools {tools:6.2f} s  examples {examples:6.2f} s", flush=True)
     for name, values in times.items():

@@ -48,6 +48,7 @@ LAYERS: list[set[str]] = [
         "_indexes",
         "_vectors",
         "_catalog",
+        "_housekeeping",
         "_catalog_row",
         "_route",
         "_routed",

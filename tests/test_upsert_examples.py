@@ -18,7 +18,9 @@ from toolstore import (
     OpenAIEmbedder,
     Tool,
     ToolStore,
+    UnknownToolError,
 )
+from toolstore._indexes import VECTOR_TABLES
 from toolstore.testing.fake_openai import FakeOpenAI
 
 from catalog_gen import generated_tools
@@ -84,7 +86,8 @@ def test_a_bulk_upsert_without_examples_still_drops_the_indexes_first(
     dsn: str, monkeypatch: pytest.MonkeyPatch, with_examples: bool
 ) -> None:
     """upsert ran every write in an outer transaction (for the examples' sake), so a bulk load of tools alone no
-    longer dropped the catalog's HNSW indexes before it (one build after it beats updating them row by row)."""
+    longer dropped the catalog's HNSW indexes before it (one build after it beats updating them row by row); with
+    examples it does too, before the transaction."""
     monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
     monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
     dropped: list[str] = []
@@ -99,4 +102,61 @@ def test_a_bulk_upsert_without_examples_still_drops_the_indexes_first(
         assert dropped == []
         report = store.upsert(tools, examples=examples)
         assert len(report.inserted) == 35 and store.info().n_tools == 60
-    assert dropped == ([] if with_examples else ["drop"])  # with examples: one transaction, the indexes kept
+    assert dropped == ["drop"]  # with examples too: dropped before their one transaction
+
+
+def _index_oids(store: ToolStore) -> dict[str, int]:
+    info = store.info()
+    assert info.embed_dim is not None
+    names = {table: toolstore._indexes.index_name(table, info.id, info.embed_dim) for table in VECTOR_TABLES}
+    with store.connection() as conn:
+        rows = conn.execute(
+            "select c.relname, c.oid from pg_class c join pg_index i on i.indexrelid = c.oid "
+            "where c.relname = any(%s) and i.indisvalid",
+            [list(names.values())],
+        ).fetchall()
+    found = dict(rows)
+    return {table: found[name] for table, name in names.items() if name in found}
+
+
+def _bulk_catalog(monkeypatch: pytest.MonkeyPatch, store: ToolStore) -> list[Tool]:
+    """A catalog with both HNSW indexes (25 tools, 25 examples; indexes from 20 rows, bulk loads past 10)."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
+    monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
+    tools = generated_tools(60, seed=5)
+    store.upsert(tools[:25], examples=[IntentExample(t.id, f"please {t.description}") for t in tools[:25]])
+    assert set(_index_oids(store)) == set(VECTOR_TABLES)
+    return tools
+
+
+def test_a_bulk_upsert_with_examples_builds_both_indexes_once_after_it(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One transaction kept the catalog's HNSW indexes through the load, updated row by row (slower than upsert then
+    add_examples, which drop them before and build them once after); now each index the write loads in bulk is
+    dropped before the transaction and built again after it: a new index."""
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="bulk-both") as store:
+        tools = _bulk_catalog(monkeypatch, store)
+        before = _index_oids(store)
+        examples = [IntentExample(t.id, f"could you {t.description}") for t in tools[25:]]
+        report = store.upsert(tools, examples=examples)
+        assert (len(report.inserted), report.examples) == (35, 35)
+        after = _index_oids(store)
+        info = store.info()
+    assert set(after) == set(VECTOR_TABLES)
+    assert all(after[table] != before[table] for table in VECTOR_TABLES), (before, after)
+    assert (info.n_tools, info.n_examples) == (60, 60)
+
+
+def test_a_failed_bulk_upsert_with_examples_writes_nothing_and_puts_the_indexes_back(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="bulk-failed") as store:
+        tools = _bulk_catalog(monkeypatch, store)
+        examples = [IntentExample(t.id, f"could you {t.description}") for t in tools[25:]]
+        examples.append(IntentExample("no.such_tool", "a request for a tool the catalog lacks"))
+        with pytest.raises(UnknownToolError):
+            store.upsert(tools, examples=examples)
+        info = store.info()
+        assert set(_index_oids(store)) == set(VECTOR_TABLES)
+    assert (info.n_tools, info.n_examples) == (25, 25)

@@ -31,7 +31,6 @@ from ._indexes import (
     drop_indexes,
     in_transaction,
     indexes_after_write,
-    partitions_after_drop,
     restore_indexes,
 )
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
@@ -101,6 +100,7 @@ def upsert_tools(
     prune_upstream: str | None = None,
     if_unchanged: Mapping[str, str] | None = None,
     create: bool = True,
+    indexes: bool = True,
 ) -> ImportReport:
     """Insert new tools, update changed ones (by content hash), optionally remove the catalog's others.
 
@@ -112,6 +112,8 @@ def upsert_tools(
     in ``embedded``); without one, a changed tool's old vector is deleted (never left stale) and the report counts it
     in ``unembedded``.
     One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim.
+    ``indexes=False``: the catalog's HNSW indexes are left as they are, for the caller to make whole after its
+    transaction (:func:`upsert_with_examples`).
     """
     check_tools(tools)
     info = catalog_info(conn, catalog)
@@ -134,6 +136,7 @@ def upsert_tools(
         "tool_vectors",
         len(texts),
         lambda: _write_tools(conn, catalog, tools, embedder, (known, vectors), prune_scope, if_unchanged, create),
+        indexes,
     )
     if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
         analyze_after_write(conn, catalog)
@@ -141,12 +144,18 @@ def upsert_tools(
 
 
 def _loaded(
-    conn: psycopg.Connection[Any], catalog: str, info: CatalogInfo | None, table: str, n: int, write: Callable[[], T]
+    conn: psycopg.Connection[Any],
+    catalog: str,
+    info: CatalogInfo | None,
+    table: str,
+    n: int,
+    write: Callable[[], T],
+    indexes: bool = True,
 ) -> T:
     """``write()``, retried on conflicts. Loading more than BULK_VECTORS new vectors into ``table`` outside a
     transaction drops the catalog's index there first (one build after the load beats row-by-row inserts); either
-    way the catalog's indexes are made whole afterwards, which also repairs one a killed concurrent build left
-    invalid."""
+    way the catalog's indexes are made whole afterwards (unless ``indexes`` is false: the caller does it), which
+    also repairs one a killed concurrent build left invalid."""
     dropped = info is not None and info.embed_dim is not None and n > BULK_VECTORS and not in_transaction(conn)
     if dropped:
         assert info is not None
@@ -157,8 +166,63 @@ def _loaded(
         if dropped:
             restore_indexes(conn, catalog)
         raise
-    indexes_after_write(conn, catalog)
+    if indexes:
+        indexes_after_write(conn, catalog)
     return result
+
+
+def upsert_with_examples(
+    conn: psycopg.Connection[Any],
+    catalog: str,
+    tools: Sequence[Tool],
+    examples: Sequence[IntentExample],
+    embedder: Embedder,
+    *,
+    prune: bool = False,
+    create: bool = True,
+) -> ImportReport:
+    """:func:`upsert_tools` then :func:`add_examples` in one transaction: both written or neither. The catalog's HNSW
+    index of each table the write loads more than BULK_VECTORS new vectors into (an unlocked look) is dropped before
+    the transaction (concurrently, as each write alone drops it: meanwhile the catalog's dense retrieval searches
+    exactly), and its indexes are made whole once after the commit, or after a failure."""
+    info = catalog_info(conn, catalog)
+    bulk = info is not None and info.embed_dim is not None and not in_transaction(conn)
+    tables = _bulk_tables(conn, info, tools, examples, embedder) if bulk and info is not None else []
+    if tables and info is not None:
+        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=tables))
+    try:
+        with conn.transaction():
+            report = upsert_tools(conn, catalog, tools, embedder, prune=prune, create=create, indexes=False)
+            report.examples = add_examples(conn, catalog, examples, embedder, indexes=False)
+    except BaseException:
+        if tables:
+            restore_indexes(conn, catalog)
+        raise
+    indexes_after_write(conn, catalog)
+    return report
+
+
+def _bulk_tables(
+    conn: psycopg.Connection[Any],
+    info: CatalogInfo,
+    tools: Sequence[Tool],
+    examples: Sequence[IntentExample],
+    embedder: Embedder,
+) -> list[str]:
+    """The vector tables into which the write brings more than BULK_VECTORS new vectors, counted as
+    :func:`upsert_tools` and :func:`add_examples` count them; the input is checked first, as they check it."""
+    tables = []
+    if len(tools) > BULK_VECTORS:
+        check_tools(tools)
+        changes = _changes(conn, info, tools, embedder)
+        if len(changes.changed) + len(changes.repair) > BULK_VECTORS:
+            tables.append("tool_vectors")
+    if len(examples) > BULK_VECTORS:
+        check_examples(examples)
+        existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
+        if len({ex.query for ex in examples if (ex.tool_id, ex.query) not in existing}) > BULK_VECTORS:
+            tables.append("intent_examples")
+    return tables
 
 
 def _write_tools(
@@ -247,12 +311,17 @@ def _upsert(
 
 
 def add_examples(
-    conn: psycopg.Connection[Any], catalog: str, examples: Sequence[IntentExample], embedder: Embedder
+    conn: psycopg.Connection[Any],
+    catalog: str,
+    examples: Sequence[IntentExample],
+    embedder: Embedder,
+    *,
+    indexes: bool = True,
 ) -> int:
     """Store new intent examples (embedded) for tools of the catalog; returns how many were added.
 
     Examples already stored are skipped (nothing re-embedded); unknown tools are an error and then
-    nothing is written.
+    nothing is written. ``indexes`` as for :func:`upsert_tools`.
     """
     check_examples(examples)  # first: a bad item may not be hashable
     examples = list(dict.fromkeys(examples))
@@ -271,6 +340,7 @@ def add_examples(
         "intent_examples",
         len(texts),
         lambda: _write_examples(conn, catalog, examples, embedder, vectors),
+        indexes,
     )
     if written > ANALYZE_AFTER:
         analyze_after_write(conn, catalog, examples_only=True)
@@ -317,40 +387,3 @@ def list_tools(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[s
         else:
             cur.execute(query("get_tools"), {"catalog": info.id, "ids": check_ids(ids)})
         return [tool_from_row(r) for r in cur.fetchall()]
-
-
-def remove_tool(conn: psycopg.Connection[Any], catalog: str, tool_id: str) -> None:
-    """Delete one tool (its vector, examples and BM25 statistics go with it), under the catalog's lock."""
-
-    def write() -> None:
-        with conn.transaction():
-            info = lock_catalog(conn, catalog)
-            if conn.execute(query("delete_tool"), {"catalog": info.id, "id": tool_id}).fetchone() is None:
-                raise UnknownToolError(f"no tool {tool_id!r} in catalog {catalog!r}")
-
-    retry_conflicts(write)
-
-
-def drop_catalog(conn: psycopg.Connection[Any], catalog: str) -> None:
-    """Delete the catalog with its tools, vectors, examples and statistics; then its partitions (with their indexes),
-    detached concurrently."""
-
-    def write() -> None:
-        with conn.transaction():
-            lock_catalog(conn, catalog)
-            conn.execute(query("drop_catalog"), {"name": catalog})
-
-    retry_conflicts(write)
-    partitions_after_drop(conn)
-
-
-def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[str, Any]) -> None:
-    """Merge ``updates`` into the catalog's settings, under its lock (no concurrent update is lost)."""
-
-    def write() -> None:
-        with conn.transaction():
-            info = lock_catalog(conn, catalog)
-            settings = {**info.settings, **updates}
-            conn.execute(query("set_catalog_settings"), {"catalog": info.id, "settings": json.dumps(settings)})
-
-    retry_conflicts(write)

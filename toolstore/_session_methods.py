@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import psycopg
 
-from ._catalog import set_settings
+from ._housekeeping import set_settings
 from ._input import call_id_list, check_session, check_session_calls, session_pairs
 from ._models import CatalogInfo, LoggedCall
 from ._session_reads import has_session, list_sessions, session_log, transitions

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from . import _access, _catalog, _indexes
+from . import _access, _catalog, _housekeeping, _indexes
 from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._anchors import AnchorMethods
 from ._breaker import BREAKER_COOLDOWN
@@ -167,7 +167,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     def drop_catalog(self) -> None:
         """Delete this catalog with its tools, vectors, examples and statistics."""
-        self._run(lambda conn: _catalog.drop_catalog(conn, self.catalog))
+        self._run(lambda conn: _housekeeping.drop_catalog(conn, self.catalog))
 
     def prune_cache(self) -> int:
         """Delete the shared embedding cache's entries no catalog's model reads (the owner only); returns how many."""
@@ -185,7 +185,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         """Store fusion settings in the catalog (``avoid``: the avoid-when penalty's weight, 0 to 1); route() uses
         them when not given weights explicitly."""
         fusion = check_fusion(Fusion(check_weights(weights), float(k_rrf), overfetch, split=split, avoid=avoid))
-        self._run(lambda conn: _catalog.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
+        self._run(lambda conn: _housekeeping.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
 
     def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:
         """Store the catalog's abstention model (None: back to the shipped default), and with ``fusion`` that fusion
@@ -193,7 +193,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         updates: dict[str, Any] = {SETTINGS_KEY: None if model is None else check_model(model).as_dict()}
         if fusion is not None:
             updates["fusion"] = check_fusion(fusion).as_dict()
-        self._run(lambda conn: _catalog.set_settings(conn, self.catalog, updates))
+        self._run(lambda conn: _housekeeping.set_settings(conn, self.catalog, updates))
 
     def reembed(self, embedder: Embedder) -> dict[str, Any]:
         """Switch the catalog to ``embedder``'s model: every tool and example re-embedded, nothing dropped.
@@ -262,9 +262,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         ``examples``, intent examples of these tools or the catalog's others, are added with them (as
         :meth:`add_examples`; counted in the report's ``examples``).
 
-        One transaction: on any error (an embedder failing on the examples too) nothing is written. (With examples,
-        a bulk load keeps the catalog's HNSW indexes, updated row by row, rather than dropping them and building them
-        once after it.)
+        One transaction: on any error (an embedder failing on the examples too) nothing is written. A bulk load
+        (more than a thousand new vectors of tools, or of examples) drops the catalog's HNSW index there before the
+        transaction and builds it once after it commits.
         """
         tools, examples = listed(tools, "tools"), listed(examples, "intent examples")
         embedder = self.embedder
@@ -272,13 +272,11 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
             raise InvalidInputError("intent examples need an embedder; this store was made with embedder=None")
 
         def write(conn: psycopg.Connection[Any]) -> ImportReport:
-            if not examples:  # no outer transaction: a bulk load drops the catalog's HNSW indexes and builds them after
+            if not examples or embedder is None:
                 return _catalog.upsert_tools(conn, self.catalog, tools, embedder, prune=prune, create=self.create)
-            with conn.transaction():  # both or neither; the indexes are kept through the load (updated row by row)
-                report = _catalog.upsert_tools(conn, self.catalog, tools, embedder, prune=prune, create=self.create)
-                if examples and embedder is not None:
-                    report.examples = _catalog.add_examples(conn, self.catalog, examples, embedder)
-                return report
+            return _catalog.upsert_with_examples(  # both or neither, in one transaction
+                conn, self.catalog, tools, examples, embedder, prune=prune, create=self.create
+            )
 
         with span("toolstore.import", catalog=self.catalog, tools=len(tools)):
             report = self._run(write)
@@ -316,7 +314,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
         tool_id = check_text(tool_id, "tool id", max_chars=MAX_ID_CHARS)
-        self._run(lambda conn: _catalog.remove_tool(conn, self.catalog, tool_id))
+        self._run(lambda conn: _housekeeping.remove_tool(conn, self.catalog, tool_id))
 
     # -- routing -----------------------------------------------------------------------------------
 
