@@ -197,7 +197,8 @@ def test_knn_reads_every_table_by_its_catalog(routed: ToolStore, table: str) -> 
     with routed.connection() as conn:
         vtype = index_type(conn, 32)
         assert vtype is not None
-        for template, p3 in zip(knn_statements(conn), [None, [1, 2, 3], list(range(1, 3000))]):
+        kept = [[1, 2, 3], None, None, list(range(1, 3000))]  # by key, exact scan, HNSW, iterative HNSW
+        for template, p3 in zip(knn_statements(conn), kept, strict=True):
             text = inner_statement(template, table, info.id, 32, vtype)
             params = {"p1": qvec, "p2": 40, "p3": p3, "p4": False}  # p4: p3 is the kept set (migration 0016)
             assert unscoped_scans(conn, text, params, info.id) == [], text

@@ -162,7 +162,7 @@ def knn_statements(conn: psycopg.Connection[Any]) -> list[str]:
     row = conn.execute("select prosrc from pg_proc where proname = 'knn'").fetchone()
     assert row is not None, "knn() is missing"
     found = re.findall(r"execute\s+format\(\s*((?:'(?:[^']|'')*'\s*)+),", row[0])
-    assert len(found) == 3, "knn() should run one unfiltered statement, one exact and one iterative filtered"
+    assert len(found) == 4, "knn() runs the kept set's rows by key, an exact scan, HNSW unfiltered and iterative"
     return ["".join(s.replace("''", "'") for s in re.findall(r"'((?:[^']|'')*)'", f)) for f in found]
 
 
@@ -183,7 +183,7 @@ def test_knn_inner_statements_use_the_catalogs_hnsw_index(store: ToolStore, tabl
     info = store.info()
     qvec = np.asarray(store.embedder.embed("refund a failed payment"), dtype=np.float32)  # type: ignore[union-attr]
     with store.pool.connection() as conn, conn.transaction():
-        unfiltered_sql, exact_sql, iterative_sql = knn_statements(conn)
+        exact_sql, _, unfiltered_sql, iterative_sql = knn_statements(conn)
         template = {"unfiltered": unfiltered_sql, "few kept": exact_sql}.get(filtered, iterative_sql)
         conn.execute("select set_config('hnsw.ef_search', '120', true)")
         params: dict[str, Any] = {"p1": qvec, "p2": 120}

@@ -40,7 +40,9 @@ from ._sql import query
 #: rather than updated row by row.
 BULK_VECTORS = 1000
 #: A catalog's partition gets an HNSW index from this many rows on (dropped below half of it). Smaller ones are
-#: searched exactly: exact rather than approximate, and faster than an index at that size.
+#: searched exactly (knn(), migration 0027): the exact neighbours, the same from every build, for about 1 ms more
+#: than an index at 2,000 rows (bench/PROFILE.md, "Exact k-NN below the HNSW threshold"; past it the statement
+#: grows fast: 2.3x at 4k tools).
 HNSW_MIN_ROWS = 2000
 #: HNSW build effort: pgvector's default. 32 builds faster but finds less (``python bench/hnsw_build.py``, 10k tools
 #: and 30k examples, on vector before migration 0015: tools 1.8 vs 2.9 s, recall@40 .909 vs .935; examples 6.1 vs
