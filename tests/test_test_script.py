@@ -29,8 +29,15 @@ def tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def environment(addopts: str = "") -> dict[str, str]:
+    """This environment without the settings the script reads (a run of this test may have them), PYTEST_ADDOPTS
+    set to ``addopts`` when given."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TOOLSTORE_TEST_WORKERS", "PYTEST_ADDOPTS")}
+    return {**env, "PYTEST_ADDOPTS": addopts} if addopts else env
+
+
 def workers(tree: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "TOOLSTORE_TEST_WORKERS"}
+    env = environment()
     done = subprocess.run(
         ["bash", str(tree / "scripts" / "test"), *args], env=env, capture_output=True, text=True, check=True
     )
@@ -53,9 +60,9 @@ def test_a_run_naming_test_files_stays_in_one_process_and_only_such_a_run(tree: 
     assert workers(tree, "--trace", "-k", "y") == "0"
 
 
-def given(tree: Path, *args: str) -> list[str]:
-    """What pytest is given by ``scripts/test ARGS``, after ``-m pytest``."""
-    env = {k: v for k, v in os.environ.items() if k != "TOOLSTORE_TEST_WORKERS"}
+def given(tree: Path, *args: str, addopts: str = "") -> list[str]:
+    """What pytest is given by ``scripts/test ARGS`` (with ``PYTEST_ADDOPTS=addopts``), after ``-m pytest``."""
+    env = environment(addopts)
     done = subprocess.run(
         ["bash", str(tree / "scripts" / "test"), *args], env=env, capture_output=True, text=True, check=True
     )
@@ -78,3 +85,13 @@ def test_a_run_without_xdist_is_given_no_workers_and_a_double_dash_is_passed_as_
     for args in [("-p", "no:cacheprovider"), ("-k", "no:xdist"), ("-p", "no:cacheprovider", "--", "-k", "x")]:
         assert given(tree, *args) == ["-q", "-n", "4", "--dist", "loadfile", *args], args
     assert given(tree, "--", "tests/test_x.py") == ["-q", "-n", "0", "--dist", "loadfile", "--", "tests/test_x.py"]
+
+
+def test_a_run_without_xdist_in_pytest_addopts_is_given_no_workers(tree: Path) -> None:
+    """``PYTEST_ADDOPTS="-p no:xdist" scripts/test`` was given ``-n 4 --dist loadfile``, which pytest without xdist
+    does not know: the script read only its arguments. PYTEST_ADDOPTS's words are read as pytest reads them, before
+    the arguments; other options there leave the workers be, and nothing of it is added to the arguments."""
+    for addopts, args in [("-p no:xdist", ()), ("-x  -pno:xdist", ("-k", "x")), ("-p", ("no:xdist",))]:
+        assert given(tree, *args, addopts=addopts) == ["-q", *args], addopts
+    for addopts in ["-p no:cacheprovider", "-x", "-k no:xdist", " "]:
+        assert given(tree, "-x", addopts=addopts) == ["-q", "-n", "4", "--dist", "loadfile", "-x"], addopts
