@@ -35,7 +35,11 @@ from catalogs c
 order by c.name;
 
 -- name: drop_catalog
-delete from catalogs where name = %(name)s returning id;
+-- Run under the catalog's lock, which every writer of its tools and examples takes: the counts are of what is dropped.
+delete from catalogs c where c.name = %(name)s
+returning c.id,
+          (select count(*) from tools t where t.catalog_id = c.id) as n_tools,
+          (select count(*) from intent_examples e where e.catalog_id = c.id) as n_examples;
 
 -- name: set_catalog_model
 update catalogs set embed_model = %(model)s, embed_dim = %(dim)s, updated_at = now()

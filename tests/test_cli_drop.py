@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 from terminal import open_terminal, read_all
 
-from toolstore import DatabaseError, ToolStore, UnknownCatalogError
+from toolstore import CatalogInfo, DatabaseError, HashingEmbedder, Tool, ToolStore, UnknownCatalogError, _catalog
 from toolstore.cli import cli
 
 TOOLS = [
@@ -127,3 +129,31 @@ def test_drop_catalog_by_a_role_whose_grant_does_not_allow_it_is_the_librarys_er
     said = "error: database error: permission denied for table catalogs: on toolstore's tables a role's grant decides"
     assert status == 1 and err.startswith(said) and err.count("\n") == 1, err
     assert catalogs(dsn) == {"crm": (2, 1)}
+
+
+def test_drop_catalog_reports_the_counts_of_what_it_dropped(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counts it said were read before the drop, not under its lock: a tool a writer added in between was dropped
+    but not counted. They are the drop's own now (``store.drop_catalog()`` returns them)."""
+    fill(dsn, tmp_path, "crm")
+    lock, raced = _catalog.lock_catalog, []
+
+    def write_then_lock(conn: Any, name: str, **options: Any) -> CatalogInfo:  # a writer just before the drop's lock
+        if not raced:
+            raced.append(name)
+            with ToolStore(dsn, embedder=HashingEmbedder(), create=False, catalog=name) as writer:
+                writer.upsert([Tool(id="gmail.draft", name="draft", provider="gmail", description="Draft an email")])
+        return lock(conn, name, **options)
+
+    monkeypatch.setattr(_catalog, "lock_catalog", write_then_lock)
+    result = invoke(dsn, "drop-catalog", "crm", "--yes")
+    assert result.exit_code == 0, result.output
+    assert raced == ["crm"]
+    assert json.loads(result.output) == {"version": 1, "dropped": "crm", "tools": 3, "examples": 1}
+    assert catalogs(dsn) == {}
+    monkeypatch.undo()
+    fill(dsn, tmp_path, "crm")
+    with ToolStore(dsn, embedder=None, create=False, catalog="crm") as store:
+        dropped = store.drop_catalog()
+    assert (dropped.name, dropped.n_tools, dropped.n_examples) == ("crm", 2, 1)

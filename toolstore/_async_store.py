@@ -31,7 +31,7 @@ from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS,
 from ._input import check_catalog_name, listed
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import Anchor, ImportReport, IntentExample, Tool
+from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, Tool
 from ._reads import AsyncReadMethods
 from ._replicas import AsyncReplicas, Written, replica_dsns
 from ._request import RouteCall
@@ -296,8 +296,8 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     async def remove_anchors(self, ids: Iterable[int]) -> int:
         return cast("int", await self._write("remove_anchors", listed(ids, "anchor ids")))
 
-    async def drop_catalog(self) -> None:
-        await self._write("drop_catalog")
+    async def drop_catalog(self) -> CatalogInfo:
+        return cast("CatalogInfo", await self._write("drop_catalog"))
 
     async def prune_cache(self) -> int:
         return cast("int", await self._write("prune_cache"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -13,6 +14,7 @@ from ._catalog_row import lock_catalog
 from ._connect import retry_conflicts
 from ._errors import UnknownToolError
 from ._indexes import partitions_after_drop
+from ._models import CatalogInfo
 from ._sql import query
 
 
@@ -28,17 +30,20 @@ def remove_tool(conn: psycopg.Connection[Any], catalog: str, tool_id: str) -> No
     retry_conflicts(write)
 
 
-def drop_catalog(conn: psycopg.Connection[Any], catalog: str) -> None:
+def drop_catalog(conn: psycopg.Connection[Any], catalog: str) -> CatalogInfo:
     """Delete the catalog with its tools, vectors, examples and statistics; then its partitions (with their indexes),
-    detached concurrently."""
+    detached concurrently. Returns the dropped row with the counts of the tools and examples dropped (read by the
+    delete, under the catalog's lock: no writer adds or removes one in between)."""
 
-    def write() -> None:
+    def write() -> CatalogInfo:
         with conn.transaction():
-            lock_catalog(conn, catalog)
-            conn.execute(query("drop_catalog"), {"name": catalog})
+            info = lock_catalog(conn, catalog)
+            _, tools, examples = conn.execute(query("drop_catalog"), {"name": catalog}).fetchone()  # type: ignore[misc]
+            return replace(info, n_tools=tools, n_examples=examples)
 
-    retry_conflicts(write)
+    dropped = retry_conflicts(write)
     partitions_after_drop(conn)
+    return dropped
 
 
 def set_settings(conn: psycopg.Connection[Any], catalog: str, updates: Mapping[str, Any]) -> None:

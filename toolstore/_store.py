@@ -25,7 +25,7 @@ from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS,
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text, listed
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import ImportReport, IntentExample, Tool
+from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._observe import logger, span
 from ._reads import ReadMethods
 from ._reembed import reembed
@@ -165,9 +165,10 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     # -- catalogs ------------------------------------------------------------------------------------
 
-    def drop_catalog(self) -> None:
-        """Delete this catalog with its tools, vectors, examples and statistics."""
-        self._run(lambda conn: _housekeeping.drop_catalog(conn, self.catalog))
+    def drop_catalog(self) -> CatalogInfo:
+        """Delete this catalog with its tools, vectors, examples and statistics; returns its row as dropped, with the
+        counts of the tools and intent examples dropped (``n_tools``, ``n_examples``: read under the drop's lock)."""
+        return self._run(lambda conn: _housekeeping.drop_catalog(conn, self.catalog))
 
     def prune_cache(self) -> int:
         """Delete the shared embedding cache's entries no catalog's model reads (the owner only); returns how many."""

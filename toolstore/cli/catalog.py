@@ -75,12 +75,13 @@ def drop_catalog(ctx: click.Context, name: str, yes: bool) -> None:
     if not yes and not asks:
         raise click.UsageError(f"dropping catalog {name!r} needs --yes when not asked on a terminal", ctx)
     with open_store(ctx, create=False, catalog=name) as store:
-        info = store.info()
-        held = f"{counted(info.n_tools, 'tool')}, {counted(info.n_examples, 'intent example')}"
         if asks:
+            info = store.info()
+            held = f"{counted(info.n_tools, 'tool')}, {counted(info.n_examples, 'intent example')}"
             click.confirm(f"drop catalog {name!r} ({held})?", abort=True, err=True)
-        store.drop_catalog()
-    data = {"dropped": name, "tools": info.n_tools, "examples": info.n_examples}
+        dropped = store.drop_catalog()  # its counts read under the drop's lock: what a writer since did included
+    held = f"{counted(dropped.n_tools, 'tool')}, {counted(dropped.n_examples, 'intent example')}"
+    data = {"dropped": name, "tools": dropped.n_tools, "examples": dropped.n_examples}
     emit(ctx, data, lambda: click.echo(f"dropped {name} ({held})"))
 
 
