@@ -10,6 +10,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -156,6 +157,26 @@ def test_sync_provider_override_and_errors(store: ToolStore) -> None:
         fetch_stdio("/nonexistent/mcp-server", [], timeout=10)
     with pytest.raises(McpSyncError):
         fetch_stdio(sys.executable, ["-c", "import sys; sys.exit(3)"], timeout=10)
+
+
+def test_a_stdio_server_that_exits_at_once_is_said_with_its_exit_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that exited before it answered was said as "Connection closed" alone: the SDK does not hand on its
+    exit status. The error says it now (a shell's 127 for a command it did not find among them); a status of 0 is not
+    said (it may be the server's answer to its stdin closed), a command not found is the SDK's error as before, and
+    no file of the status is left behind."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for command, args, said in [
+        (sys.executable, ["-c", "import sys; sys.exit(3)"], "Connection closed (the server exited with status 3)"),
+        ("sh", ["-c", "nosuch-mcp-server"], "Connection closed (the server exited with status 127)"),
+        (sys.executable, ["-c", "pass"], "Connection closed"),
+        ("/nonexistent/mcp-server", [], "[Errno 2] No such file or directory: '/nonexistent/mcp-server'"),
+    ]:
+        with pytest.raises(McpSyncError) as raised:
+            fetch_stdio(command, args, timeout=30)
+        assert str(raised.value).endswith(f": {said}"), raised.value
+    assert list(tmp_path.iterdir()) == []
 
 
 SECRETS = ("sk-live1234567890abcdef", "ghp_secret123", "tok/v1", "key=abc")

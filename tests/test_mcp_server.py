@@ -1179,3 +1179,32 @@ def test_the_gateways_errors_name_the_upstream_by_its_provider_only(dsn: str, fa
     secrets = ("fake-mcp", "--dsn", "pw0rd", "stdio", "sk-x9", "t0k")
     assert not [m for m in messages if any(s in m for s in secrets)], messages
     assert fake_upstream.calls == ["search", "broken", "nap", "leaky"]
+
+
+def test_the_gateway_says_with_what_status_an_upstream_that_exits_at_once_ended(dsn: str) -> None:
+    """A call whose stdio upstream exited before it answered said only the SDK's "Connection closed": the SDK does not
+    hand on the server's exit status. The call's error says it now, through a gateway's sessions or a session of its
+    own; a server that ends with status 0 is said as before."""
+    from toolstore._mcp_sessions import UpstreamSessions
+
+    quits = {"name": "quit", "description": "Quit at once", "inputSchema": {"type": "object"}}
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="quits") as store:
+        for provider, code in (("quitter", 5), ("leaver", 0)):
+            upstream = Upstream("stdio", command=sys.executable, args=("-c", f"import sys; sys.exit({code})"))
+            sync_listing(store, McpListing(provider, [quits], upstream))
+
+    async def main() -> list[str]:
+        said = []
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="quits") as store:
+            async with UpstreamSessions() as sessions:
+                for name, shared in (("quitter.quit", sessions), ("quitter.quit", None), ("leaver.quit", None)):
+                    with pytest.raises(McpSyncError) as raised:
+                        await forward_call(store, name, {}, timeout=30, sessions=shared)
+                    said.append(str(raised.value))
+        return said
+
+    assert anyio.run(main) == [
+        "upstream 'quitter' failed on 'quit': Connection closed (the server exited with status 5)",
+        "upstream 'quitter' failed on 'quit': Connection closed (the server exited with status 5)",
+        "upstream 'leaver' failed on 'quit': Connection closed",
+    ]

@@ -34,8 +34,8 @@ from ._formats.names import model_names, name_forms
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_sessions import UpstreamSessions
-from ._mcp_sync import leaf_error, open_session, require_mcp
-from ._mcp_upstream import Upstream, client_text, upstream_from_row
+from ._mcp_sync import failure_text, leaf_error, open_session, require_mcp
+from ._mcp_upstream import Upstream, upstream_from_row
 from ._models import JSON_VERSION, SessionCall, Tool
 from ._observe import logger, span
 from ._result import RouteResult
@@ -290,8 +290,7 @@ async def forward_call(
         leaf = leaf_error(exc)
         if isinstance(leaf, TimeoutError) or isinstance(exc, TimeoutError):
             raise McpSyncError(f"{where} did not answer {tool.name!r} within {timeout:g} s") from None
-        message = str(leaf).strip().splitlines()[0] if str(leaf).strip() else type(leaf).__name__
-        message = client_text(message)  # a URL's path or query may hold a token: not for the client, nor the log
+        message = failure_text(exc)  # a URL's path or query may hold a token: not for the client, nor the log
         logger.debug("call_tool %s failed on %s: %s", tool.id, upstream.describe(), message)
         raise McpSyncError(f"{where} failed on {tool.name!r}: {message}") from None
     finally:

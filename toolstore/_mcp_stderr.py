@@ -7,15 +7,23 @@ handed the server that is secret by definition (its env values and secret flags'
 text (:func:`client_text`: URLs cut to their scheme and host, what looks like a credential redacted). Bytes that are
 not UTF-8 become replacement characters, a line longer than :data:`MAX_LINE` characters is cut (saying so), and a last
 line without its newline is shown when the server exits.
+
+The SDK does not hand on how the server's process ended, so on POSIX the server runs under ``/bin/sh``
+(:meth:`ServerStderr.command`), which writes its exit status to a file of ours when it ends: a session that failed
+because its server exited says with what status (:meth:`ServerStderr.ended`), e.g. "Connection closed (the server
+exited with status 127)". A command not found is started as it is, for the SDK's own error ("No such file ...").
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import sys
+import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TextIO
 
 import anyio
@@ -29,6 +37,13 @@ MIN_SECRET = 4
 #: Seconds a closed session waits for the server's last lines (its process has ended: they are in the pipe).
 FINISH_WAIT = 2.0
 _CHUNK = 65536
+#: How :meth:`ServerStderr.ended` begins.
+ENDED = "the server exited with status"
+_SHELL = "/bin/sh"
+#: Runs the server (the arguments after the status file's path) and writes its exit status to that file when it ends:
+#: a shell's ``$?``, 128 + N for a server ended by signal N. Killed itself (the SDK's stop, which signals the server's
+#: whole process group), it writes nothing.
+_REPORTER = 'status=$1; shift; "$@"; code=$?; echo "$code" > "$status"; exit "$code"'
 _WRITING = threading.Lock()  # one line at a time from every upstream's reader
 
 
@@ -46,6 +61,25 @@ class ServerStderr:
         self.file: TextIO = os.fdopen(write_end, "w")
         self._thread = threading.Thread(target=self._read, args=(read_end,), name="mcp-stderr", daemon=True)
         self._thread.start()
+        self._status: str | None = None  # the file the server's exit status is written to, when it runs wrapped
+        self.status: int | None = None  # the server's exit status, once it ended on its own (read by finish)
+
+    def command(self, command: str, args: list[str], env: Mapping[str, str] | None) -> tuple[str, list[str]]:
+        """The command and arguments that start the server so that its exit status is written for :attr:`status`:
+        under ``/bin/sh`` (POSIX only), unless the command is not found on ``env``'s PATH (or this process's), which
+        is started as it is, for the SDK's error naming it. The shell runs the command found (its path: never a
+        builtin of the shell's of that name)."""
+        found = shutil.which(command, path=(env or {}).get("PATH", os.environ.get("PATH")))
+        if sys.platform == "win32" or not os.access(_SHELL, os.X_OK) or found is None:
+            return command, args
+        fd, self._status = tempfile.mkstemp(prefix="toolstore-mcp-", suffix=".status")
+        os.close(fd)
+        return _SHELL, ["-c", _REPORTER, "toolstore-mcp", self._status, found, *args]
+
+    def ended(self) -> str:
+        """How the server ended, when it exited on its own with a status other than 0: "the server exited with status
+        N"; else empty."""
+        return f"{ENDED} {self.status}" if self.status else ""
 
     def started(self) -> None:
         """The server has its copy of the pipe: close ours, so the reader ends when the server's copy closes."""
@@ -55,8 +89,24 @@ class ServerStderr:
         """After the server's process ended: wait (:data:`FINISH_WAIT` at most, in a worker thread) for its last
         lines to be shown; a process the server left behind that holds the pipe is not waited for longer."""
         self.file.close()
+        self.status = self._read_status()
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._thread.join, FINISH_WAIT)
+
+    def _read_status(self) -> int | None:
+        """The exit status the shell wrote (the process has ended: the SDK waited for it), None when it wrote none;
+        the file removed."""
+        if self._status is None:
+            return None
+        try:
+            with open(self._status, encoding="ascii") as file:
+                written = file.read().strip()
+        except OSError:
+            written = ""
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(self._status)
+        return int(written) if written.isdigit() else None
 
     def _read(self, fd: int) -> None:
         line, dropped = bytearray(), 0

@@ -38,7 +38,7 @@ from ._catalog import upsert_tools
 from ._catalog_row import catalog_info
 from ._errors import DatabaseError, InvalidInputError, McpSyncError, url_shown
 from ._formats import parse_tools
-from ._mcp_stderr import ServerStderr
+from ._mcp_stderr import ENDED, ServerStderr
 from ._mcp_upstream import Upstream, check_values, client_text, expand_vars, upstream_from_row, upstream_params
 from ._models import ImportReport
 from ._observe import logger
@@ -76,22 +76,42 @@ def require_mcp() -> Any:
 async def open_session(upstream: Upstream, message_handler: Any = None) -> AsyncIterator[tuple[Any, dict[str, Any]]]:
     """An initialized ``mcp.ClientSession`` to ``upstream`` and its ``initialize`` result (JSON form);
     ``message_handler`` receives the server's notifications (on the session's reader: it must not wait on the
-    session)."""
+    session). A failure of a stdio server's session whose server exited with a status other than 0 carries a note
+    saying so (:func:`failure_text` shows it: the SDK says only "Connection closed")."""
     mcp = require_mcp()
-    async with AsyncExitStack() as stack:
-        if upstream.transport == "stdio":
-            env = expand_vars(upstream.env, "the server's environment") or None
-            params = mcp.StdioServerParameters(command=upstream.command or "", args=upstream.command_args(), env=env)
-            stderr = ServerStderr(upstream.describe(), upstream.secrets())  # its lines shown redacted, named
-            stack.push_async_callback(stderr.finish)  # after the process ended (the stack unwinds backwards)
-            streams = await stack.enter_async_context(mcp.stdio_client(params, errlog=stderr.file))
-            stderr.started()
-        else:
-            streams = await stack.enter_async_context(_http_streams(upstream.url or "", upstream.headers))
-        handler = {"message_handler": message_handler} if message_handler is not None else {}
-        session = await stack.enter_async_context(mcp.ClientSession(streams[0], streams[1], **handler))
-        init = (await session.initialize()).model_dump(by_alias=True, mode="json")
-        yield session, init
+    stderr: ServerStderr | None = None
+    try:
+        async with AsyncExitStack() as stack:
+            if upstream.transport == "stdio":
+                env = expand_vars(upstream.env, "the server's environment") or None
+                stderr = ServerStderr(upstream.describe(), upstream.secrets())  # its lines shown redacted, named
+                command, args = stderr.command(upstream.command or "", upstream.command_args(), env)
+                params = mcp.StdioServerParameters(command=command, args=args, env=env)
+                stack.push_async_callback(stderr.finish)  # after the process ended (the stack unwinds backwards)
+                streams = await stack.enter_async_context(mcp.stdio_client(params, errlog=stderr.file))
+                stderr.started()
+            else:
+                streams = await stack.enter_async_context(_http_streams(upstream.url or "", upstream.headers))
+            handler = {"message_handler": message_handler} if message_handler is not None else {}
+            session = await stack.enter_async_context(mcp.ClientSession(streams[0], streams[1], **handler))
+            init = (await session.initialize()).model_dump(by_alias=True, mode="json")
+            yield session, init
+    except Exception as exc:
+        ended = stderr.ended() if stderr is not None else ""
+        if ended:  # PEP 678's notes (BaseException.add_note from Python 3.11)
+            leaf = leaf_error(exc)
+            leaf.__notes__ = [*getattr(leaf, "__notes__", ()), ended]  # type: ignore[attr-defined]
+        raise
+
+
+def failure_text(exc: BaseException) -> str:
+    """The first line of an upstream's failure ``exc`` (inside exception groups: :func:`leaf_error`), as the gateway's
+    client may read it (:func:`client_text`), with how its stdio server ended when :func:`open_session` noted it:
+    "Connection closed (the server exited with status 127)"."""
+    leaf = leaf_error(exc)
+    message = str(leaf).strip().splitlines()[0] if str(leaf).strip() else type(leaf).__name__
+    notes = [note for note in getattr(leaf, "__notes__", ()) if str(note).startswith(ENDED)]
+    return client_text(message) + "".join(f" ({note})" for note in notes)
 
 
 def _http_streams(url: str, headers: Mapping[str, str]) -> Any:
@@ -185,9 +205,8 @@ def _run(where: str, coro_fn: Any, *args: Any, timeout: float, **kwargs: Any) ->
             raise leaf from None
         if isinstance(leaf, TimeoutError):
             raise McpSyncError(f"{where}: no complete tools/list within {timeout:g} s") from None
-        message = str(leaf).strip().splitlines()[0] if str(leaf).strip() else type(leaf).__name__
         # a server's error (or a command not found) may quote a secret, an HTTP client's the URL: as the gateway's
-        raise McpSyncError(f"{where}: {client_text(message)}") from None  # nor its cause, which quotes it as it is
+        raise McpSyncError(f"{where}: {failure_text(exc)}") from None  # nor its cause, which quotes it as it is
 
 
 def fetch_stdio(
