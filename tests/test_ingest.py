@@ -33,6 +33,7 @@ from toolstore import (
     OpenAIEmbedder,
     Tool,
     ToolStore,
+    _mcp_stderr,
     export_catalog,
     parse_tools,
 )
@@ -177,6 +178,41 @@ def test_a_stdio_server_that_exits_at_once_is_said_with_its_exit_status(
             fetch_stdio(command, args, timeout=30)
         assert str(raised.value).endswith(f": {said}"), raised.value
     assert list(tmp_path.iterdir()) == []
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (exists and is no zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_process_a_server_left_holding_its_stderr_is_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once the server's process ended, its last lines were waited for until the pipe closed, which a process it left
+    running (a child holding its stderr) kept open: FINISH_WAIT, 2 s, for each such session. The wait ends once the
+    pipe holds nothing more (what the ended server wrote is in it): with no bound on the wait, the sync returns while
+    that child still runs, every line the server wrote shown, its last one without a newline too."""
+    monkeypatch.setattr(_mcp_stderr, "FINISH_WAIT", 3600.0)
+    pid_file = tmp_path / "left.pid"
+    script = (
+        f"sleep 60 >/dev/null </dev/null & echo $! > {shlex.quote(str(pid_file))}; "
+        f'{shlex.quote(sys.executable)} "$@"; printf "last words" >&2'
+    )
+    args = ["-c", script, "sh", *server("lingering")]
+    try:
+        listing = fetch_stdio("sh", args, timeout=120)
+        assert listing.server_name == "lingering"
+        left = int(pid_file.read_text())
+        assert _running(left)  # it holds the pipe still
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), 9)
+    prefix = f"[{Upstream('stdio', command='sh', args=tuple(args)).describe()}] "
+    assert capsys.readouterr().err.splitlines()[-1] == f"{prefix}last words"
 
 
 SECRETS = ("sk-live1234567890abcdef", "ghp_secret123", "tok/v1", "key=abc")

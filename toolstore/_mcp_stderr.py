@@ -19,12 +19,13 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import select
 import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
-from typing import TextIO
+from collections.abc import Iterable, Iterator, Mapping
+from typing import BinaryIO, TextIO
 
 import anyio
 
@@ -34,7 +35,8 @@ from ._mcp_upstream import REDACTED, client_text
 MAX_LINE = 4000
 #: A value of fewer characters is not hidden in the lines (``DEBUG=1``: hiding every "1" would garble them).
 MIN_SECRET = 4
-#: Seconds a closed session waits for the server's last lines (its process has ended: they are in the pipe).
+#: Seconds at most a closed session waits for the server's last lines: its process has ended, so they are in the pipe,
+#: and the wait ends once the pipe is empty (a process the server left that holds the pipe is not waited for).
 FINISH_WAIT = 2.0
 _CHUNK = 65536
 #: How :meth:`ServerStderr.ended` begins.
@@ -59,6 +61,8 @@ class ServerStderr:
         self._prefix = f"[{self._literal(description)}]"  # described redacted already: no URL cut
         read_end, write_end = os.pipe()  # neither inherited by other processes (PEP 446)
         self.file: TextIO = os.fdopen(write_end, "w")
+        self._ended, self._ending = os.pipe()  # finish closes _ending: the server's process has ended
+        self._drained = threading.Event()  # every line the ended server wrote has been shown
         self._thread = threading.Thread(target=self._read, args=(read_end,), name="mcp-stderr", daemon=True)
         self._thread.start()
         self._status: str | None = None  # the file the server's exit status is written to, when it runs wrapped
@@ -87,11 +91,13 @@ class ServerStderr:
 
     async def finish(self) -> None:
         """After the server's process ended: wait (:data:`FINISH_WAIT` at most, in a worker thread) for its last
-        lines to be shown; a process the server left behind that holds the pipe is not waited for longer."""
+        lines to be shown, those in the pipe now; a process the server left that holds the pipe is not waited for (its
+        later lines are shown as they come)."""
         self.file.close()
+        os.close(self._ending)
         self.status = self._read_status()
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self._thread.join, FINISH_WAIT)
+            await anyio.to_thread.run_sync(self._drained.wait, FINISH_WAIT)
 
     def _read_status(self) -> int | None:
         """The exit status the shell wrote (the process has ended: the SDK waited for it), None when it wrote none;
@@ -111,7 +117,13 @@ class ServerStderr:
     def _read(self, fd: int) -> None:
         line, dropped = bytearray(), 0
         with open(fd, "rb", buffering=0) as pipe:
-            while chunk := pipe.read(_CHUNK):
+            for chunk in self._chunks(pipe):
+                if chunk is None:  # all the ended server wrote is read: its last line shown, with its newline or not
+                    if line or dropped:
+                        self._show(line, dropped)
+                    line, dropped = bytearray(), 0
+                    self._drained.set()
+                    continue
                 *ended, rest = chunk.split(b"\n")
                 for piece in ended:
                     dropped = self._keep(line, piece, dropped)
@@ -120,6 +132,28 @@ class ServerStderr:
                 dropped = self._keep(line, rest, dropped)
         if line or dropped:
             self._show(line, dropped)
+        self._drained.set()
+
+    def _chunks(self, pipe: BinaryIO) -> Iterator[bytes | None]:
+        """The bytes the pipe holds as they come, until its end; and None once, when the server's process has ended
+        (:meth:`finish`) and the pipe is empty. Where ``select`` takes no pipe (Windows), only the pipe's end."""
+        ended: int | None = self._ended
+        try:
+            while True:
+                if ended is not None and sys.platform != "win32":
+                    ready = select.select([pipe, ended], [], [])[0]
+                    if ended in ready and not select.select([pipe], [], [], 0)[0]:
+                        os.close(ended)
+                        ended = None
+                        yield None
+                        continue
+                chunk = pipe.read(_CHUNK)
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            if ended is not None:
+                os.close(ended)
 
     def _keep(self, line: bytearray, piece: bytes, dropped: int) -> int:
         """Add what fits of ``piece`` to ``line``; the count of bytes of the line dropped so far."""

@@ -85,9 +85,9 @@ async def open_session(upstream: Upstream, message_handler: Any = None) -> Async
             if upstream.transport == "stdio":
                 env = expand_vars(upstream.env, "the server's environment") or None
                 stderr = ServerStderr(upstream.describe(), upstream.secrets())  # its lines shown redacted, named
+                stack.push_async_callback(stderr.finish)  # after the process ended (the stack unwinds backwards)
                 command, args = stderr.command(upstream.command or "", upstream.command_args(), env)
                 params = mcp.StdioServerParameters(command=command, args=args, env=env)
-                stack.push_async_callback(stderr.finish)  # after the process ended (the stack unwinds backwards)
                 streams = await stack.enter_async_context(mcp.stdio_client(params, errlog=stderr.file))
                 stderr.started()
             else:
