@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 import openai
 import psycopg
@@ -39,6 +40,7 @@ from toolstore import (
 )
 from toolstore._expand import expand, llm_phrases, make_client, offline_phrases, parse_phrases
 from toolstore._formats import FORMATS
+from toolstore._mcp_stderr import ServerStderr
 from toolstore._mcp_sync import (
     McpListing,
     Upstream,
@@ -213,6 +215,33 @@ def test_a_process_a_server_left_holding_its_stderr_is_not_waited_for(
             os.kill(int(pid_file.read_text()), 9)
     prefix = f"[{Upstream('stdio', command='sh', args=tuple(args)).describe()}] "
     assert capsys.readouterr().err.splitlines()[-1] == f"{prefix}last words"
+
+
+def test_a_short_env_value_is_hidden_where_it_follows_its_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """An env value of fewer than 4 characters handed to a stdio server was shown in its stderr lines wherever it
+    appeared (hiding every "1" would garble them): ``PIN=123`` showed the PIN. It is hidden where it follows its
+    variable's name (``NAME=V``, ``NAME: V``, ``"NAME": "V"``), and nowhere else: not inside a longer value or another
+    name, not in other words."""
+    written = [
+        "PIN=123 and 123 apples",
+        '{"PIN": "123", "DEBUG": "1"}',
+        "DEBUG: 1 of 1; PIN = 123",
+        "XPIN=123 PIN=1234 DEBUG=10 DEBUG is 1",
+    ]
+
+    async def main() -> None:
+        stderr = ServerStderr("stdio: srv", ["123", "1"], {"PIN": "123", "DEBUG": "1"})
+        stderr.file.write("".join(f"{line}\n" for line in written))
+        stderr.started()
+        await stderr.finish()
+
+    anyio.run(main)
+    assert capsys.readouterr().err.splitlines() == [
+        "[stdio: srv] PIN=[redacted] and 123 apples",
+        '[stdio: srv] {"PIN": "[redacted]", "DEBUG": "[redacted]"}',
+        "[stdio: srv] DEBUG: [redacted] of 1; PIN = [redacted]",
+        "[stdio: srv] XPIN=123 PIN=1234 DEBUG=10 DEBUG is 1",
+    ]
 
 
 SECRETS = ("sk-live1234567890abcdef", "ghp_secret123", "tok/v1", "key=abc")

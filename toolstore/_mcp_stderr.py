@@ -33,7 +33,8 @@ from ._mcp_upstream import REDACTED, client_text
 
 #: Characters of one line shown; the rest is cut, and the line says how long it was.
 MAX_LINE = 4000
-#: A value of fewer characters is not hidden in the lines (``DEBUG=1``: hiding every "1" would garble them).
+#: A value of fewer characters is not hidden wherever it appears (``DEBUG=1``: hiding every "1" would garble the
+#: lines), only where an env variable's value follows its name: ``DEBUG=[redacted]``, ``"DEBUG": "[redacted]"``.
 MIN_SECRET = 4
 #: Seconds at most a closed session waits for the server's last lines: its process has ended, so they are in the pipe,
 #: and the wait ends once the pipe is empty (a process the server left that holds the pipe is not waited for).
@@ -52,7 +53,12 @@ _WRITING = threading.Lock()  # one line at a time from every upstream's reader
 class ServerStderr:
     """The pipe a stdio server writes its stderr to (:attr:`file`, handed to the SDK) and the thread that reads it."""
 
-    def __init__(self, description: str, secrets: Iterable[str]) -> None:
+    def __init__(self, description: str, secrets: Iterable[str], env: Mapping[str, str] | None = None) -> None:
+        short = [(name, value.strip()) for name, value in (env or {}).items() if 0 < len(value.strip()) < MIN_SECRET]
+        self._short = [  # NAME=VALUE, NAME: VALUE, "NAME": "VALUE": the value alone, not inside a longer word
+            re.compile(rf"(?<!\w)({re.escape(name)}[\"']?[ \t]*[=:][ \t]*[\"']?){re.escape(value)}(?!\w)")
+            for name, value in short
+        ]
         pieces = {p.strip() for s in secrets for p in s.splitlines() if len(p.strip()) >= MIN_SECRET}
         longest = sorted(pieces, key=len, reverse=True)  # a value inside a longer one: the longer one hidden whole
         self._secrets = re.compile("|".join(map(re.escape, longest))) if longest else None
@@ -179,5 +185,9 @@ class ServerStderr:
         return client_text(self._literal(text))
 
     def _literal(self, text: str) -> str:
-        """``text`` with each value toolstore handed the server as a secret replaced by ``[redacted]``."""
-        return self._secrets.sub(REDACTED, text) if self._secrets is not None else text
+        """``text`` with each value toolstore handed the server as a secret replaced by ``[redacted]`` (a short env
+        value where it follows its variable's name: :data:`MIN_SECRET`)."""
+        text = self._secrets.sub(REDACTED, text) if self._secrets is not None else text
+        for pattern in self._short:
+            text = pattern.sub(lambda found: found.group(1) + REDACTED, text)
+        return text

@@ -84,7 +84,7 @@ async def open_session(upstream: Upstream, message_handler: Any = None) -> Async
         async with AsyncExitStack() as stack:
             if upstream.transport == "stdio":
                 env = expand_vars(upstream.env, "the server's environment") or None
-                stderr = ServerStderr(upstream.describe(), upstream.secrets())  # its lines shown redacted, named
+                stderr = ServerStderr(upstream.describe(), upstream.secrets(), env)  # its lines shown redacted, named
                 stack.push_async_callback(stderr.finish)  # after the process ended (the stack unwinds backwards)
                 command, args = stderr.command(upstream.command or "", upstream.command_args(), env)
                 params = mcp.StdioServerParameters(command=command, args=args, env=env)
