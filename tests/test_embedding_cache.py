@@ -47,6 +47,7 @@ class Counting(HashingEmbedder):
         return super().embed_batch(texts)
 
 
+SHIPPED_NAME = "local/all-MiniLM-L6-v2"  # the shipped model's name, which a catalog records
 SHIPPED = f"local/all-MiniLM-L6-v2#build={MODEL_BUILD}"  # the shipped model's cache key at its default max_tokens
 
 
@@ -183,7 +184,9 @@ def test_routing_with_the_local_model_writes_nothing(dsn: str) -> None:
 def test_the_cache_tells_apart_two_token_limits_under_one_model_name(dsn: str, tmp_path: Path) -> None:
     """A model directory may name its model as another does with another token limit (embedder.json's max_tokens):
     a text between the two limits is whole for one and cut by the other, so neither may be handed the other's
-    vector from the shared cache; texts within both limits, and the shipped model's entries, keep their keys."""
+    vector from the shared cache; texts within both limits, and the shipped model's entries, keep their keys. Named as
+    the shipped model, the directory's key says it is a model directory's (``#model_dir``): the shipped model's key at
+    64 tokens before its key named its build was ``local/all-MiniLM-L6-v2#max_tokens=64``."""
     for name in MODEL_FILES:
         (tmp_path / name).symlink_to(MODEL_DIR / name)
     config = {"model": "local/all-MiniLM-L6-v2", "dim": 384, "max_tokens": 64}
@@ -196,9 +199,9 @@ def test_the_cache_tells_apart_two_token_limits_under_one_model_name(dsn: str, t
         np.testing.assert_allclose(embed_cached(conn, short, texts), short.embed_many(texts), atol=1e-6)
         np.testing.assert_allclose(embed_cached(conn, full, texts), full.embed_many(texts), atol=1e-6)
         rows = conn.execute("select model, count(*) from embedding_cache group by model order by model").fetchall()
-    assert rows == [(SHIPPED, 2), ("local/all-MiniLM-L6-v2#max_tokens=64", 2)]
+    assert rows == [(SHIPPED, 2), ("local/all-MiniLM-L6-v2#model_dir#max_tokens=64", 2)]
     assert not np.allclose(short.embed_many(texts[:1]), full.embed_many(texts[:1]), atol=1e-3)
-    assert (full.cache_key, short.cache_key) == (SHIPPED, "local/all-MiniLM-L6-v2#max_tokens=64")
+    assert (full.cache_key, short.cache_key) == (SHIPPED, "local/all-MiniLM-L6-v2#model_dir#max_tokens=64")
 
 
 def test_the_shipped_models_max_tokens_is_in_its_cache_key_but_at_its_default(dsn: str) -> None:
@@ -279,14 +282,20 @@ def test_compatible_servers_serving_one_model_name_do_not_share_cached_vectors(d
 def test_pruning_the_cache_drops_only_entries_no_catalog_reads(dsn: str, tmp_path: Path) -> None:
     """The cache outlives what wrote it: a dropped catalog's model, and a model directory's plain entries an earlier
     release wrote before the key named its max_tokens (orphaned: never read again, not provably its vectors), stay
-    until a prune; every key an embedder of a catalog's model reads stays, and is read as before."""
-    for name in MODEL_FILES:
-        (tmp_path / name).symlink_to(MODEL_DIR / name)
-    (tmp_path / "embedder.json").write_text(json.dumps({"model": "local/mini", "dim": 384, "max_tokens": 64}))
+    until a prune; every key an embedder of a catalog's model reads stays, and is read as before. The shipped model's
+    entries at another max_tokens from before its key named its build (``MODEL#max_tokens=N``) were kept while a
+    catalog recorded the model, though no embedder reads them: a directory naming its model as the shipped one keys
+    its own ``MODEL#model_dir#max_tokens=N``, kept."""
+    for directory, model in ((tmp_path / "mini", "local/mini"), (tmp_path / "alike", "local/all-MiniLM-L6-v2")):
+        directory.mkdir()
+        for name in MODEL_FILES:
+            (directory / name).symlink_to(MODEL_DIR / name)
+        (directory / "embedder.json").write_text(json.dumps({"model": model, "dim": 384, "max_tokens": 64}))
     tools = generated_tools(4, seed=5)
     with FakeOpenAI() as server:
         remote = OpenAIEmbedder(dimensions=64, api_key=server.api_key, base_url=server.base_url)
-        embedders = {"mini": LocalEmbedder(model_dir=tmp_path), "hash": Counting(), "remote": remote}
+        embedders = {"mini": LocalEmbedder(model_dir=tmp_path / "mini"), "hash": Counting(), "remote": remote}
+        embedders["alike"] = LocalEmbedder(model_dir=tmp_path / "alike")
         embedders |= {"shipped": LocalEmbedder(), "gone": HashingEmbedder(32)}
         for catalog, embedder in embedders.items():
             with ToolStore(dsn, embedder=embedder, catalog=catalog) as store:
@@ -294,7 +303,7 @@ def test_pruning_the_cache_drops_only_entries_no_catalog_reads(dsn: str, tmp_pat
         legacy = "insert into embedding_cache select %s, text_sha256, embedding from embedding_cache where model = %s"
         with ToolStore(dsn, embedder=None, catalog="gone", create=False) as store:
             with store.connection() as conn:  # as an earlier release cached them, under the model alone
-                for model in ("local/mini", "static/potion", "local/all-MiniLM-L6-v2"):
+                for model in ("local/mini", "static/potion", "local/all-MiniLM-L6-v2", f"{SHIPPED_NAME}#max_tokens=32"):
                     conn.execute(legacy, (model, embedders["mini"].cache_key))
                 other_build = "local/all-MiniLM-L6-v2#build=000000000000"  # a rebuild's: never read by this one
                 for model in (other_build, f"{other_build}#max_tokens=64"):
@@ -302,13 +311,13 @@ def test_pruning_the_cache_drops_only_entries_no_catalog_reads(dsn: str, tmp_pat
             store.drop_catalog()
             with store.connection() as conn:
                 age_cache(conn)
-            assert store.prune_cache() == 6 * len(tools)
+            assert store.prune_cache() == 7 * len(tools)
             assert store.prune_cache() == 0
             with store.connection() as conn:
                 keys = {r[0] for r in conn.execute("select distinct model from embedding_cache")}
         assert keys == {e.cache_key for name, e in embedders.items() if name != "gone"}
         remote_key = f"openai/text-embedding-3-small@64#server={server.base_url}"
-        assert keys >= {SHIPPED, "local/mini#max_tokens=64", remote_key}
+        assert keys >= {SHIPPED, "local/mini#max_tokens=64", f"{SHIPPED_NAME}#model_dir#max_tokens=64", remote_key}
         embedded = len(embedders["hash"].texts)
         with ToolStore(dsn, embedder=embedders["hash"], catalog="again") as store:
             store.upsert(tools)

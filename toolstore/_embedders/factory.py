@@ -59,9 +59,13 @@ def key_in_use(key: str, models: Collection[str]) -> bool:
     ``max_tokens``, an OpenAI model's server, the shipped local model's build), or the model alone, but never for a
     local or static model (``local/NAME``, ``static/NAME``): a model directory's plain entries an earlier release
     wrote (which directory, which weights, which limit wrote them is unknown), or the shipped model's before its key
-    named its build, as are its entries of another build than this release's: no embedder reads them."""
+    named its build, as are its entries of another build than this release's, and at another ``max_tokens`` before
+    its key named its build (``MODEL#max_tokens=N``: a model directory naming its model so keys
+    ``MODEL#model_dir#max_tokens=N``): no embedder reads them."""
     if key.startswith(f"{LocalEmbedder.model}#build="):
         return key.partition("#max_tokens=")[0] == shipped_key() and LocalEmbedder.model in models
+    if key.startswith(f"{LocalEmbedder.model}#max_tokens="):
+        return False
     if any(key.startswith(f"{model}#") for model in models):
         return True
     return key in models and not key.startswith(("local/", "static/"))

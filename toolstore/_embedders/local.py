@@ -123,9 +123,12 @@ class LocalEmbedder(Embedder):
         text that this limit cuts. The shipped model: ``MODEL#build=B`` (:data:`MODEL_BUILD`), and
         ``#max_tokens=N`` after it when given another ``max_tokens`` than its :data:`MAX_TOKENS`; a rebuild of its
         files moves every vector, so the vectors an earlier build cached (under the model alone, before the key named
-        the build) are not read."""
+        the build) are not read. A model directory naming its model as the shipped one is named so:
+        ``MODEL#model_dir#max_tokens=N``, never the shipped model's key at that limit before the key named its build,
+        whose vectors it would be handed (and which no embedder reads now: ``cache prune`` deletes them)."""
         if self._configured:
-            return f"{self.model}#max_tokens={self.max_tokens}"
+            own = "#model_dir" if self.model == LocalEmbedder.model else ""
+            return f"{self.model}{own}#max_tokens={self.max_tokens}"
         key = shipped_key()
         return key if self.max_tokens == MAX_TOKENS else f"{key}#max_tokens={self.max_tokens}"
 
