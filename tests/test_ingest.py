@@ -46,6 +46,7 @@ from toolstore._mcp_sync import (
     Upstream,
     fetch_http,
     fetch_stdio,
+    open_session,
     sync_listing,
     sync_mcp_http,
     sync_mcp_stdio,
@@ -168,7 +169,8 @@ def test_a_stdio_server_that_exits_at_once_is_said_with_its_exit_status(
     """A server that exited before it answered was said as "Connection closed" alone: the SDK does not hand on its
     exit status. The error says it now (a shell's 127 for a command it did not find among them); a status of 0 is not
     said (it may be the server's answer to its stdin closed), a command not found is the SDK's error as before, and
-    no file of the status is left behind."""
+    the file of the status has no name, while a session is open too (a process ended without cleaning up leaves
+    none)."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     for command, args, said in [
         (sys.executable, ["-c", "import sys; sys.exit(3)"], "Connection closed (the server exited with status 3)"),
@@ -180,6 +182,12 @@ def test_a_stdio_server_that_exits_at_once_is_said_with_its_exit_status(
             fetch_stdio(command, args, timeout=30)
         assert str(raised.value).endswith(f": {said}"), raised.value
     assert list(tmp_path.iterdir()) == []
+
+    async def session() -> list[Path]:
+        async with open_session(Upstream("stdio", command=sys.executable, args=tuple(server()))):
+            return list(tmp_path.iterdir())
+
+    assert anyio.run(session) == []
 
 
 def _running(pid: int) -> bool:

@@ -8,15 +8,15 @@ text (:func:`client_text`: URLs cut to their scheme and host, what looks like a 
 not UTF-8 become replacement characters, a line longer than :data:`MAX_LINE` characters is cut (saying so), and a last
 line without its newline is shown when the server exits.
 
-The SDK does not hand on how the server's process ended, so on POSIX the server runs under ``/bin/sh``
-(:meth:`ServerStderr.command`), which writes its exit status to a file of ours when it ends: a session that failed
-because its server exited says with what status (:meth:`ServerStderr.ended`), e.g. "Connection closed (the server
-exited with status 127)". A command not found is started as it is, for the SDK's own error ("No such file ...").
+The SDK does not hand on how the server's process ended, so on Linux the server runs under ``/bin/sh``
+(:meth:`ServerStderr.command`), which writes its exit status when it ends to a file of ours that has no name (removed
+once made, written through ``/proc/PID/fd/N``: nothing is left behind if toolstore ends without cleaning up): a session
+that failed because its server exited says with what status (:meth:`ServerStderr.ended`), e.g. "Connection closed (the
+server exited with status 127)". A command not found is started as it is, for the SDK's own error ("No such file ...").
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import select
@@ -45,8 +45,8 @@ ENDED = "the server exited with status"
 _SHELL = "/bin/sh"
 #: Runs the server (the arguments after the status file's path) and writes its exit status to that file when it ends:
 #: a shell's ``$?``, 128 + N for a server ended by signal N. Killed itself (the SDK's stop, which signals the server's
-#: whole process group), it writes nothing.
-_REPORTER = 'status=$1; shift; "$@"; code=$?; echo "$code" > "$status"; exit "$code"'
+#: whole process group), it writes nothing; nor when toolstore has ended (the path is gone).
+_REPORTER = 'status=$1; shift; "$@"; code=$?; { echo "$code" > "$status"; } 2>/dev/null; exit "$code"'
 _WRITING = threading.Lock()  # one line at a time from every upstream's reader
 
 
@@ -71,20 +71,21 @@ class ServerStderr:
         self._drained = threading.Event()  # every line the ended server wrote has been shown
         self._thread = threading.Thread(target=self._read, args=(read_end,), name="mcp-stderr", daemon=True)
         self._thread.start()
-        self._status: str | None = None  # the file the server's exit status is written to, when it runs wrapped
+        self._status: int | None = None  # the file the server's exit status is written to, when it runs wrapped
         self.status: int | None = None  # the server's exit status, once it ended on its own (read by finish)
 
     def command(self, command: str, args: list[str], env: Mapping[str, str] | None) -> tuple[str, list[str]]:
         """The command and arguments that start the server so that its exit status is written for :attr:`status`:
-        under ``/bin/sh`` (POSIX only), unless the command is not found on ``env``'s PATH (or this process's), which
-        is started as it is, for the SDK's error naming it. The shell runs the command found (its path: never a
-        builtin of the shell's of that name)."""
+        under ``/bin/sh`` where this process's files are reached by ``/proc/PID/fd`` (Linux), unless the command is not
+        found on ``env``'s PATH (or this process's), which is started as it is, for the SDK's error naming it. The shell
+        runs the command found (its path: never a builtin of the shell's of that name)."""
         found = shutil.which(command, path=(env or {}).get("PATH", os.environ.get("PATH")))
-        if sys.platform == "win32" or not os.access(_SHELL, os.X_OK) or found is None:
+        files = f"/proc/{os.getpid()}/fd"
+        if not os.path.isdir(files) or not os.access(_SHELL, os.X_OK) or found is None:
             return command, args
-        fd, self._status = tempfile.mkstemp(prefix="toolstore-mcp-", suffix=".status")
-        os.close(fd)
-        return _SHELL, ["-c", _REPORTER, "toolstore-mcp", self._status, found, *args]
+        self._status, path = tempfile.mkstemp(prefix="toolstore-mcp-", suffix=".status")  # not inherited (PEP 446)
+        os.unlink(path)
+        return _SHELL, ["-c", _REPORTER, "toolstore-mcp", f"{files}/{self._status}", found, *args]
 
     def ended(self) -> str:
         """How the server ended, when it exited on its own with a status other than 0: "the server exited with status
@@ -107,17 +108,13 @@ class ServerStderr:
 
     def _read_status(self) -> int | None:
         """The exit status the shell wrote (the process has ended: the SDK waited for it), None when it wrote none;
-        the file removed."""
+        the file closed."""
         if self._status is None:
             return None
         try:
-            with open(self._status, encoding="ascii") as file:
-                written = file.read().strip()
-        except OSError:
-            written = ""
+            written = os.pread(self._status, 16, 0).decode("ascii", "replace").strip()
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(self._status)
+            os.close(self._status)
         return int(written) if written.isdigit() else None
 
     def _read(self, fd: int) -> None:
