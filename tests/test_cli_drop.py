@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 from terminal import open_terminal, read_all
 
-from toolstore import CatalogInfo, DatabaseError, HashingEmbedder, Tool, ToolStore, UnknownCatalogError, _catalog
+from toolstore import CatalogInfo, DatabaseError, HashingEmbedder, Tool, ToolStore, UnknownCatalogError, _housekeeping
 from toolstore.cli import cli
 
 TOOLS = [
@@ -137,7 +137,7 @@ def test_drop_catalog_reports_the_counts_of_what_it_dropped(
     """The counts it said were read before the drop, not under its lock: a tool a writer added in between was dropped
     but not counted. They are the drop's own now (``store.drop_catalog()`` returns them)."""
     fill(dsn, tmp_path, "crm")
-    lock, raced = _catalog.lock_catalog, []
+    lock, raced = _housekeeping.lock_catalog, []
 
     def write_then_lock(conn: Any, name: str, **options: Any) -> CatalogInfo:  # a writer just before the drop's lock
         if not raced:
@@ -146,7 +146,7 @@ def test_drop_catalog_reports_the_counts_of_what_it_dropped(
                 writer.upsert([Tool(id="gmail.draft", name="draft", provider="gmail", description="Draft an email")])
         return lock(conn, name, **options)
 
-    monkeypatch.setattr(_catalog, "lock_catalog", write_then_lock)
+    monkeypatch.setattr(_housekeeping, "lock_catalog", write_then_lock)
     result = invoke(dsn, "drop-catalog", "crm", "--yes")
     assert result.exit_code == 0, result.output
     assert raced == ["crm"]
