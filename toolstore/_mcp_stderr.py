@@ -141,11 +141,12 @@ class ServerStderr:
         """The bytes the pipe holds as they come, until its end; and None once, when the server's process has ended
         (:meth:`finish`) and the pipe is empty. Where ``select`` takes no pipe (Windows), only the pipe's end."""
         ended: int | None = self._ended
+        fd = pipe.fileno()
         try:
             while True:
                 if ended is not None and sys.platform != "win32":
-                    ready = select.select([pipe, ended], [], [])[0]
-                    if ended in ready and not select.select([pipe], [], [], 0)[0]:
+                    ready = select.select([fd, ended], [], [])[0]
+                    if ended in ready and not select.select([fd], [], [], 0)[0]:
                         os.close(ended)
                         ended = None
                         yield None
