@@ -217,7 +217,12 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
     "always-on tools left out), but nDCG@10 (its ideal counts up to 10 relevant tools).",
 )
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the tuning folds.")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), help="Write eval.md here.")
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write eval.md here (and eval.png, its chart, with the [plot] extra: matplotlib).",
+)
 @click.option(
     "--keep",
     is_flag=True,
