@@ -33,9 +33,11 @@ def run(dsn: str, *args: str | bytes) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "toolstore", *args], capture_output=True, env=env, timeout=120)
 
 
-def one_clear_line(proc: subprocess.CompletedProcess[bytes], needle: str) -> None:
+def one_clear_line(proc: subprocess.CompletedProcess[bytes], needle: str, status: int = 1) -> None:
+    """``proc`` failed with exit ``status`` (1: the library's error, 2: a usage error) and one stderr line holding
+    ``needle``."""
     err = proc.stderr.decode(errors="replace")
-    assert proc.returncode == 1, err
+    assert proc.returncode == status, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert needle in err, err
 
@@ -128,7 +130,7 @@ def test_bad_command_line_text_is_one_line(dsn: str, tmp_path: Path) -> None:
     err = out_of_range.stderr.decode(errors="replace")
     assert out_of_range.returncode == 2 and "Traceback" not in err and len(err.splitlines()) == 1, err
     assert "error: Invalid value for '-k' / '--k': 1000000000 is not in the range 1<=x<=1000 (see " in err, err
-    one_clear_line(run(dsn, "-c", "good", "route", "x", "--weights", "dense=1e308"), "weight for 'dense'")
+    one_clear_line(run(dsn, "-c", "good", "route", "x", "--weights", "dense=1e308"), "weight for 'dense'", 2)
 
 
 def test_the_library_refuses_bad_tools_naming_them(dsn: str) -> None:
@@ -249,18 +251,18 @@ def test_add_examples_names_a_bad_example(store: ToolStore) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (("sessions", "retention", "--max-calls", "nan"), "--max-calls wants a whole number or 'none'"),
-        (("sessions", "retention", "--max-calls", "1e400"), "--max-calls wants a whole number or 'none'"),
-        (("sessions", "retention", "--max-age-days", "inf"), "--max-age-days wants a number or 'none'"),
+        (("sessions", "retention", "--max-calls", "nan"), "--max-calls: 'nan' is not a whole number or 'none'"),
+        (("sessions", "retention", "--max-calls", "1e400"), "--max-calls: '1e400' is not a whole number or 'none'"),
+        (("sessions", "retention", "--max-age-days", "inf"), "--max-age-days: 'inf' is not a number or 'none'"),
         (("sessions", "prune", "--older-than", "99999999999d"), "too long"),
     ],
     ids=["nan calls", "huge calls", "infinite days", "huge duration"],
 )
 def test_bad_session_arguments_are_one_line(dsn: str, args: tuple[str, ...], needle: str) -> None:
-    """Found by bench/fuzz_inputs.py: these were OverflowError / ValueError tracebacks."""
+    """Found by bench/fuzz_inputs.py: these were OverflowError / ValueError tracebacks. Usage errors (exit 2)."""
     with ToolStore(dsn, embedder=None, catalog="conv") as store:
         store.upsert([Tool(id="a.send", name="send", description="Send a message")])
-    one_clear_line(run(dsn, "-c", "conv", *args), needle)
+    one_clear_line(run(dsn, "-c", "conv", *args), needle, 2)
 
 
 @pytest.mark.parametrize(

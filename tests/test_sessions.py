@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import click
 import psycopg
 import pytest
 
@@ -703,8 +704,10 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
         env=env,
         timeout=60,
     )
-    assert bad.returncode == 1 and "--older-than wants a duration" in bad.stderr and "Traceback" not in bad.stderr
-    with pytest.raises(InvalidInputError, match="too long"):
+    assert (
+        bad.returncode == 2 and "--older-than: 'soon' is not a duration" in bad.stderr and "Traceback" not in bad.stderr
+    )
+    with pytest.raises(click.BadParameter, match="too long"):
         parse_duration("99999999999d")
     # past the library's bound but no overflow: 'error: older_than must be a timedelta from 0 to 100,000 days, got
     # datetime.timedelta(days=999999)', naming the library's argument, not the option
@@ -716,7 +719,8 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
             env=env,
             timeout=60,
         )
-        assert bad.returncode == 1 and f"{option} '999999d' is too long: at most 100,000 days" in bad.stderr, bad.stderr
+        said = f"{option}: '999999d' is too long: at most 100,000 days"
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
     bad = subprocess.run(
         [sys.executable, "-m", "toolstore", "-c", "cli", "sessions", "prune", "--forget-idle", "later"],
         capture_output=True,
@@ -724,7 +728,11 @@ def test_cli_sessions_end_to_end(dsn: str, tmp_path: Path) -> None:
         env=env,
         timeout=60,
     )
-    assert bad.returncode == 1 and "--forget-idle wants a duration" in bad.stderr and "Traceback" not in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "--forget-idle: 'later' is not a duration" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
 
 
 def test_a_write_retried_after_a_lost_connection_logs_the_calls_it_was_given(

@@ -18,10 +18,12 @@ from .._result import RoutedTool, RouteResult
 from .._route import check_route
 from .app import ROUTE_FORMATS, Number, command, counted, open_store, wants_json
 
+_W = "--weights"
+
 
 def parse_weights(specs: tuple[str, ...]) -> dict[str, float] | None:
     """``name=1,dense=0.5`` (each ``--weights`` given: their pairs together) as a weights mapping, checked as route()
-    checks it (None when not given); errors name ``--weights``."""
+    checks it (None when not given); a usage error names ``--weights``."""
     if not specs:
         return None
     weights: dict[str, float] = {}
@@ -29,19 +31,19 @@ def parse_weights(specs: tuple[str, ...]) -> dict[str, float] | None:
         name, sep, value = part.partition("=")
         name = name.strip()
         if not sep:
-            raise InvalidInputError(f"--weights wants name=value pairs separated by commas, got {part!r}")
+            raise click.BadParameter(f"{part!r} is no name=value pair (pairs separated by commas)", param_hint=_W)
         if name not in SIGNALS:
-            raise InvalidInputError(f"--weights: unknown signal {name!r}; known: {', '.join(SIGNALS)}")
+            raise click.BadParameter(f"unknown signal {name!r}; known: {', '.join(SIGNALS)}", param_hint=_W)
         if name in weights:
-            raise InvalidInputError(f"--weights: {name!r} is given twice")
+            raise click.BadParameter(f"{name!r} is given twice", param_hint=_W)
         try:
             weights[name] = float(value)
         except ValueError:
-            raise InvalidInputError(f"--weights: {value!r} is not a number (for {name!r})") from None
+            raise click.BadParameter(f"{value!r} is not a number (for {name!r})", param_hint=_W) from None
     try:
         check_weights(weights)
     except InvalidInputError as exc:
-        raise InvalidInputError(f"--weights: {exc}") from None
+        raise click.BadParameter(str(exc), param_hint=_W) from None
     return weights
 
 

@@ -25,23 +25,23 @@ _DAYS = f"days, from 1 second (1/86,400 of a day) to {MAX_AGE_DAYS:,}"
 
 def parse_duration(text: str, what: str = "--older-than", *, positive: bool = False) -> timedelta:
     """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` (a bare number is days; with ``positive``, over 0; at most the
-    library's :data:`MAX_AGE_DAYS`); errors name the option ``what``."""
+    library's :data:`MAX_AGE_DAYS`); a usage error names the option ``what``."""
     match = _DURATION.match(text)
     try:
         duration = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))}) if match else None
     except OverflowError:
         duration = timedelta.max
     if duration is not None and duration > timedelta(days=MAX_AGE_DAYS):  # else the library's older_than names it
-        raise InvalidInputError(f"{what} {text!r} is too long: at most {MAX_AGE_DAYS:,} days")
+        raise click.BadParameter(f"{text!r} is too long: at most {MAX_AGE_DAYS:,} days", param_hint=what)
     if duration is not None and (duration > timedelta(0) or not positive):
         return duration
     over = " over 0" if positive else ""
-    raise InvalidInputError(f"{what} wants a duration{over} like 30d, 12h, 90m or 2w, got {text!r}")
+    raise click.BadParameter(f"{text!r} is not a duration{over} like 30d, 12h, 90m or 2w", param_hint=what)
 
 
 def _limit(value: str, what: str, kind: type[int] | type[float]) -> int | float | None:
     """A retention limit in the library's range: a whole number of calls (``int``) or a number of days (``float``),
-    or ``none`` for no limit; errors name the option ``what``."""
+    or ``none`` for no limit; a usage error names the option ``what``."""
     if value.strip().lower() == "none":
         return None
     low, high, span = (1, MAX_RETENTION_CALLS, _CALLS) if kind is int else (MIN_DAYS, MAX_AGE_DAYS, _DAYS)
@@ -52,7 +52,7 @@ def _limit(value: str, what: str, kind: type[int] | type[float]) -> int | float 
     except ValueError:
         pass
     wanted = "a whole number" if kind is int else "a number"
-    raise InvalidInputError(f"{what} wants {wanted} or 'none' ({span}), got {value!r}")
+    raise click.BadParameter(f"{value!r} is not {wanted} or 'none' ({span})", param_hint=what)
 
 
 @click.group("sessions")
