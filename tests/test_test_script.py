@@ -14,13 +14,13 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "test"
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A checkout holding scripts/test, a setup-venv and ruff that do nothing, and a python that prints its
+    """A checkout holding scripts/test, a setup-venv, ruff and mypy that do nothing, and a python that prints its
     arguments (what pytest would have been given), beside one test file."""
     (tmp_path / "scripts").mkdir()
     shutil.copy(SCRIPT, tmp_path / "scripts" / "test")
     (tmp_path / "scripts" / "setup-venv").write_text("exit 0\n")
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
-    for name, body in (("ruff", "exit 0"), ("python", 'echo "$@"')):
+    for name, body in (("ruff", "exit 0"), ("mypy", "exit 0"), ("python", 'echo "$@"')):
         stub = tmp_path / ".venv" / "bin" / name
         stub.write_text(f"#!/bin/sh\n{body}\n")
         stub.chmod(0o755)
