@@ -18,7 +18,7 @@ from .._result import RoutedTool, RouteResult
 from .._route import check_route
 from .app import ROUTE_FORMATS, Number, command, counted, open_store, wants_json
 
-_W = "--weights"
+_WEIGHTS = "--weights"
 
 
 def parse_weights(specs: tuple[str, ...]) -> dict[str, float] | None:
@@ -31,19 +31,19 @@ def parse_weights(specs: tuple[str, ...]) -> dict[str, float] | None:
         name, sep, value = part.partition("=")
         name = name.strip()
         if not sep:
-            raise click.BadParameter(f"{part!r} is no name=value pair (pairs separated by commas)", param_hint=_W)
+            raise click.BadParameter(f"{part!r} is no name=value pair (pairs separated by commas)", param_hint=_WEIGHTS)
         if name not in SIGNALS:
-            raise click.BadParameter(f"unknown signal {name!r}; known: {', '.join(SIGNALS)}", param_hint=_W)
+            raise click.BadParameter(f"unknown signal {name!r}; known: {', '.join(SIGNALS)}", param_hint=_WEIGHTS)
         if name in weights:
-            raise click.BadParameter(f"{name!r} is given twice", param_hint=_W)
+            raise click.BadParameter(f"{name!r} is given twice", param_hint=_WEIGHTS)
         try:
             weights[name] = float(value)
         except ValueError:
-            raise click.BadParameter(f"{value!r} is not a number (for {name!r})", param_hint=_W) from None
+            raise click.BadParameter(f"{value!r} is not a number (for {name!r})", param_hint=_WEIGHTS) from None
     try:
         check_weights(weights)
     except InvalidInputError as exc:
-        raise click.BadParameter(str(exc), param_hint=_W) from None
+        raise click.BadParameter(str(exc), param_hint=_WEIGHTS) from None
     return weights
 
 
