@@ -11,7 +11,8 @@ import pytest
 from toolstore import HashingEmbedder, IntentExample, Tool, ToolStore, migrate
 
 DIM = 384
-#: Long enough that an example's row passes the TOAST threshold (about 2 kB) beside a 384-dimension vector (1,544 bytes).
+#: Long enough that an example's row passes the TOAST threshold (about 2 kB) beside a 384-dimension vector (1,544
+#: bytes).
 LONG = " ".join(f"step {i}: read the quarterly ledger and reconcile every account against the bank" for i in range(12))
 
 
