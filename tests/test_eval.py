@@ -30,6 +30,7 @@ from toolstore._eval import BUILTIN_CONFIGS, evaluate, select_configs
 from toolstore._fusion import DEFAULT_FUSION, SIGNALS, UNIFORM, top_columns
 from toolstore._lists import Probe, fetch_lists, load_tool_index
 from toolstore._metrics import METRICS, score_query
+from toolstore._split import split_request
 from toolstore._tune import avoid_fractions, tune
 from toolstore.cli import cli
 from toolstore.testing.fake_openai import FakeOpenAI
@@ -449,3 +450,50 @@ def test_client_side_fusion_reproduces_route_with_large_weights_and_avoided_ties
         client = table.top_ids([weights[s] for s in SIGNALS], fusion.k_rrf, split=0.0, avoid=avoid)[0]
         routed = store.route(request, k=10, weights=weights, k_rrf=5.0, overfetch=depth, split=0.0, avoid=avoid)
         assert client == routed.ids[:10], (request, client, routed.ids)
+
+
+def _false_split_catalog(second: bool) -> tuple[list[Tool], list[tuple[str, Judgement]]]:
+    """Tools that each do one clue (two per clue), and tools that do two: a request naming two clues, in two clauses,
+    wants the tool that does both, which each clause ranks third, so a weight on its clauses (``split``) can only cost
+    there (from 1, the default, it ranks that tool under two others).
+    ``second``: its judgement also names an unrelated tool, so it needs more than one tool."""
+    clues = [f"zq{chr(97 + i)}x" for i in range(N)]
+    tools = [Tool(id=f"t{i:02d}", name=f"t{i:02d}", description=f"does {clues[i]} work") for i in range(N)]
+    tools += [Tool(id=f"u{i:02d}", name=f"u{i:02d}", description=f"{clues[i]} jobs") for i in range(N)]
+    pairs = [(i, i + 1) for i in range(0, N, 2)]
+    tools += [
+        Tool(id=f"both{a:02d}", name=f"both{a:02d}", description=f"does {clues[a]} {clues[b]} work") for a, b in pairs
+    ]
+    examples = [
+        (f"{filler} {clues[i]}", Judgement(f"q{i}-{n}", (f"t{i:02d}",)))
+        for i in range(N)
+        for n, filler in enumerate(["please", "kindly run"])
+    ]
+    for a, b in pairs:
+        relevant = (f"both{a:02d}",) + ((f"t{(a + 5) % N:02d}",) if second else ())
+        text = f"please fetch {clues[a]} records today, then fetch {clues[b]} records today"
+        examples.append((text, Judgement(f"c{a}", relevant)))
+    return tools, examples
+
+
+def test_tune_keeps_the_default_split_without_compound_examples(dsn: str) -> None:
+    """Split requests that each need one tool show only what a split costs, never what it wins: with fewer than
+    MIN_COMPOUND_SPLITS split requests needing more than one tool, ``split`` keeps its default; with enough of them it
+    is fit (here, where every split costs, lower)."""
+    with ToolStore(dsn, embedder=None, catalog="falsesplits") as store:
+        tools, examples = _false_split_catalog(second=False)
+        store.upsert(tools)
+        assert sum(bool(split_request(q)) for q, _ in examples) == N // 2
+        assert tune(store, examples, folds=3, save=False).tuned.split == DEFAULT_FUSION.split
+    with ToolStore(dsn, embedder=None, catalog="compound") as store:
+        tools, examples = _false_split_catalog(second=True)
+        store.upsert(tools)
+        index = load_tool_index(store)
+        lists = fetch_lists(store, [q for q, _ in examples], depth=40, leave_one_out=False, tools=index)
+        table = CandidateTable(lists, index, [j for _, j in examples], 40)
+        assert table.compound_splits() == N // 2
+        report = tune(store, examples, folds=3, save=False)
+        assert report.tuned.split == DEFAULT_FUSION.split  # 10 compound requests: under MIN_COMPOUND_SPLITS
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("toolstore._tune.MIN_COMPOUND_SPLITS", N // 2)
+            assert tune(store, examples, folds=3, save=False).tuned.split < DEFAULT_FUSION.split

@@ -166,6 +166,10 @@ class CandidateTable:
                 self.avoid[i, c] = avoid[i].get(tool_id, 0.0) if avoid else 0.0
         ideal = [sum(discount(r) for r in range(1, min(len(j.relevant), CUTOFF) + 1)) for j in judgements]
         self.ideal = np.asarray(ideal)
+        #: Per row: its request was split and needs more than one tool (what the ``split`` weight is for).
+        self.compound = np.isfinite(self.part_ranks).any(axis=(0, 1, 3)) & np.asarray(
+            [len(j.relevant) > 1 for j in judgements], dtype=bool
+        ).reshape(n)
 
     def subset(self, rows: np.ndarray) -> CandidateTable:
         """The same table restricted to ``rows`` (copied once, so repeated fusions skip the indexing)."""
@@ -174,15 +178,16 @@ class CandidateTable:
         sub.ranks, sub.part_ranks = self.ranks[:, rows], self.part_ranks[:, :, rows]
         sub.group, sub.position = self.group[rows], self.position[rows]
         sub.gain, sub.ideal, sub.avoid = self.gain[rows], self.ideal[rows], self.avoid[rows]
+        sub.compound = self.compound[rows]
         return sub
 
     def active(self) -> list[bool]:
         """Per signal: whether any row has a rank in it (a weight on an empty signal changes nothing)."""
         return [bool(np.isfinite(self.ranks[s]).any()) for s in range(len(SIGNALS))]
 
-    def split(self) -> bool:
-        """Whether any row's request was split (the ``split`` weight changes nothing otherwise)."""
-        return bool(np.isfinite(self.part_ranks).any())
+    def compound_splits(self) -> int:
+        """How many rows' requests were split and need more than one tool."""
+        return int(self.compound.sum())
 
     def part_scores(self, weights: Sequence[float], k_rrf: float) -> Iterator[np.ndarray]:
         """Sub-request by sub-request, its fused score of every candidate (rows x columns; 0 where none of its

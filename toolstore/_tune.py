@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 K_RRF_GRID = (5.0, 15.0, 30.0, 60.0, 100.0)
 SPLIT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+#: ``split`` is fit only on examples holding at least this many split requests that need more than one tool; with
+#: fewer it keeps the default. On a request that needs one tool a split can only cost (the best weight there is 0),
+#: and intent examples are mostly written one tool at a time: fit on them alone, the weight measures what false splits
+#: cost and never what true ones win (metatool's train set: 489 requests split, 13 of them needing two tools).
+MIN_COMPOUND_SPLITS = 50
 #: The avoid-when penalty's weights tried once the others are fit (only where tools have avoid-when text).
 AVOID_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 MAX_ROUNDS = 6
@@ -132,9 +137,10 @@ def avoid_fractions(store: ToolStore, probes: Sequence[Probe], tools: ToolIndex)
 
 
 def _fit(table: CandidateTable, rows: np.ndarray) -> tuple[Fusion, float]:
-    """Coordinate ascent over :data:`WEIGHT_GRID`, :data:`K_RRF_GRID` and (when some request was split)
-    :data:`SPLIT_GRID` from several starts (the default fusion and the :data:`STRONG_STARTS` best retrievers alone):
-    the best fusion on ``rows`` and its mean nDCG."""
+    """Coordinate ascent over :data:`WEIGHT_GRID`, :data:`K_RRF_GRID` and (when at least
+    :data:`MIN_COMPOUND_SPLITS` split requests need more than one tool) :data:`SPLIT_GRID` from several starts (the
+    default fusion and the :data:`STRONG_STARTS` best retrievers alone): the best fusion on ``rows`` and its mean
+    nDCG."""
     Point = tuple[tuple[float, ...], float, float]  # weights, k_rrf, split
     memo: dict[Point, float] = {}
     table = table.subset(rows)
@@ -156,7 +162,7 @@ def _fit(table: CandidateTable, rows: np.ndarray) -> tuple[Fusion, float]:
 
     active = table.active()  # a weight on a signal with no ranks changes nothing: it keeps its default
     axes = [a for a in range(len(SIGNALS)) if active[a]] + [len(SIGNALS)]
-    if table.split():
+    if table.compound_splits() >= MIN_COMPOUND_SPLITS:
         axes.append(len(SIGNALS) + 1)
     split = DEFAULT_FUSION.split
     alone = [tuple(4.0 * (s == one) for s in SIGNALS) for one in SIGNALS if active[SIGNALS.index(one)]]
