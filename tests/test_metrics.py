@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from toolstore import InvalidInputError, InvalidTypeError
 from toolstore._metrics import (
     METRICS,
     Judgement,
@@ -275,12 +276,23 @@ def test_judgement_normalises_ids() -> None:
 
 
 def test_judgement_rejects_bad_input() -> None:
-    with pytest.raises(ValueError, match="no relevant"):
+    """toolstore's error for bad input (an InvalidInputError naming the judgement and what is wrong), still of the
+    built-in type it raised before: a ValueError for no relevant tool, a TypeError for a value of the wrong type."""
+    with pytest.raises(InvalidInputError, match="judgement 'q' has no relevant tool") as empty:
         Judgement("q", (), ())
-    with pytest.raises(TypeError):
-        Judgement("q", "abc", ())  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        Judgement("q", (1,), ())  # type: ignore[arg-type]
+    assert isinstance(empty.value, ValueError)
+    cases = [
+        (("abc", ()), "judgement 'q': relevant must be a sequence of tool ids, got str"),
+        ((("a",), None), "judgement 'q': acceptable must be a sequence of tool ids, got NoneType"),
+        (((1,),), "judgement 'q': tool ids must be str, got int"),
+        ((("a",), ("b", 2.5)), "judgement 'q': tool ids must be str, got float"),
+        (((["a"],),), "judgement 'q': tool ids must be str, got list"),
+    ]
+    for args, said in cases:
+        with pytest.raises(InvalidTypeError) as raised:
+            Judgement("q", *args)  # type: ignore[arg-type]
+        assert str(raised.value) == said
+        assert isinstance(raised.value, InvalidInputError) and isinstance(raised.value, TypeError)
 
 
 def test_ranked_as_bare_string_is_rejected() -> None:

@@ -190,6 +190,11 @@ class InvalidInputError(ToolstoreError, ValueError):
     """A query, option or argument is not acceptable (empty query, bad weight, ...)."""
 
 
+class InvalidTypeError(InvalidInputError, TypeError):
+    """An argument of the wrong type (a tool id that is not a string, say): a TypeError too, as Python's own
+    checks of a call raise."""
+
+
 class InvalidToolError(InvalidInputError):
     """A tool definition cannot be imported; the message names the tool and, for files, the line."""
 

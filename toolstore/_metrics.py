@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, InvalidTypeError
 from ._input import MAX_ID_CHARS, MAX_QUERY_CHARS, check_at, json_lines, read_text_file
 
 __all__ = [
@@ -75,9 +75,9 @@ def _unique(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def _check_ids(field: str, ids: object) -> None:
+def _check_ids(qid: str, field: str, ids: object) -> None:
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-        raise TypeError(f"{field} must be a sequence of tool ids, got {type(ids).__name__}")
+        raise InvalidTypeError(f"judgement {qid!r}: {field} must be a sequence of tool ids, got {type(ids).__name__}")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,9 @@ class Judgement:
     that would also do (always a superset of ``relevant``).  On construction both
     are turned into tuples without duplicates, and any relevant id missing from
     ``acceptable`` is added to it (relevant ids first, then the other acceptable
-    ids in their given order).  ``relevant`` must not be empty.
+    ids in their given order).  ``relevant`` must not be empty.  Bad input is an
+    :class:`~toolstore.InvalidInputError` naming the judgement and what is wrong
+    (:class:`~toolstore.InvalidTypeError`, a TypeError too, for a value of the wrong type).
     """
 
     qid: str
@@ -96,14 +98,14 @@ class Judgement:
     acceptable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _check_ids("relevant", self.relevant)
-        _check_ids("acceptable", self.acceptable)
+        _check_ids(self.qid, "relevant", self.relevant)
+        _check_ids(self.qid, "acceptable", self.acceptable)
+        for tool_id in (*self.relevant, *self.acceptable):  # before any is hashed: a list is no tool id either
+            if not isinstance(tool_id, str):
+                raise InvalidTypeError(f"judgement {self.qid!r}: tool ids must be str, got {type(tool_id).__name__}")
         relevant = _unique(self.relevant)
         if not relevant:
-            raise ValueError(f"judgement {self.qid!r} has no relevant tool")
-        for tool_id in (*relevant, *self.acceptable):
-            if not isinstance(tool_id, str):
-                raise TypeError(f"judgement {self.qid!r}: tool ids must be str, got {type(tool_id).__name__}")
+            raise InvalidInputError(f"judgement {self.qid!r} has no relevant tool")
         object.__setattr__(self, "relevant", relevant)
         object.__setattr__(self, "acceptable", _unique((*relevant, *self.acceptable)))
 
