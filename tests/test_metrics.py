@@ -275,6 +275,12 @@ def test_judgement_normalises_ids() -> None:
         j.qid = "other"  # type: ignore[misc]
 
 
+def test_judgement_reads_iterators_once() -> None:
+    """relevant and acceptable may be any iterables of ids (generators too): each is read once, none lost."""
+    j = Judgement("q", iter(["a", "b"]), (t for t in ["c", "a"]))  # type: ignore[arg-type]
+    assert (j.relevant, j.acceptable) == (("a", "b"), ("a", "b", "c"))
+
+
 def test_judgement_rejects_bad_input() -> None:
     """toolstore's error for bad input (an InvalidInputError naming the judgement and what is wrong), still of the
     built-in type it raised before: a ValueError for no relevant tool, a TypeError for a value of the wrong type."""

@@ -100,14 +100,15 @@ class Judgement:
     def __post_init__(self) -> None:
         _check_ids(self.qid, "relevant", self.relevant)
         _check_ids(self.qid, "acceptable", self.acceptable)
-        for tool_id in (*self.relevant, *self.acceptable):  # before any is hashed: a list is no tool id either
+        given, also = tuple(self.relevant), tuple(self.acceptable)  # read once: either may be an iterator
+        for tool_id in (*given, *also):  # before any is hashed: a list is no tool id either
             if not isinstance(tool_id, str):
                 raise InvalidTypeError(f"judgement {self.qid!r}: tool ids must be str, got {type(tool_id).__name__}")
-        relevant = _unique(self.relevant)
+        relevant = _unique(given)
         if not relevant:
             raise InvalidInputError(f"judgement {self.qid!r} has no relevant tool")
         object.__setattr__(self, "relevant", relevant)
-        object.__setattr__(self, "acceptable", _unique((*relevant, *self.acceptable)))
+        object.__setattr__(self, "acceptable", _unique((*relevant, *also)))
 
 
 def _top(ranked: Sequence[str]) -> list[str]:
