@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 from psycopg import Connection
 from psycopg.conninfo import make_conninfo
@@ -25,6 +26,7 @@ from toolstore import (
     OpenAIEmbedder,
     ToolStore,
     _catalog,
+    _reembed,
     _vectors,
 )
 from toolstore._embedders.local import MODEL_BUILD, MODEL_DIR, MODEL_FILES
@@ -144,6 +146,41 @@ def test_reembed_switches_model_and_dimension_without_dropping(dsn: str) -> None
             stale.route("create invoice")
         with pytest.raises(ModelMismatchError):
             stale.upsert(generated_tools(3, seed=77))
+
+
+def test_a_reembed_tried_again_reports_what_its_committed_try_did(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reembed's write is tried again after a deadlock; the report says what the try that committed did, not what
+    a rolled-back one counted: here the first try resets the calibrated abstention model, is a deadlock victim, and
+    another writer clears that model before the second try, which so has none to reset."""
+    tools = generated_tools(12, seed=5)
+    with (
+        ToolStore(dsn, embedder=HashingEmbedder(64), catalog="retried") as store,
+        ToolStore(dsn, embedder=HashingEmbedder(64), catalog="retried") as other,
+    ):
+        store.upsert(tools)
+        store.set_abstain(AbstainModel(coef=(1.0, 1.0, 1.0, 5.0, 5.0), intercept=-3.0, threshold=0.5))
+        writes, locks = [], []
+        write_vectors, lock = _reembed.write_tool_vectors, _reembed.lock_catalog
+
+        def deadlocked_once(*args: Any) -> None:
+            writes.append(args)
+            if len(writes) == 1:
+                raise psycopg.errors.DeadlockDetected("deadlock detected")
+            write_vectors(*args)
+
+        def locked(conn: Connection[Any], catalog: str) -> Any:
+            locks.append(catalog)
+            if len(locks) == 2:  # between the tries: the first one rolled back, its lock released
+                other.set_abstain(None)
+            return lock(conn, catalog)
+
+        monkeypatch.setattr(_reembed, "write_tool_vectors", deadlocked_once)
+        monkeypatch.setattr(_reembed, "lock_catalog", locked)
+        report = store.reembed(HashingEmbedder(128))
+        assert len(writes) == 2 and len(locks) == 2
+        assert report["abstain_reset"] is False
+        assert (report["tools"], report["examples"]) == (12, 0)
+        assert store.info().embed_model == "hashing-128"
 
 
 def test_openai_embedder_through_the_store_and_no_partial_catalog(dsn: str) -> None:

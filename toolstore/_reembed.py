@@ -39,6 +39,7 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
     counts: dict[str, int] = {}
 
     def write() -> None:
+        counts.clear()  # a try a deadlock rolled back counted what was undone
         with conn.transaction():
             locked = lock_catalog(conn, catalog)
             tools = list_tools(conn, locked)
