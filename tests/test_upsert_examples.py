@@ -4,17 +4,21 @@ both written, or (an embedder failing on the examples) neither."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import psycopg
 import pytest
 
 import toolstore._catalog
 import toolstore._indexes
+import toolstore._reembed
 from toolstore import (
     AsyncToolStore,
     EmbedderUnavailableError,
     HashingEmbedder,
     IntentExample,
     InvalidInputError,
+    InvalidToolError,
     OpenAIEmbedder,
     Tool,
     ToolStore,
@@ -160,3 +164,52 @@ def test_a_failed_bulk_upsert_with_examples_writes_nothing_and_puts_the_indexes_
         info = store.info()
         assert set(_index_oids(store)) == set(VECTOR_TABLES)
     assert (info.n_tools, info.n_examples) == (25, 25)
+
+
+@pytest.mark.parametrize("write", ["upsert", "upsert with examples", "reembed"])
+def test_a_failed_bulk_write_whose_indexes_cannot_be_put_back_raises_its_own_error(
+    dsn: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, write: str
+) -> None:
+    """A failed bulk write builds the HNSW indexes it dropped again; when that build failed too (here a deadlock
+    victim four times), its DatabaseError ('a concurrent write kept conflicting') was raised in place of the write's
+    own error. The write's error is raised, with a note saying the indexes were not built and how to build them
+    (logged as a warning too), which ``upsert([])`` then does."""
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="bulk-unrestored") as store:
+        tools = _bulk_catalog(monkeypatch, store)
+        monkeypatch.setattr(toolstore._reembed, "BULK_VECTORS", 10)
+        failing = [True]
+        ensure = toolstore._indexes.ensure_indexes
+
+        def deadlocked(conn: Any, info: Any) -> None:
+            if failing[0]:
+                raise psycopg.errors.DeadlockDetected("deadlock detected")
+            ensure(conn, info)
+
+        def clash(*args: Any) -> None:
+            if failing[0]:
+                raise InvalidToolError("a namespace clash")
+
+        monkeypatch.setattr(toolstore._indexes, "ensure_indexes", deadlocked)
+        monkeypatch.setattr(toolstore._catalog, "_check_namespaces", clash)
+        monkeypatch.setattr(toolstore._reembed, "write_tool_vectors", clash)
+        examples = [IntentExample(t.id, f"could you {t.description}") for t in tools[25:]]
+        with pytest.raises(InvalidToolError, match="a namespace clash") as raised:
+            if write == "reembed":
+                store.reembed(HashingEmbedder(32))
+            else:
+                store.upsert(tools, examples=examples if write == "upsert with examples" else [])
+        notes = getattr(raised.value, "__notes__", [])
+        assert len(notes) == 1, notes
+        assert "HNSW indexes, dropped before this write, were not built again" in notes[0]
+        assert "a concurrent write kept conflicting" in notes[0] and "ToolStore.upsert([]) will do" in notes[0]
+        assert notes[0] in caplog.text
+        dropped = {
+            "upsert": {"tool_vectors"},
+            "upsert with examples": set(VECTOR_TABLES),
+            "reembed": set(VECTOR_TABLES),
+        }[write]
+        assert set(_index_oids(store)) == set(VECTOR_TABLES) - dropped
+        failing[0] = False
+        store.upsert([])
+        assert set(_index_oids(store)) == set(VECTOR_TABLES)
+        assert (store.info().n_tools, store.info().n_examples) == (25, 25)

@@ -162,9 +162,9 @@ def _loaded(
         retry_conflicts(lambda: drop_indexes(conn, info.id, tables=[table]))
     try:
         result = retry_conflicts(write)
-    except BaseException:
+    except BaseException as exc:
         if dropped:
-            restore_indexes(conn, catalog)
+            restore_indexes(conn, catalog, exc)
         raise
     if indexes:
         indexes_after_write(conn, catalog)
@@ -194,9 +194,9 @@ def upsert_with_examples(
         with conn.transaction():
             report = upsert_tools(conn, catalog, tools, embedder, prune=prune, create=create, indexes=False)
             report.examples = add_examples(conn, catalog, examples, embedder, indexes=False)
-    except BaseException:
+    except BaseException as exc:
         if tables:
-            restore_indexes(conn, catalog)
+            restore_indexes(conn, catalog, exc)
         raise
     indexes_after_write(conn, catalog)
     return report

@@ -30,7 +30,7 @@ from psycopg.pq import TransactionStatus
 from ._catalog_row import catalog_info
 from ._commits import FollowUp, follow_up
 from ._connect import retry_conflicts
-from ._errors import DatabaseError
+from ._errors import DatabaseError, first_line
 from ._models import CatalogInfo
 from ._observe import logger
 from ._rows import unknown_catalog
@@ -304,13 +304,25 @@ def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
     retry_conflicts(build)
 
 
-def restore_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
-    """After a failed bulk write: put back the indexes dropped before it, if the database still answers (the
-    write's own error is what the caller sees)."""
+#: How a catalog's HNSW indexes are built again after a failed bulk write could not build them.
+REBUILD = "the catalog's next write builds them (ToolStore.upsert([]) will do)"
+
+
+def restore_indexes(conn: psycopg.Connection[Any], catalog: str, error: BaseException) -> None:
+    """After a bulk write failed with ``error``: put back the indexes dropped before it. ``error`` stays what the
+    caller sees; when the build fails too (the database gone, a build that kept conflicting), ``error`` carries a
+    note saying so and how to build them (PEP 678's ``__notes__``, which a traceback prints), also logged as a
+    warning."""
     try:
         ensure_catalog_indexes(conn, catalog)
-    except psycopg.Error:
-        pass
+    except Exception as failure:  # never in place of the write's own error
+        note = (
+            f"catalog {catalog!r}'s HNSW indexes, dropped before this write, were not built again "
+            f"({type(failure).__name__}: {first_line(failure)}): its dense retrieval searches exactly meanwhile; "
+            f"{REBUILD}"
+        )
+        error.__notes__ = [*getattr(error, "__notes__", ()), note]  # BaseException.add_note from Python 3.11
+        logger.warning("%s", note)
 
 
 def analyze(conn: psycopg.Connection[Any], catalog: str, *, examples_only: bool = False) -> None:

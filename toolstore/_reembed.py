@@ -64,8 +64,8 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
 
     try:
         retry_conflicts(write)
-    except BaseException:
-        restore_indexes(conn, catalog)
+    except BaseException as exc:
+        restore_indexes(conn, catalog, exc)
         raise
     indexes_after_write(conn, catalog)
     return {
