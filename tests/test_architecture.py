@@ -42,6 +42,7 @@ LAYERS: list[set[str]] = [
         "_rerank",
         "_filters",
         "_request",
+        "_closing",
     },
     {"_embedded", "_lending", "_commits", "_connect", "_replicas", "_migrate"},
     {

@@ -476,3 +476,58 @@ def test_the_async_route_statement_is_prepared_at_its_first_run_on_a_connection(
                 return await cur.fetchall()
 
     assert asyncio.run(main()) == [(2, 0)]
+
+
+def _failing_once(connector: Any, text: str) -> None:
+    """``connector.close`` closes its pool, then (the first time only) raises RuntimeError(text)."""
+    close, failed = connector.close, []
+
+    def sync_close() -> None:
+        close()
+        if not failed:
+            failed.append(text)
+            raise RuntimeError(text)
+
+    async def async_close() -> None:
+        await close()
+        if not failed:
+            failed.append(text)
+            raise RuntimeError(text)
+
+    connector.close = async_close if inspect.iscoroutinefunction(close) else sync_close
+
+
+def test_a_close_that_fails_closes_every_pool_then_raises_the_first_error(dsn: str) -> None:
+    """close() stopped at the first pool whose close raised, leaving the others (read replicas, the AsyncToolStore's
+    writer) open; every pool is closed now, then the first error raised, the later ones noted on it. Closing again
+    is fine."""
+    store = ToolStore(dsn, embedder=None, catalog="close-all", read_dsn=[dsn, dsn])
+    _failing_once(store._db, "the primary failed")
+    _failing_once(store._replicas.connectors[0], "replica 1 failed")
+    with pytest.raises(RuntimeError, match="the primary failed") as raised:
+        store.close()
+    assert raised.value.__notes__ == [
+        "raised closing the primary's pool",
+        "closing read replica 1's pool failed too: RuntimeError: replica 1 failed",
+    ]
+    assert store._db.pool.closed and all(c.pool.closed for c in store._replicas.connectors)
+    store.close()
+
+    async def main() -> None:
+        astore = AsyncToolStore(dsn, embedder=None, catalog="close-all", read_dsn=[dsn, dsn])
+        await astore.open()
+        await astore.upsert(TOOLS[:1])  # opens the writer, a ToolStore
+        db, replicas, writer = astore._db, astore._replicas.connectors, astore._writer
+        assert db is not None and writer is not None
+        _failing_once(replicas[1], "replica 2 failed")
+        _failing_once(writer._db, "the writer failed")
+        with pytest.raises(RuntimeError, match="replica 2 failed") as araised:
+            await astore.close()
+        assert araised.value.__notes__ == [
+            "raised closing read replica 2's pool",
+            "closing the writer's pools failed too: RuntimeError: the writer failed",
+        ]
+        assert db.pool.closed and all(c.pool.closed for c in replicas) and writer._db.pool.closed
+        await astore.close()
+
+    asyncio.run(main())

@@ -22,6 +22,7 @@ import psycopg
 from ._abstain import AbstainModel
 from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
+from ._closing import aclose_all
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
@@ -132,13 +133,9 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             db, replicas, writer = self._db, self._replicas, self._writer
             self._db, self._replicas, self._writer = None, AsyncReplicas([]), None
             self._closed = True
-            try:
-                if db is not None:
-                    await db.close()
-                await replicas.close()
-            finally:
-                if writer is not None:
-                    await asyncio.to_thread(writer.close)
+            primary = [("the primary's pool", db.close)] if db is not None else []
+            written = [("the writer's pools", partial(asyncio.to_thread, writer.close))] if writer is not None else []
+            await aclose_all([*primary, *replicas.closers(), *written])  # each, then the first error
 
     async def __aenter__(self) -> AsyncToolStore:
         return await self.open()

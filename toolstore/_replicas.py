@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from ._closing import AsyncCloser, Closer, aclose_all, close_all
 from ._connect import AsyncConnector, Connector, check_dsn
 from ._errors import (
     DatabaseError,
@@ -139,9 +140,13 @@ class Replicas:
                     raise
         return False, None
 
+    def closers(self) -> list[Closer]:
+        """What :meth:`close` closes: each replica's pool."""
+        return [(f"read replica {i + 1}'s pool", c.close) for i, c in enumerate(self.connectors)]
+
     def close(self) -> None:
-        for connector in self.connectors:
-            connector.close()
+        """Close every replica's pool, then raise the first failure (``_closing.close_all``)."""
+        close_all(self.closers())
 
 
 class AsyncReplicas:
@@ -172,6 +177,10 @@ class AsyncReplicas:
                     raise
         return False, None
 
+    def closers(self) -> list[AsyncCloser]:
+        """What :meth:`close` closes: each replica's pool."""
+        return [(f"read replica {i + 1}'s pool", c.close) for i, c in enumerate(self.connectors)]
+
     async def close(self) -> None:
-        for connector in self.connectors:
-            await connector.close()
+        """Close every replica's pool, then raise the first failure (``_closing.aclose_all``)."""
+        await aclose_all(self.closers())

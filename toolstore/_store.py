@@ -16,6 +16,7 @@ from ._abstain import SETTINGS_KEY, AbstainModel, check_model
 from ._anchors import AnchorMethods
 from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
+from ._closing import close_all
 from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout, resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
@@ -153,8 +154,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     def close(self) -> None:
         """Close the store's pools; a later call raises StoreClosedError saying it is closed (close() again: none)."""
         self._closed = True
-        self._db.close()
-        self._replicas.close()
+        close_all([("the primary's pool", self._db.close), *self._replicas.closers()])  # each, then the first error
 
     def __enter__(self) -> ToolStore:
         self._open()
