@@ -32,6 +32,7 @@ from toolstore._mcp_sync import (
     sync_mcp_http,
     sync_mcp_stdio,
 )
+from toolstore.cli.route import result_json
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 EMBEDDER = "hashing-64"
@@ -271,6 +272,34 @@ def test_find_tools_takes_its_arguments_as_strictly_as_route(dsn: str) -> None:
             ]:
                 good = await session.call_tool("find_tools", asked)
                 assert not _is_error(good) and len(json.loads(_text(good))["tools"]) == 2, _text(good)
+
+    anyio.run(check)
+
+
+def test_find_tools_says_which_tools_the_token_budget_left_out(dsn: str) -> None:
+    """find_tools packed its tools into token_budget without saying which it left out, where ``toolstore route --json``
+    lists them (``skipped``); its answer has them too, each as route's JSON gives it, and the budget beside
+    ``tokens_used``."""
+    tools = [
+        Tool(id=f"t.tool{i}", name=f"tool{i}", description=f"weather forecast task {i} " + "with details " * 20 * i)
+        for i in range(6)
+    ]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="budget") as store:
+        store.upsert(tools)
+        routed = store.route("weather forecast", k=6, token_budget=300, fmt="mcp")
+    assert routed.skipped and routed.tools  # the budget keeps some and leaves some out
+    args = ("-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "budget", "serve", "mcp")
+
+    async def check() -> None:
+        async with open_session(Upstream("stdio", command=sys.executable, args=args)) as (session, _):
+            asked = {"query": "weather forecast", "k": 6, "token_budget": 300}
+            data = json.loads(_text(await session.call_tool("find_tools", asked)))
+            assert [r["id"] for r in data["ranks"]] == routed.ids
+            assert data["skipped"] == result_json(routed)["skipped"]
+            assert [t["id"] for t in data["skipped"]] == [r.tool.id for r in routed.skipped]
+            assert (data["tokens_used"], data["token_budget"]) == (routed.tokens_used, 300)
+            everything = json.loads(_text(await session.call_tool("find_tools", {"query": "weather forecast"})))
+            assert (everything["skipped"], everything["token_budget"]) == ([], None)
 
     anyio.run(check)
 

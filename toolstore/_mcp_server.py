@@ -38,7 +38,7 @@ from ._mcp_sync import failure_text, leaf_error, open_session, require_mcp
 from ._mcp_upstream import Upstream, upstream_from_row
 from ._models import JSON_VERSION, SessionCall, Tool
 from ._observe import logger, span
-from ._result import RouteResult
+from ._result import RouteResult, routed_json
 from ._rows import name_row
 from ._sql import query
 
@@ -101,7 +101,8 @@ def logging_hook(store: AsyncToolStore, then: CallLog | None = None) -> CallLog:
 
 
 def find_tools_json(result: RouteResult, names: list[str]) -> dict[str, Any]:
-    """``find_tools``' answer: the routed tools as MCP definitions (under ``names``) and explain-lite ranks."""
+    """``find_tools``' answer: the routed tools as MCP definitions (under ``names``) and explain-lite ranks, and the
+    tools the token budget left out (``skipped``, as ``toolstore route --json`` gives them: ``_result.routed_json``)."""
     tools = [r.tool for r in result.tools]
     ranks = []
     for r, name in zip(result.tools, names):
@@ -117,7 +118,9 @@ def find_tools_json(result: RouteResult, names: list[str]) -> dict[str, Any]:
         "query": result.query,
         "tools": render(tools, "mcp", names=names),
         "ranks": ranks,
+        "skipped": [routed_json(r) for r in result.skipped],
         "tokens_used": result.tokens_used,
+        "token_budget": result.token_budget,
         "degraded_reason": result.degraded_reason,
         **({"abstained": result.abstained} if result.abstention is not None else {}),
     }

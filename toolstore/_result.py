@@ -9,8 +9,9 @@ from typing import Any
 
 from ._abstain import Abstention
 from ._explain import explain_result
-from ._formats import Format, tool_list
+from ._formats import Format, http_endpoint, tool_list
 from ._formats.names import offered_names, offered_namespace
+from ._fusion import SIGNALS
 from ._models import Tool
 from ._names import resolve_call
 from ._observe import logger
@@ -166,6 +167,24 @@ class RouteResult:
         """The tool a model called by ``name`` (a name from :meth:`definitions`), or by its own name inside the
         Responses ``namespace`` the call names (``_names.call_namespace``); UnknownToolError otherwise."""
         return resolve_call(name, namespace, [r.tool for r in self.tools], offered=True)
+
+
+def routed_json(r: RoutedTool) -> dict[str, Any]:
+    """One routed (or skipped) tool as JSON documents give it: ``toolstore route --json``'s ``tools`` and
+    ``skipped``, and the MCP server's ``find_tools``' ``skipped``."""
+    return {
+        "id": r.tool.id,
+        "name": r.tool.name,
+        "provider": r.tool.provider,
+        "score": round(r.score, 6),
+        "always_on": r.always_on,
+        "exact": r.exact,
+        "tokens": r.tokens,
+        "explored": r.explored,
+        "signals": {s: getattr(r.signals, s) for s in SIGNALS},
+        **({"part": r.part} if r.part is not None else {}),
+        **({"http": http} if (http := http_endpoint(r.tool)) else {}),
+    }
 
 
 def _warn_past_budget(definitions: list[dict[str, Any]], fmt: Format, packed_for: Format, budget: int) -> None:

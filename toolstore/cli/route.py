@@ -14,7 +14,7 @@ from .._explore import SEED_BITS
 from .._fusion import DEFAULT_TURNS, SIGNALS, check_weights
 from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, read_json, read_text_file
 from .._models import JSON_VERSION
-from .._result import RoutedTool, RouteResult
+from .._result import RouteResult, routed_json
 from .._route import check_route
 from .app import ROUTE_FORMATS, Number, command, counted, open_store, wants_json
 
@@ -49,27 +49,11 @@ def parse_weights(specs: tuple[str, ...]) -> dict[str, float] | None:
 
 def result_json(result: RouteResult, *, explain: bool = False) -> dict[str, Any]:
     """A RouteResult as the JSON the CLI prints; with ``explain``, ``result.explain()`` as its ``explain`` key."""
-
-    def item(r: RoutedTool) -> dict[str, Any]:
-        return {
-            "id": r.tool.id,
-            "name": r.tool.name,
-            "provider": r.tool.provider,
-            "score": round(r.score, 6),
-            "always_on": r.always_on,
-            "exact": r.exact,
-            "tokens": r.tokens,
-            "explored": r.explored,
-            "signals": {s: getattr(r.signals, s) for s in SIGNALS},
-            **({"part": r.part} if r.part is not None else {}),
-            **({"http": http} if (http := _formats.http_endpoint(r.tool)) else {}),
-        }
-
     return {
         "version": JSON_VERSION,
         "query": result.query,
-        "tools": [item(r) for r in result.tools],
-        "skipped": [item(r) for r in result.skipped],
+        "tools": [routed_json(r) for r in result.tools],
+        "skipped": [routed_json(r) for r in result.skipped],
         "tokens_used": result.tokens_used,
         "token_budget": result.token_budget,
         "dense_used": result.dense_used,
