@@ -213,3 +213,30 @@ def test_a_failed_bulk_write_whose_indexes_cannot_be_put_back_raises_its_own_err
         store.upsert([])
         assert set(_index_oids(store)) == set(VECTOR_TABLES)
         assert (store.info().n_tools, store.info().n_examples) == (25, 25)
+
+
+def test_a_bulk_upsert_with_examples_looks_at_its_tools_once_before_the_lock(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """upsert(tools, examples=...) of more than BULK_VECTORS tools checked and hashed them (the first look: stored
+    hashes, expansions to carry, vectorless tools) to decide which indexes to drop, then upsert_tools did it all
+    again; it reuses that look: one check and one look before the lock, one under it, and the same report."""
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="bulk-once") as store:
+        tools = _bulk_catalog(monkeypatch, store)
+        calls: list[str] = []
+        for name in ("check_tools", "_changes"):
+            original = getattr(toolstore._catalog, name)
+
+            def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+                calls.append(_name)
+                return _original(*args, **kwargs)
+
+            monkeypatch.setattr(toolstore._catalog, name, counted)
+        hashed = []
+        content_hash = Tool.content_hash
+        monkeypatch.setattr(Tool, "content_hash", lambda tool: hashed.append(tool.id) or content_hash(tool))
+        examples = [IntentExample(t.id, f"could you {t.description}") for t in tools[25:]]
+        report = store.upsert(tools, examples=examples, prune=True)
+        assert (len(report.inserted), report.unchanged, report.examples, report.removed) == (35, 25, 35, [])
+        assert calls == ["check_tools", "_changes", "_changes"]  # the first look, then the locked one
+        assert len(hashed) == 2 * len(tools)  # each tool hashed once per look

@@ -101,6 +101,7 @@ def upsert_tools(
     if_unchanged: Mapping[str, str] | None = None,
     create: bool = True,
     indexes: bool = True,
+    first_look: _Changes | None = None,
 ) -> ImportReport:
     """Insert new tools, update changed ones (by content hash), optionally remove the catalog's others.
 
@@ -113,9 +114,10 @@ def upsert_tools(
     in ``unembedded``.
     One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim.
     ``indexes=False``: the catalog's HNSW indexes are left as they are, for the caller to make whole after its
-    transaction (:func:`upsert_with_examples`).
+    transaction (:func:`upsert_with_examples`), which may pass its ``first_look`` (:func:`_changes`, input checked).
     """
-    check_tools(tools)
+    if first_look is None:
+        check_tools(tools)
     info = catalog_info(conn, catalog)
     if info is None and not create:
         raise unknown_catalog(catalog)
@@ -123,8 +125,9 @@ def upsert_tools(
         info.require_model(embedder.model)
     prune_scope = (prune, prune_upstream)
     fresh = _Changes(list(tools), list(tools), [], {})  # a catalog's first write
-    guess = _changes(conn, info, tools, embedder, prune_scope) if info is not None else fresh
-    looked = guess.changed + guess.repair if embedder is not None else []
+    if first_look is None:
+        first_look = _changes(conn, info, tools, embedder, prune_scope) if info is not None else fresh
+    looked = first_look.changed + first_look.repair if embedder is not None else []
     texts = [dense_text(t) for t in looked]
     known = {t.id: (t, text) for t, text in zip(looked, texts)}  # the write reuses them for the same tools
     require = None if info is None else info.require_dim  # the width it records, checked from the first batch
@@ -187,12 +190,13 @@ def upsert_with_examples(
     exactly), and its indexes are made whole once after the commit, or after a failure."""
     info = catalog_info(conn, catalog)
     bulk = info is not None and info.embed_dim is not None and not in_transaction(conn)
-    tables = _bulk_tables(conn, info, tools, examples, embedder) if bulk and info is not None else []
+    tables, first_look = _bulk_tables(conn, info, tools, examples, embedder, prune) if bulk and info else ([], None)
     if tables and info is not None:
         retry_conflicts(lambda: drop_indexes(conn, info.id, tables=tables))
     try:
         with conn.transaction():
-            report = upsert_tools(conn, catalog, tools, embedder, prune=prune, create=create, indexes=False)
+            options: dict[str, Any] = {"prune": prune, "create": create, "indexes": False, "first_look": first_look}
+            report = upsert_tools(conn, catalog, tools, embedder, **options)
             report.examples = add_examples(conn, catalog, examples, embedder, indexes=False)
     except BaseException as exc:
         if tables:
@@ -208,13 +212,15 @@ def _bulk_tables(
     tools: Sequence[Tool],
     examples: Sequence[IntentExample],
     embedder: Embedder,
-) -> list[str]:
+    prune: bool,
+) -> tuple[list[str], _Changes | None]:
     """The vector tables into which the write brings more than BULK_VECTORS new vectors, counted as
-    :func:`upsert_tools` and :func:`add_examples` count them; the input is checked first, as they check it."""
-    tables = []
+    :func:`upsert_tools` and :func:`add_examples` count them; the input is checked first, as they check it. With the
+    tools' first look when it took one (more than BULK_VECTORS tools), which :func:`upsert_tools` then reuses."""
+    tables, changes = [], None
     if len(tools) > BULK_VECTORS:
         check_tools(tools)
-        changes = _changes(conn, info, tools, embedder)
+        changes = _changes(conn, info, tools, embedder, (prune, None))
         if len(changes.changed) + len(changes.repair) > BULK_VECTORS:
             tables.append("tool_vectors")
     if len(examples) > BULK_VECTORS:
@@ -222,7 +228,7 @@ def _bulk_tables(
         existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
         if len({ex.query for ex in examples if (ex.tool_id, ex.query) not in existing}) > BULK_VECTORS:
             tables.append("intent_examples")
-    return tables
+    return tables, changes
 
 
 def _write_tools(
