@@ -91,3 +91,56 @@ def test_the_integrations_export_what_they_say_from_public_modules() -> None:
             if callable(obj):
                 private = [part for part in obj.__module__.split(".") if part.startswith("_")]
                 assert not private, (name, exported, obj.__module__)
+
+
+def test_route_takes_check_routes_parameters_written_once() -> None:
+    """route()'s parameters are written once, in ``check_route`` (they were spelt out three times: both stores and
+    check_route); each store's route says them at run time (help(), inspect.signature) after ``self``, keeps its own
+    docstring, and names a misspelt option as Python would, with the option meant."""
+    import asyncio
+    import inspect
+
+    import pytest
+
+    from toolstore._route import check_route
+
+    options = list(inspect.signature(check_route).parameters.values())
+    assert options[0].name == "query" and options[0].default is None
+    for store in (toolstore.ToolStore, toolstore.AsyncToolStore):
+        signature = inspect.signature(store.route)
+        assert list(signature.parameters)[:1] == ["self"]
+        assert list(signature.parameters.values())[1:] == options, store
+        assert signature.return_annotation == "RouteResult" and store.route.__doc__, store
+        misspelt = store.route(object(), "x", token_buget=3) if store is toolstore.AsyncToolStore else None
+        with pytest.raises(TypeError, match=r"^route\(\) got an unexpected keyword argument 'token_buget' \(did you"):
+            asyncio.run(misspelt) if misspelt is not None else store.route(object(), "x", token_buget=3)
+    assert asyncio.iscoroutinefunction(toolstore.AsyncToolStore.route)
+
+
+def test_type_checkers_read_routes_parameters(tmp_path: Path) -> None:
+    """An IDE or type checker sees route()'s parameters (``_route.route_method``'s ParamSpec): mypy names a
+    misspelt option and a wrong type on either store, and the result types."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+
+    if shutil.which("mypy", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("mypy is not installed beside this Python (bash scripts/setup-venv test installs it)")
+    snippet = tmp_path / "uses_route.py"
+    snippet.write_text(
+        "from toolstore import AsyncToolStore, ToolStore\n"
+        "def use(store: ToolStore) -> None:\n"
+        "    reveal_type(store.route(messages=[], k=3))\n"
+        '    store.route("x", token_buget=3)\n'
+        "async def ause(store: AsyncToolStore) -> None:\n"
+        "    reveal_type(await store.route())\n"
+        '    await store.route("x", k="3")\n'
+    )
+    top = Path(toolstore.__file__).parents[1]  # the checkout: its mypy settings, and the cache scripts/test filled
+    found = subprocess.run([sys.executable, "-m", "mypy", str(snippet)], capture_output=True, text=True, cwd=top).stdout
+    assert 'uses_route.py:3: note: Revealed type is "toolstore._result.RouteResult"' in found, found
+    assert 'uses_route.py:4: error: Unexpected keyword argument "token_buget" for "route" of "ToolStore"' in found
+    assert 'uses_route.py:6: note: Revealed type is "toolstore._result.RouteResult"' in found, found
+    assert 'uses_route.py:7: error: Argument "k" to "route" of "AsyncToolStore" has incompatible type "str"' in found

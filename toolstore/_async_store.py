@@ -27,8 +27,7 @@ from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_ti
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
-from ._formats import Format
-from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion
+from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, Fusion
 from ._input import check_catalog_name, listed
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
@@ -36,9 +35,8 @@ from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, Tool
 from ._reads import AsyncReadMethods
 from ._replicas import AsyncReplicas, Written, replica_dsns
 from ._request import RouteCall
-from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import check_calls, check_route
+from ._route import check_calls, check_options, check_route, route_method
 from ._session_methods import AsyncSessionMethods
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
@@ -200,40 +198,11 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     # -- routing -------------------------------------------------------------------------------------
 
-    async def route(
-        self,
-        query: str | None = None,
-        *,
-        messages: object = None,
-        session: str | None = None,
-        turns: int = DEFAULT_TURNS,
-        dialect: str = "auto",
-        k: int = 8,
-        token_budget: int | None = None,
-        weights: Mapping[str, float] | None = None,
-        k_rrf: float | None = None,
-        overfetch: int | None = None,
-        split: float | None = None,
-        avoid: float | None = None,
-        allow: Sequence[str] | None = None,
-        block: Sequence[str] | None = None,
-        categories: Sequence[str] | None = None,
-        explore: bool = False,
-        seed: int | None = None,
-        reranker: Reranker | None = None,
-        rerank_depth: int = DEFAULT_RERANK_DEPTH,
-        abstain: bool = False,
-        providers: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        fmt: Format = "openai",
-    ) -> RouteResult:
+    @route_method(check_route)
+    async def route(self, query: str | None = None, **options: Any) -> RouteResult:
         """See :meth:`ToolStore.route`: the same statement, fusion, packing and degradation; ``reranker`` may also
         be a coroutine function (a plain one runs in a worker thread)."""
-        options: dict[str, Any] = dict(messages=messages, session=session, turns=turns, dialect=dialect, k=k)
-        options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
-        options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, token_budget=token_budget)
-        options |= dict(fmt=fmt)
+        check_options("route", options)  # see ToolStore.route
         return await self.route_checked(check_route(query, **options))
 
     async def route_checked(self, call: RouteCall) -> RouteResult:

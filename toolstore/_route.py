@@ -12,10 +12,10 @@ the cache says to read the row again and retry, at most ``ROUTE_ATTEMPTS`` tries
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from difflib import get_close_matches
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -181,7 +181,7 @@ def with_calls(request: RouteRequest, ids: Sequence[str | None]) -> RouteRequest
 
 
 def check_route(
-    query: str | None,
+    query: str | None = None,
     *,
     messages: object = None,
     session: str | None = None,
@@ -241,6 +241,26 @@ def check_route(
 #: The options route() takes besides its query: what a caller passing route()'s options on (``route_messages``, the
 #: langgraph retrievers) may be given.
 ROUTE_OPTIONS = tuple(name for name in inspect.signature(check_route).parameters if name != "query")
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def route_method(check: Callable[P, RouteCall]) -> Callable[[Callable[..., R]], Callable[Concatenate[Any, P], R]]:
+    """A store's ``route(self, query=None, **options)`` given the parameters of ``check`` (:func:`check_route`), the
+    one place they are written: type checkers and IDEs read them through ``P``; ``help()`` and ``inspect.signature``
+    from ``__signature__`` and ``__annotations__`` (``check``'s after ``self``; the method's docstring and return
+    annotation its own)."""
+    params = list(inspect.signature(check).parameters.values())
+
+    def decorate(method: Callable[..., R]) -> Callable[Concatenate[Any, P], R]:
+        own = inspect.signature(method)
+        method.__signature__ = own.replace(parameters=[own.parameters["self"], *params])  # type: ignore[attr-defined]
+        method.__annotations__ = {**{p.name: p.annotation for p in params}, "return": own.return_annotation}
+        return method
+
+    return decorate
 
 
 def check_options(caller: str, options: Mapping[str, object]) -> None:

@@ -21,8 +21,7 @@ from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
-from ._formats import Format
-from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, DEFAULT_TURNS, Fusion, check_fusion, check_weights
+from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, Fusion, check_fusion, check_weights
 from ._input import MAX_ID_CHARS, check_catalog_name, check_text, listed
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
@@ -32,9 +31,8 @@ from ._reads import ReadMethods
 from ._reembed import reembed
 from ._replicas import Replicas, Written, replica_dsns
 from ._request import RouteCall
-from ._rerank import DEFAULT_RERANK_DEPTH, Reranker
 from ._result import RouteResult
-from ._route import check_calls, check_route
+from ._route import check_calls, check_options, check_route, route_method
 from ._session_methods import SessionMethods
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
@@ -319,33 +317,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     # -- routing -----------------------------------------------------------------------------------
 
-    def route(
-        self,
-        query: str | None = None,
-        *,
-        messages: object = None,
-        session: str | None = None,
-        turns: int = DEFAULT_TURNS,
-        dialect: str = "auto",
-        k: int = 8,
-        token_budget: int | None = None,
-        weights: Mapping[str, float] | None = None,
-        k_rrf: float | None = None,
-        overfetch: int | None = None,
-        split: float | None = None,
-        avoid: float | None = None,
-        allow: Sequence[str] | None = None,
-        block: Sequence[str] | None = None,
-        categories: Sequence[str] | None = None,
-        explore: bool = False,
-        seed: int | None = None,
-        reranker: Reranker | None = None,
-        rerank_depth: int = DEFAULT_RERANK_DEPTH,
-        abstain: bool = False,
-        providers: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        fmt: Format = "openai",
-    ) -> RouteResult:
+    @route_method(check_route)
+    def route(self, query: str | None = None, **options: Any) -> RouteResult:
         """The tools for one request, best first, packed into ``token_budget`` tokens when given.
 
         ``k`` routed tools at most, plus the catalog's always-on tools first. The request is ``query``, or the latest
@@ -368,11 +341,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         once, with its description). ``dialect``: the format of ``messages`` (``auto``: told apart).
         ``result.explain()`` says why.
         """
-        options: dict[str, Any] = dict(messages=messages, session=session, turns=turns, dialect=dialect, k=k)
-        options |= dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, allow=allow, block=block)
-        options |= dict(categories=categories, explore=explore, seed=seed, reranker=reranker, rerank_depth=rerank_depth)
-        options |= dict(providers=providers, tags=tags, abstain=abstain, avoid=avoid, token_budget=token_budget)
-        options |= dict(fmt=fmt)
+        check_options("route", options)  # a misspelt option named as Python names one, with the option meant
         return self.route_checked(check_route(query, **options))
 
     def route_checked(self, call: RouteCall) -> RouteResult:
