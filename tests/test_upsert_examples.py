@@ -215,6 +215,30 @@ def test_a_failed_bulk_write_whose_indexes_cannot_be_put_back_raises_its_own_err
         assert (store.info().n_tools, store.info().n_examples) == (25, 25)
 
 
+def test_a_failed_reembed_that_dropped_no_index_says_nothing_of_indexes(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reembed that dropped no index (too few vectors for a bulk load) tried to put them back after a failure all
+    the same, and since 7cc0bcd, when that failed too, noted on its error that indexes dropped before it were not
+    built: none were. It builds nothing then, and its error carries no such note."""
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="reembed-small") as store:
+        store.upsert(generated_tools(5, seed=6))
+        built: list[str] = []
+
+        def deadlocked(conn: Any, info: Any) -> None:
+            built.append(info.name)
+            raise psycopg.errors.DeadlockDetected("deadlock detected")
+
+        def failing(*args: Any) -> None:
+            raise InvalidToolError("a failed write")
+
+        monkeypatch.setattr(toolstore._indexes, "ensure_indexes", deadlocked)
+        monkeypatch.setattr(toolstore._reembed, "write_tool_vectors", failing)
+        with pytest.raises(InvalidToolError, match="a failed write") as raised:
+            store.reembed(HashingEmbedder(32))
+        assert (built, getattr(raised.value, "__notes__", [])) == ([], [])
+
+
 def test_a_bulk_upsert_with_examples_looks_at_its_tools_once_before_the_lock(
     dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

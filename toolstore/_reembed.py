@@ -34,7 +34,8 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
     texts = _texts(conn, info.id, list_tools(conn, info))
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
     dim = one_width(embedder.model, list(vectors.values())) if vectors else embedder.dim  # the cache's: server down
-    if info.embed_dim == dim and len(texts) > BULK_VECTORS and not in_transaction(conn):
+    dropped = info.embed_dim == dim and len(texts) > BULK_VECTORS and not in_transaction(conn)
+    if dropped:
         retry_conflicts(lambda: drop_indexes(conn, info.id))  # else every vector would go into the old index
     counts: dict[str, int] = {}
 
@@ -65,7 +66,8 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
     try:
         retry_conflicts(write)
     except BaseException as exc:
-        restore_indexes(conn, catalog, exc)
+        if dropped:
+            restore_indexes(conn, catalog, exc)
         raise
     indexes_after_write(conn, catalog)
     return {
