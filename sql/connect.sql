@@ -16,6 +16,12 @@ select extnamespace::regnamespace::text from pg_extension where extname = 'vecto
 select set_config('search_path', %(path)s, false), set_config('toolstore.tenant', %(tenant)s, false),
   set_config('plan_cache_mode', 'force_generic_plan', false);
 
+-- name: set_session_local
+-- set_session's search_path and tenant, local to the transaction (`_setup.PooledConnection`, behind a transaction
+-- pooler, which may run each transaction on another server connection). No plan_cache_mode: such a connection
+-- prepares nothing, and an unnamed statement is planned for its values whatever it says.
+select set_config('search_path', %(path)s, true), set_config('toolstore.tenant', %(tenant)s, true);
+
 -- name: transaction_id
 -- The id of the transaction about to commit (NULL: it wrote nothing, so none was assigned), and since when the server
 -- is up (one that restarted may give the id again: `_commits`).

@@ -44,7 +44,7 @@ LAYERS: list[set[str]] = [
         "_request",
         "_closing",
     },
-    {"_embedded", "_lending", "_commits", "_connect", "_replicas", "_migrate"},
+    {"_embedded", "_lending", "_commits", "_setup", "_connect", "_replicas", "_migrate"},
     {
         "_indexes",
         "_vectors",

@@ -38,6 +38,7 @@ from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
 from ._session_methods import AsyncSessionMethods
+from ._setup import check_pooling
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
     Step,
@@ -83,11 +84,13 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         embedder_cooldown: float = BREAKER_COOLDOWN,
         read_dsn: str | Sequence[str] | None = None,
         statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT,
+        transaction_pooling: bool = False,
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
         self._timeout, self._pool_size = check_timeout(timeout), check_pool_size(pool_size)  # as ToolStore's, in order
         self._timeout_ms = statement_timeout_ms(statement_timeout)
+        self.transaction_pooling = check_pooling(transaction_pooling)
         self._read_dsns = replica_dsns(read_dsn)
         if embedder == "default":
             embedder = LocalEmbedder()
@@ -116,6 +119,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
             await asyncio.to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
             options: dict[str, Any] = dict(schema=self.schema, tenant=self.catalog, timeout=self._timeout)
+            options["transaction_pooling"] = self.transaction_pooling
             db = await AsyncConnector.open(self.dsn, max_size=self._pool_size, **options)
             try:
                 self._replicas = await AsyncReplicas.open(self._read_dsns, max_size=self._pool_size, **options)
@@ -177,6 +181,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
                         migrate=False,
                         pool_size=self._pool_size,  # as many writes at once as reads
                         timeout=self._timeout,
+                        transaction_pooling=self.transaction_pooling,
                     )
                 )
             writer = self._writer  # a close() meanwhile closes it: the call then says this store was closed

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import os
 import random
 import re
@@ -17,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
-from psycopg import errors, sql
+from psycopg import errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.array import ListBinaryDumper
 from psycopg_pool import PoolTimeout
@@ -26,6 +25,7 @@ from ._commits import Commits, WatchedConnection, do_again
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
+from ._setup import AsyncPooledConnection, PooledConnection, pool_args, session, set_up, set_up_async
 from ._sql import query
 
 T = TypeVar("T")
@@ -84,12 +84,6 @@ def resolve_dsn(dsn: str | None) -> str:
     return embedded_dsn()
 
 
-def search_path(conn: Any, schema: str, ext_schema: str) -> str:
-    """The quoted search_path value: the toolstore schema, then pgvector's schema."""
-    names = [schema] if ext_schema == schema else [schema, ext_schema.strip('"')]
-    return ", ".join(sql.Identifier(n).as_string(conn) for n in names)
-
-
 #: A name not found (undefined table, function, object): also what a role that may not use the schema gets (Postgres
 #: leaves the schema off its search_path), e.g. once its grant was revoked; only then is the schema's USAGE asked.
 _UNDEFINED = frozenset({"42P01", "42883", "42704"})
@@ -120,12 +114,6 @@ async def schema_denied_async(conn: psycopg.AsyncConnection[Any], schema: str) -
         return None
 
 
-def _extension_schema(row: Any) -> str:
-    if row is None:
-        raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
-    return str(row[0])
-
-
 def check_timeout(timeout: float) -> float:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
         raise InvalidInputError(f"timeout must be a positive number of seconds up to {MAX_TIMEOUT:,}, got {timeout!r}")
@@ -136,26 +124,6 @@ def check_pool_size(pool_size: int) -> int:
     if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
         raise InvalidInputError(f"pool_size must be a whole number of connections, 1 or more, got {pool_size!r}")
     return pool_size
-
-
-def _pool_args(dsn: str, min_size: int, max_size: int, timeout: float, configure: Any) -> dict[str, Any]:
-    """What both pools are made with: autocommit connections set up by ``configure``, bounded connects, waits and
-    reconnection, opened by the connector."""
-    return {
-        "conninfo": dsn,
-        "min_size": min_size,
-        "max_size": max_size,
-        "configure": configure,
-        "kwargs": {"autocommit": True, "connect_timeout": max(1, math.ceil(timeout))},
-        "timeout": timeout,
-        "reconnect_timeout": max(60.0, timeout),
-        "open": False,
-    }
-
-
-def _session(conn: Any, schema: str, tenant: str, extension: Any) -> dict[str, str]:
-    """Block ``set_session``'s parameters for a new connection, given the row of block ``extension_schema``."""
-    return {"path": search_path(conn, schema, _extension_schema(extension)), "tenant": tenant}
 
 
 def _open_timeout(timeout: float) -> float:
@@ -222,6 +190,7 @@ class Connector(_Pooled):
         max_size: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
         wait: bool = True,
+        transaction_pooling: bool = False,
     ) -> None:
         ended = threading.Event()
         super().__init__(schema, check_timeout(timeout), Setup(ended))
@@ -230,7 +199,7 @@ class Connector(_Pooled):
         def configure(conn: psycopg.Connection[Any]) -> None:
             try:
                 extension = conn.execute(query("extension_schema")).fetchone()
-                conn.execute(query("set_session"), _session(conn, schema, tenant, extension))
+                set_up(conn, session(conn, schema, tenant, extension))
                 register_vector(conn)
                 register_types(conn)
             except Exception as exc:
@@ -239,8 +208,9 @@ class Connector(_Pooled):
                 raise
             self.setup.end()
 
-        args = _pool_args(dsn, min_size, max_size, self.timeout, configure)
-        self.pool = CountedPool(connection_class=WatchedConnection, **args)
+        args = pool_args(dsn, min_size, max_size, self.timeout, configure, transaction_pooling)
+        watched = PooledConnection if transaction_pooling else WatchedConnection
+        self.pool = CountedPool(connection_class=watched, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open()
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
@@ -323,6 +293,7 @@ class AsyncConnector(_Pooled):
         max_size: int = 4,
         timeout: float = DEFAULT_TIMEOUT,
         wait: bool = True,
+        transaction_pooling: bool = False,
     ) -> AsyncConnector:
         """``wait=False``: the pool connects in the background; until it has, a call waits up to ``timeout``."""
         timeout = check_timeout(timeout)
@@ -334,7 +305,7 @@ class AsyncConnector(_Pooled):
         async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
             try:
                 extension = await (await conn.execute(query("extension_schema"))).fetchone()
-                await conn.execute(query("set_session"), _session(conn, schema, tenant, extension))
+                await set_up_async(conn, session(conn, schema, tenant, extension))
                 await register_vector_async(conn)
                 register_types(conn)
             except Exception as exc:
@@ -343,7 +314,9 @@ class AsyncConnector(_Pooled):
                 raise
             setup.end()
 
-        pool = AsyncCountedPool(**_pool_args(dsn, min_size, max_size, timeout, configure))
+        args = pool_args(dsn, min_size, max_size, timeout, configure, transaction_pooling)
+        connection = AsyncPooledConnection if transaction_pooling else psycopg.AsyncConnection
+        pool = AsyncCountedPool(connection_class=connection, **args)
         try:  # as Connector's
             await pool.open()
             if wait:

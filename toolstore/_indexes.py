@@ -34,6 +34,7 @@ from ._errors import DatabaseError, first_line
 from ._models import CatalogInfo
 from ._observe import logger
 from ._rows import unknown_catalog
+from ._setup import pooled
 from ._sql import query
 
 #: Above this many new vectors in one write, the catalog's HNSW indexes are dropped before it and built once after,
@@ -66,8 +67,10 @@ def index_name(table: str, catalog_id: int, dim: int) -> str:
 
 
 def in_transaction(conn: psycopg.Connection[Any]) -> bool:
-    """True inside a transaction block, where CREATE/DROP INDEX CONCURRENTLY cannot run."""
-    return conn.info.transaction_status != TransactionStatus.IDLE or not conn.autocommit
+    """True inside a transaction block, where CREATE/DROP INDEX CONCURRENTLY cannot run, and behind a transaction
+    pooler (``_setup.pooled``), where :func:`maintenance_lock` opens one: the session's lock, and a build's memory,
+    would stay on whichever server connection the pooler ran their statement on."""
+    return conn.info.transaction_status != TransactionStatus.IDLE or not conn.autocommit or pooled(conn)
 
 
 def _part(value: Any) -> sql.Composable:
@@ -116,8 +119,13 @@ def maintenance_lock(conn: psycopg.Connection[Any]) -> Iterator[None]:
 
     The (session-level) advisory lock is tried, never waited for inside a statement or a transaction: a CREATE
     INDEX CONCURRENTLY waits for every open transaction, a blocked lock request included, which would deadlock.
-    Inside the caller's own transaction nothing is taken (Postgres' deadlock detection covers the rare clash).
+    Inside the caller's own transaction nothing is taken (Postgres' deadlock detection covers the rare clash); behind a
+    transaction pooler the work runs in a transaction of its own, as it would in a caller's.
     """
+    if pooled(conn) and conn.info.transaction_status == TransactionStatus.IDLE:
+        with conn.transaction():
+            yield
+        return
     if in_transaction(conn):
         yield
         return

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, cast
 import psycopg
 from psycopg import sql
 
-from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, schema_denied, search_path
+from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, schema_denied
 from ._errors import DatabaseError, InvalidInputError
+from ._setup import search_path
 from ._sql import query, resource_dir
 
 if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: importing toolstore stays fast

@@ -42,6 +42,7 @@ from ._route import (
 )
 from ._routed import fused_candidates, route_result
 from ._rows import name_row
+from ._setup import local_session, local_session_async, pooled
 from ._sql import query, raw_query
 from ._vectors import QueryVectors
 
@@ -106,7 +107,7 @@ DEFAULT_STATEMENT_TIMEOUT: float | None = None
 MAX_STATEMENT_TIMEOUT = 86_400
 #: Blocks prepared on a connection at their first run, not psycopg's sixth (``prepare_threshold`` 5): each of the five
 #: runs before parsed and planned the route statement again, about 4 ms at 10k tools, so a new connection's first routes
-#: were the slowest (bench/PROFILE.md, issue 15). Not where the connection never prepares (threshold None).
+#: were the slowest (bench/PROFILE.md, issue 15). Not where it never prepares (threshold None: ``_setup``'s pooler).
 PREPARED_BLOCKS = frozenset({"route"})
 
 
@@ -127,8 +128,7 @@ def statement_timeout_ms(seconds: float | None) -> int:
 
 
 def _prepare(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: Fetch) -> bool | None:
-    """psycopg's ``prepare`` for ``step``'s block on ``conn``: True for :data:`PREPARED_BLOCKS` where the connection
-    prepares statements at all, else None (its ``prepare_threshold`` decides)."""
+    """psycopg's ``prepare``: True for :data:`PREPARED_BLOCKS` where ``conn`` prepares at all, else None."""
     return True if step.block in PREPARED_BLOCKS and conn.prepare_threshold is not None else None
 
 
@@ -138,16 +138,18 @@ def fetch_rows(conn: psycopg.Connection[Any], step: Fetch, timeout_ms: int = 0) 
     (:func:`statement_timeout_ms`), the cap set in the same round trip (:class:`StatementTimeoutError`)."""
     text, names = raw_query(step.block)
     args, prepare = [step.params[name] for name in names], _prepare(conn, step)
-    if not timeout_ms:
+    if not timeout_ms and not pooled(conn):
         with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
             return cur.execute(text, args, prepare=prepare).fetchall()
     started = time.monotonic()
-    try:
+    try:  # behind a transaction pooler, the session's parameters ride in the pipeline too
         with conn.pipeline(), psycopg.RawCursor(conn, row_factory=dict_row) as cur:
-            conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
+            local_session(conn)
+            if timeout_ms:
+                conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
             return cur.execute(text, args, prepare=prepare).fetchall()
     except psycopg.errors.QueryCanceled as exc:
-        if not _ran_past(started, timeout_ms):  # someone cancelled it: the driver's error, a DatabaseError
+        if not timeout_ms or not _ran_past(started, timeout_ms):  # someone cancelled it: a DatabaseError
             raise
         raise _timed_out(step, timeout_ms, exc) from exc
 
@@ -156,18 +158,20 @@ async def afetch_rows(conn: psycopg.AsyncConnection[Any], step: Fetch, timeout_m
     """:func:`fetch_rows` on an async connection."""
     text, names = raw_query(step.block)
     args, prepare = [step.params[name] for name in names], _prepare(conn, step)
-    if not timeout_ms:
+    if not timeout_ms and not pooled(conn):
         async with psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
             await cur.execute(text, args, prepare=prepare)
             return await cur.fetchall()
     started = time.monotonic()
     try:
         async with conn.pipeline(), psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cur:
-            await conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
+            await local_session_async(conn)
+            if timeout_ms:
+                await conn.execute(query("statement_timeout"), {"value": f"{timeout_ms}ms"})
             await cur.execute(text, args, prepare=prepare)
             return await cur.fetchall()
     except psycopg.errors.QueryCanceled as exc:
-        if not _ran_past(started, timeout_ms):  # someone cancelled it: the driver's error, a DatabaseError
+        if not timeout_ms or not _ran_past(started, timeout_ms):  # someone cancelled it: a DatabaseError
             raise
         raise _timed_out(step, timeout_ms, exc) from exc
 

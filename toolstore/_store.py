@@ -34,6 +34,7 @@ from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
 from ._session_methods import SessionMethods
+from ._setup import check_pooling
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
     Step,
@@ -77,6 +78,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     to the next replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one
     whose pool is busy is asked after the free ones and not left out; the store opens while a replica is down);
     otherwise a read may lag the primary by the replica's replay delay.
+    ``transaction_pooling``: ``dsn`` (and ``read_dsn``) is a pooler that runs each transaction on any server connection
+    (PgBouncer's ``pool_mode = transaction``): nothing is prepared, the session is set in each transaction.
     """
 
     def __init__(
@@ -93,10 +96,12 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         embedder_cooldown: float = BREAKER_COOLDOWN,
         read_dsn: str | Sequence[str] | None = None,
         statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT,
+        transaction_pooling: bool = False,
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
         timeout, pool_size = check_timeout(timeout), check_pool_size(pool_size)
+        self.transaction_pooling = check_pooling(transaction_pooling)
         self._timeout_ms = statement_timeout_ms(statement_timeout)  # a route's statements' cap, 0: none
         read_dsns = replica_dsns(read_dsn)
         self.create = create
@@ -109,6 +114,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         self.dsn = resolve_dsn(dsn)
         ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
         pool_options: dict[str, Any] = {"max_size": pool_size, "timeout": timeout}
+        pool_options["transaction_pooling"] = self.transaction_pooling
         self._closed = False
         self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
         try:

@@ -1,0 +1,144 @@
+"""A store behind PgBouncer in transaction pooling mode (``transaction_pooling=True``): each transaction may run on
+another server connection, which may hold no prepared statement and none of the store's session, and a session setting
+or a prepared statement left on a server connection reaches the pooler's other clients."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from pgbouncer import BINARY, MISSING, pgbouncer, through
+
+from toolstore import (
+    AsyncToolStore,
+    HashingEmbedder,
+    IntentExample,
+    InvalidInputError,
+    Judgement,
+    Tool,
+    ToolStore,
+    _indexes,
+    migrate,
+)
+from toolstore._eval import evaluate, select_configs
+from toolstore._migrate import HEAD_REVISION
+
+pytestmark = pytest.mark.skipif(BINARY is None, reason=MISSING)
+
+TOOLS = [
+    Tool(id=f"p.t{i:02d}", name=f"t{i:02d}", provider="p", description=f"{word} the {thing}")
+    for i, (word, thing) in enumerate(
+        (word, thing)
+        for word in ("send", "read", "delete", "archive", "list")
+        for thing in ("message", "invoice", "ticket", "calendar event", "file", "contact")
+    )
+]
+
+
+@pytest.fixture(scope="module")
+def bouncer(server_dsn: str) -> Iterator[tuple[str, int]]:
+    with pgbouncer(server_dsn) as address:
+        yield address
+
+
+@pytest.fixture
+def pooled(dsn: str, bouncer: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's database through PgBouncer; its catalogs' vector partitions get an HNSW index from 10 rows on (the
+    build, in a transaction there, is run by these tests' writes)."""
+    monkeypatch.setattr(_indexes, "HNSW_MIN_ROWS", 10)
+    return through(dsn, bouncer)
+
+
+def session_state(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
+    """What a store could leave on the server connection ``conn`` (in a transaction) runs on: the search_path, the
+    tenant ('' once a transaction there set it locally), prepared statements."""
+    row = conn.execute(
+        "select current_setting('search_path'), coalesce(current_setting('toolstore.tenant', true), ''), "
+        "(select count(*) from pg_prepared_statements)"
+    ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def test_a_store_behind_a_transaction_pooler_routes_writes_and_logs_sessions(pooled: str, dsn: str) -> None:
+    with psycopg.connect(pooled, autocommit=True) as fresh:
+        untouched = session_state(fresh)
+    with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="c", transaction_pooling=True) as store:
+        store.upsert(TOOLS, examples=[IntentExample("p.t00", "ping the team")])
+        first = store.route("send the message", k=3).ids
+        with psycopg.connect(pooled, autocommit=True) as other:
+            other.execute("begin")  # takes the server connection the store ran its last transaction on
+            assert session_state(other) == untouched
+            for _ in range(7):  # on other server connections; past psycopg's prepare threshold (5)
+                assert store.route("send the message", k=3).ids == first
+            assert store.upsert([Tool(id="p.new", name="new", provider="p", description="brand new")]).inserted
+            assert store.add_examples([IntentExample("p.t01", "read what came in")]) == 1
+            assert store.record_calls("chat", ["p.t00", "p.t01"]) == 2
+            assert store.route("send it", session="chat", k=5).ids
+            assert [s["session_id"] for s in store.sessions()] == ["chat"]
+            assert store.info().n_tools == len(TOOLS) + 1
+            other.execute("commit")
+    with psycopg.connect(dsn, autocommit=True) as direct:
+        indexes = direct.execute("select count(*) from pg_indexes where indexname like 'tool_vectors_hnsw%'").fetchone()
+        locks = direct.execute(
+            "select count(*) from pg_locks l join pg_database d on d.oid = l.database "
+            "where l.locktype = 'advisory' and d.datname = current_database()"
+        ).fetchone()
+    assert indexes == (1,) and locks == (0,)  # the build ran (in a transaction: no session lock left behind)
+
+
+def test_a_route_capped_by_statement_timeout_behind_a_transaction_pooler(pooled: str) -> None:
+    with ToolStore(
+        pooled, embedder=HashingEmbedder(32), catalog="c", transaction_pooling=True, statement_timeout=30
+    ) as store:
+        store.upsert(TOOLS)
+        with psycopg.connect(pooled, autocommit=True) as other:
+            other.execute("begin")
+            assert store.route("archive the file", k=1).ids == ["p.t22"]
+            assert session_state(other)[1] == ""
+
+
+def test_an_async_store_behind_a_transaction_pooler(pooled: str) -> None:
+    async def main() -> list[str]:
+        store = AsyncToolStore(pooled, embedder=HashingEmbedder(32), catalog="c", transaction_pooling=True)
+        async with store:
+            await store.upsert(TOOLS)
+            other = await psycopg.AsyncConnection.connect(pooled, autocommit=True)
+            await other.execute("begin")
+            ids = [(await store.route("delete the ticket", k=1)).ids[0] for _ in range(7)]
+            await store.record_calls("chat", ["p.t14"])
+            assert (await store.info()).n_tools == len(TOOLS)
+            await other.close()
+        return ids
+
+    assert asyncio.run(main()) == ["p.t14"] * 7
+
+
+def test_eval_tune_and_a_catalog_drop_behind_a_transaction_pooler(pooled: str) -> None:
+    with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="c", transaction_pooling=True) as store:
+        store.upsert(TOOLS)
+        queries = [(f"please {t.description}", Judgement(f"q{i}", (t.id,))) for i, t in enumerate(TOOLS)]
+        report = evaluate(store, queries, configs=select_configs(["uniform"]), k=10)
+        assert report["n_queries"] == len(TOOLS) and report["configs"]["uniform"]["R@10"] > 0.5
+        assert store.tune(queries, folds=2).n_examples == len(TOOLS)
+        assert store.info().settings["fusion"]
+        assert store.drop_catalog().n_tools == len(TOOLS)
+        assert [c.name for c in store.catalogs()] == []
+
+
+def test_migrations_behind_a_transaction_pooler(empty_dsn: str, bouncer: tuple[str, int]) -> None:
+    pooled = through(empty_dsn, bouncer)
+    assert migrate(pooled) == HEAD_REVISION
+    with ToolStore(pooled, embedder=None, catalog="c", transaction_pooling=True, migrate=False) as store:
+        store.upsert(TOOLS[:12])
+        assert store.route("read the message", k=1).ids == ["p.t06"]
+
+
+def test_transaction_pooling_is_a_bool() -> None:
+    with pytest.raises(InvalidInputError, match="transaction_pooling must be True or False, got 'yes'"):
+        ToolStore("postgresql://nowhere/x", embedder=None, transaction_pooling="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="transaction_pooling must be True or False"):
+        AsyncToolStore("postgresql://nowhere/x", embedder=None, transaction_pooling=1)  # type: ignore[arg-type]

@@ -1,0 +1,199 @@
+"""A pool connection's setup, no pool: the arguments both connectors' pools are made with, and the session toolstore
+works in (its schema first on the search_path, the tenant row-level security reads, generic plans), set once per
+connection, or, behind a transaction pooler (PgBouncer's ``pool_mode = transaction``), in every transaction.
+
+A transaction pooler hands each transaction of a client connection to whichever server connection is free: a setting
+made for the session stays on the server connection it was made on, for the pooler's other clients, and is missing
+from the next transaction, which another server connection may run; so is a statement prepared there. There the pool's
+connections prepare nothing (``prepare_threshold`` None) and are :class:`PooledConnection`\\ s: the session's
+parameters are set local to each transaction, ``set_session_local`` sent with a statement run outside one (in a
+pipeline: one round trip, one implicit transaction) and first in each transaction block."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.pq import TransactionStatus
+
+from ._commits import WatchedConnection
+from ._errors import DatabaseError, InvalidInputError
+from ._sql import query
+
+
+def search_path(conn: Any, schema: str, ext_schema: str) -> str:
+    """The quoted search_path value: the toolstore schema, then pgvector's schema."""
+    names = [schema] if ext_schema == schema else [schema, ext_schema.strip('"')]
+    return ", ".join(sql.Identifier(n).as_string(conn) for n in names)
+
+
+def _extension_schema(row: Any) -> str:
+    if row is None:
+        raise DatabaseError("pgvector is not installed in this database: run `toolstore migrate` first")
+    return str(row[0])
+
+
+def session(conn: Any, schema: str, tenant: str, extension: Any) -> dict[str, str]:
+    """Block ``set_session``'s parameters for a new connection, given the row of block ``extension_schema``."""
+    return {"path": search_path(conn, schema, _extension_schema(extension)), "tenant": tenant}
+
+
+def pool_args(dsn: str, min_size: int, max_size: int, timeout: float, configure: Any, pooled: bool) -> dict[str, Any]:
+    """What both pools are made with: autocommit connections set up by ``configure``, bounded connects, waits and
+    reconnection, opened by the connector; behind a transaction pooler (``pooled``), connections that prepare
+    nothing."""
+    kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, math.ceil(timeout))}
+    if pooled:
+        kwargs["prepare_threshold"] = None
+    return {
+        "conninfo": dsn,
+        "min_size": min_size,
+        "max_size": max_size,
+        "configure": configure,
+        "kwargs": kwargs,
+        "timeout": timeout,
+        "reconnect_timeout": max(60.0, timeout),
+        "open": False,
+    }
+
+
+def check_pooling(transaction_pooling: object) -> bool:
+    """The stores' ``transaction_pooling`` argument, a bool."""
+    if not isinstance(transaction_pooling, bool):
+        raise InvalidInputError(f"transaction_pooling must be True or False, got {transaction_pooling!r:.80}")
+    return transaction_pooling
+
+
+def _outside(conn: Any) -> bool:
+    """Whether ``conn``'s next statement starts a transaction of its own: no transaction block open, no pipeline."""
+    return conn.piped == 0 and conn.info.transaction_status == TransactionStatus.IDLE
+
+
+class PooledConnection(WatchedConnection):
+    """A connection behind a transaction pooler: its session's parameters (``session``) set in every transaction."""
+
+    session: dict[str, str] | None = None
+    piped = 0
+
+    def set_local(self) -> None:
+        """The session's parameters, local to the transaction the next statement runs in (or this one)."""
+        if self.session is not None:
+            psycopg.Cursor(self).execute(query("set_session_local"), self.session)
+
+    @contextmanager
+    def pipeline(self) -> Iterator[psycopg.Pipeline]:
+        self.piped += 1
+        try:
+            with super().pipeline() as pipeline:
+                yield pipeline
+        finally:
+            self.piped -= 1
+
+    @contextmanager
+    def transaction(
+        self, savepoint_name: str | None = None, force_rollback: bool = False
+    ) -> Iterator[psycopg.Transaction]:
+        outermost = _outside(self)
+        with super().transaction(savepoint_name, force_rollback) as tx:
+            if outermost:
+                self.set_local()
+            yield tx
+
+
+class PooledCursor(psycopg.Cursor[Any]):
+    """A :class:`PooledConnection`'s cursor: a statement outside a transaction goes in a pipeline with the session's
+    parameters."""
+
+    def execute(
+        self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
+    ) -> Any:
+        conn = self.connection
+        if not isinstance(conn, PooledConnection) or conn.session is None or not _outside(conn):
+            return super().execute(query, params, prepare=prepare, binary=binary)
+        with conn.pipeline():
+            conn.set_local()
+            super().execute(query, params, prepare=prepare, binary=binary)
+        return self
+
+
+class AsyncPooledConnection(psycopg.AsyncConnection[Any]):
+    """:class:`PooledConnection` for asyncio."""
+
+    session: dict[str, str] | None = None
+    piped = 0
+
+    async def set_local(self) -> None:
+        if self.session is not None:
+            await psycopg.AsyncCursor(self).execute(query("set_session_local"), self.session)
+
+    @asynccontextmanager
+    async def pipeline(self) -> AsyncIterator[psycopg.AsyncPipeline]:
+        self.piped += 1
+        try:
+            async with super().pipeline() as pipeline:
+                yield pipeline
+        finally:
+            self.piped -= 1
+
+    @asynccontextmanager
+    async def transaction(
+        self, savepoint_name: str | None = None, force_rollback: bool = False
+    ) -> AsyncIterator[psycopg.AsyncTransaction]:
+        outermost = _outside(self)
+        async with super().transaction(savepoint_name, force_rollback) as tx:
+            if outermost:
+                await self.set_local()
+            yield tx
+
+
+class AsyncPooledCursor(psycopg.AsyncCursor[Any]):
+    """:class:`PooledCursor` for asyncio."""
+
+    async def execute(
+        self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
+    ) -> Any:
+        conn = self.connection
+        if not isinstance(conn, AsyncPooledConnection) or conn.session is None or not _outside(conn):
+            return await super().execute(query, params, prepare=prepare, binary=binary)
+        async with conn.pipeline():
+            await conn.set_local()
+            await super().execute(query, params, prepare=prepare, binary=binary)
+        return self
+
+
+def set_up(conn: psycopg.Connection[Any], params: dict[str, str]) -> None:
+    """A new pool connection's session: set once, or, on a :class:`PooledConnection`, in each transaction."""
+    if isinstance(conn, PooledConnection):
+        conn.session, conn.cursor_factory = params, PooledCursor
+    else:
+        conn.execute(query("set_session"), params)
+
+
+async def set_up_async(conn: psycopg.AsyncConnection[Any], params: dict[str, str]) -> None:
+    """:func:`set_up` for asyncio."""
+    if isinstance(conn, AsyncPooledConnection):
+        conn.session, conn.cursor_factory = params, AsyncPooledCursor
+    else:
+        await conn.execute(query("set_session"), params)
+
+
+def pooled(conn: Any) -> bool:
+    """Whether ``conn`` works behind a transaction pooler (its session set in each transaction)."""
+    return isinstance(conn, (PooledConnection, AsyncPooledConnection)) and conn.session is not None
+
+
+def local_session(conn: psycopg.Connection[Any]) -> None:
+    """In a pipeline about to run a statement on a raw cursor (the route path): the session's parameters, behind a
+    transaction pooler."""
+    if isinstance(conn, PooledConnection):
+        conn.set_local()
+
+
+async def local_session_async(conn: psycopg.AsyncConnection[Any]) -> None:
+    """:func:`local_session` for asyncio."""
+    if isinstance(conn, AsyncPooledConnection):
+        await conn.set_local()
