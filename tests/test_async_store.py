@@ -170,9 +170,19 @@ def test_async_store_has_the_same_methods_as_the_sync_store() -> None:
 def test_async_store_takes_the_same_arguments_as_the_sync_store() -> None:
     """ "Arguments as for ToolStore": the constructor's and every public method's parameters (names, kinds, defaults,
     annotations) are the same in both stores."""
-    for name in sorted(public_methods(ToolStore) | {"__init__"}):
+    for name in sorted(public_methods(ToolStore)):
         sync, aio = inspect.signature(getattr(ToolStore, name)), inspect.signature(getattr(AsyncToolStore, name))
         assert list(aio.parameters.values()) == list(sync.parameters.values()), name
+    assert own_configure(AsyncToolStore) == own_configure(ToolStore)
+    configure = inspect.signature(AsyncToolStore).parameters["configure"]
+    assert configure.kind is inspect.Parameter.KEYWORD_ONLY and configure.default is None
+    assert list(inspect.signature(AsyncToolStore).parameters)[-2:] == ["configure", "write_configure"]
+
+
+def own_configure(store: type) -> list[inspect.Parameter]:
+    """The constructor's parameters but ``configure`` and ``write_configure``, which differ on purpose (README, "Your
+    connection set-up": an async function for the async pools, a plain one for the writer's sync pool)."""
+    return [p for p in inspect.signature(store).parameters.values() if p.name not in ("configure", "write_configure")]
 
 
 def test_every_async_method_is_documented_as_the_sync_ones_are() -> None:

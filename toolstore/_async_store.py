@@ -38,7 +38,7 @@ from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
 from ._session_methods import AsyncSessionMethods
-from ._setup import check_pooling
+from ._setup import AsyncConfigure, Configure, check_configure, check_pooling
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
     Step,
@@ -59,6 +59,12 @@ Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
 
 NOT_OPEN = "AsyncToolStore is not open: use `async with AsyncToolStore(...)` or `await open()`"
 CLOSED = "AsyncToolStore is closed: `await store.open()` (or `async with store:`) opens it again"
+WRITE = "write_configure"
+WRITE_CONFIGURE = (
+    "configure sets up the async pools' connections only: AsyncToolStore's writes run on a pool of sync connections "
+    "(a ToolStore's), so give write_configure too, a plain function of a psycopg.Connection (lambda conn: None leaves "
+    "them as toolstore sets them up)"
+)
 CLOSED_MEANWHILE = "AsyncToolStore was closed while its {method}() was under way: open() it again to {method}()"
 
 
@@ -67,7 +73,9 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     Arguments as for ToolStore (``read_dsn`` included: reads go to the replicas the same way; ``pool_size`` bounds the
     async pool and, apart, the writer's, opened on the first write). Nothing touches the database until :meth:`open`
-    (``async with`` calls it).
+    (``async with`` calls it). ``configure``: an async function awaited with each new connection of the async pools
+    (routes and reads, primary and replicas); ``write_configure``, which it requires, a plain one called with each of
+    the writer's (sync) connections.
     """
 
     def __init__(
@@ -85,12 +93,17 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         read_dsn: str | Sequence[str] | None = None,
         statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT,
         transaction_pooling: bool = False,
+        configure: AsyncConfigure | None = None,
+        write_configure: Configure | None = None,
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
         self._timeout, self._pool_size = check_timeout(timeout), check_pool_size(pool_size)  # as ToolStore's, in order
         self._timeout_ms = statement_timeout_ms(statement_timeout)
         self.transaction_pooling = check_pooling(transaction_pooling)
+        self._configure, self._write_configure = check_configure(configure), check_configure(write_configure, WRITE)
+        if configure is not None and write_configure is None:
+            raise InvalidInputError(WRITE_CONFIGURE)
         self._read_dsns = replica_dsns(read_dsn)
         if embedder == "default":
             embedder = LocalEmbedder()
@@ -119,7 +132,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
             await asyncio.to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
             options: dict[str, Any] = dict(schema=self.schema, tenant=self.catalog, timeout=self._timeout)
-            options["transaction_pooling"] = self.transaction_pooling
+            options.update(transaction_pooling=self.transaction_pooling, configure=self._configure)
             db = await AsyncConnector.open(self.dsn, max_size=self._pool_size, **options)
             try:
                 self._replicas = await AsyncReplicas.open(self._read_dsns, max_size=self._pool_size, **options)
@@ -182,6 +195,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
                         pool_size=self._pool_size,  # as many writes at once as reads
                         timeout=self._timeout,
                         transaction_pooling=self.transaction_pooling,
+                        configure=self._write_configure,
                     )
                 )
             writer = self._writer  # a close() meanwhile closes it: the call then says this store was closed

@@ -25,7 +25,18 @@ from ._commits import Commits, WatchedConnection, do_again
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
-from ._setup import AsyncPooledConnection, PooledConnection, pool_args, session, set_up, set_up_async
+from ._setup import (
+    AsyncConfigure,
+    AsyncPooledConnection,
+    Configure,
+    PooledConnection,
+    configured,
+    configured_async,
+    pool_args,
+    session,
+    set_up,
+    set_up_async,
+)
 from ._sql import query
 
 T = TypeVar("T")
@@ -191,24 +202,26 @@ class Connector(_Pooled):
         timeout: float = DEFAULT_TIMEOUT,
         wait: bool = True,
         transaction_pooling: bool = False,
+        configure: Configure | None = None,
     ) -> None:
         ended = threading.Event()
         super().__init__(schema, check_timeout(timeout), Setup(ended))
         self.dsn = check_dsn(dsn)
 
-        def configure(conn: psycopg.Connection[Any]) -> None:
+        def set_up_connection(conn: psycopg.Connection[Any]) -> None:
             try:
                 extension = conn.execute(query("extension_schema")).fetchone()
                 set_up(conn, session(conn, schema, tenant, extension))
                 register_vector(conn)
                 register_types(conn)
+                configured(configure, conn)
             except Exception as exc:
                 conn.close()  # psycopg_pool drops it without closing
                 self.setup.end(exc, self.pool.connect_errors())
                 raise
             self.setup.end()
 
-        args = pool_args(dsn, min_size, max_size, self.timeout, configure, transaction_pooling)
+        args = pool_args(dsn, min_size, max_size, self.timeout, set_up_connection, transaction_pooling)
         watched = PooledConnection if transaction_pooling else WatchedConnection
         self.pool = CountedPool(connection_class=watched, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
@@ -294,6 +307,7 @@ class AsyncConnector(_Pooled):
         timeout: float = DEFAULT_TIMEOUT,
         wait: bool = True,
         transaction_pooling: bool = False,
+        configure: AsyncConfigure | None = None,
     ) -> AsyncConnector:
         """``wait=False``: the pool connects in the background; until it has, a call waits up to ``timeout``."""
         timeout = check_timeout(timeout)
@@ -302,19 +316,20 @@ class AsyncConnector(_Pooled):
         ended = asyncio.Event()
         setup = Setup(ended)
 
-        async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+        async def set_up_connection(conn: psycopg.AsyncConnection[Any]) -> None:
             try:
                 extension = await (await conn.execute(query("extension_schema"))).fetchone()
                 await set_up_async(conn, session(conn, schema, tenant, extension))
                 await register_vector_async(conn)
                 register_types(conn)
+                await configured_async(configure, conn)
             except Exception as exc:
                 await conn.close()
                 setup.end(exc, pool.connect_errors())
                 raise
             setup.end()
 
-        args = pool_args(dsn, min_size, max_size, timeout, configure, transaction_pooling)
+        args = pool_args(dsn, min_size, max_size, timeout, set_up_connection, transaction_pooling)
         connection = AsyncPooledConnection if transaction_pooling else psycopg.AsyncConnection
         pool = AsyncCountedPool(connection_class=connection, **args)
         try:  # as Connector's

@@ -1,6 +1,8 @@
 """A pool connection's setup, no pool: the arguments both connectors' pools are made with, and the session toolstore
 works in (its schema first on the search_path, the tenant row-level security reads, generic plans), set once per
-connection, or, behind a transaction pooler (PgBouncer's ``pool_mode = transaction``), in every transaction.
+connection, or, behind a transaction pooler (PgBouncer's ``pool_mode = transaction``), in every transaction; then
+the application's own set-up of each connection, a store's ``configure`` (:func:`configured`), its failure said
+naming it (psycopg_pool would try a raising one again, silently, until its open timeout).
 
 A transaction pooler hands each transaction of a client connection to whichever server connection is free: a setting
 made for the session stays on the server connection it was made on, for the pooler's other clients, and is missing
@@ -11,8 +13,9 @@ pipeline: one round trip, one implicit transaction) and first in each transactio
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -21,7 +24,8 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from ._commits import WatchedConnection
-from ._errors import DatabaseError, InvalidInputError
+from ._errors import DatabaseError, InvalidInputError, first_line
+from ._lending import connection_lost
 from ._sql import query
 
 
@@ -197,3 +201,49 @@ async def local_session_async(conn: psycopg.AsyncConnection[Any]) -> None:
     """:func:`local_session` for asyncio."""
     if isinstance(conn, AsyncPooledConnection):
         await conn.set_local()
+
+
+#: A ToolStore's ``configure``: called with each new connection of its pools, after toolstore's own set-up.
+Configure = Callable[[psycopg.Connection[Any]], object]
+#: An AsyncToolStore's ``configure``: awaited with each new connection of its async pools.
+AsyncConfigure = Callable[[psycopg.AsyncConnection[Any]], Awaitable[object]]
+
+
+def check_configure(configure: object, name: str = "configure") -> Any:
+    """A store's ``configure`` argument (``name``): None or a callable, else InvalidInputError naming it."""
+    if configure is not None and not callable(configure):
+        raise InvalidInputError(f"{name} must be a callable taking a new connection, or None, got {configure!r:.80}")
+    return configure
+
+
+def _failed(name: str, exc: Exception) -> Exception:
+    """The error ``name``(conn) raised as the pool's setup failure to say: a DatabaseError naming it; a lost
+    connection stays itself (the pool tries another)."""
+    if connection_lost(exc):
+        return exc
+    return DatabaseError(f"{name}(conn) raised {type(exc).__name__}: {first_line(exc)}")
+
+
+def configured(configure: Configure | None, conn: psycopg.Connection[Any], name: str = "configure") -> None:
+    """``configure(conn)``, the application's set-up of a new connection, its failure named (:func:`_failed`)."""
+    if configure is None:
+        return
+    try:
+        result = configure(conn)
+    except Exception as exc:
+        raise _failed(name, exc) from exc
+    if inspect.isawaitable(result):  # an async function: it would run nothing on a sync connection
+        getattr(result, "close", lambda: None)()
+        raise DatabaseError(f"{name} returned an awaitable: a ToolStore's takes a plain function of a connection")
+
+
+async def configured_async(configure: AsyncConfigure | None, conn: psycopg.AsyncConnection[Any]) -> None:
+    """:func:`configured` for an AsyncToolStore's async pools: ``configure(conn)`` awaited."""
+    if configure is None:
+        return
+    try:
+        result = configure(conn)
+        if inspect.isawaitable(result):
+            await result
+    except Exception as exc:
+        raise _failed("configure", exc) from exc

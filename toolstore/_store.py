@@ -34,7 +34,7 @@ from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
 from ._session_methods import SessionMethods
-from ._setup import check_pooling
+from ._setup import Configure, check_configure, check_pooling
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
     Step,
@@ -66,8 +66,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     ``timeout``: seconds any call may wait for the database (up to a day) before it raises :class:`DatabaseError`;
     after a server restart the store reconnects by itself.
     ``statement_timeout``: seconds each statement of a route (route(), route_messages(), resolve_calls()) may run
-    before Postgres cancels it, a :class:`StatementTimeoutError` (None, the default: no limit). Set with the
-    statement in one round trip, local to it: writes, reads and index builds are not capped.
+    before Postgres cancels it, a :class:`StatementTimeoutError` (None, the default: no limit); nothing else is capped.
     ``embedder_cooldown``: after the embedder fails at route time, routes answer lexically (and say so) without
     asking it for this many seconds; then one route probes it again.
     ``read_dsn``: one or several read replicas (hot standbys). route(), info(), tools(), get(), resolve(),
@@ -78,8 +77,9 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     to the next replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one
     whose pool is busy is asked after the free ones and not left out; the store opens while a replica is down);
     otherwise a read may lag the primary by the replica's replay delay.
-    ``transaction_pooling``: ``dsn`` (and ``read_dsn``) is a pooler that runs each transaction on any server connection
-    (PgBouncer's ``pool_mode = transaction``): nothing is prepared, the session is set in each transaction.
+    ``transaction_pooling``: ``dsn`` (and ``read_dsn``) is a pooler in PgBouncer's ``pool_mode = transaction``.
+    ``configure``: called with each new connection of the store's pools (primary and replicas) after toolstore's set-up
+    (a role, settings); what it raises is a DatabaseError naming it, at once when the store opens.
     """
 
     def __init__(
@@ -97,11 +97,12 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         read_dsn: str | Sequence[str] | None = None,
         statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT,
         transaction_pooling: bool = False,
+        configure: Configure | None = None,
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
         timeout, pool_size = check_timeout(timeout), check_pool_size(pool_size)
-        self.transaction_pooling = check_pooling(transaction_pooling)
+        self.transaction_pooling, configure = check_pooling(transaction_pooling), check_configure(configure)
         self._timeout_ms = statement_timeout_ms(statement_timeout)  # a route's statements' cap, 0: none
         read_dsns = replica_dsns(read_dsn)
         self.create = create
@@ -114,7 +115,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         self.dsn = resolve_dsn(dsn)
         ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
         pool_options: dict[str, Any] = {"max_size": pool_size, "timeout": timeout}
-        pool_options["transaction_pooling"] = self.transaction_pooling
+        pool_options.update(transaction_pooling=self.transaction_pooling, configure=configure)
         self._closed = False
         self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
         try:
