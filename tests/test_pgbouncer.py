@@ -5,7 +5,12 @@ or a prepared statement left on a server connection reaches the pooler's other c
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -142,3 +147,30 @@ def test_transaction_pooling_is_a_bool() -> None:
         ToolStore("postgresql://nowhere/x", embedder=None, transaction_pooling="yes")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="transaction_pooling must be True or False"):
         AsyncToolStore("postgresql://nowhere/x", embedder=None, transaction_pooling=1)  # type: ignore[arg-type]
+
+
+def test_the_command_line_behind_a_transaction_pooler(pooled: str, tmp_path: Path) -> None:
+    tools = tmp_path / "tools.jsonl"
+    tools.write_text(
+        "".join(json.dumps({"id": t.id, "name": t.name, "description": t.description}) + "\n" for t in TOOLS)
+    )
+    queries = tmp_path / "queries.jsonl"
+    rows = [
+        {"qid": f"q{i}", "query": f"please {t.description}", "relevant": [f"p.{t.name}"]} for i, t in enumerate(TOOLS)
+    ]
+    queries.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+    def run(*args: str) -> Any:
+        env = {**os.environ, "TOOLSTORE_DSN": pooled, "TOOLSTORE_TRANSACTION_POOLING": "1"}
+        command = [sys.executable, "-m", "toolstore.cli", "--embedder", "hashing", "--json", *args]
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    with psycopg.connect(pooled, autocommit=True) as other:
+        run("-c", "cli", "import", str(tools))
+        other.execute("begin")  # the last server connection the command line used
+        assert session_state(other)[0] == '"$user", public'
+        assert run("-c", "cli", "route", "archive the file", "-k", "1")["tools"][0]["id"] == "p.t22"
+        other.execute("commit")
+        assert run("eval", "--tools", str(tools), "--queries", str(queries))["n_queries"] == len(TOOLS)

@@ -179,6 +179,16 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             expose_value=False,
         ),
         click.option(
+            "--transaction-pooling",
+            envvar="TOOLSTORE_TRANSACTION_POOLING" if group else None,
+            show_envvar=group,
+            is_flag=True,
+            help="The DSN is a pooler in transaction mode (PgBouncer's pool_mode = transaction): prepare nothing, set "
+            "the session in each transaction.",
+            callback=_remember("transaction_pooling", group=group),
+            expose_value=False,
+        ),
+        click.option(
             "--json",
             "json_",
             is_flag=True,
@@ -272,6 +282,7 @@ def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None =
         embedder=embedder_option(ctx),
         create=create,
         statement_timeout=opts["statement_timeout"],
+        transaction_pooling=opts["transaction_pooling"],
     )
     try:
         yield store

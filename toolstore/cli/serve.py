@@ -73,6 +73,7 @@ def serve_mcp(
         embedder=embedder_option(ctx),
         create=False,
         statement_timeout=opts["statement_timeout"],
+        transaction_pooling=opts["transaction_pooling"],
     )
 
     async def main() -> None:
