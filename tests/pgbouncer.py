@@ -37,9 +37,9 @@ def _user_for(host: str) -> str:
 
 
 @contextmanager
-def pgbouncer(server_dsn: str) -> Iterator[tuple[str, int]]:
+def pgbouncer(server_dsn: str, users: tuple[str, ...] = ()) -> Iterator[tuple[str, int]]:
     """PgBouncer (``pool_mode = transaction``) in front of the server of ``server_dsn``, every database of it, the DSN's
-    user trusted; yields its host and port."""
+    user and ``users`` (roles the server trusts, passwordless) trusted; yields its host and port."""
     params = conninfo_to_dict(server_dsn)
     host, user = str(params.get("host") or "localhost"), str(params.get("user") or "postgres")
     target = f"host={host} port={params.get('port') or 5432}"
@@ -48,7 +48,7 @@ def pgbouncer(server_dsn: str) -> Iterator[tuple[str, int]]:
     base = Path(tempfile.mkdtemp(prefix="toolstore-pgbouncer-"))
     base.chmod(0o777)  # pgbouncer, run as another user under root, writes its log here
     port = _free_port()
-    (base / "users.txt").write_text(f'"{user}" ""\n')
+    (base / "users.txt").write_text("".join(f'"{name}" ""\n' for name in (user, *users)))
     ini = base / "pgbouncer.ini"
     ini.write_text(
         f"[databases]\n* = {target}\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"

@@ -16,6 +16,8 @@ from typing import Any
 import psycopg
 import pytest
 from pgbouncer import BINARY, MISSING, pgbouncer, through
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from toolstore import (
     AsyncToolStore,
@@ -43,10 +45,25 @@ TOOLS = [
 ]
 
 
+#: A login role of the test server (cluster-wide: one per xdist worker) that PgBouncer lets in too.
+TENANT = f"ts_pool_tenant_{os.environ.get('PYTEST_XDIST_WORKER', '')}"
+
+
 @pytest.fixture(scope="module")
 def bouncer(server_dsn: str) -> Iterator[tuple[str, int]]:
-    with pgbouncer(server_dsn) as address:
+    with pgbouncer(server_dsn, users=(TENANT,)) as address:
         yield address
+
+
+@pytest.fixture
+def tenant_role(server_dsn: str) -> Iterator[str]:
+    """:data:`TENANT`, made for the test (set up before the test's database, so dropped after it)."""
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(TENANT)))
+        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(TENANT)))
+    yield TENANT
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(TENANT)))
 
 
 @pytest.fixture
@@ -174,3 +191,21 @@ def test_the_command_line_behind_a_transaction_pooler(pooled: str, tmp_path: Pat
         assert run("-c", "cli", "route", "archive the file", "-k", "1")["tools"][0]["id"] == "p.t22"
         other.execute("commit")
         assert run("eval", "--tools", str(tools), "--queries", str(queries))["n_queries"] == len(TOOLS)
+
+
+def test_two_tenants_of_one_login_role_behind_a_transaction_pooler_see_their_own_catalogs(
+    tenant_role: str, pooled: str
+) -> None:
+    with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="a", transaction_pooling=True) as owner:
+        owner.upsert(TOOLS[:6])
+        owner.grant(tenant_role, tenant=True)
+    with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="b", transaction_pooling=True) as owner:
+        owner.upsert(TOOLS[6:12])
+    as_tenant = make_conninfo(pooled, user=tenant_role)
+    options: dict[str, Any] = {"embedder": HashingEmbedder(32), "migrate": False, "transaction_pooling": True}
+    with ToolStore(as_tenant, catalog="a", **options) as a, ToolStore(as_tenant, catalog="b", **options) as b:
+        for _ in range(3):  # the pooler runs both stores' transactions on the same server connections
+            assert [c["name"] for c in a.catalogs()] == ["a"] and a.info().n_tools == 6
+            assert [c["name"] for c in b.catalogs()] == ["b"] and b.info().n_tools == 6
+            assert a.route("send the message", k=1).ids == ["p.t00"]
+            assert b.route("read the message", k=1).ids == ["p.t06"]
