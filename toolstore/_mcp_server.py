@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInputError, McpSyncError, ToolstoreError, UnknownToolError
 from ._formats import render
@@ -33,6 +33,7 @@ from ._formats.build import default_id
 from ._formats.names import model_names, name_forms
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
+from ._mcp_args import call_arguments, find_tools_options, sent_arguments
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import failure_text, leaf_error, open_session, require_mcp
 from ._mcp_upstream import Upstream, upstream_from_row
@@ -179,43 +180,24 @@ def build_server(
         except ToolstoreError as exc:
             raise tool_error(str(exc)) from exc
 
-    find_tools.__annotations__.update(_as_sent(), ctx=context_class)  # ctx: the SDK passes its request context there
+    find_tools.__annotations__.update(
+        find_tools_options(), ctx=context_class
+    )  # ctx: the SDK passes its request context there
     server.add_tool(find_tools)
     if gateway:
 
-        async def call_tool(name: str, arguments: dict[str, Any] | None = None, ctx: Any = None) -> Any:
+        async def call_tool(name: str, arguments: Any = None, ctx: Any = None) -> Any:
             """Call a tool that find_tools returned, by its name, with its arguments (a JSON object)."""
             session = clients.of(ctx) if session_log else None
             log = None if hook is None else _with_session(hook, session)
             try:
-                return await forward_call(
-                    store, name, arguments or {}, timeout=call_timeout, call_log=log, sessions=sessions
-                )
+                return await forward_call(store, name, arguments, timeout=call_timeout, call_log=log, sessions=sessions)
             except ToolstoreError as exc:
                 raise tool_error(str(exc)) from exc
 
-        call_tool.__annotations__["ctx"] = context_class
+        call_tool.__annotations__.update(arguments=sent_arguments(), ctx=context_class)
         server.add_tool(call_tool)
     return server
-
-
-def _as_sent() -> dict[str, Any]:
-    """find_tools' options as the client sent them, for route() to check and name (their JSON schema kept): the SDK's
-    pydantic took ``"3"`` and ``true`` for ``k``, ``"yes"`` and ``1`` for ``abstain``, where route() refuses them. A
-    JSON number without a fraction (``2.0``) is the integer it equals, as JSON Schema's ``integer`` says."""
-    from pydantic import AfterValidator, WithJsonSchema  # the mcp SDK's
-
-    def sent(*types: str) -> Any:
-        schema = {"type": types[0]} if len(types) == 1 else {"anyOf": [{"type": t} for t in types]}
-        whole = (AfterValidator(_whole),) if "integer" in types else ()
-        return Annotated[(Any, WithJsonSchema(schema), *whole)]
-
-    return {"k": sent("integer"), "token_budget": sent("integer", "null"), "abstain": sent("boolean")}
-
-
-def _whole(value: Any) -> Any:
-    """``value``, a float without a fraction as its int (JSON has one kind of number: ``2.0`` is ``2``)."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _with_session(hook: CallLog, session: str | None) -> CallLog:
@@ -247,7 +229,7 @@ async def _catalog_names(store: AsyncToolStore, result: RouteResult) -> list[str
 async def forward_call(
     store: AsyncToolStore,
     name: str,
-    arguments: dict[str, Any],
+    arguments: object,
     *,
     timeout: float = DEFAULT_CALL_TIMEOUT,
     call_log: CallLog | None = None,
@@ -256,12 +238,13 @@ async def forward_call(
     """Call the tool the gateway's ``find_tools`` names ``name`` (else the tool ``name`` resolves to in the catalog)
     on its upstream server; returns the upstream's
     ``CallToolResult``. McpSyncError (or UnknownToolError) when the tool, its upstream or the call fails.
+    ``arguments``: a JSON object, or one written as a JSON string (:func:`~._mcp_args.call_arguments`); else an
+    InvalidInputError naming the tool and the problem.
 
     ``sessions``: long-lived upstream sessions (the server's); without, the call opens and closes its own."""
     import anyio
 
-    if not isinstance(arguments, dict):
-        raise InvalidInputError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+    arguments = call_arguments(name, arguments)
     # the name find_tools gave the tool first: a name there may be another tool's id, or one of its name forms
     names = await _gateway_names(store)
     gateway = {given: tool_id for tool_id, given in names.items()}

@@ -1,0 +1,75 @@
+"""What the MCP server's two tools take as their client sent it, checked here rather than by the SDK's pydantic, so an
+error names the argument or the tool and says what is wrong.
+
+``find_tools``' options (:func:`find_tools_options`) go to route() as sent, which checks and names them; ``call_tool``'s
+``arguments`` (:func:`call_arguments`) are a JSON object, or that object written as a JSON string (some clients send a
+tool call's arguments as the model wrote them: a string), parsed here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from ._errors import InvalidInputError
+
+#: ``call_tool``'s ``arguments`` as its clients are told: a JSON object, or null for none.
+ARGUMENTS_SCHEMA = {"anyOf": [{"type": "object", "additionalProperties": True}, {"type": "null"}]}
+
+_KINDS = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def find_tools_options() -> dict[str, Any]:
+    """find_tools' options as the client sent them, for route() to check and name (their JSON schema kept): the SDK's
+    pydantic took ``"3"`` and ``true`` for ``k``, ``"yes"`` and ``1`` for ``abstain``, where route() refuses them. A
+    JSON number without a fraction (``2.0``) is the integer it equals, as JSON Schema's ``integer`` says."""
+    from pydantic import AfterValidator  # the mcp SDK's
+
+    def sent(*types: str) -> Any:
+        schema = {"type": types[0]} if len(types) == 1 else {"anyOf": [{"type": t} for t in types]}
+        whole = (AfterValidator(_whole),) if "integer" in types else ()
+        return _as_sent(schema, *whole)
+
+    return {"k": sent("integer"), "token_budget": sent("integer", "null"), "abstain": sent("boolean")}
+
+
+def sent_arguments() -> Any:
+    """``call_tool``'s ``arguments`` annotation: whatever the client sent (:func:`call_arguments` reads it), under the
+    schema :data:`ARGUMENTS_SCHEMA`. The SDK parses a string that holds a JSON array or object first."""
+    return _as_sent(ARGUMENTS_SCHEMA)
+
+
+def _as_sent(schema: dict[str, Any], *validators: Any) -> Any:
+    from pydantic import WithJsonSchema  # the mcp SDK's
+
+    return Annotated[(Any, WithJsonSchema(schema), *validators)]
+
+
+def _whole(value: Any) -> Any:
+    """``value``, a float without a fraction as its int (JSON has one kind of number: ``2.0`` is ``2``)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def call_arguments(name: str, sent: object) -> dict[str, Any]:
+    """The arguments a call of tool ``name`` was sent with: a JSON object, ``None`` (none: ``{}``), or a string holding
+    a JSON object (or ``null``). InvalidInputError naming the tool and what is wrong otherwise: a string that is not
+    JSON (where it stops being JSON), or JSON that is not an object."""
+    value = sent
+    if isinstance(sent, str):
+        try:
+            value = json.loads(sent)
+        except json.JSONDecodeError as exc:
+            shown = f"{sent[:60]!r}{'...' if len(sent) > 60 else ''}"
+            raise InvalidInputError(
+                f"arguments of tool {name!r:.80} are a string that is not JSON ({exc.msg} at line {exc.lineno} "
+                f"column {exc.colno} of {shown}): send a JSON object"
+            ) from None
+        except RecursionError:
+            raise InvalidInputError(f"arguments of tool {name!r:.80} are nested too deeply to read") from None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        kind = _KINDS.get(type(value), type(value).__name__)
+        got = f"a string that holds {kind}" if isinstance(sent, str) else kind
+        raise InvalidInputError(f"arguments of tool {name!r:.80} must be a JSON object, got {got}")
+    return value
