@@ -4,11 +4,12 @@
 
 ``--name`` is the server name (``serverInfo.name``, the default provider). ``--variant changed`` edits
 the description of ``get_forecast``; ``--variant fewer`` drops ``list_alerts``; ``--variant faulty`` adds ``refuse``
-(answers a JSON-RPC error, as TypeScript SDK servers do for bad arguments), ``nap`` (sleeps) and ``exit_soon``
-(answers, then the process exits); ``--variant changing`` adds ``change_tools``, which swaps ``list_alerts`` for
-``late_news`` and sends ``notifications/tools/list_changed``. ``--chatty`` writes to stderr, before it serves, its
-command line, the value of each env variable named ``CHATTY_*``, bytes that are not UTF-8, a line of 200,000
-characters and 5,000 short lines (more than a pipe holds), and ``bye`` without a newline when it exits.
+(answers a JSON-RPC error, as TypeScript SDK servers do for bad arguments), ``nap`` (sleeps), ``exit_soon``
+(answers, then the process exits) and ``crash`` (exits at once with a status, answering nothing); ``--variant
+changing`` adds ``change_tools``, which swaps ``list_alerts`` for ``late_news`` and sends
+``notifications/tools/list_changed``. ``--chatty`` writes to stderr, before it serves, its command line, the value
+of each env variable named ``CHATTY_*``, bytes that are not UTF-8, a line of 200,000 characters and 5,000 short lines
+(more than a pipe holds), and ``bye`` without a newline when it exits.
 ``--page-size`` splits ``tools/list`` into pages linked by ``nextCursor`` (mcp 2.x). ``--http`` serves streamable
 HTTP on 127.0.0.1:PORT at ``/mcp`` instead of stdio.
 """
@@ -70,6 +71,11 @@ def exit_soon() -> str:
     return f"bye from {os.getpid()}"
 
 
+def crash(status: int = 3) -> str:
+    """Exit the server process at once with ``status``, answering nothing."""
+    os._exit(status)
+
+
 def build(name: str, variant: str, page_size: int) -> Any:
     server_class: Any = FastMCP
     if page_size > 0 and hasattr(FastMCP, "_handle_list_tools"):
@@ -81,7 +87,7 @@ def build(name: str, variant: str, page_size: int) -> Any:
     if variant != "fewer":
         server.add_tool(list_alerts, title="Weather alerts")
     if variant == "faulty":
-        for tool in (refuse, nap, exit_soon):
+        for tool in (refuse, nap, exit_soon, crash):
             server.add_tool(tool)
     if variant == "changing":
 

@@ -89,3 +89,29 @@ def test_forward_call_reads_arguments_written_as_a_json_string(dsn: str) -> None
             return _text(await forward_call(store, "get_forecast", json.dumps({"city": "Rome"}), timeout=30))
 
     assert anyio.run(main) == "sunny in Rome for 3 days"
+
+
+def test_a_gateway_call_whose_stdio_upstream_dies_on_an_open_session_says_its_exit_status(dsn: str) -> None:
+    """An upstream that exits while a call waits on the session the gateway holds (opened by an earlier call): the SDK
+    says only "Connection closed", and only a session's opening said the status before; the call's error says it now
+    (a status of 0 is not said), and the next call opens a new session."""
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="dies") as store:
+        sync_mcp_stdio(store, sys.executable, [SERVER, "--name", "faulty", "--variant", "faulty"])
+
+    async def main() -> list[tuple[bool, str]]:
+        said = []
+        async with open_session(_gateway(dsn, "dies")) as (session, _):
+            for name, arguments in [("nap", {"seconds": 0}), ("crash", {"status": 3}), ("nap", {"seconds": 0})]:
+                answer = await session.call_tool("call_tool", {"name": name, "arguments": arguments})
+                said.append((_is_error(answer), _text(answer)))
+            answer = await session.call_tool("call_tool", {"name": "crash", "arguments": {"status": 0}})
+            said.append((_is_error(answer), _text(answer)))
+        return said
+
+    failed = "Error executing tool call_tool: upstream 'faulty' failed on 'crash': Connection closed"
+    assert anyio.run(main) == [
+        (False, "slept 0.0"),
+        (True, f"{failed} (the server exited with status 3)"),
+        (False, "slept 0.0"),
+        (True, failed),
+    ]

@@ -626,7 +626,7 @@ def fake_upstream(monkeypatch: pytest.MonkeyPatch) -> _FakeUpstream:
     fake = _FakeUpstream("search", "list_alerts")
 
     @asynccontextmanager
-    async def open_fake(upstream: Upstream, message_handler: Any = None) -> Any:
+    async def open_fake(upstream: Upstream, message_handler: Any = None, ending: Any = None) -> Any:
         fake.notify = message_handler
         fake.wire, received = anyio.create_memory_object_stream[Any](10)
 
@@ -836,7 +836,7 @@ def token_servers(monkeypatch: pytest.MonkeyPatch) -> _TokenServers:
     servers = _TokenServers()
 
     @asynccontextmanager
-    async def open_fake(upstream: Upstream, message_handler: Any = None) -> Any:
+    async def open_fake(upstream: Upstream, message_handler: Any = None, ending: Any = None) -> Any:
         token = upstream.env.get("TOKEN", upstream.command or "")
         servers.opened.append(token)
         try:
@@ -966,14 +966,14 @@ def test_a_session_a_second_rotation_abandons_while_a_call_opens_it_is_closed(mo
     b_opening, c_served = anyio.Event(), anyio.Event()
 
     @asynccontextmanager
-    async def counted(upstream: Upstream, message_handler: Any = None) -> Any:
+    async def counted(upstream: Upstream, message_handler: Any = None, ending: Any = None) -> Any:
         key = upstream.args[-1]
         if upstream == b:  # the call that read B opens its session once the call that read C has served
             b_opening.set()
             await c_served.wait()
         open_now.append(key)
         try:
-            async with real_open(upstream, message_handler) as opened:
+            async with real_open(upstream, message_handler, ending) as opened:
                 yield opened
         finally:
             open_now.remove(key)

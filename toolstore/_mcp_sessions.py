@@ -28,7 +28,8 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from ._errors import McpSyncError
-from ._mcp_sync import list_session_tools, open_session
+from ._mcp_stderr import Ending
+from ._mcp_sync import list_session_tools, note_ended, open_session
 from ._mcp_upstream import Upstream
 from ._observe import logger
 
@@ -52,6 +53,9 @@ REREADS = 3
 #: tool the catalog lacks, so that a notification an upstream has already sent (its tools changed) is read and numbers a
 #: listing: from the transport's reader to the session's message handler a message takes a few turns.
 PENDING_TURNS = 20
+#: Seconds a call that failed on a stdio upstream's session, now closed, waits for it to have closed to say how its
+#: server ended (the SDK's wait for an ended process, then the server's last stderr lines: FINISH_WAIT).
+ENDING_WAIT = 5.0
 
 #: Reads a provider's upstream as recorded now (``mcp_upstreams``): the gateway's, for :meth:`UpstreamSessions.call`.
 Recorded = Callable[[], Awaitable[Upstream]]
@@ -167,6 +171,7 @@ class UpstreamSessions:
         self._providers: dict[str, str] = {}  # the upstream key each provider's calls were last made on
         self._calls: dict[int, int] = {}  # the calls in flight on each session, by id()
         self._retired: dict[int, anyio.Event] = {}  # sessions to stop once their calls in flight end, by id()
+        self._endings: dict[int, Ending] = {}  # how each open session's stdio server ends, by id()
         self._group: TaskGroup | None = None
 
     async def __aenter__(self) -> UpstreamSessions:
@@ -220,16 +225,19 @@ class UpstreamSessions:
                             "the catalog (toolstore sync mcp --prune)"
                         )
                 return await session.call_tool(name, arguments)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # mcp 1.x: the session was closed
-                self._drop(key, session)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:  # mcp 1.x: the session was closed
                 if attempt == 2:
+                    await self._dropped(key, session, exc)
                     raise
+                self._drop(key, session)
                 logger.debug("upstream session %s was closed; reconnecting", upstream.describe())
             except McpSyncError:
                 raise
             except Exception as exc:
                 refused = _refused_session(upstream, exc)
-                if refused or not _answered(exc):
+                if not refused and not _answered(exc):
+                    await self._dropped(key, session, exc)
+                elif refused:
                     self._drop(key, session)
                 if not refused or attempt == 2:
                     raise
@@ -324,6 +332,15 @@ class UpstreamSessions:
                 self._held[key] = await self._group.start(self._hold, key, upstream)
             return self._held[key][0]
 
+    async def _dropped(self, key: str, session: Any, exc: Exception) -> None:
+        """Drop the session a call failed on; when its connection ended (its stdio server exited, most likely), note
+        on ``exc`` how its server ended (:func:`~._mcp_sync.note_ended`), told once the session has closed
+        (:data:`ENDING_WAIT` at most): the SDK says only "Connection closed"."""
+        ending = self._endings.get(id(session))
+        self._drop(key, session)
+        if ending is not None and (_ended(session) or isinstance(exc, anyio.ClosedResourceError)):
+            note_ended(exc, await ending.told(ENDING_WAIT))
+
     def _drop(self, key: str, session: Any) -> None:
         held = self._held.get(key)
         if held is not None and held[0] is session:
@@ -341,13 +358,16 @@ class UpstreamSessions:
         """Open the session, hand it out and keep it until stopped; a failure after that ends this session only."""
         session = None
         listing: _Listing | None = None
+        ending = Ending() if upstream.transport == "stdio" else None  # an HTTP upstream's end says nothing more
 
         async def on_message(message: Any) -> None:  # on the session's reader: the listing runs in a task of its own
             if _tools_changed(message) and listing is not None and self._group is not None:
                 self._group.start_soon(self._relist, listing, listing.ask(), upstream)
 
         try:
-            async with open_session(upstream, on_message) as (session, _):
+            async with open_session(upstream, on_message, ending) as (session, _):
+                if ending is not None:
+                    self._endings[id(session)] = ending
                 listing = self._listings[key] = _Listing(session, self.listing_timeout)
                 await listing.answer(listing.ask(), upstream)
                 stop = anyio.Event()
@@ -359,3 +379,4 @@ class UpstreamSessions:
             logger.debug("upstream session %s ended: %s", upstream.describe(), type(exc).__name__)
         finally:
             self._drop(key, session)
+            self._endings.pop(id(session), None)

@@ -12,7 +12,8 @@ The SDK does not hand on how the server's process ended, so on Linux the server 
 (:meth:`ServerStderr.command`), which writes its exit status when it ends to a file of ours that has no name (removed
 once made, written through ``/proc/PID/fd/N``: nothing is left behind if toolstore ends without cleaning up): a session
 that failed because its server exited says with what status (:meth:`ServerStderr.ended`), e.g. "Connection closed (the
-server exited with status 127)". A command not found is started as it is, for the SDK's own error ("No such file ...").
+server exited with status 127)", and so does a call that failed on a session held open (:class:`Ending`, read once
+the session has closed). A command not found is started as it is, for the SDK's own error ("No such file ...").
 """
 
 from __future__ import annotations
@@ -48,6 +49,26 @@ _SHELL = "/bin/sh"
 #: whole process group), it writes nothing; nor when toolstore has ended (the path is gone).
 _REPORTER = 'status=$1; shift; "$@"; code=$?; { echo "$code" > "$status"; } 2>/dev/null; exit "$code"'
 _WRITING = threading.Lock()  # one line at a time from every upstream's reader
+
+
+class Ending:
+    """How a session's stdio server ended (:meth:`ServerStderr.ended`), told once the session has closed
+    (:func:`~._mcp_sync.open_session` closes it): what a call that failed on a session held open, once its server
+    exited, says (the session's own failure says it already)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._closed = anyio.Event()
+
+    def close(self, text: str) -> None:
+        self.text = text
+        self._closed.set()
+
+    async def told(self, bound: float) -> str:
+        """:attr:`text`, once the session has closed (``bound`` seconds at most: then empty)."""
+        with anyio.move_on_after(bound):
+            await self._closed.wait()
+        return self.text if self._closed.is_set() else ""
 
 
 class ServerStderr:

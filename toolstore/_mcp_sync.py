@@ -38,7 +38,7 @@ from ._catalog import upsert_tools
 from ._catalog_row import catalog_info
 from ._errors import DatabaseError, InvalidInputError, McpSyncError, url_shown
 from ._formats import parse_tools
-from ._mcp_stderr import ENDED, ServerStderr
+from ._mcp_stderr import ENDED, Ending, ServerStderr
 from ._mcp_upstream import Upstream, check_values, client_text, expand_vars, upstream_from_row, upstream_params
 from ._models import ImportReport
 from ._observe import logger
@@ -73,11 +73,14 @@ def require_mcp() -> Any:
 
 
 @asynccontextmanager
-async def open_session(upstream: Upstream, message_handler: Any = None) -> AsyncIterator[tuple[Any, dict[str, Any]]]:
+async def open_session(
+    upstream: Upstream, message_handler: Any = None, ending: Ending | None = None
+) -> AsyncIterator[tuple[Any, dict[str, Any]]]:
     """An initialized ``mcp.ClientSession`` to ``upstream`` and its ``initialize`` result (JSON form);
     ``message_handler`` receives the server's notifications (on the session's reader: it must not wait on the
     session). A failure of a stdio server's session whose server exited with a status other than 0 carries a note
-    saying so (:func:`failure_text` shows it: the SDK says only "Connection closed")."""
+    saying so (:func:`failure_text` shows it: the SDK says only "Connection closed"); ``ending`` is told it when the
+    session has closed, however it closed (for a call that failed on it meanwhile)."""
     mcp = require_mcp()
     stderr: ServerStderr | None = None
     try:
@@ -97,11 +100,18 @@ async def open_session(upstream: Upstream, message_handler: Any = None) -> Async
             init = (await session.initialize()).model_dump(by_alias=True, mode="json")
             yield session, init
     except Exception as exc:
-        ended = stderr.ended() if stderr is not None else ""
-        if ended:  # PEP 678's notes (BaseException.add_note from Python 3.11)
-            leaf = leaf_error(exc)
-            leaf.__notes__ = [*getattr(leaf, "__notes__", ()), ended]  # type: ignore[attr-defined]
+        note_ended(exc, stderr.ended() if stderr is not None else "")
         raise
+    finally:
+        if ending is not None:
+            ending.close(stderr.ended() if stderr is not None else "")
+
+
+def note_ended(exc: BaseException, ended: str) -> None:
+    """Note on ``exc`` (its :func:`leaf_error`) how its stdio server ended, for :func:`failure_text`."""
+    leaf = leaf_error(exc)
+    if ended and ended not in getattr(leaf, "__notes__", ()):  # PEP 678's notes (BaseException.add_note from 3.11)
+        leaf.__notes__ = [*getattr(leaf, "__notes__", ()), ended]  # type: ignore[attr-defined]
 
 
 def failure_text(exc: BaseException) -> str:
