@@ -55,6 +55,8 @@ ANALYZE_AFTER = 500
 #: Tools per ``upsert_tools`` statement, and the most JSON one takes (one jsonb value: Postgres caps it at 256 MB).
 UPSERT_BATCH = 2000
 UPSERT_BYTES = 64 * 2**20
+#: What a caller writes with the tools, in their locked transaction (``upsert_tools(locked=...)``: an MCP sync's).
+Locked = Callable[[psycopg.Connection[Any], CatalogInfo, ImportReport], None]
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ def upsert_tools(
     create: bool = True,
     indexes: bool = True,
     first_look: _Changes | None = None,
+    locked: Locked | None = None,
 ) -> ImportReport:
     """Insert new tools, update changed ones (by content hash), optionally remove the catalog's others.
 
@@ -112,7 +115,8 @@ def upsert_tools(
     new and changed tools are embedded, and so is every other tool of the catalog that has no vector (repair, counted
     in ``embedded``); without one, a changed tool's old vector is deleted (never left stale) and the report counts it
     in ``unembedded``.
-    One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim.
+    One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim; ``locked``
+    is called in it, under the catalog's lock, once the tools are written (at each try).
     ``indexes=False``: the catalog's HNSW indexes are left as they are, for the caller to make whole after its
     transaction (:func:`upsert_with_examples`), which may pass its ``first_look`` (:func:`_changes`, input checked).
     """
@@ -138,7 +142,9 @@ def upsert_tools(
         info,
         "tool_vectors",
         len(texts),
-        lambda: _write_tools(conn, catalog, tools, embedder, (known, vectors), prune_scope, if_unchanged, create),
+        lambda: _write_tools(
+            conn, catalog, tools, embedder, (known, vectors), prune_scope, if_unchanged, create, locked
+        ),
         indexes,
     )
     if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
@@ -240,9 +246,10 @@ def _write_tools(
     prune_scope: tuple[bool, str | None],
     if_unchanged: Mapping[str, str] | None,
     create: bool,
+    locked: Locked | None,
 ) -> ImportReport:
     """The locked write. ``looked``: the first look's dense texts (by tool id, with the tool they are of) and their
-    vectors (by text)."""
+    vectors (by text); ``locked``: called in it once the tools are written."""
     known, vectors = looked
     with conn.transaction():
         info = lock_catalog(conn, catalog, create=create)
@@ -273,6 +280,8 @@ def _write_tools(
             params = {"catalog": info.id, "keep": [t.id for t in changes.tools], "upstream": upstream}
             report.removed = [r[0] for r in conn.execute(query("prune_tools"), params)]
         _check_namespaces(conn, info.id, changes.changed)
+        if locked is not None:
+            locked(conn, info, report)
     return report
 
 

@@ -3,9 +3,10 @@
 The official ``mcp`` SDK does the protocol: ``initialize`` (the server's ``serverInfo.name`` is the
 default provider, so ids are ``provider.tool_name`` and two servers offering a tool of the same name
 coexist), then ``tools/list`` page by page (``nextCursor``). The MCP tool objects are converted by
-:func:`toolstore._formats.parse_tools` and written in one transaction: upsert (unchanged tools are
-skipped by content hash, only new and changed ones are embedded) and, with ``prune``, removal of the
-tools this upstream synced that the server no longer offers. Each tool a sync writes is marked as its upstream's
+:func:`toolstore._formats.parse_tools` and written in one transaction, on the store's write path as an import is
+(under the catalog's lock, retried as a deadlock victim, a COMMIT lost with its connection settled): upsert
+(unchanged tools are skipped by content hash, only new and changed ones are embedded) and, with ``prune``, removal of
+the tools this upstream synced that the server no longer offers. Each tool a sync writes is marked as its upstream's
 (``tools.upstream``, the provider's name: migration 0022), so pruning never touches tools of other servers or tools
 imported by hand, even under the same provider; a listed tool whose id a tool imported by hand holds is refused,
 naming it, unless ``adopt`` (then taken over, with a warning).
@@ -40,7 +41,7 @@ from ._errors import DatabaseError, InvalidInputError, McpSyncError, url_shown
 from ._formats import parse_tools
 from ._mcp_stderr import ENDED, Ending, ServerStderr
 from ._mcp_upstream import Upstream, check_values, client_text, expand_vars, upstream_from_row, upstream_params
-from ._models import ImportReport
+from ._models import CatalogInfo, ImportReport
 from ._observe import logger
 from ._sql import query
 
@@ -262,7 +263,8 @@ def sync_listing(
     """Upsert a server's tools under ``provider`` (default: its server name), each marked as synced by this upstream
     (``tools.upstream``, the provider's name); ``prune`` drops the other tools this upstream synced before, never a
     tool imported by hand; how the server was reached is recorded for the gateway (``mcp_upstreams``). One
-    transaction: on any error nothing is written. McpSyncError when another upstream is recorded for ``provider``
+    transaction, the upsert's, on the store's write path (``ToolStore.upsert``'s): on any error nothing is written.
+    McpSyncError when another upstream is recorded for ``provider``
     (see the module's doc), unless ``replace_upstream``; and when a tool of the same id as one listed is in the catalog
     but was not synced by this upstream (imported by hand), unless ``adopt``: this upstream then takes it over."""
     named = provider is not None  # the caller named the upstream: other values of the same one are its new settings
@@ -276,37 +278,36 @@ def sync_listing(
         check_values(upstream)
     tools = parse_tools({"tools": listing.tools}, provider=provider)
     ids = [t.id for t in tools]
-    with store.connection() as conn:  # refused before any embedding ...
-        if upstream is not None and not conn.execute(query("records_upstreams")).fetchone()[0]:  # type: ignore[index]
+    said: dict[str, Any] = {}  # what the committed try did that is logged
+
+    def record(conn: Any, info: CatalogInfo, report: ImportReport) -> None:  # under the catalog's lock, as the tools
+        if upstream is not None:  # how the gateway reaches these tools, checked again now
+            said["rotated"] = not replace_upstream and _check_upstream(conn, info.id, provider, upstream, named=named)
+            conn.execute(query("save_upstream"), upstream_params(info.id, provider, upstream))
+        stored = sorted(set(ids) - set(report.inserted))  # were in the catalog before this write
+        said["foreign"] = _check_foreign(conn, info.id, provider, stored, refuse=not adopt)
+        conn.execute(query("claim_tools"), {"catalog": info.id, "ids": ids, "upstream": provider})
+
+    def write(conn: Any) -> ImportReport:
+        if upstream is not None and not conn.execute(query("records_upstreams")).fetchone()[0]:
             raise DatabaseError(
                 f"only the owner of toolstore's tables records how the gateway reaches an MCP server (it starts its "
                 f"command and expands its ${{VAR}}s): sync {provider!r} as the owner; a granted role's grant, even "
                 "--write, does not let it"
             )
-        info = catalog_info(conn, store.catalog)
+        info = catalog_info(conn, store.catalog)  # refused before any embedding, and again in the locked write
         if info is not None and upstream is not None and not replace_upstream:
             _check_upstream(conn, info.id, provider, upstream, named=named)
         if info is not None and not adopt:
             _check_foreign(conn, info.id, provider, ids)
-    with store.connection() as conn:
-        with conn.transaction():  # the upsert's own transaction becomes a savepoint
-            report = upsert_tools(
-                conn, store.catalog, tools, store.embedder, prune=prune, prune_upstream=provider, create=store.create
-            )
-            info = catalog_info(conn, store.catalog)
-            if info is not None:  # ... and again under the catalog's lock, which the upsert holds until commit
-                if upstream is not None:  # how the gateway reaches these tools
-                    rotated = (
-                        "" if replace_upstream else _check_upstream(conn, info.id, provider, upstream, named=named)
-                    )
-                    if rotated:
-                        logger.info("provider %r: recorded its upstream's new values (%s)", provider, rotated)
-                    conn.execute(query("save_upstream"), upstream_params(info.id, provider, upstream))
-                stored = sorted(set(ids) - set(report.inserted))  # were in the catalog before this write
-                foreign = _check_foreign(conn, info.id, provider, stored, refuse=not adopt)
-                if foreign:
-                    logger.warning("provider %r: this sync took over %s", provider, _named(foreign))
-                conn.execute(query("claim_tools"), {"catalog": info.id, "ids": ids, "upstream": provider})
+        options: dict[str, Any] = {"prune": prune, "prune_upstream": provider, "create": store.create, "locked": record}
+        return upsert_tools(conn, store.catalog, tools, store.embedder, **options)
+
+    report = store.db.run(write)  # the store's write path: a COMMIT lost with its connection settled, then tried again
+    if said.get("rotated"):
+        logger.info("provider %r: recorded its upstream's new values (%s)", provider, said["rotated"])
+    if said.get("foreign"):
+        logger.warning("provider %r: this sync took over %s", provider, _named(said["foreign"]))
     store.note_tools_written()  # committed: the store's replicas answer "no such tool" only once they replay it
     return report
 

@@ -138,6 +138,11 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         ``SET`` there stays for the store's later calls: see README, "Your own SQL"."""
         return self._open().connection()
 
+    @property
+    def db(self) -> Connector:
+        """The primary's connector (as AsyncToolStore's): ``db.run(work)`` runs ``work(conn)`` as the store's writes."""
+        return self._open()
+
     def _open(self) -> Connector:
         """The primary's connector, or StoreClosedError once the store is closed (its pools are)."""
         if self._closed:
