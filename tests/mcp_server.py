@@ -7,7 +7,8 @@ the description of ``get_forecast``; ``--variant fewer`` drops ``list_alerts``; 
 (answers a JSON-RPC error, as TypeScript SDK servers do for bad arguments), ``nap`` (sleeps), ``exit_soon``
 (answers, then the process exits) and ``crash`` (exits at once with a status, answering nothing); ``--variant
 changing`` adds ``change_tools``, which swaps ``list_alerts`` for ``late_news`` and sends
-``notifications/tools/list_changed``. ``--chatty`` writes to stderr, before it serves, its command line, the value
+``notifications/tools/list_changed``; ``--variant odd`` adds tools with names a model's API refuses
+(:data:`ODD_NAMES`). ``--chatty`` writes to stderr, before it serves, its command line, the value
 of each env variable named ``CHATTY_*``, bytes that are not UTF-8, a line of 200,000 characters and 5,000 short lines
 (more than a pipe holds), and ``bye`` without a newline when it exits.
 ``--page-size`` splits ``tools/list`` into pages linked by ``nextCursor`` (mcp 2.x). ``--http`` serves streamable
@@ -76,6 +77,24 @@ def crash(status: int = 3) -> str:
     os._exit(status)
 
 
+#: ``--variant odd``'s tools: names a model's API refuses (OpenAI and Anthropic take ``^[a-zA-Z0-9_-]{1,64}$``), each
+#: answering its own name and ``x``.
+ODD_NAMES = {
+    "send message": "Send a chat message to a channel",
+    "a.b": "Look up a dotted key",
+    "a_b": "Look up an underscored key",
+    "fetch_" + "very_long_" * 7 + "report": "Fetch the very long quarterly report",
+    "查询天气": "Weather in Chinese",
+}
+
+
+def _echo(label: str) -> Any:
+    def echo(x: int = 0) -> str:
+        return f"{label} {x}"
+
+    return echo
+
+
 def build(name: str, variant: str, page_size: int) -> Any:
     server_class: Any = FastMCP
     if page_size > 0 and hasattr(FastMCP, "_handle_list_tools"):
@@ -89,6 +108,9 @@ def build(name: str, variant: str, page_size: int) -> Any:
     if variant == "faulty":
         for tool in (refuse, nap, exit_soon, crash):
             server.add_tool(tool)
+    if variant == "odd":
+        for odd_name, doc in ODD_NAMES.items():
+            server.add_tool(_echo(odd_name), name=odd_name, description=doc)
     if variant == "changing":
 
         async def change_tools(ctx: Context) -> str:  # type: ignore[type-arg]
@@ -136,7 +158,7 @@ def chatter() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="weather")
-    parser.add_argument("--variant", choices=["base", "changed", "fewer", "faulty", "changing"], default="base")
+    parser.add_argument("--variant", choices=["base", "changed", "fewer", "faulty", "changing", "odd"], default="base")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port")
     parser.add_argument("--chatty", action="store_true", help="write secrets and much else to stderr")

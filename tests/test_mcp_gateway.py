@@ -1,9 +1,11 @@
 """The gateway's call_tool end to end, through the official client SDK against the CLI's gateway on stdio and upstream
-servers it starts on stdio: what a model's client may send as a call's arguments."""
+servers it starts on stdio: what a model's client may send as a call's arguments, the names a model is given for
+upstream tools named as no model's API takes, and a call whose upstream dies on a session the gateway holds."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ import pytest
 from toolstore import AsyncToolStore, HashingEmbedder, InvalidInputError, ToolStore
 from toolstore._mcp_server import forward_call
 from toolstore._mcp_sync import Upstream, open_session, sync_mcp_stdio
+
+from mcp_server import ODD_NAMES
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 
@@ -115,3 +119,43 @@ def test_a_gateway_call_whose_stdio_upstream_dies_on_an_open_session_says_its_ex
         (False, "slept 0.0"),
         (True, failed),
     ]
+
+
+#: The names OpenAI's and Anthropic's APIs take for a tool.
+VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def test_the_gateway_hands_a_model_valid_unique_names_for_upstream_tools_named_otherwise_and_calls_them_back(
+    dsn: str,
+) -> None:
+    """An upstream's tools named ``send message``, ``a.b`` beside ``a_b``, 76 characters long, or in a script without a
+    valid character are stored as the upstream names them; find_tools hands each to the model under a name its API
+    takes, no two alike (``a.b`` and ``a_b`` collide once made valid: both get a hash of their id), and call_tool with
+    that name calls the upstream's tool by its own name. A name no tool was given that two tools' names may mean is
+    refused as ambiguous, never guessed; a raw name only one tool has is that tool."""
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="odd") as store:
+        sync_mcp_stdio(store, sys.executable, [SERVER, "--name", "odd", "--variant", "odd"])
+        stored = sorted(t.name for t in store.tools() if t.id.startswith("odd."))
+    assert set(ODD_NAMES) <= set(stored)
+
+    async def main() -> tuple[dict[str, str], list[tuple[str, bool, str]]]:
+        async with open_session(_gateway(dsn, "odd")) as (session, _):
+            found = json.loads(_text(await session.call_tool("find_tools", {"query": "look up a key", "k": 20})))
+            given = {rank["id"]: rank["name"] for rank in found["ranks"]}
+            assert [t["name"] for t in found["tools"]] == list(given.values())
+            said = []
+            for name in [*(given[f"odd.{raw}"] for raw in ODD_NAMES), "send message", "a_b"]:
+                answer = await session.call_tool("call_tool", {"name": name, "arguments": {"x": 5}})
+                said.append((name, _is_error(answer), _text(answer)))
+        return given, said
+
+    given, said = anyio.run(main)
+    assert sorted(given) == sorted(f"odd.{name}" for name in stored)  # every tool of the catalog offered
+    assert all(VALID_NAME.match(name) for name in given.values()), given
+    assert len(set(given.values())) == len(given), given
+    assert given["odd.send message"] == "send_message" and given["odd.查询天气"] == "tool"
+    assert given["odd.a.b"] != given["odd.a_b"] and {given["odd.a.b"][:9], given["odd.a_b"][:9]} == {"odd__a_b_"}
+    calls = [(given[f"odd.{raw}"], False, f"{raw} 5") for raw in ODD_NAMES]
+    ambiguous = "Error executing tool call_tool: tool name 'a_b' is ambiguous (odd.a.b, odd.a_b)"
+    assert said[:-1] == [*calls, ("send message", False, "send message 5")], said
+    assert said[-1][:2] == ("a_b", True) and said[-1][2].startswith(ambiguous), said
