@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -136,17 +137,10 @@ def upsert_tools(
     known = {t.id: (t, text) for t, text in zip(looked, texts)}  # the write reuses them for the same tools
     require = None if info is None else info.require_dim  # the width it records, checked from the first batch
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=require))) if embedder and texts else {}
-    report = _loaded(
-        conn,
-        catalog,
-        info,
-        "tool_vectors",
-        len(texts),
-        lambda: _write_tools(
-            conn, catalog, tools, embedder, (known, vectors), prune_scope, if_unchanged, create, locked
-        ),
-        indexes,
+    write = partial(
+        _write_tools, conn, catalog, tools, embedder, (known, vectors), prune_scope, if_unchanged, create, locked
     )
+    report = _loaded(conn, catalog, info, "tool_vectors", len(texts), write, indexes)
     if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
         analyze_after_write(conn, catalog)
     return report
