@@ -11,7 +11,8 @@ import click
 from .._anchors import load_anchors
 from .._input import MAX_BOOST
 from .._models import Anchor
-from .app import Number, command, counted, emit, open_store, reading
+from .app import command, counted, emit, open_store, reading
+from .params import Number
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 

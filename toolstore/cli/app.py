@@ -7,7 +7,6 @@ and after it; a value given after the subcommand wins.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,73 +19,17 @@ import click
 from .. import _formats
 from .._connect import resolve_dsn
 from .._embedders.factory import SPECS, make_embedder
-from .._embedders.openai_client import web_url
-from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError, url_shown
+from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError
 from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
 from .._models import JSON_VERSION
 from .._progress import reporting
 from .._steps import MAX_STATEMENT_TIMEOUT
 from .._store import DEFAULT, ToolStore
+from .params import Seconds
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: What ``route --format`` prints: JSON, a table, or tool definitions in one of the SDK formats.
 ROUTE_FORMATS = ("json", "table", *_formats.FORMATS)
-
-
-class Seconds(click.ParamType):
-    """A positive, finite number of seconds (click's FloatRange lets nan and inf through), up to ``high`` when given:
-    the library's bound, named by the option in a usage error rather than by the library's argument."""
-
-    name = "seconds"
-
-    def __init__(self, high: float = math.inf) -> None:
-        self.high = high
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            seconds = math.nan
-        if not 0 < seconds < math.inf or seconds > self.high:
-            bound = "" if self.high == math.inf else f" up to {self.high:,g}"
-            self.fail(f"{value!r} is not a positive number of seconds{bound}", param, ctx)
-        return seconds
-
-
-class Number(click.ParamType):
-    """A finite number from ``low`` to ``high`` (click's FloatRange lets nan through), not 0 with ``nonzero``: the
-    library's range, named by the option in a usage error rather than by the library's argument."""
-
-    name = "number"
-
-    def __init__(self, low: float, high: float, *, nonzero: bool = False) -> None:
-        self.low, self.high, self.nonzero = low, high, nonzero
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        if not self.low <= number <= self.high or (self.nonzero and number == 0):
-            kind = "a non-zero number" if self.nonzero else "a number"
-            self.fail(f"{value!r} is not {kind} from {self.low:g} to {self.high:g}", param, ctx)
-        return number
-
-
-def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """An option callback refusing an empty value (a script's unset variable), which would be taken for no value: the
-    default model, server or filter, without a word."""
-    if isinstance(value, str) and not value.strip():
-        raise click.BadParameter("it is empty: give a value, or leave the option out", ctx, param)
-    return value
-
-
-def http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A --base-url callback: not empty, and an http:// or https:// URL (the SDK takes ``notaurl``, to fail at the
-    first model call), said as a usage error naming the option and quoting the URL's scheme and server only."""
-    if not_empty(ctx, param, value) is not None and not web_url(value or ""):
-        raise click.BadParameter(f"{url_shown(value or '')!r} is not an http:// or https:// URL", ctx, param)
-    return value
 
 
 def _remember(name: str, *, group: bool) -> Callable[[click.Context, click.Parameter, Any], Any]:

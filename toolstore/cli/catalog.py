@@ -18,8 +18,6 @@ from .app import (
     command,
     counted,
     emit,
-    http_url,
-    not_empty,
     note,
     open_store,
     options,
@@ -30,6 +28,7 @@ from .app import (
     wants_json,
 )
 from .files import write_file
+from .params import http_url, not_empty
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 

@@ -6,7 +6,8 @@ import click
 
 from .._expand import DEFAULT_MODEL, expand, make_client
 from .._mcp_sync import fetch_http, fetch_stdio, sync_listing
-from .app import Seconds, command, emit, http_url, not_empty, open_store, options, progress, summary
+from .app import command, emit, open_store, options, progress, summary
+from .params import Seconds, http_url, not_empty
 
 
 def _parse_headers(values: tuple[str, ...]) -> dict[str, str]:

@@ -16,7 +16,8 @@ from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, read_json, 
 from .._models import JSON_VERSION
 from .._result import RouteResult, routed_json
 from .._route import check_route
-from .app import ROUTE_FORMATS, Number, command, counted, open_store, wants_json
+from .app import ROUTE_FORMATS, command, counted, open_store, wants_json
+from .params import Number
 
 _WEIGHTS = "--weights"
 

@@ -7,7 +7,8 @@ import click
 from .._async_store import AsyncToolStore
 from .._input import MAX_K
 from .._mcp_server import DEFAULT_CALL_TIMEOUT, check_address, serve
-from .app import Seconds, command, embedder_option, options, store_dsn
+from .app import command, embedder_option, options, store_dsn
+from .params import Seconds
 
 
 def _host(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -13,7 +13,8 @@ from .._errors import InvalidInputError
 from .._metrics import load_sessions
 from .._session_reads import MAX_LIMIT
 from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
-from .app import command, emit, not_empty, note, open_store, plural, reading, summary, wants_json
+from .app import command, emit, note, open_store, plural, reading, summary, wants_json
+from .params import not_empty
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
