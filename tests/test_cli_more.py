@@ -172,7 +172,7 @@ def test_a_usage_error_is_one_line_as_a_library_error(args: tuple[str, ...], sai
     [
         (
             ("--statement-timeout", "postgresql://app:hunter2@db/app", "catalogs"),
-            "Invalid value for '--statement-timeout' (env var: 'TOOLSTORE_STATEMENT_TIMEOUT'): "
+            "Invalid value for '--statement-timeout': "
             "'postgresql://app:[redacted]@db/app' is not a positive number of seconds",
         ),
         (

@@ -25,7 +25,7 @@ from .._models import JSON_VERSION
 from .._progress import reporting
 from .._steps import MAX_STATEMENT_TIMEOUT
 from .._store import DEFAULT, ToolStore
-from .params import Seconds
+from .params import Seconds, SourcedOption
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: What ``route --format`` prints: JSON, a table, or tool definitions in one of the SDK formats.
@@ -62,6 +62,11 @@ def _given_dsn(remember: Callable[[click.Context, click.Parameter, Any], Any]) -
     return callback
 
 
+def _option(*names: str, **settings: Any) -> Callable[[F], F]:
+    """``click.option`` of a :class:`SourcedOption`."""
+    return click.option(*names, cls=SourcedOption, **settings)
+
+
 def global_options(*, group: bool = False) -> Callable[[F], F]:
     """The global options, for the group (with defaults and environment variables) or for one subcommand."""
 
@@ -69,14 +74,14 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
         return value if group else None
 
     options = [
-        click.option(
+        _option(
             "--dsn",
             envvar="TOOLSTORE_DSN" if group else None,
             help="Postgres DSN; default: $TOOLSTORE_DSN, else the embedded server.",
             callback=_given_dsn(_remember("dsn", group=group)),
             expose_value=False,
         ),
-        click.option(
+        _option(
             "--catalog",
             "-c",
             envvar="TOOLSTORE_CATALOG" if group else None,
@@ -87,7 +92,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             callback=_remember("catalog", group=group),
             expose_value=False,
         ),
-        click.option(
+        _option(
             "--schema",
             envvar="TOOLSTORE_SCHEMA" if group else None,
             show_envvar=group,
@@ -97,7 +102,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             callback=_remember("schema", group=group),
             expose_value=False,
         ),
-        click.option(
+        _option(
             "--embedder",
             envvar="TOOLSTORE_EMBEDDER" if group else None,
             show_envvar=group,
@@ -111,7 +116,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             callback=_remember("embedder", group=group),
             expose_value=False,
         ),
-        click.option(
+        _option(
             "--statement-timeout",
             envvar="TOOLSTORE_STATEMENT_TIMEOUT" if group else None,
             show_envvar=group,
@@ -121,7 +126,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             callback=_remember("statement_timeout", group=group),
             expose_value=False,
         ),
-        click.option(
+        _option(
             "--transaction-pooling",
             envvar="TOOLSTORE_TRANSACTION_POOLING" if group else None,
             show_envvar=group,
@@ -131,7 +136,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             callback=_remember("transaction_pooling", group=group),
             expose_value=False,
         ),
-        click.option(
+        _option(
             "--json",
             "json_",
             is_flag=True,
@@ -139,7 +144,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             callback=_remember("json", group=group),
             expose_value=False,
         ),
-        click.option(
+        _option(
             "--quiet",
             "-q",
             is_flag=True,

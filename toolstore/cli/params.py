@@ -1,9 +1,11 @@
 """What the CLI's options take, checked as click checks a value (a usage error naming the option, exit 2): the
-value types and callbacks that refuse a bad value before a command runs."""
+value types and callbacks that refuse a bad value before a command runs, and an option class whose errors name where
+its value came from."""
 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import click
@@ -66,3 +68,19 @@ def http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     if not_empty(ctx, param, value) is not None and not web_url(value or ""):
         raise click.BadParameter(f"{url_shown(value or '')!r} is not an http:// or https:// URL", ctx, param)
     return value
+
+
+class SourcedOption(click.Option):
+    """An option whose usage error names where its value came from: click's names an option's environment variable
+    whenever its help shows it (``Invalid value for '--statement-timeout' (env var: 'TOOLSTORE_STATEMENT_TIMEOUT')``),
+    a value typed on the command line too; this one names the variable only when the value was read from it
+    (``'--statement-timeout' (from $TOOLSTORE_STATEMENT_TIMEOUT)``), shown in the help or not (``--dsn``'s)."""
+
+    def get_error_hint(self, ctx: click.Context | None) -> str:
+        hint = click.Parameter.get_error_hint(self, ctx)  # the option's names, without click's env var
+        source = ctx.get_parameter_source(self.name or "") if ctx is not None else None
+        if source is click.core.ParameterSource.ENVIRONMENT:
+            names = [self.envvar] if isinstance(self.envvar, str) else list(self.envvar or ())
+            read = next((name for name in names if os.environ.get(name)), None)
+            hint += f" (from ${read})" if read else ""
+        return hint
