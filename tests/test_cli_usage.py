@@ -79,3 +79,97 @@ def test_a_usage_error_names_the_environment_variable_only_when_the_value_came_f
     code, err = run(monkeypatch, capsys, *args, env=env)
     assert code == 2, err
     said_once(err, said)
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ("--dsn", NOWHERE, "--schema", "BAD", "catalogs"),
+            "Invalid value for '--schema': schema name must be lower case (Postgres folds unquoted names), got 'BAD' "
+            "(see toolstore --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "catalogs", "--schema", "bad-x"),
+            "Invalid value for '--schema': schema name must be a plain identifier, got 'bad-x' "
+            "(see toolstore catalogs --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "migrate", "--schema", "1st"),
+            "Invalid value for '--schema': schema name must be a plain identifier, got '1st' "
+            "(see toolstore migrate --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "-c", "bad\x01name", "list"),
+            "Invalid value for '--catalog' / '-c': catalog name must be a non-empty string of at most 200 printable "
+            "characters, got 'bad\\x01name' (see toolstore --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "list", "-c", " "),
+            "Invalid value for '--catalog' / '-c': catalog name must be a non-empty string of at most 200 printable "
+            "characters, got ' ' (see toolstore list --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "drop-catalog", "bad\x7fname", "--yes"),
+            "Invalid value for 'NAME': catalog name must be a non-empty string of at most 200 printable characters, "
+            "got 'bad\\x7fname' (see toolstore drop-catalog --help)",
+        ),
+        (
+            ("--dsn", "postgresql+psycopg://app:Sup3rSecret@localhost/app", "catalogs"),
+            "Invalid value for '--dsn': malformed DSN: 'postgresql+psycopg://' is SQLAlchemy's URL scheme, not "
+            "libpq's: write 'postgresql://' (drop '+psycopg') (see toolstore --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "catalogs", "--dsn", "postgresql://app:Sup3r%Secret@localhost/app"),
+            "Invalid value for '--dsn': malformed DSN: invalid percent-encoded token: \"[redacted]\" "
+            "(see toolstore catalogs --help)",
+        ),
+        (
+            ("--dsn", "postgresql://app:Sup3r@Secret@localhost/app", "catalogs"),
+            "Invalid value for '--dsn': malformed DSN: its host holds an '@' (percent-encode an '@' in a password as "
+            "%40) (see toolstore --help)",
+        ),
+    ],
+)
+def test_a_schema_catalog_or_dsn_the_library_refuses_is_a_usage_error(
+    args: tuple[str, ...], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README says a usage error exits 2 naming the command's help, but `--schema BAD`, `-c 'bad\\x01name'` (or
+    drop-catalog's NAME) and a malformed --dsn exited 1 with the library's line ('error: schema name must be lower
+    case ...'), the checks made once the store was being opened: a script could not tell a mistyped option from a
+    failed command. Each is the option's usage error now, its text the library's, a DSN's password never in it."""
+    code, err = run(monkeypatch, capsys, *args)
+    assert code == 2, err
+    said_once(err, said)
+    assert "Sup3r" not in err and "Secret" not in err, err
+
+
+@pytest.mark.parametrize(
+    "env, said",
+    [
+        (
+            {"TOOLSTORE_DSN": NOWHERE, "TOOLSTORE_SCHEMA": "Bad"},
+            "Invalid value for '--schema' (from $TOOLSTORE_SCHEMA): schema name must be lower case (Postgres folds "
+            "unquoted names), got 'Bad' (see toolstore --help)",
+        ),
+        (
+            {"TOOLSTORE_DSN": NOWHERE, "TOOLSTORE_CATALOG": "tab\there"},
+            "Invalid value for '--catalog' / '-c' (from $TOOLSTORE_CATALOG): catalog name must be a non-empty string "
+            "of at most 200 printable characters, got 'tab\\there' (see toolstore --help)",
+        ),
+        (
+            {"TOOLSTORE_DSN": "postgresql://app:Sup3r%Secret@localhost/app"},
+            "Invalid value for '--dsn' (from $TOOLSTORE_DSN): malformed DSN: invalid percent-encoded token: "
+            '"[redacted]" (see toolstore --help)',
+        ),
+    ],
+)
+def test_a_schema_catalog_or_dsn_from_the_environment_is_a_usage_error_naming_the_variable(
+    env: dict[str, str], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad $TOOLSTORE_SCHEMA, $TOOLSTORE_CATALOG or $TOOLSTORE_DSN exited 1 with the library's line, which named no
+    variable; it is a usage error naming the option and the variable its value came from."""
+    code, err = run(monkeypatch, capsys, "list", env=env)
+    assert code == 2, err
+    said_once(err, said)
+    assert "Sup3r" not in err and "Secret" not in err, err

@@ -252,7 +252,8 @@ def test_a_malformed_dsn_is_refused_without_its_password(dsn: str, bad: str, cap
     proc = subprocess.run(
         [sys.executable, "-m", "toolstore", "catalogs"], capture_output=True, text=True, env=env, timeout=120
     )
-    assert proc.returncode == 1 and proc.stderr.startswith("error: malformed DSN"), proc.stderr
+    said = "error: Invalid value for '--dsn' (from $TOOLSTORE_DSN): malformed DSN"  # a usage error
+    assert proc.returncode == 2 and proc.stderr.startswith(said), proc.stderr
     assert "Sup3r" not in proc.stderr and "Traceback" not in proc.stderr
     with pytest.raises(psycopg.Error) as raw:  # any DatabaseError text built from libpq's is redacted too
         psycopg.connect(bad)

@@ -17,15 +17,16 @@ from typing import Any, TypeVar
 import click
 
 from .. import _formats
-from .._connect import resolve_dsn
+from .._connect import check_dsn, resolve_dsn
 from .._embedders.factory import SPECS, make_embedder
 from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError
+from .._input import check_catalog_name
 from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
 from .._models import JSON_VERSION
 from .._progress import reporting
 from .._steps import MAX_STATEMENT_TIMEOUT
 from .._store import DEFAULT, ToolStore
-from .params import Seconds, SourcedOption
+from .params import Seconds, SourcedOption, checked
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: What ``route --format`` prints: JSON, a table, or tool definitions in one of the SDK formats.
@@ -57,7 +58,7 @@ def _given_dsn(remember: Callable[[click.Context, click.Parameter, Any], Any]) -
                 ctx,
                 param,
             )
-        return remember(ctx, param, value)
+        return checked(check_dsn, remember)(ctx, param, value)
 
     return callback
 
@@ -89,7 +90,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             default=defaults(DEFAULT),
             show_default=group,
             help="Catalog to work on.",
-            callback=_remember("catalog", group=group),
+            callback=checked(check_catalog_name, _remember("catalog", group=group)),
             expose_value=False,
         ),
         _option(
@@ -99,7 +100,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
             default=defaults(DEFAULT_SCHEMA),
             show_default=group,
             help="Postgres schema holding toolstore's tables.",
-            callback=_remember("schema", group=group),
+            callback=checked(check_schema_name, _remember("schema", group=group)),
             expose_value=False,
         ),
         _option(

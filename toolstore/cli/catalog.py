@@ -13,6 +13,7 @@ from .._connect import resolve_dsn
 from .._embedders.factory import SPECS, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
+from .._input import check_catalog_name
 from .._migrate import migrate as run_migrations
 from .app import (
     command,
@@ -28,7 +29,7 @@ from .app import (
     wants_json,
 )
 from .files import write_file
-from .params import http_url, not_empty
+from .params import checked, http_url
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -63,7 +64,7 @@ def catalogs(ctx: click.Context) -> None:
 
 
 @command("drop-catalog")
-@click.argument("name", callback=not_empty)
+@click.argument("name", callback=checked(check_catalog_name))
 @click.option("--yes", "-y", is_flag=True, help="Drop without asking (needed when not on a terminal, or with --json).")
 @click.pass_context
 def drop_catalog(ctx: click.Context, name: str, yes: bool) -> None:

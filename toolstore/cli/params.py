@@ -1,17 +1,18 @@
 """What the CLI's options take, checked as click checks a value (a usage error naming the option, exit 2): the
-value types and callbacks that refuse a bad value before a command runs, and an option class whose errors name where
-its value came from."""
+value types, the callbacks running the library's checks, and an option class whose errors name where its value came
+from."""
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from .._embedders.openai_client import web_url
-from .._errors import url_shown
+from .._errors import InvalidInputError, url_shown
 
 
 class Seconds(click.ParamType):
@@ -84,3 +85,19 @@ class SourcedOption(click.Option):
             read = next((name for name in names if os.environ.get(name)), None)
             hint += f" (from ${read})" if read else ""
         return hint
+
+
+def checked(check: Callable[[str], str], then: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """A parameter callback running the library's ``check`` of a value given (a catalog, schema or DSN), its refusal a
+    usage error naming the option or argument, as click's own checks are (exit 2), not a library error once the store
+    is being opened (exit 1); then ``then``, if given."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            try:
+                check(value)
+            except InvalidInputError as exc:
+                raise click.BadParameter(str(exc), ctx, param) from None
+        return value if then is None else then(ctx, param, value)
+
+    return callback
