@@ -108,18 +108,52 @@ def sessions_file(tmp_path: Path) -> str:
     return str(path)
 
 
+def logged_calls(dsn: str) -> int:
+    """How many calls the sessions of catalog ``log`` have logged."""
+    return sum(s["calls"] for s in json.loads(invoke(dsn, "-c", "log", "sessions", "list").stdout)["sessions"])
+
+
+def on_terminal_answering(dsn: str, answer: bytes, *args: str) -> tuple[int, str, str]:
+    """The CLI with its stdin and stdout a terminal on which the user types ``answer``: exit status, what the terminal
+    shows, stderr."""
+    leader, follower = open_terminal(200)
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
+    with subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=subprocess.PIPE) as proc:
+        os.close(follower)
+        os.write(leader, answer)  # held by the terminal until the prompt reads it
+        drawn = read_all(leader)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        return proc.wait(timeout=300), drawn.replace("\r\n", "\n"), err
+
+
 @pytest.mark.parametrize("zero", ["0", "0s", "0.0d"])
-def test_sessions_prune_older_than_zero_is_refused_not_every_call(dsn: str, tmp_path: Path, zero: str) -> None:
-    """`sessions prune --older-than 0` deleted every logged call of every session (the library takes 0 as 'older than
-    now'), exit 0: a slip of the finger wiped the log. A zero duration is refused, naming the option; nothing goes."""
+def test_sessions_prune_older_than_zero_deletes_every_call_as_the_library_does_once_confirmed(
+    dsn: str, tmp_path: Path, zero: str
+) -> None:
+    """The library takes prune_sessions(older_than=timedelta(0)) for every call of the catalog, but `sessions prune
+    --older-than 0` was refused ('not a duration over 0'): the two disagreed, and the command line could not do what
+    the library does. It does it now, as drop-catalog drops: asked first on a terminal ('n' deletes nothing), with
+    --yes elsewhere, where without it it is a usage error that deletes nothing (a slip of the finger still wipes no
+    log); with --session it deletes that session's calls alone, without asking (as --session alone forgets it)."""
     assert invoke(dsn, "-c", "log", "import", tools_file(tmp_path)).exit_code == 0
     assert invoke(dsn, "-c", "log", "sessions", "import", sessions_file(tmp_path)).exit_code == 0
     result = invoke(dsn, "-c", "log", "sessions", "prune", "--older-than", zero)
-    said = f"Invalid value for --older-than: {zero!r} is not a duration over 0 like 30d, 12h, 90m or 2w"
+    said = "--older-than 0 deletes every logged call: it needs --yes when not asked on a terminal"
     assert result.exit_code == 2 and said in result.output, result.output
-    shown = json.loads(invoke(dsn, "-c", "log", "sessions", "show", "s1").stdout)
-    assert [c["tool"] for c in shown["calls"]] == ["gmail.send_email", "weather.forecast"]
-    assert "over 0" in invoke(dsn, "sessions", "prune", "--help").stdout
+    assert logged_calls(dsn) == 2
+    status, drawn, err = on_terminal_answering(dsn, b"n\n", "-c", "log", "sessions", "prune", "--older-than", zero)
+    assert (status, err) == (130, "delete every logged call of catalog 'log'? [y/N]: aborted\n"), (status, err)
+    assert logged_calls(dsn) == 2
+    status, drawn, err = on_terminal_answering(dsn, b"y\n", "-c", "log", "sessions", "prune", "--older-than", zero)
+    assert status == 0 and "calls: 2" in drawn, (status, drawn, err)
+    assert logged_calls(dsn) == 0
+    assert invoke(dsn, "-c", "log", "sessions", "import", sessions_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "log", "sessions", "prune", "--older-than", zero, "--session", "s1")
+    assert result.exit_code == 0 and json.loads(result.stdout)["calls"] == 2, result.output
+    assert invoke(dsn, "-c", "log", "sessions", "import", sessions_file(tmp_path)).exit_code == 0
+    result = invoke(dsn, "-c", "log", "sessions", "prune", "--older-than", zero, "--yes")
+    assert result.exit_code == 0 and json.loads(result.stdout)["calls"] == 2, result.output
+    assert "asks first or needs --yes" in " ".join(invoke(dsn, "sessions", "prune", "--help").stdout.split())
 
 
 OUT_OF_RANGE = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -118,25 +119,41 @@ def show(ctx: click.Context, session: str) -> None:
 @command("prune")
 @click.option(
     "--older-than",
-    help="Delete calls older than this, a duration over 0 (30d, 12h, 90m, 2w; 0, which would delete every call, is "
-    "refused); default: the retention age.",
+    help="Delete calls older than this (30d, 12h, 90m, 2w; 0, every call of the catalog, asks first or needs --yes); "
+    "default: the retention age.",
 )
 @click.option("--session", help="Forget this session (all its calls), or delete its calls --older-than.")
 @click.option("--forget-idle", help="Also forget every session not written to for this long (90d); not with --session.")
+@click.option(
+    "--yes",
+    "-y",
+    is_flag=True,
+    help="Delete every call (--older-than 0) without asking: needed when not on a terminal, or with --json.",
+)
 @click.pass_context
-def prune(ctx: click.Context, older_than: str | None, session: str | None, forget_idle: str | None) -> None:
+def prune(ctx: click.Context, older_than: str | None, session: str | None, forget_idle: str | None, yes: bool) -> None:
     """Delete logged calls (and those past the retention's --max-calls in their session); the transition counts
     follow. A session left empty stays when it remembers call ids it has seen (so an agent's message list does not
     log those calls again), else it goes; --session alone forgets the session entirely, and --forget-idle 90d
     forgets (row and calls) every session whose last write (a logged call or an import) is older than 90 days. Run it
     from cron when the catalog has a retention age (`toolstore sessions retention --max-age-days N`) or to forget idle
     sessions; `sessions` counts the sessions that went, forgotten ones included. A --session not in the log prunes
-    nothing and says so (on stderr; `session_found` false in JSON), exit 0."""
+    nothing and says so (on stderr; `session_found` false in JSON), exit 0. --older-than 0 deletes every logged call
+    of the catalog (of --session's alone with it), as prune_sessions(older_than=timedelta(0)) does: without --session
+    it asks first on a terminal, and elsewhere (piped, --json) needs --yes."""
     if forget_idle is not None and session is not None:
         raise click.UsageError("--forget-idle forgets every idle session of the catalog: give it without --session")
-    age = parse_duration(older_than, positive=True) if older_than is not None else None
+    age = parse_duration(older_than) if older_than is not None else None
     idle = parse_duration(forget_idle, "--forget-idle", positive=True) if forget_idle is not None else None
+    every = age == timedelta(0) and session is None and not yes
+    asks = every and sys.stdin.isatty() and not wants_json(ctx)
+    if every and not asks:
+        raise click.UsageError(
+            "--older-than 0 deletes every logged call: it needs --yes when not asked on a terminal", ctx
+        )
     with open_store(ctx, create=False) as store:
+        if asks:
+            click.confirm(f"delete every logged call of catalog {store.catalog!r}?", abort=True, err=True)
         found = session is None or store.has_session(session)  # before: a prune may forget it
         report = store.prune_sessions(older_than=age, session=session, forget_idle=idle)
     emit(ctx, report if session is None else {**report, "session_found": found}, summary(report))
