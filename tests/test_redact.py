@@ -87,6 +87,7 @@ ADVERSARIAL = [  # (text, redacted)
     ('token="a"' + "]" * N + "b", 'token="[redacted]'),
     ("token=" + ('"a"' + "]" * 50) * (N // 53), 'token="[redacted]"' + "]" * 50 + ('"a"' + "]" * 50) * (N // 53 - 1)),
     ("'--token' a" + "\n" * N + "b", "'--token' [redacted]" + "\n" * N + "b"),
+    ("sort_key=a " * (N // 11), None),
 ]
 
 
@@ -353,3 +354,33 @@ def test_a_secret_flags_value_holding_a_comma_is_hidden_whole() -> None:
     args = ("--api-keys", "a1,b2", "-v")
     assert client_text(f"srv exited: {shlex.join(['srv', *args])}") == "srv exited: srv --api-keys [redacted] -v"
     assert Upstream("stdio", command="srv", args=args).describe() == "stdio: srv --api-keys [redacted] -v"
+
+
+def test_a_key_that_orders_splits_or_caches_data_is_no_secret() -> None:
+    """``--sort-key X`` was a secret flag, as every flag ending in ``-key`` is: its value hidden in logs and errors and
+    no part of an MCP upstream's identity, though it names a field to sort by. The whole names of a key that orders,
+    splits or caches data (sort, partition, range, shard, foreign, cache, dedup) are no secret, as a flag or as
+    ``key=X`` text; a longer name ending so, every other ``...-key`` and a secret flag after one stay hidden."""
+    for text in (
+        "srv --sort-key name --partition-key pk --rangeKey r --shard_keys s --foreign-key f --cacheKey c --dedup-key d",
+        "srv --sort-key=name --SORT_KEY=x",
+        'sort_key: name, CACHE_KEY=abc {"partition_key": "pk"}',
+        "['--sort-key', 'name']",
+    ):
+        assert redact(text) == text
+    for text, shown in [
+        (
+            "srv --db-sort-key x --primary-key y --routing-key z",
+            "srv --db-sort-key [redacted] --primary-key [redacted] --routing-key [redacted]",
+        ),
+        (
+            "DB_SORT_KEY=y resort_key=z LICENSE_KEY=k",
+            "DB_SORT_KEY=[redacted] resort_key=[redacted] LICENSE_KEY=[redacted]",
+        ),
+        ("srv --sort-key --token abc -v", "srv --sort-key --token [redacted] -v"),
+        ("srv --sort-key name --api-key=abc", "srv --sort-key name --api-key=[redacted]"),
+    ]:
+        assert redact(text) == shown, text
+    sorted_by = [Upstream("stdio", command="srv", args=("--sort-key", field)) for field in ("name", "date")]
+    assert sorted_by[0].describe() == "stdio: srv --sort-key name"
+    assert sorted_by[0].identity() != sorted_by[1].identity()  # another field: another server's set-up, no rotation

@@ -33,6 +33,18 @@ _WORD_VALUE = _value(r"[^\s'\"]")
 # plain words they are too common (``{"key": "name"}``, ``auth=none``); a flag's always (``--key X``, ``--pat X``).
 _WORDS = r"(?:token|password|passwd|secret|api[_-]?key|access[_-]?key|secret[_-]?key|bearer)"
 _SUFFIX_WORDS = r"(?:key|pat|auth|pass(?:phrase)?|credentials?|cookie)"
+# The names of a key that orders, splits or caches data, never a secret: ``--sort-key``, ``--partition-key``,
+# ``--range-key``, ``--shard-key``, ``--foreign-key``, ``--cache-key``, ``--dedup-key`` (in any case, joined by "-",
+# "_", nothing or camelCase, a plural too), and ``sort_key: X`` in text. Only these whole names: a longer one ending
+# so (``--db-sort-key``) and every other ``...-key`` (``--primary-key``, ``--routing-key``: PagerDuty's is a secret)
+# stay secret, since a secret shown is worse than a word hidden.
+_DATA_KEYS = ("sort", "partition", "range", "shard", "foreign", "cache", "dedup")
+_DATA_KEY_FLAG = rf"(?:{'|'.join(_DATA_KEYS)})[-_]?keys?(?![\w-])"
+# In ``key=X`` text: not a data key's name (the word before "key" not one of them, or part of a longer name).
+_NOT_DATA_KEY = "".join(
+    rf"(?:(?<!{word}[_-])|(?<=[a-z0-9_]{word}[_-])|(?<=[a-z0-9_]-{word}[_-]))" for word in _DATA_KEYS
+)
+_KEY_SUFFIX = rf"(?:{_NOT_DATA_KEY}key|pat|auth|pass(?:phrase)?|credentials?|cookie)"
 # API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value; an
 # authorization's scheme word shown, ``Authorization: Bearer [redacted]``, never its credential). A key's name ends
 # in a word of :data:`SECRET_FLAG`'s (``GITHUB_TOKEN=``, ``CLIENT_SECRET=``, ``AWS_SECRET_ACCESS_KEY=``, ``passwd:``,
@@ -42,19 +54,19 @@ _SUFFIX_WORDS = r"(?:key|pat|auth|pass(?:phrase)?|credentials?|cookie)"
 _SECRETS = re.compile(
     r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+"
     r"|(?:(authorization[\"']?\s*[:=]\s*(?:(?:bearer|basic|digest|token)\s+)?)"
-    rf"|((?:{_WORDS}|(?<=[a-z0-9][_-]){_SUFFIX_WORDS})[\"']?\s*[:=]\s*))" + _VALUE
+    rf"|((?:{_WORDS}|(?<=[a-z0-9][_-]){_KEY_SUFFIX})[\"']?\s*[:=]\s*))" + _VALUE
 )
 #: A command-line flag whose value is a secret: ``--token``, ``--password`` (``--passwd``, ``--pass``,
 #: ``--passphrase``), ``--secret``, ``--api-key`` (``--apikey``), ``--access-key``, ``--secret-key``, ``--key``,
 #: ``--pat`` (a personal access token), ``--auth``, ``--credentials``, ``--cookie``, ``--bearer``, alone, as a plural
 #: or at the end of a longer name (``--github-token``, ``--client-secret``, ``--db-password``, ``--private-key``,
-#: ``--basic-auth``: so ``--sort-key X`` too, which no rule tells from a key), in any case, its words joined by ``-``,
+#: ``--basic-auth``; not ``--sort-key``, nor a name of :data:`_DATA_KEYS`), in any case, its words joined by ``-``,
 #: ``_`` or in camelCase (``--api_key``, ``--apiKey``, ``--accessToken``, ``--clientSecret``); never ``--no-...``
 #: (``--noToken``), nor a short flag (``-p X`` is a port as often as a password). Its value, ``--token=X`` or the next
 #: argument of ``--token X`` (any word but ``--``: :func:`flag_value`), is a secret: :func:`redact` hides it in text,
 #: and an MCP upstream treats it like an env value (``_mcp_upstream``: not part of its identity, never described).
 _FLAG = (  # words ending in "-" or "_", then perhaps camelCase ones (each split one way: no backtracking blow-up)
-    r"--(?!no(?:[-_]|(?-i:[A-Z])))(?:[a-z0-9]+[-_])*(?-i:[A-Za-z0-9]*[a-z0-9](?=[A-Z]))?"
+    rf"--(?!no(?:[-_]|(?-i:[A-Z]))|{_DATA_KEY_FLAG})(?:[a-z0-9]+[-_])*(?-i:[A-Za-z0-9]*[a-z0-9](?=[A-Z]))?"
     rf"(?:{_WORDS}|{_SUFFIX_WORDS})s?"
 )
 SECRET_FLAG = re.compile(_FLAG, re.IGNORECASE)
