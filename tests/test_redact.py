@@ -87,6 +87,9 @@ ADVERSARIAL = [  # (text, redacted)
     ('token="a"' + "]" * N + "b", 'token="[redacted]'),
     ("token=" + ('"a"' + "]" * 50) * (N // 53), 'token="[redacted]"' + "]" * 50 + ('"a"' + "]" * 50) * (N // 53 - 1)),
     ("'--token' a" + "\n" * N + "b", "'--token' [redacted]" + "\n" * N + "b"),
+    ("password: " + "ab " * (N // 3), "password: [redacted] "),
+    ("password: a b, " * (N // 15), "password: [redacted], " * (N // 15)),
+    ("password: a" + " " * N + "1", "password: [redacted]" + " " * N + "1"),
     ("sort_key=a " * (N // 11), None),
 ]
 
@@ -384,3 +387,20 @@ def test_a_key_that_orders_splits_or_caches_data_is_no_secret() -> None:
     sorted_by = [Upstream("stdio", command="srv", args=("--sort-key", field)) for field in ("name", "date")]
     assert sorted_by[0].describe() == "stdio: srv --sort-key name"
     assert sorted_by[0].identity() != sorted_by[1].identity()  # another field: another server's set-up, no rotation
+
+
+def test_a_passphrase_after_password_is_hidden_whole() -> None:
+    """``password: correct horse battery staple`` hid ``correct`` alone, a passphrase's first word. After an unquoted
+    ``password:`` (``passphrase:``, ``DB_PASSWORD:``) whose first word is letters alone, every word is hidden to the end
+    of the line or to a comma, ";", quote or closing bracket; a first word of other characters is one word as before,
+    and a quoted flag's prose keeps its rule."""
+    for text, shown in [
+        ("password: correct horse battery staple", "password: [redacted]"),
+        ("DB_PASSWORD: Correct Horse Battery, user: bob", "DB_PASSWORD: [redacted], user: bob"),
+        ("passphrase: correct horse\nnext line", "passphrase: [redacted]\nnext line"),
+        ('login failed ("password: correct horse battery") for bob', 'login failed ("password: [redacted]") for bob'),
+        ("password: hunter2 more", "password: [redacted] more"),
+        ("srv password: SEK'a'}RIT more", "srv password: [redacted] more"),
+        ("'--password': missing value", "'--password': [redacted] value"),
+    ]:
+        assert redact(text) == shown, text

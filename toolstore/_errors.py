@@ -45,14 +45,24 @@ _NOT_DATA_KEY = "".join(
     rf"(?:(?<!{word}[_-])|(?<=[a-z0-9_]{word}[_-])|(?<=[a-z0-9_]-{word}[_-]))" for word in _DATA_KEYS
 )
 _KEY_SUFFIX = rf"(?:{_NOT_DATA_KEY}key|pat|auth|pass(?:phrase)?|credentials?|cookie)"
+# A passphrase after ``password:`` (``passphrase:``, ``passwd:``, ``DB_PASSWORD:``: the colon right after the name,
+# not ``'--password':``, a quoted flag in prose), when its first word is letters alone: ``password: correct horse
+# battery staple`` hides every word to the end of the line, or to a comma, ";", quote or closing bracket, not the first
+# word alone (what :data:`_SECRETS` takes of any other value). A first word holding other characters (``password:
+# hunter2 more``) is the value alone, as before.
+_PASSPHRASE = (
+    r"((?<![\w-])(?:[a-z0-9]+[_-])*(?:password|passphrase|passwd)[ \t]*:[ \t]*)"
+    r"(?=[a-z]+[ \t]+[a-z])[^\n,;'\")\]}]*[^\s,;'\")\]}]"
+)
 # API keys and credentials that a provider's error text may echo back (OpenAI keys, bearer tokens, key=value; an
 # authorization's scheme word shown, ``Authorization: Bearer [redacted]``, never its credential). A key's name ends
 # in a word of :data:`SECRET_FLAG`'s (``GITHUB_TOKEN=``, ``CLIENT_SECRET=``, ``AWS_SECRET_ACCESS_KEY=``, ``passwd:``,
 # ``GITHUB_PAT=``): an MCP server's arguments (``docker run -e CLIENT_SECRET=X``) are shown redacted
 # (``Upstream.describe``). A word after ``password:`` is its value even when it reads as prose (``'--password': missing
-# value`` shows ``[redacted] value``): a passphrase may be words, and no rule tells them apart.
+# value`` shows ``[redacted] value``): a passphrase may be words, and no rule tells them apart; after an unquoted
+# ``password:``, words of letters are hidden to the line's end (:data:`_PASSPHRASE`).
 _SECRETS = re.compile(
-    r"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{8,})|(bearer\s+)[^\s'\",]+"
+    rf"(?i)((?<![a-z0-9])sk-[a-z0-9_\-]{{8,}})|(bearer\s+)[^\s'\",]+|{_PASSPHRASE}"
     r"|(?:(authorization[\"']?\s*[:=]\s*(?:(?:bearer|basic|digest|token)\s+)?)"
     rf"|((?:{_WORDS}|(?<=[a-z0-9][_-]){_KEY_SUFFIX})[\"']?\s*[:=]\s*))" + _VALUE
 )
@@ -134,10 +144,10 @@ def redact(text: str) -> str:
 
 
 def _secret(match: re.Match[str]) -> str:
-    """A :data:`_SECRETS` match hidden: a key whole, else what follows its ``bearer`` or ``key=``."""
+    """A :data:`_SECRETS` match hidden: a key whole, else what follows its ``bearer``, ``password:`` or ``key=``."""
     if match.group(1):
         return "[redacted]"
-    prefix = match.group(2) or match.group(3) or match.group(4)
+    prefix = match.group(2) or match.group(3) or match.group(4) or match.group(5)
     return prefix + _hidden(match.group()[len(prefix) :])
 
 
