@@ -404,3 +404,24 @@ def test_a_passphrase_after_password_is_hidden_whole() -> None:
         ("'--password': missing value", "'--password': [redacted] value"),
     ]:
         assert redact(text) == shown, text
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("https://mcp.example.com/MCP", "https://mcp.example.com/MCP"),
+        ("https://mcp.example.com/v1/SSE", "https://mcp.example.com/v1/SSE"),
+        ("https://mcp.example.com/API/V2/mcp", "https://mcp.example.com/API/V2/mcp"),
+        ("https://mcp.example.com/AB12/mcp", "https://mcp.example.com/AB12/mcp"),
+        ("https://mcp.example.com/MCPS1/mcp", "https://mcp.example.com/[redacted]/mcp"),
+        ("https://mcp.example.com/A123/mcp", "https://mcp.example.com/[redacted]/mcp"),
+        ("https://mcp.example.com/db_2024", "https://mcp.example.com/[redacted]"),
+    ],
+)
+def test_a_short_upper_case_path_part_is_described(url: str, shown: str) -> None:
+    """A URL's path showed only lower-case words, so ``/MCP``, ``/SSE`` or ``/API/V2`` were described as
+    ``/[redacted]``, as a token in the path is: a part of at most 4 letters in any case and 2 digits, too short to be a
+    token, is shown; a longer one in upper case, or of more digits, is still taken for one."""
+    assert Upstream("http", url=url).describe() == f"http: {shown}"
+    argument = Upstream("stdio", command="mcp-remote", args=(f"{url}?key=k3y",)).describe()
+    assert argument == f"stdio: mcp-remote {shlex.quote(shown)}"

@@ -317,11 +317,12 @@ def upstream_from_row(row: Sequence[Any]) -> Upstream:
 #: A URL inside an error's text (an HTTP client names the URL it was refused at).
 _URL_IN_TEXT = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+")
 # A part of a URL's path that a description shows: lower-case words (``mcp``, ``v1``, ``server-github``,
-# ``@smithery-ai``) of at most 40 characters and :data:`_PATH_DIGITS` digits. Any other may be a token, as webhooks and
-# hosted MCP servers put one in the path (``/services/T0AB12CD/B0CD34EF/Xy9...``, ``/bot123456:AAH.../``, a UUID, a
-# key's letters and digits), and is shown as [redacted]: a path of upper-case or numbered parts (``/MCP``,
-# ``/db_2024``) too, which no rule tells from one.
-_PATH_WORD = re.compile(r"[@~]?[a-z][a-z0-9._-]{0,39}")
+# ``@smithery-ai``) of at most 40 characters and :data:`_PATH_DIGITS` digits, and a part of at most 4 letters in any
+# case and as many digits (``MCP``, ``SSE``, ``API``, ``V2``): too short to be a token. Any other may be one, as
+# webhooks and hosted MCP servers put one in the path (``/services/T0AB12CD/B0CD34EF/Xy9...``, ``/bot123456:AAH.../``,
+# a UUID, a key's letters and digits), and is shown as [redacted]: a longer path part in upper case or of more digits
+# (``/KEYINCAPS``, ``/db_2024``) too, which no rule tells from one.
+_PATH_WORD = re.compile(r"[@~]?[a-z][a-z0-9._-]{0,39}|(?i:[a-z][a-z0-9]{0,3})")
 _PATH_DIGITS = 2
 
 
