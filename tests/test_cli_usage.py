@@ -173,3 +173,32 @@ def test_a_schema_catalog_or_dsn_from_the_environment_is_a_usage_error_naming_th
     assert code == 2, err
     said_once(err, said)
     assert "Sup3r" not in err and "Secret" not in err, err
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ("--dsn", NOWHERE, "route", "x", "--session", ""),
+            "Invalid value for '--session': session id is empty (see toolstore route --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "sessions", "prune", "--session", " "),
+            "Invalid value for '--session': session id is empty (see toolstore sessions prune --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "sessions", "show", "s" * 201),
+            "Invalid value for 'SESSION': session id is 201 characters long; the limit is 200 "
+            "(see toolstore sessions show --help)",
+        ),
+    ],
+)
+def test_a_session_id_the_library_refuses_is_a_usage_error(
+    args: tuple[str, ...], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`route --session ''` (a script's unset variable), `sessions prune --session ' '` or a session id over the
+    library's 200 characters went to the library, which refused it once the store was open (exit 1), or never got that
+    far; each is the option's (or argument's) usage error now, exit 2, in the library's words."""
+    code, err = run(monkeypatch, capsys, *args)
+    assert code == 2, err
+    said_once(err, said)

@@ -12,12 +12,12 @@ from .. import _formats
 from .._errors import InvalidInputError
 from .._explore import SEED_BITS
 from .._fusion import DEFAULT_TURNS, SIGNALS, check_weights
-from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, read_json, read_text_file
+from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, check_session, read_json, read_text_file
 from .._models import JSON_VERSION
 from .._result import RouteResult, routed_json
 from .._route import check_route
 from .app import ROUTE_FORMATS, command, counted, open_store, wants_json
-from .params import Number
+from .params import Number, checked
 
 _WEIGHTS = "--weights"
 
@@ -174,7 +174,11 @@ def read_messages_file(path: Path, request: str | None = None, turns: int = DEFA
 @click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")
 @click.option("--allow", multiple=True, help="Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).")
 @click.option("--block", multiple=True, help="Never these tool ids; * and ? are wildcards (repeatable).")
-@click.option("--session", help="Look back on this session's logged calls (see `toolstore sessions`).")
+@click.option(
+    "--session",
+    callback=checked(check_session),
+    help="Look back on this session's logged calls (see `toolstore sessions`).",
+)
 @click.option(
     "--messages",
     "messages_file",

@@ -11,11 +11,12 @@ from pathlib import Path
 import click
 
 from .._errors import InvalidInputError
+from .._input import check_session
 from .._metrics import load_sessions
 from .._session_reads import MAX_LIMIT
 from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .app import command, emit, note, open_store, plural, reading, summary, wants_json
-from .params import not_empty
+from .params import checked, not_empty
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -94,7 +95,7 @@ def list_(ctx: click.Context, limit: int) -> None:
 
 
 @command("show")
-@click.argument("session")
+@click.argument("session", callback=checked(check_session))
 @click.pass_context
 def show(ctx: click.Context, session: str) -> None:
     """The calls SESSION logged, oldest first. A session whose calls were all pruned (kept for the call ids it has
@@ -122,7 +123,11 @@ def show(ctx: click.Context, session: str) -> None:
     help="Delete calls older than this (30d, 12h, 90m, 2w; 0, every call of the catalog, asks first or needs --yes); "
     "default: the retention age.",
 )
-@click.option("--session", help="Forget this session (all its calls), or delete its calls --older-than.")
+@click.option(
+    "--session",
+    callback=checked(check_session),
+    help="Forget this session (all its calls), or delete its calls --older-than.",
+)
 @click.option("--forget-idle", help="Also forget every session not written to for this long (90d); not with --session.")
 @click.option(
     "--yes",
