@@ -114,6 +114,54 @@ def query_identifiers(query: str) -> list[str]:
     return sorted(t for t in found if t)[:64]
 
 
+#: Short forms people type in requests and their words, which tool documents spell out: a request's lexical text
+#: gets the words too (never the tool documents, so every catalog, imported before or after, gains the same). Each is
+#: a word of its own in a request; a plural is the form with an ``s``.
+SHORT_FORMS: dict[str, str] = {
+    "dm": "direct message",
+    "pr": "pull request",
+    "gh": "github",
+    "repo": "repository",
+    "msg": "message",
+    "db": "database",
+    "mtg": "meeting",
+    "appt": "appointment",
+    "cal": "calendar",
+    "ack": "acknowledge",
+    "fwd": "forward",
+    "info": "information",
+    "config": "configuration",
+    "env": "environment",
+    "img": "image",
+    "pic": "picture",
+    "acct": "account",
+    "addr": "address",
+    "txn": "transaction",
+    "qty": "quantity",
+    "k8s": "kubernetes",
+    "doc": "document",
+}
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+#: A request that starts with one of these names the thing to make ("new jira ticket"): its lexical text gets
+#: ``create``, the verb tools that make things are named and described with.
+_MAKE_WORDS = {"new"}
+
+
+def with_short_forms(text: str) -> str:
+    """``text`` followed by the words of its short forms (:data:`SHORT_FORMS`, plurals too) and ``create`` when it
+    starts with ``new``: ``slack dm alice`` -> ``slack dm alice direct message``."""
+    words = _WORD.findall(text.lower())
+    extra = []
+    for word in dict.fromkeys(words):
+        full = SHORT_FORMS.get(word) or (SHORT_FORMS.get(word[:-1]) if word.endswith("s") else None)
+        if full:
+            extra.append(full)
+    if words and words[0] in _MAKE_WORDS:
+        extra.append("create")
+    return text if not extra else text + " " + " ".join(extra)
+
+
 def query_text(query: str, what: str = "query") -> str:
-    """Validate a routing query (``what`` names it in errors) and prepare it for lexical matching."""
-    return with_split_identifiers(check_text(query, what, max_chars=MAX_QUERY_CHARS))
+    """Validate a routing query (``what`` names it in errors) and prepare it for lexical matching: identifiers split,
+    short forms spelled out (:func:`with_short_forms`)."""
+    return with_short_forms(with_split_identifiers(check_text(query, what, max_chars=MAX_QUERY_CHARS)))
