@@ -18,17 +18,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from toolstore import ToolStore, load_tools_file
 from toolstore._connect import resolve_dsn
 from toolstore._embedders.factory import make_embedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pgbouncer import pgbouncer, through  # noqa: E402  (the tests' PgBouncer)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:
@@ -73,7 +70,7 @@ def main() -> None:
     print(f"catalog {catalog}: {n_tools} tools, embedder {args.embedder}, k={args.k}")
     print(f"{'route() end to end':<32} {'p50 ms':>8} {'p95 ms':>8}  (n={len(queries)} each, interleaved)")
     for name, values in times.items():
-        print(f"{name:<32} {statistics.median(values):8.2f} {percentile(values, 0.95):8.2f}")
+        print(f"{name:<32} {statistics.median(values):8.2f} {np.percentile(values, 95):8.2f}")
 
 
 if __name__ == "__main__":

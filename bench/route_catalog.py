@@ -14,16 +14,13 @@ import statistics
 import time
 from pathlib import Path
 
+import numpy as np
+
 from toolstore import ToolStore, load_examples, load_tools_file
 from toolstore._embedders.factory import make_embedder
 from toolstore._fusion import stored_fusion
 from toolstore._route import route_request, statement_params
 from toolstore._steps import Fetch, fetch_rows
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:
@@ -64,7 +61,7 @@ def main() -> None:
     print(f"import: {report.as_dict()} in {load_s:.1f} s")
     print(f"{'measure':<28} {'p50 ms':>8} {'p95 ms':>8}  (n={len(queries)})")
     for name, values in (("route() end to end", end_to_end), ("SQL statement alone", sql_only)):
-        print(f"{name:<28} {statistics.median(values):8.2f} {percentile(values, 0.95):8.2f}")
+        print(f"{name:<28} {statistics.median(values):8.2f} {np.percentile(values, 95):8.2f}")
 
 
 if __name__ == "__main__":
