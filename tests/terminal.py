@@ -6,7 +6,9 @@ import fcntl
 import os
 import pty
 import struct
+import subprocess
 import termios
+from collections.abc import Sequence
 
 
 def open_terminal(columns: int) -> tuple[int, int]:
@@ -29,3 +31,15 @@ def read_all(leader: int) -> str:
         chunks.append(data)
     os.close(leader)
     return b"".join(chunks).decode(errors="replace")
+
+
+def answered(cmd: Sequence[str], answer: bytes) -> tuple[int, str, str]:
+    """``cmd`` run with its stdin and stdout a terminal on which the user types ``answer``: exit status, what the
+    terminal shows, stderr."""
+    leader, follower = open_terminal(200)
+    with subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=subprocess.PIPE) as proc:
+        os.close(follower)
+        os.write(leader, answer)  # held by the terminal until the prompt reads it
+        drawn = read_all(leader)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        return proc.wait(timeout=300), drawn.replace("\r\n", "\n"), err

@@ -4,7 +4,6 @@ which only ``store.drop_catalog()`` in Python could do before."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from terminal import open_terminal, read_all
+from terminal import answered
 
 from toolstore import CatalogInfo, DatabaseError, HashingEmbedder, Tool, ToolStore, UnknownCatalogError, _housekeeping
 from toolstore.cli import cli
@@ -36,13 +35,7 @@ def run(dsn: str, *args: str, answer: bytes | None = None) -> tuple[int, str, st
     if answer is None:
         proc = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL, text=True, timeout=300)
         return proc.returncode, proc.stdout, proc.stderr
-    leader, follower = open_terminal(200)
-    with subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=subprocess.PIPE) as proc:
-        os.close(follower)
-        os.write(leader, answer)  # held by the terminal until the prompt reads it
-        drawn = read_all(leader)
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        return proc.wait(timeout=300), drawn.replace("\r\n", "\n"), err
+    return answered(cmd, answer)
 
 
 def fill(dsn: str, tmp_path: Path, *catalogs: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from click.testing import CliRunner, Result
-from terminal import open_terminal, read_all
+from terminal import answered, open_terminal, read_all
 
 from toolstore import SIGNALS, AsyncToolStore, DatabaseError, InvalidInputError, SessionCall, ToolStore
 from toolstore._migrate import HEAD_REVISION
@@ -116,14 +116,7 @@ def logged_calls(dsn: str) -> int:
 def on_terminal_answering(dsn: str, answer: bytes, *args: str) -> tuple[int, str, str]:
     """The CLI with its stdin and stdout a terminal on which the user types ``answer``: exit status, what the terminal
     shows, stderr."""
-    leader, follower = open_terminal(200)
-    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
-    with subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=subprocess.PIPE) as proc:
-        os.close(follower)
-        os.write(leader, answer)  # held by the terminal until the prompt reads it
-        drawn = read_all(leader)
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        return proc.wait(timeout=300), drawn.replace("\r\n", "\n"), err
+    return answered([sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args], answer)
 
 
 @pytest.mark.parametrize("zero", ["0", "0s", "0.0d"])
