@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from test_cli import run
@@ -218,3 +219,20 @@ def test_a_negative_anchor_demotes(catalog: ToolStore) -> None:
     catalog.add_anchors([Anchor("message", first, -2.0)])
     result = catalog.route(text, k=3)
     assert first not in result.ids or result.ids[-1] == first
+
+
+def test_a_busy_server_does_not_make_a_plain_pattern_pathological(
+    catalog: ToolStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load every match slows alike: a clock on which each trial match takes 150 ms (over TRIAL_MS) refuses a
+    plain word only if a plain word's own match, timed just before, is not as slow."""
+    from toolstore import _anchors
+
+    ticks = iter(range(1000))
+    monkeypatch.setattr(_anchors, "time", SimpleNamespace(perf_counter=lambda: next(ticks) * 0.15))
+    with catalog.connection() as conn, conn.transaction():
+        _anchors._check_pattern(conn, Anchor("slack", "slack.send_message"), "anchor")  # both trials took 150 ms
+    slow = iter([0.0, 0.001, 0.0, 0.15])  # the reference 1 ms, the pattern 150 ms: over TRIAL_MS and 20x
+    monkeypatch.setattr(_anchors, "time", SimpleNamespace(perf_counter=lambda: next(slow)))
+    with catalog.connection() as conn, pytest.raises(InvalidInputError, match="took over 100 ms"), conn.transaction():
+        _anchors._check_pattern(conn, Anchor("slack", "slack.send_message"), "anchor")

@@ -8,8 +8,9 @@ Every write is all or nothing, under the catalog's lock like the other writes, a
 is written, naming the bad one: a known tool, a finite boost from -:data:`MAX_BOOST` to :data:`MAX_BOOST` (not 0),
 a pattern of at most :data:`MAX_PATTERN_CHARS` characters that Postgres compiles, that does not match the empty
 string (it would match every request), without back-references, and that matches adversarial requests of the
-longest length route() accepts within :data:`TRIAL_MS` milliseconds (under a statement timeout, and timed: some of
-the engine's slow paths never look at the timeout). Postgres' regular expression engine runs
+longest length route() accepts within :data:`TRIAL_MS` milliseconds, or :data:`TRIAL_FACTOR` times a plain word's
+match on a busy server (under a statement timeout, and timed: some of the engine's slow paths never look at the
+timeout). Postgres' regular expression engine runs
 nested quantifiers such as ``(a+)+$`` in linear time; back-references are where it can take exponential time
 (``(.*)*\\1$`` runs for seconds on a 20,000-character request), and huge nested bounded repetitions are slow or
 fail too (``(a{1,200}){1,200}b``): the first are refused outright, the trial match catches the rest.
@@ -17,6 +18,7 @@ fail too (``(a{1,200}){1,200}b``): the first are refused outright, the trial mat
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,8 +45,14 @@ from ._input import (
 from ._models import Anchor, CatalogInfo
 from ._sql import query
 
-#: The trial match of a new pattern against adversarial requests of MAX_QUERY_CHARS characters must end within this.
+#: The trial match of a new pattern against adversarial requests of MAX_QUERY_CHARS characters must end within this,
+#: or within TRIAL_FACTOR times a plain word's trial on the same requests, run just before (at most TRIAL_MAX_MS): on
+#: a busy server every match slows alike, and a pattern Postgres runs in linear time must not be refused for it.
 TRIAL_MS = 100
+TRIAL_FACTOR = 20
+TRIAL_MAX_MS = 2000
+#: The plain word of that reference trial: a literal, matched in linear time.
+REFERENCE_PATTERN = "toolstore"
 _FIELDS = {"pattern", "tool", "boost", "id"}
 
 
@@ -93,16 +101,27 @@ def adversarial_requests(pattern: str) -> list[str]:
     return [("a" * n) + "!", ("a " * n)[:n] + "!", (own * n)[:n] + "\x01"]
 
 
+def _trial_budget_ms(conn: psycopg.Connection[Any], inputs: list[str]) -> int:
+    """How long a pattern's trial match on ``inputs`` may take: :data:`TRIAL_MS`, or :data:`TRIAL_FACTOR` times what
+    :data:`REFERENCE_PATTERN`'s takes now when that is more (a busy server), at most :data:`TRIAL_MAX_MS`."""
+    started = time.perf_counter()
+    conn.execute(query("anchor_trial"), {"pattern": REFERENCE_PATTERN, "inputs": inputs}).fetchone()
+    reference_ms = (time.perf_counter() - started) * 1000
+    return min(TRIAL_MAX_MS, max(TRIAL_MS, math.ceil(TRIAL_FACTOR * reference_ms)))
+
+
 def _check_pattern(conn: psycopg.Connection[Any], anchor: Anchor, what: str) -> None:
     """Compile ``anchor``'s pattern in Postgres and run the trial match (inside the caller's transaction)."""
-    params = {"pattern": anchor.pattern, "inputs": adversarial_requests(anchor.pattern)}
+    inputs = adversarial_requests(anchor.pattern)
+    params = {"pattern": anchor.pattern, "inputs": inputs}
+    budget_ms = _trial_budget_ms(conn, inputs)
     slow = InvalidInputError(
         f"{what} pattern {anchor.pattern!r} is pathological: matching a {MAX_QUERY_CHARS:,}-character request "
-        f"took over {TRIAL_MS} ms"
+        f"took over {budget_ms} ms"
     )
     try:
         with conn.transaction():  # a savepoint: a refused pattern leaves the transaction usable for the error
-            (previous, _) = conn.execute(query("statement_timeout"), {"value": f"{TRIAL_MS}ms"}).fetchone()  # type: ignore[misc]
+            (previous, _) = conn.execute(query("statement_timeout"), {"value": f"{budget_ms}ms"}).fetchone()  # type: ignore[misc]
             started = time.perf_counter()
             row = conn.execute(query("anchor_trial"), params).fetchone()
             elapsed = time.perf_counter() - started
@@ -114,7 +133,7 @@ def _check_pattern(conn: psycopg.Connection[Any], anchor: Anchor, what: str) -> 
         raise InvalidInputError(
             f"{what} pattern {anchor.pattern!r} is not a regular expression Postgres accepts: {problem}"
         ) from None
-    if elapsed > TRIAL_MS / 1000:  # some of the engine's slow paths do not look at the statement timeout
+    if elapsed > budget_ms / 1000:  # some of the engine's slow paths do not look at the statement timeout
         raise slow
     assert row is not None
     if row[0]:
