@@ -293,6 +293,15 @@ def test_names_are_unique_valid_deterministic_and_only_namespaced_when_needed() 
     assert names[7] != names[8] and all(n.startswith("a__dup_") for n in names[7:9])
 
 
+def test_ids_of_no_valid_character_get_valid_names() -> None:
+    """An id made of dots, underscores and spaces alone, without a provider, left nothing for ``provider__name``: its
+    qualified name was empty, and a model API refuses an empty function name."""
+    tools = [Tool(id=i, name=i, description="d") for i in ("__.", "_ .", "...")]
+    names = model_names(tools)
+    assert len(set(names)) == len(names) and all(VALID.match(n) for n in names), names
+    assert all(VALID.match(form) for t in tools for form in name_forms(t))
+
+
 SDK_TYPES = {
     "openai": "openai.types.chat.ChatCompletionFunctionToolParam",
     "openai-responses": "openai.types.responses.FunctionToolParam",

@@ -49,9 +49,10 @@ def plain_name(tool: Tool) -> str:
 
 
 def qualified_name(tool: Tool) -> str:
-    """``provider__name`` (the id's dots as ``__`` without a provider), made valid."""
+    """``provider__name`` (the id's dots as ``__`` without a provider), made valid (:data:`FALLBACK` for an id of no
+    valid character)."""
     base = f"{tool.provider}{SEPARATOR}{tool.name}" if tool.provider else tool.id.replace(".", SEPARATOR)
-    return _fit(SEPARATOR.join(_clean(part) for part in base.split(SEPARATOR) if part), tool.id)
+    return _fit(SEPARATOR.join(_clean(part) for part in base.split(SEPARATOR) if part) or FALLBACK, tool.id)
 
 
 def hashed_name(tool: Tool) -> str:
