@@ -3,6 +3,9 @@
 -- The setup creates that knn() in schema bench_knn_0016, first on the variant session's search_path, so the route
 -- statement, sent as route() sends it (no route block here), calls it in place of toolstore's.
 -- Run: python bench/route.py --sizes 199,600,1000,1900 --no-import --variants bench/control.sql,bench/knn_0016.sql
+-- Its ef_search is at least 40 (0016's), or the session's bench.ef_floor: with PGOPTIONS='-c bench.ef_floor=100' (or
+-- 200) it is the HNSW-with-a-larger-ef variant measured at stop 40 (then knn_ef100.sql and knn_ef200.sql, copies of this
+-- file but for that number); toolstore's own knn() reads no such setting.
 
 -- name: setup
 CREATE SCHEMA IF NOT EXISTS bench_knn_0016;
@@ -14,6 +17,7 @@ CREATE OR REPLACE FUNCTION bench_knn_0016.knn(p_table text, p_catalog integer, p
 AS $function$
 declare
     indexed text := coalesce(vector_index_type(p_dim), 'vector');
+    ef_floor integer := coalesce(nullif(current_setting('bench.ef_floor', true), '')::integer, 40);
 begin
     if p_query is null or p_dim is null or p_limit <= 0 then
         return;
@@ -21,7 +25,7 @@ begin
     if p_table not in ('tool_vectors', 'intent_examples') then
         raise exception 'knn: unknown table %', p_table;
     end if;
-    perform set_config('hnsw.ef_search', least(greatest(p_limit, 40), 1000)::text, true);
+    perform set_config('hnsw.ef_search', least(greatest(p_limit, ef_floor), 1000)::text, true);
     if p_kept is null then
         return query execute format(
             'select v.tool_pk, (v.embedding::vector(%1$s) <=> $1)::double precision '
