@@ -140,33 +140,38 @@ def upsert_tools(
     write = partial(
         _write_tools, conn, catalog, tools, embedder, (known, vectors), prune_scope, if_unchanged, create, locked
     )
-    report = _loaded(conn, catalog, info, "tool_vectors", len(texts), write, indexes)
+    report = _loaded(
+        conn, catalog, info, _bulk(conn, info, "tool_vectors", len(texts)), partial(retry_conflicts, write), indexes
+    )
     if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
         analyze_after_write(conn, catalog)
     return report
+
+
+def _bulk(conn: psycopg.Connection[Any], info: CatalogInfo | None, table: str, n: int) -> list[str]:
+    """``[table]`` when loading ``n`` new vectors into it should drop the catalog's index there first (more than
+    BULK_VECTORS, outside a transaction: one build after the load beats row-by-row inserts), else none."""
+    bulk = info is not None and info.embed_dim is not None and n > BULK_VECTORS and not in_transaction(conn)
+    return [table] if bulk else []
 
 
 def _loaded(
     conn: psycopg.Connection[Any],
     catalog: str,
     info: CatalogInfo | None,
-    table: str,
-    n: int,
+    tables: list[str],
     write: Callable[[], T],
     indexes: bool = True,
 ) -> T:
-    """``write()``, retried on conflicts. Loading more than BULK_VECTORS new vectors into ``table`` outside a
-    transaction drops the catalog's index there first (one build after the load beats row-by-row inserts); either
-    way the catalog's indexes are made whole afterwards (unless ``indexes`` is false: the caller does it), which
-    also repairs one a killed concurrent build left invalid."""
-    dropped = info is not None and info.embed_dim is not None and n > BULK_VECTORS and not in_transaction(conn)
-    if dropped:
-        assert info is not None
-        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=[table]))
+    """``write()`` with the catalog's HNSW index of each of ``tables`` dropped before it (concurrently) and built again
+    after a failure; after a success the catalog's indexes are made whole (unless ``indexes`` is false: the caller does
+    it), which also repairs one a killed concurrent build left invalid."""
+    if tables and info is not None:
+        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=tables))
     try:
-        result = retry_conflicts(write)
+        result = write()
     except BaseException as exc:
-        if dropped:
+        if tables:
             restore_indexes(conn, catalog, exc)
         raise
     if indexes:
@@ -191,19 +196,15 @@ def upsert_with_examples(
     info = catalog_info(conn, catalog)
     bulk = info is not None and info.embed_dim is not None and not in_transaction(conn)
     tables, first_look = _bulk_tables(conn, info, tools, examples, embedder, prune) if bulk and info else ([], None)
-    if tables and info is not None:
-        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=tables))
-    try:
+    options: dict[str, Any] = {"prune": prune, "create": create, "indexes": False, "first_look": first_look}
+
+    def write() -> ImportReport:
         with conn.transaction():
-            options: dict[str, Any] = {"prune": prune, "create": create, "indexes": False, "first_look": first_look}
             report = upsert_tools(conn, catalog, tools, embedder, **options)
             report.examples = add_examples(conn, catalog, examples, embedder, indexes=False)
-    except BaseException as exc:
-        if tables:
-            restore_indexes(conn, catalog, exc)
-        raise
-    indexes_after_write(conn, catalog)
-    return report
+        return report
+
+    return _loaded(conn, catalog, info, tables, write)
 
 
 def _bulk_tables(
@@ -342,15 +343,8 @@ def add_examples(
     existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
     texts = list(dict.fromkeys(ex.query for ex in examples if (ex.tool_id, ex.query) not in existing))
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=info.require_dim))) if texts else {}
-    written = _loaded(
-        conn,
-        catalog,
-        info,
-        "intent_examples",
-        len(texts),
-        lambda: _write_examples(conn, catalog, examples, embedder, vectors),
-        indexes,
-    )
+    write = partial(retry_conflicts, partial(_write_examples, conn, catalog, examples, embedder, vectors))
+    written = _loaded(conn, catalog, info, _bulk(conn, info, "intent_examples", len(texts)), write, indexes)
     if written > ANALYZE_AFTER:
         analyze_after_write(conn, catalog, examples_only=True)
     return written
