@@ -20,6 +20,10 @@ it runs) or re-embedding the catalog rewrites them. New catalogs' partitions cop
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+from types import SimpleNamespace
+
 from alembic import op
 
 revision = "0028"
@@ -27,43 +31,29 @@ down_revision = "0027"
 branch_labels = None
 depends_on = None
 
-# create_vector_partitions() as migration 0009 wrote it, but for the partitions' columns, which now copy the parents'
-# storage (`including storage`): without it a new catalog's partitions would store vectors as the type's default.
-PARTITIONS = """
-create or replace function create_vector_partitions(p_catalog integer) returns void
-language plpgsql set search_path from current as $$
-declare
-    t text;
-begin
-    foreach t in array array['tool_vectors', 'intent_examples'] loop
-        execute format('create table if not exists %I (like %I including storage)', t || '_c' || p_catalog, t);
-        if not exists (select 1 from pg_inherits where inhrelid = (t || '_c' || p_catalog)::regclass) then
-            execute format('alter table %I attach partition %I for values in (%s)', t, t || '_c' || p_catalog,
-                           p_catalog);
-        end if;
-        execute format('alter table %I enable row level security', t || '_c' || p_catalog);
-    end loop;
-end
-$$;
-"""
+# Migration 0014's helpers, run from its path (a module name cannot start with a digit): create_vector_partitions() is
+# read from migration 0009, where it was written, and edited there; the downgrade restores it from there.
+R0014 = SimpleNamespace(**runpy.run_path(str(Path(__file__).with_name("0014_filtered_routes.py"))))
+PARTITIONS_0009 = R0014.function_statement(
+    R0014.earlier("0009_vector_partitions.py").PARTITIONED, "create_vector_partitions"
+)
+# A new catalog's partitions copy the parents' storage: without it they would store vectors as the type's default.
+PARTITIONS = R0014.edited(PARTITIONS_0009, "(like %I)", "(like %I including storage)")
 
-UPGRADE = (
-    """
+UPGRADE = """
 alter table tool_vectors alter column embedding set storage main;
 alter table intent_examples alter column embedding set storage main;
 """
-    + PARTITIONS
-)
 
 DOWNGRADE = """
 alter table tool_vectors alter column embedding set storage external;
 alter table intent_examples alter column embedding set storage external;
-""" + PARTITIONS.replace("(like %I including storage)", "(like %I)")
+"""
 
 
 def upgrade() -> None:
-    op.execute(UPGRADE)
+    op.execute(UPGRADE + PARTITIONS)
 
 
 def downgrade() -> None:
-    op.execute(DOWNGRADE)
+    op.execute(DOWNGRADE + PARTITIONS_0009)
