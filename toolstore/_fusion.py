@@ -22,7 +22,7 @@ from ._input import MAX_OVERFETCH, MAX_WEIGHT
 SIGNALS = ("name", "description", "expansion", "dense", "intent", "recent", "transition", "context")
 #: The retrievers over the request itself: at least one must be on.
 REQUEST_SIGNALS = SIGNALS[:5]
-#: The RRF constant: 5 beat the classic 60 on all three shared benchmarks (README, Quality).
+#: The RRF constant: 5 beat the classic 60 on all three shared benchmarks (docs/QUALITY.md).
 DEFAULT_K_RRF = 5.0
 #: Each retriever returns max(4 k, MIN_OVERFETCH) tools unless an over-fetch is given.
 MIN_OVERFETCH = 40
@@ -48,7 +48,7 @@ CONTEXT_DECAY = 0.5
 #: User turns of a message list route() reads by default (the request and the turns before it).
 DEFAULT_TURNS = 4
 #: How much a tool's best fused score in one sub-request of a compound request adds to its fused score (0: requests
-#: are never split). Chosen on the train splits of seal_tools and metatool (README, Quality); ``tune`` learns it.
+#: are never split). Chosen on the train splits of seal_tools and metatool (docs/QUALITY.md); ``tune`` learns it.
 DEFAULT_SPLIT = 1.0
 #: Avoid-when: a tool whose ``avoid_when`` text holds a fraction f of the request's lexemes loses ``avoid * f`` of its
 #: fused score (0 turns it off, 1 removes a tool whose avoid-when text holds the whole request). Relative, so it means

@@ -97,7 +97,7 @@ def dense_text(tool: Tool) -> str:
 
     ``title or split name: description``, then ``Category: ...``, ``Parameters: name (description); ...`` and the
     expansion, one per line. Categories and parameters raised zero-shot dense nDCG@10 through route() on seal_tools
-    (.626 -> .656) and gorilla_torch (.242 -> .274) and left metatool (no parameters) unchanged (README, Quality).
+    (.626 -> .656) and gorilla_torch (.242 -> .274) and left metatool (no parameters) unchanged (docs/QUALITY.md).
     """
     head = tool.title or split_identifier(tool.name)
     categories = f"Category: {', '.join(tool.categories)}" if tool.categories else ""
