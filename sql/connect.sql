@@ -12,9 +12,15 @@ select extnamespace::regnamespace::text from pg_extension where extname = 'vecto
 -- for every statement. Re-planned per call, the route statement spends about 4 ms planning at 10k tools (Postgres'
 -- default, auto, chooses custom plans for it), while its generic plan executes as fast (bench/route.py). Safe here:
 -- the vector searches, whose plan depends on the catalog and dimension, are planned afresh inside knn() with their
--- actual values, and tests/test_plans.py checks the generic plans' shape.
+-- actual values, and tests/test_plans.py checks the generic plans' shape. Also the server backend that ran it, which
+-- is not the one the client was told of at connect behind a pooler (`_setup.Backends`).
 select set_config('search_path', %(path)s, false), set_config('toolstore.tenant', %(tenant)s, false),
-  set_config('plan_cache_mode', 'force_generic_plan', false);
+  set_config('plan_cache_mode', 'force_generic_plan', false), pg_backend_pid();
+
+-- name: backend_pid
+-- The server backend a connection's statement runs on now, after a name was not found on a connection set up through
+-- a pooler: another than the one set_session ran on says a pooler in transaction mode (`_setup.session_lost`).
+select pg_backend_pid();
 
 -- name: set_session_local
 -- set_session's search_path and tenant, local to the transaction (`_setup.PooledConnection`, behind a transaction

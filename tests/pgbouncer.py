@@ -1,4 +1,4 @@
-"""A PgBouncer in transaction pooling mode on loopback, in front of the test server (``pgbouncer_dsn``)."""
+"""A PgBouncer (transaction pooling mode, or session) on loopback, in front of the test server."""
 
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ def _user_for(host: str) -> str:
 
 
 @contextmanager
-def pgbouncer(server_dsn: str, users: tuple[str, ...] = ()) -> Iterator[tuple[str, int]]:
-    """PgBouncer (``pool_mode = transaction``) in front of the server of ``server_dsn``, every database of it, the DSN's
-    user and ``users`` (roles the server trusts, passwordless) trusted; yields its host and port."""
+def pgbouncer(server_dsn: str, users: tuple[str, ...] = (), mode: str = "transaction") -> Iterator[tuple[str, int]]:
+    """PgBouncer (``pool_mode = transaction``, or ``mode``) in front of the server of ``server_dsn``, every database of
+    it, the DSN's user and ``users`` (roles the server trusts, passwordless) trusted; yields its host and port."""
     params = conninfo_to_dict(server_dsn)
     host, user = str(params.get("host") or "localhost"), str(params.get("user") or "postgres")
     target = f"host={host} port={params.get('port') or 5432}"
@@ -52,7 +52,7 @@ def pgbouncer(server_dsn: str, users: tuple[str, ...] = ()) -> Iterator[tuple[st
     ini = base / "pgbouncer.ini"
     ini.write_text(
         f"[databases]\n* = {target}\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
-        f"auth_type = trust\nauth_file = {base / 'users.txt'}\npool_mode = transaction\nmax_client_conn = 200\n"
+        f"auth_type = trust\nauth_file = {base / 'users.txt'}\npool_mode = {mode}\nmax_client_conn = 200\n"
         f"default_pool_size = 20\nlogfile = {base / 'pgbouncer.log'}\n"
     )
     command = [BINARY or "pgbouncer", str(ini)]

@@ -21,12 +21,14 @@ from psycopg.conninfo import make_conninfo
 
 from toolstore import (
     AsyncToolStore,
+    DatabaseError,
     HashingEmbedder,
     IntentExample,
     InvalidInputError,
     Judgement,
     Tool,
     ToolStore,
+    TransactionPoolingError,
     _indexes,
     migrate,
 )
@@ -52,6 +54,13 @@ TENANT = f"ts_pool_tenant_{os.environ.get('PYTEST_XDIST_WORKER', '')}"
 @pytest.fixture(scope="module")
 def bouncer(server_dsn: str) -> Iterator[tuple[str, int]]:
     with pgbouncer(server_dsn, users=(TENANT,)) as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
+def session_bouncer(server_dsn: str) -> Iterator[tuple[str, int]]:
+    """A PgBouncer in session mode (``pool_mode = session``): a client keeps its server connection."""
+    with pgbouncer(server_dsn, mode="session") as address:
         yield address
 
 
@@ -209,3 +218,95 @@ def test_two_tenants_of_one_login_role_behind_a_transaction_pooler_see_their_own
             assert [c["name"] for c in b.catalogs()] == ["b"] and b.info().n_tools == 6
             assert a.route("send the message", k=1).ids == ["p.t00"]
             assert b.route("read the message", k=1).ids == ["p.t06"]
+
+
+#: What a store behind a transaction pooler that was not told so says to do.
+FIXES = ("transaction_pooling=True", "--transaction-pooling", "$TOOLSTORE_TRANSACTION_POOLING=1")
+
+
+def says_the_fix(exc: BaseException) -> bool:
+    text = str(exc)
+    return "looks pooled in transaction mode" in text and all(fix in text for fix in FIXES)
+
+
+def test_a_store_not_told_of_a_transaction_pooler_says_so_when_its_prepared_route_is_gone(pooled: str) -> None:
+    with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="c") as store:
+        store.upsert(TOOLS)
+        assert store.route("send the message", k=3).ids  # prepared on the server connection it ran on
+        with psycopg.connect(pooled, autocommit=True) as other:
+            other.execute("begin")  # takes that server connection: the store's next route runs on another
+            with pytest.raises(TransactionPoolingError, match="a statement toolstore prepared on it is gone") as raised:
+                store.route("send the message", k=3)
+            other.execute("commit")
+        assert says_the_fix(raised.value)
+        assert isinstance(raised.value.__cause__, psycopg.errors.InvalidSqlStatementName)
+        with pytest.raises(TransactionPoolingError):  # every call after it, not only those that meet a lost session
+            store.info()
+
+
+def test_a_store_not_told_of_a_transaction_pooler_says_so_when_its_search_path_is_gone(pooled: str) -> None:
+    with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="c") as store:
+        with psycopg.connect(pooled, autocommit=True) as other:
+            other.execute("begin")
+            assert session_state(other)[0] == '"toolstore", "public"'  # the store's session, left to another client
+            with pytest.raises(TransactionPoolingError, match='it ran on [0-9]+, where relation "catalogs"') as raised:
+                store.catalogs()
+            other.execute("commit")
+    assert says_the_fix(raised.value)
+
+
+def test_an_async_store_not_told_of_a_transaction_pooler_says_so(pooled: str) -> None:
+    async def main() -> None:
+        async with AsyncToolStore(pooled, embedder=HashingEmbedder(32), catalog="c") as store:
+            other = await psycopg.AsyncConnection.connect(pooled, autocommit=True)
+            await other.execute("begin")
+            with pytest.raises(TransactionPoolingError, match="it ran on") as raised:
+                await store.catalogs()
+            await other.close()
+            assert says_the_fix(raised.value)
+            with pytest.raises(TransactionPoolingError):
+                await store.info()
+
+    asyncio.run(main())
+
+
+def test_two_tenants_not_told_of_a_transaction_pooler_say_so_before_one_reads_as_the_other(
+    tenant_role: str, pooled: str
+) -> None:
+    for name, tools in (("a", TOOLS[:6]), ("b", TOOLS[6:12])):
+        with ToolStore(pooled, embedder=HashingEmbedder(32), catalog=name, transaction_pooling=True) as owner:
+            owner.upsert(tools)
+            owner.grant(tenant_role, tenant=True)
+    as_tenant = make_conninfo(pooled, user=tenant_role)
+    options: dict[str, Any] = {"embedder": HashingEmbedder(32), "migrate": False}
+    with ToolStore(as_tenant, catalog="a", **options) as a:
+        assert [c["name"] for c in a.catalogs()] == ["a"]
+        # b's session (its tenant) would be set on the server connection a's was, which a's next read would run on
+        with pytest.raises(TransactionPoolingError, match="two open connections were set up on one server backend"):
+            ToolStore(as_tenant, catalog="b", **options)
+        with pytest.raises(TransactionPoolingError) as raised:
+            a.catalogs()
+    assert says_the_fix(raised.value)
+
+
+@pytest.mark.parametrize("through_pooler", [True, False], ids=["session-pooler", "direct"])
+def test_a_store_behind_a_session_pooler_or_none_is_not_taken_for_transaction_pooled(
+    dsn: str, session_bouncer: tuple[str, int], through_pooler: bool
+) -> None:
+    target = through(dsn, session_bouncer) if through_pooler else dsn
+    with ToolStore(target, embedder=HashingEmbedder(32), catalog="c") as store:
+        store.upsert(TOOLS)
+        first = store.route("send the message", k=3).ids
+        with psycopg.connect(target, autocommit=True) as other, store.connection() as one, store.connection() as two:
+            other.execute("begin")
+            backends = {conn.execute("select pg_backend_pid()").fetchone() for conn in (one, two, other)}
+            assert len(backends) == 3
+            assert (one.info.backend_pid not in {b[0] for b in backends if b}) is through_pooler  # the checks ran
+            for _ in range(7):
+                assert store.route("send the message", k=3).ids == first
+            with pytest.raises(DatabaseError, match='relation "no_such_table" does not exist') as raised:
+                with store.connection() as conn:
+                    conn.execute("select * from no_such_table")
+            assert not isinstance(raised.value, TransactionPoolingError)
+            other.execute("commit")
+        assert store.info().n_tools == len(TOOLS)

@@ -26,14 +26,18 @@ from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
 from ._setup import (
+    UNDEFINED,
     AsyncConfigure,
     AsyncPooledConnection,
+    Backends,
     Configure,
     PooledConnection,
     configured,
     configured_async,
     pool_args,
     session,
+    session_lost,
+    session_lost_async,
     set_up,
     set_up_async,
 )
@@ -93,11 +97,6 @@ def resolve_dsn(dsn: str | None) -> str:
     if env:
         return check_dsn(env)
     return embedded_dsn()
-
-
-#: A name not found (undefined table, function, object): also what a role that may not use the schema gets (Postgres
-#: leaves the schema off its search_path), e.g. once its grant was revoked; only then is the schema's USAGE asked.
-_UNDEFINED = frozenset({"42P01", "42883", "42704"})
 
 
 def _denied(row: Any, schema: str) -> SchemaAccessError | None:
@@ -161,12 +160,13 @@ def retry_conflicts(write: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS
 
 class _Pooled:
     """What :class:`Connector` and :class:`AsyncConnector` share, no I/O: the bounded wait, the count of lent
-    connections, and when :meth:`run` tries again."""
+    connections, the backends of those behind a pooler (``_setup.Backends``), and when :meth:`run` tries again."""
 
     pool: CountedPool | AsyncCountedPool
 
-    def __init__(self, schema: str, timeout: float, setup: Setup) -> None:
+    def __init__(self, schema: str, timeout: float, setup: Setup, backends: Backends) -> None:
         self.schema, self.timeout, self.lending, self.setup = schema, timeout, Lending(), setup
+        self.backends = backends
 
     def busy(self) -> bool:
         """Every connection of the pool is in use now (:meth:`Lending.busy`)."""
@@ -205,13 +205,13 @@ class Connector(_Pooled):
         configure: Configure | None = None,
     ) -> None:
         ended = threading.Event()
-        super().__init__(schema, check_timeout(timeout), Setup(ended))
+        super().__init__(schema, check_timeout(timeout), Setup(ended), Backends())
         self.dsn = check_dsn(dsn)
 
         def set_up_connection(conn: psycopg.Connection[Any]) -> None:
             try:
                 extension = conn.execute(query("extension_schema")).fetchone()
-                set_up(conn, session(conn, schema, tenant, extension))
+                set_up(conn, session(conn, schema, tenant, extension), self.backends)
                 register_vector(conn)
                 register_types(conn)
                 configured(configure, conn)
@@ -229,6 +229,7 @@ class Connector(_Pooled):
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
                 seconds = _open_timeout(self.timeout)
                 ended.wait(seconds)
+                self.backends.check()  # a setup found the pooler in transaction mode: said as such
                 self.setup.check(seconds)
                 self.pool.wait(seconds)
         except BaseException as exc:  # an interrupt too: no pool left connecting in the background
@@ -240,6 +241,7 @@ class Connector(_Pooled):
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection, waited for at most ``timeout`` seconds; psycopg's failures become DatabaseError."""
+        self.backends.check()
         since = self.lending.returned()
         try:
             with self.pool.connection(timeout=self.timeout) as conn:
@@ -247,14 +249,17 @@ class Connector(_Pooled):
                 try:
                     yield conn
                 except psycopg.Error as exc:
-                    if exc.sqlstate in _UNDEFINED and (denied := schema_denied(conn, self.schema)):
-                        raise denied from exc
+                    if (lost := session_lost(conn, exc, self.backends)) or (
+                        exc.sqlstate in UNDEFINED and (lost := schema_denied(conn, self.schema))
+                    ):
+                        raise lost from exc
                     raise
                 finally:
                     self.lending.give_back()
         except (PoolTimeout, psycopg.Error) as exc:
             if connection_lost(exc):
                 self.pool.check()  # drop the pool's other dead connections too
+            self.backends.check()  # the setup of the connection it waited for found a transaction pooler
             cause = self.lending.failure(exc, since, self.pool.max_size)
             raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors())) from cause
 
@@ -291,8 +296,8 @@ class AsyncConnector(_Pooled):
     (a busy pool's :class:`PoolBusy` too) and one retry after a lost connection, for reads: it does not watch commits
     (``AsyncToolStore`` writes through a ToolStore's :class:`Connector`). Made with :meth:`open`."""
 
-    def __init__(self, pool: AsyncCountedPool, timeout: float, schema: str, setup: Setup) -> None:
-        super().__init__(schema, timeout, setup)
+    def __init__(self, pool: AsyncCountedPool, timeout: float, schema: str, setup: Setup, backends: Backends) -> None:
+        super().__init__(schema, timeout, setup, backends)
         self.pool: AsyncCountedPool = pool
 
     @classmethod
@@ -314,12 +319,12 @@ class AsyncConnector(_Pooled):
         check_dsn(dsn)
 
         ended = asyncio.Event()
-        setup = Setup(ended)
+        setup, backends = Setup(ended), Backends()
 
         async def set_up_connection(conn: psycopg.AsyncConnection[Any]) -> None:
             try:
                 extension = await (await conn.execute(query("extension_schema"))).fetchone()
-                await set_up_async(conn, session(conn, schema, tenant, extension))
+                await set_up_async(conn, session(conn, schema, tenant, extension), backends)
                 await register_vector_async(conn)
                 register_types(conn)
                 await configured_async(configure, conn)
@@ -338,6 +343,7 @@ class AsyncConnector(_Pooled):
                 seconds = _open_timeout(timeout)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(ended.wait(), seconds)
+                backends.check()
                 setup.check(seconds)
                 await pool.wait(seconds)
         except BaseException as exc:  # a cancellation too (asyncio.timeout): no pool left connecting in the background
@@ -345,10 +351,11 @@ class AsyncConnector(_Pooled):
             if not isinstance(exc, Exception) or isinstance(exc, DatabaseError):  # a setup's error says itself
                 raise
             raise _cannot_connect(exc) from exc
-        return cls(pool, timeout, schema, setup)
+        return cls(pool, timeout, schema, setup, backends)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        self.backends.check()
         since = self.lending.returned()
         try:
             async with self.pool.connection(timeout=self.timeout) as conn:
@@ -356,14 +363,17 @@ class AsyncConnector(_Pooled):
                 try:
                     yield conn
                 except psycopg.Error as exc:
-                    if exc.sqlstate in _UNDEFINED and (denied := await schema_denied_async(conn, self.schema)):
-                        raise denied from exc
+                    if (lost := await session_lost_async(conn, exc, self.backends)) or (
+                        exc.sqlstate in UNDEFINED and (lost := await schema_denied_async(conn, self.schema))
+                    ):
+                        raise lost from exc
                     raise
                 finally:
                     self.lending.give_back()
         except (PoolTimeout, psycopg.Error) as exc:
             if connection_lost(exc):
                 await self.pool.check()
+            self.backends.check()
             cause = self.lending.failure(exc, since, self.pool.max_size)
             raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors())) from cause
 

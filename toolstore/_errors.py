@@ -261,6 +261,13 @@ class SchemaAccessError(DatabaseError):
     revoked). The owner of toolstore's tables grants one (``toolstore -c CATALOG grant ROLE``)."""
 
 
+class TransactionPoolingError(DatabaseError):
+    """The store reaches Postgres through a pooler in transaction mode (PgBouncer's ``pool_mode = transaction``) but was
+    not told so: the session it set on a connection (search_path, tenant, prepared statements) is not where its
+    statements run, and is left to the pooler's other clients. Give it ``transaction_pooling=True`` (the command
+    line: ``--transaction-pooling`` or ``$TOOLSTORE_TRANSACTION_POOLING=1``)."""
+
+
 class StatementTimeoutError(DatabaseError):
     """A route's statement ran past the store's ``statement_timeout`` and Postgres cancelled it (nothing is tried
     again: not on the primary after a replica, nor a second time)."""

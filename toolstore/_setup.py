@@ -9,12 +9,18 @@ made for the session stays on the server connection it was made on, for the pool
 from the next transaction, which another server connection may run; so is a statement prepared there. There the pool's
 connections prepare nothing (``prepare_threshold`` None) and are :class:`PooledConnection`\\ s: the session's
 parameters are set local to each transaction, ``set_session_local`` sent with a statement run outside one (in a
-pipeline: one round trip, one implicit transaction) and first in each transaction block."""
+pipeline: one round trip, one implicit transaction) and first in each transaction block.
+
+A store not told so (``transaction_pooling`` False) that is behind such a pooler fails with a
+:class:`TransactionPoolingError` naming the option, not with what the lost session makes of its statements
+(:class:`Backends`, :func:`session_lost`)."""
 
 from __future__ import annotations
 
 import inspect
 import math
+import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -24,7 +30,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from ._commits import WatchedConnection
-from ._errors import DatabaseError, InvalidInputError, first_line
+from ._errors import DatabaseError, InvalidInputError, TransactionPoolingError, first_line
 from ._lending import connection_lost
 from ._sql import query
 
@@ -169,20 +175,130 @@ class AsyncPooledCursor(psycopg.AsyncCursor[Any]):
         return self
 
 
-def set_up(conn: psycopg.Connection[Any], params: dict[str, str]) -> None:
-    """A new pool connection's session: set once, or, on a :class:`PooledConnection`, in each transaction."""
+#: A name not found (undefined table, function, object): what a statement run where toolstore's search_path is not
+#: set gets; also what a role that may not use the schema gets (``_connect.schema_denied``).
+UNDEFINED = frozenset({"42P01", "42883", "42704"})
+#: A prepared statement not found (psycopg's InvalidSqlStatementName).
+_NOT_PREPARED = "26000"
+_FIX = (
+    "give the store transaction_pooling=True (the command line: --transaction-pooling or "
+    "$TOOLSTORE_TRANSACTION_POOLING=1), or connect directly or through a pooler in session mode"
+)
+
+
+#: Every open pool connection set up through a pooler, in this process: where it connected (host, port, database,
+#: user), the server backend its session was set on, and its connector's :class:`Backends`.
+_BEHIND: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], int, Backends]] = weakref.WeakKeyDictionary()
+_BEHIND_LOCK = threading.Lock()
+
+
+class Backends:
+    """A connector's connections that reach the server through a proxy (a pooler), each with the server backend it was
+    set up on, and the connector's verdict once one looked pooled in transaction mode; no I/O.
+
+    Postgres tells a client its backend's pid at connect; a pooler tells it one of its own, so a connection whose
+    ``set_session`` ran on another backend than that is behind one (a direct connection never is: nothing is kept for
+    it, nothing checked). In session mode its statements keep running on that backend; in transaction mode each
+    transaction may run on another, where the session toolstore set is not, while the one it set is left to the
+    pooler's other clients. That shows as two open connections of the process (one store's or two: two tenants)
+    set up on one backend, or as a prepared statement or a name that a statement did not find
+    (:func:`session_lost`)."""
+
+    def __init__(self) -> None:
+        self.verdict: TransactionPoolingError | None = None
+
+    def check(self) -> None:
+        """Raise the verdict, if there is one: every call of a connector that looked pooled in transaction mode."""
+        if self.verdict is not None:
+            raise self.verdict
+
+    def found(self, evidence: str) -> TransactionPoolingError:
+        """The verdict (kept): the connection looks pooled in transaction mode, because of ``evidence``."""
+        self.verdict = TransactionPoolingError(
+            f"the database connection looks pooled in transaction mode (PgBouncer's pool_mode = transaction): "
+            f"{evidence}; the session toolstore sets on a connection (search_path, tenant, prepared statements) does "
+            f"not follow its transactions there, and is left to the pooler's other clients: {_FIX}"
+        )
+        return self.verdict
+
+    def set_up(self, conn: Any, backend: int) -> None:
+        """``conn``'s session was set on the server backend ``backend``; a :class:`TransactionPoolingError` (for
+        both connectors) when another open connection set up through the same pooler was set up on it too."""
+        info = conn.info
+        if info.backend_pid == backend:
+            return
+        where = (info.host, info.port, info.dbname, info.user)
+        with _BEHIND_LOCK:
+            for other, (at, pid, owner) in list(_BEHIND.items()):
+                if (at, pid) == (where, backend) and not other.closed:
+                    evidence = f"two open connections were set up on one server backend ({backend})"
+                    owner.found(evidence)
+                    raise self.found(evidence)
+            _BEHIND[conn] = (where, backend, self)
+
+    def suspect(self, conn: Any, exc: psycopg.Error) -> int | None:
+        """The backend ``conn`` was set up on, when it is behind a pooler and ``exc`` may say its session is gone."""
+        behind = _BEHIND.get(conn) if exc.sqlstate in UNDEFINED | {_NOT_PREPARED} else None
+        return None if behind is None else behind[1]
+
+    def moved(self, backend: int, now: Any, exc: psycopg.Error) -> TransactionPoolingError | None:
+        """The verdict after ``exc`` on a connection set up on ``backend``: a prepared statement not found (psycopg
+        forgets those a DEALLOCATE or DISCARD ALL drops), or a name not found where the statement after it ran on
+        another backend (``now``: ``backend_pid``'s row, None unasked)."""
+        if exc.sqlstate == _NOT_PREPARED:
+            return self.found(f"a statement toolstore prepared on it is gone ({first_line(exc)})")
+        if now is None or now[0] == backend:
+            return None
+        return self.found(f"set up on server backend {backend}, it ran on {now[0]}, where {first_line(exc)}")
+
+
+def session_lost(conn: psycopg.Connection[Any], exc: psycopg.Error, backends: Backends) -> Exception | None:
+    """After ``exc`` on ``conn`` (a pool connection not told of a transaction pooler): the
+    :class:`TransactionPoolingError` when the session set on it is gone (:meth:`Backends.moved`), else None. Asks the
+    server only after a name not found on a connection through a pooler."""
+    backend = backends.suspect(conn, exc)
+    if backend is None:
+        return None
+    try:
+        now = None if exc.sqlstate == _NOT_PREPARED else conn.execute(query("backend_pid")).fetchone()
+    except psycopg.Error:  # a failed transaction, or the connection is gone: the original error stands
+        return None
+    return backends.moved(backend, now, exc)
+
+
+async def session_lost_async(
+    conn: psycopg.AsyncConnection[Any], exc: psycopg.Error, backends: Backends
+) -> Exception | None:
+    """:func:`session_lost` on an async connection."""
+    backend = backends.suspect(conn, exc)
+    if backend is None:
+        return None
+    try:
+        now = None if exc.sqlstate == _NOT_PREPARED else await (await conn.execute(query("backend_pid"))).fetchone()
+    except psycopg.Error:
+        return None
+    return backends.moved(backend, now, exc)
+
+
+def set_up(conn: psycopg.Connection[Any], params: dict[str, str], backends: Backends) -> None:
+    """A new pool connection's session: set once (the backend it ran on told to ``backends``), or, on a
+    :class:`PooledConnection`, in each transaction."""
     if isinstance(conn, PooledConnection):
         conn.session, conn.cursor_factory = params, PooledCursor
     else:
-        conn.execute(query("set_session"), params)
+        row = conn.execute(query("set_session"), params).fetchone()
+        assert row is not None
+        backends.set_up(conn, row[-1])
 
 
-async def set_up_async(conn: psycopg.AsyncConnection[Any], params: dict[str, str]) -> None:
+async def set_up_async(conn: psycopg.AsyncConnection[Any], params: dict[str, str], backends: Backends) -> None:
     """:func:`set_up` for asyncio."""
     if isinstance(conn, AsyncPooledConnection):
         conn.session, conn.cursor_factory = params, AsyncPooledCursor
     else:
-        await conn.execute(query("set_session"), params)
+        row = await (await conn.execute(query("set_session"), params)).fetchone()
+        assert row is not None
+        backends.set_up(conn, row[-1])
 
 
 def pooled(conn: Any) -> bool:

@@ -77,7 +77,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     to the next replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one
     whose pool is busy is asked after the free ones and not left out; the store opens while a replica is down);
     otherwise a read may lag the primary by the replica's replay delay.
-    ``transaction_pooling``: ``dsn`` (and ``read_dsn``) is a pooler in PgBouncer's ``pool_mode = transaction``.
+    ``transaction_pooling``: ``dsn`` (and ``read_dsn``) is a pooler in PgBouncer's ``pool_mode = transaction``; without
+    it, a store there raises TransactionPoolingError once its session is found lost (README, "Connection poolers").
     ``configure``: called with each new connection of the store's pools (primary and replicas) after toolstore's set-up
     (a role, settings); what it raises is a DatabaseError naming it, at once when the store opens.
     """
