@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -310,3 +311,37 @@ def test_a_store_behind_a_session_pooler_or_none_is_not_taken_for_transaction_po
             assert not isinstance(raised.value, TransactionPoolingError)
             other.execute("commit")
         assert store.info().n_tools == len(TOOLS)
+
+
+def vector_relations(dsn: str) -> tuple[list[str], list[str]]:
+    """The HNSW indexes, and the vector tables' partitions, of the database of ``dsn``."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "select relname, relkind = 'i' from pg_class where relkind in ('i', 'r') "
+            "and relname ~ '^(tool_vectors|intent_examples)_(hnsw_|c[0-9]+$)' order by relname"
+        ).fetchall()
+    return [name for name, index in rows if index], [name for name, index in rows if not index]
+
+
+def test_what_only_concurrently_drops_is_left_behind_a_transaction_pooler_saying_what_drops_it(
+    pooled: str, dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="toolstore")
+    with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="c", transaction_pooling=True) as store:
+        store.upsert(TOOLS)
+        c = store.info().id
+        store.reembed(HashingEmbedder(48))
+        assert vector_relations(dsn)[0] == [f"tool_vectors_hnsw_{c}_32", f"tool_vectors_hnsw_{c}_48"]
+    said = f"catalog 'c': HNSW index(es) tool_vectors_hnsw_{c}_32 left"
+    assert said in caplog.text and "ToolStore(direct_dsn, catalog='c').upsert([])" in caplog.text
+    with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="d", transaction_pooling=True) as store:
+        store.upsert(TOOLS[:3])
+        d = store.drop_catalog().id
+    left = [f"intent_examples_c{d}", f"tool_vectors_c{d}"]
+    assert f"2 emptied vector partition(s) of dropped catalogs left ({', '.join(left)})" in caplog.text
+    assert "the next drop_catalog on a direct DSN (transaction_pooling=False) drops them" in caplog.text
+    with ToolStore(dsn, embedder=HashingEmbedder(48), catalog="c") as direct:  # what they say to do
+        direct.upsert([])
+        assert vector_relations(dsn)[0] == [f"tool_vectors_hnsw_{c}_48"]
+        direct.drop_catalog()  # of another catalog than the one dropped behind the pooler
+    assert vector_relations(dsn) == ([], [])

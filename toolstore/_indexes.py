@@ -182,6 +182,14 @@ def owns_partitions(conn: psycopg.Connection[Any], catalog_id: int) -> bool:
 
 
 #: What the catalog's owner runs to build an index a writer without ownership could not.
+#: What a write behind a transaction pooler leaves of a catalog's indexes, and what drops it (``_ensure_indexes``).
+LEFT_BEHIND_POOLER = (
+    "catalog %r: HNSW index(es) %s left (of another dimension, on a table grown small, or invalid: dense retrieval "
+    "then searches exactly): behind a transaction pooler (transaction_pooling=True) none is dropped, as only DROP "
+    "INDEX CONCURRENTLY spares other catalogs' routes; a write to the catalog on a direct DSN "
+    "(transaction_pooling=False: ToolStore(direct_dsn, catalog=%r).upsert([])) drops them and builds an invalid one "
+    "again"
+)
 OWNER_BUILDS = "any write to the catalog as the owner of toolstore's tables builds it (ToolStore.upsert([]) will do)"
 
 
@@ -298,6 +306,8 @@ def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
     if concurrently:
         for name in set(found) - wanted.keys():
             conn.execute(_ddl("drop_vector_index", name=name, concurrently=True))
+    elif pooled(conn) and (left := sorted(name for name, valid in found.items() if name not in wanted or not valid)):
+        logger.warning(LEFT_BEHIND_POOLER, info.name, ", ".join(left), info.name)
 
 
 def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
