@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import select
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -192,6 +193,16 @@ _BEHIND: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], int, Backends]] =
 _BEHIND_LOCK = threading.Lock()
 
 
+def _open(conn: Any) -> bool:
+    """Whether ``conn`` is still open as far as can be told without I/O on it: not closed, and nothing to read on its
+    socket (a pooler that ended it, in session mode too, leaves its end readable; psycopg notices at its next use). An
+    idle connection has nothing else to read: toolstore listens to nothing, and one at work holds its backend."""
+    try:
+        return not conn.closed and not select.select([conn.fileno()], [], [], 0)[0]
+    except (OSError, ValueError, psycopg.Error):
+        return False
+
+
 class Backends:
     """A connector's connections that reach the server through a proxy (a pooler), each with the server backend it was
     set up on, and the connector's verdict once one looked pooled in transaction mode; no I/O.
@@ -230,7 +241,7 @@ class Backends:
         where = (info.host, info.port, info.dbname, info.user)
         with _BEHIND_LOCK:
             for other, (at, pid, owner) in list(_BEHIND.items()):
-                if (at, pid) == (where, backend) and not other.closed:
+                if (at, pid) == (where, backend) and _open(other):
                     evidence = f"two open connections were set up on one server backend ({backend})"
                     owner.found(evidence)
                     raise self.found(evidence)
