@@ -17,10 +17,11 @@ select extnamespace::regnamespace::text from pg_extension where extname = 'vecto
 select set_config('search_path', %(path)s, false), set_config('toolstore.tenant', %(tenant)s, false),
   set_config('plan_cache_mode', 'force_generic_plan', false), pg_backend_pid();
 
--- name: backend_pid
--- The server backend a connection's statement runs on now, after a name was not found on a connection set up through
--- a pooler: another than the one set_session ran on says a pooler in transaction mode (`_setup.session_lost`).
-select pg_backend_pid();
+-- name: backend_session
+-- The server backend a connection's statement runs on now, and its search_path and tenant, after a name or the
+-- store's catalog was not found on a connection set up through a pooler: another backend, or another session, than
+-- set_session's says a pooler in transaction mode (`_setup.session_lost`).
+select pg_backend_pid(), current_setting('search_path'), coalesce(current_setting('toolstore.tenant', true), '');
 
 -- name: set_session_local
 -- set_session's search_path and tenant, local to the transaction (`_setup.PooledConnection`, behind a transaction

@@ -13,6 +13,9 @@ import pytest
 from toolstore import TransactionPoolingError
 from toolstore._setup import Backends
 
+#: A search_path as set_session's row spells it.
+PATH = '"toolstore", "public"'
+
 
 class Connection:
     """What ``Backends.set_up`` reads of a psycopg connection: the pid it was told at connect, where it connected, its
@@ -45,9 +48,9 @@ def test_two_open_connections_set_up_on_one_backend_through_a_pooler_look_transa
     connect: Callable[[int], Connection],
 ) -> None:
     first, second = Backends(), Backends()
-    first.set_up(connect(9001), 42)
+    first.set_up(connect(9001), (42, PATH, ""))
     with pytest.raises(TransactionPoolingError, match=r"two open connections were set up on one server backend \(42\)"):
-        second.set_up(connect(9002), 42)
+        second.set_up(connect(9002), (42, PATH, "b"))
     assert first.verdict is not None and second.verdict is not None  # both stores' calls say it from now on
     with pytest.raises(TransactionPoolingError):
         first.check()
@@ -58,14 +61,14 @@ def test_a_connection_its_pooler_ended_or_a_direct_one_is_not_taken_for_one_shar
 ) -> None:
     backends = Backends()
     ended = connect(9001)
-    backends.set_up(ended, 42)
+    backends.set_up(ended, (42, PATH, ""))
     ended.server.close()  # the pooler ended it (a session-mode pooler then hands its backend to the next client)
-    backends.set_up(connect(9002), 42)
-    backends.set_up(connect(43), 43)  # direct: told its own backend's pid, so never recorded
-    backends.set_up(connect(43), 43)
+    backends.set_up(connect(9002), (42, PATH, ""))
+    backends.set_up(connect(43), (43, PATH, ""))  # direct: told its own backend's pid, so never recorded
+    backends.set_up(connect(43), (43, PATH, ""))
     closed = connect(9003)
-    backends.set_up(closed, 44)
+    backends.set_up(closed, (44, PATH, ""))
     closed.closed = True
-    backends.set_up(connect(9004), 44)
+    backends.set_up(connect(9004), (44, PATH, ""))
     assert backends.verdict is None
     backends.check()

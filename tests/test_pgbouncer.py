@@ -30,6 +30,7 @@ from toolstore import (
     Tool,
     ToolStore,
     TransactionPoolingError,
+    UnknownCatalogError,
     _indexes,
     migrate,
 )
@@ -290,6 +291,23 @@ def test_two_tenants_not_told_of_a_transaction_pooler_say_so_before_one_reads_as
     assert says_the_fix(raised.value)
 
 
+def test_a_store_not_told_of_a_transaction_pooler_says_so_when_another_client_set_its_tenant_over_its_own(
+    tenant_role: str, pooled: str
+) -> None:
+    for name, tools in (("a", TOOLS[:6]), ("b", TOOLS[6:12])):
+        with ToolStore(pooled, embedder=HashingEmbedder(32), catalog=name, transaction_pooling=True) as owner:
+            owner.upsert(tools)
+            owner.grant(tenant_role, tenant=True)
+    as_tenant = make_conninfo(pooled, user=tenant_role)
+    with ToolStore(as_tenant, embedder=HashingEmbedder(32), catalog="a", migrate=False) as a:
+        assert a.route("send the message", k=1).ids == ["p.t00"]
+        with psycopg.connect(as_tenant, autocommit=True) as other:  # another process's store, of tenant b
+            assert other.execute("select set_config('toolstore.tenant', 'b', false)").fetchone() == ("b",)
+        # where a's route would see no catalog 'a' and say to create it by importing tools
+        with pytest.raises(TransactionPoolingError, match="tenant on its server backend .* is not the one it set"):
+            a.route("send the message", k=1)
+
+
 @pytest.mark.parametrize("through_pooler", [True, False], ids=["session-pooler", "direct"])
 def test_a_store_behind_a_session_pooler_or_none_is_not_taken_for_transaction_pooled(
     dsn: str, session_bouncer: tuple[str, int], through_pooler: bool
@@ -311,6 +329,9 @@ def test_a_store_behind_a_session_pooler_or_none_is_not_taken_for_transaction_po
             assert not isinstance(raised.value, TransactionPoolingError)
             other.execute("commit")
         assert store.info().n_tools == len(TOOLS)
+    with ToolStore(target, embedder=HashingEmbedder(32), catalog="none") as missing:
+        with pytest.raises(UnknownCatalogError):  # read back on a connection through the pooler: its own session
+            missing.route("send the message")
 
 
 def vector_relations(dsn: str) -> tuple[list[str], list[str]]:

@@ -23,7 +23,7 @@ from psycopg_pool import PoolTimeout
 
 from ._commits import Commits, WatchedConnection, do_again
 from ._embedded import embedded_dsn
-from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, first_line
+from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, UnknownCatalogError, first_line
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
 from ._setup import (
     UNDEFINED,
@@ -248,9 +248,9 @@ class Connector(_Pooled):
                 self.lending.lend()
                 try:
                     yield conn
-                except psycopg.Error as exc:
+                except (psycopg.Error, UnknownCatalogError) as exc:
                     if (lost := session_lost(conn, exc, self.backends)) or (
-                        exc.sqlstate in UNDEFINED and (lost := schema_denied(conn, self.schema))
+                        getattr(exc, "sqlstate", None) in UNDEFINED and (lost := schema_denied(conn, self.schema))
                     ):
                         raise lost from exc
                     raise
@@ -362,9 +362,10 @@ class AsyncConnector(_Pooled):
                 self.lending.lend()
                 try:
                     yield conn
-                except psycopg.Error as exc:
+                except (psycopg.Error, UnknownCatalogError) as exc:
                     if (lost := await session_lost_async(conn, exc, self.backends)) or (
-                        exc.sqlstate in UNDEFINED and (lost := await schema_denied_async(conn, self.schema))
+                        getattr(exc, "sqlstate", None) in UNDEFINED
+                        and (lost := await schema_denied_async(conn, self.schema))
                     ):
                         raise lost from exc
                     raise

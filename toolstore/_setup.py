@@ -31,7 +31,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from ._commits import WatchedConnection
-from ._errors import DatabaseError, InvalidInputError, TransactionPoolingError, first_line
+from ._errors import DatabaseError, InvalidInputError, TransactionPoolingError, UnknownCatalogError, first_line
 from ._lending import connection_lost
 from ._sql import query
 
@@ -181,15 +181,20 @@ class AsyncPooledCursor(psycopg.AsyncCursor[Any]):
 UNDEFINED = frozenset({"42P01", "42883", "42704"})
 #: A prepared statement not found (psycopg's InvalidSqlStatementName).
 _NOT_PREPARED = "26000"
+#: The errors after which a connection through a pooler asks whether its session is still where it set it.
+_SUSPECT = UNDEFINED | {_NOT_PREPARED}
 _FIX = (
     "give the store transaction_pooling=True (the command line: --transaction-pooling or "
     "$TOOLSTORE_TRANSACTION_POOLING=1), or connect directly or through a pooler in session mode"
 )
 
 
+#: The session a connection's ``set_session`` set, as its row says: the server backend it ran on, the search_path
+#: and the tenant (as Postgres spelt them), which block ``backend_session`` reads back.
+Session = tuple[int, str, str]
 #: Every open pool connection set up through a pooler, in this process: where it connected (host, port, database,
-#: user), the server backend its session was set on, and its connector's :class:`Backends`.
-_BEHIND: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], int, Backends]] = weakref.WeakKeyDictionary()
+#: user), its :data:`Session`, and its connector's :class:`Backends`.
+_BEHIND: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Session, Backends]] = weakref.WeakKeyDictionary()
 _BEHIND_LOCK = threading.Lock()
 
 
@@ -204,16 +209,17 @@ def _open(conn: Any) -> bool:
 
 
 class Backends:
-    """A connector's connections that reach the server through a proxy (a pooler), each with the server backend it was
-    set up on, and the connector's verdict once one looked pooled in transaction mode; no I/O.
+    """A connector's connections that reach the server through a proxy (a pooler), each with the session it set (its
+    server backend, search_path, tenant), and the connector's verdict once one looked pooled in transaction mode; no
+    I/O.
 
     Postgres tells a client its backend's pid at connect; a pooler tells it one of its own, so a connection whose
     ``set_session`` ran on another backend than that is behind one (a direct connection never is: nothing is kept for
-    it, nothing checked). In session mode its statements keep running on that backend; in transaction mode each
-    transaction may run on another, where the session toolstore set is not, while the one it set is left to the
-    pooler's other clients. That shows as two open connections of the process (one store's or two: two tenants)
-    set up on one backend, or as a prepared statement or a name that a statement did not find
-    (:func:`session_lost`)."""
+    it, nothing checked). In session mode its statements keep running on that backend, in the session it set; in
+    transaction mode each transaction may run on another, where the session toolstore set is not, while the one it
+    set is left to the pooler's other clients, who may set theirs over it. That shows as two open connections of the
+    process (one store's or two: two tenants) set up on one backend, or, after a prepared statement, a name or the
+    store's catalog was not found, as another backend or another session than the one it set (:func:`session_lost`)."""
 
     def __init__(self) -> None:
         self.verdict: TransactionPoolingError | None = None
@@ -232,74 +238,86 @@ class Backends:
         )
         return self.verdict
 
-    def set_up(self, conn: Any, backend: int) -> None:
-        """``conn``'s session was set on the server backend ``backend``; a :class:`TransactionPoolingError` (for
-        both connectors) when another open connection set up through the same pooler was set up on it too."""
+    def set_up(self, conn: Any, session: Session) -> None:
+        """``conn``'s session was set (``session``: set_session's row); a :class:`TransactionPoolingError` (for both
+        connectors) when another open connection set up through the same pooler was set up on that backend too."""
         info = conn.info
-        if info.backend_pid == backend:
+        if info.backend_pid == session[0]:
             return
         where = (info.host, info.port, info.dbname, info.user)
         with _BEHIND_LOCK:
-            for other, (at, pid, owner) in list(_BEHIND.items()):
-                if (at, pid) == (where, backend) and _open(other):
-                    evidence = f"two open connections were set up on one server backend ({backend})"
+            for other, (at, theirs, owner) in list(_BEHIND.items()):
+                if (at, theirs[0]) == (where, session[0]) and _open(other):
+                    evidence = f"two open connections were set up on one server backend ({session[0]})"
                     owner.found(evidence)
                     raise self.found(evidence)
-            _BEHIND[conn] = (where, backend, self)
+            _BEHIND[conn] = (where, session, self)
 
-    def suspect(self, conn: Any, exc: psycopg.Error) -> int | None:
-        """The backend ``conn`` was set up on, when it is behind a pooler and ``exc`` may say its session is gone."""
-        behind = _BEHIND.get(conn) if exc.sqlstate in UNDEFINED | {_NOT_PREPARED} else None
+    @staticmethod
+    def suspect(conn: Any, exc: BaseException) -> Session | None:
+        """The session ``conn`` set, when it is behind a pooler and ``exc`` may say that session is gone: a prepared
+        statement, a name or the store's catalog not found."""
+        if not isinstance(exc, UnknownCatalogError) and getattr(exc, "sqlstate", None) not in _SUSPECT:
+            return None
+        behind = _BEHIND.get(conn)
         return None if behind is None else behind[1]
 
-    def moved(self, backend: int, now: Any, exc: psycopg.Error) -> TransactionPoolingError | None:
-        """The verdict after ``exc`` on a connection set up on ``backend``: a prepared statement not found (psycopg
-        forgets those a DEALLOCATE or DISCARD ALL drops), or a name not found where the statement after it ran on
-        another backend (``now``: ``backend_pid``'s row, None unasked)."""
-        if exc.sqlstate == _NOT_PREPARED:
-            return self.found(f"a statement toolstore prepared on it is gone ({first_line(exc)})")
-        if now is None or now[0] == backend:
+    def moved(self, session: Session, now: Any, exc: BaseException) -> TransactionPoolingError | None:
+        """The verdict after ``exc`` on a connection that set ``session``: a prepared statement not found (psycopg
+        forgets those a DEALLOCATE or DISCARD ALL drops), or else (``now``: ``backend_session``'s row read after it,
+        None unasked) another backend, or another search_path or tenant, than it set."""
+        what = first_line(exc) if isinstance(exc, psycopg.Error) else "its catalog was not found"
+        if getattr(exc, "sqlstate", None) == _NOT_PREPARED:
+            return self.found(f"a statement toolstore prepared on it is gone ({what})")
+        if now is None or tuple(now) == session:
             return None
-        return self.found(f"set up on server backend {backend}, it ran on {now[0]}, where {first_line(exc)}")
+        if now[0] != session[0]:
+            return self.found(f"set up on server backend {session[0]}, it ran on {now[0]}, where {what}")
+        return self.found(f"the search_path or tenant on its server backend ({now[0]}) is not the one it set: {what}")
 
 
-def session_lost(conn: psycopg.Connection[Any], exc: psycopg.Error, backends: Backends) -> Exception | None:
+def session_lost(conn: psycopg.Connection[Any], exc: BaseException, backends: Backends) -> Exception | None:
     """After ``exc`` on ``conn`` (a pool connection not told of a transaction pooler): the
     :class:`TransactionPoolingError` when the session set on it is gone (:meth:`Backends.moved`), else None. Asks the
-    server only after a name not found on a connection through a pooler."""
-    backend = backends.suspect(conn, exc)
-    if backend is None:
+    server only after a name or the catalog not found on a connection through a pooler."""
+    session = backends.suspect(conn, exc)
+    if session is None:
         return None
     try:
-        now = None if exc.sqlstate == _NOT_PREPARED else conn.execute(query("backend_pid")).fetchone()
+        now = None if _prepared(exc) else conn.execute(query("backend_session")).fetchone()
     except psycopg.Error:  # a failed transaction, or the connection is gone: the original error stands
         return None
-    return backends.moved(backend, now, exc)
+    return backends.moved(session, now, exc)
 
 
 async def session_lost_async(
-    conn: psycopg.AsyncConnection[Any], exc: psycopg.Error, backends: Backends
+    conn: psycopg.AsyncConnection[Any], exc: BaseException, backends: Backends
 ) -> Exception | None:
     """:func:`session_lost` on an async connection."""
-    backend = backends.suspect(conn, exc)
-    if backend is None:
+    session = backends.suspect(conn, exc)
+    if session is None:
         return None
     try:
-        now = None if exc.sqlstate == _NOT_PREPARED else await (await conn.execute(query("backend_pid"))).fetchone()
+        now = None if _prepared(exc) else await (await conn.execute(query("backend_session"))).fetchone()
     except psycopg.Error:
         return None
-    return backends.moved(backend, now, exc)
+    return backends.moved(session, now, exc)
+
+
+def _prepared(exc: BaseException) -> bool:
+    """Whether ``exc`` is a prepared statement not found."""
+    return getattr(exc, "sqlstate", None) == _NOT_PREPARED
 
 
 def set_up(conn: psycopg.Connection[Any], params: dict[str, str], backends: Backends) -> None:
-    """A new pool connection's session: set once (the backend it ran on told to ``backends``), or, on a
-    :class:`PooledConnection`, in each transaction."""
+    """A new pool connection's session: set once (told to ``backends``), or, on a :class:`PooledConnection`, in each
+    transaction."""
     if isinstance(conn, PooledConnection):
         conn.session, conn.cursor_factory = params, PooledCursor
     else:
         row = conn.execute(query("set_session"), params).fetchone()
         assert row is not None
-        backends.set_up(conn, row[-1])
+        backends.set_up(conn, (row[3], row[0], row[1]))
 
 
 async def set_up_async(conn: psycopg.AsyncConnection[Any], params: dict[str, str], backends: Backends) -> None:
@@ -309,7 +327,7 @@ async def set_up_async(conn: psycopg.AsyncConnection[Any], params: dict[str, str
     else:
         row = await (await conn.execute(query("set_session"), params)).fetchone()
         assert row is not None
-        backends.set_up(conn, row[-1])
+        backends.set_up(conn, (row[3], row[0], row[1]))
 
 
 def pooled(conn: Any) -> bool:
