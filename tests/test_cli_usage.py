@@ -4,6 +4,7 @@ line or its environment variable) and the command's help, before anything is ope
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,15 +16,19 @@ VARIABLES = [f"TOOLSTORE_{name}" for name in ("DSN", "CATALOG", "SCHEMA", "EMBED
 
 
 def run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str, env: dict[str, str] | None = None
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    env: dict[str, str] | None = None,
+    embedder: tuple[str, ...] = ("--embedder", "none"),
 ) -> tuple[int, str]:
-    """The entry point on ``args`` with the environment variables ``env`` (the embedder none, nothing to load): its
-    exit status and stderr."""
+    """The entry point on ``args`` with the environment variables ``env`` (after ``embedder``: the embedder none,
+    nothing to load): its exit status and stderr."""
     for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
     for name, value in (env or {}).items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(sys, "argv", ["toolstore", "--embedder", "none", *args])
+    monkeypatch.setattr(sys, "argv", ["toolstore", *embedder, *args])
     with pytest.raises(SystemExit) as exited:
         entry()
     return int(exited.value.code or 0), capsys.readouterr().err
@@ -202,3 +207,97 @@ def test_a_session_id_the_library_refuses_is_a_usage_error(
     code, err = run(monkeypatch, capsys, *args)
     assert code == 2, err
     said_once(err, said)
+
+
+UNKNOWN = (
+    "unknown embedder 'bogus'; expected local | local:DIR | static:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS] "
+    "| none"
+)
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ("--embedder", "bogus", "--dsn", NOWHERE, "route", "x"),
+            f"Invalid value for '--embedder': {UNKNOWN} (see toolstore --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "route", "x", "--embedder", "openai/"),
+            "Invalid value for '--embedder': OpenAIEmbedder model must be a non-empty string "
+            "(see toolstore route --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "list", "--embedder", "openai/text-embedding-3-small@0"),
+            "Invalid value for '--embedder': OpenAIEmbedder dimensions must be a positive integer, got 0 "
+            "(see toolstore list --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "route", "x", "--embedder", "openai/text-embedding-3-small@"),
+            "Invalid value for '--embedder': embedder 'openai/text-embedding-3-small@': dimensions after '@' must be "
+            "a number (see toolstore route --help)",
+        ),
+        (
+            ("--embedder", "hashing-4", "--dsn", NOWHERE, "route", "x"),
+            "Invalid value for '--embedder': the hashing embedder's dimension must be at least 8, got 4 "
+            "(see toolstore --help)",
+        ),
+        (
+            ("--embedder", "hashing-", "--dsn", NOWHERE, "route", "x"),
+            "Invalid value for '--embedder': embedder 'hashing-': the hashing dimension must be a number "
+            "(see toolstore --help)",
+        ),
+        (
+            ("--embedder", "local:", "--dsn", NOWHERE, "import", "tools.json"),
+            "Invalid value for '--embedder': embedder 'local:': no model directory after 'local:' "
+            "(see toolstore --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "reembed", "--model", "bogus"),
+            f"Invalid value for '--model': {UNKNOWN} (see toolstore reembed --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "reembed", "--model", "none"),
+            "Invalid value for '--model': reembed needs a model, not 'none' (see toolstore reembed --help)",
+        ),
+    ],
+)
+def test_a_malformed_embedder_spec_is_a_usage_error(
+    args: tuple[str, ...], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--embedder bogus` (or `openai/`, `hashing-4`...) exited 1 with the library's line, as a failed command does,
+    once the store was being opened; `hashing-` and `openai/MODEL@` were taken (for 256 dimensions, for the model's
+    own). A spec the embedder factory refuses is the option's usage error now (reembed's --model too), exit 2, in the
+    library's words, before anything is opened."""
+    code, err = run(monkeypatch, capsys, *args)
+    assert code == 2, err
+    said_once(err, said)
+
+
+def test_a_malformed_embedder_from_the_environment_is_a_usage_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad $TOOLSTORE_EMBEDDER is a usage error naming the variable it came from, even where the option given after
+    the command would have replaced it (as a bad $TOOLSTORE_SCHEMA is)."""
+    env = {"TOOLSTORE_DSN": NOWHERE, "TOOLSTORE_EMBEDDER": "openai/"}
+    for args in (("list",), ("route", "x", "--embedder", "none")):
+        code, err = run(monkeypatch, capsys, *args, env=env, embedder=())
+        assert code == 2, err
+        said_once(
+            err,
+            "Invalid value for '--embedder' (from $TOOLSTORE_EMBEDDER): OpenAIEmbedder model must be a non-empty "
+            "string (see toolstore --help)",
+        )
+
+
+def test_a_model_directory_without_its_model_stays_the_commands_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`local:DIR` and `static:DIR` are well formed whatever DIR holds: a directory that lacks the model is what the
+    command finds when it builds the embedder, its error (exit 1, one line naming what is missing), not a usage
+    error."""
+    for kind in ("local", "static"):
+        spec = f"{kind}:{tmp_path / 'nothing'}"
+        code, err = run(monkeypatch, capsys, "--dsn", NOWHERE, "route", "x", embedder=("--embedder", spec))
+        assert code == 1 and len(err.splitlines()) == 1, err
+        assert err.startswith(f"error: embedder {spec!r}: {tmp_path / 'nothing'} lacks "), err

@@ -3,48 +3,91 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import InvalidInputError
 from .base import Embedder
-from .hashing import HashingEmbedder
+from .hashing import HashingEmbedder, check_dim
 from .local import CONFIG_FILE, MODEL_FILES, LocalEmbedder, shipped_key
 from .openai import OpenAIEmbedder
+from .openai_limits import check_model
 from .static import MODEL_FILES as STATIC_FILES
 from .static import StaticEmbedder
 
 SPECS = "local | local:DIR | static:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS] | none"
 
 
-def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Embedder | None:
-    """``local`` (shipped MiniLM), ``local:DIR`` (a model exported by ``scripts/build_candidate_model.py``),
-    ``static:DIR`` (a static model written by ``scripts/build_static_model.py``), ``hashing-256`` (test double),
-    ``openai/text-embedding-3-small@512``, ``none``."""
-    if spec == "none":
-        return None
-    if spec in ("local", "local/all-MiniLM-L6-v2"):
-        return LocalEmbedder()
-    if spec.startswith("local:"):
-        return LocalEmbedder(model_dir=_model_dir(spec, MODEL_FILES, "scripts/build_candidate_model.py"))
-    if spec.startswith("static:"):
-        return StaticEmbedder(_model_dir(spec, STATIC_FILES, "scripts/build_static_model.py"))
+@dataclass(frozen=True)
+class Spec:
+    """An embedder spec's parts (:func:`parse_spec`): its ``kind`` (``none``, ``local``, ``static``, ``hashing``,
+    ``openai``), a model directory as given (``local:DIR``, ``static:DIR``; empty for the shipped model), an OpenAI
+    ``model``, and a hashing or OpenAI ``dim``."""
+
+    kind: str
+    directory: str = ""
+    model: str = ""
+    dim: int | None = None
+
+
+def parse_spec(spec: str) -> Spec:
+    """The parts of ``spec``, checked for all that the string alone shows, before any model is looked for or built:
+    a known kind, a directory after ``local:`` and ``static:``, a dimension the hashing embedder or OpenAI's takes,
+    a model after ``openai/``; InvalidInputError naming the spec (or its part) otherwise. Whether a model directory
+    holds a model is for :func:`make_embedder` to find."""
+    if spec == "none" or spec in ("local", "local/all-MiniLM-L6-v2"):
+        return Spec(spec.partition("/")[0])
+    kind, colon, directory = spec.partition(":")
+    if colon and kind in ("local", "static"):
+        if not directory.strip():
+            raise InvalidInputError(f"embedder {spec!r}: no model directory after '{kind}:'")
+        return Spec(kind, directory=directory)
     if spec == "hashing" or spec.startswith("hashing-"):
-        dim = spec.partition("-")[2] or "256"
+        dim = spec.partition("-")[2] if spec != "hashing" else "256"
         if not (dim.isascii() and dim.isdigit()):  # str.isdigit() takes '²', which int() refuses
             raise InvalidInputError(f"embedder {spec!r}: the hashing dimension must be a number")
-        return HashingEmbedder(int(dim))
+        return Spec("hashing", dim=check_dim(int(dim)))
     if spec.startswith("openai/"):
-        model, _, dims = spec[len("openai/") :].partition("@")
-        if dims and not (dims.isascii() and dims.isdigit()):
+        model, at, dims = spec[len("openai/") :].partition("@")
+        if at and not (dims.isascii() and dims.isdigit()):
             raise InvalidInputError(f"embedder {spec!r}: dimensions after '@' must be a number")
-        return OpenAIEmbedder(model=model, dimensions=int(dims) if dims else None, base_url=base_url, api_key=api_key)
+        dimensions = int(dims) if at else None
+        check_model(model, dimensions)
+        return Spec("openai", model=model, dim=dimensions)
     raise InvalidInputError(f"unknown embedder {spec!r}; expected {SPECS}")
 
 
-def _model_dir(spec: str, files: tuple[str, ...], script: str) -> Path:
-    """The directory of a ``KIND:DIR`` spec, holding ``files`` and ``embedder.json``; InvalidInputError naming what
-    it lacks and the script that writes them."""
-    directory = Path(spec.partition(":")[2]).expanduser()
+def check_spec(spec: str) -> str:
+    """``spec`` when :func:`parse_spec` takes it (a command line's ``--embedder``, checked as it is read)."""
+    parse_spec(spec)
+    return spec
+
+
+def make_embedder(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Embedder | None:
+    """``local`` (shipped MiniLM), ``local:DIR`` (a model exported by ``scripts/build_candidate_model.py``),
+    ``static:DIR`` (a static model written by ``scripts/build_static_model.py``), ``hashing-256`` (test double),
+    ``openai/text-embedding-3-small@512``, ``none``: :func:`parse_spec`'s refusal, or a model directory's that lacks
+    its model, as InvalidInputError."""
+    parsed = parse_spec(spec)
+    if parsed.kind == "none":
+        return None
+    if parsed.kind == "local" and not parsed.directory:
+        return LocalEmbedder()
+    if parsed.kind == "local":
+        return LocalEmbedder(
+            model_dir=_model_dir(spec, parsed.directory, MODEL_FILES, "scripts/build_candidate_model.py")
+        )
+    if parsed.kind == "static":
+        return StaticEmbedder(_model_dir(spec, parsed.directory, STATIC_FILES, "scripts/build_static_model.py"))
+    if parsed.kind == "hashing":
+        return HashingEmbedder(parsed.dim or 256)
+    return OpenAIEmbedder(model=parsed.model, dimensions=parsed.dim, base_url=base_url, api_key=api_key)
+
+
+def _model_dir(spec: str, given: str, files: tuple[str, ...], script: str) -> Path:
+    """The directory ``given`` by a ``KIND:DIR`` spec, holding ``files`` and ``embedder.json``; InvalidInputError
+    naming what it lacks and the script that writes them."""
+    directory = Path(given).expanduser()
     missing = [name for name in (*files, CONFIG_FILE) if not (directory / name).is_file()]
     if missing:
         raise InvalidInputError(

@@ -14,6 +14,14 @@ from .base import Embedder, check_width, normalise
 _WORD = re.compile(r"[a-z0-9]+")
 
 
+def check_dim(dim: int) -> int:
+    """``dim`` when the hashing embedder takes it (at least 8, at most a pgvector column's width; the embedder factory
+    checks a spec's ``hashing-DIM`` with this before building one); else InvalidInputError saying why."""
+    if dim < 8:
+        raise InvalidInputError(f"the hashing embedder's dimension must be at least 8, got {dim}")
+    return check_width(dim, "the hashing embedder's dimension")
+
+
 class HashingEmbedder(Embedder):
     """Feature hashing of lower-cased words and word bigrams into ``dim`` buckets.
 
@@ -22,9 +30,7 @@ class HashingEmbedder(Embedder):
     """
 
     def __init__(self, dim: int = 256) -> None:
-        if dim < 8:
-            raise InvalidInputError(f"the hashing embedder's dimension must be at least 8, got {dim}")
-        self.dim = check_width(dim, "the hashing embedder's dimension")
+        self.dim = check_dim(dim)
         self.model = f"hashing-{dim}"
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

@@ -15,7 +15,7 @@ from .._breaker import Breaker, Level
 from .._errors import EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
 from .._observe import logger
 from .._progress import report
-from .base import MAX_DIM, Embedded, Embedder, check_width, normalise
+from .base import MAX_DIM, Embedded, Embedder, normalise
 from .openai_client import (
     OPENAI_SERVER,
     base_url_in_use,
@@ -31,6 +31,7 @@ from .openai_limits import (
     MAX_BATCH_SIZE,
     Cut,
     LengthRefused,
+    check_model,
     cut_sizes,
     length_refusal,
     named_input,
@@ -108,14 +109,7 @@ class OpenAIEmbedder(Embedder):
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
     ) -> None:
-        if not model:
-            raise InvalidInputError("OpenAIEmbedder model must be a non-empty string")
-        if dimensions is not None and (
-            isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
-        ):
-            raise InvalidInputError(f"OpenAIEmbedder dimensions must be a positive integer, got {dimensions!r}")
-        if dimensions is not None:
-            check_width(dimensions, f"embedder 'openai/{model}@{dimensions}': its dimensions")
+        check_model(model, dimensions)
         if not 1 <= batch_size <= MAX_BATCH_SIZE:
             raise InvalidInputError(
                 f"OpenAIEmbedder batch_size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}"

@@ -14,6 +14,9 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from .._errors import InvalidInputError
+from .base import check_width
+
 MAX_BATCH_SIZE = 2048  # inputs per request
 MAX_REQUEST_BYTES = 300_000  # at most as many tokens: under the API's 300,000 tokens per request
 CONTEXT_TOKENS = 8192  # the context a refusal that states none is taken to mean (OpenAI's models)
@@ -22,6 +25,18 @@ SHRINK = 0.75  # each further cut keeps this much of the last one
 _CONTEXT = re.compile(r"maximum (?:context|input) length is (\d+) tokens", re.IGNORECASE)
 _INPUT = re.compile(r"'input\[(\d+)\]'")
 _TOTAL = re.compile(r"tokens per request", re.IGNORECASE)
+
+
+def check_model(model: str, dimensions: int | None) -> None:
+    """What OpenAIEmbedder takes of a model and dimensions (``openai/MODEL@DIMENSIONS``, which the embedder factory
+    checks with this before anything is built): a model named, and dimensions, if given, a positive integer that a
+    pgvector column holds; InvalidInputError naming what is wrong otherwise."""
+    if not model:
+        raise InvalidInputError("OpenAIEmbedder model must be a non-empty string")
+    if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
+        raise InvalidInputError(f"OpenAIEmbedder dimensions must be a positive integer, got {dimensions!r}")
+    if dimensions is not None:
+        check_width(dimensions, f"embedder 'openai/{model}@{dimensions}': its dimensions")
 
 
 class LengthRefused(Exception):  # not an error of toolstore's: the embedder handles it and never raises it

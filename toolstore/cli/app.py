@@ -18,7 +18,7 @@ import click
 
 from .. import _formats
 from .._connect import check_dsn, resolve_dsn
-from .._embedders.factory import SPECS, make_embedder
+from .._embedders.factory import SPECS, check_spec, make_embedder
 from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError
 from .._input import check_catalog_name
 from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
@@ -114,7 +114,7 @@ def global_options(*, group: bool = False) -> Callable[[F], F]:
                 "scripts/build_candidate_model.py, static:DIR a static model written by "
                 "scripts/build_static_model.py, hashing a test double, none lexical only."
             ),
-            callback=_remember("embedder", group=group),
+            callback=checked(check_spec, _remember("embedder", group=group)),
             expose_value=False,
         ),
         _option(

@@ -10,7 +10,7 @@ import click
 
 from .. import _formats
 from .._connect import resolve_dsn
-from .._embedders.factory import SPECS, make_embedder
+from .._embedders.factory import SPECS, check_spec, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._input import check_catalog_name
@@ -169,9 +169,20 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
     emit(ctx, data, lambda: note(ctx, f"{counted(len(tools), 'tool')} written to {output}"))
 
 
+def _target_model(spec: str) -> str:
+    """A reembed --model: an embedder spec (:func:`check_spec`), but not ``none``."""
+    if check_spec(spec) == "none":
+        raise InvalidInputError("reembed needs a model, not 'none'")
+    return spec
+
+
 @command()
 @click.option(
-    "--model", "spec", required=True, help=f"Target embedder, as --embedder but none: {SPECS.removesuffix(' | none')}."
+    "--model",
+    "spec",
+    required=True,
+    callback=checked(_target_model),
+    help=f"Target embedder, as --embedder but none: {SPECS.removesuffix(' | none')}.",
 )
 @click.option(
     "--base-url", callback=http_url, help="OpenAI-compatible server (http:// or https://: Azure OpenAI, vLLM, Ollama)."
@@ -180,8 +191,7 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
 def reembed(ctx: click.Context, spec: str, base_url: str | None) -> None:
     """Switch the catalog to another embedding model; tools and examples are kept."""
     embedder = make_embedder(spec, base_url=base_url)
-    if embedder is None:
-        raise InvalidInputError("reembed needs a model, not 'none'")
+    assert embedder is not None  # not 'none': _target_model
     with open_store(ctx, create=False) as store, progress(ctx, "re-embedding"):
         report = store.reembed(embedder)
     emit(ctx, report, summary(report))
