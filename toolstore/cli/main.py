@@ -25,15 +25,41 @@ class _OneLine(logging.Formatter):
         return f"{record.levelname.lower()}: {record.name}: {record.getMessage()}"
 
 
-def _log_to_stderr() -> None:
+class _Said(logging.StreamHandler):
+    """The stderr handler, which keeps what it said: a note of the command's error that was said as a warning while
+    it ran (a failed bulk write's indexes not built again: logged, and noted on the write's error) is not said
+    twice."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.said: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.said.add(record.getMessage())
+        super().emit(record)
+
+
+def _log_to_stderr() -> set[str]:
     """Warnings and errors of toolstore and the libraries it drives, one line each on stderr (where nothing else
-    configured logging)."""
+    configured logging); the messages said, filled in as they are."""
     root = logging.getLogger()
-    if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_OneLine())
-        handler.setLevel(logging.WARNING)
-        root.addHandler(handler)
+    if root.handlers:
+        return set()
+    handler = _Said()
+    handler.setFormatter(_OneLine())
+    handler.setLevel(logging.WARNING)
+    root.addHandler(handler)
+    return handler.said
+
+
+def _say_notes(exc: BaseException, said: set[str]) -> None:
+    """The notes of the command's error (PEP 678's ``__notes__``: how to build the HNSW indexes a failed bulk write
+    left dropped, what else failed to close), a line ``note: ...`` each after its ``error:`` line, redacted as a
+    usage error's text is; but for one said already as a warning."""
+    for note in getattr(exc, "__notes__", ()):
+        text = " ".join(str(note).split())
+        if text and str(note) not in said:
+            click.echo(f"note: {redact(text)}", err=True)
 
 
 def usage_line(exc: click.UsageError) -> str:
@@ -49,9 +75,9 @@ def usage_line(exc: click.UsageError) -> str:
 
 
 def main() -> None:
-    """Run the command line: library errors become one line on stderr and exit status 1, usage errors one line and
-    exit status 2, never a traceback."""
-    _log_to_stderr()
+    """Run the command line: library errors become one line on stderr (then their notes, a line each) and exit
+    status 1, usage errors one line and exit status 2, never a traceback."""
+    said = _log_to_stderr()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
@@ -68,10 +94,13 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except ToolstoreError as exc:
         click.echo(f"error: {exc}", err=True)
+        _say_notes(exc, said)
         sys.exit(1)
     except psycopg.Error as exc:
         click.echo(f"database error: {first_line(exc)}", err=True)  # redacted, as DatabaseError's text
+        _say_notes(exc, said)
         sys.exit(1)
     except OSError as exc:
         click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
+        _say_notes(exc, said)
         sys.exit(1)

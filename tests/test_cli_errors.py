@@ -1,0 +1,119 @@
+"""What the command line says when a command fails: the error's one line, then its notes (PEP 678), never a
+traceback."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+import toolstore._catalog
+import toolstore._connect
+import toolstore._indexes
+from toolstore import HashingEmbedder, ToolStore
+from toolstore._errors import InvalidToolError, UnknownCatalogError
+from toolstore.cli import main as entry
+
+from catalog_gen import generated_tools
+
+
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """The entry point on ``args`` with the hashing embedder: its exit status, stdout and stderr."""
+    monkeypatch.setattr(sys, "argv", ["toolstore", "--embedder", "hashing", *args])
+    with pytest.raises(SystemExit) as exited:
+        entry()
+    captured = capsys.readouterr()
+    return int(exited.value.code or 0), captured.out, captured.err
+
+
+def failed_bulk_import(dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
+    """A catalog 'noted' of 25 tools with its HNSW index, and the arguments of an import of 60 (a bulk load: the
+    index dropped before it) that fails (a namespace clash) and whose index cannot be built again after it (a
+    deadlock victim every time), as test_upsert_examples provokes it."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
+    monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
+    tools = generated_tools(60, seed=5)
+    with ToolStore(dsn, embedder=HashingEmbedder(), catalog="noted") as store:
+        store.upsert(tools[:25])
+    path = tmp_path / "tools.jsonl"
+    path.write_text(
+        "".join(json.dumps({"id": t.id, "name": t.name, "description": t.description}) + "\n" for t in tools)
+    )
+
+    def deadlocked(conn: Any, info: Any) -> None:
+        raise psycopg.errors.DeadlockDetected("deadlock detected")
+
+    def clash(*args: Any) -> None:
+        raise InvalidToolError("a namespace clash")
+
+    monkeypatch.setattr(toolstore._indexes, "ensure_indexes", deadlocked)
+    monkeypatch.setattr(toolstore._catalog, "_check_namespaces", clash)
+    note = (
+        "catalog 'noted''s HNSW indexes, dropped before this write, were not built again (DatabaseError: a "
+        "concurrent write kept conflicting: deadlock detected): its dense retrieval searches exactly meanwhile; the "
+        "catalog's next write builds them (ToolStore.upsert([]) will do)"
+    )
+    return note, ["--dsn", dsn, "-c", "noted", "import", str(path)]
+
+
+def test_an_errors_notes_follow_its_line(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failed bulk import whose HNSW index could not be built again raises its own error with a note saying so and
+    how to build it; the command line printed the error alone (`str(exc)`), so with logging elsewhere (here pytest's)
+    the user never saw how. Each note is a line `note: ...` after the error's."""
+    note, args = failed_bulk_import(dsn, tmp_path, monkeypatch)
+    code, _, err = run(monkeypatch, capsys, *args)
+    assert (code, err.splitlines()) == (1, ["error: a namespace clash", f"note: {note}"]), err
+
+
+def test_a_note_said_as_a_warning_is_not_said_again(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Where the command line logs to stderr itself (nothing else configured logging), the library's warning of the
+    indexes not built again is a line while the command runs; the same text as a note of its error is not said twice."""
+    note, args = failed_bulk_import(dsn, tmp_path, monkeypatch)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # restored after: the handler the entry point adds goes
+    code, _, err = run(monkeypatch, capsys, *args)
+    assert (code, err.splitlines()) == (1, [f"warning: toolstore: {note}", "error: a namespace clash"]), err
+
+
+def test_a_failed_close_says_what_it_closed(
+    dsn: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store's close that fails raises its first failure with a note of what it was closing (and of every other
+    failure); the command line said the error alone. A database error's notes follow its line too."""
+
+    def lost(self: Any) -> None:
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(toolstore._connect.Connector, "close", lost)
+    code, _, err = run(monkeypatch, capsys, "--dsn", dsn, "catalogs")
+    assert (code, err.splitlines()) == (
+        1,
+        ["database error: server closed the connection unexpectedly", "note: raised closing the primary's pool"],
+    ), err
+
+
+def test_notes_are_redacted_as_the_error_line_is(
+    dsn: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a note quotes that looks like a credential is redacted, as usage errors' text is; a note of several lines
+    is one line."""
+
+    def failing(self: Any) -> None:
+        error = UnknownCatalogError("no catalog named 'x'")
+        error.__notes__ = ["tried postgresql://app:Sup3rSecret@db/app\nwith --token abc123"]
+        raise error
+
+    monkeypatch.setattr(ToolStore, "catalogs", failing)
+    code, _, err = run(monkeypatch, capsys, "--dsn", dsn, "catalogs")
+    assert (code, err.splitlines()) == (
+        1,
+        ["error: no catalog named 'x'", "note: tried postgresql://app:[redacted]@db/app with --token [redacted]"],
+    ), err
