@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from toolstore.cli import main as entry
+from toolstore.cli.demo import DEMO_DIR
 
 #: A DSN that parses and reaches no server: a command that got as far as connecting fails there (exit 1).
 NOWHERE = "postgresql:///none?host=/nonexistent"
+DEMO_TOOLS = DEMO_DIR / "tools.jsonl"
 VARIABLES = [f"TOOLSTORE_{name}" for name in ("DSN", "CATALOG", "SCHEMA", "EMBEDDER", "STATEMENT_TIMEOUT")]
 
 
@@ -301,3 +303,35 @@ def test_a_model_directory_without_its_model_stays_the_commands_error(
         code, err = run(monkeypatch, capsys, "--dsn", NOWHERE, "route", "x", embedder=("--embedder", spec))
         assert code == 1 and len(err.splitlines()) == 1, err
         assert err.startswith(f"error: embedder {spec!r}: {tmp_path / 'nothing'} lacks "), err
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ("--dsn", NOWHERE, "export", "-o", ""),
+            "Invalid value for '-o' / '--output': it is empty: give a path, or leave the option out "
+            "(see toolstore export --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "eval", "--tools", str(DEMO_TOOLS), "--queries", str(DEMO_TOOLS), "--report", " "),
+            "Invalid value for '--report': it is empty: give a path, or leave the option out "
+            "(see toolstore eval --help)",
+        ),
+    ],
+)
+def test_an_empty_path_to_write_is_a_usage_error(
+    args: tuple[str, ...],
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`export -o ""` (a script's unset variable) failed with a traceback (click takes "" for the current directory,
+    which has no name to write a file beside), and `eval --report ""` wrote eval.md into the current directory
+    without a word; an empty path to write is the option's usage error."""
+    monkeypatch.chdir(tmp_path)
+    code, err = run(monkeypatch, capsys, *args)
+    assert code == 2, err
+    said_once(err, said)
+    assert list(tmp_path.iterdir()) == []

@@ -29,7 +29,7 @@ from .app import (
     wants_json,
 )
 from .files import write_file
-from .params import checked, http_url
+from .params import Written, checked, http_url
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -152,7 +152,7 @@ def remove(ctx: click.Context, tool_id: str) -> None:
 @command("export")
 @click.option("--format", "fmt", type=click.Choice(_formats.FORMATS), default="openai", show_default=True)
 @click.option("--with-metadata", is_flag=True, help="Add an x-toolstore block so every field survives re-import.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write (else stdout).")
+@click.option("-o", "--output", type=Written(dir_okay=False), help="File to write (else stdout).")
 @click.pass_context
 def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output: Path | None) -> None:
     """Write the whole catalog as {"tools": [...]} in an SDK's format; `toolstore import` reads it back. With -o, JSON

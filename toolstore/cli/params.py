@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -53,6 +54,20 @@ class Number(click.ParamType):
             kind = "a non-zero number" if self.nonzero else "a number"
             self.fail(f"{value!r} is not {kind} from {self.low:g} to {self.high:g}", param, ctx)
         return number
+
+
+class Written(click.Path):
+    """A path a command writes (``export -o``, ``eval --report``), refused when empty (a script's unset variable):
+    click takes ``""`` for ``Path("")``, the current directory, where ``export -o ""`` failed with a traceback and
+    ``eval --report ""`` wrote eval.md without a word."""
+
+    def __init__(self, *, dir_okay: bool = True, file_okay: bool = True) -> None:
+        super().__init__(dir_okay=dir_okay, file_okay=file_okay, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("it is empty: give a path, or leave the option out", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:

@@ -21,6 +21,7 @@ from .._store import ToolStore
 from .._tune import tune
 from .app import command, counted, emit, note, open_store, options, plural, reading
 from .files import write_file
+from .params import Written
 
 CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
 SESSION_CHART_METRICS = ("nDCG@10", "comp@5", "comp@10")
@@ -220,7 +221,7 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
 @click.option(
     "--report",
     "report_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=Written(file_okay=False),
     help="Write eval.md here (and eval.png, its chart, with the [plot] extra: matplotlib).",
 )
 @click.option(
