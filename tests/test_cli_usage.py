@@ -335,3 +335,49 @@ def test_an_empty_path_to_write_is_a_usage_error(
     assert code == 2, err
     said_once(err, said)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("--dsn", NOWHERE, "route"), "give a REQUEST or --messages FILE (see toolstore route --help)"),
+        (("--dsn", NOWHERE, "tune"), "give --examples or --sessions (or both) (see toolstore tune --help)"),
+        (
+            ("--dsn", NOWHERE, "tune", "--negatives", str(DEMO_TOOLS), "--sessions", str(DEMO_TOOLS)),
+            "--negatives needs --examples: abstention is calibrated on both (see toolstore tune --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "eval", "--tools", str(DEMO_TOOLS)),
+            "give --queries or --sessions (one of them) (see toolstore eval --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "eval", "--tools", str(DEMO_TOOLS), "--queries", str(DEMO_TOOLS), "--tune"),
+            "--tune needs --train or --train-sessions: weights are never fitted on what is evaluated "
+            "(see toolstore eval --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "eval", "--tools", str(DEMO_TOOLS), "--queries", str(DEMO_TOOLS), "--config", "bm2"),
+            "Invalid value for '--config': unknown config(s) 'bm2'; known: name, description, expansion, bm25, dense, "
+            "intent, uniform, default, tuned (see toolstore eval --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "eval", "--tools", str(DEMO_TOOLS), "--sessions", str(DEMO_TOOLS), "--config", "x"),
+            "Invalid value for '--config': unknown config(s) 'x' for sessions; known: turn, session, tuned "
+            "(see toolstore eval --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "eval", "--tools", str(DEMO_TOOLS), "--queries", str(DEMO_TOOLS), "--config", "tuned"),
+            "config 'tuned' needs --tune (and --train or --train-sessions) (see toolstore eval --help)",
+        ),
+    ],
+)
+def test_a_command_given_too_little_or_an_unknown_config_is_a_usage_error(
+    args: tuple[str, ...], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`route` without REQUEST or --messages, `tune` without --examples or --sessions, `eval` without --queries or
+    --sessions, `--tune` without training data, `--negatives` without --examples, `eval --config` naming no config
+    (or 'tuned' without --tune) exited 1, as a failed command does, where `sync mcp` given neither --url nor a
+    COMMAND, `route --seed` without --explore exit 2; each is a usage error now, naming the command's help."""
+    code, err = run(monkeypatch, capsys, *args)
+    assert code == 2, err
+    said_once(err, said)

@@ -340,7 +340,7 @@ def test_cli_eval_json_end_to_end(dsn: str, tmp_path: Path) -> None:
     with ToolStore(dsn, embedder=None, create=False, catalog="default") as s:
         assert not [c for c in s.catalogs() if c["name"].startswith("eval-")]  # scratch catalog dropped
     bad = subprocess.run([*args[:10], "--config", "nope"], capture_output=True, text=True, env=env, timeout=60)
-    assert bad.returncode == 1 and "'nope'" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "'nope'" in bad.stderr and "Traceback" not in bad.stderr  # a usage error
 
 
 def test_an_eval_whose_labels_name_tools_not_in_its_tools_file_names_the_files(dsn: str, tmp_path: Path) -> None:

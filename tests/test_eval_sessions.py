@@ -153,7 +153,7 @@ def test_cli_eval_and_tune_with_sessions(dsn: str, tmp_path: Path) -> None:
     assert out["configs"]["tuned"]["nDCG@10"] >= out["configs"]["turn"]["nDCG@10"]
     assert out["tune"]["n_sessions"] == 24 and "| session |" in (tmp_path / "r" / "eval.md").read_text()
     bad = subprocess.run([*base, "eval", "--tools", str(tools)], capture_output=True, text=True, env=env, timeout=60)
-    assert bad.returncode == 1 and "--queries or --sessions" in bad.stderr
+    assert bad.returncode == 2 and "--queries or --sessions" in bad.stderr  # a usage error
     with ToolStore(dsn, embedder=HashingEmbedder(256), catalog="tuned") as store:
         store.upsert(TOOLS)
     tuned = subprocess.run(

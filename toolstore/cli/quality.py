@@ -249,21 +249,27 @@ def eval_(
     """Evaluate routing in a scratch catalog: labelled queries under several fusion configs, or labelled sessions
     replayed turn by turn (configs turn, session, tuned)."""
     if (queries_file is None) == (sessions_file is None):
-        raise InvalidInputError("give --queries or --sessions (one of them)")
+        raise click.UsageError("give --queries or --sessions (one of them)")
     if do_tune and train_file is None and train_sessions_file is None:
-        raise InvalidInputError(
+        raise click.UsageError(
             "--tune needs --train or --train-sessions: weights are never fitted on what is evaluated"
         )
     if sessions_file is not None:
         names = list(dict.fromkeys(config_names)) or [c for c in SESSION_CONFIGS if do_tune or c != "tuned"]
         unknown = [n for n in names if n not in SESSION_CONFIGS]
         if unknown:
-            raise InvalidInputError(f"unknown config(s) {unknown!r} for sessions; known: {', '.join(SESSION_CONFIGS)}")
+            raise click.BadParameter(
+                f"unknown config(s) {', '.join(map(repr, unknown))} for sessions; known: {', '.join(SESSION_CONFIGS)}",
+                param_hint="'--config'",
+            )
         configs: Any = names
     else:
-        configs = select_configs(config_names or None, tuned=do_tune)
+        try:
+            configs = select_configs(config_names or None, tuned=do_tune)
+        except InvalidInputError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--config'") from None
     if "tuned" in configs and not do_tune:
-        raise InvalidInputError("config 'tuned' needs --tune (and --train or --train-sessions)")
+        raise click.UsageError("config 'tuned' needs --tune (and --train or --train-sessions)")
     tools = load_tools_file(tools_file)
     queries = _judgements(queries_file) if queries_file else None
     sessions = _sessions(sessions_file) if sessions_file else None
@@ -364,9 +370,9 @@ def tune_(
     """Learn the catalog's fusion weights from labelled requests and/or sessions (-c/--catalog) and store them.
     Sessions tune the conversation signals too; their transitions come from the file, not the catalog's log."""
     if negatives_file is not None and examples_file is None:
-        raise InvalidInputError("--negatives needs --examples: abstention is calibrated on both")
+        raise click.UsageError("--negatives needs --examples: abstention is calibrated on both")
     if examples_file is None and sessions_file is None:
-        raise InvalidInputError("give --examples or --sessions (or both)")
+        raise click.UsageError("give --examples or --sessions (or both)")
     examples = _judgements(examples_file) if examples_file else []
     sessions = _sessions(sessions_file) if sessions_file else []
     labelled = [f for f in (examples_file, sessions_file, negatives_file) if f is not None]

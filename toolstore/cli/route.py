@@ -222,7 +222,7 @@ def route(
 ) -> None:
     """Route REQUEST (or the latest request of --messages): the tools that matter, best first."""
     if request is None and messages_file is None:
-        raise InvalidInputError("give a REQUEST or --messages FILE")
+        raise click.UsageError("give a REQUEST or --messages FILE")
     if seed is not None and not explore:
         raise click.UsageError("--seed is the draw's seed: it needs --explore")
     messages = read_messages_file(messages_file, request, turns) if messages_file else None
