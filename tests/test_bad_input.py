@@ -124,7 +124,7 @@ def test_bad_command_line_text_is_one_line(dsn: str, tmp_path: Path) -> None:
     path = tmp_path / "tools.jsonl"
     path.write_text(tool_line() + "\n")
     assert run(dsn, "-c", "good", "import", str(path)).returncode == 0
-    one_clear_line(run(dsn, "-c", "good", "route", b"send \xff\xfe email"), "not valid Unicode")
+    one_clear_line(run(dsn, "-c", "good", "route", b"send \xff\xfe email"), "not valid Unicode", 2)  # a usage error
     one_clear_line(run(dsn, "-c", "bad\x01name", "import", str(path)), "'-c': catalog name must be", 2)
     out_of_range = run(dsn, "-c", "good", "route", "x", "-k", str(10**9))  # click's range (36b4ef6): a usage error
     err = out_of_range.stderr.decode(errors="replace")

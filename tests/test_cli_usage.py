@@ -381,3 +381,46 @@ def test_a_command_given_too_little_or_an_unknown_config_is_a_usage_error(
     code, err = run(monkeypatch, capsys, *args)
     assert code == 2, err
     said_once(err, said)
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("--dsn", NOWHERE, "route", ""), "Invalid value for '[REQUEST]': query is empty (see toolstore route --help)"),
+        (
+            ("--dsn", NOWHERE, "route", " ", "--messages", str(DEMO_TOOLS)),
+            "Invalid value for '[REQUEST]': query is empty (see toolstore route --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "route", "x", "--allow", "slack.*", "--allow", ""),
+            "Invalid value for '--allow': allow value is empty (see toolstore route --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "route", "x", "--block", " "),
+            "Invalid value for '--block': block value is empty (see toolstore route --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "route", "x", "--category", ""),
+            "Invalid value for '--category': categories value is empty (see toolstore route --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "route", "x", "--provider", ""),
+            "Invalid value for '--provider': providers value is empty (see toolstore route --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "route", "x", "--tag", "t" * 257),
+            "Invalid value for '--tag': tags value is 257 characters long; the limit is 256 "
+            "(see toolstore route --help)",
+        ),
+    ],
+)
+def test_a_request_or_filter_value_route_refuses_is_a_usage_error(
+    args: tuple[str, ...], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`route ""` (a script's unset variable) or `--allow ""`, `--provider ""`... exited 1 with route()'s refusal
+    ('query is empty', 'allow value is empty'), once the store was open, where an empty --session is a usage error;
+    route()'s own check of the request and of each filter's values runs as they are read now: a usage error naming
+    the argument or option, exit 2, before anything is opened (or a --messages file read)."""
+    code, err = run(monkeypatch, capsys, *args)
+    assert code == 2, err
+    said_once(err, said)

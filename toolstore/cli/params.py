@@ -102,7 +102,7 @@ class SourcedOption(click.Option):
         return hint
 
 
-def checked(check: Callable[[str], str], then: Callable[..., Any] | None = None) -> Callable[..., Any]:
+def checked(check: Callable[[Any], object], then: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """A parameter callback running the library's ``check`` of a value given (a catalog, schema or DSN), its refusal a
     usage error naming the option or argument, as click's own checks are (exit 2), not a library error once the store
     is being opened (exit 1); then ``then``, if given."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import click
 from .. import _formats
 from .._errors import InvalidInputError
 from .._explore import SEED_BITS
+from .._filters import filter_values
 from .._fusion import DEFAULT_TURNS, SIGNALS, check_weights
 from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, check_session, read_json, read_text_file
 from .._models import JSON_VERSION
@@ -125,8 +127,14 @@ def read_messages_file(path: Path, request: str | None = None, turns: int = DEFA
     return data
 
 
+def _filter(name: str) -> Callable[..., Any]:
+    """A filter option's callback: route()'s check of its values (``name``: route()'s argument), a refusal (an empty
+    value, one too long) a usage error naming the option."""
+    return checked(lambda values: filter_values(name, list(values) or None))
+
+
 @command("route")
-@click.argument("request", required=False)
+@click.argument("request", required=False, callback=checked(check_route))
 @click.option(
     "-k",
     "--k",
@@ -171,9 +179,25 @@ def read_messages_file(path: Path, request: str | None = None, turns: int = DEFA
     help=f"Weight of a compound request's sub-requests (each clause retrieved on its own), 0 to {MAX_WEIGHT:g}; 0: "
     "never split. Default: the catalog's tuned value.",
 )
-@click.option("--category", "categories", multiple=True, help="Only tools in this category (repeatable).")
-@click.option("--allow", multiple=True, help="Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).")
-@click.option("--block", multiple=True, help="Never these tool ids; * and ? are wildcards (repeatable).")
+@click.option(
+    "--category",
+    "categories",
+    multiple=True,
+    callback=_filter("categories"),
+    help="Only tools in this category (repeatable).",
+)
+@click.option(
+    "--allow",
+    multiple=True,
+    callback=_filter("allow"),
+    help="Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).",
+)
+@click.option(
+    "--block",
+    multiple=True,
+    callback=_filter("block"),
+    help="Never these tool ids; * and ? are wildcards (repeatable).",
+)
 @click.option(
     "--session",
     callback=checked(check_session),
@@ -196,8 +220,14 @@ def read_messages_file(path: Path, request: str | None = None, turns: int = DEFA
 @click.option(
     "--abstain", is_flag=True, help="Return no routed tool (always-on ones only) when no tool fits the request."
 )
-@click.option("--provider", "providers", multiple=True, help="Only tools of this provider (repeatable).")
-@click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable).")
+@click.option(
+    "--provider",
+    "providers",
+    multiple=True,
+    callback=_filter("providers"),
+    help="Only tools of this provider (repeatable).",
+)
+@click.option("--tag", "tags", multiple=True, callback=_filter("tags"), help="Only tools with this tag (repeatable).")
 @click.pass_context
 def route(
     ctx: click.Context,
