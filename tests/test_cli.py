@@ -304,11 +304,16 @@ def test_an_empty_option_value_is_refused_not_taken_for_none(
 @pytest.mark.parametrize("provider", ["", " "])
 def test_sync_mcp_with_an_empty_provider_says_so(dsn: str, provider: str) -> None:
     """`sync mcp --provider ""` (an unset variable) said 'the MCP server did not report a name (serverInfo.name); pass
-    a provider' of a server that reported one; the provider given is named, and nothing is written."""
+    a provider' of a server that reported one; the provider given is named, and nothing is written: a usage error
+    now, before the server is started."""
     server = str(Path(__file__).with_name("mcp_server.py"))
     proc = run(dsn, "-c", "synced", "sync", "mcp", "--provider", provider, "--", sys.executable, server, check=False)
-    assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == f"error: provider must be a non-empty name, got {provider!r}"
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: Invalid value for '--provider': it is empty: give a value, or leave the option out")
+    ), proc.stderr
     assert "synced" not in [c["name"] for c in json.loads(run(dsn, "catalogs").stdout)["catalogs"]]
 
 

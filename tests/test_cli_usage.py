@@ -424,3 +424,41 @@ def test_a_request_or_filter_value_route_refuses_is_a_usage_error(
     code, err = run(monkeypatch, capsys, *args)
     assert code == 2, err
     said_once(err, said)
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ("--dsn", NOWHERE, "import", str(DEMO_TOOLS), "--provider", " "),
+            "Invalid value for '--provider': it is empty: give a value, or leave the option out "
+            "(see toolstore import --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "sync", "mcp", "--provider", "", "--", sys.executable, "-c", "pass"),
+            "Invalid value for '--provider': it is empty: give a value, or leave the option out "
+            "(see toolstore sync mcp --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "remove", " "),
+            "Invalid value for 'TOOL_ID': tool id is empty (see toolstore remove --help)",
+        ),
+        (
+            ("--dsn", NOWHERE, "remove", "t" * 257),
+            "Invalid value for 'TOOL_ID': tool id is 257 characters long; the limit is 256 "
+            "(see toolstore remove --help)",
+        ),
+        (("--dsn", NOWHERE, "grant", ""), "Invalid value for 'ROLE': role is empty (see toolstore grant --help)"),
+        (("--dsn", NOWHERE, "revoke", " "), "Invalid value for 'ROLE': role is empty (see toolstore revoke --help)"),
+    ],
+)
+def test_an_empty_provider_tool_id_or_role_is_a_usage_error(
+    args: tuple[str, ...], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`import --provider ""`, `remove ""` and `grant ""` (a script's unset variable) exited 1 with the library's
+    refusal, as a failed command does; `sync mcp --provider ""` started the server first, to be refused once it was
+    listed (or to fail on its own, "Connection closed", saying nothing of the provider). Each is a usage error now,
+    exit 2, before anything is opened or started."""
+    code, err = run(monkeypatch, capsys, *args)
+    assert code == 2, err
+    said_once(err, said)

@@ -25,8 +25,13 @@ from ._sql import query
 MAX_ROLE_CHARS = 63  # Postgres truncates identifiers beyond this
 
 
+def check_role(role: object) -> str:
+    """A role name as grant and revoke take it: a non-empty string of at most :data:`MAX_ROLE_CHARS` characters."""
+    return check_text(role, "role", max_chars=MAX_ROLE_CHARS)
+
+
 def _role(conn: psycopg.Connection[Any], role: str) -> str:
-    check_text(role, "role", max_chars=MAX_ROLE_CHARS)
+    check_role(role)
     if conn.execute(query("role_exists"), {"role": role}).fetchone() is None:
         raise InvalidInputError(f"no database role named {role!r} (create it first: CREATE ROLE ... LOGIN)")
     if conn.execute(query("owns_tables"), {"role": role}).fetchone()[0]:  # type: ignore[index]

@@ -84,6 +84,11 @@ def check_catalog_name(name: object) -> str:
     return name
 
 
+def check_tool_id(value: object) -> str:
+    """A tool id as a store's methods take one: a non-empty string of at most :data:`MAX_ID_CHARS` characters."""
+    return check_text(value, "tool id", max_chars=MAX_ID_CHARS)
+
+
 def check_session(value: object) -> str:
     """A session id: a non-empty string of at most :data:`MAX_SESSION_CHARS` characters, without NUL."""
     return check_text(value, "session id", max_chars=MAX_SESSION_CHARS)

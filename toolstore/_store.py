@@ -22,7 +22,7 @@ from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, Fusion, check_fusion, check_weights
-from ._input import MAX_ID_CHARS, check_catalog_name, check_text, listed
+from ._input import check_catalog_name, check_tool_id, listed
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
@@ -325,7 +325,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     def remove(self, tool_id: str) -> None:
         """Remove one tool (its vector, examples and BM25 statistics go with it)."""
-        tool_id = check_text(tool_id, "tool id", max_chars=MAX_ID_CHARS)
+        tool_id = check_tool_id(tool_id)
         self._run(lambda conn: _housekeeping.remove_tool(conn, self.catalog, tool_id))
 
     # -- routing -----------------------------------------------------------------------------------

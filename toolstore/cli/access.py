@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import click
 
+from .._access import check_role
 from .app import command, emit, open_store, options
+from .params import checked
 
 
 @command()
-@click.argument("role")
+@click.argument("role", callback=checked(check_role))
 @click.option("--write", is_flag=True, help="Also let ROLE change the catalog (tools, examples, settings).")
 @click.option("--tenant", is_flag=True, help="Make ROLE a tenant role: it sees the catalog its connection names.")
 @click.pass_context
@@ -26,7 +28,7 @@ def grant(ctx: click.Context, role: str, write: bool, tenant: bool) -> None:
 
 
 @command()
-@click.argument("role")
+@click.argument("role", callback=checked(check_role))
 @click.option("--tenant", is_flag=True, help="Take away the tenant role instead of the catalog.")
 @click.pass_context
 def revoke(ctx: click.Context, role: str, tenant: bool) -> None:

@@ -13,7 +13,7 @@ from .._connect import resolve_dsn
 from .._embedders.factory import SPECS, check_spec, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
-from .._input import check_catalog_name
+from .._input import check_catalog_name, check_tool_id
 from .._migrate import migrate as run_migrations
 from .app import (
     command,
@@ -29,7 +29,7 @@ from .app import (
     wants_json,
 )
 from .files import write_file
-from .params import Written, checked, http_url
+from .params import Written, checked, http_url, not_empty
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -87,7 +87,7 @@ def drop_catalog(ctx: click.Context, name: str, yes: bool) -> None:
 
 @command("import")
 @click.argument("file", type=FILE)
-@click.option("--provider", help="Provider (namespace) for tools that do not name one.")
+@click.option("--provider", callback=not_empty, help="Provider (namespace) for tools that do not name one.")
 @click.option("--prune", is_flag=True, help="Remove tools of the catalog that are not in FILE.")
 @click.pass_context
 def import_(ctx: click.Context, file: Path, provider: str | None, prune: bool) -> None:
@@ -140,7 +140,7 @@ def list_(ctx: click.Context, long_: bool) -> None:
 
 
 @command()
-@click.argument("tool_id")
+@click.argument("tool_id", callback=checked(check_tool_id))
 @click.pass_context
 def remove(ctx: click.Context, tool_id: str) -> None:
     """Remove one tool from the catalog."""

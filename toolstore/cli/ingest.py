@@ -39,7 +39,11 @@ def sync_group() -> None:
 @click.option(
     "--header", "headers", multiple=True, help="HTTP header 'Name: value' for --url (repeatable, each name once)."
 )
-@click.option("--provider", help="Namespace for the server's tools; default: the server's name (serverInfo.name).")
+@click.option(
+    "--provider",
+    callback=not_empty,
+    help="Namespace for the server's tools; default: the server's name (serverInfo.name).",
+)
 @click.option("--prune", is_flag=True, help="Remove this provider's tools that the server no longer offers.")
 @click.option(
     "--replace-upstream",
