@@ -462,3 +462,23 @@ def test_an_empty_provider_tool_id_or_role_is_a_usage_error(
     code, err = run(monkeypatch, capsys, *args)
     assert code == 2, err
     said_once(err, said)
+
+
+@pytest.mark.parametrize(
+    "url, said",
+    [
+        ("notaurl", "'notaurl' is not an http:// or https:// URL"),
+        ("ftp://u:hunter2@mcp.example/x?token=hunter2", "'ftp://mcp.example' is not an http:// or https:// URL"),
+        ("", "it is empty: give a value, or leave the option out"),
+    ],
+)
+def test_a_sync_mcp_url_that_is_no_web_url_is_a_usage_error(
+    url: str, said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sync mcp --url notaurl` exited 1 with the library's refusal once the store was open, where `expand --base-url
+    notaurl` is a usage error, and `--url ""` said to give --url or a COMMAND; --url is checked as --base-url is now:
+    a usage error naming it, exit 2, quoting the URL's scheme and server only."""
+    code, err = run(monkeypatch, capsys, "--dsn", NOWHERE, "sync", "mcp", "--url", url)
+    assert code == 2, err
+    said_once(err, f"Invalid value for '--url': {said} (see toolstore sync mcp --help)")
+    assert "hunter2" not in err

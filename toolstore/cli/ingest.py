@@ -35,7 +35,7 @@ def sync_group() -> None:
 
 
 @command("mcp", context_settings={"ignore_unknown_options": True})
-@click.option("--url", help="Streamable-HTTP endpoint of the MCP server (instead of a command).")
+@click.option("--url", callback=http_url, help="Streamable-HTTP endpoint of the MCP server (instead of a command).")
 @click.option(
     "--header", "headers", multiple=True, help="HTTP header 'Name: value' for --url (repeatable, each name once)."
 )

@@ -79,8 +79,9 @@ def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def http_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A --base-url callback: not empty, and an http:// or https:// URL (the SDK takes ``notaurl``, to fail at the
-    first model call), said as a usage error naming the option and quoting the URL's scheme and server only."""
+    """A --base-url (or sync mcp --url) callback: not empty, and an http:// or https:// URL (the SDK takes ``notaurl``,
+    to fail at the first model call), said as a usage error naming the option and quoting the URL's scheme and server
+    only."""
     if not_empty(ctx, param, value) is not None and not web_url(value or ""):
         raise click.BadParameter(f"{url_shown(value or '')!r} is not an http:// or https:// URL", ctx, param)
     return value
