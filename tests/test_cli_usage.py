@@ -482,3 +482,26 @@ def test_a_sync_mcp_url_that_is_no_web_url_is_a_usage_error(
     assert code == 2, err
     said_once(err, f"Invalid value for '--url': {said} (see toolstore sync mcp --help)")
     assert "hunter2" not in err
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("--pattern", "", "--tool", "gmail.send_email"), "anchor pattern is empty"),
+        (("--pattern", "mail", "--tool", " "), "anchor tool is empty"),
+        (
+            ("--pattern", r"(a)\1", "--tool", "gmail.send_email"),
+            r"anchor pattern '(a)\\1' uses a back-reference (\1 ... \9): refused, matching one can take exponential "
+            "time",
+        ),
+    ],
+)
+def test_an_anchor_refused_without_the_database_is_a_usage_error(
+    args: tuple[str, ...], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`anchors add --pattern ""` (or an empty --tool, a back-reference) exited 1 with the library's refusal ('anchor
+    #1 pattern is empty') once the store was open; what the library refuses of an anchor without the database is a
+    usage error now, exit 2, before anything is opened (a pattern Postgres refuses stays the command's error)."""
+    code, err = run(monkeypatch, capsys, "--dsn", NOWHERE, "anchors", "add", *args)
+    assert code == 2, err
+    said_once(err, f"{said} (see toolstore anchors add --help)")

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from .._anchors import load_anchors
+from .._anchors import check_anchor, load_anchors
+from .._errors import InvalidInputError
 from .._input import MAX_BOOST
 from .._models import Anchor
 from .app import command, counted, emit, open_store, reading
@@ -63,8 +64,12 @@ def anchors_group() -> None:
 @click.pass_context
 def add(ctx: click.Context, pattern: str, tool_id: str, boost: float) -> None:
     """Add an anchor (or change the boost of the same pattern and tool)."""
+    try:  # what needs no database (an empty --pattern or --tool, a back-reference) is a usage error
+        anchor = check_anchor(Anchor(pattern=pattern, tool=tool_id, boost=boost))
+    except InvalidInputError as exc:
+        raise click.UsageError(str(exc)) from None
     with open_store(ctx, create=False) as store:
-        written = store.add_anchors([Anchor(pattern=pattern, tool=tool_id, boost=boost)])
+        written = store.add_anchors([anchor])
     _emit(ctx, written, "no anchors written")
 
 
