@@ -102,8 +102,9 @@ RANK_ABSTAIN = AbstainModel(
 @dataclass(frozen=True)
 class Abstention:
     """The evidence behind route(abstain=True)'s decision: the features, the probability that the request is served
-    and the threshold it was held to, the tool the evidence is about (``top``), which model decided (``default`` or
-    ``calibrated``) and, when the model was not asked, why (``reason``)."""
+    and the threshold it was held to, the tool the evidence is about (``top``), which model decided (its
+    ``AbstainModel.source``: a shipped default, ``default``, ``default-examples`` or ``default-rank``, or
+    ``calibrated``, the catalog's from ``tune(negatives=...)``) and, when the model was not asked, why (``reason``)."""
 
     abstained: bool
     probability: float

@@ -160,6 +160,9 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     @property
     def db(self) -> AsyncConnector:
+        """The primary's async connector, for reads: ``await db.run(work)`` awaits ``work(conn)`` and, when its
+        connection was lost, once more on a fresh one, without asking whether a COMMIT lost with it took effect (as
+        ToolStore.db.run does: this store's writes run there, in worker threads)."""
         if self._db is None:
             raise self._not_open()
         return self._db
