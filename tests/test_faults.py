@@ -21,6 +21,7 @@ from toolstore import (
     EmbedderError,
     HashingEmbedder,
     InvalidInputError,
+    InvalidTypeError,
     OpenAIEmbedder,
     ToolStore,
     migrate,
@@ -269,6 +270,28 @@ def test_a_password_with_an_at_sign_not_percent_encoded_is_refused(dsn: str) -> 
             call()
         assert "Secret" not in str(info.value) and "Sup3r" not in str(info.value)
     ToolStore(dsn, embedder=None).close()  # a well-formed DSN still opens
+
+
+@pytest.mark.parametrize("given", ["", "   "])
+def test_an_empty_dsn_is_refused_not_taken_for_none(dsn: str, given: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ToolStore(os.environ.get("DATABASE_URL", "")) with the variable unset took the empty DSN for none, so the store
+    opened $TOOLSTORE_DSN or the embedded server, another database, without a word (the CLI refuses --dsn ""); a blank
+    one was handed to libpq, which read it as its defaults. Either is refused, saying what to give, before anything is
+    opened; None still means $TOOLSTORE_DSN."""
+    monkeypatch.setenv("TOOLSTORE_DSN", dsn)
+    said = "dsn is empty: give a Postgres DSN, or None for $TOOLSTORE_DSN or the embedded server"
+    for call in (
+        lambda: ToolStore(given, embedder=None),
+        lambda: migrate(given),
+        lambda: AsyncToolStore(given, embedder=None),
+    ):
+        with pytest.raises(InvalidInputError) as info:
+            call()
+        assert str(info.value) == said
+    for wrong in (5, b"postgresql://app@localhost/app"):  # said as a bad type, never quoted (it may hold a password)
+        with pytest.raises(InvalidTypeError, match=f"^dsn must be a string or None, got {type(wrong).__name__}$"):
+            ToolStore(wrong, embedder=None)  # type: ignore[arg-type]
+    ToolStore(None, embedder=None).close()  # None: $TOOLSTORE_DSN
 
 
 @pytest.mark.parametrize("driver", ["psycopg", "asyncpg", "psycopg2"])

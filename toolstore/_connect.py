@@ -24,6 +24,7 @@ from psycopg_pool import PoolTimeout
 from ._commits import Commits, WatchedConnection, do_again
 from ._embedded import embedded_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, UnknownCatalogError, first_line
+from ._input import given_dsn
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
 from ._setup import (
     UNDEFINED,
@@ -89,10 +90,10 @@ def check_dsn(dsn: str) -> str:
 
 
 def resolve_dsn(dsn: str | None) -> str:
-    """The DSN argument if given, else ``$TOOLSTORE_DSN``, else the embedded server's; a malformed one is an
-    InvalidInputError."""
-    if dsn:
-        return check_dsn(dsn)
+    """The DSN argument if given (``_input.given_dsn``), else ``$TOOLSTORE_DSN`` (unset when empty), else the embedded
+    server's; a malformed one is an InvalidInputError."""
+    if (given := given_dsn(dsn)) is not None:
+        return check_dsn(given)
     env = os.environ.get("TOOLSTORE_DSN")
     if env:
         return check_dsn(env)

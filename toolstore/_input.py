@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, InvalidTypeError
 from ._models import SessionCall, Tool
 
 MAX_ID_CHARS = 256  # a tool id
@@ -284,6 +284,19 @@ def single(value: object) -> bool:
 def _items(value: object) -> Iterable[Any]:
     """``value`` as the iterable :func:`single` found it to be (for the type checker, which cannot tell)."""
     return cast(Iterable[Any], value)
+
+
+def given_dsn(dsn: object) -> str | None:
+    """A store's ``dsn`` argument: None, or a DSN string (``_connect.check_dsn`` reads it). An empty or blank one is
+    refused, not taken for None (a setting's unset value would open the embedded server, another database), and so is
+    any other type (named, never quoted: it may hold a password)."""
+    if dsn is None:
+        return None
+    if not isinstance(dsn, str):
+        raise InvalidTypeError(f"dsn must be a string or None, got {type(dsn).__name__}")
+    if not dsn.strip():
+        raise InvalidInputError("dsn is empty: give a Postgres DSN, or None for $TOOLSTORE_DSN or the embedded server")
+    return dsn
 
 
 def listed(values: object, what: str) -> list[Any]:

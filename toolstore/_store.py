@@ -57,7 +57,7 @@ CLOSED = "this ToolStore is closed: make another (`with ToolStore(...) as store:
 class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     """A named tool catalog in Postgres.
 
-    ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server.
+    ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server (an empty one is refused).
     ``embedder``: the model for dense and intent retrieval; ``"default"`` is the shipped local model,
     None turns both off (lexical only). ``catalog`` is created by the first write (in that write's transaction,
     so a failed first write leaves nothing behind) unless ``create=False``. ``schema``: the Postgres schema of
