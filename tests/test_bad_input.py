@@ -20,11 +20,13 @@ from toolstore import (
     IntentExample,
     InvalidInputError,
     InvalidToolError,
+    InvalidTypeError,
     Tool,
     ToolStore,
     _input,
     load_judgements,
     load_tools_file,
+    migrate,
 )
 
 
@@ -310,3 +312,36 @@ def test_an_embedder_that_is_no_embedder_is_named_by_both_stores_and_reembed(dsn
             ):
                 reembed(value)  # type: ignore[arg-type]
     assert store.info().embed_model == HashingEmbedder(64).model
+
+
+def test_a_flag_that_is_no_bool_is_refused_not_taken_for_its_truth(dsn: str, store: ToolStore) -> None:
+    """A setting read as text passed on as a flag, upsert(tools, prune="false"), was true: it pruned every tool the
+    list left out (add_anchors(replace="no") removed the other anchors; migrate(revision="0017", downgrade="false")
+    would go down). Every True/False argument of the stores and migrate() refuses anything else, naming it, before
+    anything is written; route()'s (abstain, explore) did already."""
+    store.upsert([Tool(id="a", name="a", description="alpha"), Tool(id="b", name="b", description="beta")])
+    store.add_anchors([Anchor(r"\mbeta", "b")])
+    refusals: list[tuple[str, Any]] = [
+        ("prune", lambda: store.upsert([Tool(id="a", name="a", description="alpha")], prune="false")),
+        ("replace", lambda: store.add_anchors([Anchor(r"\malpha", "a")], replace="no")),
+        ("save", lambda: store.tune([], save="no")),
+        ("write", lambda: store.grant("nobody_at_all", write="no")),
+        ("tenant", lambda: store.revoke("nobody_at_all", tenant=0)),
+        ("downgrade", lambda: migrate(dsn, revision="0017", downgrade="false")),
+        ("create", lambda: ToolStore(dsn, embedder=None, catalog="new", create="false")),
+        ("migrate", lambda: ToolStore(dsn, embedder=None, migrate="no")),
+        ("create", lambda: AsyncToolStore(dsn, embedder=None, create=1)),
+        ("migrate", lambda: AsyncToolStore(dsn, embedder=None, migrate="no")),
+    ]
+    for name, call in refusals:
+        with pytest.raises(InvalidTypeError, match=f"^{name} must be True or False, got "):
+            call()
+
+    async def prune_async() -> None:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(64), catalog="test", create=False) as astore:
+            with pytest.raises(InvalidTypeError, match="^prune must be True or False, got 'false'$"):
+                await astore.upsert([Tool(id="a", name="a", description="alpha")], prune="false")  # type: ignore[arg-type]
+
+    asyncio.run(prune_async())
+    assert [t.id for t in store.tools()] == ["a", "b"] and [a.tool for a in store.anchors()] == ["b"]
+    assert migrate(dsn) is not None and [c["name"] for c in store.catalogs()] == ["test"]

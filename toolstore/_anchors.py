@@ -38,6 +38,7 @@ from ._input import (
     MAX_PATTERN_CHARS,
     MAX_QUERY_CHARS,
     check_text,
+    flag,
     listed,
     read_json,
     read_text_file,
@@ -249,7 +250,7 @@ class AnchorMethods:
         """Add routing rules (or a JSON file of them, :func:`load_anchors`), re-boosting an existing (pattern, tool)
         (given twice, the later boost wins); ``replace``: they become the catalog's only anchors. All or nothing.
         Returns them with their ids."""
-        return self._add_anchors(anchors, replace=replace)[0]
+        return self._add_anchors(anchors, replace=flag(replace, "replace"))[0]
 
     def replace_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str]) -> tuple[list[Anchor], int]:
         """``add_anchors(anchors, replace=True)``, and how many of the catalog's anchors went (a rule given again is not

@@ -28,7 +28,7 @@ from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, Fusion
-from ._input import check_catalog_name, given_dsn, listed
+from ._input import check_catalog_name, flag, given_dsn, listed
 from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, Tool
@@ -110,7 +110,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         elif embedder is not None and not isinstance(embedder, Embedder):  # a str, or a spec such as 'hashing'
             raise InvalidInputError(f"embedder must be an Embedder, 'default' or None, got {embedder!r:.80}")
         self.embedder: Embedder | None = embedder
-        self._dsn, self._create, self._migrate = given_dsn(dsn), create, migrate  # a bad one said here, not at open
+        self._dsn, self._create, self._migrate = given_dsn(dsn), flag(create, "create"), flag(migrate, "migrate")
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self._written = Written(bool(self._read_dsns))  # noted after each write of tools, read by the routes
         self._db: AsyncConnector | None = None
@@ -258,7 +258,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
     async def upsert(
         self, tools: Iterable[Tool], *, prune: bool = False, examples: Iterable[IntentExample] = ()
     ) -> ImportReport:
-        tools, examples = listed(tools, "tools"), listed(examples, "intent examples")
+        tools, examples, prune = listed(tools, "tools"), listed(examples, "intent examples"), flag(prune, "prune")
         report = cast("ImportReport", await self._write("upsert", tools, prune=prune, examples=examples))
         await self.note_tools_written()  # the writer (a ToolStore without replicas) notes nothing
         return report

@@ -299,6 +299,14 @@ def given_dsn(dsn: object) -> str | None:
     return dsn
 
 
+def flag(value: object, name: str) -> bool:
+    """A True/False argument of a store (``prune``, ``replace``, ``create``...), refused when it is anything else: a
+    setting's ``"false"`` or ``"no"`` is true, and ``upsert(tools, prune="false")`` pruned the catalog."""
+    if not isinstance(value, bool):
+        raise InvalidTypeError(f"{name} must be True or False, got {value!r:.80}")
+    return value
+
+
 def listed(values: object, what: str) -> list[Any]:
     """A write's items (``upsert``'s tools, ``add_examples``' examples, anchors, anchor ids, ``tune``'s labels), any
     iterable read once, as a list; a single value (one Tool, a str, a mapping, a number) is InvalidInputError naming

@@ -14,6 +14,7 @@ from psycopg import sql
 
 from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, schema_denied
 from ._errors import DatabaseError, InvalidInputError
+from ._input import flag
 from ._setup import search_path
 from ._sql import query, resource_dir
 
@@ -94,7 +95,7 @@ def migrate(
     nothing changed.
     """
     check_schema_name(schema)
-    if downgrade and revision == "head":
+    if flag(downgrade, "downgrade") and revision == "head":
         raise InvalidInputError("a downgrade needs the revision to go down to (e.g. '0017' or 'base'), not 'head'")
     if connection is not None:
         return _run(_live(connection), schema, revision, downgrade)

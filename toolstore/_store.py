@@ -22,7 +22,7 @@ from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
 from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, Fusion, check_fusion, check_weights
-from ._input import check_catalog_name, check_tool_id, listed
+from ._input import check_catalog_name, check_tool_id, flag, listed
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
@@ -102,11 +102,11 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     ) -> None:
         self.catalog = check_catalog_name(catalog)
         self.schema = check_schema_name(schema)
+        self.create, migrate = flag(create, "create"), flag(migrate, "migrate")
         timeout, pool_size = check_timeout(timeout), check_pool_size(pool_size)
         self.transaction_pooling, configure = check_pooling(transaction_pooling), check_configure(configure)
         self._timeout_ms = statement_timeout_ms(statement_timeout)  # a route's statements' cap, 0: none
         read_dsns = replica_dsns(read_dsn)
-        self.create = create
         if embedder == "default":
             embedder = LocalEmbedder()
         elif embedder is not None and not isinstance(embedder, Embedder):  # a str, or a spec such as 'hashing'
@@ -236,6 +236,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         file, see ``toolstore tune --negatives``, or a list of strings); with them, abstention is calibrated on those
         against ``examples`` and stored beside the fusion. See ``toolstore tune``.
         """
+        save = flag(save, "save")
         if isinstance(examples, (str, os.PathLike)):
             examples = load_judgements(examples)
         if isinstance(sessions, (str, os.PathLike)):
@@ -250,10 +251,12 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         Run as the role that owns toolstore's tables. Only that role builds HNSW indexes: a granted writer's writes
         leave them to the owner's next write (with a warning; dense retrieval searches exactly meanwhile).
         """
+        write, tenant = flag(write, "write"), flag(tenant, "tenant")
         self._run(lambda conn: _access.grant(conn, self.schema, None if tenant else self.catalog, role, write=write))
 
     def revoke(self, role: str, *, tenant: bool = False) -> bool:
         """Take this catalog (``tenant``: the tenant role) away from ``role``; False when it had no such grant."""
+        tenant = flag(tenant, "tenant")
         return self._run(lambda conn: _access.revoke(conn, self.schema, None if tenant else self.catalog, role))
 
     def grants(self) -> list[dict[str, Any]]:
@@ -278,7 +281,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         (more than a thousand new vectors of tools, or of examples) drops the catalog's HNSW index there before the
         transaction and builds it once after it commits.
         """
-        tools, examples = listed(tools, "tools"), listed(examples, "intent examples")
+        tools, examples, prune = listed(tools, "tools"), listed(examples, "intent examples"), flag(prune, "prune")
         embedder = self.embedder
         if examples and embedder is None:
             raise InvalidInputError("intent examples need an embedder; this store was made with embedder=None")
