@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 import threading
 import uuid
 from collections.abc import Sequence
@@ -368,6 +369,75 @@ def test_a_close_while_the_store_opens_leaves_it_closed(dsn: str) -> None:
             await store.info()
 
     asyncio.run(main())
+
+
+def waiting_for_a_connection(pool: Any) -> None:
+    """Until a call waits for one of ``pool``'s connections (its stats, popped: counted from the last pop)."""
+    for _ in range(6000):
+        if pool.get_stats().get("requests_waiting", 0):
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("no call waited for a connection")
+
+
+def test_a_route_a_close_overtakes_says_the_store_was_closed(dsn: str) -> None:
+    """A route (or read) waiting for a connection when the store's close() ran raised "database error: the pool
+    'pool-1' is closed", a DatabaseError, which reads as the server's failure (alerts, a retry), on both stores: an
+    application's shutdown with requests in flight. It is a StoreClosedError saying the store was closed meanwhile."""
+    closed_meanwhile = r"^this store was closed while the call was under way \(its connection pool is closed\)$"
+    store = ToolStore(dsn, embedder=None, catalog="overtaken", pool_size=1, timeout=60)
+    store.upsert(TOOLS[:2])
+    holding, release = threading.Event(), threading.Event()
+
+    def hold(_query: str, candidates: list[Any]) -> list[float]:  # keeps the one connection until released
+        holding.set()
+        release.wait(60)
+        return [0.0] * len(candidates)
+
+    held = threading.Thread(target=store.route, args=("post a message",), kwargs={"reranker": hold})
+    held.start()
+    assert holding.wait(60)
+    failures: list[BaseException] = []
+    waiting = threading.Thread(target=lambda: failures.extend(_raised(lambda: store.route("send an email"))))
+    waiting.start()
+    waiting_for_a_connection(store.pool)
+    store.close()
+    waiting.join(60)
+    release.set()
+    held.join(60)
+    assert len(failures) == 1 and isinstance(failures[0], StoreClosedError), failures
+    assert re.match(closed_meanwhile, str(failures[0]))
+
+    async def main() -> None:
+        astore = AsyncToolStore(dsn, embedder=None, catalog="overtaken", pool_size=1, timeout=60)
+        await astore.open()
+        aholding, arelease = asyncio.Event(), asyncio.Event()
+
+        async def ahold(_query: str, candidates: list[Any]) -> list[float]:
+            aholding.set()
+            await arelease.wait()
+            return [0.0] * len(candidates)
+
+        first = asyncio.ensure_future(astore.route("post a message", reranker=ahold))
+        await aholding.wait()
+        second = asyncio.ensure_future(astore.route("send an email"))
+        pool = astore.pool
+        await asyncio.to_thread(waiting_for_a_connection, pool)
+        closing = asyncio.ensure_future(astore.close())
+        with pytest.raises(StoreClosedError, match=closed_meanwhile):
+            await second
+        arelease.set()
+        await asyncio.gather(first, closing, return_exceptions=True)
+
+    asyncio.run(main())
+
+
+def _raised(call: Any) -> list[BaseException]:
+    try:
+        call()
+    except BaseException as exc:  # noqa: BLE001 - the test looks at what was raised
+        return [exc]
+    return []
 
 
 def test_a_write_a_close_overtakes_says_the_async_store_was_closed(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:

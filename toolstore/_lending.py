@@ -14,7 +14,7 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
-from ._errors import DatabaseError, first_line
+from ._errors import DatabaseError, StoreClosedError, first_line
 
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 #: Said with "permission denied" (or a row-level security violation): what a granted role may do on toolstore's tables.
@@ -149,9 +149,18 @@ def unreachable(exc: BaseException) -> bool:
     return (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy)) or connection_lost(exc)
 
 
-def translate(exc: BaseException, timeout: float, setup_failure: BaseException | None) -> DatabaseError:
-    """A connector's failure to get or use a connection as the DatabaseError its caller sees; ``setup_failure``: the
-    pool's new connections' setup error that is true now (:meth:`Setup.current`), said when no connection came."""
+#: What a call waiting for a connection (or about to ask for one) when its store's close() closed the pool raises.
+CLOSED_MEANWHILE = "this store was closed while the call was under way (its connection pool is closed)"
+
+
+def translate(
+    exc: BaseException, timeout: float, setup_failure: BaseException | None
+) -> DatabaseError | StoreClosedError:
+    """A connector's failure to get or use a connection as the DatabaseError its caller sees (a StoreClosedError for a
+    pool closed meanwhile: the store's close(), not the database); ``setup_failure``: the pool's new connections'
+    setup error that is true now (:meth:`Setup.current`), said when no connection came."""
+    if isinstance(exc, PoolClosed):
+        return StoreClosedError(CLOSED_MEANWHILE)
     if isinstance(exc, PoolBusy):
         return DatabaseError(f"no database connection within {timeout:g} s: {exc}")
     if isinstance(exc, PoolTimeout):
