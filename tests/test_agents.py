@@ -658,8 +658,9 @@ def test_a_bad_route_option_records_no_call(issues: ToolStore) -> None:
 
 def test_route_messages_routes_in_the_dialect_it_was_given(dsn: str, issues: ToolStore) -> None:
     """route_messages(dialect=...) reads the messages in that dialect for route() too, not only to record their calls:
-    read as Anthropic messages, a Chat list holds no call to look back on; a Responses list given as Chat messages is
-    refused with a session or without one. route(dialect=...) reads them so itself; by both stores."""
+    a Responses list given as Chat messages is refused with a session or without one, and so is a Chat list given as
+    Anthropic messages (it read as holding no call: a session logged none of its calls); route(dialect=...) reads them
+    so itself; by both stores."""
     from toolstore.integrations.openai import aroute_messages, route_messages
 
     chat = [{"role": "user", "content": "file a bug about login"}, *_call("c0", "no_such_tool")]
@@ -673,7 +674,7 @@ def test_route_messages_routes_in_the_dialect_it_was_given(dsn: str, issues: Too
             assert (await store.route(messages=messages, dialect=dialect, k=2)).unresolved == unresolved
             return list((await aroute_messages(store, messages, dialect=dialect, k=2)).unresolved)
 
-    for dialect, unresolved in (("anthropic", []), ("openai-chat", ["no_such_tool"]), ("auto", ["no_such_tool"])):
+    for dialect, unresolved in (("openai-chat", ["no_such_tool"]), ("auto", ["no_such_tool"])):
         assert route_messages(issues, chat, dialect=dialect, k=2).unresolved == unresolved, dialect
         assert issues.route(messages=chat, dialect=dialect, k=2).unresolved == unresolved, dialect
         assert asyncio.run(aunresolved(chat, dialect)) == unresolved, dialect
@@ -682,6 +683,12 @@ def test_route_messages_routes_in_the_dialect_it_was_given(dsn: str, issues: Too
             route_messages(issues, responses, session=session, dialect="openai-chat", k=2)
     with pytest.raises(InvalidInputError, match=r"messages\[1\]\.role"):
         asyncio.run(aunresolved(responses, "openai-chat"))
+    foreign = r"^messages\[1\] has tool_calls, which only openai-chat messages have, but dialect='anthropic' was given"
+    for session in ("chat", None):
+        with pytest.raises(InvalidInputError, match=foreign):
+            route_messages(issues, chat, session=session, dialect="anthropic", k=2)
+    with pytest.raises(InvalidInputError, match=foreign):
+        asyncio.run(aunresolved(chat, "anthropic"))
     with pytest.raises(InvalidInputError, match="unknown message dialect 'chat'"):
         issues.route(messages=chat, dialect="chat", k=2)
     assert issues.session_log("chat") == []

@@ -401,3 +401,44 @@ def test_a_namespaced_call_resolves_to_a_tool_that_names_its_own_provider(store:
     sales = {**NAMESPACED[1], "namespace": "sales"}  # no namespace is called so: the provider answers only without one
     with pytest.raises(UnknownToolError, match="no offered tool is in namespace 'sales'"):
         ts_openai.calls(offered, [sales])
+
+
+def test_the_calls_of_another_dialect_are_refused_not_left_unread() -> None:
+    """A list read as another dialect than its calls' (a dialect given wrongly, or a list that mixes dialects) read as
+    holding none of them: route() looked back on no call and route_messages logged none, without a word. Such an item
+    is an InvalidInputError naming it, its mark and the dialect to give; one list in one dialect reads as before."""
+    chat_call = {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f"}}]}
+    tool_use = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}
+    ask = {"role": "user", "content": "file a bug"}
+    refused = [
+        (
+            [ask, chat_call],
+            "anthropic",
+            "messages[1] has tool_calls, which only openai-chat messages have, but dialect='anthropic' was given",
+        ),
+        (
+            [ask, {"role": "tool", "tool_call_id": "c", "content": "ok"}],
+            "openai-responses",
+            "messages[1] has role 'tool', which only openai-chat messages have, but dialect='openai-responses' was "
+            "given",
+        ),
+        (
+            [ask, tool_use],
+            "openai-chat",
+            "messages[1] has a tool_use block, which only anthropic messages have, but dialect='openai-chat' was given",
+        ),
+        (
+            [ask, chat_call, tool_use, result],
+            "auto",
+            "messages[2] has a tool_use block, which only anthropic messages "
+            "have, but the list is read as openai-chat (it mixes dialects)",
+        ),
+    ]
+    for messages, dialect, said in refused:
+        with pytest.raises(InvalidInputError) as info:
+            read_messages(messages, dialect)
+        assert str(info.value).startswith(said), str(info.value)
+        assert "give dialect=" in str(info.value)
+    assert [c.name for c in read_messages([ask, tool_use, result], "anthropic").tool_calls] == ["f"]
+    assert [c.name for c in read_messages([ask, chat_call], "openai-chat").tool_calls] == ["f"]

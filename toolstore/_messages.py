@@ -11,7 +11,8 @@ A turn starts at a user message that holds text (a message of only tool results 
 one. ``turns=N`` reads (and checks) only the last N turns, so the work is bounded however long the list grows.
 Bad input is an InvalidInputError naming the message index and field: an item that is no object, a role that is not
 a string or no known role, an item with neither role nor type, content that is neither text nor a list of parts, a
-tool call without a name.
+tool call without a name, and the tool calls or results of another dialect than the one read (given, or told apart:
+a list that mixes them), which would go unread.
 """
 
 import json
@@ -91,13 +92,15 @@ def read_messages(messages: object, dialect: str = "auto", *, turns: int | None 
     if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
         raise InvalidInputError(f"turns must be a positive integer, got {turns!r}")
     start, items = _window(messages, turns)
-    if check_dialect(dialect) == "auto":
+    given = check_dialect(dialect) != "auto"
+    if not given:
         dialect = _detect(items)
     calls: list[ToolCall] = []
     found: list[Turn] = []
     failed: set[str] = set()
     for offset, item in enumerate(items):
         index = start + offset
+        _check_own(item, index, dialect, given)
         text, made = _read(item, index, dialect, failed)
         if text is not None and text.strip():
             found.append(Turn(text, index))
@@ -186,6 +189,26 @@ def _detect(items: list[dict[str, Any]]) -> str:
         if kinds & {"input_text", "output_text"}:
             return "openai-responses"
     return "openai-chat"
+
+
+def _check_own(item: dict[str, Any], index: int, dialect: str, given: bool) -> None:
+    """InvalidInputError when ``item`` holds the tool calls or results of another dialect than the one the list is read
+    as, which would go unread (a session would log none of its calls): a dialect given that the list is not in, or a
+    list that mixes dialects."""
+    content = item.get("content")
+    kinds = [p.get("type") for p in content if isinstance(p, Mapping)] if isinstance(content, list) else []
+    parts = {kind for kind in kinds if isinstance(kind, str)}  # a type that is no string is _read's error
+    if dialect != "openai-chat" and (item.get("tool_calls") or item.get("role") in ("tool", "function")):
+        mark, owner = ("tool_calls" if item.get("tool_calls") else f"role {item['role']!r}"), "openai-chat"
+    elif dialect != "anthropic" and parts & {"tool_use", "tool_result"}:
+        mark, owner = f"a {sorted(parts & {'tool_use', 'tool_result'})[0]} block", "anthropic"
+    else:
+        return
+    how = f"dialect={dialect!r} was given" if given else f"the list is read as {dialect} (it mixes dialects)"
+    raise InvalidInputError(
+        f"messages[{index}] has {mark}, which only {owner} messages have, but {how}: its tool calls "
+        f"would go unread; give dialect={owner!r} (or 'auto' for a list in one dialect)"
+    )
 
 
 def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> tuple[str | None, list[ToolCall]]:
