@@ -4,6 +4,9 @@ never block another catalog's routes, and a tool's vector is never stale."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -234,3 +237,34 @@ def test_intent_examples_written_concurrently_are_all_kept(dsn: str) -> None:
         errors = race(lambda: one.add_examples(first), lambda: two.add_examples(second))
         assert not errors, errors
         assert one.info().n_examples == 20
+
+
+FORKED = """
+import os, sys
+from toolstore import ToolStore, Tool
+store = ToolStore(sys.argv[1], embedder=None, catalog="forked", pool_size=1)
+store.upsert([Tool(id="slack.send", name="send", description="post a message to a channel")])
+def backend():
+    with store.connection() as conn:
+        return conn.execute("select pg_backend_pid()").fetchone()[0]
+parent = backend()
+child = os.fork()
+if child == 0:  # the child's calls: on connections of its own, not the parent's it inherited
+    mine = backend()
+    routed = store.route("post a message").ids
+    store.close()
+    os._exit(0 if mine != parent and routed == ["slack.send"] else 3)
+_, status = os.waitpid(child, 0)
+print(os.waitstatus_to_exitcode(status), backend() == parent, store.route("post a message").ids, flush=True)
+"""
+
+
+def test_a_store_made_before_a_fork_opens_its_own_connections_in_the_child(dsn: str) -> None:
+    """A ToolStore made at import and then forked (gunicorn --preload, multiprocessing's fork) handed the child the
+    parent's pooled connections, mid-protocol on sockets they shared: a child's route ran on the parent's backend, and
+    routes made by both at once hung (no timeout bounds a read of a shared socket). The child opens pools of its own
+    at its first call there; the parent's connections are left to it, untouched (its backend the same after)."""
+    env = {**os.environ, "TOOLSTORE_EMBEDDER": "none"}
+    proc = subprocess.run([sys.executable, "-c", FORKED, dsn], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[0] == "0 True ['slack.send']", proc.stdout + proc.stderr[-2000:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
@@ -51,6 +52,8 @@ T = TypeVar("T")
 Work = Callable[[psycopg.Connection[Any]], T]
 
 DEFAULT = "default"
+#: A forked child's stores' pools inherited from its parent (``ToolStore._open``), kept so they are never closed there.
+_INHERITED: list[tuple[Connector, Replicas]] = []
 CLOSED = "this ToolStore is closed: make another (`with ToolStore(...) as store:` closes it when the block ends)"
 
 
@@ -117,13 +120,18 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         ensure_schema(self.dsn, self.schema, auto=migrate, timeout=timeout)
         pool_options: dict[str, Any] = {"max_size": pool_size, "timeout": timeout}
         pool_options.update(transaction_pooling=self.transaction_pooling, configure=configure)
-        self._closed = False
-        self._db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
-        try:
-            self._replicas = Replicas(read_dsns, schema=self.schema, tenant=catalog, **pool_options)
-        except BaseException:
-            self._db.close()
-            raise
+        self._closed, self._pid, self._fork_lock = False, os.getpid(), threading.Lock()
+
+        def connect() -> tuple[Connector, Replicas]:
+            db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
+            try:
+                return db, Replicas(read_dsns, schema=self.schema, tenant=catalog, **pool_options)
+            except BaseException:
+                db.close()
+                raise
+
+        self._connect = connect
+        self._db, self._replicas = connect()
         self._written = Written(bool(self._replicas.connectors))  # what a replica must replay to say a call is unknown
         self._routing = CatalogCache()  # the catalog row route() routes with
 
@@ -148,6 +156,12 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         """The primary's connector, or StoreClosedError once the store is closed (its pools are)."""
         if self._closed:
             raise StoreClosedError(CLOSED)
+        if self._pid != os.getpid():  # a child forked after the store was made (gunicorn --preload)
+            with self._fork_lock:
+                if self._pid != os.getpid():  # the parent's pools, mid-protocol on sockets it shares: left to it
+                    _INHERITED.append((self._db, self._replicas))  # never closed here (that would end its sessions)
+                    self._db, self._replicas = self._connect()
+                    self._pid = os.getpid()
         return self._db
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
@@ -165,6 +179,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     def close(self) -> None:
         """Close the store's pools; a later call raises StoreClosedError saying it is closed (close() again: none)."""
         self._closed = True
+        if self._pid != os.getpid():  # forked, never used here: the pools are the parent's
+            return
         close_all([("the primary's pool", self._db.close), *self._replicas.closers()])  # each, then the first error
 
     def __enter__(self) -> ToolStore:
