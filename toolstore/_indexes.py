@@ -181,7 +181,6 @@ def owns_partitions(conn: psycopg.Connection[Any], catalog_id: int) -> bool:
     return row is None or bool(row[0])
 
 
-#: What the catalog's owner runs to build an index a writer without ownership could not.
 #: What a write behind a transaction pooler leaves of a catalog's indexes, and what drops it (``_ensure_indexes``).
 LEFT_BEHIND_POOLER = (
     "catalog %r: HNSW index(es) %s left (of another dimension, on a table grown small, or invalid: dense retrieval "
@@ -190,6 +189,7 @@ LEFT_BEHIND_POOLER = (
     "(transaction_pooling=False: ToolStore(direct_dsn, catalog=%r).upsert([])) drops them and builds an invalid one "
     "again"
 )
+#: What the catalog's owner runs to build an index a writer without ownership could not.
 OWNER_BUILDS = "any write to the catalog as the owner of toolstore's tables builds it (ToolStore.upsert([]) will do)"
 
 
