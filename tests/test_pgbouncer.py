@@ -272,14 +272,20 @@ def test_an_async_store_not_told_of_a_transaction_pooler_says_so(pooled: str) ->
     asyncio.run(main())
 
 
-def test_two_tenants_not_told_of_a_transaction_pooler_say_so_before_one_reads_as_the_other(
-    tenant_role: str, pooled: str
-) -> None:
+def _tenant_catalogs(pooled: str, tenant_role: str) -> str:
+    """Catalogs a and b, written through the pooler by a store told of it, each granted to ``tenant_role`` as a
+    tenant; the DSN that logs in as that role."""
     for name, tools in (("a", TOOLS[:6]), ("b", TOOLS[6:12])):
         with ToolStore(pooled, embedder=HashingEmbedder(32), catalog=name, transaction_pooling=True) as owner:
             owner.upsert(tools)
             owner.grant(tenant_role, tenant=True)
-    as_tenant = make_conninfo(pooled, user=tenant_role)
+    return make_conninfo(pooled, user=tenant_role)
+
+
+def test_two_tenants_not_told_of_a_transaction_pooler_say_so_before_one_reads_as_the_other(
+    tenant_role: str, pooled: str
+) -> None:
+    as_tenant = _tenant_catalogs(pooled, tenant_role)
     options: dict[str, Any] = {"embedder": HashingEmbedder(32), "migrate": False}
     with ToolStore(as_tenant, catalog="a", **options) as a:
         assert [c["name"] for c in a.catalogs()] == ["a"]
@@ -294,11 +300,7 @@ def test_two_tenants_not_told_of_a_transaction_pooler_say_so_before_one_reads_as
 def test_a_store_not_told_of_a_transaction_pooler_says_so_when_another_client_set_its_tenant_over_its_own(
     tenant_role: str, pooled: str
 ) -> None:
-    for name, tools in (("a", TOOLS[:6]), ("b", TOOLS[6:12])):
-        with ToolStore(pooled, embedder=HashingEmbedder(32), catalog=name, transaction_pooling=True) as owner:
-            owner.upsert(tools)
-            owner.grant(tenant_role, tenant=True)
-    as_tenant = make_conninfo(pooled, user=tenant_role)
+    as_tenant = _tenant_catalogs(pooled, tenant_role)
     with ToolStore(as_tenant, embedder=HashingEmbedder(32), catalog="a", migrate=False) as a:
         assert a.route("send the message", k=1).ids == ["p.t00"]
         with psycopg.connect(as_tenant, autocommit=True) as other:  # another process's store, of tenant b
