@@ -185,6 +185,8 @@ def test_a_reranker_that_returns_unusable_scores_is_a_clear_error(store: ToolSto
         ({"reranker": "cross-encoder"}, "reranker must be a callable"),
         ({"reranker": lambda q, c: [], "rerank_depth": 0}, "rerank_depth must be an integer"),
         ({"rerank_depth": 51}, "rerank_depth must be an integer"),
+        ({"rerank_depth": 5}, "rerank_depth is only used with a reranker"),
+        ({"rerank_depth": 3}, "rerank_depth is only used with a reranker"),  # the default depth, given: refused too
     ],
 )
 def test_bad_exploration_and_rerank_options(store: ToolStore, kwargs: dict[str, Any], message: str) -> None:

@@ -30,12 +30,18 @@ MAX_RERANK_DEPTH = 50
 Reranker = Callable[[str, list[RoutedTool]], "Sequence[float] | Awaitable[Sequence[float]]"]
 
 
-def check_reranker(reranker: object, depth: object) -> None:
-    """InvalidInputError unless ``reranker`` is None or callable and ``depth`` an integer in range."""
+def check_reranker(reranker: object, depth: object) -> int:
+    """The depth the reranker sees (``DEFAULT_RERANK_DEPTH`` when ``depth`` is None); InvalidInputError unless
+    ``reranker`` is None or callable and ``depth`` None or an integer in range, given only with a reranker."""
     if reranker is not None and not callable(reranker):
         raise InvalidInputError(f"reranker must be a callable (query, candidates) -> scores, got {reranker!r}")
+    if depth is None:
+        return DEFAULT_RERANK_DEPTH
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_RERANK_DEPTH:
         raise InvalidInputError(f"rerank_depth must be an integer from 1 to {MAX_RERANK_DEPTH}, got {depth!r}")
+    if reranker is None:
+        raise InvalidInputError("rerank_depth is only used with a reranker (reranker=f)")
+    return depth
 
 
 def pool_positions(candidates: Sequence[RoutedTool], size: int) -> list[int]:

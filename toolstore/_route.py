@@ -47,7 +47,7 @@ from ._messages import Conversation, ToolCall, check_dialect, read_messages
 from ._models import CatalogInfo
 from ._names import call_label
 from ._request import RouteCall, RouteRequest
-from ._rerank import DEFAULT_RERANK_DEPTH, Reranker, check_reranker
+from ._rerank import Reranker, check_reranker
 from ._split import split_request
 from ._text import query_identifiers, query_text
 
@@ -107,7 +107,7 @@ def route_request(
     explore: bool = False,
     seed: int | None = None,
     reranker: Reranker | None = None,
-    rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    rerank_depth: int | None = None,
     abstain: AbstainModel | None = None,
     providers: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
@@ -130,7 +130,7 @@ def route_request(
     for i, text in enumerate(earlier):
         query_text(text, f"earlier turn #{i + 1}")
     fusion = check_fusion(fusion)
-    check_reranker(reranker, rerank_depth)
+    depth = check_reranker(reranker, rerank_depth)
     names, spaces = check_calls(call_names, call_namespaces)
     return RouteRequest(
         query=query,
@@ -147,7 +147,7 @@ def route_request(
         parts=split_request(query) if sub_requests and fusion.split > 0 else (),
         seed=check_explore(explore, seed),
         reranker=reranker,
-        rerank_depth=rerank_depth,
+        rerank_depth=depth,
         abstain=abstain,
         providers=filter_values("providers", providers),
         tags=filter_values("tags", tags),
@@ -200,7 +200,7 @@ def check_route(
     explore: bool = False,
     seed: int | None = None,
     reranker: Reranker | None = None,
-    rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    rerank_depth: int | None = None,
     abstain: bool = False,
     providers: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,

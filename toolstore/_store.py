@@ -365,12 +365,13 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         given values; one that matches no tool of the catalog is an InvalidInputError naming it. The catalog's anchors
         and its tools' avoid-when text adjust the fused scores. ``explore=True`` gives the last slot to a tool drawn
         from the fused ranks k+1..2k (``explored``; the same for the same ``seed`` and request). ``reranker(query,
-        candidates) -> scores`` reorders the fused top ``k * rerank_depth`` (one that raises degrades to the fused
-        order; unusable scores are an InvalidInputError). With ``abstain``, when the evidence says no tool fits, the
-        result is ``abstained`` and holds only the always-on tools (``result.abstention``: the evidence; the model is
-        the catalog's from ``tune(negatives=...)``, else the shipped default). ``fmt`` is the format the tools go to the
-        model in (``result.definitions()``): each is counted in the budget as it comes there (a Responses namespace
-        once, with its description). ``dialect``: the format of ``messages`` (``auto``: told apart).
+        candidates) -> scores`` reorders the fused top ``k * rerank_depth`` (default 3, given only with a reranker; one
+        that raises degrades to the fused order; unusable scores are an InvalidInputError). With ``abstain``, when the
+        evidence says no tool fits, the result is ``abstained`` and holds only the always-on tools
+        (``result.abstention``: the evidence; the model is the catalog's from ``tune(negatives=...)``, else the shipped
+        default). ``fmt`` is the format the tools go to the model in (``result.definitions()``): each is counted in the
+        budget as it comes there (a Responses namespace once, with its description). ``dialect``: the format of
+        ``messages`` (``auto``: told apart).
         ``result.explain()`` says why.
         """
         check_options("route", options)  # a misspelt option named as Python names one, with the option meant
