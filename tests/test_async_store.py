@@ -611,3 +611,26 @@ def test_a_close_that_fails_closes_every_pool_then_raises_the_first_error(dsn: s
         await astore.close()
 
     asyncio.run(main())
+
+
+def test_a_store_opened_in_one_event_loop_says_so_when_used_or_closed_in_another(dsn: str) -> None:
+    """Each asyncio.run() starts a new event loop, and the store's pools belong to the one that opened them: a close()
+    in a later asyncio.run() raised RuntimeError('Event loop is closed') from inside psycopg_pool, and routes, reads
+    and writes there ran on a pool whose workers had ended with the first loop (it never grew past its one
+    connection). Each, and an open() there, is now an InvalidInputError naming the problem and the fix."""
+    store = AsyncToolStore(dsn, embedder=None, catalog="loops")
+
+    async def opened() -> None:
+        await store.open()
+        await store.upsert(TOOLS[:1])
+
+    asyncio.run(opened())
+    for call in (
+        lambda: store.route("post a message"),
+        lambda: store.info(),
+        lambda: store.upsert(TOOLS[:1]),
+        lambda: store.open(),
+        lambda: store.close(),
+    ):
+        with pytest.raises(InvalidInputError, match=r"opened in another event loop.*async with AsyncToolStore"):
+            asyncio.run(call())

@@ -66,6 +66,11 @@ WRITE_CONFIGURE = (
     "them as toolstore sets them up)"
 )
 CLOSED_MEANWHILE = "AsyncToolStore was closed while its {method}() was under way: open() it again to {method}()"
+OTHER_LOOP = (
+    "AsyncToolStore was opened in another event loop (each asyncio.run() starts a new one) and its pools work in that "
+    "loop only: open, use and close the store in one event loop, e.g. `async with AsyncToolStore(...) as store:` in "
+    "the coroutine asyncio.run() runs"
+)
 
 
 class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
@@ -114,6 +119,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         self._query_vectors = QueryVectors(cooldown=embedder_cooldown)
         self._written = Written(bool(self._read_dsns))  # noted after each write of tools, read by the routes
         self._db: AsyncConnector | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop open() opened the pools in
         self._closed = False  # close() was called since the last open(): a call says so (StoreClosedError)
         self._replicas = AsyncReplicas([])
         self._writer: ToolStore | None = None
@@ -128,6 +134,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         replicas' connect in the background, as ToolStore's)."""
         async with self._open_lock:  # opens at once (asyncio.gather) make one pool, not one each
             if self._db is not None:
+                self._check_loop()
                 return self
             self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
             await asyncio.to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
@@ -139,11 +146,13 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             except BaseException:
                 await db.close()
                 raise
-            self._db, self._closed = db, False
+            self._db, self._closed, self._loop = db, False, asyncio.get_running_loop()
         return self
 
     async def close(self) -> None:
         """Close the pools (the writer's too), after an open() or a writer's opening under way; open() opens again."""
+        if self._db is not None:
+            self._check_loop()  # the pools cannot close in another loop: the store stays open in its own
         async with self._open_lock, self._writer_lock:
             db, replicas, writer = self._db, self._replicas, self._writer
             self._db, self._replicas, self._writer = None, AsyncReplicas([]), None
@@ -165,7 +174,18 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         ToolStore.db.run does: this store's writes run there, in worker threads)."""
         if self._db is None:
             raise self._not_open()
+        self._check_loop()
         return self._db
+
+    def _check_loop(self) -> None:
+        """InvalidInputError (OTHER_LOOP) when called in an event loop other than the one open() ran in; nothing
+        outside one (``pool`` read from sync code)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if running is not self._loop:
+            raise InvalidInputError(OTHER_LOOP)
 
     def _not_open(self) -> InvalidInputError:
         """The error of a call while the store is not open: a StoreClosedError after close(), else NOT_OPEN."""
@@ -185,6 +205,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         async with self._writer_lock:
             if self._db is None:  # as reads (close() too takes the lock): the writer opens on the DSN open() resolved
                 raise self._not_open()
+            self._check_loop()  # as reads: the store is used in the loop it was opened in
             if self._writer is None:
                 self._writer = await _opened(
                     partial(
