@@ -13,7 +13,17 @@ import pytest
 from click.testing import CliRunner, Result
 from terminal import answered
 
-from toolstore import CatalogInfo, DatabaseError, HashingEmbedder, Tool, ToolStore, UnknownCatalogError, _housekeeping
+from toolstore import (
+    Anchor,
+    CatalogInfo,
+    DatabaseError,
+    HashingEmbedder,
+    IntentExample,
+    Tool,
+    ToolStore,
+    UnknownCatalogError,
+    _housekeeping,
+)
 from toolstore.cli import cli
 
 TOOLS = [
@@ -150,3 +160,43 @@ def test_drop_catalog_reports_the_counts_of_what_it_dropped(
     with ToolStore(dsn, embedder=None, create=False, catalog="crm") as store:
         dropped = store.drop_catalog()
     assert (dropped.name, dropped.n_tools, dropped.n_examples) == ("crm", 2, 1)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("drop-catalog", "nope", "--yes"),
+        ("-c", "nope", "remove", "gmail.send_email"),
+        ("-c", "nope", "export"),
+        ("-c", "nope", "anchors", "list"),
+        ("-c", "nope", "anchors", "remove", "1"),
+        ("-c", "nope", "sessions", "list"),
+    ],
+)
+def test_a_read_or_removal_of_an_unknown_catalog_says_where_the_catalogs_are_not_to_create_it(
+    dsn: str, args: tuple[str, ...]
+) -> None:
+    """A command that only reads or removes said "no catalog named 'nope'; create it by importing tools into it",
+    advice that makes no sense for a drop; it now says where the catalogs' names are, and creates nothing."""
+    status, _, err = run(dsn, *args)
+    assert status == 1 and err.startswith("error: no catalog named 'nope'; "), err
+    assert "create it" not in err and "`toolstore catalogs` list the catalogs there" in err, err
+    assert "nope" not in catalogs(dsn)
+
+
+def test_a_route_or_an_addition_to_an_unknown_catalog_says_to_create_it(dsn: str) -> None:
+    """Where creating the catalog is what the caller wants (a route, examples or anchors added), the advice stays."""
+    store = ToolStore(dsn, embedder=HashingEmbedder(), catalog="nope")
+    calls = [
+        lambda: store.route("send an email"),
+        lambda: store.add_examples([IntentExample(query="send a note by email", tool_id="gmail.send_email")]),
+        lambda: store.add_anchors([Anchor(pattern="email", tool="gmail.send_email")]),
+        lambda: store.drop_catalog(),
+    ]
+    hints = []
+    for call in calls:
+        with pytest.raises(UnknownCatalogError, match="no catalog named 'nope'; ") as caught:
+            call()
+        hints.append("create it by importing tools into it" in str(caught.value))
+    store.close()
+    assert hints == [True, True, True, False]

@@ -70,11 +70,11 @@ def test_anchors_import_replace_counts_what_its_write_removed(
     path.write_text(json.dumps(RULES[:1]))
     locking = _anchors.lock_catalog
 
-    def another_writer_first(conn: Any, catalog: str) -> Any:  # just before the import's write takes the lock
+    def another_writer_first(conn: Any, catalog: str, **options: Any) -> Any:  # before the import's write locks
         monkeypatch.setattr(_anchors, "lock_catalog", locking)
         with ToolStore(dsn, embedder=None, catalog="anchored") as other:
             other.add_anchors([Anchor(r"\mforecast\M", "weather.forecast")])
-        return locking(conn, catalog)
+        return locking(conn, catalog, **options)
 
     monkeypatch.setattr(_anchors, "lock_catalog", another_writer_first)
     result = invoke(dsn, "-c", "anchored", "anchors", "import", str(path), "--replace")

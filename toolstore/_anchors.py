@@ -44,6 +44,7 @@ from ._input import (
     read_text_file,
 )
 from ._models import Anchor, CatalogInfo
+from ._rows import CREATE_IT
 from ._sql import query
 
 #: The trial match of a new pattern against adversarial requests of MAX_QUERY_CHARS characters must end within this,
@@ -159,7 +160,7 @@ def add_anchors(
 
     def write() -> tuple[list[Anchor], int]:
         with conn.transaction():
-            info = lock_catalog(conn, catalog)
+            info = lock_catalog(conn, catalog, hint=CREATE_IT)
             ids = sorted({a.tool for a in checked})
             pks = dict(conn.execute(query("anchor_tool_pks"), {"catalog": info.id, "ids": ids}).fetchall())
             unknown = [i for i in ids if i not in pks]

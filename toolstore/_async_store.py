@@ -37,6 +37,7 @@ from ._replicas import AsyncReplicas, Written, replica_dsns
 from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
+from ._rows import CREATE_IT
 from ._session_methods import AsyncSessionMethods
 from ._setup import AsyncConfigure, Configure, check_configure, check_pooling
 from ._steps import (
@@ -272,7 +273,9 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     def _answer(self, conn: psycopg.AsyncConnection[Any]) -> Callable[[Step], Awaitable[Any]]:
         """What answers a route step (``_steps``) on ``conn``: :meth:`ToolStore._answer` for asyncio."""
-        return answer_async(conn, self.embedder, self._query_vectors, lambda: self._info(conn), self._timeout_ms)
+        return answer_async(
+            conn, self.embedder, self._query_vectors, lambda: self._info(conn, hint=CREATE_IT), self._timeout_ms
+        )
 
     # -- writes (the sync write path, in a worker thread) ----------------------------------------------
 

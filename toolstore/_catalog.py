@@ -36,6 +36,8 @@ from ._indexes import (
 )
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._rows import (
+    CREATE_IT,
+    NOT_CREATED,
     carry_expansions,
     check_examples,
     check_ids,
@@ -125,7 +127,7 @@ def upsert_tools(
         check_tools(tools)
     info = catalog_info(conn, catalog)
     if info is None and not create:
-        raise unknown_catalog(catalog)
+        raise unknown_catalog(catalog, NOT_CREATED)
     if embedder is not None and info is not None:
         info.require_model(embedder.model)
     prune_scope = (prune, prune_upstream)
@@ -247,7 +249,7 @@ def _write_tools(
     vectors (by text); ``locked``: called in it once the tools are written."""
     known, vectors = looked
     with conn.transaction():
-        info = lock_catalog(conn, catalog, create=create)
+        info = lock_catalog(conn, catalog, create=create, hint=NOT_CREATED)
         if embedder is not None:
             info.require_model(embedder.model)
         if if_unchanged is not None:
@@ -337,7 +339,7 @@ def add_examples(
     examples = list(dict.fromkeys(examples))
     info = catalog_info(conn, catalog)
     if info is None:
-        raise unknown_catalog(catalog)
+        raise unknown_catalog(catalog, CREATE_IT)
     info.require_model(embedder.model)
     _check_known(conn, info, examples)  # before embedding anything for a write that cannot succeed
     existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
@@ -358,7 +360,7 @@ def _write_examples(
     vectors: dict[str, np.ndarray],
 ) -> int:
     with conn.transaction():
-        info = lock_catalog(conn, catalog)
+        info = lock_catalog(conn, catalog, hint=CREATE_IT)
         info.require_model(embedder.model)
         _check_known(conn, info, examples)
         existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}

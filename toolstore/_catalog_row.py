@@ -10,7 +10,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ._models import CatalogInfo
-from ._rows import info_from_row, unknown_catalog
+from ._rows import LIST_THEM, info_from_row, unknown_catalog
 from ._sql import query
 from ._steps import Fetch, Steps, drive, fetch_rows
 
@@ -27,14 +27,17 @@ def catalog_info(conn: psycopg.Connection[Any], name: str, *, counts: bool = Fal
     return drive(catalog_row_steps(name, counts=counts), partial(fetch_rows, conn))
 
 
-def lock_catalog(conn: psycopg.Connection[Any], name: str, *, create: bool = False) -> CatalogInfo:
+def lock_catalog(
+    conn: psycopg.Connection[Any], name: str, *, create: bool = False, hint: str = LIST_THEM
+) -> CatalogInfo:
     """Inside a transaction: the catalog's row, locked for this transaction (created first when ``create`` and it
-    does not exist: only the owner role may create catalogs under row-level security)."""
+    does not exist: only the owner role may create catalogs under row-level security); ``hint``: the
+    UnknownCatalogError's when there is none."""
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
         if row is None and create:
             conn.execute(query("ensure_catalog"), {"name": name})
             row = cur.execute(query("lock_catalog"), {"name": name}).fetchone()
     if row is None:
-        raise unknown_catalog(name)
+        raise unknown_catalog(name, hint)
     return info_from_row(row)

@@ -18,17 +18,18 @@ from ._anchors import anchor_from_row
 from ._catalog_row import catalog_row_steps
 from ._models import Anchor, CatalogInfo, Tool
 from ._names import resolve_among, resolve_name
-from ._rows import all_found, check_ids, name_row, tool_from_row, unknown_catalog
+from ._rows import LIST_THEM, all_found, check_ids, name_row, tool_from_row, unknown_catalog
 from ._steps import Fetch, Steps, adrive, afetch_rows, drive, fetch_rows
 
 T = TypeVar("T")
 
 
-def catalog_steps(catalog: str, *, counts: bool = False) -> Steps[CatalogInfo]:
-    """The catalog's row (with tool and example counts when ``counts``); UnknownCatalogError when there is none."""
+def catalog_steps(catalog: str, *, counts: bool = False, hint: str = LIST_THEM) -> Steps[CatalogInfo]:
+    """The catalog's row (with tool and example counts when ``counts``); UnknownCatalogError when there is none,
+    with ``hint``."""
     info = yield from catalog_row_steps(catalog, counts=counts)
     if info is None:
-        raise unknown_catalog(catalog)
+        raise unknown_catalog(catalog, hint)
     return info
 
 
@@ -78,8 +79,8 @@ class ReadMethods:
     catalog: str
     _read: Callable[..., Any]
 
-    def _info(self, conn: psycopg.Connection[Any], *, counts: bool = False) -> CatalogInfo:
-        return drive(catalog_steps(self.catalog, counts=counts), partial(fetch_rows, conn))
+    def _info(self, conn: psycopg.Connection[Any], *, counts: bool = False, hint: str = LIST_THEM) -> CatalogInfo:
+        return drive(catalog_steps(self.catalog, counts=counts, hint=hint), partial(fetch_rows, conn))
 
     def _reading(self, steps: Callable[[], Steps[T]]) -> Callable[[psycopg.Connection[Any]], T]:
         """A read's work on a connection: ``steps()`` driven there (made afresh for each connection asked)."""
@@ -130,8 +131,10 @@ class AsyncReadMethods:
     catalog: str
     _read: Callable[..., Awaitable[Any]]
 
-    async def _info(self, conn: psycopg.AsyncConnection[Any], *, counts: bool = False) -> CatalogInfo:
-        return await adrive(catalog_steps(self.catalog, counts=counts), partial(afetch_rows, conn))
+    async def _info(
+        self, conn: psycopg.AsyncConnection[Any], *, counts: bool = False, hint: str = LIST_THEM
+    ) -> CatalogInfo:
+        return await adrive(catalog_steps(self.catalog, counts=counts, hint=hint), partial(afetch_rows, conn))
 
     def _reading(self, steps: Callable[[], Steps[T]]) -> Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]:
         """See :meth:`ReadMethods._reading`."""

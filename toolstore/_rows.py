@@ -76,8 +76,18 @@ def json_batches(rows: Sequence[str], max_bytes: int) -> Iterator[str]:
         yield "[" + ",".join(batch) + "]"
 
 
-def unknown_catalog(name: str) -> UnknownCatalogError:
-    return UnknownCatalogError(f"no catalog named {name!r}; create it by importing tools into it")
+#: The hint of an UnknownCatalogError raised where creating the catalog is what the caller wants (a route, adding
+#: examples or anchors to it).
+CREATE_IT = "create it by importing tools into it"
+#: The hint where it is not (a read, a removal, a drop): where the names there are.
+LIST_THEM = "ToolStore.catalogs() and `toolstore catalogs` list the catalogs there"
+#: The hint of an import into a missing catalog by a store made with create=False.
+NOT_CREATED = "this store was made with create=False, so imports do not create it"
+
+
+def unknown_catalog(name: str, hint: str = LIST_THEM) -> UnknownCatalogError:
+    """The UnknownCatalogError of ``name``, with the hint that fits the caller (``CREATE_IT``, ``LIST_THEM``)."""
+    return UnknownCatalogError(f"no catalog named {name!r}; {hint}")
 
 
 def info_from_row(row: Mapping[str, Any]) -> CatalogInfo:

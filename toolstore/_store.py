@@ -34,6 +34,7 @@ from ._replicas import Replicas, Written, replica_dsns
 from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
+from ._rows import CREATE_IT
 from ._session_methods import SessionMethods
 from ._setup import Configure, check_configure, check_pooling
 from ._steps import (
@@ -391,4 +392,6 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
 
     def _answer(self, conn: psycopg.Connection[Any]) -> Callable[[Step], Any]:
         """What answers a route step (``_steps``) on ``conn``."""
-        return answer_sync(conn, self.embedder, self._query_vectors, lambda: self._info(conn), self._timeout_ms)
+        return answer_sync(
+            conn, self.embedder, self._query_vectors, lambda: self._info(conn, hint=CREATE_IT), self._timeout_ms
+        )
