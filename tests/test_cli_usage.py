@@ -211,10 +211,8 @@ def test_a_session_id_the_library_refuses_is_a_usage_error(
     said_once(err, said)
 
 
-UNKNOWN = (
-    "unknown embedder 'bogus'; expected local | local:DIR | static:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS] "
-    "| none"
-)
+MODELS = "local | local:DIR | static:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS]"
+UNKNOWN = f"unknown embedder 'bogus'; expected {MODELS} | none"
 
 
 @pytest.mark.parametrize(
@@ -255,12 +253,13 @@ UNKNOWN = (
             "(see toolstore --help)",
         ),
         (
-            ("--dsn", NOWHERE, "reembed", "--model", "bogus"),
-            f"Invalid value for '--model': {UNKNOWN} (see toolstore reembed --help)",
+            ("--dsn", NOWHERE, "reembed", "--model", "bogus"),  # the specs reembed takes: not none, which it refuses
+            f"Invalid value for '--model': unknown embedder 'bogus'; expected {MODELS} (see toolstore reembed --help)",
         ),
         (
             ("--dsn", NOWHERE, "reembed", "--model", "none"),
-            "Invalid value for '--model': reembed needs a model, not 'none' (see toolstore reembed --help)",
+            f"Invalid value for '--model': reembed needs a model, not 'none'; expected {MODELS} "
+            "(see toolstore reembed --help)",
         ),
     ],
 )
@@ -270,7 +269,8 @@ def test_a_malformed_embedder_spec_is_a_usage_error(
     """`--embedder bogus` (or `openai/`, `hashing-4`...) exited 1 with the library's line, as a failed command does,
     once the store was being opened; `hashing-` and `openai/MODEL@` were taken (for 256 dimensions, for the model's
     own). A spec the embedder factory refuses is the option's usage error now (reembed's --model too), exit 2, in the
-    library's words, before anything is opened."""
+    library's words, before anything is opened. reembed's listed `| none` among the specs it expects, though it
+    refuses none: it lists the models it takes."""
     code, err = run(monkeypatch, capsys, *args)
     assert code == 2, err
     said_once(err, said)

@@ -15,7 +15,9 @@ from .openai_limits import check_model
 from .static import MODEL_FILES as STATIC_FILES
 from .static import StaticEmbedder
 
-SPECS = "local | local:DIR | static:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS] | none"
+#: The specs of an embedding model (what ``reembed --model`` takes), and of every embedder (``--embedder``).
+MODEL_SPECS = "local | local:DIR | static:DIR | hashing[-DIM] | openai/MODEL[@DIMENSIONS]"
+SPECS = f"{MODEL_SPECS} | none"
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,11 @@ class Spec:
     dim: int | None = None
 
 
-def parse_spec(spec: str) -> Spec:
+def parse_spec(spec: str, expected: str = SPECS) -> Spec:
     """The parts of ``spec``, checked for all that the string alone shows, before any model is looked for or built:
     a known kind, a directory after ``local:`` and ``static:``, a dimension the hashing embedder or OpenAI's takes,
-    a model after ``openai/``; InvalidInputError naming the spec (or its part) otherwise. Whether a model directory
-    holds a model is for :func:`make_embedder` to find."""
+    a model after ``openai/``; InvalidInputError naming the spec (or its part) otherwise, an unknown one with the
+    specs ``expected``. Whether a model directory holds a model is for :func:`make_embedder` to find."""
     if spec == "none" or spec in ("local", "local/all-MiniLM-L6-v2"):
         return Spec(spec.partition("/")[0])
     kind, colon, directory = spec.partition(":")
@@ -54,12 +56,12 @@ def parse_spec(spec: str) -> Spec:
         dimensions = int(dims) if at else None
         check_model(model, dimensions)
         return Spec("openai", model=model, dim=dimensions)
-    raise InvalidInputError(f"unknown embedder {spec!r}; expected {SPECS}")
+    raise InvalidInputError(f"unknown embedder {spec!r}; expected {expected}")
 
 
-def check_spec(spec: str) -> str:
+def check_spec(spec: str, expected: str = SPECS) -> str:
     """``spec`` when :func:`parse_spec` takes it (a command line's ``--embedder``, checked as it is read)."""
-    parse_spec(spec)
+    parse_spec(spec, expected)
     return spec
 
 

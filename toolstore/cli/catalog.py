@@ -10,7 +10,7 @@ import click
 
 from .. import _formats
 from .._connect import resolve_dsn
-from .._embedders.factory import SPECS, check_spec, make_embedder
+from .._embedders.factory import MODEL_SPECS, check_spec, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
 from .._input import check_catalog_name, check_tool_id
@@ -170,9 +170,10 @@ def export(ctx: click.Context, fmt: _formats.Format, with_metadata: bool, output
 
 
 def _target_model(spec: str) -> str:
-    """A reembed --model: an embedder spec (:func:`check_spec`), but not ``none``."""
-    if check_spec(spec) == "none":
-        raise InvalidInputError("reembed needs a model, not 'none'")
+    """A reembed --model: an embedder spec (:func:`check_spec`), but not ``none``; an unknown one is told the specs
+    reembed takes."""
+    if check_spec(spec, MODEL_SPECS) == "none":
+        raise InvalidInputError(f"reembed needs a model, not 'none'; expected {MODEL_SPECS}")
     return spec
 
 
@@ -182,7 +183,7 @@ def _target_model(spec: str) -> str:
     "spec",
     required=True,
     callback=checked(_target_model),
-    help=f"Target embedder, as --embedder but none: {SPECS.removesuffix(' | none')}.",
+    help=f"Target embedder, as --embedder but none: {MODEL_SPECS}.",
 )
 @click.option(
     "--base-url", callback=http_url, help="OpenAI-compatible server (http:// or https://: Azure OpenAI, vLLM, Ollama)."
