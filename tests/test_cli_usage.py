@@ -450,6 +450,11 @@ def test_a_request_or_filter_value_route_refuses_is_a_usage_error(
         ),
         (("--dsn", NOWHERE, "grant", ""), "Invalid value for 'ROLE': role is empty (see toolstore grant --help)"),
         (("--dsn", NOWHERE, "revoke", " "), "Invalid value for 'ROLE': role is empty (see toolstore revoke --help)"),
+        (
+            ("--dsn", NOWHERE, "migrate", "--revision", ""),
+            "Invalid value for '--revision': it is empty: give a value, or leave the option out "
+            "(see toolstore migrate --help)",
+        ),
     ],
 )
 def test_an_empty_provider_tool_id_or_role_is_a_usage_error(
@@ -457,8 +462,8 @@ def test_an_empty_provider_tool_id_or_role_is_a_usage_error(
 ) -> None:
     """`import --provider ""`, `remove ""` and `grant ""` (a script's unset variable) exited 1 with the library's
     refusal, as a failed command does; `sync mcp --provider ""` started the server first, to be refused once it was
-    listed (or to fail on its own, "Connection closed", saying nothing of the provider). Each is a usage error now,
-    exit 2, before anything is opened or started."""
+    listed (or to fail on its own, "Connection closed", saying nothing of the provider); `migrate --revision ""`
+    exited 1 with the migration's error. Each is a usage error now, exit 2, before anything is opened or started."""
     code, err = run(monkeypatch, capsys, *args)
     assert code == 2, err
     said_once(err, said)

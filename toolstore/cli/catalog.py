@@ -35,7 +35,7 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @command()
-@click.option("--revision", default="head", show_default=True)
+@click.option("--revision", default="head", show_default=True, callback=not_empty)
 @click.option("--downgrade", is_flag=True, help="Downgrade to --revision (give one: e.g. 0017 or base).")
 @click.pass_context
 def migrate(ctx: click.Context, revision: str, downgrade: bool) -> None:
