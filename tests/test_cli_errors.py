@@ -11,12 +11,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
 import toolstore._catalog
 import toolstore._connect
 import toolstore._indexes
 from toolstore import HashingEmbedder, ToolStore
 from toolstore._errors import InvalidToolError, UnknownCatalogError
+from toolstore.cli import cli
 from toolstore.cli import main as entry
 
 from catalog_gen import generated_tools
@@ -56,7 +58,8 @@ def failed_bulk_import(dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     note = (
         "catalog 'noted''s HNSW indexes, dropped before this write, were not built again (DatabaseError: a "
         "concurrent write kept conflicting: deadlock detected): its dense retrieval searches exactly meanwhile; the "
-        "catalog's next write builds them (ToolStore.upsert([]) will do)"
+        "catalog's next write builds them (ToolStore.upsert([]) will do; on the command line, importing its own "
+        "tools again: toolstore -c noted export --with-metadata -o FILE, then toolstore -c noted import FILE)"
     )
     return note, ["--dsn", dsn, "-c", "noted", "import", str(path)]
 
@@ -70,6 +73,37 @@ def test_an_errors_notes_follow_its_line(
     note, args = failed_bulk_import(dsn, tmp_path, monkeypatch)
     code, _, err = run(monkeypatch, capsys, *args)
     assert (code, err.splitlines()) == (1, ["error: a namespace clash", f"note: {note}"]), err
+
+
+def test_the_command_a_failed_bulk_imports_note_names_builds_the_indexes(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The note of a failed bulk import whose index was not built again said only "ToolStore.upsert([]) will do",
+    library-speak on the command line, which prints notes; it names the command line's way too (an empty file is
+    refused): an import of the catalog's own tools, exported with their ids, which builds the index."""
+    ensure, namespaces = toolstore._indexes.ensure_indexes, toolstore._catalog._check_namespaces
+    _, args = failed_bulk_import(dsn, tmp_path, monkeypatch)
+    code, _, err = run(monkeypatch, capsys, *args)
+    assert code == 1 and "toolstore -c noted export --with-metadata -o FILE, then toolstore -c noted import FILE" in err
+    monkeypatch.setattr(toolstore._indexes, "ensure_indexes", ensure)
+    monkeypatch.setattr(toolstore._catalog, "_check_namespaces", namespaces)
+    with ToolStore(dsn, embedder=None, catalog="noted") as store:
+        info = store.info()
+        assert info.embed_dim is not None
+        index = toolstore._indexes.index_name("tool_vectors", info.id, info.embed_dim)
+        valid = (
+            "select count(*) from pg_class c join pg_index i on i.indexrelid = c.oid where c.relname = %s "
+            "and i.indisvalid"
+        )
+        with store.connection() as conn:
+            assert conn.execute(valid, [index]).fetchone() == (0,)
+        kept, on = tmp_path / "kept.json", ["--embedder", "hashing", "--dsn", dsn, "-c", "noted"]
+        assert CliRunner().invoke(cli, [*on, "export", "--with-metadata", "-o", str(kept)]).exit_code == 0
+        imported = CliRunner().invoke(cli, [*on, "import", str(kept)])
+        assert imported.exit_code == 0, imported.output
+        with store.connection() as conn:
+            assert conn.execute(valid, [index]).fetchone() == (1,)
+        assert store.info().n_tools == 25
 
 
 def test_a_note_said_as_a_warning_is_not_said_again(

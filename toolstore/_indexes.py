@@ -17,6 +17,7 @@ writes to the catalog's own partition, never other catalogs' routes).
 from __future__ import annotations
 
 import random
+import shlex
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -322,8 +323,13 @@ def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
     retry_conflicts(build)
 
 
-#: How a catalog's HNSW indexes are built again after a failed bulk write could not build them.
-REBUILD = "the catalog's next write builds them (ToolStore.upsert([]) will do)"
+#: How a catalog's HNSW indexes are built again after a failed bulk write could not build them: in Python and on the
+#: command line, where an import of the catalog's own tools, unchanged, writes nothing else (an empty file is refused;
+#: an export without --with-metadata does not give their ids back).
+REBUILD = (
+    "the catalog's next write builds them (ToolStore.upsert([]) will do; on the command line, importing its own tools "
+    "again: toolstore -c {catalog} export --with-metadata -o FILE, then toolstore -c {catalog} import FILE)"
+)
 
 
 def restore_indexes(conn: psycopg.Connection[Any], catalog: str, error: BaseException) -> None:
@@ -337,7 +343,7 @@ def restore_indexes(conn: psycopg.Connection[Any], catalog: str, error: BaseExce
         note = (
             f"catalog {catalog!r}'s HNSW indexes, dropped before this write, were not built again "
             f"({type(failure).__name__}: {first_line(failure)}): its dense retrieval searches exactly meanwhile; "
-            f"{REBUILD}"
+            f"{REBUILD.format(catalog=shlex.quote(catalog))}"
         )
         error.__notes__ = [*getattr(error, "__notes__", ()), note]  # BaseException.add_note from Python 3.11
         logger.warning("%s", note)
