@@ -18,7 +18,7 @@ from ._errors import InvalidInputError
 from ._fusion import REQUEST_SIGNALS, Fusion
 from ._lists import ExpansionLines, ToolIndex, fetch_lists, load_tool_index
 from ._sql import query
-from ._text import query_text
+from ._text import check_query
 
 if TYPE_CHECKING:
     from ._store import ToolStore
@@ -72,7 +72,7 @@ def negative_requests(
     texts = []
     both = set(served)
     for i, (text, named) in enumerate(loaded, start=1):
-        query_text(text, f"negative request #{i}")
+        check_query(text, f"negative request #{i}")
         mine = [t for t in named if t in known]
         if mine:
             raise InvalidInputError(

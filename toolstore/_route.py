@@ -49,7 +49,7 @@ from ._names import call_label
 from ._request import RouteCall, RouteRequest
 from ._rerank import Reranker, check_reranker
 from ._split import split_request
-from ._text import query_identifiers, query_text
+from ._text import check_query, query_identifiers, query_text
 
 #: A part's lexical field is ranked by ``bm25_top()`` (migration 0017: the same rows, without summing a common term's
 #: postings for every tool) when one of its terms has at least HEAVY_POSTINGS postings in the field, and at least
@@ -126,9 +126,9 @@ def route_request(
         )
     if fmt not in FORMATS:
         raise InvalidInputError(f"fmt must be one of {', '.join(FORMATS)}, got {fmt!r:.80}")
-    query_text(query)  # validates the text before any embedding work
+    check_query(query)  # before any embedding work
     for i, text in enumerate(earlier):
-        query_text(text, f"earlier turn #{i + 1}")
+        check_query(text, f"earlier turn #{i + 1}")
     fusion = check_fusion(fusion)
     depth = check_reranker(reranker, rerank_depth)
     names, spaces = check_calls(call_names, call_namespaces)

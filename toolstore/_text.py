@@ -161,7 +161,13 @@ def with_short_forms(text: str) -> str:
     return text if not extra else text + " " + " ".join(extra)
 
 
+def check_query(query: object, what: str = "query") -> str:
+    """``query`` when it is a routing query route() takes (``what`` names it in errors): where it is only checked, not
+    routed yet, since :func:`query_text`'s preparing costs more than the check (about 35 against 0.2 us a request)."""
+    return check_text(query, what, max_chars=MAX_QUERY_CHARS)
+
+
 def query_text(query: str, what: str = "query") -> str:
     """Validate a routing query (``what`` names it in errors) and prepare it for lexical matching: identifiers split,
     short forms spelled out (:func:`with_short_forms`)."""
-    return with_short_forms(with_split_identifiers(check_text(query, what, max_chars=MAX_QUERY_CHARS)))
+    return with_short_forms(with_split_identifiers(check_query(query, what)))
