@@ -39,7 +39,7 @@ from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
 from ._rows import CREATE_IT
 from ._session_methods import AsyncSessionMethods
-from ._setup import AsyncConfigure, Configure, check_configure, check_pooling
+from ._setup import AsyncConfigure, Configure, check_configure
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
     Step,
@@ -106,7 +106,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
         self.schema = check_schema_name(schema)
         self._timeout, self._pool_size = check_timeout(timeout), check_pool_size(pool_size)  # as ToolStore's, in order
         self._timeout_ms = statement_timeout_ms(statement_timeout)
-        self.transaction_pooling = check_pooling(transaction_pooling)
+        self.transaction_pooling = flag(transaction_pooling, "transaction_pooling")
         self._configure, self._write_configure = check_configure(configure), check_configure(write_configure, WRITE)
         if configure is not None and write_configure is None:
             raise InvalidInputError(WRITE_CONFIGURE)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ._errors import InvalidInputError
 from ._formats import Format
+from ._input import flag
 from ._packing import Prompt, pack
 from ._result import RoutedTool
 
@@ -28,8 +29,7 @@ SEED_BITS = 63
 def check_explore(explore: object, seed: object) -> int | None:
     """The seed an exploring route draws with (a random one when ``seed`` is None), None without exploration;
     InvalidInputError for a non-bool ``explore``, a seed that is not an integer, or a seed without exploration."""
-    if not isinstance(explore, bool):
-        raise InvalidInputError(f"explore must be True or False, got {explore!r}")
+    flag(explore, "explore")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**SEED_BITS):
         raise InvalidInputError(f"seed must be an integer from 0 to 2**{SEED_BITS} - 1, got {seed!r}")
     if not explore:

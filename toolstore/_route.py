@@ -42,7 +42,7 @@ from ._fusion import (
     override,
     stored_fusion,
 )
-from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text, single
+from ._input import MAX_ID_CHARS, MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, check_session, check_text, flag, single
 from ._messages import Conversation, ToolCall, check_dialect, read_messages
 from ._models import CatalogInfo
 from ._names import call_label
@@ -208,8 +208,7 @@ def check_route(
 ) -> RouteCall:
     """Every check of route()'s arguments, without the database (InvalidInputError names the bad one): the messages
     read once, the request with its conversation, validated with the fusion overrides on the default fusion."""
-    if not isinstance(abstain, bool):
-        raise InvalidInputError(f"abstain must be True or False, got {abstain!r}")
+    flag(abstain, "abstain")
     given: dict[str, Any] = dict(weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid)
     overrides = {name: value for name, value in given.items() if value is not None}  # RouteCall: only those given
     conv = read_conversation(messages, turns, dialect)

@@ -72,13 +72,6 @@ def pool_args(dsn: str, min_size: int, max_size: int, timeout: float, configure:
     }
 
 
-def check_pooling(transaction_pooling: object) -> bool:
-    """The stores' ``transaction_pooling`` argument, a bool."""
-    if not isinstance(transaction_pooling, bool):
-        raise InvalidInputError(f"transaction_pooling must be True or False, got {transaction_pooling!r:.80}")
-    return transaction_pooling
-
-
 def _outside(conn: Any) -> bool:
     """Whether ``conn``'s next statement starts a transaction of its own: no transaction block open, no pipeline."""
     return conn.piped == 0 and conn.info.transaction_status == TransactionStatus.IDLE

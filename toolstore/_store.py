@@ -36,7 +36,7 @@ from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
 from ._rows import CREATE_IT
 from ._session_methods import SessionMethods
-from ._setup import Configure, check_configure, check_pooling
+from ._setup import Configure, check_configure
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
     Step,
@@ -108,7 +108,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         self.schema = check_schema_name(schema)
         self.create, migrate = flag(create, "create"), flag(migrate, "migrate")
         timeout, pool_size = check_timeout(timeout), check_pool_size(pool_size)
-        self.transaction_pooling, configure = check_pooling(transaction_pooling), check_configure(configure)
+        self.transaction_pooling = flag(transaction_pooling, "transaction_pooling")
+        configure = check_configure(configure)
         self._timeout_ms = statement_timeout_ms(statement_timeout)  # a route's statements' cap, 0: none
         read_dsns = replica_dsns(read_dsn)
         if embedder == "default":
