@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 
-from ._errors import first_line
+from ._errors import add_notes, first_line
 
 #: What one close closes ("read replica 2's pool"), and the call that closes it.
 Closer = tuple[str, Callable[[], object]]
@@ -41,5 +41,5 @@ def raise_first(failures: list[tuple[str, BaseException]]) -> None:
     (what, first), later = failures[0], failures[1:]
     notes = [f"raised closing {what}"]
     notes += [f"closing {other} failed too: {type(exc).__name__}: {first_line(exc)}" for other, exc in later]
-    first.__notes__ = [*getattr(first, "__notes__", ()), *notes]  # BaseException.add_note from Python 3.11
+    add_notes(first, *notes)
     raise first

@@ -204,6 +204,12 @@ def first_line(exc: BaseException) -> str:
     return redact((str(exc).strip().splitlines() or [type(exc).__name__])[0])
 
 
+def add_notes(exc: BaseException, *notes: str) -> None:
+    """PEP 678's notes on ``exc``, which a traceback prints after its message (``BaseException.add_note`` from Python
+    3.11; toolstore runs on 3.10 too)."""
+    exc.__notes__ = [*getattr(exc, "__notes__", ()), *notes]  # type: ignore[attr-defined,unused-ignore]
+
+
 class ToolstoreError(Exception):
     """Base class of every error toolstore raises on purpose."""
 

@@ -31,7 +31,7 @@ from psycopg.pq import TransactionStatus
 from ._catalog_row import catalog_info
 from ._commits import FollowUp, follow_up
 from ._connect import retry_conflicts
-from ._errors import DatabaseError, first_line
+from ._errors import DatabaseError, add_notes, first_line
 from ._models import CatalogInfo
 from ._observe import logger
 from ._rows import unknown_catalog
@@ -345,7 +345,7 @@ def restore_indexes(conn: psycopg.Connection[Any], catalog: str, error: BaseExce
             f"({type(failure).__name__}: {first_line(failure)}): its dense retrieval searches exactly meanwhile; "
             f"{REBUILD.format(catalog=shlex.quote(catalog))}"
         )
-        error.__notes__ = [*getattr(error, "__notes__", ()), note]  # BaseException.add_note from Python 3.11
+        add_notes(error, note)
         logger.warning("%s", note)
 
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._catalog import upsert_tools
 from ._catalog_row import catalog_info
-from ._errors import DatabaseError, InvalidInputError, McpSyncError, url_shown
+from ._errors import DatabaseError, InvalidInputError, McpSyncError, add_notes, url_shown
 from ._formats import parse_tools
 from ._mcp_stderr import ENDED, Ending, ServerStderr
 from ._mcp_upstream import Upstream, check_values, client_text, expand_vars, upstream_from_row, upstream_params
@@ -112,7 +112,7 @@ def note_ended(exc: BaseException, ended: str) -> None:
     """Note on ``exc`` (its :func:`leaf_error`) how its stdio server ended, for :func:`failure_text`."""
     leaf = leaf_error(exc)
     if ended and ended not in getattr(leaf, "__notes__", ()):  # PEP 678's notes (BaseException.add_note from 3.11)
-        leaf.__notes__ = [*getattr(leaf, "__notes__", ()), ended]  # type: ignore[attr-defined]
+        add_notes(leaf, ended)
 
 
 def failure_text(exc: BaseException) -> str:
