@@ -152,9 +152,14 @@ def upsert_tools(
 
 def _bulk(conn: psycopg.Connection[Any], info: CatalogInfo | None, table: str, n: int) -> list[str]:
     """``[table]`` when loading ``n`` new vectors into it should drop the catalog's index there first (more than
-    BULK_VECTORS, outside a transaction: one build after the load beats row-by-row inserts), else none."""
-    bulk = info is not None and info.embed_dim is not None and n > BULK_VECTORS and not in_transaction(conn)
-    return [table] if bulk else []
+    BULK_VECTORS, where :func:`_may_drop`: one build after the load beats row-by-row inserts), else none."""
+    return [table] if n > BULK_VECTORS and _may_drop(conn, info) else []
+
+
+def _may_drop(conn: psycopg.Connection[Any], info: CatalogInfo | None) -> bool:
+    """Whether a write may drop the catalog's HNSW indexes before it: the catalog has vectors (a dimension), and the
+    write runs outside a transaction (dropped and built concurrently)."""
+    return info is not None and info.embed_dim is not None and not in_transaction(conn)
 
 
 def _loaded(
@@ -196,7 +201,7 @@ def upsert_with_examples(
     the transaction (concurrently, as each write alone drops it: meanwhile the catalog's dense retrieval searches
     exactly), and its indexes are made whole once after the commit, or after a failure."""
     info = catalog_info(conn, catalog)
-    bulk = info is not None and info.embed_dim is not None and not in_transaction(conn)
+    bulk = info is not None and _may_drop(conn, info)
     tables, first_look = _bulk_tables(conn, info, tools, examples, embedder, prune) if bulk and info else ([], None)
     options: dict[str, Any] = {"prune": prune, "create": create, "indexes": False, "first_look": first_look}
 
