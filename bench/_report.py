@@ -43,6 +43,15 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
         ("statement p50 / p95 ms", lambda r: f"{r['statement']['p50']:.1f} / {r['statement']['p95']:.1f}"),
         ("in-process p50 / p95 ms", lambda r: f"{r['inprocess']['p50']:.2f} / {r['inprocess']['p95']:.2f}"),
         ("statement / in-process (p50)", lambda r: f"{r['ratio_statement_inprocess']:.2f}x"),
+        (
+            "  beside a memory copier: statement / in-process p50 ms, ratio",
+            lambda r: (
+                f"{r['memory_traffic']['statement']['p50']:.1f} / {r['memory_traffic']['inprocess']['p50']:.2f}, "
+                f"{r['memory_traffic']['ratio']:.2f}x"
+                if r.get("memory_traffic")
+                else "-"
+            ),
+        ),
         ("top-10 identical / overlap", lambda r: f"{r['top10_identical']:.2f} / {r['top10_overlap']:.3f}"),
         ("route() hit@8 (targeted queries)", lambda r: f"{r['route_hit8_targeted']:.2f}"),
         (f"route() /s, {CLIENTS} clients", lambda r: f"{r['routes_per_s']:.0f}"),

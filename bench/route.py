@@ -2,7 +2,7 @@
 
     python bench/route.py [--sizes 1000,10000,100000] [--requests 500] [--quick] [--json OUT] [--explain N]
                           [--variants bench/control.sql,...]
-                          [--no-import] [--prebuild]
+                          [--no-import] [--prebuild] [--memory-traffic MB]
     python bench/route.py --catalogs 1000 [--catalogs-hnsw]     # many catalogs in one database (bench/_catalogs.py)
     python bench/route.py --embedder static:bench/out/models/potion-base-8M ...   # another model (default local)
 
@@ -51,6 +51,7 @@ from _harness import (
 from _inprocess import Reference
 from _measure import bench_coverage, bench_filters, bench_import, bench_sessions, explain_profile, lexical_overlap
 from _report import table, targets
+from _traffic import MemoryTraffic
 
 from toolstore import Embedder, HashingEmbedder, ToolStore
 from toolstore._connect import Connector
@@ -83,6 +84,7 @@ def bench_size(
     derive: bool,
     explain: int = 0,
     prebuild: bool = False,
+    traffic: MemoryTraffic | None = None,
 ) -> dict[str, Any]:
     cat = _synth.catalog(n)
 
@@ -137,17 +139,23 @@ def bench_size(
             for i, q in enumerate(warmup):  # warm the buffer cache, the plans and the model
                 statement(i), inprocess(i), store.route(q.text)
             times: dict[str, list[float]] = {"inprocess": [], "statement": [], "route": [], "embed": []}
+            busy: dict[str, list[float]] = {"inprocess": [], "statement": [], "route": []}  # --memory-traffic
             trips = 0
             same10, overlap10, hits, targeted = 0.0, 0.0, 0, 0
             log(f"{n}: timing {requests} requests")
             runs = {"inprocess": inprocess, "statement": statement, "route": routed}
             for i, q in enumerate(queries):
                 got: dict[str, list[str]] = {}
+                copying = traffic is not None and i % 2 == 1  # every other request beside the copier
+                if traffic is not None:
+                    traffic.running(copying)
                 for name in list(runs)[i % 3 :] + list(runs)[: i % 3]:  # rotate: the in-process scan evicts CPU caches
                     sent = _sent[0]
                     elapsed, got[name] = timed(runs[name], i)
-                    times[name].append(elapsed)
+                    (busy if copying else times)[name].append(elapsed)
                     trips += (_sent[0] - sent) if name == "route" else 0
+                if traffic is not None:
+                    traffic.running(False)
                 ref_ids, sql_ids, routed = got["inprocess"], got["statement"], got["route"]
                 times["embed"].append(timed(embedder.embed, texts[i])[0])
                 same10 += sql_ids[:10] == ref_ids[:10]
@@ -214,12 +222,15 @@ def bench_size(
         rps_route = throughput(lambda i: store.route(tput_texts[i]), tput)
         rps_statement = throughput(pooled_statement, tput)
     result = {k: stats_ms(v) for k, v in times.items()}
+    beside = {k: stats_ms(v) for k, v in busy.items() if v}
     return {
         "tools": n,
         "examples": len(cat.examples),
         "requests": requests,
         **result,
         "ratio_statement_inprocess": result["statement"]["p50"] / result["inprocess"]["p50"],
+        # --memory-traffic: the other half of the requests, timed beside the copier (the figures above: without it)
+        "memory_traffic": beside and {**beside, "ratio": beside["statement"]["p50"] / beside["inprocess"]["p50"]},
         "round_trips_per_route": trips / requests,
         "top10_identical": same10 / requests,
         "top10_overlap": overlap10 / requests,
@@ -253,6 +264,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-model-import", action="store_true", help="imports: precomputed vectors only")
     parser.add_argument("--explain", type=int, default=0, help="EXPLAIN ANALYZE this many requests per size")
     parser.add_argument("--prebuild", action="store_true", help="only build (or check) the databases, then exit")
+    parser.add_argument(
+        "--memory-traffic",
+        type=int,
+        metavar="MB",
+        help="time every other request beside a process copying MB megabytes in a loop (the others without it)",
+    )
     parser.add_argument("--hashing", action="store_true", help="development: HashingEmbedder(384), not the model")
     parser.add_argument(
         "--embedder", default="local", help="the model, as --embedder takes it (e.g. static:DIR); default local"
@@ -282,7 +299,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         log(f"wrote {path}")
         return
     derive = not args.embed_all
-    results = [bench_size(admin, n, requests, embedder, variants, derive, args.explain, args.prebuild) for n in sizes]
+    if args.memory_traffic is not None and args.memory_traffic <= 0:
+        parser.error(f"--memory-traffic takes a size in MB above 0, got {args.memory_traffic}")
+    traffic = MemoryTraffic(args.memory_traffic) if args.memory_traffic and not args.prebuild else None
+    try:
+        results = [
+            bench_size(admin, n, requests, embedder, variants, derive, args.explain, args.prebuild, traffic)
+            for n in sizes
+        ]
+    finally:
+        if traffic is not None:
+            traffic.close()
     if args.prebuild:
         return
     imports = {}
