@@ -2,8 +2,8 @@
 -- 0006). Writers of a session lock its `sessions` row first; nothing here locks the catalog.
 
 -- name: call_candidates
--- Tools a model may have meant by the names it called: by id, or by call_key() (migration 0020) of their name or id
--- against that of the names' parts (`_names.call_keys`); each lookup indexed. Every tool one of the names may mean
+-- Tools a model may have meant by the names it called: by id, or by call_key() (migrations 0020, 0029) of their name or
+-- id against that of the names' parts (`_names.call_keys`); each lookup indexed. Every tool one of the names may mean
 -- under `_names.resolve_name` is among them (the fallback `tool` of a part with no valid character too: `call_keys`
 -- also looks a name up without such parts), but for a name form carrying a hash (a name over 64 characters): one that
 -- finds no tool here is resolved across the whole catalog (`_steps.resolve_steps`). A call inside a Responses

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: impor
 
 VERSION_TABLE = "toolstore_alembic_version"
 DEFAULT_SCHEMA = "toolstore"
-HEAD_REVISION = "0028"  # kept equal to alembic's head by a test
+HEAD_REVISION = "0029"  # kept equal to alembic's head by a test
 _REVISION = re.compile(r"[0-9]{4}")  # toolstore's revisions: 0001, 0002, ...
 _STEP = re.compile(r"(head|heads|base|[0-9]{4})([+-][0-9]+)")  # alembic's relative revision: head-1, 0020+2
 _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations

@@ -111,9 +111,10 @@ def may_be_hashed(name: str) -> bool:
 
 def call_keys(names: Sequence[str]) -> list[str]:
     """What ``call_candidates`` looks the tools a model called ``names`` up by (``call_key()`` of a tool's name or id,
-    migration 0020, against ``call_key()`` of these): each name, and each part of it after a ``__`` (the part after
-    a provider), each also without a hash suffix, and each of those also without its :data:`FALLBACK` parts (what a
-    name or id part with no valid character is offered as: ``call_key()`` keeps nothing of such a part)."""
+    migrations 0020 and 0029, folded as ``_formats.names.fold`` folds, against ``call_key()`` of these): each name,
+    and each part of it after a ``__`` (the part after a provider), each also without a hash suffix, and each of those
+    also without its :data:`FALLBACK` parts (what a name or id part with no valid character is offered as:
+    ``call_key()`` keeps nothing of such a part)."""
     keys: set[str] = set()
     for name in names:
         parts = name.split(SEPARATOR)

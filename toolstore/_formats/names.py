@@ -3,7 +3,9 @@
 Every provider accepts ``^[a-zA-Z0-9_-]{1,64}$`` as a function name (Anthropic rejects duplicates, OpenAI rejects
 dots). A tool is offered under its own name when that name is valid and no other offered tool has it; colliding
 tools get ``provider__name`` (``linear__create_issue``); a name that still collides, or is too long, gets a short
-hash of the tool id. The same set of tools always gets the same names: a request's tools (``tool_list``, which both
+hash of the tool id. Latin letters lose their diacritics first (:func:`fold`: ``café`` is offered as ``cafe``,
+``Straße`` as ``Strasse``); what is left of other characters becomes ``_``, and a name or part with nothing left is
+:data:`FALLBACK`. The same set of tools always gets the same names: a request's tools (``tool_list``, which both
 ``RouteResult.definitions`` and ``export_catalog`` give) are named by :func:`offered_names`, and ``toolstore._names``
 maps a name a model called back to its tool.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
@@ -27,9 +30,44 @@ _INVALID = re.compile(r"[^a-zA-Z0-9_-]+")
 #: The name a text with no valid character at all is offered under.
 FALLBACK = "tool"
 
+#: Latin letters that Unicode's NFKD does not decompose, each as the ASCII letters it is written as without its stroke
+#: or ligature. ``call_key()`` (migration 0029) folds the same ones: keep the two equal.
+FOLDED = {
+    "ß": "ss",
+    "ẞ": "SS",
+    "æ": "ae",
+    "Æ": "AE",
+    "œ": "oe",
+    "Œ": "OE",
+    "ø": "o",
+    "Ø": "O",
+    "đ": "d",
+    "Đ": "D",
+    "ð": "d",
+    "Ð": "D",
+    "ł": "l",
+    "Ł": "L",
+    "þ": "th",
+    "Þ": "TH",
+    "ı": "i",
+    "ħ": "h",
+    "Ħ": "H",
+}
+_FOLD = str.maketrans(FOLDED)
+
+
+def fold(text: str) -> str:
+    """``text`` with its Latin letters as ASCII ones: Unicode NFKD (``é`` as ``e`` and a combining accent, ``ﬁ`` as
+    ``fi``, a full-width ``Ａ`` as ``A``), then :data:`FOLDED`, then without combining marks. ASCII text is unchanged;
+    letters of other scripts stay as they are (no valid character: :func:`_clean` makes them ``_``)."""
+    if text.isascii():
+        return text
+    folded = unicodedata.normalize("NFKD", text).translate(_FOLD)
+    return "".join(c for c in folded if not unicodedata.category(c).startswith("M"))
+
 
 def _clean(text: str) -> str:
-    return _INVALID.sub("_", text).strip("_") or FALLBACK
+    return _INVALID.sub("_", fold(text)).strip("_") or FALLBACK
 
 
 def _fit(text: str, tool_id: str) -> str:
@@ -44,7 +82,7 @@ def _digest(tool_id: str) -> str:
 
 
 def plain_name(tool: Tool) -> str:
-    """The tool's own name, made valid (invalid characters as ``_``, at most 64 characters)."""
+    """The tool's own name, made valid (:func:`fold`, other invalid characters as ``_``, at most 64 characters)."""
     return _fit(_clean(tool.name), tool.id)
 
 
