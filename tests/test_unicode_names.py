@@ -258,3 +258,26 @@ def test_a_database_not_in_utf8_keeps_the_ascii_key_and_resolves_across_the_cata
         assert store.resolve("cafe").id == "menu.cafe"
         with store.pool.connection() as conn:
             assert _sql_keys(conn, ["café", "cafe"]) == ["caf", "cafe"]
+
+
+def test_a_routes_result_resolves_a_tools_own_name_that_none_was_offered_under(store: ToolStore) -> None:
+    """A model given ``cafe`` that calls ``café``: among the offered tools (``RouteResult.resolve``,
+    ``ToolStore.resolve(among=...)``) a name none was offered under is matched with their own names; an offered name
+    comes first, and an own name two of them have is ambiguous, never guessed."""
+    twins = [
+        Tool(id="a.do", name="do it", provider="a", description="do the thing"),
+        Tool(id="b.do", name="do_it", provider="b", description="do the thing"),
+        Tool(id="c.cafe", name="café", provider="c", description="order a coffee"),
+        Tool(id="d.cafe", name="café", provider="d", description="order a coffee"),
+    ]
+    store.upsert([*CAFE, *twins])
+    result = store.route("order a coffee", k=10)
+    assert set(result.ids) == {t.id for t in [*CAFE, *twins]}
+    offered = dict(zip(result.ids, result.names))
+    assert offered["a.do"] == "a__do_it" and offered["b.do"] == "b__do_it" and offered["menu.cafe"] == "menu__cafe"
+    for name, tool_id in (("Überweisung", "bank.transfer"), ("do it", "a.do"), ("do_it", "b.do"), ("日本", "bank.ja")):
+        assert result.resolve(name).id == tool_id
+        assert store.resolve(name, among=result.ids).id == tool_id
+    with pytest.raises(UnknownToolError, match="'café' may mean any of"):
+        result.resolve("café")  # menu.cafe, c.cafe and d.cafe
+    assert result.resolve("c__cafe").id == "c.cafe"

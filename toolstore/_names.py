@@ -25,12 +25,16 @@ _CATALOG_FORMS: tuple[Callable[[Tool], Sequence[str]], ...] = (
 def resolve_name(name: str, tools: Sequence[Tool], *, offered: bool) -> Tool:
     """The tool a model's call ``name`` means.
 
-    ``offered``: ``tools`` are exactly the tools the model was given (names from :func:`model_names`); otherwise
-    they are a catalog's candidates, and any name form, the id or the raw name, matched unambiguously, is accepted.
-    Raises UnknownToolError when no tool (or, across a catalog, more than one) matches.
+    ``offered``: ``tools`` are exactly the tools the model was given (names from :func:`model_names`), or, a name
+    none was given under, their own names (``café``, offered as ``cafe``); otherwise they are a catalog's candidates,
+    and any name form, the id or the raw name, matched unambiguously, is accepted. Raises UnknownToolError when no
+    tool (or more than one) matches.
     """
     if offered:
-        return resolve_given(name, tools, [{given} for given in model_names(tools)])
+        given = [{n} for n in model_names(tools)]
+        if isinstance(name, str) and not any(name in n for n in given) and any(t.name == name for t in tools):
+            given = [{t.name} for t in tools]  # a name none was given under: their own names
+        return resolve_given(name, tools, given)
     if not isinstance(name, str) or not name:
         raise UnknownToolError(f"tool name must be a non-empty string, got {name!r:.80}")
     by_id = [t for t in tools if t.id == name]
