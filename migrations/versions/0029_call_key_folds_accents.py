@@ -14,6 +14,11 @@ matter, the key is lower-cased), then only ASCII letters and digits, lower-cased
 the other characters). Its two indexes are built again: an expression index is not rebuilt when the function is
 replaced.
 
+Python and Postgres each decompose by their own Unicode version (Python 3.11's 14.0, Postgres 18's 16.0):
+decompositions of assigned characters never change, but a character assigned after the older of the two (the
+"outlined" Latin letters of Unicode 16, U+1CCD6...) folds on one side only: a call naming it may find no tool by
+index, and is then resolved across the whole catalog.
+
 ``normalize`` works only in a database whose encoding is UTF8 (initdb's default, and the embedded server's); in any
 other the function stays 0020's, and a call of a folded name is resolved across the whole catalog instead
 (``_steps.resolve_steps``: no tool found by index).
