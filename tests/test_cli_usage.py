@@ -386,10 +386,10 @@ def test_a_command_given_too_little_or_an_unknown_config_is_a_usage_error(
 @pytest.mark.parametrize(
     "args, said",
     [
-        (("--dsn", NOWHERE, "route", ""), "Invalid value for '[REQUEST]': query is empty (see toolstore route --help)"),
+        (("--dsn", NOWHERE, "route", ""), "Invalid value for 'REQUEST': query is empty (see toolstore route --help)"),
         (
             ("--dsn", NOWHERE, "route", " ", "--messages", str(DEMO_TOOLS)),
-            "Invalid value for '[REQUEST]': query is empty (see toolstore route --help)",
+            "Invalid value for 'REQUEST': query is empty (see toolstore route --help)",
         ),
         (
             ("--dsn", NOWHERE, "route", "x", "--allow", "slack.*", "--allow", ""),

@@ -70,6 +70,15 @@ class Written(click.Path):
         return super().convert(value, param, ctx)
 
 
+class Argument(click.Argument):
+    """An argument its errors name as its help does in words: ``REQUEST``, where click names an optional one by its
+    place in the usage line, brackets included (``Invalid value for '[REQUEST]'``)."""
+
+    def get_error_hint(self, ctx: click.Context | None) -> str:
+        hint = super().get_error_hint(ctx)
+        return hint.replace("'[", "'", 1).replace("]'", "'", 1) if not self.required else hint
+
+
 def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """An option callback refusing an empty value (a script's unset variable), which would be taken for no value: the
     default model, server or filter, without a word."""

@@ -19,7 +19,7 @@ from .._models import JSON_VERSION
 from .._result import RouteResult, routed_json
 from .._route import check_route
 from .app import ROUTE_FORMATS, command, counted, open_store, wants_json
-from .params import Number, checked
+from .params import Argument, Number, checked
 
 _WEIGHTS = "--weights"
 
@@ -134,7 +134,7 @@ def _filter(name: str) -> Callable[..., Any]:
 
 
 @command("route")
-@click.argument("request", required=False, callback=checked(check_route))
+@click.argument("request", cls=Argument, required=False, callback=checked(check_route))
 @click.option(
     "-k",
     "--k",
