@@ -19,6 +19,7 @@ from toolstore import (
     DatabaseError,
     HashingEmbedder,
     IntentExample,
+    SessionCall,
     Tool,
     ToolStore,
     UnknownCatalogError,
@@ -185,13 +186,19 @@ def test_a_read_or_removal_of_an_unknown_catalog_says_where_the_catalogs_are_not
 
 
 def test_a_route_or_an_addition_to_an_unknown_catalog_says_to_create_it(dsn: str) -> None:
-    """Where creating the catalog is what the caller wants (a route, examples or anchors added), the advice stays."""
+    """Where creating the catalog is what the caller wants (a route, examples or anchors added, calls logged or
+    sessions imported, which said to list the catalogs, as a read does), the advice is to create it."""
     store = ToolStore(dsn, embedder=HashingEmbedder(), catalog="nope")
     calls = [
         lambda: store.route("send an email"),
         lambda: store.add_examples([IntentExample(query="send a note by email", tool_id="gmail.send_email")]),
         lambda: store.add_anchors([Anchor(pattern="email", tool="gmail.send_email")]),
+        lambda: store.record_calls("s1", ["gmail.send_email"]),
+        lambda: store.new_calls("s1", ["c1"]),
+        lambda: store.record_new_calls("s1", ["c1"], [SessionCall("gmail.send_email", call_id="c1")]),
+        lambda: store.import_sessions({"s1": ["gmail.send_email"]}),
         lambda: store.drop_catalog(),
+        lambda: store.sessions(),
     ]
     hints = []
     for call in calls:
@@ -199,4 +206,14 @@ def test_a_route_or_an_addition_to_an_unknown_catalog_says_to_create_it(dsn: str
             call()
         hints.append("create it by importing tools into it" in str(caught.value))
     store.close()
-    assert hints == [True, True, True, False]
+    assert hints == [True] * 7 + [False, False]
+    assert "nope" not in catalogs(dsn)
+
+
+def test_sessions_import_into_an_unknown_catalog_says_to_create_it(dsn: str, tmp_path: Path) -> None:
+    """`sessions import` into a catalog never made said to list the catalogs; it says to import tools into it."""
+    path = tmp_path / "sessions.jsonl"
+    path.write_text(json.dumps({"sid": "s1", "turns": [{"query": "mail it", "relevant": ["gmail.send_email"]}]}) + "\n")
+    status, _, err = run(dsn, "-c", "nope", "sessions", "import", str(path))
+    assert (status, err) == (1, "error: no catalog named 'nope'; create it by importing tools into it\n")
+    assert "nope" not in catalogs(dsn)

@@ -13,6 +13,7 @@ import psycopg
 from ._housekeeping import set_settings
 from ._input import call_id_list, check_session, check_session_calls, session_pairs
 from ._models import CatalogInfo, LoggedCall
+from ._rows import CREATE_IT
 from ._session_reads import has_session, list_sessions, session_log, transitions
 from ._sessions import (
     DEFAULT_MAX_CALLS,
@@ -34,7 +35,7 @@ class SessionMethods:
 
     catalog: str
     _run: Callable[[Callable[[psycopg.Connection[Any]], Any]], Any]
-    _info: Callable[[psycopg.Connection[Any]], CatalogInfo]
+    _info: Callable[..., CatalogInfo]
     info: Callable[..., CatalogInfo]
 
     def record_calls(self, session: str, calls: Iterable[object]) -> int:
@@ -46,7 +47,7 @@ class SessionMethods:
         UnknownToolError (nothing written) when a call to be logged names no tool of the catalog (a tool id is checked
         as it is written, without a lookup; a name is looked up)."""
         session, checked = check_session(session), check_session_calls(calls)  # read once: _run may try again
-        return self._run(lambda conn: record_calls(conn, self._info(conn), session, checked))
+        return self._run(lambda conn: record_calls(conn, self._info(conn, hint=CREATE_IT), session, checked))
 
     def new_calls(self, session: str, call_ids: Sequence[str]) -> list[str]:
         """Of a message list's call ids (oldest first), those new to ``session``: after the last call it has seen (in
@@ -55,7 +56,7 @@ class SessionMethods:
         each once and none it has seen. What :meth:`record_calls` of calls with these ids would log; it writes
         nothing."""
         ids = call_id_list(call_ids)
-        return self._run(lambda conn: new_call_ids(conn, self._info(conn), session, ids))
+        return self._run(lambda conn: new_call_ids(conn, self._info(conn, hint=CREATE_IT), session, ids))
 
     def record_new_calls(self, session: str, call_ids: Sequence[str], calls: Iterable[object]) -> list[str]:
         """:meth:`new_calls` and :meth:`record_calls` in one transaction under the session's lock (what
@@ -66,7 +67,7 @@ class SessionMethods:
         list get each new call id once between them."""
         ids = call_id_list(call_ids)
         session, checked = check_session(session), check_session_calls(calls)  # as record_calls'
-        return self._run(lambda conn: record_new_calls(conn, self._info(conn), session, ids, checked))
+        return self._run(lambda conn: record_new_calls(conn, self._info(conn, hint=CREATE_IT), session, ids, checked))
 
     def import_sessions(
         self, sessions: Iterable[tuple[str, Sequence[object]]] | Mapping[str, Sequence[object]]
@@ -74,7 +75,7 @@ class SessionMethods:
         """Replace the logs of the given sessions ((session id, calls) pairs, or a mapping of session id to calls), all
         in one transaction; the calls each session had seen are forgotten. A session id given twice is refused."""
         pairs = session_pairs(sessions)
-        return self._run(lambda conn: import_sessions(conn, self._info(conn), pairs))
+        return self._run(lambda conn: import_sessions(conn, self._info(conn, hint=CREATE_IT), pairs))
 
     def sessions(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """The catalog's logged sessions, most recently written first, with call counts and times (0 calls: a session
