@@ -3,6 +3,7 @@ traceback."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
@@ -10,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg_pool.pool
 import pytest
 from click.testing import CliRunner
 
 import toolstore._catalog
 import toolstore._connect
 import toolstore._indexes
+import toolstore._lending
 from toolstore import HashingEmbedder, ToolStore
 from toolstore._errors import InvalidToolError, UnknownCatalogError
 from toolstore.cli import cli
@@ -132,6 +135,59 @@ def test_a_failed_close_says_what_it_closed(
         1,
         ["database error: server closed the connection unexpectedly", "note: raised closing the primary's pool"],
     ), err
+
+
+def _interrupted_join(*threads: Any, **options: Any) -> None:
+    """psycopg_pool's join of the pool's workers at close, then Ctrl-C: a user interrupting the wait."""
+    joined(*threads, **options)
+    raise KeyboardInterrupt
+
+
+def _failed_pool_close(self: Any, *args: Any, **kwargs: Any) -> None:
+    """A pool's close, closed, then failing as a lost server's does."""
+    closed(self, *args, **kwargs)
+    raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+
+joined, closed = psycopg_pool.pool.gather, toolstore._lending.CountedPool.close
+CLOSE_FAILURES = {
+    "ctrl-c": ((psycopg_pool.pool, "gather", _interrupted_join), 130, ["", "aborted"]),  # click: a line past ^C
+    "database": (
+        (toolstore._lending.CountedPool, "close", _failed_pool_close),
+        1,
+        ["database error: server closed the connection unexpectedly", "note: raised closing the primary's pool"],
+    ),
+}
+
+
+@pytest.mark.parametrize("failure", CLOSE_FAILURES)
+def test_a_failed_close_says_what_the_command_did_first(
+    failure: str, dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store was closed before the command printed its output, so a close that failed (Ctrl-C while it waits for
+    the pool's workers, a pool's close failing) said its error alone: an import that committed, a route, printed
+    nothing. The output comes first now, then the close's error, with its exit status."""
+    patch, status, said = CLOSE_FAILURES[failure]
+    path = tmp_path / "tools.jsonl"
+    tools = generated_tools(3, seed=2)
+    path.write_text(
+        "".join(json.dumps({"id": t.id, "name": t.name, "description": t.description}) + "\n" for t in tools)
+    )
+    catalog = f"closing-{failure}"
+    gc.collect()  # an earlier test's pool left open (its close failed) is not collected, and joined, under the patch
+    monkeypatch.setattr(*patch)
+    code, out, err = run(monkeypatch, capsys, "--dsn", dsn, "-c", catalog, "import", str(path))
+    assert (code, err.splitlines()) == (status, said), err
+    assert json.loads(out) | {"file": None} == {
+        **{"version": 1, "catalog": catalog, "file": None, "inserted": 3, "updated": 0, "unchanged": 0},
+        **{"removed": 0, "embedded": 3, "unembedded": 0, "examples": 0},
+    }
+    code, out, err = run(monkeypatch, capsys, "--dsn", dsn, "-c", catalog, "route", "send an email", "-k", "2")
+    assert (code, err.splitlines()) == (status, said), err
+    assert json.loads(out)["query"] == "send an email" and len(json.loads(out)["tools"]) == 2
+    monkeypatch.undo()
+    with ToolStore(dsn, embedder=None, create=False, catalog=catalog) as store:
+        assert store.info().n_tools == 3
 
 
 def test_notes_are_redacted_as_the_error_line_is(

@@ -221,8 +221,11 @@ def store_dsn(ctx: click.Context, *, create: bool) -> str:
 
 @contextmanager
 def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None = None) -> Iterator[ToolStore]:
-    """A ToolStore on the global options' database, schema, catalog (or ``catalog``) and embedder, closed after;
-    with ``create=False`` the catalog and its schema must exist (:func:`store_dsn`)."""
+    """A ToolStore on the global options' database, schema, catalog (or ``catalog``) and embedder; with
+    ``create=False`` the catalog and its schema must exist (:func:`store_dsn`). It is closed when the command ends
+    (its context closes: ``ctx.call_on_close``), after the command printed what it did: a close that fails (a pool's,
+    or Ctrl-C while it waits for the pool's workers) is said after that output, not in place of it (an import that
+    committed, a route)."""
     opts = options(ctx)
     store = ToolStore(
         store_dsn(ctx, create=create),
@@ -233,10 +236,8 @@ def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None =
         statement_timeout=opts["statement_timeout"],
         transaction_pooling=opts["transaction_pooling"],
     )
-    try:
-        yield store
-    finally:
-        store.close()
+    ctx.call_on_close(store.close)
+    yield store
 
 
 @contextmanager
