@@ -195,6 +195,8 @@ def test_a_granted_writer_leaves_index_maintenance_to_the_owner(
         with store_as(roles["writer"], "alpha", create=False) as writer:
             assert len(writer.upsert(tools[5:30]).inserted) == 25
             assert "does not own the catalog's vector tables" in caplog.text and "upsert([])" in caplog.text
+            cli = "toolstore -c alpha export --with-metadata -o FILE, then toolstore -c alpha import FILE"
+            assert f"on the command line, as that role: {cli})" in caplog.text
             assert indexes(owner) == []
             assert writer.route(generated_queries(1)[0], k=3).dense_used
             owner.upsert([])

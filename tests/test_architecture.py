@@ -43,6 +43,7 @@ LAYERS: list[set[str]] = [
         "_filters",
         "_request",
         "_closing",
+        "_remedies",
     },
     {"_embedded", "_lending", "_commits", "_setup", "_connect", "_replicas", "_migrate"},
     {

@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 from pgbouncer import BINARY, MISSING, pgbouncer, through
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
@@ -36,6 +37,7 @@ from toolstore import (
 )
 from toolstore._eval import evaluate, select_configs
 from toolstore._migrate import HEAD_REVISION
+from toolstore.cli import cli
 
 pytestmark = pytest.mark.skipif(BINARY is None, reason=MISSING)
 
@@ -347,8 +349,10 @@ def vector_relations(dsn: str) -> tuple[list[str], list[str]]:
 
 
 def test_what_only_concurrently_drops_is_left_behind_a_transaction_pooler_saying_what_drops_it(
-    pooled: str, dsn: str, caplog: pytest.LogCaptureFixture
+    pooled: str, dsn: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Each warning names what drops what it left: the library's call, and the command line's, which it named not
+    (a user of the CLI read `ToolStore(direct_dsn, catalog='c').upsert([])`); the commands named do it."""
     caplog.set_level(logging.WARNING, logger="toolstore")
     with ToolStore(pooled, embedder=HashingEmbedder(32), catalog="c", transaction_pooling=True) as store:
         store.upsert(TOOLS)
@@ -362,9 +366,17 @@ def test_what_only_concurrently_drops_is_left_behind_a_transaction_pooler_saying
         d = store.drop_catalog().id
     left = [f"intent_examples_c{d}", f"tool_vectors_c{d}"]
     assert f"2 emptied vector partition(s) of dropped catalogs left ({', '.join(left)})" in caplog.text
-    assert "the next drop_catalog on a direct DSN (transaction_pooling=False) drops them" in caplog.text
-    with ToolStore(dsn, embedder=HashingEmbedder(48), catalog="c") as direct:  # what they say to do
-        direct.upsert([])
-        assert vector_relations(dsn)[0] == [f"tool_vectors_hnsw_{c}_48"]
-        direct.drop_catalog()  # of another catalog than the one dropped behind the pooler
+    assert "the next drop_catalog on a direct DSN (transaction_pooling=False; on the command line, " in caplog.text
+    reimport = (
+        "on the command line, without --transaction-pooling: toolstore --dsn DIRECT_DSN -c c export --with-metadata "
+        "-o FILE, then toolstore --dsn DIRECT_DSN -c c import FILE) drops them"
+    )
+    drop = "toolstore --dsn DIRECT_DSN drop-catalog NAME, without --transaction-pooling) drops them"
+    assert reimport in caplog.text and drop in caplog.text
+    direct, exported = ["--dsn", dsn, "--embedder", "hashing-48"], str(tmp_path / "c.json")  # what they say to do
+    for args in (["-c", "c", "export", "--with-metadata", "-o", exported], ["-c", "c", "import", exported]):
+        assert CliRunner().invoke(cli, [*direct, *args]).exit_code == 0
+    assert vector_relations(dsn)[0] == [f"tool_vectors_hnsw_{c}_48"]
+    dropped = CliRunner().invoke(cli, [*direct, "drop-catalog", "c", "--yes"])  # another catalog than the one before
+    assert dropped.exit_code == 0, dropped.output
     assert vector_relations(dsn) == ([], [])

@@ -16,16 +16,9 @@ from ._errors import UnknownToolError
 from ._indexes import partitions_after_drop
 from ._models import CatalogInfo
 from ._observe import logger
+from ._remedies import partitions_behind_pooler
 from ._setup import pooled
 from ._sql import query
-
-#: What a drop_catalog behind a transaction pooler leaves, and what drops it.
-PARTITIONS_BEHIND_POOLER = (
-    "%d emptied vector partition(s) of dropped catalogs left (%s): behind a transaction pooler "
-    "(transaction_pooling=True) they are not detached, as only DETACH PARTITION CONCURRENTLY spares every other "
-    "catalog's routes; they cost routes nothing, and the next drop_catalog on a direct DSN (transaction_pooling=False) "
-    "drops them"
-)
 
 
 def remove_tool(conn: psycopg.Connection[Any], catalog: str, tool_id: str) -> None:
@@ -54,7 +47,7 @@ def drop_catalog(conn: psycopg.Connection[Any], catalog: str) -> CatalogInfo:
     dropped = retry_conflicts(write)
     partitions_after_drop(conn)
     if pooled(conn) and (left := [row[0] for row in conn.execute(query("orphan_partitions"))]):
-        logger.warning(PARTITIONS_BEHIND_POOLER, len(left), ", ".join(left))
+        logger.warning("%s", partitions_behind_pooler(left))
     return dropped
 
 

@@ -17,7 +17,6 @@ writes to the catalog's own partition, never other catalogs' routes).
 from __future__ import annotations
 
 import random
-import shlex
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from ._connect import retry_conflicts
 from ._errors import DatabaseError, add_notes, first_line
 from ._models import CatalogInfo
 from ._observe import logger
+from ._remedies import left_behind_pooler, owner_builds, rebuild
 from ._rows import unknown_catalog
 from ._setup import pooled
 from ._sql import query
@@ -182,18 +182,6 @@ def owns_partitions(conn: psycopg.Connection[Any], catalog_id: int) -> bool:
     return row is None or bool(row[0])
 
 
-#: What a write behind a transaction pooler leaves of a catalog's indexes, and what drops it (``_ensure_indexes``).
-LEFT_BEHIND_POOLER = (
-    "catalog %r: HNSW index(es) %s left (of another dimension, on a table grown small, or invalid: dense retrieval "
-    "then searches exactly): behind a transaction pooler (transaction_pooling=True) none is dropped, as only DROP "
-    "INDEX CONCURRENTLY spares other catalogs' routes; a write to the catalog on a direct DSN "
-    "(transaction_pooling=False: ToolStore(direct_dsn, catalog=%r).upsert([])) drops them and builds an invalid one "
-    "again"
-)
-#: What the catalog's owner runs to build an index a writer without ownership could not.
-OWNER_BUILDS = "any write to the catalog as the owner of toolstore's tables builds it (ToolStore.upsert([]) will do)"
-
-
 def drop_indexes(conn: psycopg.Connection[Any], catalog_id: int, *, tables: Sequence[str] = VECTOR_TABLES) -> None:
     """Drop the catalog's HNSW indexes on ``tables``, concurrently unless inside a transaction, where nothing is
     dropped (that would lock every catalog's routes until commit); nor by a role that does not own them (then the
@@ -281,7 +269,7 @@ def ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
             "(CREATE INDEX needs their owner), so dense retrieval searches them exactly meanwhile; %s",
             info.name,
             conn.info.user,
-            OWNER_BUILDS,
+            owner_builds(info.name),
         )
         return
     with maintenance_lock(conn):
@@ -308,7 +296,7 @@ def _ensure_indexes(conn: psycopg.Connection[Any], info: CatalogInfo) -> None:
         for name in set(found) - wanted.keys():
             conn.execute(_ddl("drop_vector_index", name=name, concurrently=True))
     elif pooled(conn) and (left := sorted(name for name, valid in found.items() if name not in wanted or not valid)):
-        logger.warning(LEFT_BEHIND_POOLER, info.name, ", ".join(left), info.name)
+        logger.warning("%s", left_behind_pooler(info.name, left))
 
 
 def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
@@ -323,15 +311,6 @@ def ensure_catalog_indexes(conn: psycopg.Connection[Any], catalog: str) -> None:
     retry_conflicts(build)
 
 
-#: How a catalog's HNSW indexes are built again after a failed bulk write could not build them: in Python and on the
-#: command line, where an import of the catalog's own tools, unchanged, writes nothing else (an empty file is refused;
-#: an export without --with-metadata does not give their ids back).
-REBUILD = (
-    "the catalog's next write builds them (ToolStore.upsert([]) will do; on the command line, importing its own tools "
-    "again: toolstore -c {catalog} export --with-metadata -o FILE, then toolstore -c {catalog} import FILE)"
-)
-
-
 def restore_indexes(conn: psycopg.Connection[Any], catalog: str, error: BaseException) -> None:
     """After a bulk write failed with ``error``: put back the indexes dropped before it. ``error`` stays what the
     caller sees; when the build fails too (the database gone, a build that kept conflicting), ``error`` carries a
@@ -343,7 +322,7 @@ def restore_indexes(conn: psycopg.Connection[Any], catalog: str, error: BaseExce
         note = (
             f"catalog {catalog!r}'s HNSW indexes, dropped before this write, were not built again "
             f"({type(failure).__name__}: {first_line(failure)}): its dense retrieval searches exactly meanwhile; "
-            f"{REBUILD.format(catalog=shlex.quote(catalog))}"
+            f"{rebuild(catalog)}"
         )
         add_notes(error, note)
         logger.warning("%s", note)
