@@ -83,15 +83,14 @@ def test_bad_tool_files_are_one_line_and_write_nothing(dsn: str, tmp_path: Path,
         assert "bad" not in [c["name"] for c in store.catalogs()]
 
 
-def test_only_regular_files_are_read(dsn: str, tmp_path: Path) -> None:
-    fifo = tmp_path / "tools.jsonl"
-    os.mkfifo(fifo)
-    one_clear_line(run(dsn, "-c", "bad", "import", str(fifo)), "not a regular file")
+def test_only_regular_files_and_pipes_are_read(dsn: str, tmp_path: Path) -> None:
+    """A device is refused (a pipe is read: test_cli_pipes)."""
     device = tmp_path / "random.json"
     device.symlink_to("/dev/urandom")
-    with pytest.raises(InvalidToolError, match="not a regular file"):
+    one_clear_line(run(dsn, "-c", "bad", "import", str(device)), "not a regular file or a pipe")
+    with pytest.raises(InvalidToolError, match="not a regular file or a pipe"):
         load_tools_file(device)
-    with pytest.raises(InvalidInputError, match="not a regular file"):
+    with pytest.raises(InvalidInputError, match="not a regular file or a pipe"):
         load_judgements("/dev/zero")
 
 

@@ -11,6 +11,7 @@ import codecs
 import json
 import math
 import os
+import select
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
@@ -240,18 +241,13 @@ def check_document_depth(data: Any) -> None:
 
 
 def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
-    """The UTF-8 text of a regular file of at most :data:`MAX_FILE_BYTES` (FIFOs and devices are refused). The file
+    """The UTF-8 text of a regular file or a pipe (a FIFO; ``<(curl ...)``'s /dev/fd/N) of at most
+    :data:`MAX_FILE_BYTES`, waiting for a pipe's writer (:func:`_open`); devices and the rest are refused. The file
     is opened once and what is opened is checked and read, at most the limit and one byte more: a file swapped for
     another (a device, a larger file) or grown after its size was read is refused, never read past the limit."""
     name = os.fspath(path)
-    try:  # O_NONBLOCK: opening a FIFO does not wait for a writer (no effect on a regular file's reads)
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    fd, info = _open(name, what)
     with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise InvalidInputError(f"{name}: not a regular file")
         if info.st_size > MAX_FILE_BYTES:
             raise InvalidInputError(f"{name}: {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
         try:
@@ -265,6 +261,30 @@ def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{name} {_position(raw, exc.start)}: not valid UTF-8 ({exc.reason})") from None
+
+
+def _open(name: str, what: str) -> tuple[int, os.stat_result]:
+    """A descriptor to read the regular file or pipe ``name`` from, and what it is (its one fstat), opened without
+    waiting (O_NONBLOCK: a FIFO's open waits for a writer, a device's for anything; no effect on a regular file's
+    reads). A pipe is waited on as ``cat`` waits, for a writer's data or end (Ctrl-C ends the wait), then read from to
+    its end."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISFIFO(info.st_mode):
+            waiting = select.poll()
+            waiting.register(fd, select.POLLIN)
+            waiting.poll()  # a FIFO no writer opened yet reports nothing: a read now would be its end
+            os.set_blocking(fd, True)
+        elif not stat.S_ISREG(info.st_mode):
+            raise InvalidInputError(f"{name}: not a regular file or a pipe")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
 
 
 def _position(raw: bytes, end: int) -> str:

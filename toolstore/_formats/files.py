@@ -24,20 +24,21 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
 
     A ``.json`` file holds one JSON value of any supported shape; a ``.jsonl`` file holds one
     JSON value per line (blank lines are skipped), each of any supported shape; a ``.yaml`` / ``.yml`` file
-    holds one OpenAPI 3.x document. ``provider`` is
-    the default provider, as for :func:`parse_tools`.
+    holds one OpenAPI 3.x document; a file named without a suffix (a pipe: ``<(curl ...)``) is one of them by its
+    text. ``provider`` is the default provider, as for :func:`parse_tools`.
 
     Raises :class:`InvalidToolError` naming the file, the line (for JSONL) and the tool when any
     definition is invalid, the JSON is malformed (NaN and Infinity included), two tools share an id, a namespace is
     given twice differently, the file holds no tools (or only built-in ones, which are otherwise skipped with a
-    warning: see :func:`parse_tools`), or it cannot be read, is not a regular file or is over the size limit; nothing
-    is returned on error.
+    warning: see :func:`parse_tools`), or it cannot be read, is neither a regular file nor a pipe or is over the size
+    limit; nothing is returned on error.
     """
     name = str(path)
     suffix = Path(path).suffix.lower()
-    if suffix not in JSON_SUFFIXES + JSONL_SUFFIXES + YAML_SUFFIXES:
+    if suffix not in ("", *JSON_SUFFIXES, *JSONL_SUFFIXES, *YAML_SUFFIXES):
         raise InvalidToolError(f"{name}: unsupported file type {suffix!r}; expected .json, .jsonl or .yaml")
     text = _read_text(Path(path), name)
+    suffix = suffix or _suffix_of(text)
     skipped: list[Skipped] = []
     if suffix in JSONL_SUFFIXES:
         located = _parse_jsonl(text, name, provider, skipped)
@@ -61,6 +62,22 @@ def _read_text(path: Path, name: str) -> str:
     if not text.strip():
         raise InvalidToolError(f"{name}: file is empty")
     return text
+
+
+def _suffix_of(text: str) -> str:
+    """The suffix of a name without one (a pipe: ``<(curl ...)`` is /dev/fd/63, ``/dev/stdin``), by its text: JSON
+    lines when its first line is a JSON value and more lines follow, else a JSON document when it starts as one (a
+    malformed one said by the JSON reader, where it breaks), else YAML."""
+    first, _, rest = text.lstrip().partition("\n")
+    if first[:1] not in ("{", "["):
+        return YAML_SUFFIXES[0]
+    if rest.strip():
+        try:
+            parse_json(first)
+        except ValueError:
+            return JSON_SUFFIXES[0]
+        return JSONL_SUFFIXES[0]
+    return JSON_SUFFIXES[0]
 
 
 def _parse_json(text: str, name: str, provider: str | None, skipped: list[Skipped]) -> list[Located]:

@@ -1,0 +1,120 @@
+"""A pipe as the file a command reads: `toolstore import <(curl ...)` (/dev/fd/N, named without a suffix) and a FIFO,
+waited for as `cat` waits for its writer, the wait ended by Ctrl-C without a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from toolstore import InvalidToolError, ToolStore, load_tools_file
+
+TOOLS = [
+    {"id": "gmail.send_email", "name": "send_email", "description": "Send an email to a recipient"},
+    {"id": "weather.forecast", "name": "forecast", "description": "Weather forecast for a city"},
+]
+JSONL = "".join(json.dumps(t) + "\n" for t in TOOLS)
+OPENAPI_YAML = """openapi: 3.0.0
+info: {title: pets, version: "1"}
+paths:
+  /pets:
+    get:
+      operationId: listPets
+      summary: List the pets
+"""
+
+
+def start(dsn: str, *args: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
+    """The command line as a process on ``dsn`` with the hashing embedder, stdin empty, its output piped."""
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", *args]
+    return subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=pass_fds
+    )
+
+
+def tool_ids(dsn: str, catalog: str) -> list[str]:
+    with ToolStore(dsn, embedder=None, create=False, catalog=catalog) as store:
+        return sorted(t.id for t in store.tools())
+
+
+@pytest.mark.parametrize(
+    "text, ids",
+    [
+        (JSONL, ["gmail.send_email", "weather.forecast"]),
+        (json.dumps(TOOLS, indent=2), ["gmail.send_email", "weather.forecast"]),
+        (json.dumps(TOOLS[0]), ["gmail.send_email"]),
+        (OPENAPI_YAML, ["pets.listPets"]),
+    ],
+    ids=["jsonl", "json", "one-line-json", "yaml"],
+)
+def test_import_reads_a_pipe_named_without_a_suffix(dsn: str, text: str, ids: list[str]) -> None:
+    """`toolstore import <(curl ...)` reads /dev/fd/N, a pipe named without a suffix: refused as 'unsupported file type
+    ''', and as 'not a regular file'. It is read to its end (the writer writing after the command started), as JSON
+    lines, a JSON document or an OpenAPI YAML document by its text."""
+    read, write = os.pipe()
+    catalog = f"piped-{len(text)}"
+    proc = start(dsn, "-c", catalog, "import", f"/dev/fd/{read}", pass_fds=(read,))
+    os.close(read)
+    with os.fdopen(write, "w") as writer:
+        writer.write(text)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert json.loads(out)["inserted"] == len(ids)
+    assert tool_ids(dsn, catalog) == ids
+
+
+def test_import_waits_for_a_fifos_writer(dsn: str, tmp_path: Path) -> None:
+    """A FIFO is read once a writer comes (the writer here opens it after the command did), not refused."""
+    fifo = tmp_path / "tools.jsonl"
+    os.mkfifo(fifo)
+    proc = start(dsn, "-c", "fifo", "import", str(fifo))
+    with open(fifo, "w") as writer:  # waits for the command to open it
+        writer.write(JSONL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert tool_ids(dsn, "fifo") == ["gmail.send_email", "weather.forecast"]
+
+
+def holds_open(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd) == str(path) for fd in fds.iterdir())
+    except FileNotFoundError:  # an fd closed while listed
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the command's open files")
+def test_ctrl_c_ends_the_wait_for_a_fifos_writer(dsn: str, tmp_path: Path) -> None:
+    """A FIFO no writer opens is waited for as `cat` waits; Ctrl-C (SIGINT) ends the wait: exit 130, "aborted",
+    no traceback, nothing written."""
+    fifo = tmp_path / "tools.jsonl"
+    os.mkfifo(fifo)
+    proc = start(dsn, "-c", "never", "import", str(fifo))
+    deadline = time.monotonic() + 300  # a bound on a wait, not a measurement
+    while not holds_open(proc.pid, fifo):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the command never opened the FIFO"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert (proc.returncode, out, err.splitlines()) == (130, "", ["", "aborted"]), err
+    with ToolStore(dsn, embedder=None, catalog="default") as store:
+        assert "never" not in [c["name"] for c in store.catalogs()]
+
+
+def test_a_file_named_without_a_suffix_is_read_by_its_text(tmp_path: Path) -> None:
+    """The library reads a name without a suffix as the command line does (a malformed JSON document said by the
+    JSON reader, where it breaks)."""
+    path = tmp_path / "tools"
+    path.write_text(json.dumps(TOOLS, indent=2))
+    assert [t.id for t in load_tools_file(path)] == ["gmail.send_email", "weather.forecast"]
+    path.write_text('[\n  {"id": "a.b", "name": "b", "description": "x"},\n]\n')
+    with pytest.raises(InvalidToolError, match=r"tools line 3, column 1: invalid JSON"):
+        load_tools_file(path)
