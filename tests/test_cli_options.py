@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import psycopg
 from click.testing import CliRunner
 
+from toolstore._expand import DEFAULT_MODEL
 from toolstore.cli import cli
 from toolstore.cli.demo import demo_requests
 
@@ -63,6 +66,40 @@ def test_reembed_help_names_every_embedder_it_takes() -> None:
     for spec in ("local", "local:DIR", "static:DIR", "hashing[-DIM]", "openai/MODEL[@DIMENSIONS]"):
         assert spec in described, spec
     assert "| none" not in described
+
+
+def commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    """Every command of ``group`` and of its subgroups, with the words that name it."""
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def test_every_option_of_every_command_says_what_it_is() -> None:
+    """`--help` showed options with a default and nothing else (tune --folds, sessions list --limit, migrate
+    --revision, export --format, serve mcp --transport, eval --tools): each says what it is now."""
+    bare = [
+        f"{' '.join(path)} {option.opts[-1]}"
+        for path, command in commands(cli)
+        for option in command.params
+        if isinstance(option, click.Option) and not option.help
+    ]
+    assert bare == []
+
+
+def test_the_help_says_what_readme_says_the_commands_take() -> None:
+    """The help against README's CLI section: serve mcp's find_tools took abstain, which only README said; anchors
+    remove named its ids IDS... where README writes ID...; expand's default model is the library's, named once."""
+    text = " ".join(CliRunner().invoke(cli, ["serve", "mcp", "--help"], catch_exceptions=False).output.split())
+    assert "find_tools(query, k?, token_budget?, abstain?)" in text
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert "`anchors remove ID...`" in readme and "`remove TOOL_ID`" in readme
+    assert "anchors remove [OPTIONS] ID..." in CliRunner().invoke(cli, ["anchors", "remove", "--help"]).output
+    assert "remove [OPTIONS] TOOL_ID" in CliRunner().invoke(cli, ["remove", "--help"]).output
+    text = " ".join(CliRunner().invoke(cli, ["expand", "--help"], catch_exceptions=False).output.split())
+    assert f"(default: {DEFAULT_MODEL})" in text
 
 
 def test_schema_option_is_honoured_by_every_command(empty_dsn: str, tmp_path: Path) -> None:

@@ -479,7 +479,7 @@ def test_anchors_remove_an_id_past_a_bigint_names_the_argument(dsn: str, tmp_pat
     assert invoke(dsn, "-c", "anchored", "import", tools_file(tmp_path)).exit_code == 0
     result = invoke(dsn, "-c", "anchored", "anchors", "remove", str(10**20))
     assert result.exit_code == 2, (result.exit_code, result.output)
-    assert f"Invalid value for 'IDS...': {10**20} is not in the range 1<=x<={2**63 - 1}" in result.output
+    assert f"Invalid value for 'ID...': {10**20} is not in the range 1<=x<={2**63 - 1}" in result.output
     with ToolStore(dsn, embedder=None, catalog="anchored") as store, pytest.raises(InvalidInputError) as raised:
         store.remove_anchors([2**63])
     assert str(raised.value) == f"an anchor id must be an integer from 1 to {2**63 - 1} (a bigint), got {2**63}"
@@ -491,7 +491,7 @@ def test_anchors_remove_of_no_integer_says_it_is_no_anchor_id(dsn: str, given: s
     not an anchor id, an integer as `anchors list` shows."""
     result = invoke(dsn, "-c", "anchored", "anchors", "remove", "1", given)
     assert result.exit_code == 2, (result.exit_code, result.output)
-    assert f"Invalid value for 'IDS...': {given!r} is not an anchor id (an integer, as `anchors list` shows)" in (
+    assert f"Invalid value for 'ID...': {given!r} is not an anchor id (an integer, as `anchors list` shows)" in (
         result.output
     ), result.output
     assert "integer range" not in result.output

@@ -83,7 +83,7 @@ def list_(ctx: click.Context) -> None:
 
 
 @command("remove")
-@click.argument("ids", nargs=-1, required=True, type=AnchorId())
+@click.argument("ids", nargs=-1, required=True, type=AnchorId(), metavar="ID...")
 @click.pass_context
 def remove(ctx: click.Context, ids: tuple[int, ...]) -> None:
     """Remove anchors by id (as `anchors list` shows them); none is removed when one is unknown."""

@@ -35,7 +35,13 @@ FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @command()
-@click.option("--revision", default="head", show_default=True, callback=not_empty)
+@click.option(
+    "--revision",
+    default="head",
+    show_default=True,
+    callback=not_empty,
+    help="Revision to reach: head, head-N, a revision such as 0017, or base (with --downgrade).",
+)
 @click.option("--downgrade", is_flag=True, help="Downgrade to --revision (give one: e.g. 0017 or base).")
 @click.pass_context
 def migrate(ctx: click.Context, revision: str, downgrade: bool) -> None:
@@ -92,7 +98,7 @@ def drop_catalog(ctx: click.Context, name: str, yes: bool) -> None:
 @click.pass_context
 def import_(ctx: click.Context, file: Path, provider: str | None, prune: bool) -> None:
     """Import tools from JSON/JSONL (benchmark rows, OpenAI, Anthropic, MCP, OpenAPI; OpenAPI also as YAML): all
-    or nothing."""
+    or nothing. A FILE named without a suffix (a pipe: `toolstore import <(curl -s URL)`) is read by its text."""
     tools = _formats.load_tools_file(file, provider=provider)
     with open_store(ctx) as store, progress(ctx, "embedding tools"):
         report = store.upsert(tools, prune=prune)
@@ -150,7 +156,14 @@ def remove(ctx: click.Context, tool_id: str) -> None:
 
 
 @command("export")
-@click.option("--format", "fmt", type=click.Choice(_formats.FORMATS), default="openai", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(_formats.FORMATS),
+    default="openai",
+    show_default=True,
+    help="The SDK format of the tool definitions.",
+)
 @click.option("--with-metadata", is_flag=True, help="Add an x-toolstore block so every field survives re-import.")
 @click.option("-o", "--output", type=Written(dir_okay=False), help="File to write (else stdout).")
 @click.pass_context

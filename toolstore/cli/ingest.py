@@ -129,7 +129,9 @@ def sync_mcp_cmd(
 
 @command("expand")
 @click.option("--offline", is_flag=True, help="No model: phrases from names, parameters, examples and intent examples.")
-@click.option("--model", default=None, callback=not_empty, help="Chat model for LLM phrases (default: gpt-4o-mini).")
+@click.option(
+    "--model", default=None, callback=not_empty, help=f"Chat model for LLM phrases (default: {DEFAULT_MODEL})."
+)
 @click.option(
     "--base-url",
     callback=http_url,

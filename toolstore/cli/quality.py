@@ -182,7 +182,7 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
 
 
 @command("eval")
-@click.option("--tools", "tools_file", required=True, type=FILE)
+@click.option("--tools", "tools_file", required=True, type=FILE, help="The tools routed among (a file `import` reads).")
 @click.option("--queries", "queries_file", type=FILE, help="Labelled requests (queries.jsonl format).")
 @click.option(
     "--sessions", "sessions_file", type=FILE, help="Labelled sessions (bfcl_sessions format), replayed turn by turn."
@@ -355,7 +355,7 @@ def eval_(
 @click.option(
     "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the cross-validation folds."
 )
-@click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2))
+@click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2), help="Cross-validation folds.")
 @click.option("--dry-run", is_flag=True, help="Report what would be stored without storing it.")
 @click.pass_context
 def tune_(

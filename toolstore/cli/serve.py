@@ -25,9 +25,17 @@ def serve_group() -> None:
 
 
 @command("mcp")
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (the client starts the server) or http (streamable HTTP at http://HOST:PORT/mcp).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, callback=_host, help="Address for --transport http.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port for http.")
+@click.option(
+    "--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port for --transport http."
+)
 @click.option("--gateway", is_flag=True, help="Also expose call_tool, forwarding to the synced upstream servers.")
 @click.option(
     "-k", "--k", "k", default=8, show_default=True, type=click.IntRange(1, MAX_K), help="find_tools' default k."
@@ -55,7 +63,7 @@ def serve_mcp(
     call_timeout: float,
     no_session_log: bool,
 ) -> None:
-    """Run an MCP server over the catalog (-c): find_tools(query, k?, token_budget?), and with --gateway
+    """Run an MCP server over the catalog (-c): find_tools(query, k?, token_budget?, abstain?), and with --gateway
     call_tool(name, arguments) for tools synced by `toolstore sync mcp`, each call recorded in the session log
     (find_tools then ranks what usually comes next higher). Streamable HTTP serves at /mcp."""
     import anyio

@@ -79,7 +79,9 @@ def import_(ctx: click.Context, file: Path) -> None:
 
 
 @command("list")
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT))
+@click.option(
+    "--limit", default=100, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="At most this many sessions."
+)
 @click.pass_context
 def list_(ctx: click.Context, limit: int) -> None:
     """The logged sessions, most recently written first."""
@@ -185,7 +187,9 @@ def retention(ctx: click.Context, max_calls: str | None, max_age_days: str | Non
 
 @command("transitions")
 @click.option("--from", "prev", callback=not_empty, help="Only transitions from this tool id.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, MAX_LIMIT))
+@click.option(
+    "--limit", default=50, show_default=True, type=click.IntRange(1, MAX_LIMIT), help="At most this many transitions."
+)
 @click.pass_context
 def transitions(ctx: click.Context, prev: str | None, limit: int) -> None:
     """The learned transition counts: how often one tool was called right after another, most frequent first."""
