@@ -276,6 +276,56 @@ def test_find_tools_takes_its_arguments_as_strictly_as_route(dsn: str) -> None:
     anyio.run(check)
 
 
+def test_a_missing_or_mistyped_required_argument_is_a_tool_error_saying_what_to_send(dsn: str) -> None:
+    """find_tools without query (or with null, a number, an array, a blank string) and call_tool without a string name
+    answered with the mcp SDK's pydantic text ("1 validation error for find_toolsArguments ... errors.pydantic.dev");
+    each is a tool error naming the argument and what to send, over streamable HTTP on loopback, and the server
+    answers a good call after."""
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="required") as store:
+        store.upsert([Tool(id=f"t.tool{i}", name=f"tool{i}", description=f"weather task {i}") for i in range(3)])
+    port = _free_port()
+    args = ["-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "required", "serve", "mcp", "--gateway"]
+    proc = subprocess.Popen(
+        [sys.executable, *args, "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    task = "a description of the task in plain words, such as 'send a message to a Slack channel'"
+    named = "the name of a tool that find_tools returned"
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("find_tools", {}, f"query is required: {task}"),
+        ("find_tools", {"k": 2}, f"query is required: {task}"),
+        ("find_tools", {"query": None}, f"query is required: {task}"),
+        ("find_tools", {"query": 5}, f"query must be a string, got a number: send {task}"),
+        ("find_tools", {"query": ["weather"]}, f"query must be a string, got an array: send {task}"),
+        ("find_tools", {"query": {"task": "weather"}}, f"query must be a string, got an object: send {task}"),
+        ("find_tools", {"query": ""}, f"query is empty: send {task}"),
+        ("find_tools", {"query": " \n"}, f"query is empty: send {task}"),
+        ("find_tools", {"query": "weather", "k": 0}, "k must be an integer from 1 to 1000, got 0"),
+        ("find_tools", {"query": "weather", "k": 1001}, "k must be an integer from 1 to 1000, got 1001"),
+        ("call_tool", {}, f"name is required: {named}"),
+        ("call_tool", {"name": None, "arguments": {}}, f"name is required: {named}"),
+        ("call_tool", {"name": 3}, f"name must be a string, got a number: send {named}"),
+        ("call_tool", {"name": ""}, f"name is empty: send {named}"),
+    ]
+
+    async def check() -> None:
+        async with open_session(Upstream("http", url=f"http://127.0.0.1:{port}/mcp")) as (session, _):
+            for tool, arguments, said in cases:
+                bad = await session.call_tool(tool, arguments)
+                text = _text(bad)
+                assert _is_error(bad) and text == f"Error executing tool {tool}: {said}", (tool, arguments, text)
+            good = await session.call_tool("find_tools", {"query": "weather", "k": 2})
+            assert not _is_error(good) and len(json.loads(_text(good))["tools"]) == 2, _text(good)
+
+    try:
+        _wait_for_port(port, proc)
+        anyio.run(check)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_find_tools_says_which_tools_the_token_budget_left_out(dsn: str) -> None:
     """find_tools packed its tools into token_budget without saying which it left out, where ``toolstore route --json``
     lists them (``skipped``); its answer has them too, each as route's JSON gives it, and the budget beside

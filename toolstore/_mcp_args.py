@@ -1,6 +1,10 @@
 """What the MCP server's two tools take as their client sent it, checked here rather than by the SDK's pydantic, so an
 error names the argument or the tool and says what is wrong.
 
+Each tool's required argument (:data:`REQUIRED`: ``find_tools``' ``query``, ``call_tool``'s ``name``) is checked before
+the SDK reads the call (:func:`check_required`): missing, null, not a string or blank, the tool error says what to send,
+where the SDK's pydantic answered with its own text (its model's name, the input's repr, a link to its docs).
+
 ``find_tools``' options (:func:`find_tools_options`) go to route() as sent, which checks and names them; ``call_tool``'s
 ``arguments`` (:func:`call_arguments`) are a JSON object, or that object written as a JSON string (some clients send a
 tool call's arguments as the model wrote them: a string), parsed here.
@@ -9,6 +13,7 @@ tool call's arguments as the model wrote them: a string), parsed here.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from ._errors import InvalidInputError
@@ -16,7 +21,30 @@ from ._errors import InvalidInputError
 #: ``call_tool``'s ``arguments`` as its clients are told: a JSON object, or null for none.
 ARGUMENTS_SCHEMA = {"anyOf": [{"type": "object", "additionalProperties": True}, {"type": "null"}]}
 
-_KINDS = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+_KINDS = {list: "an array", dict: "an object", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+
+#: Each tool's required string argument and what it is, as the error that finds it missing says.
+REQUIRED = {
+    "find_tools": ("query", "a description of the task in plain words, such as 'send a message to a Slack channel'"),
+    "call_tool": ("name", "the name of a tool that find_tools returned"),
+}
+
+
+def check_required(tool: str, sent: Mapping[str, Any] | None) -> None:
+    """InvalidInputError when the call of ``tool`` was ``sent`` without its required argument (:data:`REQUIRED`), or
+    with one that is null, not a string, or blank: naming the argument and saying what to send. Another tool's call
+    passes."""
+    if tool not in REQUIRED:
+        return
+    argument, what = REQUIRED[tool]
+    value = (sent or {}).get(argument)
+    if value is None:
+        raise InvalidInputError(f"{argument} is required: {what}")
+    if not isinstance(value, str):
+        kind = _KINDS.get(type(value), type(value).__name__)
+        raise InvalidInputError(f"{argument} must be a string, got {kind}: send {what}")
+    if not value.strip():
+        raise InvalidInputError(f"{argument} is empty: send {what}")
 
 
 def find_tools_options() -> dict[str, Any]:

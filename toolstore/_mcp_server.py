@@ -33,7 +33,7 @@ from ._formats.build import default_id
 from ._formats.names import model_names, name_forms
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
-from ._mcp_args import call_arguments, find_tools_options, sent_arguments
+from ._mcp_args import call_arguments, check_required, find_tools_options, sent_arguments
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import failure_text, leaf_error, open_session, require_mcp
 from ._mcp_upstream import Upstream, upstream_from_row
@@ -159,7 +159,7 @@ def build_server(
     if isinstance(call_timeout, bool) or not isinstance(call_timeout, (int, float)) or not 0 < call_timeout < math.inf:
         raise InvalidInputError(f"call_timeout must be a positive number of seconds, got {call_timeout!r}")
     server_class, tool_error, context_class = _sdk()
-    server = server_class(name, instructions=_instructions(gateway))
+    server = _checking(server_class, tool_error)(name, instructions=_instructions(gateway))
     clients = ClientSessions()
     hook = logging_hook(store, call_log) if session_log else call_log
 
@@ -198,6 +198,22 @@ def build_server(
         call_tool.__annotations__.update(arguments=sent_arguments(), ctx=context_class)
         server.add_tool(call_tool)
     return server
+
+
+def _checking(server_class: Any, tool_error: type[Exception]) -> Any:
+    """``server_class`` checking each call's required argument (:func:`~._mcp_args.check_required`) before the SDK's
+    pydantic reads the call, whose error reached the model as pydantic's text; the tool error says it as the SDK says
+    a tool's own (``Error executing tool NAME: ...``)."""
+
+    class CheckingServer(server_class):  # type: ignore[misc, valid-type]
+        async def call_tool(self, name: str, arguments: dict[str, Any] | None, *args: Any, **kwargs: Any) -> Any:
+            try:
+                check_required(name, arguments)
+            except InvalidInputError as exc:
+                raise tool_error(f"Error executing tool {name}: {exc}") from exc
+            return await super().call_tool(name, arguments, *args, **kwargs)
+
+    return CheckingServer
 
 
 def _with_session(hook: CallLog, session: str | None) -> CallLog:
