@@ -137,3 +137,15 @@ def test_the_agent_loops_run(
         ("github.create_issue", "call_1" if adapter == "openai" else "toolu_1")
     ]
     assert "github.create_issue" in namespace["result"].ids  # the last step routed the request too
+
+
+def test_the_fake_openai_example_runs(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Tests section's example: an app tested against FakeOpenAI's scripted tool call, through the real SDK."""
+    [code] = [b for b in BLOCKS if "from toolstore.testing.fake_openai import" in b]
+    monkeypatch.setenv("TOOLSTORE_DSN", dsn)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    assert namespace["said"] == "Sunny in Paris." and namespace["ran"] == [("forecast", {"city": "Paris"})]
+    [_, second] = namespace["fake"].requests_to("/chat/completions")
+    assert second.body["messages"][-1]["content"] == '{"sky": "sunny"}'
+    assert namespace["fake"].replies_left == 0

@@ -6,7 +6,9 @@
 
 Implements ``POST /v1/embeddings`` (deterministic vectors from a hash of the text; ``dimensions``
 and both ``encoding_format`` values, the SDK sends ``base64`` unless told otherwise) and
-``POST /v1/chat/completions`` (reply from ``chat_handler(messages, model)``; no streaming).
+``POST /v1/chat/completions`` (no streaming): each request answered with the next scripted reply
+(``replies=``, :meth:`FakeOpenAI.reply_next`: text or tool calls, :mod:`toolstore.testing.fake_chat`), else with
+``chat_handler(messages, model)``'s, else with ``fake reply to: <the last message>``.
 
 Embeddings requests are held to the real API's limits, answering its 400s: at most 2,048 inputs of at most
 ``max_input_tokens`` (8,191) tokens each ("Invalid 'input[i]': maximum input length is 8192 tokens."; with
@@ -26,7 +28,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,7 +36,10 @@ from typing import Any
 
 import numpy as np
 
-ChatHandler = Callable[[list[dict[str, Any]], str], str]
+from .fake_chat import ApiError as _ApiError
+from .fake_chat import ChatHandler, Reply, ToolCall, check_request, completion, held_reply
+
+__all__ = ["FakeOpenAI", "RecordedRequest", "Reply", "ToolCall", "fake_token_count", "fake_vector"]
 
 DEFAULT_MODELS: dict[str, int] = {
     "text-embedding-3-small": 1536,
@@ -74,13 +79,6 @@ class _Scripted:
     stall: float = 0.0
 
 
-class _ApiError(Exception):
-    def __init__(self, status: int, message: str, type_: str, code: str | None = None, param: str | None = None):
-        super().__init__(message)
-        self.status = status
-        self.body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
-
-
 def fake_vector(text: str, dim: int) -> np.ndarray:
     """The unit vector the fake returns for ``text``: prefix ``dim`` of a hash-seeded gaussian, renormalised."""
     seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
@@ -110,6 +108,7 @@ class FakeOpenAI:
         max_input_tokens: int = MAX_INPUT_TOKENS,
         max_request_tokens: int = MAX_REQUEST_TOKENS,
         legacy_errors: bool = False,
+        replies: Iterable[Reply] = (),
     ) -> None:
         self.api_key = api_key
         self.models = {**DEFAULT_MODELS, **(models or {})}
@@ -118,6 +117,7 @@ class FakeOpenAI:
         self.legacy_errors = legacy_errors
         self.requests: list[RecordedRequest] = []
         self._script: list[_Scripted] = []
+        self._replies = [held_reply(reply) for reply in replies]
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -178,6 +178,20 @@ class FakeOpenAI:
         """The next ``times`` requests are answered normally, but only after ``seconds`` (to provoke timeouts)."""
         with self._lock:
             self._script.extend(_Scripted(stall=seconds) for _ in range(times))
+
+    def reply_next(self, *replies: Reply) -> None:
+        """The next chat completions requests are answered with ``replies``, one each in order, after those scripted
+        before: text, a ToolCall or a list of them (:mod:`~toolstore.testing.fake_chat`, checked against each request's
+        ``tools``); a request that finds none left gets ``chat_handler``'s reply."""
+        held = [held_reply(reply) for reply in replies]
+        with self._lock:
+            self._replies.extend(held)
+
+    @property
+    def replies_left(self) -> int:
+        """How many scripted replies no request has taken yet."""
+        with self._lock:
+            return len(self._replies)
 
     def requests_to(self, endpoint: str) -> list[RecordedRequest]:
         """Recorded requests whose path ends with ``endpoint`` (e.g. ``"/embeddings"``)."""
@@ -316,34 +330,14 @@ class FakeOpenAI:
             raise _ApiError(400, message, "max_tokens_per_request", "max_tokens_per_request")
 
     def _chat(self, body: Any) -> dict[str, Any]:
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
-            raise _ApiError(400, "'messages' is a required property", "invalid_request_error", param="messages")
-        if body.get("stream"):
-            raise _ApiError(400, "FakeOpenAI does not support streaming.", "invalid_request_error", param="stream")
-        model, messages = str(body.get("model")), body["messages"]
-        if self.chat_handler is not None:
-            content = self.chat_handler(messages, model)
-        else:
-            content = f"fake reply to: {_text_of(messages[-1])}"
-        prompt, completion = sum(len(_text_of(m).split()) for m in messages), len(content.split())
+        check_request(body)
         with self._lock:
+            reply = self._replies.pop(0) if self._replies else None
             self._ids += 1
             ident = f"chatcmpl-fake{self._ids}"
-        return {
-            "id": ident,
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
-                }
-            ],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
-        }
+        if reply is None and self.chat_handler is not None:
+            reply = held_reply(self.chat_handler(body["messages"], str(body.get("model"))))
+        return completion(body, reply, ident)
 
 
 class _RawReply(Exception):
@@ -391,10 +385,3 @@ def _json(status: int, body: Any) -> tuple[int, dict[str, str], bytes]:
 
 def _as_list(value: Any) -> list[Any]:
     return [value] if isinstance(value, str) else list(value or [])
-
-
-def _text_of(message: Any) -> str:
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):  # content parts
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content or "")

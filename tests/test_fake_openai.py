@@ -1,0 +1,146 @@
+"""FakeOpenAI's chat completions answering with scripted tool calls, through the real ``openai`` SDK: an app that routes
+tools, sends them to the model and runs the model's call, tested end to end against it."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import openai
+import pytest
+
+from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore
+from toolstore.integrations.openai import calls, route_messages
+from toolstore.testing.fake_openai import FakeOpenAI, ToolCall
+
+TOOLS = [
+    Tool(
+        id="weather.forecast",
+        name="forecast",
+        provider="weather",
+        description="Get the weather forecast for a city",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    ),
+    Tool(id="mail.send_email", name="send_email", provider="mail", description="Send an email to a recipient"),
+    Tool(id="cal.create_event", name="create_event", provider="cal", description="Create a calendar event"),
+]
+WEATHER = {"type": "function", "function": {"name": "forecast", "parameters": {"type": "object"}}}
+MAIL = {"type": "function", "function": {"name": "send_email", "parameters": {"type": "object"}}}
+
+
+def _client(fake: FakeOpenAI) -> openai.OpenAI:
+    return openai.OpenAI(api_key=fake.api_key, base_url=fake.base_url, max_retries=0)
+
+
+def _ask(client: openai.OpenAI, **options: Any) -> Any:
+    return client.chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "hi"}], **options)
+
+
+def test_an_app_that_routes_tools_runs_the_tool_call_the_model_makes(dsn: str) -> None:
+    """The app routes its tools, sends them to the model (the fake), runs the call the model makes with its arguments
+    and sends the result back; the SDK reads the fake's tool call as the API's (finish_reason, message.tool_calls) and
+    the second request carries the tool message answering that call's id."""
+    ran: list[tuple[str, object]] = []
+
+    def answer(client: openai.OpenAI, store: ToolStore, question: str) -> str | None:
+        messages: list[Any] = [{"role": "user", "content": question}]
+        result = None
+        while True:
+            result = route_messages(store, messages, offered=result, k=2)
+            reply = client.chat.completions.create(
+                model="gpt-4.1", messages=messages, tools=result.definitions("openai")
+            )
+            messages.append(reply.choices[0].message)
+            if not reply.choices[0].message.tool_calls:
+                return reply.choices[0].message.content
+            for call in calls(result, reply):
+                ran.append((call.tool.id, call.arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps({"sky": "sunny"})})
+
+    replies = [ToolCall("forecast", {"city": "Paris"}), "Sunny in Paris."]
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="app") as store, FakeOpenAI(replies=replies) as fake:
+        store.upsert(TOOLS)
+        assert answer(_client(fake), store, "what is the weather forecast for Paris") == "Sunny in Paris."
+        first, second = (r.body for r in fake.requests_to("/chat/completions"))
+        assert fake.replies_left == 0
+    assert ran == [("weather.forecast", {"city": "Paris"})]
+    assert "forecast" in [t["function"]["name"] for t in first["tools"]]
+    [sent] = second["messages"][1]["tool_calls"]
+    assert sent["function"] == {"name": "forecast", "arguments": '{"city": "Paris"}'}
+    assert second["messages"][2] == {"role": "tool", "tool_call_id": sent["id"], "content": '{"sky": "sunny"}'}
+
+
+def test_scripted_tool_calls_come_in_the_api_wire_format() -> None:
+    """Parallel calls keep their order and given ids (the others get unique ones), arguments given as text are sent
+    as written (a model's malformed JSON), the replies are taken in order, reply_next's after replies=, and an
+    unscripted request gets the default text again."""
+    with FakeOpenAI(replies=["first"]) as fake:
+        fake.reply_next([ToolCall("forecast", {"city": "Oslo"}, id="call_a"), ToolCall("send_email")])
+        fake.reply_next(ToolCall("forecast", '{"city": "Oslo"'), ToolCall("forecast"))
+        client = _client(fake)
+        assert _ask(client, tools=[WEATHER, MAIL]).choices[0].message.content == "first"
+        parallel = _ask(client, tools=[WEATHER, MAIL])
+        malformed = _ask(client, tools=[WEATHER], tool_choice="required").choices[0].message
+        again = _ask(client, tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "forecast"}})
+        assert fake.replies_left == 0
+        assert _ask(client, tools=[WEATHER]).choices[0].message.content == "fake reply to: hi"
+    choice = parallel.choices[0]
+    assert (choice.finish_reason, choice.message.content) == ("tool_calls", None)
+    assert [(c.id, c.type, c.function.name, c.function.arguments) for c in choice.message.tool_calls] == [
+        ("call_a", "function", "forecast", '{"city": "Oslo"}'),
+        (choice.message.tool_calls[1].id, "function", "send_email", "{}"),
+    ]
+    assert malformed.tool_calls[0].function.arguments == '{"city": "Oslo"'
+    made = [choice.message.tool_calls[1].id, malformed.tool_calls[0].id, again.choices[0].message.tool_calls[0].id]
+    assert len(set(made)) == 3 and "call_a" not in made
+
+
+def test_a_reply_the_request_does_not_allow_is_an_error_the_sdk_raises() -> None:
+    """A scripted call of a tool the request did not offer (or offered none), a call where tool_choice is 'none' or
+    names another tool, and text where tool_choice asks for a call are the fake's 400, naming the call and what was
+    offered: openai.BadRequestError. Each takes its reply, so the next request gets the next one."""
+    refused = [
+        (ToolCall("delete_repo"), {"tools": [WEATHER, MAIL]}, "calls 'delete_repo', a tool the request did not offer "),
+        (ToolCall("delete_repo"), {"tools": [WEATHER, MAIL]}, "(it offered 'forecast', 'send_email')"),
+        (ToolCall("forecast"), {}, "calls 'forecast', a tool the request did not offer (it offered no tools)"),
+        (ToolCall("forecast"), {"tools": [WEATHER], "tool_choice": "none"}, "but the request's tool_choice is 'none'"),
+        (
+            [ToolCall("forecast"), ToolCall("send_email")],
+            {"tools": [WEATHER, MAIL], "tool_choice": {"type": "function", "function": {"name": "forecast"}}},
+            "calls tool 'send_email', but the request's tool_choice is {'type': 'function'",
+        ),
+        ("sure", {"tools": [WEATHER], "tool_choice": "required"}, "is text, but the request's tool_choice is 'requ"),
+    ]
+    with FakeOpenAI(replies=[reply for reply, _, _ in refused] + ["done"]) as fake:
+        client = _client(fake)
+        for _, options, said in refused:
+            with pytest.raises(openai.BadRequestError, match=f"FakeOpenAI: .*{re.escape(said)}"):
+                _ask(client, **options)
+        assert _ask(client, tools=[WEATHER]).choices[0].message.content == "done"
+
+
+def test_a_chat_handler_may_answer_with_tool_calls_and_a_reply_is_checked_when_scripted() -> None:
+    """chat_handler answers with a ToolCall as with text; a reply that is none (a number, an empty list, a list with
+    text in it) and a ToolCall with a bad field are refused when scripted, naming what is wrong."""
+
+    def handler(messages: list[dict[str, Any]], model: str) -> Any:
+        return ToolCall("forecast", {"city": messages[-1]["content"]})
+
+    with FakeOpenAI(chat_handler=handler) as fake:
+        reply = _ask(_client(fake), tools=[WEATHER])
+        assert reply.choices[0].message.tool_calls[0].function.arguments == '{"city": "hi"}'
+        for bad, said in [
+            (5, "got 5"),
+            ([], r"got \[\]"),
+            ([ToolCall("forecast"), "text"], "non-empty list of ToolCalls"),
+        ]:
+            with pytest.raises(InvalidInputError, match=f"a FakeOpenAI reply must be text .*{said}"):
+                fake.reply_next(bad)
+        assert fake.replies_left == 0
+    with pytest.raises(InvalidInputError, match="ToolCall's name must be a non-empty string, got ''"):
+        ToolCall("")
+    with pytest.raises(InvalidInputError, match=r"ToolCall 'forecast': arguments must be a JSON object .* got \[1\]"):
+        ToolCall("forecast", [1])  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="ToolCall 'forecast': id must be a non-empty string or None, got ''"):
+        ToolCall("forecast", id="")

@@ -1,0 +1,149 @@
+"""FakeOpenAI's chat completions: the reply to a request, text or tool calls, in the real API's wire format, so the real
+``openai`` SDK parses it (``message.content``, or ``message.tool_calls`` with ``finish_reason`` ``"tool_calls"``).
+
+A reply is text (a ``str``), a :class:`ToolCall`, or a list of them (parallel calls). Its tool calls are held to the
+request as the real API holds a model's: each names a function of the request's ``tools``, none is made when
+``tool_choice`` is ``"none"``, the function ``tool_choice`` names is the one called, and text is no answer when it is
+``"required"``. A reply that breaks that is the fake's 400 (``invalid_request_error``, naming the call and what the
+request offered), which the SDK raises as ``openai.BadRequestError``: the test's script and the app disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from .._errors import InvalidInputError
+
+
+class ApiError(Exception):
+    """An OpenAI-style error answer: ``status`` and its body."""
+
+    def __init__(self, status: int, message: str, type_: str, code: str | None = None, param: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call a scripted reply makes: the function's ``name`` and its ``arguments``, a JSON object (sent as its
+    JSON text, as the API sends a model's) or a string sent as it is (a model's malformed JSON, for one); ``id`` is
+    made up (``call_fake3_0``: the completion's and the call's index) when not given. InvalidInputError naming the
+    field that is not so."""
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidInputError(f"ToolCall's name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.arguments, (Mapping, str)):
+            raise InvalidInputError(
+                f"ToolCall {self.name!r}: arguments must be a JSON object (a dict) or a string, got {self.arguments!r}"
+            )
+        if self.id is not None and (not isinstance(self.id, str) or not self.id):
+            raise InvalidInputError(f"ToolCall {self.name!r}: id must be a non-empty string or None, got {self.id!r}")
+
+
+#: What the model answers a chat completions request with: text, one tool call, or several (parallel calls).
+Reply = str | ToolCall | Sequence[ToolCall]
+#: A reply as the fake holds it: text, or the tool calls.
+Held = str | tuple[ToolCall, ...]
+#: ``chat_handler(messages, model)``: the reply to a request that no scripted reply answers.
+ChatHandler = Callable[[list[dict[str, Any]], str], Reply]
+
+
+def held_reply(reply: object) -> Held:
+    """``reply`` (a :data:`Reply`) as the fake holds it; InvalidInputError saying what it is when it is none."""
+    if isinstance(reply, str):
+        return reply
+    if isinstance(reply, ToolCall):
+        return (reply,)
+    if isinstance(reply, Sequence) and reply and all(isinstance(call, ToolCall) for call in reply):
+        return tuple(reply)
+    raise InvalidInputError(
+        f"a FakeOpenAI reply must be text (a str), a ToolCall or a non-empty list of ToolCalls, got {reply!r:.200}"
+    )
+
+
+def check_request(body: Any) -> None:
+    """ApiError (the real API's 400) when ``body`` is no chat completions request the fake answers."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+        raise ApiError(400, "'messages' is a required property", "invalid_request_error", param="messages")
+    if body.get("stream"):
+        raise ApiError(400, "FakeOpenAI does not support streaming.", "invalid_request_error", param="stream")
+
+
+def completion(body: dict[str, Any], reply: Held | None, ident: str) -> dict[str, Any]:
+    """The chat completion ``ident`` answering request ``body`` with ``reply`` (None: ``fake reply to: <its last
+    message>``; the i-th tool call without an id gets ``call_<ident's suffix>_<i>``, ``call_fake3_0``); ApiError (a
+    400) when the request's ``tools`` and ``tool_choice`` do not allow it."""
+    if reply is None:
+        reply = f"fake reply to: {text_of(body['messages'][-1])}"
+    _check(body, reply)
+    messages, model = body["messages"], str(body.get("model"))
+    message: dict[str, Any] = {"role": "assistant", "content": reply if isinstance(reply, str) else None}
+    message["refusal"] = None
+    if isinstance(reply, str):
+        written = reply
+    else:
+        calls = [_wire(call, call.id or f"call_{ident.split('-')[-1]}_{i}") for i, call in enumerate(reply)]
+        message["tool_calls"] = calls
+        written = " ".join(f"{c['function']['name']} {c['function']['arguments']}" for c in calls)
+    prompt, answer = sum(len(text_of(m).split()) for m in messages), len(written.split())
+    return {
+        "id": ident,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop" if isinstance(reply, str) else "tool_calls",
+                "logprobs": None,
+                "message": message,
+            }
+        ],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": answer, "total_tokens": prompt + answer},
+    }
+
+
+def _wire(call: ToolCall, ident: str) -> dict[str, Any]:
+    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(dict(call.arguments))
+    return {"id": ident, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _check(body: dict[str, Any], reply: Held) -> None:
+    """ApiError when the request could not have been answered with ``reply``: a call of a function its ``tools`` do
+    not offer or its ``tool_choice`` does not allow, or text where ``tool_choice`` asks for a call."""
+    choice = body.get("tool_choice")
+    forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    if isinstance(reply, str):
+        if choice == "required" or forced is not None:
+            _refuse(f"the scripted reply is text, but the request's tool_choice is {choice!r}: it must call a tool")
+        return
+    tools = body["tools"] if isinstance(body.get("tools"), list) else []
+    offered = [t["function"].get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    for call in reply:
+        if call.name not in offered:
+            said = f"offered {', '.join(map(repr, offered))}" if offered else "offered no tools"
+            _refuse(f"the scripted reply calls {call.name!r}, a tool the request did not offer (it {said})", "tools")
+        if choice == "none" or (forced is not None and call.name != forced):
+            _refuse(f"the scripted reply calls tool {call.name!r}, but the request's tool_choice is {choice!r}")
+
+
+def _refuse(message: str, param: str = "tool_choice") -> NoReturn:
+    raise ApiError(400, f"FakeOpenAI: {message}", "invalid_request_error", param=param)
+
+
+def text_of(message: Any) -> str:
+    """A request message's text: its ``content``, or its text parts joined."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
