@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from typing import Any
 
 import openai
@@ -144,3 +145,27 @@ def test_a_chat_handler_may_answer_with_tool_calls_and_a_reply_is_checked_when_s
         ToolCall("forecast", [1])  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="ToolCall 'forecast': id must be a non-empty string or None, got ''"):
         ToolCall("forecast", id="")
+
+
+def test_a_second_start_is_refused_and_leaks_no_server() -> None:
+    """start() while serving made a second server over the first, whose thread and socket nothing stopped; it is an
+    InvalidInputError (as a call on a closed store is) naming where it serves, the first server serving on. A stop
+    ends the thread and closes the socket, a second stop does nothing, and a start after a stop serves again."""
+    fake = FakeOpenAI().start()
+    url, thread = fake.base_url, fake._thread
+    assert thread is not None
+    with pytest.raises(InvalidInputError, match=f"FakeOpenAI is already serving at {re.escape(url)}: stop"):
+        fake.start()
+    assert (fake.base_url, fake._thread) == (url, thread)
+    assert _ask(_client(fake)).choices[0].message.content == "fake reply to: hi"
+    fake.stop()
+    assert not thread.is_alive()
+    port = int(url.split(":")[-1].split("/")[0])
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    fake.stop()
+    with pytest.raises(RuntimeError, match="FakeOpenAI is not running"):
+        fake.base_url  # noqa: B018 - the property raises
+    with fake:
+        assert _ask(_client(fake)).choices[0].message.content == "fake reply to: hi"
+    assert fake._thread is None

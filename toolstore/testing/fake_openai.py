@@ -18,6 +18,9 @@ request", type and code ``max_tokens_per_request``); tokens as :func:`fake_token
 Requests are recorded in :attr:`FakeOpenAI.requests`; failures are scripted with
 :meth:`FakeOpenAI.fail_next` and :meth:`FakeOpenAI.respond_malformed_next`, and each scripted
 entry is consumed by the next authorised request to either endpoint.
+
+It serves from :meth:`~FakeOpenAI.start` to :meth:`~FakeOpenAI.stop` (a ``with`` block); a start while it serves is an
+InvalidInputError (it would leak a server's thread and socket), one after a stop serves anew; a second stop is harmless.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import InvalidInputError
 from .fake_chat import ApiError as _ApiError
 from .fake_chat import ChatHandler, Reply, ToolCall, check_request, completion, held_reply
 
@@ -126,6 +130,8 @@ class FakeOpenAI:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> FakeOpenAI:
+        if self._httpd is not None:
+            raise InvalidInputError(f"FakeOpenAI is already serving at {self.base_url}: stop() it to start it again")
         handler = type("_BoundHandler", (_Handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
@@ -140,6 +146,9 @@ class FakeOpenAI:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()
