@@ -24,6 +24,11 @@ order by id;
 select id, name, provider, spec -> 'x-toolstore-namespace' -> 'name' as namespace
 from tools where catalog_id = %(catalog)s order by id;
 
+-- name: database_now
+-- The database's time, this transaction's: what a call logged without its time gets (`append_calls`), against which
+-- a call given its time is checked (`_input.check_call_times`: not more than a clock skew ahead).
+select now();
+
 -- name: open_session
 -- The session's row, created when new, locked for this transaction: its latest position.
 insert into sessions (catalog_id, session_id) values (%(catalog)s, %(session)s)

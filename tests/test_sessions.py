@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -251,6 +252,28 @@ def test_bad_input_is_a_clear_error(logged: ToolStore, session: Any, calls: Any,
     with pytest.raises(InvalidInputError, match=error):
         logged.record_calls(session, calls)
     assert logged.sessions() == []
+
+
+def test_a_call_dated_past_the_clock_skew_allowed_is_refused_and_nothing_written(logged: ToolStore) -> None:
+    """A SessionCall dated a year ahead was logged as given (and would outlive the retention's age, after the calls
+    made after it); a call more than MAX_CLOCK_SKEW (5 minutes) after the database's time is an InvalidInputError
+    naming the call, its tool and its time, and the write fails whole: record_calls, record_new_calls and an import
+    write nothing, not the calls before it nor another session's. Within the skew, or the database's time written in
+    another zone, it is logged as given."""
+    with logged.connection() as conn:
+        [(now,)] = conn.execute("select now()").fetchall()
+    ahead = now + timedelta(days=365)
+    said = rf"the call of 'app.t2' is dated {re.escape(ahead.isoformat())}, more than 5 minutes after the database's"
+    with pytest.raises(InvalidInputError, match=rf"^calls\[1\].at: {said} time \(.*\): a call's time may be ahead"):
+        logged.record_calls("s", ["app.t1", SessionCall("app.t2", at=ahead), "app.t3"])
+    with pytest.raises(InvalidInputError, match=rf"^calls\[0\].at: {said}"):
+        logged.record_new_calls("s", ["c1", "c2"], [SessionCall("app.t2", at=ahead, call_id="c2")])
+    with pytest.raises(InvalidInputError, match=rf"^session #2: calls\[1\].at: {said}"):
+        logged.import_sessions([("a", ["app.t1"]), ("b", ["app.t1", SessionCall("app.t2", at=ahead)])])
+    assert (logged.sessions(), stored_counts(logged)) == ([], Counter())
+    soon, elsewhere = now + timedelta(minutes=2), now.astimezone(timezone(timedelta(hours=9)))
+    logged.record_calls("s", [SessionCall("app.t1", at=soon), SessionCall("app.t2", at=elsewhere)])
+    assert [(c.tool_id, c.at) for c in logged.session_log("s")] == [("app.t1", soon), ("app.t2", now)]
 
 
 def test_unknown_catalog_and_route_session_checks(dsn: str, logged: ToolStore) -> None:

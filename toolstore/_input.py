@@ -13,8 +13,8 @@ import math
 import os
 import select
 import stat
-from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from ._errors import InvalidInputError, InvalidTypeError
@@ -39,6 +39,7 @@ MAX_FILTER_VALUES = 10_000  # ids or categories in one filter
 MAX_SESSION_CHARS = 200  # a session id
 MAX_CATALOG_CHARS = 200  # a catalog name
 MAX_CALLS_PER_WRITE = 10_000  # tool calls logged by one record_calls
+MAX_CLOCK_SKEW = timedelta(minutes=5)  # how far ahead of the database's time a logged call's time may be
 MAX_TURNS = 100  # user turns of a message list route() reads
 MAX_PATTERN_CHARS = 500  # an anchor's regular expression
 MAX_ANCHORS = 1_000  # anchors of one catalog (route() matches every one against each request)
@@ -395,3 +396,17 @@ def check_session_calls(calls: object) -> list[SessionCall]:
             check_text(call.call_id, f"{where}.call_id", max_chars=MAX_ID_CHARS)
         out.append(call)
     return out
+
+
+def check_call_times(calls: Sequence[SessionCall | str], now: datetime, where: str = "calls") -> None:
+    """InvalidInputError naming the first of ``calls`` made more than :data:`MAX_CLOCK_SKEW` after ``now``, the
+    database's time (another host's clock may be that far ahead of it): a call logged in the future would sort after
+    the calls made after it and outlive the retention's age. A str (a call id, or a tool's) has no time."""
+    for index, call in enumerate(calls):
+        if isinstance(call, SessionCall) and call.at is not None and call.at > now + MAX_CLOCK_SKEW:
+            minutes = MAX_CLOCK_SKEW.total_seconds() / 60
+            raise InvalidInputError(
+                f"{where}[{index}].at: the call of {call.tool!r} is dated {call.at.isoformat()}, more than {minutes:g} "
+                f"minutes after the database's time ({now.isoformat(timespec='seconds')}): a call's time may be ahead "
+                "of it by clock skew only (None: now)"
+            )

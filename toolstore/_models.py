@@ -61,7 +61,8 @@ class IntentExample:
 @dataclass(frozen=True)
 class SessionCall:
     """One tool call for a session's log: the tool (its id, or a name a model called it by), whether it succeeded,
-    when it was made (None: now) and the provider's call id (a call id already logged in the session is skipped)."""
+    when it was made (None: now; a datetime with a time zone, at most ``_input.MAX_CLOCK_SKEW`` after the database's
+    time) and the provider's call id (a call id already logged in the session is skipped)."""
 
     tool: str
     ok: bool = True

@@ -31,7 +31,7 @@ import psycopg
 
 from ._connect import retry_conflicts
 from ._errors import InvalidInputError, UnknownToolError
-from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_session, check_session_calls, check_text
+from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_call_times, check_session, check_session_calls, check_text
 from ._models import CatalogInfo, SessionCall
 from ._sql import query
 from ._steps import drive, fetch_rows, resolve_steps
@@ -157,6 +157,13 @@ def _append_calls(
     return calls
 
 
+def _check_times(conn: psycopg.Connection[Any], calls: Sequence[SessionCall | str], where: str = "calls") -> None:
+    """:func:`~._input.check_call_times` against the database's time (the transaction's, as the calls' rows have it),
+    asked only when a call gives its time."""
+    if any(isinstance(c, SessionCall) and c.at is not None for c in calls):
+        check_call_times(calls, conn.execute(query("database_now")).fetchone()[0], where)  # type: ignore[index]
+
+
 def _append_rows(conn: psycopg.Connection[Any], params: Mapping[str, Any], calls: list[SessionCall]) -> list[str]:
     """``append_calls``: the calls appended, or none and the tool ids among them that name no tool of the catalog."""
     columns = {"tools": [c.tool for c in calls], "oks": [c.ok for c in calls], "times": [c.at for c in calls]}
@@ -258,6 +265,7 @@ def record_calls(conn: psycopg.Connection[Any], info: CatalogInfo, session: str,
 
     def write() -> int:
         with conn.transaction():
+            _check_times(conn, checked)
             return len(_append(conn, info, session, checked, keep))
 
     return retry_conflicts(write)
@@ -291,6 +299,7 @@ def record_new_calls(
 
     def write() -> list[int]:
         with conn.transaction():
+            _check_times(conn, calls)
             return _append(conn, info, session, entries, keep)
 
     return [given[i] for i in retry_conflicts(write)] if given else []
@@ -327,6 +336,8 @@ def import_sessions(
     def write() -> int:
         written = 0
         with conn.transaction():
+            for sid in prepared:
+                _check_times(conn, prepared[sid], f"session #{positions[sid]}: calls")
             for sid in sorted(prepared):
                 conn.execute(query("open_session"), {"catalog": info.id, "session": sid})
                 conn.execute(query("clear_session"), {"catalog": info.id, "session": sid})
