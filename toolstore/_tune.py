@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 WEIGHT_GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 K_RRF_GRID = (5.0, 15.0, 30.0, 60.0, 100.0)
-SPLIT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+#: Up to 16: seal_tools' train fit chose 2 and 6, each the grid's edge, before it ran past them (docs/QUALITY.md).
+SPLIT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 #: ``split`` is fit only on examples holding at least this many split requests that need more than one tool; with
 #: fewer it keeps the default. On a request that needs one tool a split can only cost (the best weight there is 0),
 #: and intent examples are mostly written one tool at a time: fit on them alone, the weight measures what false splits
