@@ -23,7 +23,7 @@ from toolstore import (
     InvalidTypeError,
     Tool,
     ToolStore,
-    _input,
+    _textfile,
     load_judgements,
     load_tools_file,
     migrate,
@@ -100,7 +100,7 @@ def test_a_file_that_grows_after_its_size_is_read_is_refused(tmp_path: Path, mon
     reads the file it opened, at most the limit and a byte, and refuses one past it."""
     path = tmp_path / "queries.jsonl"
     path.write_text("x" * 50)
-    monkeypatch.setattr(_input, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(_textfile, "MAX_FILE_BYTES", 100)
     grown: list[int] = []
 
     def grow_after(real: Any) -> Any:
@@ -117,7 +117,7 @@ def test_a_file_that_grows_after_its_size_is_read_is_refused(tmp_path: Path, mon
     monkeypatch.setattr(os, "stat", grow_after(os.stat))
     monkeypatch.setattr(os, "fstat", grow_after(os.fstat))
     with pytest.raises(InvalidInputError, match=r"queries\.jsonl: more than 100 bytes; the limit is 100"):
-        _input.read_text_file(path)
+        _textfile.read_text_file(path)
     assert grown == [1]
 
 

@@ -208,7 +208,7 @@ def test_local_dir_spec_names_what_is_missing_or_malformed(tmp_path: Path) -> No
 
 
 def test_an_embedder_json_that_is_no_json_is_said_as_every_file_is(tmp_path: Path) -> None:
-    """embedder.json is read as every file is (_input.read_text_file, read_json): nesting too deep was a
+    """embedder.json is read as every file is (_textfile.read_text_file, read_json): nesting too deep was a
     RecursionError out of json.loads, NaN was taken, and invalid UTF-8 was no JSON error naming its line and column."""
     config = tmp_path / "embedder.json"
     for content, problem in (

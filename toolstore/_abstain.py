@@ -33,7 +33,8 @@ import numpy as np
 
 from ._errors import InvalidInputError
 from ._fusion import REQUEST_SIGNALS, rrf
-from ._input import MAX_QUERY_CHARS, check_at, json_lines, one_document, over_lines, read_text_file
+from ._input import MAX_QUERY_CHARS, check_at, json_lines, one_document, over_lines
+from ._textfile import read_text_file
 
 FEATURES = ("agreement", "strength", "margin", "dense_sim", "intent_sim")
 #: A retriever agrees on the top tool when it ranks it within this many.

@@ -41,11 +41,11 @@ from ._input import (
     flag,
     listed,
     read_json,
-    read_text_file,
 )
 from ._models import Anchor, CatalogInfo
 from ._rows import CREATE_IT
 from ._sql import query
+from ._textfile import read_text_file
 
 #: The trial match of a new pattern against adversarial requests of MAX_QUERY_CHARS characters must end within this,
 #: or within TRIAL_FACTOR times a plain word's trial on the same requests, run just before (at most TRIAL_MAX_MS): on

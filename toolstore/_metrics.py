@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from ._errors import InvalidInputError, InvalidTypeError
-from ._input import MAX_ID_CHARS, MAX_QUERY_CHARS, check_at, json_lines, read_text_file
+from ._input import MAX_ID_CHARS, MAX_QUERY_CHARS, check_at, json_lines
+from ._textfile import read_text_file
 
 __all__ = [
     "CUTOFF",

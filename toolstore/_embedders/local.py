@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from .._errors import EmbedderError, InvalidInputError
-from .._input import read_json, read_text_file
+from .._input import read_json
 from .._observe import logger
 from .._progress import report
+from .._textfile import read_text_file
 from .base import Embedder, check_width, normalise
 
 MODEL_DIR = Path(__file__).resolve().parent / "minilm"

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InvalidInputError, InvalidToolError
-from .._input import json_lines, parse_json, plain_problem, read_json, read_text_file
+from .._input import json_lines, parse_json, plain_problem, read_json
 from .._models import Tool
+from .._textfile import read_text_file
 from .build import tool_label
 from .openapi import METHODS
 from .parse import Located, Skipped, check_namespaces, check_skipped, check_unique, parse_located

@@ -14,10 +14,11 @@ from .._errors import InvalidInputError
 from .._explore import SEED_BITS
 from .._filters import filter_values
 from .._fusion import DEFAULT_TURNS, SIGNALS, check_weights
-from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, check_session, read_json, read_text_file
+from .._input import MAX_K, MAX_TOKEN_BUDGET, MAX_TURNS, MAX_WEIGHT, check_session, read_json
 from .._models import JSON_VERSION
 from .._result import RouteResult, routed_json
 from .._route import check_route
+from .._textfile import read_text_file
 from .app import ROUTE_FORMATS, command, counted, open_store, wants_json
 from .params import Argument, Number, checked
 

@@ -1,0 +1,68 @@
+"""Reading a file a caller names (a tools, examples, anchors, negatives or messages file, a model's configuration):
+its UTF-8 text, at most :data:`~._input.MAX_FILE_BYTES`, a regular file or a pipe, every failure an
+:class:`InvalidInputError` naming the file."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import select
+import stat
+
+from ._errors import InvalidInputError
+from ._input import MAX_FILE_BYTES
+
+
+def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
+    """The UTF-8 text of a regular file or a pipe (a FIFO; ``<(curl ...)``'s /dev/fd/N) of at most
+    :data:`MAX_FILE_BYTES`, waiting for a pipe's writer (:func:`_open`); devices and the rest are refused. The file
+    is opened once and what is opened is checked and read, at most the limit and one byte more: a file swapped for
+    another (a device, a larger file) or grown after its size was read is refused, never read past the limit."""
+    name = os.fspath(path)
+    fd, info = _open(name, what)
+    with os.fdopen(fd, "rb") as file:
+        if info.st_size > MAX_FILE_BYTES:
+            raise InvalidInputError(f"{name}: {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+        try:
+            raw = file.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:  # it grew after its size was read
+        raise InvalidInputError(f"{name}: more than {MAX_FILE_BYTES:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+    raw = raw.removeprefix(codecs.BOM_UTF8)  # a byte order mark is no text (as "utf-8-sig" reads it)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{name} {_position(raw, exc.start)}: not valid UTF-8 ({exc.reason})") from None
+
+
+def _open(name: str, what: str) -> tuple[int, os.stat_result]:
+    """A descriptor to read the regular file or pipe ``name`` from, and what it is (its one fstat), opened without
+    waiting (O_NONBLOCK: a FIFO's open waits for a writer, a device's for anything; no effect on a regular file's
+    reads). A pipe is waited on as ``cat`` waits, for a writer's data or end (Ctrl-C ends the wait), then read from to
+    its end."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISFIFO(info.st_mode):
+            waiting = select.poll()
+            waiting.register(fd, select.POLLIN)
+            waiting.poll()  # a FIFO no writer opened yet reports nothing: a read now would be its end
+            os.set_blocking(fd, True)
+        elif not stat.S_ISREG(info.st_mode):
+            raise InvalidInputError(f"{name}: not a regular file or a pipe")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def _position(raw: bytes, end: int) -> str:
+    """``line N, column C`` of the byte at ``end`` of ``raw``, UTF-8 before it, the column in characters as a JSON
+    error counts it."""
+    start = raw.rfind(b"\n", 0, end) + 1
+    line, column = raw.count(b"\n", 0, end) + 1, len(raw[start:end].decode("utf-8")) + 1
+    return f"line {line}, column {column}"
