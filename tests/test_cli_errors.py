@@ -190,6 +190,21 @@ def test_a_failed_close_says_what_the_command_did_first(
         assert store.info().n_tools == 3
 
 
+def test_a_command_that_fails_keeps_its_error_when_the_close_fails_too(
+    dsn: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command's error and then a failed close: the close's error was said in place of the command's (a route of a
+    catalog never made said only that the server closed the connection). The command's error is said, the close's
+    failure a note after it."""
+    gc.collect()  # as above: an earlier test's pool is not collected under the patch
+    monkeypatch.setattr(toolstore._lending.CountedPool, "close", _failed_pool_close)
+    code, out, err = run(monkeypatch, capsys, "--dsn", dsn, "-c", "never-made-closing", "route", "send an email")
+    lines = err.splitlines()
+    assert (code, out) == (1, ""), err
+    assert lines[0].startswith("error: no catalog named 'never-made-closing'"), err
+    assert "note: closing the store failed too: OperationalError: server closed the connection unexpectedly" in lines
+
+
 def test_notes_are_redacted_as_the_error_line_is(
     dsn: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

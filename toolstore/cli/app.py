@@ -19,7 +19,7 @@ import click
 from .. import _formats
 from .._connect import check_dsn, resolve_dsn
 from .._embedders.factory import SPECS, check_spec, make_embedder
-from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError
+from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError, add_notes, first_line
 from .._input import check_catalog_name
 from .._migrate import DEFAULT_SCHEMA, check_schema_name, schema_revision
 from .._models import JSON_VERSION
@@ -225,7 +225,8 @@ def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None =
     ``create=False`` the catalog and its schema must exist (:func:`store_dsn`). It is closed when the command ends
     (its context closes: ``ctx.call_on_close``), after the command printed what it did: a close that fails (a pool's,
     or Ctrl-C while it waits for the pool's workers) is said after that output, not in place of it (an import that
-    committed, a route)."""
+    committed, a route). A command that fails closes it at once, and a close that fails then is a note on the
+    command's error, not the error said in its place."""
     opts = options(ctx)
     store = ToolStore(
         store_dsn(ctx, create=create),
@@ -236,8 +237,15 @@ def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None =
         statement_timeout=opts["statement_timeout"],
         transaction_pooling=opts["transaction_pooling"],
     )
+    try:
+        yield store
+    except BaseException as exc:
+        try:
+            store.close()
+        except BaseException as failure:  # said as a note on the command's error, which is raised
+            add_notes(exc, f"closing the store failed too: {type(failure).__name__}: {first_line(failure)}")
+        raise
     ctx.call_on_close(store.close)
-    yield store
 
 
 @contextmanager
