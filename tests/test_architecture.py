@@ -45,7 +45,7 @@ LAYERS: list[set[str]] = [
         "_closing",
         "_remedies",
     },
-    {"_embedded", "_lending", "_commits", "_setup", "_connect", "_replicas", "_migrate"},
+    {"_embedded", "_lending", "_commits", "_encoding", "_setup", "_connect", "_replicas", "_migrate"},
     {
         "_indexes",
         "_vectors",

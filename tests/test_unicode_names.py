@@ -14,10 +14,11 @@ from typing import Any
 
 import psycopg
 import pytest
+import sqlalchemy
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from toolstore import AsyncToolStore, HashingEmbedder, Tool, ToolStore, UnknownToolError, migrate
+from toolstore import AsyncToolStore, DatabaseError, HashingEmbedder, Tool, ToolStore, UnknownToolError, migrate
 from toolstore._formats.names import FALLBACK, FOLDED, VALID, fold, model_names, name_forms, plain_name
 from toolstore._names import call_keys, resolve_name
 from toolstore._steps import Fetch, fetch_rows
@@ -281,3 +282,51 @@ def test_a_routes_result_resolves_a_tools_own_name_that_none_was_offered_under(s
     with pytest.raises(UnknownToolError, match="'café' may mean any of"):
         result.resolve("café")  # menu.cafe, c.cafe and d.cafe
     assert result.resolve("c__cafe").id == "c.cafe"
+
+
+@pytest.fixture
+def sql_ascii_dsn(server_dsn: str) -> Iterator[str]:
+    """A database whose encoding is SQL_ASCII (none: psycopg returns its text as bytes)."""
+    name = f"toolstore_sql_ascii_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("create database {} encoding 'SQL_ASCII' template template0 locale 'C'").format(
+                sql.Identifier(name)
+            )
+        )
+    yield make_conninfo(server_dsn, dbname=name)
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop database {} with (force)").format(sql.Identifier(name)))
+
+
+def test_a_sql_ascii_database_is_refused_saying_to_use_utf8(sql_ascii_dsn: str) -> None:
+    """SQL_ASCII takes bytes for characters (full-text search drops "é"): migrate() and a store refuse it up front
+    (before: SQLAlchemy's TypeError reading the server's version as bytes), nothing created there."""
+    utf8 = "encoding SQL_ASCII.*use a UTF8 database"
+    with pytest.raises(DatabaseError, match=utf8):
+        migrate(sql_ascii_dsn)
+    utf8_client = make_conninfo(sql_ascii_dsn, client_encoding="UTF8")  # text as str: SQLAlchemy connects
+    engine = sqlalchemy.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(utf8_client))
+    with engine.connect() as conn, pytest.raises(DatabaseError, match=utf8):
+        migrate(connection=conn)
+    engine.dispose()
+    for migrating in (True, False):  # the pool's set-up refuses it too
+        with pytest.raises(DatabaseError, match=utf8):
+            ToolStore(sql_ascii_dsn, embedder=None, catalog="c", migrate=migrating)
+
+    async def open_async() -> None:
+        await AsyncToolStore(sql_ascii_dsn, embedder=None, catalog="c", migrate=False).open()
+
+    with pytest.raises(DatabaseError, match=utf8):
+        asyncio.run(open_async())
+    with psycopg.connect(sql_ascii_dsn) as conn:
+        assert conn.execute("select count(*) from pg_namespace where nspname = 'toolstore'").fetchone() == (0,)
+
+
+def test_a_client_encoding_of_sql_ascii_is_refused_saying_to_set_utf8(dsn: str) -> None:
+    """A UTF8 database read with client_encoding SQL_ASCII (``PGCLIENTENCODING``) would hand toolstore bytes."""
+    ascii_client = make_conninfo(dsn, client_encoding="SQL_ASCII")
+    with pytest.raises(DatabaseError, match="client_encoding is SQL_ASCII.*set it to UTF8"):
+        migrate(ascii_client)
+    with pytest.raises(DatabaseError, match="client_encoding is SQL_ASCII.*set it to UTF8"):
+        ToolStore(ascii_client, embedder=None, catalog="c", migrate=False)

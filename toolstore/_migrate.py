@@ -13,6 +13,7 @@ import psycopg
 from psycopg import sql
 
 from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, schema_denied
+from ._encoding import check_encoding
 from ._errors import DatabaseError, InvalidInputError
 from ._input import flag
 from ._setup import search_path
@@ -46,6 +47,7 @@ def check_schema_name(schema: str) -> str:
 def prepare_connection(connection: Connection, schema: str) -> None:
     """Create the schema and pgvector if needed, and put the schema first on the search_path."""
     raw = connection.connection.driver_connection
+    check_encoding(cast(psycopg.Connection[Any], raw))  # a caller's connection (an engine told client_encoding=utf8)
     connection.exec_driver_sql(query("migration_lock"), {"key": _LOCK_KEY})
     connection.exec_driver_sql(query("create_vector_extension"))
     # CREATE SCHEMA IF NOT EXISTS checks CREATE on the database before it looks: a role given only its own schema
@@ -102,7 +104,7 @@ def migrate(
     from sqlalchemy import create_engine, exc, pool
 
     target = resolve_dsn(dsn)
-    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(target), poolclass=pool.NullPool)
+    engine = create_engine("postgresql+psycopg://", creator=lambda: _connect(target), poolclass=pool.NullPool)
     try:
         with engine.begin() as conn:
             return _run(conn, schema, revision, downgrade)
@@ -114,6 +116,18 @@ def migrate(
         ) from error
     finally:
         engine.dispose()
+
+
+def _connect(dsn: str) -> psycopg.Connection[Any]:
+    """A connection for the migration's engine; a DatabaseError where the encoding is SQL_ASCII, before SQLAlchemy
+    reads the server's version (as bytes there: a TypeError)."""
+    conn = psycopg.connect(dsn)
+    try:
+        check_encoding(conn)
+    except DatabaseError:
+        conn.close()
+        raise
+    return conn
 
 
 def _live(connection: Connection) -> Connection:
@@ -301,9 +315,11 @@ def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT
 
 
 def schema_revision(dsn: str, schema: str, *, timeout: float = DEFAULT_TIMEOUT) -> str | None:
-    """The revision ``schema`` is at, read on a connection of its own (None: never migrated, or no such schema)."""
+    """The revision ``schema`` is at, read on a connection of its own (None: never migrated, or no such schema); a
+    DatabaseError where the encoding is SQL_ASCII (its text bytes)."""
     try:
         with psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeout))) as conn:
+            check_encoding(conn)
             return current_revision(conn, schema)
     except psycopg.Error as exc:
         raise DatabaseError(f"cannot connect to the database: {first_line(exc)}") from exc

@@ -31,6 +31,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from ._commits import WatchedConnection
+from ._encoding import check_encoding
 from ._errors import DatabaseError, InvalidInputError, TransactionPoolingError, UnknownCatalogError, first_line
 from ._lending import connection_lost
 from ._sql import query
@@ -49,7 +50,9 @@ def _extension_schema(row: Any) -> str:
 
 
 def session(conn: Any, schema: str, tenant: str, extension: Any) -> dict[str, str]:
-    """Block ``set_session``'s parameters for a new connection, given the row of block ``extension_schema``."""
+    """Block ``set_session``'s parameters for a new connection, given the row of block ``extension_schema``; a
+    DatabaseError where its encoding is SQL_ASCII (``_encoding.check_encoding``)."""
+    check_encoding(conn)
     return {"path": search_path(conn, schema, _extension_schema(extension)), "tenant": tenant}
 
 
