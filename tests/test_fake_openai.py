@@ -164,8 +164,32 @@ def test_a_second_start_is_refused_and_leaks_no_server() -> None:
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
     fake.stop()
-    with pytest.raises(RuntimeError, match="FakeOpenAI is not running"):
+    with pytest.raises(InvalidInputError, match="FakeOpenAI is not serving"):
         fake.base_url  # noqa: B018 - the property raises
     with fake:
         assert _ask(_client(fake)).choices[0].message.content == "fake reply to: hi"
     assert fake._thread is None
+
+
+def test_misusing_the_fake_is_a_toolstore_error_saying_what_to_do() -> None:
+    """Before: base_url unstarted was a bare RuntimeError, an unknown malformed kind a ValueError, ``replies="hi"``
+    two replies ("h", "i"), ``times=-1`` and ``fail_next(200)`` nothing scripted, a negative stall a 500 later."""
+    fake = FakeOpenAI()
+    fake.stop()  # before a start: nothing to stop, as a second stop (a teardown after a failed start)
+    with pytest.raises(InvalidInputError, match=r"not serving: call start\(\) first, or use it as a context manager"):
+        fake.base_url  # noqa: B018 - the property raises
+    misuses: list[tuple[Any, str]] = [
+        (lambda: FakeOpenAI(replies="hi"), "replies must be a list of replies, got 'hi'"),
+        (lambda: FakeOpenAI(replies=ToolCall("f")), "replies must be a list of replies"),
+        (lambda: fake.fail_next(503, times=-1), r"fail_next: times must be a whole number"),
+        (lambda: fake.pass_next(1.5), r"pass_next: times must be a whole number"),
+        (lambda: fake.fail_next(200), r"fail_next: status must be an HTTP error status \(400-599\), got 200"),
+        (lambda: fake.stall_next(-1), r"stall_next: seconds must be a finite number, 0 or more, got -1"),
+        (lambda: fake.respond_malformed_next("garbled"), r"respond_malformed_next: unknown malformed kind 'garbled'"),
+    ]
+    for misuse, message in misuses:
+        with pytest.raises(InvalidInputError, match=message):
+            misuse()
+    with fake:
+        fake.fail_next(503, times=0)  # nothing scripted: answered
+        assert _ask(_client(fake)).choices[0].message.content == "fake reply to: hi"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -69,6 +69,14 @@ def held_reply(reply: object) -> Held:
     raise InvalidInputError(
         f"a FakeOpenAI reply must be text (a str), a ToolCall or a non-empty list of ToolCalls, got {reply!r:.200}"
     )
+
+
+def held_replies(replies: object) -> list[Held]:
+    """A FakeOpenAI's ``replies=`` as the fake holds them; InvalidInputError when it is no list of replies (a str
+    would be one reply a character, a lone ToolCall no list)."""
+    if isinstance(replies, (str, ToolCall)) or not isinstance(replies, Iterable):
+        raise InvalidInputError(f"FakeOpenAI's replies must be a list of replies, got {replies!r:.200}: write [reply]")
+    return [held_reply(reply) for reply in replies]
 
 
 def check_request(body: Any) -> None:

@@ -20,7 +20,9 @@ Requests are recorded in :attr:`FakeOpenAI.requests`; failures are scripted with
 entry is consumed by the next authorised request to either endpoint.
 
 It serves from :meth:`~FakeOpenAI.start` to :meth:`~FakeOpenAI.stop` (a ``with`` block); a start while it serves is an
-InvalidInputError (it would leak a server's thread and socket), one after a stop serves anew; a second stop is harmless.
+InvalidInputError (it would leak a server's thread and socket), one after a stop serves anew; a stop while it does not
+serve (a second one, or before a start: a teardown after a failed start) does nothing, ``base_url`` then is an
+InvalidInputError saying to start it, and so is scripting it wrong (:mod:`~toolstore.testing.fake_script`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -41,7 +43,9 @@ import numpy as np
 
 from .._errors import InvalidInputError
 from .fake_chat import ApiError as _ApiError
-from .fake_chat import ChatHandler, Reply, ToolCall, check_request, completion, held_reply
+from .fake_chat import ChatHandler, Reply, ToolCall, check_request, completion, held_replies, held_reply
+from .fake_script import MALFORMED_KINDS as MALFORMED_KINDS
+from .fake_script import Scripted, script_entries
 
 __all__ = ["FakeOpenAI", "RecordedRequest", "Reply", "ToolCall", "fake_token_count", "fake_vector"]
 
@@ -50,7 +54,6 @@ DEFAULT_MODELS: dict[str, int] = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
 }
-MALFORMED_KINDS = ("missing_data", "wrong_count", "wrong_dimension", "non_numeric", "not_json")
 _MAX_INPUTS = 2048
 MAX_INPUT_TOKENS = 8191  # text-embedding-3-* and ada-002: the error says "8192 tokens"; 8,191 is the documented input
 MAX_REQUEST_TOKENS = 300_000  # summed over a request's inputs, for every embedding model
@@ -72,15 +75,6 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
-
-
-@dataclass
-class _Scripted:
-    status: int = 200
-    malformed: str | None = None
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    stall: float = 0.0
 
 
 def fake_vector(text: str, dim: int) -> np.ndarray:
@@ -120,8 +114,8 @@ class FakeOpenAI:
         self.max_input_tokens, self.max_request_tokens = max_input_tokens, max_request_tokens
         self.legacy_errors = legacy_errors
         self.requests: list[RecordedRequest] = []
-        self._script: list[_Scripted] = []
-        self._replies = [held_reply(reply) for reply in replies]
+        self._script: list[Scripted] = []
+        self._replies = held_replies(replies)
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -159,7 +153,7 @@ class FakeOpenAI:
     @property
     def base_url(self) -> str:
         if self._httpd is None:
-            raise RuntimeError("FakeOpenAI is not running; use it as a context manager or call start()")
+            raise InvalidInputError("FakeOpenAI is not serving: call start() first, or use it as a context manager")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     # -- scripting and inspection ----------------------------------------------------------------
@@ -168,25 +162,27 @@ class FakeOpenAI:
         self, status: int = 500, times: int = 1, *, body: Any = None, headers: Mapping[str, str] | None = None
     ) -> None:
         """The next ``times`` requests get HTTP ``status`` with an OpenAI-style error body (or ``body``)."""
+        entries = script_entries("fail_next", times, Scripted(status, None, body, dict(headers or {})))
         with self._lock:
-            self._script.extend(_Scripted(status, None, body, dict(headers or {})) for _ in range(times))
+            self._script.extend(entries)
 
     def respond_malformed_next(self, kind: str = "missing_data", times: int = 1) -> None:
         """The next ``times`` embedding requests get a 200 that is broken as ``kind`` (see ``MALFORMED_KINDS``)."""
-        if kind not in MALFORMED_KINDS:
-            raise ValueError(f"unknown malformed kind {kind!r}; expected one of {MALFORMED_KINDS}")
+        entries = script_entries("respond_malformed_next", times, Scripted(malformed=kind))
         with self._lock:
-            self._script.extend(_Scripted(malformed=kind) for _ in range(times))
+            self._script.extend(entries)
 
     def pass_next(self, times: int = 1) -> None:
         """The next ``times`` requests are answered normally (to place a later scripted failure in a sequence)."""
+        entries = script_entries("pass_next", times, Scripted())
         with self._lock:
-            self._script.extend(_Scripted() for _ in range(times))
+            self._script.extend(entries)
 
     def stall_next(self, seconds: float, times: int = 1) -> None:
         """The next ``times`` requests are answered normally, but only after ``seconds`` (to provoke timeouts)."""
+        entries = script_entries("stall_next", times, Scripted(stall=seconds))
         with self._lock:
-            self._script.extend(_Scripted(stall=seconds) for _ in range(times))
+            self._script.extend(entries)
 
     def reply_next(self, *replies: Reply) -> None:
         """The next chat completions requests are answered with ``replies``, one each in order, after those scripted
@@ -223,7 +219,7 @@ class FakeOpenAI:
         try:
             self._check_auth(headers.get("authorization", ""))
             with self._lock:
-                scripted = self._script.pop(0) if self._script else _Scripted()
+                scripted = self._script.pop(0) if self._script else Scripted()
             time.sleep(scripted.stall)
             if scripted.status != 200:
                 return self._scripted_error(scripted)
@@ -254,7 +250,7 @@ class FakeOpenAI:
                 "invalid_api_key",
             )
 
-    def _scripted_error(self, scripted: _Scripted) -> tuple[int, dict[str, str], bytes]:
+    def _scripted_error(self, scripted: Scripted) -> tuple[int, dict[str, str], bytes]:
         if scripted.body is not None:
             status, headers, payload = _json(scripted.status, scripted.body)
         else:
