@@ -326,6 +326,52 @@ def test_a_missing_or_mistyped_required_argument_is_a_tool_error_saying_what_to_
         proc.wait(timeout=10)
 
 
+def test_an_argument_a_tool_does_not_take_is_a_tool_error_naming_the_ones_it_takes(dsn: str) -> None:
+    """find_tools dropped what it does not take unsaid: a model sending ``limit`` or ``top_k`` got 8 tools, not its 3,
+    and call_tool dropped a called tool's arguments sent beside ``name``. Each is a tool error naming the argument and
+    those the tool takes (the real SDK client, streamable HTTP on loopback), the listed schemas say
+    ``additionalProperties: false``, and the server answers good calls after."""
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="extra") as store:
+        store.upsert([Tool(id=f"t.tool{i}", name=f"tool{i}", description=f"weather task {i}") for i in range(12)])
+    port = _free_port()
+    args = ["-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "extra", "serve", "mcp", "--gateway"]
+    proc = subprocess.Popen(
+        [sys.executable, *args, "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    find = "it takes query, k (how many tools), token_budget and abstain"
+    call = "it takes name and arguments (the called tool's own, as one JSON object)"
+    takes = {"find_tools": {"query", "k", "token_budget", "abstain"}, "call_tool": {"name", "arguments"}}
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("find_tools", {"query": "weather", "limit": 3}, f"find_tools takes no argument 'limit': {find}"),
+        ("find_tools", {"query": "weather", "top_k": 3, "k": 2}, f"find_tools takes no argument 'top_k': {find}"),
+        ("find_tools", {"query": "weather", "a": 1, "b": 2, "c": 3, "d": 4}, "'a', 'b', 'c' (and 1 more): " + find),
+        ("call_tool", {"name": "tool1", "city": "Paris"}, f"call_tool takes no argument 'city': {call}"),
+    ]
+
+    async def check() -> None:
+        async with open_session(Upstream("http", url=f"http://127.0.0.1:{port}/mcp")) as (session, _):
+            for tool, arguments, said in cases:
+                bad = await session.call_tool(tool, arguments)
+                text = _text(bad)
+                assert _is_error(bad) and text.startswith(f"Error executing tool {tool}: "), (tool, text)
+                assert text.endswith(said), (tool, arguments, text)
+            for listed in (await session.list_tools()).tools:
+                schema = listed.input_schema if hasattr(listed, "input_schema") else listed.inputSchema
+                assert schema["additionalProperties"] is False, listed.name
+                assert set(schema["properties"]) == takes[listed.name], listed.name
+            good = await session.call_tool("find_tools", {"query": "weather", "k": 3})
+            assert not _is_error(good) and len(json.loads(_text(good))["tools"]) == 3, _text(good)
+
+    try:
+        _wait_for_port(port, proc)
+        anyio.run(check)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_find_tools_says_which_tools_the_token_budget_left_out(dsn: str) -> None:
     """find_tools packed its tools into token_budget without saying which it left out, where ``toolstore route --json``
     lists them (``skipped``); its answer has them too, each as route's JSON gives it, and the budget beside

@@ -5,6 +5,11 @@ Each tool's required argument (:data:`REQUIRED`: ``find_tools``' ``query``, ``ca
 the SDK reads the call (:func:`check_required`): missing, null, not a string or blank, the tool error says what to send,
 where the SDK's pydantic answered with its own text (its model's name, the input's repr, a link to its docs).
 
+An argument the tool does not take (:data:`TAKES`: ``limit`` or ``top_k`` for ``k``, a called tool's own arguments
+beside ``name``) is a tool error naming it and the ones the tool takes (:func:`check_known`), where the SDK dropped it
+unsaid (the model got 8 tools, not its 3); the tools' input schemas say so (``additionalProperties: false``). The
+SDK's clients send nothing else in ``arguments`` (their ``_meta`` goes beside it, in the request's params).
+
 ``find_tools``' options (:func:`find_tools_options`) go to route() as sent, which checks and names them; ``call_tool``'s
 ``arguments`` (:func:`call_arguments`) are a JSON object, or that object written as a JSON string (some clients send a
 tool call's arguments as the model wrote them: a string), parsed here.
@@ -28,6 +33,27 @@ REQUIRED = {
     "find_tools": ("query", "a description of the task in plain words, such as 'send a message to a Slack channel'"),
     "call_tool": ("name", "the name of a tool that find_tools returned"),
 }
+
+
+#: The arguments each tool takes, and how its error says them.
+TAKES = {
+    "find_tools": (("query", "k", "token_budget", "abstain"), "query, k (how many tools), token_budget and abstain"),
+    "call_tool": (("name", "arguments"), "name and arguments (the called tool's own, as one JSON object)"),
+}
+
+
+def check_known(tool: str, sent: Mapping[str, Any] | None) -> None:
+    """InvalidInputError when the call of ``tool`` was ``sent`` with an argument it does not take (:data:`TAKES`),
+    naming the first few and the ones it takes. Another tool's call passes."""
+    if tool not in TAKES:
+        return
+    names, said = TAKES[tool]
+    unknown = [key for key in (sent or {}) if key not in names]
+    if unknown:
+        shown = ", ".join(f"{key!r:.60}" for key in unknown[:3]) + (
+            f" (and {len(unknown) - 3} more)" if unknown[3:] else ""
+        )
+        raise InvalidInputError(f"{tool} takes no argument {shown}: it takes {said}")
 
 
 def check_required(tool: str, sent: Mapping[str, Any] | None) -> None:

@@ -33,7 +33,7 @@ from ._formats.build import default_id
 from ._formats.names import model_names, name_forms
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
-from ._mcp_args import call_arguments, check_required, find_tools_options, sent_arguments
+from ._mcp_args import TAKES, call_arguments, check_known, check_required, find_tools_options, sent_arguments
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_sync import failure_text, leaf_error, open_session, require_mcp
 from ._mcp_upstream import Upstream, upstream_from_row
@@ -201,14 +201,24 @@ def build_server(
 
 
 def _checking(server_class: Any, tool_error: type[Exception]) -> Any:
-    """``server_class`` checking each call's required argument (:func:`~._mcp_args.check_required`) before the SDK's
-    pydantic reads the call, whose error reached the model as pydantic's text; the tool error says it as the SDK says
-    a tool's own (``Error executing tool NAME: ...``)."""
+    """``server_class`` checking each call's required argument, then that it sends no other (:mod:`._mcp_args`), before
+    the SDK's pydantic reads the call, whose error reached the model as pydantic's text (and which dropped an unknown
+    argument unsaid); the tool error says it as the SDK says a tool's own (``Error executing tool NAME: ...``). Its
+    tools' listed input schemas say they take no other argument (``additionalProperties: false``)."""
 
     class CheckingServer(server_class):  # type: ignore[misc, valid-type]
+        async def list_tools(self) -> Any:
+            tools = await super().list_tools()
+            for tool in tools:
+                if tool.name in TAKES:
+                    schema = tool.input_schema if hasattr(tool, "input_schema") else tool.inputSchema  # mcp 2.x, 1.x
+                    schema["additionalProperties"] = False
+            return tools
+
         async def call_tool(self, name: str, arguments: dict[str, Any] | None, *args: Any, **kwargs: Any) -> Any:
             try:
                 check_required(name, arguments)
+                check_known(name, arguments)
             except InvalidInputError as exc:
                 raise tool_error(f"Error executing tool {name}: {exc}") from exc
             return await super().call_tool(name, arguments, *args, **kwargs)
