@@ -76,6 +76,7 @@ LAYERS: list[set[str]] = [
         "_mcp_sync",
         "_agents",
         "_mcp_server",
+        "_mcp_forward",
         "_mcp_args",
         "_mcp_sessions",
         "integrations",
