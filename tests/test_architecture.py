@@ -44,6 +44,7 @@ LAYERS: list[set[str]] = [
         "_request",
         "_closing",
         "_remedies",
+        "_drive",
     },
     {"_embedded", "_lending", "_commits", "_encoding", "_setup", "_connect", "_replicas", "_migrate"},
     {

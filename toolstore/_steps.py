@@ -2,10 +2,10 @@
 
 A step generator does no I/O. It yields what it needs from outside -- the catalog's row (:data:`CATALOG`), the rows
 of a named SQL block (:class:`Fetch`) or a query vector (:class:`Embed`) -- and is sent the answer, or has the
-driver's exception thrown in at that point; it returns the result. :func:`drive` and :func:`adrive` run a generator
-with a function that answers one step (:func:`answer_sync` / :func:`answer_async`, which ``ToolStore`` and
-``AsyncToolStore`` make on their own connection, with :func:`fetch_rows` / :func:`afetch_rows` for SQL) and hold no
-logic of route() themselves.
+driver's exception thrown in at that point; it returns the result. ``_drive``'s :func:`drive` and :func:`adrive` (still
+importable from here) run a generator with a function that answers one step (:func:`answer_sync` /
+:func:`answer_async`, which ``ToolStore`` and ``AsyncToolStore`` make on their own connection, with :func:`fetch_rows`
+/ :func:`afetch_rows` for SQL) and hold no logic of route() themselves.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ._catalog_cache import CatalogCache
+from ._drive import adrive as adrive
+from ._drive import drive as drive
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError, StatementTimeoutError, UnknownToolError, first_line
 from ._explain import statement_fusion
@@ -47,7 +49,6 @@ from ._sql import query, raw_query
 from ._vectors import QueryVectors
 
 T = TypeVar("T")
-S = TypeVar("S")  # what a generator yields: a Step of the route path, or another driver's question (``_agents``)
 
 
 @dataclass(frozen=True)
@@ -234,45 +235,6 @@ def answer_async(
         return await info()
 
     return answer
-
-
-def drive(steps: Generator[S, Any, T], answer: Callable[[S], Any]) -> T:
-    """Run ``steps`` to their result, answering each step with ``answer`` (its exceptions are thrown in; one that is
-    no Exception, KeyboardInterrupt, ends them there: :func:`adrive`)."""
-    try:
-        step = next(steps)
-        while True:
-            try:
-                value = answer(step)
-            except Exception as exc:
-                step = steps.throw(exc)
-            except BaseException:
-                steps.close()
-                raise
-            else:
-                step = steps.send(value)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-async def adrive(steps: Generator[S, Any, T], answer: Callable[[S], Awaitable[Any]]) -> T:
-    """:func:`drive` with an async ``answer``. A cancellation (asyncio.CancelledError) closes the steps where it
-    reaches them, in the task's context, so the spans they hold end there rather than when they are collected, in
-    another context (where OpenTelemetry cannot detach them, and logs an error)."""
-    try:
-        step = next(steps)
-        while True:
-            try:
-                value = await answer(step)
-            except Exception as exc:
-                step = steps.throw(exc)
-            except BaseException:
-                steps.close()
-                raise
-            else:
-                step = steps.send(value)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
 
 
 def resolve_steps(
