@@ -4,6 +4,8 @@ replica has not replayed yet read from the primary instead."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from toolstore import (
     Anchor,
@@ -117,6 +120,32 @@ def test_a_replica_that_is_down_hands_reads_to_the_primary_from_the_start(dsn: s
         assert asked >= 1
         assert len(store.route("send a message")) > 0 and store.info().n_tools == 5
         assert pool.get_stats()["requests_num"] == asked
+
+
+def test_a_replica_whose_client_encoding_is_sql_ascii_is_refused_saying_to_set_utf8(
+    dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each replica connection's set-up checks its encoding as the primary's does (``_setup.session``): a replica DSN
+    with client_encoding SQL_ASCII (text would arrive as bytes) is refused there, with the DatabaseError saying to set
+    UTF8, when a read first goes to it, not at open (a store opens without waiting for its replicas); that refusal
+    hands the read on to the primary, as any failure of a replica does, said in the debug log. Both stores. The
+    replica is the primary itself, reached with that client_encoding (the primary's own check cannot refuse it)."""
+    replica = make_conninfo(dsn, client_encoding="SQL_ASCII")
+    utf8 = "client_encoding is SQL_ASCII.*set it to UTF8"
+    caplog.set_level(logging.DEBUG, logger="toolstore")
+    with ToolStore(dsn, embedder=None, catalog="ascii", read_dsn=[replica], timeout=1) as store:
+        store.upsert(generated_tools(5))
+        assert len(store.route("send a message")) > 0  # on the primary
+        with pytest.raises(DatabaseError, match=utf8):
+            store._replicas.connectors[0].run(lambda conn: conn.execute("select 1").fetchall())
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="ascii", read_dsn=[replica], timeout=1) as store:
+            assert len(await store.route("send a message")) > 0
+
+    asyncio.run(main())
+    handed_on = [r.getMessage() for r in caplog.records if r.getMessage().startswith("read on a replica failed")]
+    assert len(handed_on) >= 2 and all(re.search(utf8, message) for message in handed_on), handed_on
 
 
 def load(store: ToolStore, replica: str, n_tools: int, *, seed: int) -> None:
@@ -560,7 +589,6 @@ def test_a_granted_role_reads_its_catalog_on_the_replica(
     on the replica, and another catalog is unknown to it there and on the primary alike. A call no tool answers to is
     answered there only by a role that sees the WAL receiver's state (pg_read_all_stats): another one's is handed on."""
     from psycopg import sql
-    from psycopg.conninfo import make_conninfo
 
     from toolstore import UnknownCatalogError
 
