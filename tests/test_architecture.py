@@ -74,6 +74,7 @@ LAYERS: list[set[str]] = [
         "_expand",
         "_mcp_upstream",
         "_mcp_stderr",
+        "_mcp_client",
         "_mcp_sync",
         "_agents",
         "_mcp_server",

@@ -18,8 +18,8 @@ from ._errors import McpSyncError, UnknownToolError
 from ._formats.build import default_id
 from ._formats.names import model_names, name_forms
 from ._mcp_args import call_arguments
+from ._mcp_client import failure_text, leaf_error, open_session
 from ._mcp_sessions import UpstreamSessions
-from ._mcp_sync import failure_text, leaf_error, open_session
 from ._mcp_upstream import Upstream, upstream_from_row
 from ._models import Tool
 from ._observe import logger, span

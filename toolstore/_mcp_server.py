@@ -28,9 +28,9 @@ from ._formats import render
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_args import TAKES, check_known, check_required, find_tools_options, sent_arguments
+from ._mcp_client import require_mcp
 from ._mcp_forward import DEFAULT_CALL_TIMEOUT, CallLog, CallRecord, forward_call, gateway_names
 from ._mcp_sessions import UpstreamSessions
-from ._mcp_sync import require_mcp
 from ._models import JSON_VERSION, SessionCall
 from ._observe import logger, span
 from ._result import RouteResult, routed_json

@@ -28,8 +28,8 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from ._errors import McpSyncError
+from ._mcp_client import list_session_tools, note_ended, open_session
 from ._mcp_stderr import Ending
-from ._mcp_sync import list_session_tools, note_ended, open_session
 from ._mcp_upstream import Upstream
 from ._observe import logger
 
@@ -334,7 +334,7 @@ class UpstreamSessions:
 
     async def _dropped(self, key: str, session: Any, exc: Exception) -> None:
         """Drop the session a call failed on; when its connection ended (its stdio server exited, most likely), note
-        on ``exc`` how its server ended (:func:`~._mcp_sync.note_ended`), told once the session has closed
+        on ``exc`` how its server ended (:func:`~._mcp_client.note_ended`), told once the session has closed
         (:data:`ENDING_WAIT` at most): the SDK says only "Connection closed"."""
         ending = self._endings.get(id(session))
         self._drop(key, session)

@@ -53,7 +53,7 @@ _WRITING = threading.Lock()  # one line at a time from every upstream's reader
 
 class Ending:
     """How a session's stdio server ended (:meth:`ServerStderr.ended`), told once the session has closed
-    (:func:`~._mcp_sync.open_session` closes it): what a call that failed on a session held open, once its server
+    (:func:`~._mcp_client.open_session` closes it): what a call that failed on a session held open, once its server
     exited, says (the session's own failure says it already)."""
 
     def __init__(self) -> None:
