@@ -40,13 +40,13 @@ from toolstore import (
 )
 from toolstore._expand import expand, llm_phrases, make_client, offline_phrases, parse_phrases
 from toolstore._formats import FORMATS
+from toolstore._mcp_client import open_session
 from toolstore._mcp_stderr import ServerStderr
 from toolstore._mcp_sync import (
     McpListing,
     Upstream,
     fetch_http,
     fetch_stdio,
-    open_session,
     sync_listing,
     sync_mcp_http,
     sync_mcp_stdio,

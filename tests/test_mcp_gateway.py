@@ -14,8 +14,9 @@ import anyio
 import pytest
 
 from toolstore import AsyncToolStore, HashingEmbedder, InvalidInputError, ToolStore
-from toolstore._mcp_server import forward_call
-from toolstore._mcp_sync import Upstream, open_session, sync_mcp_stdio
+from toolstore._mcp_client import open_session
+from toolstore._mcp_forward import forward_call
+from toolstore._mcp_sync import Upstream, sync_mcp_stdio
 
 from mcp_server import ODD_NAMES
 

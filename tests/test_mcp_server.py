@@ -22,7 +22,7 @@ import pytest
 from test_ingest import CHATTY_ARGS, CHATTY_ENV, CHATTY_SECRETS, chatty_lines
 
 from toolstore import AsyncToolStore, HashingEmbedder, McpSyncError, Tool, ToolStore
-from toolstore._mcp_server import CallRecord, forward_call
+from toolstore._mcp_forward import CallRecord, forward_call
 from toolstore._mcp_sync import (
     McpListing,
     Upstream,

@@ -638,10 +638,11 @@ def test_resolving_reads_the_whole_name_list_only_for_a_name_no_candidate_answer
     catalog's whole name list (``tool_names``), which only a name that no candidate answers to fetches; on a replica
     that has not replayed all it received (and the store's last write) such a name is an UnknownToolError at once,
     before any whole list is read; one that has answers as the primary does."""
+    from toolstore._drive import drive
     from toolstore._formats.names import model_names
     from toolstore._models import CatalogInfo
     from toolstore._names import may_be_hashed
-    from toolstore._steps import Fetch, drive, resolve_steps
+    from toolstore._steps import Fetch, resolve_steps
 
     info = CatalogInfo(id=1, name="c", embed_model=None, embed_dim=None, settings={})
     rows = [{"id": f"{p}.search", "name": "search", "provider": p} for p in ("github", "jira")]

@@ -6,6 +6,7 @@ from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ._drive import adrive, drive
 from ._errors import UnknownToolError
 from ._formats import custom_input
 from ._fusion import DEFAULT_TURNS
@@ -14,7 +15,6 @@ from ._models import SessionCall, Tool
 from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_options, check_route
-from ._steps import adrive, drive
 
 if TYPE_CHECKING:
     from ._async_store import AsyncToolStore

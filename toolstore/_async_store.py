@@ -24,6 +24,7 @@ from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
 from ._closing import aclose_all
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
+from ._drive import adrive
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
@@ -43,7 +44,6 @@ from ._setup import AsyncConfigure, Configure, check_configure
 from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
     Step,
-    adrive,
     answer_async,
     resolve_steps,
     route_steps,

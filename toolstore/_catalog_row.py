@@ -9,10 +9,11 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from ._drive import drive
 from ._models import CatalogInfo
 from ._rows import LIST_THEM, info_from_row, unknown_catalog
 from ._sql import query
-from ._steps import Fetch, Steps, drive, fetch_rows
+from ._steps import Fetch, Steps, fetch_rows
 
 
 def catalog_row_steps(name: str, *, counts: bool = False) -> Steps[CatalogInfo | None]:

@@ -1,5 +1,4 @@
-"""Live MCP sync: list a server's tools (stdio or streamable HTTP: ``_mcp_client``, whose ``open_session`` is still
-importable from here) and upsert them into a catalog.
+"""Live MCP sync: list a server's tools (stdio or streamable HTTP: ``_mcp_client``) and upsert them into a catalog.
 
 The official ``mcp`` SDK does the protocol: ``initialize`` (the server's ``serverInfo.name`` is the
 default provider, so ids are ``provider.tool_name`` and two servers offering a tool of the same name
@@ -38,7 +37,6 @@ from ._catalog_row import catalog_info
 from ._errors import DatabaseError, InvalidInputError, McpSyncError
 from ._formats import parse_tools
 from ._mcp_client import DEFAULT_TIMEOUT, McpListing, fetch_http, fetch_stdio
-from ._mcp_client import open_session as open_session
 from ._mcp_upstream import Upstream, check_values, upstream_from_row, upstream_params
 from ._models import CatalogInfo, ImportReport
 from ._observe import logger

@@ -16,10 +16,11 @@ import psycopg
 
 from ._anchors import anchor_from_row
 from ._catalog_row import catalog_row_steps
+from ._drive import adrive, drive
 from ._models import Anchor, CatalogInfo, Tool
 from ._names import resolve_among, resolve_name
 from ._rows import LIST_THEM, all_found, check_ids, name_row, tool_from_row, unknown_catalog
-from ._steps import Fetch, Steps, adrive, afetch_rows, drive, fetch_rows
+from ._steps import Fetch, Steps, afetch_rows, fetch_rows
 
 T = TypeVar("T")
 

@@ -30,11 +30,12 @@ from typing import Any
 import psycopg
 
 from ._connect import retry_conflicts
+from ._drive import drive
 from ._errors import InvalidInputError, UnknownToolError
 from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_call_times, check_session, check_session_calls, check_text
 from ._models import CatalogInfo, SessionCall
 from ._sql import query
-from ._steps import drive, fetch_rows, resolve_steps
+from ._steps import fetch_rows, resolve_steps
 
 #: Where a catalog's retention lives in its settings.
 RETENTION_KEY = "sessions"

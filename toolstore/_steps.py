@@ -2,10 +2,10 @@
 
 A step generator does no I/O. It yields what it needs from outside -- the catalog's row (:data:`CATALOG`), the rows
 of a named SQL block (:class:`Fetch`) or a query vector (:class:`Embed`) -- and is sent the answer, or has the
-driver's exception thrown in at that point; it returns the result. ``_drive``'s :func:`drive` and :func:`adrive` (still
-importable from here) run a generator with a function that answers one step (:func:`answer_sync` /
-:func:`answer_async`, which ``ToolStore`` and ``AsyncToolStore`` make on their own connection, with :func:`fetch_rows`
-/ :func:`afetch_rows` for SQL) and hold no logic of route() themselves.
+driver's exception thrown in at that point; it returns the result. ``_drive``'s :func:`drive` and :func:`adrive` run a
+generator with a function that answers one step (:func:`answer_sync` / :func:`answer_async`, which ``ToolStore`` and
+``AsyncToolStore`` make on their own connection, with :func:`fetch_rows` / :func:`afetch_rows` for SQL) and hold no
+logic of route() themselves.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ._catalog_cache import CatalogCache
-from ._drive import adrive as adrive
-from ._drive import drive as drive
 from ._embedders.base import Embedder
 from ._errors import InvalidInputError, StatementTimeoutError, UnknownToolError, first_line
 from ._explain import statement_fusion

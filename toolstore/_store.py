@@ -19,6 +19,7 @@ from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
 from ._closing import close_all
 from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout, resolve_dsn
+from ._drive import drive
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
@@ -41,7 +42,6 @@ from ._steps import (
     DEFAULT_STATEMENT_TIMEOUT,
     Step,
     answer_sync,
-    drive,
     resolve_steps,
     route_steps,
     statement_timeout_ms,

@@ -6,7 +6,8 @@ import click
 
 from .._async_store import AsyncToolStore
 from .._input import MAX_K
-from .._mcp_server import DEFAULT_CALL_TIMEOUT, check_address, serve
+from .._mcp_forward import DEFAULT_CALL_TIMEOUT
+from .._mcp_server import check_address, serve
 from .app import command, embedder_option, options, store_dsn
 from .params import Seconds
 
