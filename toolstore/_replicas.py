@@ -111,8 +111,15 @@ class Rotation:
         if not isinstance(exc, (DatabaseError, *LAGGING)) or isinstance(exc, StatementTimeoutError):
             return False  # a route cancelled past its statement_timeout would cost as much on the next server
         if exc.__cause__ is not None and unreachable(exc.__cause__):
-            self._down_until[replica] = self._clock() + REPLICA_RETRY
-        logger.debug("read on a replica failed, trying the next: %s", exc)
+            self._down_until[replica] = self._clock() + REPLICA_RETRY  # then said once while it is left out
+            logger.warning(
+                "read replica %d left out for %g s (reads go to the next replica or the primary): %s",
+                replica + 1,
+                REPLICA_RETRY,
+                exc,
+            )
+        else:
+            logger.debug("read on a replica failed, trying the next: %s", exc)
         return True
 
 
