@@ -3,6 +3,7 @@ tools, sends them to the model and runs the model's call, tested end to end agai
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import socket
@@ -145,6 +146,26 @@ def test_a_chat_handler_may_answer_with_tool_calls_and_a_reply_is_checked_when_s
         ToolCall("forecast", [1])  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="ToolCall 'forecast': id must be a non-empty string or None, got ''"):
         ToolCall("forecast", id="")
+
+
+def test_tool_call_arguments_json_cannot_hold_are_refused_when_scripted() -> None:
+    """A ToolCall whose arguments held a date was the fake's 500 at the request ("handler failed: TypeError"), NaN went
+    out as the invalid JSON ``NaN`` and a key 1 as "1"; each is refused when the ToolCall is made, naming the part of
+    the arguments JSON cannot hold. JSON's values pass, nested, and so does a string sent as it is."""
+    for bad, said in [
+        ({"when": datetime.date(2026, 1, 2)}, "arguments['when'] is date datetime.date(2026, 1, 2)"),
+        ({"days": [1, float("nan")]}, "arguments['days'][1] is nan"),
+        ({"where": {1: "Paris"}}, "arguments['where'] has the key 1, not a string"),
+        ({"tags": {"a", "b"}}, "arguments['tags'] is set"),
+    ]:
+        with pytest.raises(InvalidInputError, match=re.escape(f"ToolCall 'forecast': {said}")):
+            ToolCall("forecast", bad)
+    good = {"city": "Paris", "days": (1, 2.5), "opts": {"metric": True, "note": None}}
+    with FakeOpenAI(replies=[ToolCall("forecast", good), ToolCall("forecast", "NaN")]) as fake:
+        client = _client(fake)
+        sent = _ask(client, tools=[WEATHER]).choices[0].message.tool_calls[0].function.arguments
+        assert json.loads(sent) == {"city": "Paris", "days": [1, 2.5], "opts": {"metric": True, "note": None}}
+        assert _ask(client, tools=[WEATHER]).choices[0].message.tool_calls[0].function.arguments == "NaN"
 
 
 def test_a_second_start_is_refused_and_leaks_no_server() -> None:

@@ -11,6 +11,7 @@ request offered), which the SDK raises as ``openai.BadRequestError``: the test's
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ class ToolCall:
     """A tool call a scripted reply makes: the function's ``name`` and its ``arguments``, a JSON object (sent as its
     JSON text, as the API sends a model's) or a string sent as it is (a model's malformed JSON, for one); ``id`` is
     made up (``call_fake3_0``: the completion's and the call's index) when not given. InvalidInputError naming the
-    field that is not so."""
+    field that is not so, or the part of the arguments JSON cannot hold (a date, NaN, a key that is no string)."""
 
     name: str
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
@@ -46,8 +47,30 @@ class ToolCall:
             raise InvalidInputError(
                 f"ToolCall {self.name!r}: arguments must be a JSON object (a dict) or a string, got {self.arguments!r}"
             )
+        problem = _not_json(self.arguments, "arguments") if isinstance(self.arguments, Mapping) else None
+        if problem:
+            raise InvalidInputError(f"ToolCall {self.name!r}: {problem}, which JSON cannot hold: give JSON's values")
         if self.id is not None and (not isinstance(self.id, str) or not self.id):
             raise InvalidInputError(f"ToolCall {self.name!r}: id must be a non-empty string or None, got {self.id!r}")
+
+
+def _not_json(value: object, where: str) -> str | None:
+    """What in ``value`` (at ``where``) is no JSON value, as "arguments['when'] is a date"; None when it all is: a
+    string, a finite number, a boolean, null, a list (or tuple) of them or an object of them keyed by strings."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value!r}"
+    if isinstance(value, (list, tuple)):
+        return next((p for i, item in enumerate(value) if (p := _not_json(item, f"{where}[{i}]"))), None)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where} has the key {key!r:.60}, not a string"
+            if problem := _not_json(item, f"{where}[{key!r:.60}]"):
+                return problem
+        return None
+    return f"{where} is {type(value).__name__} {value!r:.60}"
 
 
 #: What the model answers a chat completions request with: text, one tool call, or several (parallel calls).
