@@ -69,6 +69,33 @@ def test_import_reads_a_pipe_named_without_a_suffix(dsn: str, text: str, ids: li
     assert tool_ids(dsn, catalog) == ids
 
 
+def test_import_dash_reads_stdin_by_its_text(dsn: str, tmp_path: Path) -> None:
+    """`curl -s URL | toolstore import -` was a usage error ("File '-' does not exist"); FILE ``-`` is stdin, a pipe or
+    a file it is redirected from, read by its text as a pipe named without a suffix is, and "file" says ``-``; stdin
+    a terminal is a usage error saying to pipe the tools in, not a wait for typing."""
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "-c", "dashed", "import", "-"]
+    piped = subprocess.run(cmd, input=JSONL, capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["file"] == "-" and json.loads(piped.stdout)["inserted"] == 2
+    redirected = tmp_path / "tools"
+    redirected.write_text(OPENAPI_YAML)
+    with redirected.open() as stdin:
+        done = subprocess.run(cmd, stdin=stdin, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert tool_ids(dsn, "dashed") == ["gmail.send_email", "pets.listPets", "weather.forecast"]
+    leader, terminal = os.openpty()
+    try:
+        typed = subprocess.run(cmd, stdin=terminal, capture_output=True, text=True, timeout=300)
+    finally:
+        os.close(terminal)
+        os.close(leader)
+    assert typed.returncode == 2 and "- reads the tools from stdin, a terminal here: pipe them in" in typed.stderr
+    closed = subprocess.run(
+        cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.close(0)
+    )
+    assert closed.returncode == 2 and "- reads the tools from stdin, closed here: pipe them in" in closed.stderr
+
+
 def test_import_waits_for_a_fifos_writer(dsn: str, tmp_path: Path) -> None:
     """A FIFO is read once a writer comes (the writer here opens it after the command did), not refused."""
     fifo = tmp_path / "tools.jsonl"
