@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -145,3 +146,31 @@ def test_a_file_named_without_a_suffix_is_read_by_its_text(tmp_path: Path) -> No
     path.write_text('[\n  {"id": "a.b", "name": "b", "description": "x"},\n]\n')
     with pytest.raises(InvalidToolError, match=r"tools line 3, column 1: invalid JSON"):
         load_tools_file(path)
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("404: Not Found", "as YAML, a mapping without an 'openapi' key); it starts '404: Not Found'"),
+        ("<!DOCTYPE html>\n<html>\n<body>Not: Found</body>\n", "line 3, column 10: mapping values are not allowed"),
+        ("hello world\n", "(as YAML, a string); it starts 'hello world'"),
+        ("null\n", "(as YAML, null); it starts 'null'"),
+    ],
+    ids=["curl-404", "html", "text", "null"],
+)
+def test_a_text_named_without_a_suffix_that_is_no_tools_file_says_what_it_was_read_as(
+    tmp_path: Path, text: str, why: str
+) -> None:
+    """`toolstore import <(curl -s URL)` of a URL that failed read the page as YAML, nobody's meaning, and said "YAML
+    files must hold an OpenAPI 3.x document" or "invalid YAML: mapping values are not allowed here" (and "a YAML
+    NoneType"); it says the text is neither JSON, JSON lines nor an OpenAPI document, read by its text, and how it
+    starts. A file named .yaml keeps YAML's words."""
+    path = tmp_path / "page"
+    path.write_text(text)
+    said = "page: neither JSON (it does not start with { or [), JSON lines nor an OpenAPI document (YAML with an "
+    with pytest.raises(InvalidToolError, match=re.escape(said) + ".*" + re.escape(why)):
+        load_tools_file(path)
+    named = tmp_path / "page.yaml"
+    named.write_text("null\n")
+    with pytest.raises(InvalidToolError, match=re.escape("not an OpenAPI document (null); YAML files must hold")):
+        load_tools_file(named)

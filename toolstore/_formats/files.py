@@ -39,12 +39,12 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
     if suffix not in ("", *JSON_SUFFIXES, *JSONL_SUFFIXES, *YAML_SUFFIXES):
         raise InvalidToolError(f"{name}: unsupported file type {suffix!r}; expected .json, .jsonl or .yaml")
     text = _read_text(Path(path), name)
-    suffix = suffix or _suffix_of(text)
+    guessed, suffix = not suffix, suffix or _suffix_of(text)
     skipped: list[Skipped] = []
     if suffix in JSONL_SUFFIXES:
         located = _parse_jsonl(text, name, provider, skipped)
     elif suffix in YAML_SUFFIXES:
-        located = _parse_yaml(text, name, provider, skipped)
+        located = _parse_yaml(text, name, provider, skipped, guessed=guessed)
     else:
         located = _parse_json(text, name, provider, skipped)
     check_skipped(located, skipped, name)
@@ -102,7 +102,31 @@ def _parse_jsonl(text: str, name: str, provider: str | None, skipped: list[Skipp
     return located
 
 
-def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skipped]) -> list[Located]:
+def _no_document(name: str, text: str, why: str) -> InvalidToolError:
+    """The error of a text named without a suffix (a pipe) that is no tools file at all, such as the page ``curl -s``
+    wrote for a URL that failed: it says what the text was read as, where YAML's error alone said "YAML files must
+    hold an OpenAPI 3.x document" of a text nobody meant as YAML."""
+    start = text.strip().splitlines()[0]
+    shown = f"{start[:60]!r}{'...' if len(start) > 60 else ''}"
+    return InvalidToolError(
+        f"{name}: neither JSON (it does not start with {{ or [), JSON lines nor an OpenAPI document (YAML with an "
+        f"'openapi' key), as a name without a suffix is read by its text ({why}); it starts {shown}"
+    )
+
+
+def _yaml_kind(data: object) -> str:
+    """What a YAML document that is no mapping is, in YAML's words: "a string", "a list", "null" (Python's "str",
+    "NoneType" said nothing to a user)."""
+    if data is None:
+        return "null"
+    kinds = ((bool, "a boolean"), ((int, float), "a number"), (str, "a string"), (list, "a list"))
+    return next((said for kind, said in kinds if isinstance(data, kind)), f"a YAML {type(data).__name__}")
+
+
+def _parse_yaml(
+    text: str, name: str, provider: str | None, skipped: list[Skipped], *, guessed: bool = False
+) -> list[Located]:
+    """``guessed``: the name has no suffix, and the text was taken for YAML as it is no JSON (:func:`_no_document`)."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -122,12 +146,16 @@ def _parse_yaml(text: str, name: str, provider: str | None, skipped: list[Skippe
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if guessed:
+            raise _no_document(name, text, f"as YAML,{where}: {problem}") from None
         raise InvalidToolError(f"{name}{where}: invalid YAML: {problem}") from None
     except (ValueError, KeyError) as exc:  # a scalar YAML resolves but Python cannot build: a date 2025-13-45, a
         # 5,000-digit int, !!bool maybe (a KeyError)
         raise InvalidToolError(f"{name}: invalid YAML: a value that cannot be read ({plain_problem(exc)})") from None
     if not isinstance(data, dict) or not ("openapi" in data or "swagger" in data):
-        kind = f"a YAML {type(data).__name__}" if not isinstance(data, dict) else "a mapping without an 'openapi' key"
+        kind = "a mapping without an 'openapi' key" if isinstance(data, dict) else _yaml_kind(data)
+        if guessed:
+            raise _no_document(name, text, f"as YAML, {kind}")
         raise InvalidToolError(
             f"{name}: not an OpenAPI document ({kind}); YAML files must hold an OpenAPI 3.x document"
         )
