@@ -122,6 +122,21 @@ def test_a_reply_the_request_does_not_allow_is_an_error_the_sdk_raises() -> None
         assert _ask(client, tools=[WEATHER]).choices[0].message.content == "done"
 
 
+def test_parallel_calls_are_refused_where_the_request_turns_them_off() -> None:
+    """A reply of two scripted calls answered a request with parallel_tool_calls false, which the real API never does;
+    it is the fake's 400 saying so. One call answers such a request, and two answer one that leaves them on."""
+    two = [ToolCall("forecast"), ToolCall("send_email")]
+    with FakeOpenAI(replies=[two, ToolCall("forecast"), two]) as fake:
+        client = _client(fake)
+        said = "FakeOpenAI: the scripted reply makes 2 tool calls, but the request's parallel_tool_calls is false"
+        with pytest.raises(openai.BadRequestError, match=re.escape(said)):
+            _ask(client, tools=[WEATHER, MAIL], parallel_tool_calls=False)
+        one = _ask(client, tools=[WEATHER, MAIL], parallel_tool_calls=False).choices[0].message.tool_calls
+        assert [call.function.name for call in one] == ["forecast"]
+        both = _ask(client, tools=[WEATHER, MAIL], parallel_tool_calls=True).choices[0].message.tool_calls
+        assert [call.function.name for call in both] == ["forecast", "send_email"]
+
+
 def test_a_chat_handler_may_answer_with_tool_calls_and_a_reply_is_checked_when_scripted() -> None:
     """chat_handler answers with a ToolCall as with text; a reply that is none (a number, an empty list, a list with
     text in it) and a ToolCall with a bad field are refused when scripted, naming what is wrong."""

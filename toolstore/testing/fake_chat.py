@@ -3,9 +3,10 @@
 
 A reply is text (a ``str``), a :class:`ToolCall`, or a list of them (parallel calls). Its tool calls are held to the
 request as the real API holds a model's: each names a function of the request's ``tools``, none is made when
-``tool_choice`` is ``"none"``, the function ``tool_choice`` names is the one called, and text is no answer when it is
-``"required"``. A reply that breaks that is the fake's 400 (``invalid_request_error``, naming the call and what the
-request offered), which the SDK raises as ``openai.BadRequestError``: the test's script and the app disagree.
+``tool_choice`` is ``"none"``, the function ``tool_choice`` names is the one called, text is no answer when it is
+``"required"``, and one call at most is made when ``parallel_tool_calls`` is false. A reply that breaks that is the
+fake's 400 (``invalid_request_error``, naming the call and what the request offered), which the SDK raises as
+``openai.BadRequestError``: the test's script and the app disagree.
 """
 
 from __future__ import annotations
@@ -151,13 +152,16 @@ def _wire(call: ToolCall, ident: str) -> dict[str, Any]:
 
 def _check(body: dict[str, Any], reply: Held) -> None:
     """ApiError when the request could not have been answered with ``reply``: a call of a function its ``tools`` do
-    not offer or its ``tool_choice`` does not allow, or text where ``tool_choice`` asks for a call."""
+    not offer or its ``tool_choice`` does not allow, calls in parallel where ``parallel_tool_calls`` is false, or text
+    where ``tool_choice`` asks for a call."""
     choice = body.get("tool_choice")
     forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
     if isinstance(reply, str):
         if choice == "required" or forced is not None:
             _refuse(f"the scripted reply is text, but the request's tool_choice is {choice!r}: it must call a tool")
         return
+    if len(reply) > 1 and body.get("parallel_tool_calls") is False:
+        _refuse(f"the scripted reply makes {len(reply)} tool calls, but the request's parallel_tool_calls is false")
     tools = body["tools"] if isinstance(body.get("tools"), list) else []
     offered = [t["function"].get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
     for call in reply:
