@@ -137,6 +137,25 @@ def test_parallel_calls_are_refused_where_the_request_turns_them_off() -> None:
         assert [call.function.name for call in both] == ["forecast", "send_email"]
 
 
+def test_a_call_of_a_tool_an_allowed_tools_choice_leaves_out_is_refused() -> None:
+    """tool_choice {"type": "allowed_tools", ...} (the API's way to keep the tools offered and let the model call a
+    few) let a scripted call of any offered tool through, and text where its mode is required; each is the fake's
+    400 naming what it allows. A call of an allowed tool answers."""
+
+    def only(mode: str) -> dict[str, Any]:
+        return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": [WEATHER]}}
+
+    with FakeOpenAI(replies=[ToolCall("send_email"), "sure", ToolCall("forecast")]) as fake:
+        client = _client(fake)
+        said = "the scripted reply calls tool 'send_email', but the request's tool_choice allows only 'forecast'"
+        with pytest.raises(openai.BadRequestError, match=re.escape(said)):
+            _ask(client, tools=[WEATHER, MAIL], tool_choice=only("auto"))
+        with pytest.raises(openai.BadRequestError, match="the scripted reply is text, but .* it must call a tool"):
+            _ask(client, tools=[WEATHER, MAIL], tool_choice=only("required"))
+        called = _ask(client, tools=[WEATHER, MAIL], tool_choice=only("auto")).choices[0].message.tool_calls
+        assert [call.function.name for call in called] == ["forecast"]
+
+
 def test_a_chat_handler_may_answer_with_tool_calls_and_a_reply_is_checked_when_scripted() -> None:
     """chat_handler answers with a ToolCall as with text; a reply that is none (a number, an empty list, a list with
     text in it) and a ToolCall with a bad field are refused when scripted, naming what is wrong."""

@@ -3,10 +3,11 @@
 
 A reply is text (a ``str``), a :class:`ToolCall`, or a list of them (parallel calls). Its tool calls are held to the
 request as the real API holds a model's: each names a function of the request's ``tools``, none is made when
-``tool_choice`` is ``"none"``, the function ``tool_choice`` names is the one called, text is no answer when it is
-``"required"``, and one call at most is made when ``parallel_tool_calls`` is false. A reply that breaks that is the
-fake's 400 (``invalid_request_error``, naming the call and what the request offered), which the SDK raises as
-``openai.BadRequestError``: the test's script and the app disagree.
+``tool_choice`` is ``"none"``, the function ``tool_choice`` names is the one called (or one of those its
+``allowed_tools`` names), text is no answer when it is ``"required"`` (or allowed tools' mode is), and one call at most
+is made when ``parallel_tool_calls`` is false. A reply that breaks that is the fake's 400 (``invalid_request_error``,
+naming the call and what the request offered), which the SDK raises as ``openai.BadRequestError``: the test's script and
+the app disagree.
 """
 
 from __future__ import annotations
@@ -156,8 +157,9 @@ def _check(body: dict[str, Any], reply: Held) -> None:
     where ``tool_choice`` asks for a call."""
     choice = body.get("tool_choice")
     forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    allowed = _allowed(choice)
     if isinstance(reply, str):
-        if choice == "required" or forced is not None:
+        if choice == "required" or forced is not None or (allowed is not None and allowed[0] == "required"):
             _refuse(f"the scripted reply is text, but the request's tool_choice is {choice!r}: it must call a tool")
         return
     if len(reply) > 1 and body.get("parallel_tool_calls") is False:
@@ -170,6 +172,22 @@ def _check(body: dict[str, Any], reply: Held) -> None:
             _refuse(f"the scripted reply calls {call.name!r}, a tool the request did not offer (it {said})", "tools")
         if choice == "none" or (forced is not None and call.name != forced):
             _refuse(f"the scripted reply calls tool {call.name!r}, but the request's tool_choice is {choice!r}")
+        if allowed is not None and call.name not in allowed[1]:
+            said = ", ".join(map(repr, allowed[1])) or "none"
+            _refuse(f"the scripted reply calls tool {call.name!r}, but the request's tool_choice allows only {said}")
+
+
+def _allowed(choice: object) -> tuple[str, list[str]] | None:
+    """An ``allowed_tools`` tool_choice's mode (``auto`` or ``required``) and the names of the tools it allows; None
+    for another tool_choice."""
+    if not isinstance(choice, dict) or choice.get("type") != "allowed_tools":
+        return None
+    given = choice.get("allowed_tools")
+    given = given if isinstance(given, dict) else {}
+    tools = given.get("tools")
+    tools = tools if isinstance(tools, list) else []
+    names = [t["function"].get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    return str(given.get("mode", "auto")), names
 
 
 def _refuse(message: str, param: str = "tool_choice") -> NoReturn:
