@@ -12,7 +12,7 @@ from typing import Any
 import openai
 import pytest
 
-from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore
+from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore, parse_tools
 from toolstore.integrations.openai import calls, route_messages
 from toolstore.testing.fake_openai import FakeOpenAI, ToolCall
 
@@ -154,6 +154,31 @@ def test_a_call_of_a_tool_an_allowed_tools_choice_leaves_out_is_refused() -> Non
             _ask(client, tools=[WEATHER, MAIL], tool_choice=only("required"))
         called = _ask(client, tools=[WEATHER, MAIL], tool_choice=only("auto")).choices[0].message.tool_calls
         assert [call.function.name for call in called] == ["forecast"]
+
+
+def test_a_call_of_a_custom_tool_is_sent_as_the_api_sends_it_and_resolved_by_calls(dsn: str) -> None:
+    """A scripted call of an offered custom tool (free-form input) was refused as a call of a tool the request did not
+    offer ("it offered 'forecast'"); it is sent as the API sends one, {"type": "custom", "custom": {"name", "input"}},
+    which the SDK reads and toolstore's calls() resolves to the tool with its text. JSON arguments for it are the
+    fake's 400 saying to script its text; a forced custom tool_choice holds as a function's does."""
+    sql = {"type": "custom", "custom": {"name": "run_sql", "description": "Run a read-only SQL query on the warehouse"}}
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="custom-fake") as store:
+        store.upsert([*parse_tools([sql]), TOOLS[0]])
+        result = store.route("query the warehouse with sql", k=2)
+    forced = {"type": "custom", "custom": {"name": "run_sql"}}
+    replies = [ToolCall("run_sql", "select 1"), ToolCall("run_sql", {"query": "select 1"}), ToolCall("forecast", {})]
+    with FakeOpenAI(replies=replies) as fake:
+        client = _client(fake)
+        reply = _ask(client, tools=result.definitions("openai"))
+        [call] = reply.choices[0].message.tool_calls
+        assert call.type == "custom" and (call.custom.name, call.custom.input) == ("run_sql", "select 1")
+        [resolved] = calls(result, reply)
+        assert (resolved.tool.id, resolved.arguments) == ("run_sql", "select 1")
+        said = "calls custom tool 'run_sql' with JSON arguments: a custom tool's input is text, script ToolCall("
+        with pytest.raises(openai.BadRequestError, match=re.escape(said)):
+            _ask(client, tools=result.definitions("openai"))
+        with pytest.raises(openai.BadRequestError, match="calls tool 'forecast', but the request's tool_choice is"):
+            _ask(client, tools=result.definitions("openai"), tool_choice=forced)
 
 
 def test_a_chat_handler_may_answer_with_tool_calls_and_a_reply_is_checked_when_scripted() -> None:

@@ -2,8 +2,8 @@
 ``openai`` SDK parses it (``message.content``, or ``message.tool_calls`` with ``finish_reason`` ``"tool_calls"``).
 
 A reply is text (a ``str``), a :class:`ToolCall`, or a list of them (parallel calls). Its tool calls are held to the
-request as the real API holds a model's: each names a function of the request's ``tools``, none is made when
-``tool_choice`` is ``"none"``, the function ``tool_choice`` names is the one called (or one of those its
+request as the real API holds a model's: each names a function (or custom tool) of the request's ``tools``, none is made
+when ``tool_choice`` is ``"none"``, the function ``tool_choice`` names is the one called (or one of those its
 ``allowed_tools`` names), text is no answer when it is ``"required"`` (or allowed tools' mode is), and one call at most
 is made when ``parallel_tool_calls`` is false. A reply that breaks that is the fake's 400 (``invalid_request_error``,
 naming the call and what the request offered), which the SDK raises as ``openai.BadRequestError``: the test's script and
@@ -34,7 +34,8 @@ class ApiError(Exception):
 @dataclass(frozen=True)
 class ToolCall:
     """A tool call a scripted reply makes: the function's ``name`` and its ``arguments``, a JSON object (sent as its
-    JSON text, as the API sends a model's) or a string sent as it is (a model's malformed JSON, for one); ``id`` is
+    JSON text, as the API sends a model's) or a string sent as it is (a model's malformed JSON, for one; a custom
+    tool's input, sent as ``{"type": "custom", "custom": {"name", "input"}}`` when the request offers it so); ``id`` is
     made up (``call_fake3_0``: the completion's and the call's index) when not given. InvalidInputError naming the
     field that is not so, or the part of the arguments JSON cannot hold (a date, NaN, a key that is no string)."""
 
@@ -118,16 +119,16 @@ def completion(body: dict[str, Any], reply: Held | None, ident: str) -> dict[str
     400) when the request's ``tools`` and ``tool_choice`` do not allow it."""
     if reply is None:
         reply = f"fake reply to: {text_of(body['messages'][-1])}"
-    _check(body, reply)
+    offered = _check(body, reply)
     messages, model = body["messages"], str(body.get("model"))
     message: dict[str, Any] = {"role": "assistant", "content": reply if isinstance(reply, str) else None}
     message["refusal"] = None
     if isinstance(reply, str):
         written = reply
     else:
-        calls = [_wire(call, call.id or f"call_{ident.split('-')[-1]}_{i}") for i, call in enumerate(reply)]
-        message["tool_calls"] = calls
-        written = " ".join(f"{c['function']['name']} {c['function']['arguments']}" for c in calls)
+        idents = [call.id or f"call_{ident.split('-')[-1]}_{i}" for i, call in enumerate(reply)]
+        message["tool_calls"] = [_wire(call, offered[call.name], id_) for call, id_ in zip(reply, idents, strict=True)]
+        written = " ".join(f"{call.name} {_text_of_arguments(call)}" for call in reply)
     prompt, answer = sum(len(text_of(m).split()) for m in messages), len(written.split())
     return {
         "id": ident,
@@ -146,26 +147,41 @@ def completion(body: dict[str, Any], reply: Held | None, ident: str) -> dict[str
     }
 
 
-def _wire(call: ToolCall, ident: str) -> dict[str, Any]:
-    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(dict(call.arguments))
-    return {"id": ident, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+def _text_of_arguments(call: ToolCall) -> str:
+    return call.arguments if isinstance(call.arguments, str) else json.dumps(dict(call.arguments))
 
 
-def _check(body: dict[str, Any], reply: Held) -> None:
+def _wire(call: ToolCall, kind: str, ident: str) -> dict[str, Any]:
+    """``call`` as the API writes a call of a tool of ``kind``: a function's JSON arguments, a custom tool's input."""
+    if kind == "custom":
+        return {"id": ident, "type": "custom", "custom": {"name": call.name, "input": _text_of_arguments(call)}}
+    return {"id": ident, "type": "function", "function": {"name": call.name, "arguments": _text_of_arguments(call)}}
+
+
+def _named(tool: object) -> tuple[str, str] | None:
+    """A request's tool, or a tool named by its tool_choice, as its kind (``function`` or ``custom``) and its name."""
+    if isinstance(tool, dict) and tool.get("type") in ("function", "custom"):
+        inner = tool.get(str(tool["type"]))
+        if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+            return str(tool["type"]), inner["name"]
+    return None
+
+
+def _check(body: dict[str, Any], reply: Held) -> dict[str, str]:
     """ApiError when the request could not have been answered with ``reply``: a call of a function its ``tools`` do
     not offer or its ``tool_choice`` does not allow, calls in parallel where ``parallel_tool_calls`` is false, or text
-    where ``tool_choice`` asks for a call."""
+    where ``tool_choice`` asks for a call, or JSON arguments for a custom tool. The offered tools' kinds, by name."""
     choice = body.get("tool_choice")
-    forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    forced = named[1] if (named := _named(choice)) else None
+    tools = body["tools"] if isinstance(body.get("tools"), list) else []
+    offered = {name: kind for kind, name in filter(None, map(_named, tools))}
     allowed = _allowed(choice)
     if isinstance(reply, str):
         if choice == "required" or forced is not None or (allowed is not None and allowed[0] == "required"):
             _refuse(f"the scripted reply is text, but the request's tool_choice is {choice!r}: it must call a tool")
-        return
+        return offered
     if len(reply) > 1 and body.get("parallel_tool_calls") is False:
         _refuse(f"the scripted reply makes {len(reply)} tool calls, but the request's parallel_tool_calls is false")
-    tools = body["tools"] if isinstance(body.get("tools"), list) else []
-    offered = [t["function"].get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
     for call in reply:
         if call.name not in offered:
             said = f"offered {', '.join(map(repr, offered))}" if offered else "offered no tools"
@@ -175,6 +191,13 @@ def _check(body: dict[str, Any], reply: Held) -> None:
         if allowed is not None and call.name not in allowed[1]:
             said = ", ".join(map(repr, allowed[1])) or "none"
             _refuse(f"the scripted reply calls tool {call.name!r}, but the request's tool_choice allows only {said}")
+        if offered[call.name] == "custom" and not isinstance(call.arguments, str):
+            _refuse(
+                f"the scripted reply calls custom tool {call.name!r} with JSON arguments: a custom tool's input is "
+                f"text, script ToolCall({call.name!r}, 'its input')",
+                "tools",
+            )
+    return offered
 
 
 def _allowed(choice: object) -> tuple[str, list[str]] | None:
@@ -186,7 +209,7 @@ def _allowed(choice: object) -> tuple[str, list[str]] | None:
     given = given if isinstance(given, dict) else {}
     tools = given.get("tools")
     tools = tools if isinstance(tools, list) else []
-    names = [t["function"].get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    names = [named[1] for named in map(_named, tools) if named]
     return str(given.get("mode", "auto")), names
 
 
