@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,12 @@ import pytest
 from test_ingest import CHATTY_ARGS, CHATTY_ENV, CHATTY_SECRETS, chatty_lines
 
 from toolstore import AsyncToolStore, HashingEmbedder, McpSyncError, Tool, ToolStore
+from toolstore._mcp_client import open_session
 from toolstore._mcp_forward import CallRecord, forward_call
 from toolstore._mcp_sync import (
     McpListing,
     Upstream,
     fetch_stdio,
-    open_session,
     sync_listing,
     sync_mcp_http,
     sync_mcp_stdio,
@@ -54,6 +54,24 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
             if time.monotonic() > deadline or proc.poll() is not None:
                 pytest.fail(f"server on port {port} did not start")
             time.sleep(0.1)
+
+
+def _against_http_gateway(dsn: str, catalog: str, check: Callable[[str], Awaitable[None]]) -> None:
+    """``check(url)`` run against ``serve mcp --gateway`` of ``catalog``, started on a free port of loopback over
+    streamable HTTP, stopped after."""
+    port = _free_port()
+    args = ["-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", catalog, "serve", "mcp", "--gateway"]
+    proc = subprocess.Popen(
+        [sys.executable, *args, "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_port(port, proc)
+        anyio.run(check, f"http://127.0.0.1:{port}/mcp")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 @pytest.fixture
@@ -283,13 +301,6 @@ def test_a_missing_or_mistyped_required_argument_is_a_tool_error_saying_what_to_
     answers a good call after."""
     with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="required") as store:
         store.upsert([Tool(id=f"t.tool{i}", name=f"tool{i}", description=f"weather task {i}") for i in range(3)])
-    port = _free_port()
-    args = ["-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "required", "serve", "mcp", "--gateway"]
-    proc = subprocess.Popen(
-        [sys.executable, *args, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     task = "a description of the task in plain words, such as 'send a message to a Slack channel'"
     named = "the name of a tool that find_tools returned"
     cases: list[tuple[str, dict[str, Any], str]] = [
@@ -309,8 +320,8 @@ def test_a_missing_or_mistyped_required_argument_is_a_tool_error_saying_what_to_
         ("call_tool", {"name": ""}, f"name is empty: send {named}"),
     ]
 
-    async def check() -> None:
-        async with open_session(Upstream("http", url=f"http://127.0.0.1:{port}/mcp")) as (session, _):
+    async def check(url: str) -> None:
+        async with open_session(Upstream("http", url=url)) as (session, _):
             for tool, arguments, said in cases:
                 bad = await session.call_tool(tool, arguments)
                 text = _text(bad)
@@ -318,12 +329,7 @@ def test_a_missing_or_mistyped_required_argument_is_a_tool_error_saying_what_to_
             good = await session.call_tool("find_tools", {"query": "weather", "k": 2})
             assert not _is_error(good) and len(json.loads(_text(good))["tools"]) == 2, _text(good)
 
-    try:
-        _wait_for_port(port, proc)
-        anyio.run(check)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    _against_http_gateway(dsn, "required", check)
 
 
 def test_an_argument_a_tool_does_not_take_is_a_tool_error_naming_the_ones_it_takes(dsn: str) -> None:
@@ -333,13 +339,6 @@ def test_an_argument_a_tool_does_not_take_is_a_tool_error_naming_the_ones_it_tak
     ``additionalProperties: false``, and the server answers good calls after."""
     with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="extra") as store:
         store.upsert([Tool(id=f"t.tool{i}", name=f"tool{i}", description=f"weather task {i}") for i in range(12)])
-    port = _free_port()
-    args = ["-m", "toolstore", "--dsn", dsn, "--embedder", EMBEDDER, "-c", "extra", "serve", "mcp", "--gateway"]
-    proc = subprocess.Popen(
-        [sys.executable, *args, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     find = "it takes query, k (how many tools), token_budget and abstain"
     call = "it takes name and arguments (the called tool's own, as one JSON object)"
     takes = {"find_tools": {"query", "k", "token_budget", "abstain"}, "call_tool": {"name", "arguments"}}
@@ -350,8 +349,8 @@ def test_an_argument_a_tool_does_not_take_is_a_tool_error_naming_the_ones_it_tak
         ("call_tool", {"name": "tool1", "city": "Paris"}, f"call_tool takes no argument 'city': {call}"),
     ]
 
-    async def check() -> None:
-        async with open_session(Upstream("http", url=f"http://127.0.0.1:{port}/mcp")) as (session, _):
+    async def check(url: str) -> None:
+        async with open_session(Upstream("http", url=url)) as (session, _):
             for tool, arguments, said in cases:
                 bad = await session.call_tool(tool, arguments)
                 text = _text(bad)
@@ -364,12 +363,7 @@ def test_an_argument_a_tool_does_not_take_is_a_tool_error_naming_the_ones_it_tak
             good = await session.call_tool("find_tools", {"query": "weather", "k": 3})
             assert not _is_error(good) and len(json.loads(_text(good))["tools"]) == 3, _text(good)
 
-    try:
-        _wait_for_port(port, proc)
-        anyio.run(check)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    _against_http_gateway(dsn, "extra", check)
 
 
 def test_find_tools_says_which_tools_the_token_budget_left_out(dsn: str) -> None:
