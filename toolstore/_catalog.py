@@ -201,7 +201,7 @@ def upsert_with_examples(
     the transaction (concurrently, as each write alone drops it: meanwhile the catalog's dense retrieval searches
     exactly), and its indexes are made whole once after the commit, or after a failure."""
     info = catalog_info(conn, catalog)
-    bulk = info is not None and _may_drop(conn, info)
+    bulk = _may_drop(conn, info)
     tables, first_look = _bulk_tables(conn, info, tools, examples, embedder, prune) if bulk and info else ([], None)
     options: dict[str, Any] = {"prune": prune, "create": create, "indexes": False, "first_look": first_look}
 
