@@ -128,10 +128,11 @@ def read_messages_file(path: Path, request: str | None = None, turns: int = DEFA
     return data
 
 
-def _filter(name: str) -> Callable[..., Any]:
-    """A filter option's callback: route()'s check of its values (``name``: route()'s argument), a refusal (an empty
-    value, one too long) a usage error naming the option."""
-    return checked(lambda values: filter_values(name, list(values) or None))
+def _filter_option(flag: str, name: str, help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A repeatable filter option, ``name`` being route()'s argument it goes to: its values are checked by route()'s
+    own check as the option is read, a refusal (an empty value, one too long) a usage error naming the option."""
+    check = checked(lambda values: filter_values(name, list(values) or None))
+    return click.option(flag, name, multiple=True, callback=check, help=help_text)
 
 
 @command("route")
@@ -180,25 +181,9 @@ def _filter(name: str) -> Callable[..., Any]:
     help=f"Weight of a compound request's sub-requests (each clause retrieved on its own), 0 to {MAX_WEIGHT:g}; 0: "
     "never split. Default: the catalog's tuned value.",
 )
-@click.option(
-    "--category",
-    "categories",
-    multiple=True,
-    callback=_filter("categories"),
-    help="Only tools in this category (repeatable).",
-)
-@click.option(
-    "--allow",
-    multiple=True,
-    callback=_filter("allow"),
-    help="Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).",
-)
-@click.option(
-    "--block",
-    multiple=True,
-    callback=_filter("block"),
-    help="Never these tool ids; * and ? are wildcards (repeatable).",
-)
+@_filter_option("--category", "categories", "Only tools in this category (repeatable).")
+@_filter_option("--allow", "allow", "Only these tool ids; * and ? are wildcards: 'slack.*' (repeatable).")
+@_filter_option("--block", "block", "Never these tool ids; * and ? are wildcards (repeatable).")
 @click.option(
     "--session",
     callback=checked(check_session),
@@ -221,14 +206,8 @@ def _filter(name: str) -> Callable[..., Any]:
 @click.option(
     "--abstain", is_flag=True, help="Return no routed tool (always-on ones only) when no tool fits the request."
 )
-@click.option(
-    "--provider",
-    "providers",
-    multiple=True,
-    callback=_filter("providers"),
-    help="Only tools of this provider (repeatable).",
-)
-@click.option("--tag", "tags", multiple=True, callback=_filter("tags"), help="Only tools with this tag (repeatable).")
+@_filter_option("--provider", "providers", "Only tools of this provider (repeatable).")
+@_filter_option("--tag", "tags", "Only tools with this tag (repeatable).")
 @click.pass_context
 def route(
     ctx: click.Context,
