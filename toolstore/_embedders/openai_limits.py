@@ -33,10 +33,11 @@ def check_model(model: str, dimensions: int | None) -> None:
     pgvector column holds; InvalidInputError naming what is wrong otherwise."""
     if not model:
         raise InvalidInputError("OpenAIEmbedder model must be a non-empty string")
-    if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
+    if dimensions is None:
+        return
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
         raise InvalidInputError(f"OpenAIEmbedder dimensions must be a positive integer, got {dimensions!r}")
-    if dimensions is not None:
-        check_width(dimensions, f"embedder 'openai/{model}@{dimensions}': its dimensions")
+    check_width(dimensions, f"embedder 'openai/{model}@{dimensions}': its dimensions")
 
 
 class LengthRefused(Exception):  # not an error of toolstore's: the embedder handles it and never raises it
