@@ -45,6 +45,7 @@ LAYERS: list[set[str]] = [
         "_closing",
         "_remedies",
         "_drive",
+        "_retention",
     },
     {"_embedded", "_lending", "_commits", "_encoding", "_setup", "_connect", "_replicas", "_migrate"},
     {

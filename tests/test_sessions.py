@@ -34,7 +34,7 @@ from toolstore import (
 )
 from toolstore import _sessions as sessions_module
 from toolstore._catalog_row import lock_catalog
-from toolstore._sessions import Retention
+from toolstore._retention import Retention
 from toolstore.cli.sessions import parse_duration
 
 TOOLS = [Tool(id=f"app.t{i}", name=f"t{i}", provider="app", description=f"tool number {i}") for i in range(8)]

@@ -13,20 +13,10 @@ import psycopg
 from ._housekeeping import set_settings
 from ._input import call_id_list, check_session, check_session_calls, session_pairs
 from ._models import CatalogInfo, LoggedCall
+from ._retention import DEFAULT_MAX_CALLS, RETENTION_KEY, check_retention, prune_before, retention
 from ._rows import CREATE_IT
 from ._session_reads import has_session, list_sessions, session_log, transitions
-from ._sessions import (
-    DEFAULT_MAX_CALLS,
-    RETENTION_KEY,
-    check_retention,
-    import_sessions,
-    new_call_ids,
-    prune,
-    prune_before,
-    record_calls,
-    record_new_calls,
-    retention,
-)
+from ._sessions import import_sessions, new_call_ids, prune, record_calls, record_new_calls
 
 
 class SessionMethods:

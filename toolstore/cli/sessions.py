@@ -13,8 +13,8 @@ import click
 from .._errors import InvalidInputError
 from .._input import check_session
 from .._metrics import load_sessions
+from .._retention import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .._session_reads import MAX_LIMIT
-from .._sessions import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .app import command, emit, note, open_store, plural, reading, summary, wants_json
 from .params import checked, not_empty
 
