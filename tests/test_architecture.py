@@ -51,6 +51,7 @@ LAYERS: list[set[str]] = [
     {
         "_indexes",
         "_vectors",
+        "_stored_tools",
         "_catalog",
         "_housekeeping",
         "_catalog_row",

@@ -248,7 +248,7 @@ def test_a_bulk_upsert_with_examples_looks_at_its_tools_once_before_the_lock(
     with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="bulk-once") as store:
         tools = _bulk_catalog(monkeypatch, store)
         calls: list[str] = []
-        for name in ("check_tools", "_changes"):
+        for name in ("check_tools", "tool_changes"):
             original = getattr(toolstore._catalog, name)
 
             def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
@@ -262,5 +262,5 @@ def test_a_bulk_upsert_with_examples_looks_at_its_tools_once_before_the_lock(
         examples = [IntentExample(t.id, f"could you {t.description}") for t in tools[25:]]
         report = store.upsert(tools, examples=examples, prune=True)
         assert (len(report.inserted), report.unchanged, report.examples, report.removed) == (35, 25, 35, [])
-        assert calls == ["check_tools", "_changes", "_changes"]  # the first look, then the locked one
+        assert calls == ["check_tools", "tool_changes", "tool_changes"]  # the first look, then the locked one
         assert len(hashed) == 2 * len(tools)  # each tool hashed once per look

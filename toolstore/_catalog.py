@@ -1,11 +1,11 @@
-"""The write path and listings: tools, vectors and intent examples go in as one transaction, all or nothing.
+"""The write path: tools, vectors and intent examples go in as one transaction, all or nothing.
 
 Connection-level functions; :class:`toolstore.ToolStore` says when to call them. Every write takes the catalog's row
 lock first (``lock_catalog``), creating the catalog in that same transaction when allowed, so writers of one catalog
 queue in one order, a failed first write leaves no empty catalog behind, and what changed is decided under the lock
 (two concurrent imports end as one of them, never a mix). Work that may be slow (embedding) happens before the lock,
-from a first unlocked look; the locked look only embeds what changed in between. What a row looks like and what input
-is refused lives in ``_rows``; vectors and their indexes in ``_vectors``.
+from a first unlocked look; the locked look only embeds what changed in between (both looks: ``_stored_tools``). What
+a row looks like and what input is refused lives in ``_rows``; vectors and their indexes in ``_vectors``.
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
-from psycopg.rows import dict_row
 
 from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
@@ -38,16 +36,14 @@ from ._models import CatalogInfo, ImportReport, IntentExample, Tool
 from ._rows import (
     CREATE_IT,
     NOT_CREATED,
-    carry_expansions,
     check_examples,
-    check_ids,
     check_tools,
     json_batches,
-    tool_from_row,
     tool_row,
     unknown_catalog,
 )
 from ._sql import query
+from ._stored_tools import Changes, tool_changes
 from ._text import dense_text
 from ._vectors import embed_cached, record_model, write_examples, write_tool_vectors
 
@@ -62,39 +58,6 @@ UPSERT_BYTES = 64 * 2**20
 Locked = Callable[[psycopg.Connection[Any], CatalogInfo, ImportReport], None]
 
 
-@dataclass(frozen=True)
-class _Changes:
-    tools: list[Tool]  # the incoming tools, generated expansions carried over
-    changed: list[Tool]  # new or different from the stored row
-    repair: list[Tool]  # the catalog's other tools without a vector (stored while no embedder was at hand)
-    hashes: dict[str, str]  # content hash by id, of every incoming tool (none when the catalog held no tool)
-
-
-def _changes(
-    conn: psycopg.Connection[Any],
-    info: CatalogInfo,
-    tools: Sequence[Tool],
-    embedder: Embedder | None,
-    prune_scope: tuple[bool, str | None] = (False, None),
-) -> _Changes:
-    bare = [t.id for t in tools if not t.expansion]
-    tools = carry_expansions(tools, {t.id: t for t in list_tools(conn, info, bare)} if bare else {})
-    existing = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
-    # into a catalog without tools every tool is new: its row hashes it, in the thread that builds the rows
-    hashes = {t.id: t.content_hash() for t in tools} if existing else {}
-    changed = [t for t in tools if existing.get(t.id) != hashes[t.id]] if existing else list(tools)
-    repair: list[Tool] = []
-    vectorless = conn.execute(query("vectorless_count"), {"catalog": info.id}).fetchone() if embedder else None
-    if vectorless is not None and vectorless[0] > 0:  # then which; read only when some are not in this write
-        missing = dict(conn.execute(query("tools_without_vectors"), {"catalog": info.id}).fetchall())
-        incoming, changed_ids = {t.id: t for t in tools}, {t.id for t in changed}
-        repair = [incoming[i] for i in missing if i in incoming and i not in changed_ids]
-        prune, upstream = prune_scope  # a tool this write prunes is not embedded first
-        others = [i for i, u in missing.items() if i not in incoming and not (prune and upstream in (None, u))]
-        repair += list_tools(conn, info, others) if others else []
-    return _Changes(tools, changed, repair, hashes)
-
-
 def upsert_tools(
     conn: psycopg.Connection[Any],
     catalog: str,
@@ -106,7 +69,7 @@ def upsert_tools(
     if_unchanged: Mapping[str, str] | None = None,
     create: bool = True,
     indexes: bool = True,
-    first_look: _Changes | None = None,
+    first_look: Changes | None = None,
     locked: Locked | None = None,
 ) -> ImportReport:
     """Insert new tools, update changed ones (by content hash), optionally remove the catalog's others.
@@ -121,7 +84,8 @@ def upsert_tools(
     One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim; ``locked``
     is called in it, under the catalog's lock, once the tools are written (at each try).
     ``indexes=False``: the catalog's HNSW indexes are left as they are, for the caller to make whole after its
-    transaction (:func:`upsert_with_examples`), which may pass its ``first_look`` (:func:`_changes`, input checked).
+    transaction (:func:`upsert_with_examples`), which may pass its ``first_look``
+    (:func:`~._stored_tools.tool_changes`, input checked).
     """
     if first_look is None:
         check_tools(tools)
@@ -131,9 +95,9 @@ def upsert_tools(
     if embedder is not None and info is not None:
         info.require_model(embedder.model)
     prune_scope = (prune, prune_upstream)
-    fresh = _Changes(list(tools), list(tools), [], {})  # a catalog's first write
+    fresh = Changes(list(tools), list(tools), [], {})  # a catalog's first write
     if first_look is None:
-        first_look = _changes(conn, info, tools, embedder, prune_scope) if info is not None else fresh
+        first_look = tool_changes(conn, info, tools, embedder, prune_scope) if info is not None else fresh
     looked = first_look.changed + first_look.repair if embedder is not None else []
     texts = [dense_text(t) for t in looked]
     known = {t.id: (t, text) for t, text in zip(looked, texts)}  # the write reuses them for the same tools
@@ -221,14 +185,14 @@ def _bulk_tables(
     examples: Sequence[IntentExample],
     embedder: Embedder,
     prune: bool,
-) -> tuple[list[str], _Changes | None]:
+) -> tuple[list[str], Changes | None]:
     """The vector tables into which the write brings more than BULK_VECTORS new vectors, counted as
     :func:`upsert_tools` and :func:`add_examples` count them; the input is checked first, as they check it. With the
     tools' first look when it took one (more than BULK_VECTORS tools), which :func:`upsert_tools` then reuses."""
     tables, changes = [], None
     if len(tools) > BULK_VECTORS:
         check_tools(tools)
-        changes = _changes(conn, info, tools, embedder, (prune, None))
+        changes = tool_changes(conn, info, tools, embedder, (prune, None))
         if len(changes.changed) + len(changes.repair) > BULK_VECTORS:
             tables.append("tool_vectors")
     if len(examples) > BULK_VECTORS:
@@ -260,7 +224,7 @@ def _write_tools(
         if if_unchanged is not None:
             current = dict(conn.execute(query("tool_hashes"), {"catalog": info.id}).fetchall())
             tools = [t for t in tools if t.id in if_unchanged and current.get(t.id) == if_unchanged[t.id]]
-        changes = _changes(conn, info, tools, embedder, prune_scope)
+        changes = tool_changes(conn, info, tools, embedder, prune_scope)
         report = ImportReport(unchanged=len(changes.tools) - len(changes.changed))
         for tool_id, inserted in _upsert(conn, info.id, changes.changed, changes.hashes):
             (report.inserted if inserted else report.updated).append(tool_id)
@@ -387,13 +351,3 @@ def _check_known(conn: psycopg.Connection[Any], info: CatalogInfo, examples: Seq
     if unknown:
         shown = ", ".join(repr(u) for u in unknown[:5])
         raise UnknownToolError(f"intent examples name {len(unknown)} tool(s) not in catalog {info.name!r}: {shown}")
-
-
-def list_tools(conn: psycopg.Connection[Any], info: CatalogInfo, ids: Sequence[str] | None = None) -> list[Tool]:
-    """The catalog's tools (or those with the given ids), ordered by id."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        if ids is None:
-            cur.execute(query("list_tools"), {"catalog": info.id})
-        else:
-            cur.execute(query("get_tools"), {"catalog": info.id, "ids": check_ids(ids)})
-        return [tool_from_row(r) for r in cur.fetchall()]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from tqdm import tqdm
 
-from ._catalog import list_tools, upsert_tools
+from ._catalog import upsert_tools
 from ._embedders.openai_client import base_url_in_use, describe
 from ._errors import ExpansionError, InvalidToolError, redact
 from ._input import MAX_DOC_CHARS
@@ -42,6 +42,7 @@ from ._models import CatalogInfo, Tool
 from ._observe import logger
 from ._rows import EXPANSION_RECORD, check_tools, expansion_record, expansion_sha, is_generated
 from ._sql import query
+from ._stored_tools import list_tools
 from ._text import split_identifier
 
 if TYPE_CHECKING:

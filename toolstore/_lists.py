@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from psycopg.rows import dict_row
 
-from ._catalog import list_tools
 from ._fusion import CONTEXT_TURNS, EXAMPLES_PER_CANDIDATE
 from ._models import CatalogInfo, Tool
 from ._route import context_vector
 from ._split import split_request
 from ._sql import query
+from ._stored_tools import list_tools
 from ._text import dense_text, expansion_doc, query_identifiers, query_text
 from ._vectors import embed_cached, one_width
 

@@ -8,7 +8,6 @@ from typing import Any
 import psycopg
 
 from ._abstain import SETTINGS_KEY
-from ._catalog import list_tools
 from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
@@ -16,6 +15,7 @@ from ._indexes import BULK_VECTORS, drop_indexes, in_transaction, indexes_after_
 from ._models import Tool
 from ._rows import unknown_catalog
 from ._sql import query
+from ._stored_tools import list_tools
 from ._text import dense_text
 from ._vectors import embed_cached, one_width, replace_example_vectors, write_tool_vectors
 
