@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-import toolstore._catalog
+import toolstore._bulk_load
 import toolstore._indexes
 import toolstore._sql
 from toolstore import (
@@ -181,7 +181,7 @@ def test_a_granted_writer_leaves_index_maintenance_to_the_owner(
     (here 20), or a bulk load that would drop the index first (here over 10 vectors), succeeds without touching the
     index and warns; routes stay correct (exact search), and the owner's next write builds the index."""
     monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
-    monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
+    monkeypatch.setattr(toolstore._bulk_load, "BULK_VECTORS", 10)
     tools = generated_tools(60, seed=4)
 
     def indexes(store: ToolStore) -> list[tuple[str, bool]]:

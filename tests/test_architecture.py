@@ -52,6 +52,7 @@ LAYERS: list[set[str]] = [
         "_indexes",
         "_vectors",
         "_stored_tools",
+        "_bulk_load",
         "_catalog",
         "_housekeeping",
         "_catalog_row",

@@ -15,6 +15,7 @@ import psycopg_pool.pool
 import pytest
 from click.testing import CliRunner
 
+import toolstore._bulk_load
 import toolstore._catalog
 import toolstore._connect
 import toolstore._indexes
@@ -41,7 +42,7 @@ def failed_bulk_import(dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     index dropped before it) that fails (a namespace clash) and whose index cannot be built again after it (a
     deadlock victim every time), as test_upsert_examples provokes it."""
     monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
-    monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
+    monkeypatch.setattr(toolstore._bulk_load, "BULK_VECTORS", 10)
     tools = generated_tools(60, seed=5)
     with ToolStore(dsn, embedder=HashingEmbedder(), catalog="noted") as store:
         store.upsert(tools[:25])

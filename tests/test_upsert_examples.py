@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
+import toolstore._bulk_load
 import toolstore._catalog
 import toolstore._indexes
 import toolstore._reembed
@@ -93,11 +94,11 @@ def test_a_bulk_upsert_without_examples_still_drops_the_indexes_first(
     longer dropped the catalog's HNSW indexes before it (one build after it beats updating them row by row); with
     examples it does too, before the transaction."""
     monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
-    monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
+    monkeypatch.setattr(toolstore._bulk_load, "BULK_VECTORS", 10)
     dropped: list[str] = []
-    drop_indexes = toolstore._catalog.drop_indexes
+    drop_indexes = toolstore._bulk_load.drop_indexes
     monkeypatch.setattr(
-        toolstore._catalog, "drop_indexes", lambda *a, **kw: dropped.append("drop") or drop_indexes(*a, **kw)
+        toolstore._bulk_load, "drop_indexes", lambda *a, **kw: dropped.append("drop") or drop_indexes(*a, **kw)
     )
     tools = generated_tools(60, seed=3)
     examples = [IntentExample(tool_id=tools[0].id, query="a request")] if with_examples else []
@@ -126,7 +127,7 @@ def _index_oids(store: ToolStore) -> dict[str, int]:
 def _bulk_catalog(monkeypatch: pytest.MonkeyPatch, store: ToolStore) -> list[Tool]:
     """A catalog with both HNSW indexes (25 tools, 25 examples; indexes from 20 rows, bulk loads past 10)."""
     monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
-    monkeypatch.setattr(toolstore._catalog, "BULK_VECTORS", 10)
+    monkeypatch.setattr(toolstore._bulk_load, "BULK_VECTORS", 10)
     tools = generated_tools(60, seed=5)
     store.upsert(tools[:25], examples=[IntentExample(t.id, f"please {t.description}") for t in tools[:25]])
     assert set(_index_oids(store)) == set(VECTOR_TABLES)
@@ -248,14 +249,15 @@ def test_a_bulk_upsert_with_examples_looks_at_its_tools_once_before_the_lock(
     with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="bulk-once") as store:
         tools = _bulk_catalog(monkeypatch, store)
         calls: list[str] = []
-        for name in ("check_tools", "tool_changes"):
-            original = getattr(toolstore._catalog, name)
+        for module in (toolstore._bulk_load, toolstore._catalog):  # the first look's, the write's
+            for name in ("check_tools", "tool_changes"):
+                original = getattr(module, name)
 
-            def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-                calls.append(_name)
-                return _original(*args, **kwargs)
+                def counted(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+                    calls.append(_name)
+                    return _original(*args, **kwargs)
 
-            monkeypatch.setattr(toolstore._catalog, name, counted)
+                monkeypatch.setattr(module, name, counted)
         hashed = []
         content_hash = Tool.content_hash
         monkeypatch.setattr(Tool, "content_hash", lambda tool: hashed.append(tool.id) or content_hash(tool))

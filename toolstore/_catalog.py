@@ -5,7 +5,8 @@ lock first (``lock_catalog``), creating the catalog in that same transaction whe
 queue in one order, a failed first write leaves no empty catalog behind, and what changed is decided under the lock
 (two concurrent imports end as one of them, never a mix). Work that may be slow (embedding) happens before the lock,
 from a first unlocked look; the locked look only embeds what changed in between (both looks: ``_stored_tools``). What
-a row looks like and what input is refused lives in ``_rows``; vectors and their indexes in ``_vectors``.
+a row looks like and what input is refused lives in ``_rows``; vectors and their indexes in ``_vectors``; a large
+write's index drop and build around it in ``_bulk_load``.
 """
 
 from __future__ import annotations
@@ -14,43 +15,25 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import psycopg
 
+from ._bulk_load import ANALYZE_AFTER, bulk_tables, loaded, may_drop, to_drop
 from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
 from ._errors import InvalidToolError, UnknownToolError
 from ._formats.build import namespace_conflicts, namespace_error, namespace_record
-from ._indexes import (
-    BULK_VECTORS,
-    analyze_after_write,
-    drop_indexes,
-    in_transaction,
-    indexes_after_write,
-    restore_indexes,
-)
+from ._indexes import analyze_after_write
 from ._models import CatalogInfo, ImportReport, IntentExample, Tool
-from ._rows import (
-    CREATE_IT,
-    NOT_CREATED,
-    check_examples,
-    check_tools,
-    json_batches,
-    tool_row,
-    unknown_catalog,
-)
+from ._rows import CREATE_IT, NOT_CREATED, check_examples, check_tools, json_batches, tool_row, unknown_catalog
 from ._sql import query
 from ._stored_tools import Changes, tool_changes
 from ._text import dense_text
 from ._vectors import embed_cached, record_model, write_examples, write_tool_vectors
 
-T = TypeVar("T")
-
-#: A write changing more rows than this refreshes the planner's statistics (ANALYZE).
-ANALYZE_AFTER = 500
 #: Tools per ``upsert_tools`` statement, and the most JSON one takes (one jsonb value: Postgres caps it at 256 MB).
 UPSERT_BATCH = 2000
 UPSERT_BYTES = 64 * 2**20
@@ -106,48 +89,12 @@ def upsert_tools(
     write = partial(
         _write_tools, conn, catalog, tools, embedder, (known, vectors), prune_scope, if_unchanged, create, locked
     )
-    report = _loaded(
-        conn, catalog, info, _bulk(conn, info, "tool_vectors", len(texts)), partial(retry_conflicts, write), indexes
+    report = loaded(
+        conn, catalog, info, to_drop(conn, info, "tool_vectors", len(texts)), partial(retry_conflicts, write), indexes
     )
     if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
         analyze_after_write(conn, catalog)
     return report
-
-
-def _bulk(conn: psycopg.Connection[Any], info: CatalogInfo | None, table: str, n: int) -> list[str]:
-    """``[table]`` when loading ``n`` new vectors into it should drop the catalog's index there first (more than
-    BULK_VECTORS, where :func:`_may_drop`: one build after the load beats row-by-row inserts), else none."""
-    return [table] if n > BULK_VECTORS and _may_drop(conn, info) else []
-
-
-def _may_drop(conn: psycopg.Connection[Any], info: CatalogInfo | None) -> bool:
-    """Whether a write may drop the catalog's HNSW indexes before it: the catalog has vectors (a dimension), and the
-    write runs outside a transaction (dropped and built concurrently)."""
-    return info is not None and info.embed_dim is not None and not in_transaction(conn)
-
-
-def _loaded(
-    conn: psycopg.Connection[Any],
-    catalog: str,
-    info: CatalogInfo | None,
-    tables: list[str],
-    write: Callable[[], T],
-    indexes: bool = True,
-) -> T:
-    """``write()`` with the catalog's HNSW index of each of ``tables`` dropped before it (concurrently) and built again
-    after a failure; after a success the catalog's indexes are made whole (unless ``indexes`` is false: the caller does
-    it), which also repairs one a killed concurrent build left invalid."""
-    if tables and info is not None:
-        retry_conflicts(lambda: drop_indexes(conn, info.id, tables=tables))
-    try:
-        result = write()
-    except BaseException as exc:
-        if tables:
-            restore_indexes(conn, catalog, exc)
-        raise
-    if indexes:
-        indexes_after_write(conn, catalog)
-    return result
 
 
 def upsert_with_examples(
@@ -165,8 +112,8 @@ def upsert_with_examples(
     the transaction (concurrently, as each write alone drops it: meanwhile the catalog's dense retrieval searches
     exactly), and its indexes are made whole once after the commit, or after a failure."""
     info = catalog_info(conn, catalog)
-    bulk = _may_drop(conn, info)
-    tables, first_look = _bulk_tables(conn, info, tools, examples, embedder, prune) if bulk and info else ([], None)
+    bulk = may_drop(conn, info)
+    tables, first_look = bulk_tables(conn, info, tools, examples, embedder, prune) if bulk and info else ([], None)
     options: dict[str, Any] = {"prune": prune, "create": create, "indexes": False, "first_look": first_look}
 
     def write() -> ImportReport:
@@ -175,32 +122,7 @@ def upsert_with_examples(
             report.examples = add_examples(conn, catalog, examples, embedder, indexes=False)
         return report
 
-    return _loaded(conn, catalog, info, tables, write)
-
-
-def _bulk_tables(
-    conn: psycopg.Connection[Any],
-    info: CatalogInfo,
-    tools: Sequence[Tool],
-    examples: Sequence[IntentExample],
-    embedder: Embedder,
-    prune: bool,
-) -> tuple[list[str], Changes | None]:
-    """The vector tables into which the write brings more than BULK_VECTORS new vectors, counted as
-    :func:`upsert_tools` and :func:`add_examples` count them; the input is checked first, as they check it. With the
-    tools' first look when it took one (more than BULK_VECTORS tools), which :func:`upsert_tools` then reuses."""
-    tables, changes = [], None
-    if len(tools) > BULK_VECTORS:
-        check_tools(tools)
-        changes = tool_changes(conn, info, tools, embedder, (prune, None))
-        if len(changes.changed) + len(changes.repair) > BULK_VECTORS:
-            tables.append("tool_vectors")
-    if len(examples) > BULK_VECTORS:
-        check_examples(examples)
-        existing = {(r[0], r[1]) for r in conn.execute(query("existing_examples"), {"catalog": info.id})}
-        if len({ex.query for ex in examples if (ex.tool_id, ex.query) not in existing}) > BULK_VECTORS:
-            tables.append("intent_examples")
-    return tables, changes
+    return loaded(conn, catalog, info, tables, write)
 
 
 def _write_tools(
@@ -315,7 +237,7 @@ def add_examples(
     texts = list(dict.fromkeys(ex.query for ex in examples if (ex.tool_id, ex.query) not in existing))
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=info.require_dim))) if texts else {}
     write = partial(retry_conflicts, partial(_write_examples, conn, catalog, examples, embedder, vectors))
-    written = _loaded(conn, catalog, info, _bulk(conn, info, "intent_examples", len(texts)), write, indexes)
+    written = loaded(conn, catalog, info, to_drop(conn, info, "intent_examples", len(texts)), write, indexes)
     if written > ANALYZE_AFTER:
         analyze_after_write(conn, catalog, examples_only=True)
     return written
