@@ -32,3 +32,7 @@ select 1 from pg_database where datname = %(name)s;
 
 -- name: create_database
 create database {name};
+
+-- name: migrating_as
+-- Who migrates where, named by the errors of a role that may not create pgvector or the schema.
+select current_user::text, current_database()::text;

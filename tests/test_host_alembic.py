@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,11 @@ import psycopg
 import pytest
 from alembic import command
 from alembic.config import Config
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from sqlalchemy import create_engine, pool
 
-from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore, migrate
+from toolstore import DatabaseError, HashingEmbedder, InvalidInputError, Tool, ToolStore, migrate
 from toolstore._migrate import HEAD_REVISION, VERSION_TABLE
 
 ENV = """
@@ -136,3 +140,49 @@ def test_the_hosts_offline_mode_is_refused_saying_why(host: Config, tmp_path: Pa
     not_sqlalchemy: Any = object()  # a driver's connection (psycopg's, the application's pool's): not what it runs on
     with pytest.raises(InvalidInputError, match=r"got builtins\.object; without one, give migrate\(\) the DSN$"):
         migrate(connection=not_sqlalchemy)
+
+
+@pytest.fixture
+def app_role(empty_dsn: str) -> Iterator[tuple[str, str]]:
+    """A login role that may create its own tables in ``public`` but not schemas (no CREATE on the database), and a
+    DSN logging in as it; pgvector is not installed."""
+    role = f"ts_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("grant usage, create on schema public to {}").format(sql.Identifier(role)))
+        database = conn.execute("select current_database()").fetchone()[0]  # type: ignore[index]
+        conn.execute(sql.SQL("revoke create on database {} from public").format(sql.Identifier(database)))
+    yield role, make_conninfo(empty_dsn, user=role)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop owned by {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+def test_a_role_that_may_not_create_the_schema_or_pgvector_is_told_what_the_administrator_runs(
+    empty_dsn: str, host: Config, app_role: tuple[str, str]
+) -> None:
+    """A role without CREATE on the database read "permission denied to create extension "vector"" or "permission
+    denied for database app", and from the host's alembic SQLAlchemy's ProgrammingError with its traceback: neither
+    says what is missing nor what README says to do. The error names what is missing, the role, and the statement
+    an administrator runs, and once run, the same migration succeeds."""
+    role, app = app_role
+    database = conninfo_to_dict(empty_dsn)["dbname"]
+    with pytest.raises(DatabaseError) as refused:
+        run(host, app, True, "head")
+    assert str(refused.value).startswith(f"pgvector is not installed in database {database!r}")
+    assert str(refused.value).endswith("an administrator runs `create extension vector` in it")
+    assert "\n" not in str(refused.value)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("create extension vector")
+    for migrating in (lambda: run(host, app, True, "head"), lambda: migrate(app, schema="agent_tools")):
+        with pytest.raises(DatabaseError) as refused:
+            migrating()
+        assert f"does not exist and role {role!r} may not create it (permission denied for database" in str(
+            refused.value
+        )
+        assert str(refused.value).endswith(f'authorization "{role}"`, and the role needs nothing more')
+    assert placed(empty_dsn) == {}  # the host's own first table went with its failed upgrade
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("create schema toolstore authorization {}").format(sql.Identifier(role)))
+    run(host, app, True, "head")
+    assert placed(empty_dsn)[VERSION_TABLE] == "toolstore"

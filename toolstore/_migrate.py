@@ -49,14 +49,40 @@ def prepare_connection(connection: Connection, schema: str) -> None:
     raw = connection.connection.driver_connection
     check_encoding(cast(psycopg.Connection[Any], raw))  # a caller's connection (an engine told client_encoding=utf8)
     connection.exec_driver_sql(query("migration_lock"), {"key": _LOCK_KEY})
-    connection.exec_driver_sql(query("create_vector_extension"))
+    role, database = connection.exec_driver_sql(query("migrating_as")).one()  # for the errors below: read before
+    _privileged(
+        connection,
+        query("create_vector_extension"),
+        f"pgvector is not installed in database {database!r} and role {role!r} may not install it",
+        "an administrator runs `create extension vector` in it",
+    )
     # CREATE SCHEMA IF NOT EXISTS checks CREATE on the database before it looks: a role given only its own schema
     # (made by an administrator) would be refused. Only a missing schema is created.
     name = sql.Identifier(schema)
     if connection.exec_driver_sql(query("schema_oid"), {"schema": name.as_string(raw)}).scalar() is None:
-        connection.exec_driver_sql(sql.SQL(query("create_schema")).format(schema=name).as_string(raw))
+        _privileged(
+            connection,
+            sql.SQL(query("create_schema")).format(schema=name).as_string(raw),
+            f"schema {schema!r} does not exist and role {role!r} may not create it",
+            f"an administrator runs `create schema {schema} authorization {sql.Identifier(role).as_string(raw)}`, "
+            "and the role needs nothing more",
+        )
     ext_schema = connection.exec_driver_sql(query("extension_schema")).scalar_one()
     connection.exec_driver_sql(query("set_search_path"), {"path": search_path(raw, schema, ext_schema)})
+
+
+def _privileged(connection: Connection, statement: str, problem: str, fix: str) -> None:
+    """Run ``statement``; where the role lacks the privilege it needs, a DatabaseError saying ``problem`` (the server's
+    words after it) and ``fix``: SQLAlchemy's ProgrammingError, raised through the host's alembic, named neither what
+    was missing nor who makes it."""
+    from sqlalchemy import exc
+
+    try:
+        connection.exec_driver_sql(statement)
+    except exc.DBAPIError as error:
+        if not isinstance(error.orig, psycopg.errors.InsufficientPrivilege):
+            raise
+        raise DatabaseError(f"{problem} ({first_line(error.orig)}): {fix}") from error
 
 
 def alembic_config(connection: Connection, schema: str) -> Config:
