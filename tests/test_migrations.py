@@ -291,6 +291,22 @@ def test_store_refuses_an_unmigrated_database_when_told_not_to_migrate(empty_dsn
         ToolStore(empty_dsn, embedder=None, migrate=False)
 
 
+def test_a_store_of_a_schema_never_migrated_says_to_name_the_one_migrated(empty_dsn: str) -> None:
+    """An application that migrated toolstore into a schema of its choosing from its own alembic history, then opened
+    ``ToolStore(dsn, migrate=False)``, read "toolstore schema 'toolstore' is at nothing, not <head>: run `toolstore
+    migrate`", which would make a second, empty schema; the error says the schema was never migrated and to give
+    the store the one migrated first. A schema behind says its revision and how to migrate it."""
+    from toolstore import DatabaseError
+
+    migrate(empty_dsn, schema="agent_tools", revision="0028")
+    with pytest.raises(DatabaseError) as refused:
+        ToolStore(empty_dsn, embedder=None, migrate=False)
+    assert str(refused.value).startswith("toolstore schema 'toolstore' was never migrated and the store was told not")
+    assert "give it the schema you migrated (schema=...)" in str(refused.value)
+    with pytest.raises(DatabaseError, match=rf"^toolstore schema 'agent_tools' is at 0028, not {HEAD_REVISION}: run `"):
+        ToolStore(empty_dsn, embedder=None, schema="agent_tools", migrate=False)
+
+
 def test_a_failing_migration_is_one_clean_error_and_changes_nothing(empty_dsn: str) -> None:
     from toolstore import DatabaseError
 

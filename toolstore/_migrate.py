@@ -333,9 +333,15 @@ def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT
     if revision == HEAD_REVISION:
         return
     newer_schema(revision, schema)
+    if not auto and revision is None:  # the application migrated another schema, perhaps: the store names the default
+        raise DatabaseError(
+            f"toolstore schema {schema!r} was never migrated and the store was told not to (migrate=False): give it "
+            f"the schema you migrated (schema=...), or migrate this one (`toolstore migrate`, toolstore.migrate())"
+        )
     if not auto:
         raise DatabaseError(
-            f"toolstore schema {schema!r} is at {revision or 'nothing'}, not {HEAD_REVISION}: run `toolstore migrate`"
+            f"toolstore schema {schema!r} is at {revision}, not {HEAD_REVISION}: run `toolstore migrate` (or "
+            "toolstore.migrate(), from a migration of your own alembic history too)"
         )
     migrate(dsn, schema=schema)
 
