@@ -186,3 +186,21 @@ def test_a_role_that_may_not_create_the_schema_or_pgvector_is_told_what_the_admi
         conn.execute(sql.SQL("create schema toolstore authorization {}").format(sql.Identifier(role)))
     run(host, app, True, "head")
     assert placed(empty_dsn)[VERSION_TABLE] == "toolstore"
+
+
+def test_a_connection_of_another_driver_is_refused_naming_it() -> None:
+    """An application's alembic on psycopg2 (``postgresql+psycopg2://``, what ``postgresql://`` means in SQLAlchemy
+    2.0), asyncpg or an async env.py hands toolstore a live SQLAlchemy Connection whose driver connection is not
+    psycopg's: the migration ended in "AttributeError: 'psycopg2.extensions.connection' object has no attribute
+    'execute'". It is refused, naming the driver and the engine to run toolstore's migrations on. SQLite stands in for
+    another driver here (no database needed)."""
+    engine = create_engine("sqlite://")
+    try:
+        with engine.connect() as conn, pytest.raises(InvalidInputError) as refused:
+            migrate(connection=conn)
+    finally:
+        engine.dispose()
+    assert str(refused.value).startswith(
+        "migrate(connection=...) needs a SQLAlchemy Connection of the sync psycopg driver, got one of sqlite+pysqlite:"
+    )
+    assert "postgresql+psycopg://" in str(refused.value)

@@ -157,9 +157,9 @@ def _connect(dsn: str) -> psycopg.Connection[Any]:
 
 
 def _live(connection: Connection) -> Connection:
-    """``connection`` when it is a live SQLAlchemy Connection; else an InvalidInputError saying what to give (alembic's
-    offline mode, ``--sql``, hands out a MockConnection, whose statements return nothing: toolstore cannot run there).
-    """
+    """``connection`` when it is a live SQLAlchemy Connection on sync psycopg; else an InvalidInputError saying what to
+    give (alembic's offline mode, ``--sql``, hands out a MockConnection, whose statements return nothing: toolstore
+    cannot run there; toolstore runs on psycopg's connection, where psycopg2's or an async one has other methods)."""
     from sqlalchemy.engine import Connection as Live
     from sqlalchemy.engine.mock import MockConnection
 
@@ -175,6 +175,15 @@ def _live(connection: Connection) -> Connection:
         raise InvalidInputError(
             f"migrate(connection=...) needs a live SQLAlchemy Connection (op.get_bind() in an alembic migration), got "
             f"{kind}; without one, give migrate() the DSN"
+        )
+    if not isinstance(connection.connection.driver_connection, psycopg.Connection):  # psycopg2's, asyncpg's, async
+        dialect = connection.dialect
+        driver = f"{dialect.name}+{dialect.driver}{' (async)' if dialect.is_async else ''}"
+        raise InvalidInputError(
+            f"migrate(connection=...) needs a SQLAlchemy Connection of the sync psycopg driver, got one of {driver}: "
+            "toolstore's migrations run on the psycopg connection under it; run your alembic on a sync engine of "
+            "postgresql+psycopg:// (alembic's default env.py; psycopg comes with toolstore, and your application's "
+            "engine may keep its driver)"
         )
     return connection
 
