@@ -39,10 +39,15 @@ select exists (select 1 from catalog_grants where role = %(role)s)
        or exists (select 1 from tenant_roles where role = %(role)s and can_write) as writes;
 
 -- name: schema_denied
--- The connected role when it may not use the schema (no grant, or its last one revoked): Postgres then leaves the
--- schema off the search_path, and a statement fails with "relation ... does not exist". No row when it may, or
--- when there is no such schema.
-select current_user::text from pg_namespace where nspname = %(schema)s and not has_schema_privilege(oid, 'USAGE');
+-- The connected role and whether it may not use the schema (no grant, or its last one revoked): Postgres then leaves
+-- the schema off the search_path, and a statement fails with "relation ... does not exist". A row too, not denied,
+-- when the schema has no toolstore tables (migrated down or dropped under open stores); no row when it may use them.
+select current_user::text, n.oid is not null and not has_schema_privilege(n.oid, 'USAGE')
+from (values (%(schema)s::name)) s (name)
+left join pg_namespace n on n.nspname = s.name
+where n.oid is null
+   or not has_schema_privilege(n.oid, 'USAGE')
+   or not exists (select from pg_class c where c.relnamespace = n.oid and c.relname = 'catalogs');
 
 -- name: granted_roles
 -- Every existing role with a grant: a migration to head sets their table privileges again.

@@ -448,3 +448,40 @@ def test_a_schema_name_with_capitals_is_refused_before_anything_runs(empty_dsn: 
         assert conn.execute("select count(*) from pg_namespace where nspname ilike 'agenttools'").fetchone() == (0,)
     migrate(empty_dsn, schema="agent_tools_2")  # lower case, digits and underscores are fine
     assert tables(empty_dsn, "agent_tools_2") == TABLES | {VERSION_TABLE}
+
+
+def test_a_store_whose_schema_was_migrated_down_under_it_says_so(dsn: str) -> None:
+    """An application's ``alembic downgrade`` (or ``toolstore migrate --revision base --downgrade``) while its stores
+    were open left their next route reading "database error: function route_catalog(smallint, smallint) does not
+    exist", toolstore's own function named as if the call were wrong; it says the schema has no tables and to migrate
+    it again, on a ToolStore and an AsyncToolStore, after a downgrade and after the schema was dropped. Once migrated
+    again, the store routes (its catalog gone with the tables: the next write makes it again)."""
+    import asyncio
+
+    from toolstore import AsyncToolStore
+
+    gone = r"^toolstore schema 'toolstore' has no tables \(migrated down or dropped while the store was open\): migrate"
+    tool = Tool(id="a", name="send_email", description="Send an email")
+
+    async def scenario() -> None:
+        async with AsyncToolStore(dsn, embedder=HashingEmbedder(16), migrate=False) as async_store:
+            with ToolStore(dsn, embedder=HashingEmbedder(16), migrate=False) as store:
+                store.upsert([tool])
+                assert (await async_store.route("send an email")).ids == store.route("send an email").ids == ["a"]
+                for take_down in ("downgrade", "drop schema"):
+                    if take_down == "downgrade":
+                        migrate(dsn, revision="base", downgrade=True)
+                    else:
+                        with psycopg.connect(dsn, autocommit=True) as conn:
+                            conn.execute("drop schema toolstore cascade")
+                    with pytest.raises(DatabaseError, match=gone):
+                        store.route("send an email")
+                    with pytest.raises(DatabaseError, match=gone):
+                        store.upsert([tool])
+                    with pytest.raises(DatabaseError, match=gone):
+                        await async_store.route("send an email")
+                    migrate(dsn)
+                    store.upsert([tool])
+                    assert (await async_store.route("send an email")).ids == store.route("send an email").ids == ["a"]
+
+    asyncio.run(scenario())

@@ -100,8 +100,13 @@ def resolve_dsn(dsn: str | None) -> str:
     return embedded_dsn()
 
 
-def _denied(row: Any, schema: str) -> SchemaAccessError | None:
-    """``schema_denied``'s row (the role, when it may not use ``schema``) as the error to raise, else None."""
+def _denied(row: Any, schema: str) -> DatabaseError | None:
+    """``schema_denied``'s row as the error to raise (SchemaAccessError: the role may not use ``schema``), else None."""
+    if row and not row[1]:
+        return DatabaseError(
+            f"toolstore schema {schema!r} has no tables (migrated down or dropped while the store was open): "
+            "migrate it again (`toolstore migrate`, toolstore.migrate(), or your alembic upgrade that calls it)"
+        )
     return row and SchemaAccessError(
         f"role {row[0]!r} has no USAGE privilege on schema {schema!r}, so no access to toolstore's tables: it has no "
         f"grant (never made, or its last one revoked); the owner of the tables grants one with `toolstore -c CATALOG "
@@ -109,15 +114,16 @@ def _denied(row: Any, schema: str) -> SchemaAccessError | None:
     )
 
 
-def schema_denied(conn: psycopg.Connection[Any], schema: str) -> SchemaAccessError | None:
-    """After a name was not found on ``conn``: the error that says its role may not use ``schema``, when that is why."""
+def schema_denied(conn: psycopg.Connection[Any], schema: str) -> DatabaseError | None:
+    """After a name was not found on ``conn``: the error that says its role may not use ``schema``, or that the schema
+    has no toolstore tables, when that is why."""
     try:
         return _denied(conn.execute(query("schema_denied"), {"schema": schema}).fetchone(), schema)
     except psycopg.Error:  # a failed transaction, or the connection is gone: the original error stands
         return None
 
 
-async def schema_denied_async(conn: psycopg.AsyncConnection[Any], schema: str) -> SchemaAccessError | None:
+async def schema_denied_async(conn: psycopg.AsyncConnection[Any], schema: str) -> DatabaseError | None:
     """:func:`schema_denied` on an async connection."""
     try:
         return _denied(await (await conn.execute(query("schema_denied"), {"schema": schema})).fetchone(), schema)

@@ -14,7 +14,7 @@ from psycopg import sql
 
 from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, schema_denied
 from ._encoding import check_encoding
-from ._errors import DatabaseError, InvalidInputError
+from ._errors import DatabaseError, InvalidInputError, SchemaAccessError
 from ._input import flag
 from ._setup import search_path
 from ._sql import query, resource_dir
@@ -317,7 +317,7 @@ def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
     """The applied revision, or None when toolstore's schema was never migrated; SchemaAccessError when the role may
     not use the schema (Postgres would say only "permission denied for schema")."""
     denied = schema_denied(conn, schema)
-    if denied is not None:
+    if isinstance(denied, SchemaAccessError):  # not a schema without tables: that is one never migrated here
         raise denied
     table = sql.Identifier(schema, VERSION_TABLE)
     found = conn.execute(query("version_table"), {"table": table.as_string(conn)}).fetchone()
