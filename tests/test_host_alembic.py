@@ -51,7 +51,7 @@ HOST_HISTORY = {  # revision -> (down_revision, upgrade, downgrade): the host's 
     "h1": (None, 'op.create_table("users", sa.Column("id", sa.Integer, primary_key=True))', 'op.drop_table("users")'),
     "h2": (
         "h1",
-        'toolstore.migrate(connection=op.get_bind(), schema="toolstore")',
+        f'toolstore.migrate(connection=op.get_bind(), schema="toolstore", revision="{HEAD_REVISION}")',  # README pins
         'toolstore.migrate(connection=op.get_bind(), schema="toolstore", revision="base", downgrade=True)',
     ),
     "h3": ("h2", 'op.create_table("orders", sa.Column("id", sa.Integer, primary_key=True))', 'op.drop_table("orders")'),
