@@ -91,3 +91,14 @@ grant usage on all sequences in schema {schema} to {role};
 -- Taken by every migration (`_migrate`), and before any other change of the grants' privileges (a grant, a revoke:
 -- `_migrate.privileges_lock`): one at a time.
 select pg_advisory_xact_lock(%(key)s);
+
+-- name: migration_lock_try
+-- `migration_lock` when no one holds it: true when taken.
+select pg_try_advisory_xact_lock(%(key)s);
+
+-- name: migration_lock_holder
+-- The backend holding `migration_lock`, if any (a bigint key shows in pg_locks as its two halves, objsubid 1).
+select pid from pg_locks
+where locktype = 'advisory' and granted and objsubid = 1
+  and database = (select oid from pg_database where datname = current_database())
+  and classid = (%(key)s::bigint >> 32)::oid and objid = (%(key)s::bigint & 4294967295)::oid;

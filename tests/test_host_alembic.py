@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -204,3 +205,40 @@ def test_a_connection_of_another_driver_is_refused_naming_it() -> None:
         "migrate(connection=...) needs a SQLAlchemy Connection of the sync psycopg driver, got one of sqlite+pysqlite:"
     )
     assert "postgresql+psycopg://" in str(refused.value)
+
+
+def test_a_store_opened_inside_the_transaction_that_migrated_is_refused_rather_than_left_waiting(
+    empty_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An application that ran ``migrate(connection=conn)`` in its transaction and opened a store before committing it
+    hung for ever: the store, seeing no schema on its own connection, migrated too and waited for the migrations' lock,
+    held by the transaction that waited for it (a grant likewise). That thread's call is refused, naming the cause;
+    another thread's store waits for the commit as before and opens."""
+    monkeypatch.setenv("PGOPTIONS", "-c lock_timeout=20s")  # before the fix: a lock timeout after 20 s, not a hang
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(empty_dsn), poolclass=pool.NullPool)
+    opened: list[object] = []
+
+    def open_store() -> None:
+        try:
+            ToolStore(empty_dsn, embedder=None).close()
+            opened.append("opened")
+        except Exception as error:  # the test says what it was
+            opened.append(error)
+
+    other = threading.Thread(target=open_store)
+    try:
+        with engine.begin() as conn:
+            migrate(connection=conn)
+            refused = r"^toolstore's migration lock is held by this thread's own transaction, which ran migrate\("
+            with pytest.raises(InvalidInputError, match=refused):
+                ToolStore(empty_dsn, embedder=None)
+            with pytest.raises(InvalidInputError, match=refused):
+                migrate(empty_dsn)
+            other.start()
+    finally:
+        engine.dispose()
+        other.join(60)
+    assert opened == ["opened"]
+    with ToolStore(empty_dsn, embedder=HashingEmbedder(16)) as store:
+        store.upsert([Tool(id="a", name="send_email", description="Send an email")])
+        assert store.route("send an email").ids == ["a"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -34,6 +35,9 @@ _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent mi
 # serialises connections. The advisory lock is taken first (`_run`): a caller's transaction may hold it from an
 # earlier migrate(connection=...), and a thread holding this lock while waiting for it would deadlock with that one.
 _RUNNING = threading.Lock()
+# The connections that took the migrations' lock, by backend pid: with the thread that took it, so that a migration
+# (or a grant) of that thread on another connection, which would wait for the lock forever, is refused instead.
+_HOLDERS: dict[int, tuple[int, weakref.ref[psycopg.Connection[Any]]]] = {}
 
 
 def check_schema_name(schema: str) -> str:
@@ -48,7 +52,7 @@ def prepare_connection(connection: Connection, schema: str) -> None:
     """Create the schema and pgvector if needed, and put the schema first on the search_path."""
     raw = connection.connection.driver_connection
     check_encoding(cast(psycopg.Connection[Any], raw))  # a caller's connection (an engine told client_encoding=utf8)
-    connection.exec_driver_sql(query("migration_lock"), {"key": _LOCK_KEY})
+    take_lock(cast(psycopg.Connection[Any], raw))
     role, database = connection.exec_driver_sql(query("migrating_as")).one()  # for the errors below: read before
     _privileged(
         connection,
@@ -193,11 +197,11 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     from alembic.util import CommandError
 
     cfg = alembic_config(connection, schema)
-    connection.exec_driver_sql(query("migration_lock"), {"key": _LOCK_KEY})  # before _RUNNING: see there
+    raw = cast("psycopg.Connection[Any]", connection.connection.driver_connection)  # psycopg's, under SQLAlchemy's
+    take_lock(raw)  # before _RUNNING: see there
     # prepare_connection puts the schema first on the search_path for the rest of the transaction; in a host's
     # transaction, the host's next migrations would create their tables in toolstore's schema: it goes back after.
     path = connection.exec_driver_sql(query("search_path")).scalar_one()
-    raw = cast("psycopg.Connection[Any]", connection.connection.driver_connection)  # psycopg's, under SQLAlchemy's
     before = current_revision(raw, schema)
     newer_schema(before, schema)
     if not downgrade and before is not None and _below(revision, before):  # alembic: a silent no-op
@@ -293,7 +297,27 @@ def privileges_lock(conn: psycopg.Connection[Any]) -> None:
     """Inside a transaction: the migrations' lock, held until it ends, which every change of the grants' privileges
     takes first (a migration, a grant or revoke): two GRANTs on one table at once fail ("tuple concurrently
     updated")."""
-    conn.execute(query("migration_lock"), {"key": _LOCK_KEY})
+    take_lock(conn)
+
+
+def take_lock(conn: psycopg.Connection[Any]) -> None:
+    """The migrations' lock, held until ``conn``'s transaction ends; an InvalidInputError, rather than a wait that
+    never ends, when this thread's own open transaction on another connection holds it (``migrate(connection=...)``
+    in an application's transaction, then a store opened, which migrates, or a grant, before that one commits)."""
+    if not conn.execute(query("migration_lock_try"), {"key": _LOCK_KEY}).fetchone()[0]:  # type: ignore[index]
+        holder = conn.execute(query("migration_lock_holder"), {"key": _LOCK_KEY}).fetchone()
+        held = _HOLDERS.get(holder[0]) if holder else None
+        own = held[1]() if held and held[0] == threading.get_ident() else None
+        if own is not None and not own.closed and own.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
+            raise InvalidInputError(
+                "toolstore's migration lock is held by this thread's own transaction, which ran "
+                "migrate(connection=...) and has not ended: this call, on another connection, would wait for it "
+                "forever; commit that transaction first"
+            )
+        conn.execute(query("migration_lock"), {"key": _LOCK_KEY})
+    for pid in [pid for pid, (_, held_by) in _HOLDERS.items() if held_by() is None]:  # closed and gone since
+        _HOLDERS.pop(pid, None)
+    _HOLDERS[conn.info.backend_pid] = (threading.get_ident(), weakref.ref(conn))
 
 
 def set_privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
