@@ -43,3 +43,32 @@ def answered(cmd: Sequence[str], answer: bytes) -> tuple[int, str, str]:
         drawn = read_all(leader)
         err = proc.stderr.read().decode() if proc.stderr else ""
         return proc.wait(timeout=300), drawn.replace("\r\n", "\n"), err
+
+
+def controlling(cmd: Sequence[str]) -> tuple[subprocess.Popen[bytes], int]:
+    """``cmd`` started on a terminal that is its controlling one (Ctrl-C typed on it interrupts the command, and is
+    echoed as ``^C``, as a shell's terminal does) and its stdin, stdout and stderr: the process, and the terminal's
+    leader to read what is drawn and type on."""
+    leader, follower = open_terminal(200)
+    modes = termios.tcgetattr(follower)
+    modes[3] |= termios.ISIG | termios.ECHO | termios.ECHOCTL
+    termios.tcsetattr(follower, termios.TCSANOW, modes)
+    proc = subprocess.Popen(
+        cmd, stdin=follower, stdout=follower, stderr=follower, start_new_session=True, preexec_fn=_take_terminal
+    )
+    os.close(follower)
+    return proc, leader
+
+
+def _take_terminal() -> None:
+    """In the child, a session leader: its stdin's terminal becomes its controlling terminal."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def drawn_until(leader: int, text: str) -> str:
+    """What is drawn on the terminal until ``text`` is (a prompt), ``\\r\\n`` read as ``\\n``."""
+    drawn = b""
+    while text.encode() not in drawn.replace(b"\r\n", b"\n"):
+        data = os.read(leader, 65536)  # raises OSError (EIO) when the command ended first
+        drawn += data
+    return drawn.decode(errors="replace").replace("\r\n", "\n")

@@ -4,6 +4,7 @@ which only ``store.drop_catalog()`` in Python could do before."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from terminal import answered
+from terminal import answered, controlling, drawn_until, read_all
 
 from toolstore import (
     Anchor,
@@ -84,6 +85,23 @@ def test_drop_catalog_drops_the_catalog_named_not_the_one_of_the_catalog_option(
         result = CliRunner(env={"TOOLSTORE_CATALOG": "crm"}).invoke(cli, ["--dsn", dsn, "--embedder", "hashing", *args])
         assert result.exit_code == 2, result.output
     assert catalogs(dsn) == {"default": (2, 1), "crm": (2, 1)}
+
+
+def test_ctrl_c_at_the_question_says_aborted_on_a_line_of_its_own(dsn: str, tmp_path: Path) -> None:
+    """Ctrl-C typed at drop-catalog's question (click's confirm: an Abort, without the blank line click's main writes
+    past ``^C``) drew "aborted" right after the echoed ``^C``, "[y/N]: ^Caborted"; it is on a line of its own, exit
+    130, and the catalog is kept."""
+    fill(dsn, tmp_path, "crm")
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "drop-catalog", "crm"]
+    proc, leader = controlling(cmd)
+    asked = drawn_until(leader, "? [y/N]: ")
+    os.write(leader, b"\x03")  # Ctrl-C typed
+    drawn = asked + read_all(leader).replace("\r\n", "\n")
+    assert (proc.wait(timeout=300), drawn) == (
+        130,
+        "drop catalog 'crm' (2 tools, 1 intent example)? [y/N]: ^C\naborted\n",
+    )
+    assert catalogs(dsn) == {"crm": (2, 1)}
 
 
 def test_drop_catalog_off_a_terminal_without_yes_is_refused_in_one_line(dsn: str, tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def _failed_pool_close(self: Any, *args: Any, **kwargs: Any) -> None:
 
 joined, closed = psycopg_pool.pool.gather, toolstore._lending.CountedPool.close
 CLOSE_FAILURES = {
-    "ctrl-c": ((psycopg_pool.pool, "gather", _interrupted_join), 130, ["", "aborted"]),  # click: a line past ^C
+    "ctrl-c": ((psycopg_pool.pool, "gather", _interrupted_join), 130, ["aborted"]),  # no blank line off a terminal
     "database": (
         (toolstore._lending.CountedPool, "close", _failed_pool_close),
         1,

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from terminal import controlling, read_all
 
 from toolstore import InvalidToolError, ToolStore, load_tools_file
 
@@ -132,9 +133,27 @@ def test_ctrl_c_ends_the_wait_for_a_fifos_writer(dsn: str, tmp_path: Path) -> No
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
-    assert (proc.returncode, out, err.splitlines()) == (130, "", ["", "aborted"]), err
+    assert (proc.returncode, out, err) == (130, "", "aborted\n"), err  # click's blank line before it is gone
     with ToolStore(dsn, embedder=None, catalog="default") as store:
         assert "never" not in [c["name"] for c in store.catalogs()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the command's open files")
+def test_ctrl_c_typed_on_a_terminal_says_aborted_past_its_echo(dsn: str, tmp_path: Path) -> None:
+    """On a terminal Ctrl-C is echoed as ``^C``, where the cursor was: "aborted" follows on a line of its own, as it
+    did when click's blank line came first (which a pipe got as an empty line: above), exit 130."""
+    fifo = tmp_path / "tools.jsonl"
+    os.mkfifo(fifo)
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "-c", "never", "import", str(fifo)]
+    proc, leader = controlling(cmd)
+    deadline = time.monotonic() + 300  # a bound on a wait, not a measurement
+    while not holds_open(proc.pid, fifo):
+        assert proc.poll() is None, read_all(leader)
+        assert time.monotonic() < deadline, "the command never opened the FIFO"
+        time.sleep(0.05)
+    os.write(leader, b"\x03")  # Ctrl-C typed
+    drawn = read_all(leader).replace("\r\n", "\n")
+    assert (proc.wait(timeout=300), drawn) == (130, "^C\naborted\n")
 
 
 def test_a_file_named_without_a_suffix_is_read_by_its_text(tmp_path: Path) -> None:

@@ -175,8 +175,30 @@ class _Command(click.Command):
             raise
 
 
+@contextmanager
+def _interrupts_abort() -> Iterator[None]:
+    """Ctrl-C (or a prompt's end of input) as click's Abort, raised here: click's own turns it into one after writing
+    a blank line to stderr (to end a terminal's echoed ``^C``), which a pipe got before "aborted". The entry point
+    says it, in one line (``main._abort_line``)."""
+    try:
+        yield
+    except (KeyboardInterrupt, EOFError) as exc:
+        raise click.exceptions.Abort() from exc
+
+
 class _Group(_Command, click.Group):
-    """The ``toolstore`` group, its usage errors named as a :class:`_Command`'s."""
+    """The ``toolstore`` group, its usage errors named as a :class:`_Command`'s; Ctrl-C while it parses or runs a
+    command (its store's close included) is an Abort (:func:`_interrupts_abort`)."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        with _interrupts_abort():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _interrupts_abort():
+            return super().invoke(ctx)
 
 
 @click.group(cls=_Group)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import termios
 
 import click
 import psycopg
@@ -74,14 +75,31 @@ def usage_line(exc: click.UsageError) -> str:
     return text
 
 
+def _abort_line(exc: click.exceptions.Abort) -> str:
+    """What an Abort says: ``aborted``, on a line of its own. On a terminal that echoes control characters Ctrl-C left
+    ``^C`` where the cursor was, so the line starts past it; elsewhere (a pipe, a prompt answered "n") it is the one
+    line."""
+    interrupted = isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt)
+    return "\naborted" if interrupted and _echoes_ctrl_c() else "aborted"
+
+
+def _echoes_ctrl_c() -> bool:
+    """Whether stderr is a terminal that echoes Ctrl-C as ``^C`` (its ECHO and ECHOCTL modes: a shell's default)."""
+    try:
+        lflag = termios.tcgetattr(sys.stderr.fileno())[3] if sys.stderr.isatty() else 0
+    except (OSError, ValueError, termios.error):  # no descriptor (a test's capture), or none that is a terminal
+        return False
+    return bool(lflag & termios.ECHO and lflag & termios.ECHOCTL)
+
+
 def main() -> None:
     """Run the command line: library errors become one line on stderr (then their notes, a line each) and exit
     status 1, usage errors one line and exit status 2, never a traceback."""
     said = _log_to_stderr()
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except click.exceptions.Abort as exc:
+        click.echo(_abort_line(exc), err=True)
         sys.exit(130)
     except click.exceptions.NoArgsIsHelpError as exc:  # `toolstore` alone: its help
         exc.show()
