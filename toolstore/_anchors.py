@@ -222,7 +222,7 @@ def load_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
     """Anchors from a JSON file: a list of ``{"pattern", "tool", "boost"?}`` objects, or an object holding one under
     ``"anchors"`` (what ``toolstore anchors list --json`` prints). InvalidInputError names the file and the rule."""
     name = os.fspath(path)
-    data = read_json(read_text_file(name, "anchors file"), name)
+    data = read_json(read_text_file(path, "anchors file"), name)
     if isinstance(data, Mapping) and "anchors" in data:
         data = data["anchors"]
     if not isinstance(data, list):

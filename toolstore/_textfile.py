@@ -1,6 +1,6 @@
-"""Reading a file a caller names (a tools, examples, anchors, negatives or messages file, a model's configuration):
-its UTF-8 text, at most :data:`~._input.MAX_FILE_BYTES`, a regular file or a pipe, every failure an
-:class:`InvalidInputError` naming the file."""
+"""Reading a file a caller names (a tools, examples, anchors, negatives or messages file, a model's configuration),
+or stdin (:class:`Stdin`, the command line's FILE ``-``): its UTF-8 text, at most :data:`~._input.MAX_FILE_BYTES`, a
+regular file or a pipe, every failure an :class:`InvalidInputError` naming the file."""
 
 from __future__ import annotations
 
@@ -12,15 +12,63 @@ import stat
 from ._errors import InvalidInputError
 from ._input import MAX_FILE_BYTES
 
+#: What stdin is called in what is said of it (``stdin line 3: ...``).
+STDIN_NAME = "stdin"
+
+
+class Stdin:
+    """Stdin as a file to read (the command line's FILE ``-``: ``jq ... | toolstore examples -``), named ``stdin`` in
+    what is said of it. :func:`read_text_file` reads it once, to its end, and keeps the text: a command reading its
+    file twice reads the same text, not a drained pipe's nothing. Empty, it is refused (nothing was piped in: the
+    command before failed), where an empty file is its reader's to judge."""
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+
+    def __fspath__(self) -> str:
+        return STDIN_NAME
+
+    def __str__(self) -> str:
+        return STDIN_NAME
+
+    def __repr__(self) -> str:
+        return "Stdin()"
+
 
 def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
     """The UTF-8 text of a regular file or a pipe (a FIFO; ``<(curl ...)``'s /dev/fd/N) of at most
-    :data:`MAX_FILE_BYTES`, waiting for a pipe's writer (:func:`_open`); devices and the rest are refused. The file
-    is opened once and what is opened is checked and read, at most the limit and one byte more: a file swapped for
-    another (a device, a larger file) or grown after its size was read is refused, never read past the limit."""
+    :data:`MAX_FILE_BYTES`, waiting for a pipe's writer (:func:`_open`); devices and the rest are refused. The file is
+    opened once and what is opened is checked and read, at most the limit and one byte more: a file swapped for
+    another (a device, a larger file) or grown after its size was read is refused, never read past the limit. A
+    :class:`Stdin` is read from descriptor 0, once (:func:`_read_stdin`)."""
+    if isinstance(path, Stdin):
+        if path.text is None:
+            path.text = _read_stdin(what)
+        return path.text
     name = os.fspath(path)
     fd, info = _open(name, what)
-    with os.fdopen(fd, "rb") as file:
+    return _read(fd, info, name, what)
+
+
+def _read_stdin(what: str) -> str:
+    """Stdin's text, read as a file is (:func:`_read`), from where it stands: a pipe or a file it is redirected from;
+    a terminal and other devices are refused (no wait for typing), and so is a closed or empty stdin."""
+    try:
+        info = os.fstat(0)
+    except OSError:
+        raise InvalidInputError(f"{STDIN_NAME} is closed: pipe the {what} in") from None
+    if not _readable(info):
+        raise InvalidInputError(f"{STDIN_NAME}: not a regular file or a pipe: pipe the {what} in")
+    text = _read(0, info, STDIN_NAME, what, close=False)
+    if not text:
+        raise InvalidInputError(f"{STDIN_NAME} is empty: no {what} was piped in")
+    return text
+
+
+def _read(fd: int, info: os.stat_result, name: str, what: str, *, close: bool = True) -> str:
+    """The UTF-8 text of ``fd`` (``info`` its fstat), read to its end but never past the limit; closed after, but with
+    ``close`` false (stdin)."""
+    with os.fdopen(fd, "rb", closefd=close) as file:
         if info.st_size > MAX_FILE_BYTES:
             raise InvalidInputError(f"{name}: {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
         try:
@@ -52,12 +100,18 @@ def _open(name: str, what: str) -> tuple[int, os.stat_result]:
             waiting.register(fd, select.POLLIN)
             waiting.poll()  # a FIFO no writer opened yet reports nothing: a read now would be its end
             os.set_blocking(fd, True)
-        elif not stat.S_ISREG(info.st_mode):
+        elif not _readable(info):
             raise InvalidInputError(f"{name}: not a regular file or a pipe")
     except BaseException:
         os.close(fd)
         raise
     return fd, info
+
+
+def _readable(info: os.stat_result) -> bool:
+    """Whether what ``info`` describes is read as a file: a regular file or a pipe (a socket, as stdin may be); no
+    device, which may never end (/dev/zero) or wait for typing (a terminal)."""
+    return stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode)
 
 
 def _position(raw: bytes, end: int) -> str:

@@ -38,7 +38,7 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
     suffix = Path(path).suffix.lower()
     if suffix not in ("", *JSON_SUFFIXES, *JSONL_SUFFIXES, *YAML_SUFFIXES):
         raise InvalidToolError(f"{name}: unsupported file type {suffix!r}; expected .json, .jsonl or .yaml")
-    text = _read_text(Path(path), name)
+    text = _read_text(path, name)  # the path as given: a Stdin is read once, from stdin, not as a file named so
     guessed, suffix = not suffix, suffix or _suffix_of(text)
     skipped: list[Skipped] = []
     if suffix in JSONL_SUFFIXES:
@@ -55,7 +55,7 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
     return [tool for tool, _ in located]
 
 
-def _read_text(path: Path, name: str) -> str:
+def _read_text(path: str | os.PathLike[str], name: str) -> str:
     try:
         text = read_text_file(path, "tools file")
     except InvalidInputError as exc:

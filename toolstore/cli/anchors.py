@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import click
@@ -13,9 +12,7 @@ from .._errors import InvalidInputError
 from .._input import MAX_BOOST
 from .._models import Anchor
 from .app import command, counted, emit, open_store, reading
-from .params import Number
-
-FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+from .params import Number, Readable, ReadFile
 
 
 class AnchorId(click.IntRange):
@@ -93,16 +90,16 @@ def remove(ctx: click.Context, ids: tuple[int, ...]) -> None:
 
 
 @command("import")
-@click.argument("file", type=FILE)
+@click.argument("file", type=ReadFile("anchors"))
 @click.option("--replace", is_flag=True, help="The file's anchors replace all of the catalog's.")
 @click.option(
     "--allow-empty", is_flag=True, help="With --replace, let an empty FILE remove every anchor of the catalog."
 )
 @click.pass_context
-def import_(ctx: click.Context, file: Path, replace: bool, allow_empty: bool) -> None:
+def import_(ctx: click.Context, file: Readable, replace: bool, allow_empty: bool) -> None:
     """Anchors from a JSON FILE: a list of {"pattern", "tool", "boost"} objects (or `anchors list --json` output).
     All or nothing: one bad rule and nothing is written. With --replace, says how many of the catalog's anchors went;
-    an empty FILE (a failed export?) would remove them all, and is refused unless --allow-empty."""
+    an empty FILE (a failed export?) would remove them all, and is refused unless --allow-empty. FILE - is stdin."""
     if allow_empty and not replace:
         raise click.UsageError("--allow-empty goes with --replace (an import without it removes nothing)")
     rules = load_anchors(file)

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -26,7 +25,7 @@ from .._models import JSON_VERSION
 from .._progress import reporting
 from .._steps import MAX_STATEMENT_TIMEOUT
 from .._store import DEFAULT, ToolStore
-from .params import Seconds, SourcedOption, checked
+from .params import Readable, Seconds, SourcedOption, checked
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: What ``route --format`` prints: JSON, a table, or tool definitions in one of the SDK formats.
@@ -271,7 +270,7 @@ def open_store(ctx: click.Context, *, create: bool = True, catalog: str | None =
 
 
 @contextmanager
-def reading(file: Path | None) -> Iterator[None]:
+def reading(file: Readable | None) -> Iterator[None]:
     """Name ``file`` in what the library refuses of its content inside (a write of what it holds): ``FILE: anchor #1
     pattern ...``, as the readers' ``FILE line N: ...`` do. Only input errors, of the same class, and not one that
     starts with the file already (a reader's run inside); a closed store's and every other error are the library's

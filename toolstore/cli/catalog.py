@@ -29,12 +29,7 @@ from .app import (
     wants_json,
 )
 from .files import write_file
-from .params import Written, checked, http_url, not_empty
-
-FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
-#: import's FILE: a file, or ``-`` for stdin (read as /dev/stdin, by its text, as a pipe named without a suffix is).
-TOOLS_FILE = click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
-STDIN = Path("/dev/stdin")
+from .params import Readable, ReadFile, Written, checked, http_url, not_empty, shown
 
 
 @command()
@@ -95,38 +90,31 @@ def drop_catalog(ctx: click.Context, name: str, yes: bool) -> None:
 
 
 @command("import")
-@click.argument("file", type=TOOLS_FILE)
+@click.argument("file", type=ReadFile("tools"))
 @click.option("--provider", callback=not_empty, help="Provider (namespace) for tools that do not name one.")
 @click.option("--prune", is_flag=True, help="Remove tools of the catalog that are not in FILE.")
 @click.pass_context
-def import_(ctx: click.Context, file: Path, provider: str | None, prune: bool) -> None:
+def import_(ctx: click.Context, file: Readable, provider: str | None, prune: bool) -> None:
     """Import tools from JSON/JSONL (benchmark rows, OpenAI, Anthropic, MCP, OpenAPI; OpenAPI also as YAML): all
     or nothing. A FILE named without a suffix (a pipe: `toolstore import <(curl -s URL)`) is read by its text, and so
     is stdin, FILE -: `curl -s URL | toolstore import -`."""
-    if str(file) == "-" and (sys.stdin is None or sys.stdin.isatty()):
-        stdin = "closed" if sys.stdin is None else "a terminal"
-        raise click.BadParameter(
-            f"- reads the tools from stdin, {stdin} here: pipe them in (curl -s URL | toolstore import -) or name "
-            "their file",
-            param_hint="FILE",
-        )
-    tools = _formats.load_tools_file(STDIN if str(file) == "-" else file, provider=provider)
+    tools = _formats.load_tools_file(file, provider=provider)
     with open_store(ctx) as store, progress(ctx, "embedding tools"):
         report = store.upsert(tools, prune=prune)
-    data = {"catalog": store.catalog, "file": str(file), **report.as_dict()}
+    data = {"catalog": store.catalog, "file": shown(file), **report.as_dict()}
     emit(ctx, data, summary(data))
 
 
 @command()
-@click.argument("file", type=FILE)
+@click.argument("file", type=ReadFile("intent examples"))
 @click.pass_context
-def examples(ctx: click.Context, file: Path) -> None:
+def examples(ctx: click.Context, file: Readable) -> None:
     """Add intent examples from JSONL ({"qid", "query", "relevant": [tool ids]} per line, train.jsonl's format; each
-    qid a non-empty string): all or nothing."""
+    qid a non-empty string): all or nothing. FILE - is stdin: `jq -c ... | toolstore examples -`."""
     found = load_examples(file)
     with open_store(ctx, create=False) as store, progress(ctx, "embedding examples"), reading(file):
         written = store.add_examples(found)
-    data = {"catalog": store.catalog, "file": str(file), "examples": written}
+    data = {"catalog": store.catalog, "file": shown(file), "examples": written}
     emit(ctx, data, lambda: click.echo(f"{counted(written, 'intent example')} in {store.catalog}"))
 
 

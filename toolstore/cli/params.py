@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,12 @@ import click
 
 from .._embedders.openai_client import web_url
 from .._errors import InvalidInputError, url_shown
+from .._textfile import Stdin
+
+#: A file a command reads: a path, or stdin (``-``).
+Readable = Path | Stdin
+#: Where a command notes the parameter that reads stdin (``ctx.meta``).
+_STDIN_READER = "toolstore.stdin_reader"
 
 
 class Seconds(click.ParamType):
@@ -68,6 +75,40 @@ class Written(click.Path):
         if isinstance(value, str) and not value.strip():
             self.fail("it is empty: give a path, or leave the option out", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class ReadFile(click.Path):
+    """A file a command reads (import's FILE, eval's --queries, route's --messages...), or ``-`` for stdin: a pipe
+    (``jq ... | toolstore examples -``) or a file it is redirected from, read by its text as a file named without a
+    suffix is, once (:class:`Stdin`). ``-`` with stdin a terminal or closed is a usage error, not a wait for typing,
+    and so is a second ``-`` in one command: stdin holds one file. ``what`` names what is read (``tools``)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
+        self.what = what
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, Stdin) or value != "-":
+            return value if isinstance(value, Stdin) else super().convert(value, param, ctx)
+        if sys.stdin is None or sys.stdin.isatty():
+            stdin = "closed" if sys.stdin is None else "a terminal"
+            given = "" if param is None or isinstance(param, click.Argument) else f"{param.opts[0]} "
+            command = ctx.command_path if ctx is not None else "toolstore"
+            self.fail(
+                f"- reads the {self.what} from stdin, {stdin} here: pipe them in (... | {command} {given}-) or name "
+                "their file",
+                param,
+                ctx,
+            )
+        hint = param.get_error_hint(ctx) if param is not None else "-"
+        if ctx is not None and ctx.meta.setdefault(_STDIN_READER, hint) != hint:
+            self.fail(f"- reads stdin, which {ctx.meta[_STDIN_READER]} reads already: name a file for one", param, ctx)
+        return Stdin()
+
+
+def shown(file: Readable) -> str:
+    """A file read as the command line names it (its JSON's ``file``): ``-`` for stdin."""
+    return "-" if isinstance(file, Stdin) else str(file)
 
 
 class Argument(click.Argument):

@@ -21,12 +21,11 @@ from .._store import ToolStore
 from .._tune import tune
 from .app import command, counted, emit, note, open_store, options, plural, reading
 from .files import write_file
-from .params import Written
+from .params import Readable, ReadFile, Written
 
 CHART_METRICS = ("nDCG@10", "R@10", "multi comp@10")
 SESSION_CHART_METRICS = ("nDCG@10", "comp@5", "comp@10")
 SESSION_COLUMNS = ("R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "comp@5", "comp@10", "latency_ms_p50", "latency_ms_p95")
-FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def label_at(metric: str, k: int) -> str:
@@ -54,7 +53,7 @@ def relabel(result: dict[str, Any], k: int) -> None:
         result["configs"][name] = labelled
 
 
-def _judgements(path: Path) -> list[tuple[str, Judgement]]:
+def _judgements(path: Readable) -> list[tuple[str, Judgement]]:
     """(query, Judgement) pairs of a queries/train JSONL file; InvalidInputError when malformed or empty."""
     pairs = load_judgements(path)  # InvalidInputError naming the file and line: _input.json_lines
     if not pairs:
@@ -62,14 +61,14 @@ def _judgements(path: Path) -> list[tuple[str, Judgement]]:
     return pairs
 
 
-def _sessions(path: Path) -> list[LabelledSession]:
+def _sessions(path: Readable) -> list[LabelledSession]:
     sessions = load_sessions(path)
     if not sessions:
         raise InvalidInputError(f"{path}: no sessions found")
     return sessions
 
 
-def _check_tool_ids(tools_file: Path, tools: Sequence[Any], labelled: dict[Path, Sequence[Any]]) -> None:
+def _check_tool_ids(tools_file: Readable, tools: Sequence[Any], labelled: dict[Readable, Sequence[Any]]) -> None:
     """Every tool id the labelled files name is one of ``tools_file``'s, before anything is written (the store's own
     check named the scratch catalog, ``eval-...``, which the user never gave): InvalidInputError naming the file, the
     first unknown ids and the query or session of each."""
@@ -182,21 +181,32 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
 
 
 @command("eval")
-@click.option("--tools", "tools_file", required=True, type=FILE, help="The tools routed among (a file `import` reads).")
-@click.option("--queries", "queries_file", type=FILE, help="Labelled requests (queries.jsonl format).")
 @click.option(
-    "--sessions", "sessions_file", type=FILE, help="Labelled sessions (bfcl_sessions format), replayed turn by turn."
+    "--tools",
+    "tools_file",
+    required=True,
+    type=ReadFile("tools"),
+    help="The tools routed among (a file `import` reads). Each file option takes - for stdin (one of them).",
+)
+@click.option(
+    "--queries", "queries_file", type=ReadFile("labelled requests"), help="Labelled requests (queries.jsonl format)."
+)
+@click.option(
+    "--sessions",
+    "sessions_file",
+    type=ReadFile("labelled sessions"),
+    help="Labelled sessions (bfcl_sessions format), replayed turn by turn.",
 )
 @click.option(
     "--train",
     "train_file",
-    type=FILE,
+    type=ReadFile("labelled requests"),
     help="Labelled requests (train.jsonl format): stored as intent examples, and tuned on with --tune.",
 )
 @click.option(
     "--train-sessions",
     "train_sessions_file",
-    type=FILE,
+    type=ReadFile("labelled sessions"),
     help="Labelled sessions: logged (transitions), their turns stored as intent examples, tuned on with --tune.",
 )
 @click.option("--no-examples", is_flag=True, help="Do not store --train-sessions' turns as intent examples.")
@@ -233,11 +243,11 @@ def write_report(directory: Path, result: dict[str, Any], title: str, k: int = 1
 @click.pass_context
 def eval_(
     ctx: click.Context,
-    tools_file: Path,
-    queries_file: Path | None,
-    sessions_file: Path | None,
-    train_file: Path | None,
-    train_sessions_file: Path | None,
+    tools_file: Readable,
+    queries_file: Readable | None,
+    sessions_file: Readable | None,
+    train_file: Readable | None,
+    train_sessions_file: Readable | None,
     no_examples: bool,
     config_names: tuple[str, ...],
     do_tune: bool,
@@ -318,7 +328,7 @@ def eval_(
     warning = degraded_warning(result)
     if warning:  # loud: not a note that --quiet drops
         click.echo(warning, err=True)
-    title = f"{tools_file.parent.name or 'eval'}: {(queries_file or sessions_file).name}"  # type: ignore[union-attr]
+    title = f"{Path(tools_file).parent.name or 'eval'}: {Path(queries_file or sessions_file).name}"  # type: ignore[arg-type]
     for remark in write_report(report_dir, result, title, k) if report_dir else []:
         note(ctx, f"note: {remark}")
 
@@ -336,19 +346,20 @@ def eval_(
 @click.option(
     "--examples",
     "examples_file",
-    type=FILE,
-    help="Labelled requests, train.jsonl format ({qid, query, relevant, acceptable}).",
+    type=ReadFile("labelled requests"),
+    help="Labelled requests, train.jsonl format ({qid, query, relevant, acceptable}). Each file option takes - for "
+    "stdin (one of them).",
 )
 @click.option(
     "--sessions",
     "sessions_file",
-    type=FILE,
+    type=ReadFile("labelled sessions"),
     help="Labelled sessions, train_sessions.jsonl format: turns tuned on with the conversation so far.",
 )
 @click.option(
     "--negatives",
     "negatives_file",
-    type=FILE,
+    type=ReadFile("negative requests"),
     help="Requests no tool of the catalog fits (JSON Lines with 'query', or one request per line): calibrates "
     "abstention against --examples and stores it beside the fusion.",
 )
@@ -360,9 +371,9 @@ def eval_(
 @click.pass_context
 def tune_(
     ctx: click.Context,
-    examples_file: Path | None,
-    sessions_file: Path | None,
-    negatives_file: Path | None,
+    examples_file: Readable | None,
+    sessions_file: Readable | None,
+    negatives_file: Readable | None,
     seed: int,
     folds: int,
     dry_run: bool,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -20,7 +19,7 @@ from .._result import RouteResult, routed_json
 from .._route import check_route
 from .._textfile import read_text_file
 from .app import ROUTE_FORMATS, command, counted, open_store, wants_json
-from .params import Argument, Number, checked
+from .params import Argument, Number, Readable, ReadFile, checked
 
 _WEIGHTS = "--weights"
 
@@ -110,7 +109,7 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         click.echo("ms: " + " ".join(f"{stage}={ms:.1f}" for stage, ms in result.timings.items()))
 
 
-def read_messages_file(path: Path, request: str | None = None, turns: int = DEFAULT_TURNS) -> Any:
+def read_messages_file(path: Readable, request: str | None = None, turns: int = DEFAULT_TURNS) -> Any:
     """A message list from a JSON file (a list of messages, or an object with ``messages`` or ``input``), read as
     route() reads it with ``request`` and ``turns``: what is wrong with it (a bad message, no user request) is said
     naming the file."""
@@ -192,9 +191,9 @@ def _filter_option(flag: str, name: str, help_text: str) -> Callable[[Callable[.
 @click.option(
     "--messages",
     "messages_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A JSON message list (OpenAI or Anthropic): without REQUEST its latest user turn is routed, with its "
-    "conversation as context.",
+    type=ReadFile("messages"),
+    help="A JSON message list (OpenAI or Anthropic; - for stdin): without REQUEST its latest user turn is routed, "
+    "with its conversation as context.",
 )
 @click.option(
     "--turns",
@@ -224,7 +223,7 @@ def route(
     allow: tuple[str, ...],
     block: tuple[str, ...],
     session: str | None,
-    messages_file: Path | None,
+    messages_file: Readable | None,
     turns: int,
     abstain: bool,
     providers: tuple[str, ...],

@@ -6,7 +6,6 @@ import math
 import re
 import sys
 from datetime import timedelta
-from pathlib import Path
 
 import click
 
@@ -16,9 +15,8 @@ from .._metrics import load_sessions
 from .._retention import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .._session_reads import MAX_LIMIT
 from .app import command, emit, note, open_store, plural, reading, summary, wants_json
-from .params import checked, not_empty
+from .params import Readable, ReadFile, checked, not_empty
 
-FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks", "": "days"}
 MIN_DAYS = MIN_RETENTION_AGE / timedelta(days=1)  # the shortest retention age, in days
@@ -65,11 +63,12 @@ def sessions_group() -> None:
 
 
 @command("import")
-@click.argument("file", type=FILE)
+@click.argument("file", type=ReadFile("sessions"))
 @click.pass_context
-def import_(ctx: click.Context, file: Path) -> None:
+def import_(ctx: click.Context, file: Readable) -> None:
     """Log the calls of labelled sessions from FILE (bfcl_sessions format: {"sid", "turns": [{"query", "calls":
-    [...]}]}). A session already in the log is replaced, so importing twice logs once; all or nothing."""
+    [...]}]}). A session already in the log is replaced, so importing twice logs once; all or nothing. FILE - is
+    stdin."""
     sessions = load_sessions(file)
     if not sessions:
         raise InvalidInputError(f"{file}: no sessions found")
