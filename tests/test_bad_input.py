@@ -84,7 +84,7 @@ def test_bad_tool_files_are_one_line_and_write_nothing(dsn: str, tmp_path: Path,
 
 
 def test_only_regular_files_and_pipes_are_read(dsn: str, tmp_path: Path) -> None:
-    """A device is refused (a pipe is read: test_cli_pipes)."""
+    """A device other than /dev/null (an empty file: test_cli_stdin) is refused (a pipe is read: test_cli_pipes)."""
     device = tmp_path / "random.json"
     device.symlink_to("/dev/urandom")
     one_clear_line(run(dsn, "-c", "bad", "import", str(device)), "not a regular file or a pipe")

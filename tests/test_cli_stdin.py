@@ -1,5 +1,5 @@
 """FILE ``-`` is stdin wherever a command reads a file (import, examples, sessions import, anchors import, eval, tune,
-route --messages), read once, an empty stdin an error naming it."""
+route --messages), read once, an empty stdin an error naming it; /dev/null is an empty file, other devices refused."""
 
 from __future__ import annotations
 
@@ -143,15 +143,16 @@ READERS = {
 }
 
 
+@pytest.mark.parametrize("source", ["pipe", "devnull"])
 @pytest.mark.parametrize("command", READERS)
-def test_an_empty_stdin_is_an_error_naming_it(dsn: str, tmp_path: Path, command: str) -> None:
+def test_an_empty_stdin_is_an_error_naming_it(dsn: str, tmp_path: Path, command: str, source: str) -> None:
     """Nothing piped in (the command before it failed: `jq` on a missing file) was, for `import -`, "/dev/stdin: file
-    is empty", and "File '-' does not exist" for the others. It is one error naming stdin and what was to be piped
-    in, exit 1, and nothing is written."""
-    catalog = f"empty-{command}"
+    is empty", and "File '-' does not exist" for the others; stdin redirected from /dev/null was "not a regular file
+    or a pipe". Both are one error naming stdin and what was to be piped in, exit 1, and nothing is written."""
+    catalog = f"empty-{command}-{source}"
     catalog_with_tools(dsn, tmp_path, catalog)
     args, what = READERS[command]
-    done = run(dsn, "-c", catalog, *args, stdin="")
+    done = run(dsn, "-c", catalog, *args, stdin="" if source == "pipe" else subprocess.DEVNULL)
     assert (done.returncode, done.stdout, done.stderr) == (1, "", f"error: stdin is empty: no {what} was piped in\n")
     assert held(dsn, catalog) == (3, 0, 0)
 
@@ -171,6 +172,29 @@ def test_stdin_is_read_by_one_option_and_never_from_a_terminal(dsn: str, tmp_pat
     said = "- reads the messages from stdin, a terminal here: pipe them in (... | "  # python -m toolstore ...
     assert typed.returncode == 2 and said in typed.stderr, typed.stderr
     assert "toolstore route --messages -) or name their file" in typed.stderr, typed.stderr
+
+
+@pytest.mark.parametrize(
+    "args, empty",
+    [(("import",), "tools"), (("examples",), "queries.jsonl"), (("anchors", "import"), "anchors.json")],
+    ids=["import", "examples", "anchors"],
+)
+def test_dev_null_is_an_empty_file(dsn: str, tmp_path: Path, args: tuple[str, ...], empty: str) -> None:
+    """`toolstore import /dev/null` was refused as "not a regular file or a pipe", where a user reads /dev/null as an
+    empty file (a script's FILE=/dev/null): it says what the command says of an empty file. Another device is still
+    refused, /dev/zero, which would never end, and so is stdin redirected from it."""
+    catalog_with_tools(dsn, tmp_path, "devnull")
+    path = tmp_path / empty
+    path.write_text("")
+    of_file = run(dsn, "-c", "devnull", *args, str(path))
+    of_null = run(dsn, "-c", "devnull", *args, "/dev/null")
+    assert of_file.returncode == of_null.returncode == 1
+    assert of_null.stderr == of_file.stderr.replace(str(path), "/dev/null"), (of_null.stderr, of_file.stderr)
+    assert run(dsn, "-c", "devnull", *args, "/dev/zero").stderr == "error: /dev/zero: not a regular file or a pipe\n"
+    with open("/dev/zero", "rb") as zero:
+        piped = run(dsn, "-c", "devnull", *args, "-", stdin=zero)
+    assert piped.returncode == 1 and "error: stdin: not a regular file or a pipe" in piped.stderr, piped.stderr
+    assert held(dsn, "devnull") == (3, 0, 0)
 
 
 def commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:

@@ -1,6 +1,6 @@
 """Reading a file a caller names (a tools, examples, anchors, negatives or messages file, a model's configuration),
 or stdin (:class:`Stdin`, the command line's FILE ``-``): its UTF-8 text, at most :data:`~._input.MAX_FILE_BYTES`, a
-regular file or a pipe, every failure an :class:`InvalidInputError` naming the file."""
+regular file, a pipe or /dev/null (empty), every failure an :class:`InvalidInputError` naming the file."""
 
 from __future__ import annotations
 
@@ -37,10 +37,10 @@ class Stdin:
 
 def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
     """The UTF-8 text of a regular file or a pipe (a FIFO; ``<(curl ...)``'s /dev/fd/N) of at most
-    :data:`MAX_FILE_BYTES`, waiting for a pipe's writer (:func:`_open`); devices and the rest are refused. The file is
-    opened once and what is opened is checked and read, at most the limit and one byte more: a file swapped for
-    another (a device, a larger file) or grown after its size was read is refused, never read past the limit. A
-    :class:`Stdin` is read from descriptor 0, once (:func:`_read_stdin`)."""
+    :data:`MAX_FILE_BYTES`, waiting for a pipe's writer (:func:`_open`); /dev/null is empty, other devices and the
+    rest are refused. The file is opened once and what is opened is checked and read, at most the limit and one byte
+    more: a file swapped for another (a device, a larger file) or grown after its size was read is refused, never read
+    past the limit. A :class:`Stdin` is read from descriptor 0, once (:func:`_read_stdin`)."""
     if isinstance(path, Stdin):
         if path.text is None:
             path.text = _read_stdin(what)
@@ -51,8 +51,9 @@ def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
 
 
 def _read_stdin(what: str) -> str:
-    """Stdin's text, read as a file is (:func:`_read`), from where it stands: a pipe or a file it is redirected from;
-    a terminal and other devices are refused (no wait for typing), and so is a closed or empty stdin."""
+    """Stdin's text, read as a file is (:func:`_read`), from where it stands: a pipe, a file it is redirected from,
+    /dev/null (empty, so refused as such); a terminal and other devices are refused (no wait for typing), and so is a
+    closed or empty stdin."""
     try:
         info = os.fstat(0)
     except OSError:
@@ -109,9 +110,12 @@ def _open(name: str, what: str) -> tuple[int, os.stat_result]:
 
 
 def _readable(info: os.stat_result) -> bool:
-    """Whether what ``info`` describes is read as a file: a regular file or a pipe (a socket, as stdin may be); no
-    device, which may never end (/dev/zero) or wait for typing (a terminal)."""
-    return stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode)
+    """Whether what ``info`` describes is read as a file: a regular file, a pipe (a socket, as stdin may be) or
+    /dev/null, an empty file (a script's ``FILE=/dev/null``); no other device, which may never end (/dev/zero) or wait
+    for typing (a terminal)."""
+    if stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode):
+        return True
+    return stat.S_ISCHR(info.st_mode) and info.st_rdev == os.stat(os.devnull).st_rdev
 
 
 def _position(raw: bytes, end: int) -> str:
