@@ -3,6 +3,7 @@ give them, and definitions the SDKs' own request types accept."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -226,6 +227,21 @@ def test_anthropic_calls_never_guess_between_a_searchs_names_and_the_results() -
     for name in ("create_issue", "linear__create_issue"):  # not what the search referred to / not routed
         with pytest.raises(UnknownToolError):
             ts_anthropic.calls(result, use(name), deferred=catalog)
+
+
+def test_a_call_of_a_name_not_offered_lists_the_names_the_model_was_given() -> None:
+    """A name no routed tool was given (a model's invention) is refused naming the names ``result.definitions`` gave,
+    the error text an app may answer the call with so the model calls again: the Anthropic adapter's as the OpenAI
+    one's, not every form it accepts a call under (``slack__send_message``, hashed ones), which no model was shown."""
+    offered = re.escape(
+        "no offered tool is named 'create_ticket' (offered: github__create_issue, jira__create_issue, send_message)"
+    )
+    use = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "create_ticket", "input": {}}]}
+    with pytest.raises(UnknownToolError, match=f"^{offered}$"):
+        ts_anthropic.calls(RESULT, use)
+    call = {"id": "a", "type": "function", "function": {"name": "create_ticket", "arguments": "{}"}}
+    with pytest.raises(UnknownToolError, match=f"^{offered}$"):
+        ts_openai.calls(RESULT, {"role": "assistant", "content": None, "tool_calls": [call]})
 
 
 def test_a_custom_tool_takes_its_text_in_every_format() -> None:

@@ -79,10 +79,18 @@ def resolve_call(name: str, namespace: str | None, tools: Sequence[Tool], *, off
     return resolve_name(name, members, offered=False)
 
 
-def resolve_given(name: str, tools: Sequence[Tool], given: Sequence[Collection[str]], *, hint: str = "") -> Tool:
+def resolve_given(
+    name: str,
+    tools: Sequence[Tool],
+    given: Sequence[Collection[str]],
+    *,
+    hint: str = "",
+    shown: Sequence[str] | None = None,
+) -> Tool:
     """The one tool of ``tools`` a model may have been given under ``name`` (``given[i]``: the names ``tools[i]`` may
     have been given under). UnknownToolError when none was, or when more than one may have been: an ambiguous name is
-    never guessed (``hint`` is added to that error)."""
+    never guessed (``hint`` is added to that error). The error for a name none was given under lists ``shown``, the
+    names the model was shown (default: every name in ``given``)."""
     if not isinstance(name, str) or not name:
         raise UnknownToolError(f"tool name must be a non-empty string, got {name!r:.80}")
     found = [t for t, names in zip(tools, given) if name in names]
@@ -90,7 +98,7 @@ def resolve_given(name: str, tools: Sequence[Tool], given: Sequence[Collection[s
         ids = ", ".join(t.id for t in found)
         raise UnknownToolError(f"tool name {name!r:.80} may mean any of {ids}{hint}")
     if not found:
-        offered = sorted({n for names in given for n in names})
+        offered = sorted({n for names in given for n in names} if shown is None else set(shown))
         raise UnknownToolError(f"no offered tool is named {name!r:.80} (offered: {', '.join(offered)})")
     return found[0]
 

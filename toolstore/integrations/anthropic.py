@@ -48,7 +48,9 @@ def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None 
     may have been given raises UnknownToolError rather than picking one (``deferred`` makes a search's names exact), as
     does a name none was."""
     tools = [r.tool for r in result.tools]
+    shown: list[str] | None = None  # what an unknown name's error lists: the names offered, not every form accepted
     if deferred is None:
+        shown = result.names
         given = [{offered, *name_forms(t)} for t, offered in zip(tools, result.names)]
         hint = "; pass calls(..., deferred=) the tools the search was given, to resolve the names it referenced"
     else:
@@ -57,7 +59,10 @@ def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None 
         given = [{searched[t.id]} if t.id in searched else set() for t in tools]
         hint = ""
     return resolve_calls(
-        result, [message], dialect="anthropic", resolve=lambda name: resolve_given(name, tools, given, hint=hint)
+        result,
+        [message],
+        dialect="anthropic",
+        resolve=lambda name: resolve_given(name, tools, given, hint=hint, shown=shown),
     )
 
 
