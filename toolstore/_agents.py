@@ -53,10 +53,10 @@ def route_messages(
     ``messages``, with the conversation so far as context (``options``: k, token_budget, ...). ``dialect``: the
     messages' format (``auto``: told apart), for the route and the calls recorded alike.
 
-    With a ``session``, first records in its log the tool calls of ``messages`` after the last one it has seen (by
-    call id: passing the whole list at every step records each call once, even after retention or a prune took the
-    session's calls; a call without an id is not recorded; a tool result marked as an error records a failed call),
-    then routes with the session's calls. ``offered``: the
+    With a ``session``, first records in its log the tool calls of ``messages`` (of its last ``turns`` turns, all it
+    reads) after the last one it has seen (by call id: passing the whole list at every step records each call once,
+    even after retention or a prune took the session's calls; a call without an id is not recorded; a tool result
+    marked as an error records a failed call), then routes with the session's calls. ``offered``: the
     RouteResult the model was given when it made those calls, which resolves the names of the calls being recorded
     exactly (without a session, route() resolves the names across the catalog); other names are resolved across the
     catalog, and those that match no tool (or several) and are new to the session are listed in
