@@ -13,6 +13,9 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from anthropic.types import Message
+from openai.types.chat import ChatCompletion
+from openai.types.responses import Response
 from pydantic import TypeAdapter
 
 from toolstore import (
@@ -25,6 +28,7 @@ from toolstore import (
     parse_tools,
     read_messages,
 )
+from toolstore._messages import DIALECTS
 from toolstore.integrations import anthropic as ts_anthropic
 from toolstore.integrations import openai as ts_openai
 
@@ -442,3 +446,60 @@ def test_the_calls_of_another_dialect_are_refused_not_left_unread() -> None:
         assert "give dialect=" in str(info.value)
     assert [c.name for c in read_messages([ask, tool_use, result], "anthropic").tool_calls] == ["f"]
     assert [c.name for c in read_messages([ask, chat_call], "openai-chat").tool_calls] == ["f"]
+
+
+def test_a_whole_reply_in_the_list_is_named_with_what_to_add_instead() -> None:
+    """An agent loop that appended the model's whole reply rather than its message (``messages.append(reply)``) was
+    told ``messages[1].role: ... got nothing`` for a ChatCompletion or a Responses Response: each is named, with what
+    to add instead, whatever the dialect. An Anthropic Message, which holds its role and content (``calls()`` takes
+    it), was read as a Responses item (its ``type: message``), so the list 'mixed dialects': it reads as its message."""
+    ask = {"role": "user", "content": "file a bug"}
+    chat = ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+        }
+    )
+    response = Response.model_validate(
+        {
+            "id": "r",
+            "object": "response",
+            "created_at": 0,
+            "model": "m",
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "output": [{"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}],
+        }
+    )
+    said = {
+        "chat": "messages[1] is a whole Chat Completions reply, not a message: append reply.choices[0].message",
+        "response": "messages[1] is a whole Responses reply, not an input item: add its items (input += "
+        "response.output)",
+    }
+    for reply, key in ((chat, "chat"), (response, "response")):
+        for dialect in ("auto", *DIALECTS):
+            with pytest.raises(InvalidInputError) as info:
+                read_messages([ask, reply], dialect)
+            assert str(info.value) == said[key], (key, dialect)
+    message = Message.model_validate(
+        {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    )
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}
+    read = read_messages([ask, message, result, {"role": "user", "content": "and close it"}])
+    assert (read.dialect, [(c.name, c.id) for c in read.tool_calls], read.request) == (
+        "anthropic",
+        [("f", "t")],
+        "and close it",
+    )

@@ -9,7 +9,8 @@ custom tools (free-form input instead of JSON arguments) are read in both OpenAI
 
 A turn starts at a user message that holds text (a message of only tool results is no request) and runs to the next
 one. ``turns=N`` reads (and checks) only the last N turns, so the work is bounded however long the list grows.
-Bad input is an InvalidInputError naming the message index and field: an item that is no object, a role that is not
+Bad input is an InvalidInputError naming the message index and field: an item that is no object (or an OpenAI
+reply appended whole: a ChatCompletion, a Responses Response, named with what to add instead), a role that is not
 a string or no known role, an item with neither role nor type, content that is neither text nor a list of parts, a
 tool call without a name, and the tool calls or results of another dialect than the one read (given, or told apart:
 a list that mixes them), which would go unread.
@@ -160,7 +161,27 @@ def _plain(message: object, index: int) -> dict[str, Any]:
     message = _jsonable(message)
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"messages[{index}]: expected an object, got {type(message).__name__}")
+    _check_not_reply(message, index)
     return dict(message)
+
+
+def _check_not_reply(item: Mapping[str, Any], index: int) -> None:
+    """InvalidInputError when ``item`` is an OpenAI model's whole reply (an agent loop's ``messages.append(reply)``)
+    rather than a message, naming what to add instead: read on, it said its role was missing. (An Anthropic Message
+    has its role and content: it reads as its message, as ``calls()`` reads it.)"""
+    if "choices" in item and "role" not in item:
+        kind, instead = "Chat Completions reply, not a message", "append reply.choices[0].message"
+    elif item.get("object") == "response" and "role" not in item:
+        kind, instead = "Responses reply, not an input item", "add its items (input += response.output)"
+    else:
+        return
+    raise InvalidInputError(f"messages[{index}] is a whole {kind}: {instead}")
+
+
+def _anthropic_reply(item: Mapping[str, Any]) -> bool:
+    """An Anthropic ``Message`` (a whole reply, its ``type`` ``message`` as a Responses message item's, but with the
+    ``usage`` none of those has), which reads as the assistant message it holds."""
+    return item.get("type") == "message" and "usage" in item and "role" in item
 
 
 def _jsonable(value: object) -> object:
@@ -177,7 +198,9 @@ def _jsonable(value: object) -> object:
 def _detect(items: list[dict[str, Any]]) -> str:
     for item in items:
         kind = item.get("type")
-        if kind == "message" or ("role" not in item and isinstance(kind, str) and kind):
+        if (kind == "message" and not _anthropic_reply(item)) or (
+            "role" not in item and isinstance(kind, str) and kind
+        ):
             return "openai-responses"  # only Responses has items without a role (calls, their outputs, reasoning)
         if item.get("role") == "tool" or "tool_calls" in item:
             return "openai-chat"
