@@ -503,3 +503,27 @@ def test_a_whole_reply_in_the_list_is_named_with_what_to_add_instead() -> None:
         [("f", "t")],
         "and close it",
     )
+
+
+def test_a_tool_input_nested_as_deep_as_json_reads_is_read(fs: ToolStore) -> None:
+    """A model's tool input (or a tool result's part) nested a few hundred levels deep, which Python's JSON parser
+    reads, made reading the messages a RecursionError (a dict walked two frames a level) or, the SDK's ToolUseBlock,
+    pydantic's ValueError 'Maximum serialization depth exceeded': the loop's next step failed, and every later one
+    while the message was among the last turns. Read as any input is; the call logged and resolved."""
+    depth = 800
+    deep = json.loads('{"a": ' * depth + "1" + "}" * depth)
+    part = {"type": "tool_result", "tool_use_id": "c1", "content": [{"type": "text", "text": "ok", "extra": deep}]}
+    for use in (
+        {"type": "tool_use", "id": "c1", "name": "find", "input": deep},
+        anthropic.types.ToolUseBlock(type="tool_use", id="c1", name="find", input=deep),
+    ):
+        messages = [
+            {"role": "user", "content": "find the report"},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [part]},
+            {"role": "user", "content": "sort it by line"},
+        ]
+        result = ts_anthropic.route_messages(fs, messages, session=f"deep-{type(use).__name__}", k=3)
+        assert result.unresolved == [] and [c.tool_id for c in fs.session_log(result.session or "")] == ["fs.find"]
+        (call,) = ts_anthropic.calls(result, messages[1])
+        assert (call.tool.id, call.arguments) == ("fs.find", deep)

@@ -32,6 +32,9 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function
 _TEXT_PARTS = ("text", "input_text", "output_text")
 #: Responses items (no role) that are tool calls the model made.
 _CALL_ITEMS = ("function_call", "custom_tool_call")
+#: How deep in a message its SDK objects may be (a tool result's part: message, content, tool result, its content, the
+#: part), converted to dicts by ``_jsonable``; a tool's input or arguments are kept as given below that.
+_SDK_DEPTH = 5
 
 
 @dataclass(frozen=True)
@@ -184,15 +187,30 @@ def _anthropic_reply(item: Mapping[str, Any]) -> bool:
     return item.get("type") == "message" and "usage" in item and "role" in item
 
 
-def _jsonable(value: object) -> object:
-    """SDK objects (pydantic models, e.g. a reply's content blocks appended as they came) as plain dicts."""
+def _jsonable(value: object, depth: int = 0) -> object:
+    """SDK objects (pydantic models, e.g. a reply's content blocks appended as they came) as plain dicts, down to
+    :data:`_SDK_DEPTH` levels into the message: a value deeper (inside a tool's input) is kept as it is, so an input
+    nested as deep as JSON reads is read, not walked to a RecursionError."""
+    if depth > _SDK_DEPTH:
+        return value
     if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", exclude_none=True)
+        try:
+            return value.model_dump(mode="json", exclude_none=True)
+        except (ValueError, RecursionError):  # nested past pydantic's serializer (a deep tool input): field by field
+            return _fields(value, depth)
     if isinstance(value, Mapping):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, depth + 1) for v in value]
     return value
+
+
+def _fields(model: Any, depth: int) -> dict[str, object]:
+    """A pydantic model's fields that are not None (its extra ones too), by their JSON names, each as
+    :func:`_jsonable` gives it."""
+    values = {(info.alias or name): getattr(model, name) for name, info in type(model).model_fields.items()}
+    values.update(model.model_extra or {})
+    return {key: _jsonable(value, depth + 1) for key, value in values.items() if value is not None}
 
 
 def _detect(items: list[dict[str, Any]]) -> str:
