@@ -527,3 +527,29 @@ def test_a_tool_input_nested_as_deep_as_json_reads_is_read(fs: ToolStore) -> Non
         assert result.unresolved == [] and [c.tool_id for c in fs.session_log(result.session or "")] == ["fs.find"]
         (call,) = ts_anthropic.calls(result, messages[1])
         assert (call.tool.id, call.arguments) == ("fs.find", deep)
+
+
+def test_a_responses_loop_on_previous_response_id_routes_its_request_with_only_the_new_items(
+    dsn: str, fs: ToolStore
+) -> None:
+    """A Responses loop that keeps its conversation on the server (``previous_response_id``) sends each step only the
+    new items, the calls' outputs, which hold no user request: route_messages refused them ('no user message with text
+    in messages'), its calls unlogged, and took no request beside them (TypeError: unexpected keyword 'query'). Given
+    ``query``, the step logs the items' calls and routes it, with the items as earlier context, as route() does; from
+    an AsyncToolStore too."""
+    items = [
+        {"type": "function_call", "call_id": "p1", "name": "find", "arguments": '{"name": "report"}'},
+        {"type": "function_call_output", "call_id": "p1", "output": "report.txt"},
+    ]
+    result = ts_openai.route_messages(fs, items, query="sort it by line", session="prev", fmt="openai-responses", k=3)
+    assert result.query == "sort it by line" and result.fmt == "openai-responses"
+    assert result.ids == fs.route("sort it by line", session="prev", k=3).ids
+    assert [(c.tool_id, c.call_id) for c in fs.session_log("prev")] == [("fs.find", "p1")]
+
+    async def main() -> Any:
+        async with AsyncToolStore(dsn, embedder=fs.embedder, catalog=fs.catalog) as store:
+            routed = await ts_openai.aroute_messages(store, items, query="sort it by line", session="aprev", k=3)
+            return routed, await store.session_log("aprev")
+
+    routed, log = asyncio.run(main())
+    assert routed.ids == result.ids and [(c.tool_id, c.call_id) for c in log] == [("fs.find", "p1")]

@@ -43,6 +43,7 @@ def route_messages(
     store: "ToolStore",
     messages: object,
     *,
+    query: str | None = None,
     session: str | None = None,
     offered: RouteResult | None = None,
     dialect: str = "auto",
@@ -51,7 +52,9 @@ def route_messages(
 ) -> RouteResult:
     """The tools for the next model call of a conversation: ``store.route`` of the latest user request of
     ``messages``, with the conversation so far as context (``options``: k, token_budget, ...). ``dialect``: the
-    messages' format (``auto``: told apart), for the route and the calls recorded alike.
+    messages' format (``auto``: told apart), for the route and the calls recorded alike. ``query``: the request to
+    route instead, the messages then all earlier context, as ``store.route(query, messages=...)`` reads them (a
+    Responses loop on ``previous_response_id`` sends only the new items, which hold no user request).
 
     With a ``session``, first records in its log the tool calls of ``messages`` (of its last ``turns`` turns, all it
     reads) after the last one it has seen (by call id: passing the whole list at every step records each call once,
@@ -72,7 +75,7 @@ def route_messages(
     # route()'s checks, once, first: a bad option is refused before any call is recorded (but for a filter value that
     # matches no tool: only the route statement tells, after the calls are recorded)
     check_options("route_messages", options)
-    call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
+    call = check_route(query, messages=messages, session=session, turns=turns, dialect=dialect, **options)
     return drive(_messages_steps(call, session, offered), lambda ask: ask(store))
 
 
@@ -80,6 +83,7 @@ async def aroute_messages(
     store: "AsyncToolStore",
     messages: object,
     *,
+    query: str | None = None,
     session: str | None = None,
     offered: RouteResult | None = None,
     dialect: str = "auto",
@@ -88,7 +92,7 @@ async def aroute_messages(
 ) -> RouteResult:
     """:func:`route_messages` for an :class:`AsyncToolStore`."""
     check_options("aroute_messages", options)
-    call = check_route(None, messages=messages, session=session, turns=turns, dialect=dialect, **options)
+    call = check_route(query, messages=messages, session=session, turns=turns, dialect=dialect, **options)
     return await adrive(_messages_steps(call, session, offered), lambda ask: ask(store))
 
 
