@@ -107,6 +107,46 @@ def test_a_restart_between_calls_is_invisible(dsn: str) -> None:
         assert len(store.route("send a message")) > 0
 
 
+#: Failed connection attempts the pool makes before the server comes back: psycopg_pool backs off 1, 2, 4 s between
+#: them, so its fifth would come about 8 s after the fourth, past a call's `timeout` (3 s) once the server is back.
+ATTEMPTS = 4
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_call_after_a_long_outage_gets_a_connection_once_the_server_is_back(kind: str) -> None:
+    """The server was down long enough for the pool's reconnection to back off (a stop of 20 s, say): a route
+    started after it came back failed, 'no database connection within 5 s: is the server up?', until the pool's next
+    try, up to 11 s later (30 s after a minute's outage). A call waiting for a connection makes the pool try again
+    at once."""
+    query = generated_queries(1)[0]
+
+    async def asynchronous(dsn: str, server: object) -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="r", timeout=3, pool_size=1) as store:
+            assert len(await store.route(query)) > 0
+            assert store._db is not None
+            pool = store._db.pool
+            await asyncio.to_thread(stop, server)
+            while pool.connect_errors() < ATTEMPTS:  # calls meanwhile fail, as a busy service's do
+                with pytest.raises(DatabaseError):
+                    await store.info()
+            await asyncio.to_thread(start, server)
+            assert len(await store.route(query)) > 0
+
+    with private_server() as server:
+        dsn = migrated_dsn(server)
+        with ToolStore(dsn, embedder=None, catalog="r", timeout=3, pool_size=1) as store:
+            store.upsert(generated_tools(20))
+            if kind == "sync":
+                stop(server)
+                while store._db.pool.connect_errors() < ATTEMPTS:
+                    with pytest.raises(DatabaseError):
+                        store.info()
+                start(server)
+                assert len(store.route(query)) > 0
+        if kind == "async":
+            asyncio.run(asynchronous(dsn, server))
+
+
 def openai_store(dsn: str, server: FakeOpenAI, **options: object) -> ToolStore:
     embedder = OpenAIEmbedder(
         model="text-embedding-3-small",
@@ -362,10 +402,13 @@ def test_a_setup_failure_is_not_said_once_the_server_cannot_be_reached(popped: b
             with pytest.raises(DatabaseError, match=pgvector):
                 await asynchronous.run(lambda conn: asyncio.sleep(0))
             stopped()
-            deadline = time.monotonic() + 60  # the pools try to connect again, backing off: wait for one to fail
+            deadline = time.monotonic() + 60  # a call makes each pool try to connect again: wait for one to fail
             while not all(pool.get_stats().get("connections_errors") for pool in (sync.pool, asynchronous.pool)):
                 assert time.monotonic() < deadline, "the pools did not try to connect"
-                await asyncio.sleep(0.2)
+                with pytest.raises(DatabaseError):
+                    sync.run(lambda conn: None)
+                with pytest.raises(DatabaseError):
+                    await asynchronous.run(lambda conn: asyncio.sleep(0))
             if popped:
                 assert all(pool.pop_stats()["connections_errors"] for pool in (sync.pool, asynchronous.pool))
             with pytest.raises(DatabaseError, match="within 1 s: is the server up"):

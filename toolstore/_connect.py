@@ -235,7 +235,8 @@ class Connector(_Pooled):
             self.pool.open()
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
                 seconds = _open_timeout(self.timeout)
-                ended.wait(seconds)
+                with self.pool.waiting():
+                    ended.wait(seconds)
                 self.backends.check()  # a setup found the pooler in transaction mode: said as such
                 self.setup.check(seconds)
                 self.pool.wait(seconds)
@@ -348,7 +349,7 @@ class AsyncConnector(_Pooled):
             await pool.open()
             if wait:
                 seconds = _open_timeout(timeout)
-                with contextlib.suppress(asyncio.TimeoutError):
+                with contextlib.suppress(asyncio.TimeoutError), pool.waiting():
                     await asyncio.wait_for(ended.wait(), seconds)
                 backends.check()
                 setup.check(seconds)

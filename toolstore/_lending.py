@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -65,6 +67,14 @@ class Lending:
         return exc
 
 
+#: Seconds the pools try to make a connection (one that replaces a lost one, or their first) before they give up:
+#: psycopg_pool backs off between tries (1, 2, 4, 8 s...), so over a longer window a pool tried again only long after
+#: the server was back (after a 20 s outage, up to 11 s later: every call failed meanwhile, "is the server up?").
+#: One that gave up while a call waits for a connection starts again at once (``reconnect_failed``), so it tries at
+#: least every second while calls wait; one no call waits on tries no more, and the next call makes it try.
+RECONNECT_WINDOW = 2.0
+
+
 class _KeptErrors:
     """A pool whose count of the connections it could not make (its ``connections_errors`` stat), which
     :meth:`Setup.current` compares, is kept whole when a caller's ``pop_stats()`` resets the pool's counters."""
@@ -85,12 +95,63 @@ class _KeptErrors:
             return self._popped_errors + stats.get("connections_errors", 0)
 
 
-class CountedPool(_KeptErrors, ConnectionPool[Any]):
-    """The connectors' sync pool: :class:`_KeptErrors`."""
+class _Waited:
+    """A pool that counts the calls waiting for it (a connection, or its first ones as it opens: :meth:`waiting`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._waiting_calls, self._waiting_lock = 0, threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Around a wait for the pool's connections: while one lasts, a reconnection that gave up starts again."""
+        with self._waiting_lock:
+            self._waiting_calls += 1
+        try:
+            yield
+        finally:
+            with self._waiting_lock:
+                self._waiting_calls -= 1
+
+    def _rearm(self) -> bool:
+        """Whether a reconnection that gave up (``reconnect_failed``) starts again: while a call waits, and open."""
+        return self._waiting_calls > 0 and not self.closed  # type: ignore[attr-defined]
 
 
-class AsyncCountedPool(_KeptErrors, AsyncConnectionPool[Any]):
-    """The connectors' async pool: :class:`_KeptErrors`."""
+class CountedPool(_KeptErrors, _Waited, ConnectionPool[Any]):
+    """The connectors' sync pool: :class:`_KeptErrors`, and a reconnection that gave up (:data:`RECONNECT_WINDOW`)
+    tried again at once while a call waits for a connection (:class:`_Waited`): ``check()`` grows a pool short of
+    connections."""
+
+    def getconn(self, timeout: float | None = None) -> Any:
+        with self.waiting():
+            return super().getconn(timeout)
+
+    def wait(self, timeout: float = 30.0) -> None:
+        with self.waiting():
+            super().wait(timeout)
+
+    def reconnect_failed(self) -> None:
+        super().reconnect_failed()
+        if self._rearm():
+            self.check()
+
+
+class AsyncCountedPool(_KeptErrors, _Waited, AsyncConnectionPool[Any]):
+    """The connectors' async pool: as :class:`CountedPool`."""
+
+    async def getconn(self, timeout: float | None = None) -> Any:
+        with self.waiting():
+            return await super().getconn(timeout)
+
+    async def wait(self, timeout: float = 30.0) -> None:
+        with self.waiting():
+            await super().wait(timeout)
+
+    async def reconnect_failed(self) -> None:
+        await super().reconnect_failed()
+        if self._rearm():
+            await self.check()
 
 
 class Setup:

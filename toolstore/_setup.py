@@ -33,7 +33,7 @@ from psycopg.pq import TransactionStatus
 from ._commits import WatchedConnection
 from ._encoding import check_encoding
 from ._errors import DatabaseError, InvalidInputError, TransactionPoolingError, UnknownCatalogError, first_line
-from ._lending import connection_lost
+from ._lending import RECONNECT_WINDOW, connection_lost
 from ._sql import query
 
 
@@ -58,8 +58,8 @@ def session(conn: Any, schema: str, tenant: str, extension: Any) -> dict[str, st
 
 def pool_args(dsn: str, min_size: int, max_size: int, timeout: float, configure: Any, pooled: bool) -> dict[str, Any]:
     """What both pools are made with: autocommit connections set up by ``configure``, bounded connects, waits and
-    reconnection, opened by the connector; behind a transaction pooler (``pooled``), connections that prepare
-    nothing."""
+    reconnection (given up after ``RECONNECT_WINDOW``, begun again while a call waits), opened by the connector;
+    behind a transaction pooler (``pooled``), connections that prepare nothing."""
     kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, math.ceil(timeout))}
     if pooled:
         kwargs["prepare_threshold"] = None
@@ -70,7 +70,7 @@ def pool_args(dsn: str, min_size: int, max_size: int, timeout: float, configure:
         "configure": configure,
         "kwargs": kwargs,
         "timeout": timeout,
-        "reconnect_timeout": max(60.0, timeout),
+        "reconnect_timeout": RECONNECT_WINDOW,
         "open": False,
     }
 
