@@ -8,6 +8,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -145,6 +146,35 @@ def test_a_call_after_a_long_outage_gets_a_connection_once_the_server_is_back(ki
                 assert len(store.route(query)) > 0
         if kind == "async":
             asyncio.run(asynchronous(dsn, server))
+
+
+def test_a_call_that_waited_while_the_server_went_down_does_not_say_the_pool_is_busy() -> None:
+    """A call waited for the pool's one connection while another held it, and the server went down meanwhile: the
+    connection came back lost, and the call that got none said 'the pool's connections (pool_size=1) are all in use'
+    (raise pool_size, it read), as if the server answered. A lost connection that comes back shows no server that
+    answers: the call says 'is the server up?'."""
+    with private_server() as server:
+        dsn = migrated_dsn(server)
+        with ToolStore(dsn, embedder=None, catalog="r", timeout=TIMEOUT, pool_size=1) as store:
+            store.upsert(generated_tools(5))
+            failures: list[BaseException] = []
+
+            def waiter() -> None:
+                try:
+                    store.info()
+                except DatabaseError as exc:
+                    failures.append(exc)
+
+            with pytest.raises(DatabaseError), store.connection() as conn:
+                thread = threading.Thread(target=waiter)
+                thread.start()
+                while not store._db.pool.get_stats().get("requests_queued"):  # the waiter waits for the connection
+                    time.sleep(0.05)
+                stop(server)
+                conn.execute("select 1")
+            thread.join()
+    (failure,) = failures
+    assert "is the server up?" in str(failure), failure
 
 
 def openai_store(dsn: str, server: FakeOpenAI, **options: object) -> ToolStore:

@@ -263,7 +263,7 @@ class Connector(_Pooled):
                         raise lost from exc
                     raise
                 finally:
-                    self.lending.give_back()
+                    self.lending.give_back(conn.closed)
         except (PoolTimeout, psycopg.Error) as exc:
             if connection_lost(exc):
                 self.pool.check()  # drop the pool's other dead connections too
@@ -378,7 +378,7 @@ class AsyncConnector(_Pooled):
                         raise lost from exc
                     raise
                 finally:
-                    self.lending.give_back()
+                    self.lending.give_back(conn.closed)
         except (PoolTimeout, psycopg.Error) as exc:
             if connection_lost(exc):
                 await self.pool.check()

@@ -40,7 +40,7 @@ class Lending:
         self._out, self._returned, self._lock = 0, 0, threading.Lock()
 
     def returned(self) -> int:
-        """How many came back so far: :meth:`failure`'s ``since``, taken before waiting for a connection."""
+        """How many came back working so far: :meth:`failure`'s ``since``, taken before waiting for a connection."""
         with self._lock:
             return self._returned
 
@@ -48,9 +48,11 @@ class Lending:
         with self._lock:
             self._out += 1
 
-    def give_back(self) -> None:
+    def give_back(self, lost: bool = False) -> None:
+        """One came back; ``lost``: closed or broken (the server went down, say), which shows no server that answers,
+        so it is not counted as :meth:`returned`."""
         with self._lock:
-            self._out, self._returned = self._out - 1, self._returned + 1
+            self._out, self._returned = self._out - 1, self._returned + (0 if lost else 1)
 
     def busy(self, pool_size: int) -> bool:
         """Whether all ``pool_size`` connections of the pool are lent now: a wait for one lasts until one comes back."""
@@ -59,7 +61,7 @@ class Lending:
 
     def failure(self, exc: BaseException, since: int, pool_size: int) -> BaseException:
         """What a wait for a connection that failed with ``exc`` means: a :class:`PoolBusy` when it timed out while
-        some connection was out (one is out now, or one came back since ``since``), else ``exc`` itself."""
+        some connection was out (one is out now, or one came back working since ``since``), else ``exc`` itself."""
         with self._lock:
             lent = self._out > 0 or self._returned != since
         if isinstance(exc, PoolTimeout) and lent:
