@@ -115,8 +115,7 @@ def _denied(row: Any, schema: str) -> DatabaseError | None:
 
 
 def schema_denied(conn: psycopg.Connection[Any], schema: str) -> DatabaseError | None:
-    """After a name was not found on ``conn``: the error that says its role may not use ``schema``, or that the schema
-    has no toolstore tables, when that is why."""
+    """After a name was not found on ``conn``: why, if its role may not use ``schema`` or the schema has no tables."""
     try:
         return _denied(conn.execute(query("schema_denied"), {"schema": schema}).fetchone(), schema)
     except psycopg.Error:  # a failed transaction, or the connection is gone: the original error stands
