@@ -29,6 +29,7 @@ from toolstore import (
     UnknownToolError,
 )
 from toolstore._connect import AsyncConnector
+from toolstore._replicas import replica_names
 
 TOOLS = [
     Tool(id="slack.send_message", name="send_message", provider="slack", description="Post a message to a channel"),
@@ -588,7 +589,7 @@ def test_a_close_that_fails_closes_every_pool_then_raises_the_first_error(dsn: s
         store.close()
     assert raised.value.__notes__ == [
         "raised closing the primary's pool",
-        "closing read replica 1's pool failed too: RuntimeError: replica 1 failed",
+        f"closing {replica_names([dsn])[0]}'s pool failed too: RuntimeError: replica 1 failed",
     ]
     assert store._db.pool.closed and all(c.pool.closed for c in store._replicas.connectors)
     store.close()
@@ -604,7 +605,7 @@ def test_a_close_that_fails_closes_every_pool_then_raises_the_first_error(dsn: s
         with pytest.raises(RuntimeError, match="replica 2 failed") as araised:
             await astore.close()
         assert araised.value.__notes__ == [
-            "raised closing read replica 2's pool",
+            f"raised closing {replica_names([dsn, dsn])[1]}'s pool",
             "closing the writer's pools failed too: RuntimeError: the writer failed",
         ]
         assert db.pool.closed and all(c.pool.closed for c in replicas) and writer._db.pool.closed

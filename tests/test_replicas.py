@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from toolstore import (
     Anchor,
@@ -146,7 +146,9 @@ def test_a_replica_whose_client_encoding_is_sql_ascii_is_refused_saying_to_set_u
             assert len(await store.route("send a message")) > 0
 
     asyncio.run(main())
-    left_out = [r for r in caplog.records if r.getMessage().startswith("read replica 1 left out for")]
+    given = conninfo_to_dict(replica)
+    name = " ".join(f"{key}={given[key]}" for key in ("host", "port", "dbname") if key in given)
+    left_out = [r for r in caplog.records if r.getMessage().startswith(f"read replica 1 ({name}) left out for")]
     assert len(left_out) == 2, [r.getMessage() for r in caplog.records]  # once per store: then it is left out
     assert all(r.levelno == logging.WARNING and re.search(utf8, r.getMessage()) for r in left_out)
 
@@ -835,3 +837,24 @@ def test_the_replica_rotation_takes_turns_skips_the_unreachable_and_keeps_the_bu
     busy.clear()
     assert list(rotation.order(lambda replica: replica in busy)) == [0, 1, 2]
     assert list(Rotation(0).order()) == []
+
+
+def test_replicas_are_named_by_place_host_port_and_dbname_never_the_password() -> None:
+    """What warnings, pools and close() call each replica (they said only "read replica 2"): its DSN as a URL or
+    key=value, as libpq parses it; what the DSN leaves out is not said, its password never."""
+    from toolstore._replicas import replica_names
+
+    dsns = [
+        "postgresql://reader:s3cret@db1.example:5433/tools?sslmode=require",
+        "host=db2 port=6432 dbname=tools user=reader password=s3cret",
+        "postgresql:///tools?host=/var/run/postgresql",
+        "hostaddr=10.0.0.7 dbname=app password=s3cret",
+        "",
+    ]
+    assert replica_names(dsns) == [
+        "read replica 1 (host=db1.example port=5433 dbname=tools)",
+        "read replica 2 (host=db2 port=6432 dbname=tools)",
+        "read replica 3 (host=/var/run/postgresql dbname=tools)",
+        "read replica 4 (hostaddr=10.0.0.7 dbname=app)",
+        "read replica 5 (libpq defaults)",
+    ]

@@ -192,7 +192,8 @@ class Connector(_Pooled):
     tries once more, so a store recovers by itself when the server is back; only when nothing of the work was
     committed (``_commits``: a COMMIT lost with its connection is asked about on a fresh one), so no transaction is
     written twice. A wait that ends without a connection is a :class:`PoolBusy` (the error's cause) when some
-    connection was lent meanwhile, not just an unanswered pool.
+    connection was lent meanwhile, not just an unanswered pool. ``name``: the pool's, which psycopg_pool's warnings
+    say (a read replica's names it, ``_replicas.replica_names``).
     """
 
     pool: CountedPool
@@ -209,6 +210,7 @@ class Connector(_Pooled):
         wait: bool = True,
         transaction_pooling: bool = False,
         configure: Configure | None = None,
+        name: str | None = None,
     ) -> None:
         ended = threading.Event()
         super().__init__(schema, check_timeout(timeout), Setup(ended), Backends())
@@ -229,7 +231,7 @@ class Connector(_Pooled):
 
         args = pool_args(dsn, min_size, max_size, self.timeout, set_up_connection, transaction_pooling)
         watched = PooledConnection if transaction_pooling else WatchedConnection
-        self.pool = CountedPool(connection_class=watched, **args)
+        self.pool = CountedPool(connection_class=watched, name=name, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open()
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
@@ -320,6 +322,7 @@ class AsyncConnector(_Pooled):
         wait: bool = True,
         transaction_pooling: bool = False,
         configure: AsyncConfigure | None = None,
+        name: str | None = None,
     ) -> AsyncConnector:
         """``wait=False``: the pool connects in the background; until it has, a call waits up to ``timeout``."""
         timeout = check_timeout(timeout)
@@ -343,7 +346,7 @@ class AsyncConnector(_Pooled):
 
         args = pool_args(dsn, min_size, max_size, timeout, set_up_connection, transaction_pooling)
         connection = AsyncPooledConnection if transaction_pooling else psycopg.AsyncConnection
-        pool = AsyncCountedPool(connection_class=connection, **args)
+        pool = AsyncCountedPool(connection_class=connection, name=name, **args)
         try:  # as Connector's
             await pool.open()
             if wait:

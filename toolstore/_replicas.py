@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from ._closing import AsyncCloser, Closer, aclose_all, close_all
 from ._connect import AsyncConnector, Connector, check_dsn
@@ -35,6 +36,19 @@ REPLICA_RETRY = 10.0
 #: primary now or has not replayed all it received and the store's last write of tools: ``_steps.resolve_steps``,
 #: :class:`Written`).
 LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError, UnknownToolError)
+
+
+def replica_names(dsns: Sequence[str]) -> list[str]:
+    """How warnings name each replica: its place in ``read_dsn`` and the host (or hostaddr), port and dbname its DSN
+    gives (a URL or key=value, as libpq parses it; never the password), e.g. ``read replica 2 (host=db2 port=5433
+    dbname=app)``; what the DSN leaves out (libpq's defaults then) is not said."""
+    names = []
+    for position, dsn in enumerate(dsns, 1):
+        params = conninfo_to_dict(dsn)
+        keys = ("host" if params.get("host") else "hostaddr", "port", "dbname")
+        given = " ".join(f"{key}={params[key]}" for key in keys if params.get(key))
+        names.append(f"read replica {position} ({given or 'libpq defaults'})")
+    return names
 
 
 def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
@@ -81,10 +95,11 @@ class Rotation:
     cause says the server cannot be reached (:func:`_lending.unreachable`), the replica is also left out for
     :data:`REPLICA_RETRY` seconds. A pool that gave no connection within ``timeout`` hands on that read alone."""
 
-    def __init__(self, n: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, n: int, *, names: Sequence[str] = (), clock: Callable[[], float] = time.monotonic) -> None:
         self._n, self._clock = n, clock
         self._turn, self._lock = -1, threading.Lock()
         self._down_until = [0.0] * n
+        self.names = list(names) or [f"read replica {i + 1}" for i in range(n)]  # as warnings say them
 
     def order(self, busy: Callable[[int], bool] = lambda replica: False) -> Iterator[int]:
         """The replicas this read asks, in turn (none: the primary at once); those that ``busy`` says have every
@@ -113,13 +128,13 @@ class Rotation:
         if exc.__cause__ is not None and unreachable(exc.__cause__):
             self._down_until[replica] = self._clock() + REPLICA_RETRY  # then said once while it is left out
             logger.warning(
-                "read replica %d left out for %g s (reads go to the next replica or the primary): %s",
-                replica + 1,
+                "%s left out for %g s (reads go to the next replica or the primary): %s",
+                self.names[replica],
                 REPLICA_RETRY,
                 exc,
             )
         else:
-            logger.debug("read on a replica failed, trying the next: %s", exc)
+            logger.debug("read on %s failed, trying the next: %s", self.names[replica], exc)
         return True
 
 
@@ -129,13 +144,14 @@ class Replicas:
 
     def __init__(self, dsns: Sequence[str], **options: Any) -> None:
         self.connectors: list[Connector] = []
+        names = replica_names(dsns)
+        self.rotation = Rotation(len(names), names=names)
         try:
-            for dsn in dsns:
-                self.connectors.append(Connector(dsn, wait=False, **options))
+            for dsn, name in zip(dsns, names):
+                self.connectors.append(Connector(dsn, wait=False, name=name, **options))
         except BaseException:
-            self.close()
+            self.close()  # the pools made so far
             raise
-        self.rotation = Rotation(len(self.connectors))
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> tuple[bool, T | None]:
         """(True, result) from the first replica that answered, or (False, None) when the primary must."""
@@ -149,7 +165,7 @@ class Replicas:
 
     def closers(self) -> list[Closer]:
         """What :meth:`close` closes: each replica's pool."""
-        return [(f"read replica {i + 1}'s pool", c.close) for i, c in enumerate(self.connectors)]
+        return [(f"{name}'s pool", c.close) for name, c in zip(self.rotation.names, self.connectors)]
 
     def close(self) -> None:
         """Close every replica's pool, then raise the first failure (``_closing.close_all``)."""
@@ -159,20 +175,21 @@ class Replicas:
 class AsyncReplicas:
     """:class:`Replicas` for asyncio, on :class:`AsyncConnector` pools; made with :meth:`open`."""
 
-    def __init__(self, connectors: list[AsyncConnector]) -> None:
+    def __init__(self, connectors: list[AsyncConnector], names: Sequence[str] = ()) -> None:
         self.connectors = connectors
-        self.rotation = Rotation(len(connectors))
+        self.rotation = Rotation(len(connectors), names=names)
 
     @classmethod
     async def open(cls, dsns: Sequence[str], **options: Any) -> AsyncReplicas:
         connectors: list[AsyncConnector] = []
+        names = replica_names(dsns)
         try:
-            for dsn in dsns:
-                connectors.append(await AsyncConnector.open(dsn, wait=False, **options))
+            for dsn, name in zip(dsns, names):
+                connectors.append(await AsyncConnector.open(dsn, wait=False, name=name, **options))
         except BaseException:
-            await cls(connectors).close()
+            await cls(connectors, names[: len(connectors)]).close()
             raise
-        return cls(connectors)
+        return cls(connectors, names)
 
     async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> tuple[bool, T | None]:
         """(True, result) from the first replica that answered, or (False, None) when the primary must."""
@@ -186,7 +203,7 @@ class AsyncReplicas:
 
     def closers(self) -> list[AsyncCloser]:
         """What :meth:`close` closes: each replica's pool."""
-        return [(f"read replica {i + 1}'s pool", c.close) for i, c in enumerate(self.connectors)]
+        return [(f"{name}'s pool", c.close) for name, c in zip(self.rotation.names, self.connectors)]
 
     async def close(self) -> None:
         """Close every replica's pool, then raise the first failure (``_closing.aclose_all``)."""
