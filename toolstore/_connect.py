@@ -217,6 +217,7 @@ class Connector(_Pooled):
         self.dsn = check_dsn(dsn)
 
         def set_up_connection(conn: psycopg.Connection[Any]) -> None:
+            self.setup.made(self.pool.connect_errors())
             try:
                 extension = conn.execute(query("extension_schema")).fetchone()
                 set_up(conn, session(conn, schema, tenant, extension), self.backends)
@@ -272,18 +273,19 @@ class Connector(_Pooled):
             cause = self.lending.failure(exc, since, self.pool.max_size)
             raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors())) from cause
 
-    def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def run(self, work: Callable[[psycopg.Connection[Any]], T], *, again: bool = True) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
         server) before any transaction of it committed (``_commits``: a COMMIT lost with the connection is asked
         about, a committed one is done), and what follows a committed write (``_commits.follow_up``: an index build),
-        lost with the connection, done once more on a fresh one; every psycopg failure is a DatabaseError."""
+        lost with the connection, done once more on a fresh one (``again=False``: not once more, a read replica's
+        caller decides); every psycopg failure is a DatabaseError."""
         for attempt in range(2):
             commits = Commits(self.dsn, self.timeout)
             try:
                 with self.connection() as conn, cast(WatchedConnection, conn).watch(commits):
                     result = work(conn)
             except DatabaseError as exc:
-                if self._again(exc, attempt) and commits.clean:
+                if again and self._again(exc, attempt) and commits.clean:
                     continue
                 lost = exc.__cause__
                 if commits.committed and lost is not None and connection_lost(lost):
@@ -332,6 +334,7 @@ class AsyncConnector(_Pooled):
         setup, backends = Setup(ended), Backends()
 
         async def set_up_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+            setup.made(pool.connect_errors())
             try:
                 extension = await (await conn.execute(query("extension_schema"))).fetchone()
                 await set_up_async(conn, session(conn, schema, tenant, extension), backends)
@@ -388,13 +391,13 @@ class AsyncConnector(_Pooled):
             cause = self.lending.failure(exc, since, self.pool.max_size)
             raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors())) from cause
 
-    async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
+    async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], *, again: bool = True) -> T:
         for attempt in range(2):
             try:
                 async with self.connection() as conn:
                     return await work(conn)
             except DatabaseError as exc:
-                if self._again(exc, attempt):
+                if again and self._again(exc, attempt):
                     continue
                 raise
         raise AssertionError("unreachable")

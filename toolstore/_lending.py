@@ -1,7 +1,8 @@
 """What a pool's failure means, no I/O: the count of connections a pool lent (:class:`Lending`, kept by both
 connectors of ``_connect``) that tells a busy pool (:class:`PoolBusy`) from a server that cannot be reached
 (:func:`unreachable`, which leaves a read replica out of reads), a lost connection (:func:`connection_lost`, which
-a connector's ``run`` tries once more after), a new connection's setup that failed (:class:`Setup`), and the pools
+a connector's ``run`` tries once more after), a new connection's setup that failed (:class:`Setup`, which also tells a
+pool that holds no connection and fails to make one, that a read replica's read does not wait for), and the pools
 that keep the count of connections they could not make, which it reads (:class:`CountedPool`)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from psycopg import errors
@@ -25,6 +26,10 @@ NOT_GRANTED = (
     "changes the catalog and logs its sessions: `toolstore -c CATALOG grant ROLE --write`, run by the owner of the "
     "tables, who alone creates catalogs)"
 )
+
+
+#: :meth:`Setup.state`: whether a pool holds a connection, its attempts to make one fail, or one is being made.
+PoolState = Literal["holds", "failing", "connecting"]
 
 
 class PoolBusy(PoolTimeout):
@@ -92,9 +97,13 @@ class _KeptErrors:
 
     def connect_errors(self) -> int:
         """How many connections the pool could not make since it was made (refused, unreachable)."""
+        return self.connect_state()[0]
+
+    def connect_state(self) -> tuple[int, int]:
+        """:meth:`connect_errors`, and how many connections the pool holds idle now."""
         with self._popped_lock:
             stats: dict[str, int] = self.get_stats()  # type: ignore[attr-defined]
-            return self._popped_errors + stats.get("connections_errors", 0)
+            return self._popped_errors + stats.get("connections_errors", 0), stats.get("pool_available", 0)
 
 
 class _Waited:
@@ -169,6 +178,21 @@ class Setup:
         self.ended = ended
         self.failure: BaseException | None = None
         self._connect_errors = 0  # the pool's count of connections it could not make when `failure` was noted
+        self._errors_when_made = 0  # and when it last made one (its setup then began)
+
+    def made(self, connect_errors: int) -> None:
+        """The pool made a connection, whose setup begins, when it had failed to make ``connect_errors``."""
+        self._errors_when_made = connect_errors
+
+    def state(self, connect_errors: int, idle: int, lent: bool) -> PoolState:
+        """What a wait for a connection of the pool would meet: ``holds`` (a connection ``idle`` in it, or ``lent``),
+        else ``failing`` when its latest attempt to make one failed (its count of failures, ``connect_errors``, grew
+        since it made one: the wait lasts until an attempt succeeds, which a server refusing connections never lets
+        happen) or the setup of the one it made did (:meth:`current`), else ``connecting`` (an attempt under way)."""
+        if idle > 0 or lent:
+            return "holds"
+        failing = connect_errors > self._errors_when_made or self.current(connect_errors) is not None
+        return "failing" if failing else "connecting"
 
     def end(self, failure: BaseException | None = None, connect_errors: int = 0) -> None:
         """Note that a setup succeeded (``failure`` None) or failed, when the pool had failed to make

@@ -4,6 +4,7 @@ pools for ``AsyncToolStore``."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -22,8 +23,9 @@ from ._errors import (
     UnknownCatalogError,
     UnknownToolError,
     UnmatchedFilterError,
+    first_line,
 )
-from ._lending import unreachable
+from ._lending import PoolState, connection_lost, unreachable
 from ._observe import logger
 from ._sql import query
 
@@ -36,6 +38,9 @@ REPLICA_RETRY = 10.0
 #: primary now or has not replayed all it received and the store's last write of tools: ``_steps.resolve_steps``,
 #: :class:`Written`).
 LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError, UnknownToolError)
+#: Seconds between looks at a replica's pool that holds no connection and is making one (just opened, or its
+#: connections lost): a read waits for it (up to the store's ``timeout``), but not past an attempt that failed.
+_LOOK = 0.01
 
 
 def replica_names(dsns: Sequence[str]) -> list[str]:
@@ -49,6 +54,49 @@ def replica_names(dsns: Sequence[str]) -> list[str]:
         given = " ".join(f"{key}={params[key]}" for key in keys if params.get(key))
         names.append(f"read replica {position} ({given or 'libpq defaults'})")
     return names
+
+
+def _unconnected(connector: Connector | AsyncConnector, state: PoolState) -> str:
+    """Why a read does not ask a replica whose pool is in ``state`` (not ``holds``: a read waits for a pool that
+    holds a connection as for any, a lent one comes back)."""
+    if state == "connecting":
+        return f"no database connection within {connector.timeout:g} s: is the server up?"
+    if (failure := connector.setup.current(connector.pool.connect_errors())) is not None:
+        return f"a new database connection could not be set up: {first_line(failure)}"
+    # psycopg_pool's warning "error connecting in '<the replica's name>'" says why
+    return "its pool's latest attempt to connect failed (psycopg.pool's warning says why; it tries again)"
+
+
+def pool_state(connector: Connector | AsyncConnector) -> PoolState:
+    """Whether the replica's pool holds a connection, fails to make one, or is making one now (``Setup.state``)."""
+    return connector.setup.state(*connector.pool.connect_state(), lent=connector.lending.busy(1))
+
+
+def _unready(connector: Connector) -> PoolState:
+    """The state of ``connector``'s pool (:func:`pool_state`), after waiting while it makes a connection (up to
+    ``timeout``, but not past an attempt that failed); a pool whose attempts fail is asked to try again, in the
+    background."""
+    deadline = time.monotonic() + connector.timeout
+    while (state := pool_state(connector)) == "connecting" and time.monotonic() < deadline:
+        time.sleep(_LOOK)
+    if state == "failing":
+        connector.pool.check()  # a pool that holds no connection only starts an attempt (unless one is scheduled)
+    return state
+
+
+async def _aunready(connector: AsyncConnector) -> PoolState:
+    """:func:`_unready` on an async pool."""
+    deadline = time.monotonic() + connector.timeout
+    while (state := pool_state(connector)) == "connecting" and time.monotonic() < deadline:
+        await asyncio.sleep(_LOOK)
+    if state == "failing":
+        await connector.pool.check()
+    return state
+
+
+def _lost(exc: Exception) -> bool:
+    """A replica's read failed because its connection was lost (the server stopped or restarted)."""
+    return isinstance(exc, DatabaseError) and exc.__cause__ is not None and connection_lost(exc.__cause__)
 
 
 def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
@@ -93,12 +141,16 @@ class Rotation:
     is free, nor leaves the replicas for the primary because of it. A failure (:meth:`hands_over`) is handed on to the
     next replica, and finally the primary, when it is a :class:`DatabaseError` or one of :data:`LAGGING`; when its
     cause says the server cannot be reached (:func:`_lending.unreachable`), the replica is also left out for
-    :data:`REPLICA_RETRY` seconds. A pool that gave no connection within ``timeout`` hands on that read alone."""
+    :data:`REPLICA_RETRY` seconds. A pool that gave no connection within ``timeout`` hands on that read alone. The
+    drivers leave out (:meth:`leave_out`) a replica whose pool cannot give a connection now, before a read waits: for
+    those seconds when it gave none while it tried, else only while it fails (each read looks at it again, so it is
+    read from as soon as its pool connects)."""
 
     def __init__(self, n: int, *, names: Sequence[str] = (), clock: Callable[[], float] = time.monotonic) -> None:
         self._n, self._clock = n, clock
         self._turn, self._lock = -1, threading.Lock()
         self._down_until = [0.0] * n
+        self._said_until = [0.0] * n  # a replica left out is said once every REPLICA_RETRY seconds
         self.names = list(names) or [f"read replica {i + 1}" for i in range(n)]  # as warnings say them
 
     def order(self, busy: Callable[[int], bool] = lambda replica: False) -> Iterator[int]:
@@ -126,16 +178,24 @@ class Rotation:
         if not isinstance(exc, (DatabaseError, *LAGGING)) or isinstance(exc, StatementTimeoutError):
             return False  # a route cancelled past its statement_timeout would cost as much on the next server
         if exc.__cause__ is not None and unreachable(exc.__cause__):
-            self._down_until[replica] = self._clock() + REPLICA_RETRY  # then said once while it is left out
-            logger.warning(
-                "%s left out for %g s (reads go to the next replica or the primary): %s",
-                self.names[replica],
-                REPLICA_RETRY,
-                exc,
-            )
+            self.leave_out(replica, exc)
         else:
             logger.debug("read on %s failed, trying the next: %s", self.names[replica], exc)
         return True
+
+    def leave_out(self, replica: int, why: object, *, failing: bool = False) -> None:
+        """Leave ``replica`` out of reads for :data:`REPLICA_RETRY` seconds, or (``failing``: its pool's attempts to
+        connect fail, which each read looks at without waiting) of this read only, warning with its name and ``why``
+        at most once every :data:`REPLICA_RETRY` seconds."""
+        now = self._clock()
+        if not failing:
+            self._down_until[replica] = now + REPLICA_RETRY
+        if now >= self._said_until[replica]:
+            self._said_until[replica] = now + REPLICA_RETRY
+            out = "until its pool has a connection" if failing else f"for {REPLICA_RETRY:g} s"
+            logger.warning(
+                "%s left out %s (reads go to the next replica or the primary): %s", self.names[replica], out, why
+            )
 
 
 class Replicas:
@@ -156,11 +216,19 @@ class Replicas:
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> tuple[bool, T | None]:
         """(True, result) from the first replica that answered, or (False, None) when the primary must."""
         for i in self.rotation.order(lambda replica: self.connectors[replica].busy()):
-            try:
-                return True, self.connectors[i].run(work)
-            except Exception as exc:
-                if not self.rotation.hands_over(i, exc):
-                    raise
+            connector = self.connectors[i]
+            for attempt in range(2):
+                if (state := _unready(connector)) != "holds":
+                    self.rotation.leave_out(i, _unconnected(connector, state), failing=state == "failing")
+                    break
+                try:
+                    return True, connector.run(work, again=False)
+                except Exception as exc:
+                    if attempt == 0 and _lost(exc):
+                        continue  # on a fresh connection, if its pool makes one at once (a restarted replica)
+                    if not self.rotation.hands_over(i, exc):
+                        raise
+                    break
         return False, None
 
     def closers(self) -> list[Closer]:
@@ -194,11 +262,19 @@ class AsyncReplicas:
     async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> tuple[bool, T | None]:
         """(True, result) from the first replica that answered, or (False, None) when the primary must."""
         for i in self.rotation.order(lambda replica: self.connectors[replica].busy()):
-            try:
-                return True, await self.connectors[i].run(work)
-            except Exception as exc:
-                if not self.rotation.hands_over(i, exc):
-                    raise
+            connector = self.connectors[i]  # as Replicas.run
+            for attempt in range(2):
+                if (state := await _aunready(connector)) != "holds":
+                    self.rotation.leave_out(i, _unconnected(connector, state), failing=state == "failing")
+                    break
+                try:
+                    return True, await connector.run(work, again=False)
+                except Exception as exc:
+                    if attempt == 0 and _lost(exc):
+                        continue
+                    if not self.rotation.hands_over(i, exc):
+                        raise
+                    break
         return False, None
 
     def closers(self) -> list[AsyncCloser]:

@@ -78,9 +78,10 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     that has not yet replayed a catalog (or its switch to another model, a tool or value a route filter names, a tool
     that resolve(), get() or tools(ids) asks for, or one a call in route()'s messages or resolve_calls() names, unless
     it streams from the primary and has replayed all it received and this store's last write of tools), hands the read
-    to the next replica and finally to the primary (one that could not be reached is left out of reads for 10 s, one
-    whose pool is busy is asked after the free ones and not left out; the store opens while a replica is down);
-    otherwise a read may lag the primary by the replica's replay delay.
+    to the next replica and finally to the primary (one whose pool fails to connect is left out, no read waiting for
+    it, until its pool connects; one that gave no connection within ``timeout`` for 10 s; a warning names it by host,
+    port and dbname; one whose pool is busy is asked after the free ones and not left out; the store opens while a
+    replica is down); otherwise a read may lag the primary by the replica's replay delay.
     ``transaction_pooling``: ``dsn`` (and ``read_dsn``) is a pooler in PgBouncer's ``pool_mode = transaction``; without
     it, a store there raises TransactionPoolingError once its session is found lost (README, "Connection poolers").
     ``configure``: called with each new connection of the store's pools (primary and replicas) after toolstore's set-up
