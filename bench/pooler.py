@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from toolstore import ToolStore, load_tools_file
-from toolstore._connect import resolve_dsn
+from toolstore._dsn import resolve_dsn
 from toolstore._embedders.factory import make_embedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))

@@ -47,7 +47,7 @@ LAYERS: list[set[str]] = [
         "_drive",
         "_retention",
     },
-    {"_embedded", "_lending", "_commits", "_encoding", "_setup", "_connect", "_replicas", "_migrate"},
+    {"_embedded", "_dsn", "_lending", "_commits", "_encoding", "_setup", "_connect", "_replicas", "_migrate"},
     {
         "_indexes",
         "_vectors",

@@ -23,8 +23,9 @@ from ._abstain import AbstainModel
 from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
 from ._closing import aclose_all
-from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout, resolve_dsn
+from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout
 from ._drive import adrive
+from ._dsn import resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError

@@ -1,13 +1,11 @@
-"""Talking to Postgres: where the database is (a DSN, ``$TOOLSTORE_DSN`` or the embedded server), pooled connections
-set up for toolstore, and every driver failure turned into :class:`DatabaseError` within a bounded time."""
+"""Talking to Postgres (where it is: ``_dsn``): pooled connections set up for toolstore, and every driver failure
+turned into :class:`DatabaseError` within a bounded time."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -17,14 +15,12 @@ from typing import Any, TypeVar, cast
 import psycopg
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import errors
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.array import ListBinaryDumper
 from psycopg_pool import PoolTimeout
 
 from ._commits import Commits, WatchedConnection, do_again
-from ._embedded import embedded_dsn
+from ._dsn import check_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, UnknownCatalogError, first_line
-from ._input import given_dsn
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
 from ._setup import (
     UNDEFINED,
@@ -63,41 +59,6 @@ class VectorArray(list[Any]):
 def register_types(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
     """What a pool connection dumps beyond pgvector's own: :class:`VectorArray` in binary."""
     conn.adapters.register_dumper(VectorArray, ListBinaryDumper)
-
-
-#: A SQLAlchemy URL's scheme, ``postgresql+psycopg://``: the dialect and, after the ``+``, the driver.
-_SQLALCHEMY_URL = re.compile(r"(postgres(?:ql)?)(\+[A-Za-z0-9_]*)://")
-
-
-def check_dsn(dsn: str) -> str:
-    """``dsn`` if libpq can parse it, else InvalidInputError: libpq's own message quotes the piece it could not read
-    (or the whole URI, password included), so only its redacted first line is said. A host with an ``@`` is refused
-    too: a URI password with an ``@`` not percent-encoded parses, its tail taken for the host, which a connection
-    error would then quote."""
-    scheme = _SQLALCHEMY_URL.match(dsn) if isinstance(dsn, str) else None
-    if scheme:  # SQLAlchemy's URL (an alembic env's, an app's engine): libpq reads no '+driver', and says only that
-        raise InvalidInputError(
-            f"malformed DSN: {scheme[0]!r} is SQLAlchemy's URL scheme, not libpq's: write {scheme[1] + '://'!r} "
-            f"(drop {scheme[2]!r})"
-        )
-    try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.Error as exc:
-        raise InvalidInputError(f"malformed DSN: {first_line(exc)}") from None
-    if "@" in str(params.get("host") or ""):
-        raise InvalidInputError("malformed DSN: its host holds an '@' (percent-encode an '@' in a password as %40)")
-    return dsn
-
-
-def resolve_dsn(dsn: str | None) -> str:
-    """The DSN argument if given (``_input.given_dsn``), else ``$TOOLSTORE_DSN`` (unset when empty), else the embedded
-    server's; a malformed one is an InvalidInputError."""
-    if (given := given_dsn(dsn)) is not None:
-        return check_dsn(given)
-    env = os.environ.get("TOOLSTORE_DSN")
-    if env:
-        return check_dsn(env)
-    return embedded_dsn()
 
 
 def _denied(row: Any, schema: str) -> DatabaseError | None:

@@ -250,7 +250,7 @@ def _items(value: object) -> Iterable[Any]:
 
 
 def given_dsn(dsn: object) -> str | None:
-    """A store's ``dsn`` argument: None, or a DSN string (``_connect.check_dsn`` reads it). An empty or blank one is
+    """A store's ``dsn`` argument: None, or a DSN string (``_dsn.check_dsn`` reads it). An empty or blank one is
     refused, not taken for None (a setting's unset value would open the embedded server, another database), and so is
     any other type (named, never quoted: it may hold a password)."""
     if dsn is None:

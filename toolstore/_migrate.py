@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 import psycopg
 from psycopg import sql
 
-from ._connect import DEFAULT_TIMEOUT, first_line, resolve_dsn, schema_denied
+from ._connect import DEFAULT_TIMEOUT, first_line, schema_denied
+from ._dsn import resolve_dsn
 from ._encoding import check_encoding
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError
 from ._input import flag

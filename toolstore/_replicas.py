@@ -14,7 +14,8 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from ._closing import AsyncCloser, Closer, aclose_all, close_all
-from ._connect import AsyncConnector, Connector, check_dsn
+from ._connect import AsyncConnector, Connector
+from ._dsn import check_dsn
 from ._errors import (
     DatabaseError,
     InvalidInputError,
@@ -100,7 +101,7 @@ def _lost(exc: Exception) -> bool:
 
 
 def replica_dsns(read_dsn: str | Sequence[str] | None) -> list[str]:
-    """The stores' ``read_dsn`` argument as a list of DSNs, each checked (:func:`_connect.check_dsn`); None or ``""``
+    """The stores' ``read_dsn`` argument as a list of DSNs, each checked (:func:`_dsn.check_dsn`); None or ``""``
     (as ``dsn=""``, not given) is no replica. InvalidInputError for anything else."""
     dsns = [read_dsn] if isinstance(read_dsn, str) and read_dsn else read_dsn or []
     if not isinstance(dsns, (list, tuple)) or not all(isinstance(dsn, str) and dsn for dsn in dsns):

@@ -18,8 +18,9 @@ from ._anchors import AnchorMethods
 from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
 from ._closing import close_all
-from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout, resolve_dsn
+from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout
 from ._drive import drive
+from ._dsn import resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from .. import _formats
-from .._connect import check_dsn, resolve_dsn
+from .._dsn import check_dsn, resolve_dsn
 from .._embedders.factory import SPECS, check_spec, make_embedder
 from .._errors import DatabaseError, InvalidInputError, StoreClosedError, UnknownToolError, add_notes, first_line
 from .._input import check_catalog_name

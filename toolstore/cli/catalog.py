@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .. import _formats
-from .._connect import resolve_dsn
+from .._dsn import resolve_dsn
 from .._embedders.factory import MODEL_SPECS, check_spec, make_embedder
 from .._errors import InvalidInputError
 from .._examples import load_examples
