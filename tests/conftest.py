@@ -28,6 +28,19 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 TEMPLATE = f"toolstore_test_template_{WORKER}" if WORKER else "toolstore_test_template"
 
 
+def _int_limit_words() -> str:
+    """Python's words for an integer string past its digit limit, as the errors that pass them on quote them: "Exceeds
+    the limit (4300 digits)" (3.11 on), "Exceeds the limit (4300)" (3.10)."""
+    try:
+        int("1" * 5000)
+    except ValueError as exc:
+        return str(exc).split(" for integer string conversion")[0]
+    raise AssertionError("Python read 5,000 digits: it has no limit here")
+
+
+INT_LIMIT = _int_limit_words()
+
+
 def _docker_available() -> bool:
     try:
         import docker

@@ -319,7 +319,7 @@ def test_an_open_cancelled_while_the_pool_waits_for_the_server_closes_the_pool(m
     down = "postgresql://postgres@/postgres?host=/nonexistent-socket-dir"
 
     async def main() -> None:
-        with pytest.raises(TimeoutError):
+        with pytest.raises(asyncio.TimeoutError):  # TimeoutError from 3.11 on, not on 3.10
             await asyncio.wait_for(AsyncConnector.open(down, schema="toolstore", timeout=30), 0.5)
 
     asyncio.run(main())

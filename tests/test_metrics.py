@@ -21,6 +21,7 @@ from toolstore._metrics import (
 )
 
 from benchdata import BENCH
+from conftest import INT_LIMIT
 
 FILLER = [f"x{i}" for i in range(20)]  # never relevant, never acceptable
 
@@ -426,8 +427,7 @@ def test_an_integer_of_thousands_of_digits_is_said_without_pythons_advice(tmp_pa
     with pytest.raises(ValueError) as info:
         load_judgements(path)
     assert str(info.value) == (
-        f"{path} line 1: invalid JSON: Exceeds the limit (4300 digits) for integer string conversion: value has "
-        "5000 digits"
+        f"{path} line 1: invalid JSON: {INT_LIMIT} for integer string conversion: value has 5000 digits"
     )
 
 

@@ -168,7 +168,7 @@ def build_server(
                 raise tool_error(str(exc)) from exc
 
         call_tool.__annotations__.update(arguments=sent_arguments(), ctx=context_class)
-        server.add_tool(call_tool)
+        server.add_tool(call_tool, structured_output=False)  # the upstream's result as it is: no output schema
     return server
 
 
