@@ -223,3 +223,17 @@ def test_notes_are_redacted_as_the_error_line_is(
         1,
         ["error: no catalog named 'x'", "note: tried postgresql://app:[redacted]@db/app with --token [redacted]"],
     ), err
+
+
+def test_the_command_line_runs_without_termios(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry point imported termios (POSIX only) to tell whether Ctrl-C's ``^C`` was echoed: without it (Windows),
+    the command line failed to import at all. It is looked for only then, and without it nothing was echoed."""
+    import importlib
+
+    module = importlib.import_module("toolstore.cli.main")  # the module (toolstore.cli.main is its function)
+    monkeypatch.setitem(sys.modules, "termios", None)  # `import termios` raises ImportError
+    try:
+        assert importlib.reload(module)._echoes_ctrl_c() is False
+    finally:
+        monkeypatch.undo()
+        importlib.reload(module)

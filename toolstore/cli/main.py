@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import termios
 
 import click
 import psycopg
@@ -84,7 +83,12 @@ def _abort_line(exc: click.exceptions.Abort) -> str:
 
 
 def _echoes_ctrl_c() -> bool:
-    """Whether stderr is a terminal that echoes Ctrl-C as ``^C`` (its ECHO and ECHOCTL modes: a shell's default)."""
+    """Whether stderr is a terminal that echoes Ctrl-C as ``^C`` (its ECHO and ECHOCTL modes: a shell's default);
+    False where there is no termios (Windows), whose console echoes nothing of it."""
+    try:
+        import termios  # POSIX only: imported here, so that the command line runs without it
+    except ImportError:
+        return False
     try:
         lflag = termios.tcgetattr(sys.stderr.fileno())[3] if sys.stderr.isatty() else 0
     except (OSError, ValueError, termios.error):  # no descriptor (a test's capture), or none that is a terminal
