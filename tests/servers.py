@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 
 from toolstore import migrate
@@ -27,7 +28,10 @@ def private_server() -> Iterator[Any]:
     try:
         yield server
     finally:
-        server.cleanup()
+        try:
+            server.cleanup()
+        except psutil.NoSuchProcess:  # a server process that exited between the library's listing and its terminate
+            pass
         shutil.rmtree(base, ignore_errors=True)
 
 
