@@ -104,9 +104,11 @@ def table(results: list[dict[str, Any]], imports: dict[str, float]) -> str:
     for name in results[0]["variants"] if results else []:
         rows.append(
             (
-                f"{name}: p50 ms vs base, top-10 overlap (route, lexical), hit@8 vs base",
+                f"{name}: p50 ms vs base (backend CPU), identical rows, top-10 overlap (route, lexical), hit@8 vs base",
                 lambda r, v=name: (
-                    f"{r['variants'][v]['variant']['p50']:.1f} vs {r['variants'][v]['baseline']['p50']:.1f}, "
+                    f"{r['variants'][v]['variant']['p50']:.1f} vs {r['variants'][v]['baseline']['p50']:.1f} "
+                    f"({r['variants'][v]['cpu_variant']['p50']:.2f} vs {r['variants'][v]['cpu_baseline']['p50']:.2f}), "
+                    f"{r['variants'][v]['identical']:.3f}, "
                     f"{r['variants'][v]['top10_overlap']:.3f}, "
                     f"{r['variants'][v]['lexical_top10_overlap'] or float('nan'):.3f}, "
                     f"{r['variants'][v]['hit8_variant']:.2f} vs {r['variants'][v]['hit8_baseline']:.2f}"

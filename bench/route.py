@@ -11,6 +11,8 @@ cached in bench/out (see --embed-all). Each size gets its own database (``bench_
 the migrations are unchanged, on $TOOLSTORE_DSN's server or the embedded one under $TOOLSTORE_HOME (default
 bench/out/home).
 All numbers of one size come from one run, requests interleaved in rotating order (in-process, statement, route()).
+Each --variants file runs alternated with the statement on the same requests, each on its own session: wall time,
+the server backend's CPU (/proc/PID/schedstat, a local server only) and the share of identical rows.
 The issue-15 targets are printed with the measured value of this run at the end (TARGETS).
 """
 
@@ -40,6 +42,7 @@ from _harness import (
     CLIENTS,
     OUT,
     admin_dsn,
+    backend_cpu,
     built_database,
     log,
     route_ids,
@@ -47,6 +50,7 @@ from _harness import (
     stats_ms,
     throughput,
     timed,
+    timed_cpu,
 )
 from _inprocess import Reference
 from _measure import bench_coverage, bench_filters, bench_import, bench_sessions, explain_profile, lexical_overlap
@@ -178,14 +182,15 @@ def bench_size(
 
                 for i in range(len(warmup)):
                     variant(i)
-                vt, agree, agree10, hit_base, hit_var = [], 0.0, 0.0, 0, 0
+                vt, vcpu, agree, agree10, same, hit_base, hit_var = [], [], 0.0, 0.0, 0, 0, 0
+                pair = ((statement, backend_cpu(sconn)), (variant, backend_cpu(vconn)))
                 for i, q in enumerate(queries):
-                    first, second = (statement, variant) if i % 2 else (variant, statement)  # the 2nd runs warmer
-                    (t_a, ids_a), (t_b, ids_b) = timed(first, i), timed(second, i)
-                    (t_base, base_ids), (t_var, var_ids) = (
-                        ((t_a, ids_a), (t_b, ids_b)) if i % 2 else ((t_b, ids_b), (t_a, ids_a))
-                    )
+                    order = pair if i % 2 else pair[::-1]  # the 2nd runs warmer
+                    ran = [timed_cpu(fn, cpu, i) for fn, cpu in order]
+                    (t_base, c_base, base_ids), (t_var, c_var, var_ids) = ran if i % 2 else ran[::-1]
                     vt.append((t_base, t_var))
+                    vcpu.append((c_base, c_var))
+                    same += base_ids == var_ids
                     agree += len(set(base_ids[:8]) & set(var_ids[:8])) / max(1, min(8, len(base_ids)))
                     agree10 += len(set(base_ids[:10]) & set(var_ids[:10])) / max(1, min(10, len(base_ids)))
                     hit_base += q.target in base_ids[:8]
@@ -193,6 +198,9 @@ def bench_size(
                 variant_out[name] = {
                     "baseline": stats_ms([a for a, _ in vt]),
                     "variant": stats_ms([b for _, b in vt]),
+                    "cpu_baseline": stats_ms([a for a, _ in vcpu]),  # the server backend's (NaN: not readable)
+                    "cpu_variant": stats_ms([b for _, b in vcpu]),
+                    "identical": same / requests,  # requests whose rows (ids, in order) are the baseline's
                     "top8_overlap": agree / requests,
                     "top10_overlap": agree10 / requests,
                     "lexical_top10_overlap": lexical_overlap(sconn, params, vtext or query("route"), vparams)
