@@ -64,6 +64,7 @@ LAYERS: list[set[str]] = [
         "_sessions",
         "_session_reads",
         "_session_methods",
+        "_catalog_methods",
         "_reads",
         "_anchors",
     },

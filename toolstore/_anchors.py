@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 import psycopg
 from psycopg import errors
@@ -272,3 +272,21 @@ class AnchorMethods:
         wanted = listed(ids, "anchor ids")
         removed: int = self._run(lambda conn: remove_anchors(conn, self.catalog, wanted))
         return removed
+
+
+class AsyncAnchorMethods:
+    """The anchor writes of ``AsyncToolStore`` (a mixin: the store supplies ``_write(method, *args, **kwargs)``, which
+    runs ToolStore's method of that name in its writer thread); each as :class:`AnchorMethods`'."""
+
+    _write: Callable[..., Awaitable[Any]]
+
+    async def add_anchors(
+        self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False
+    ) -> list[Anchor]:
+        return cast("list[Anchor]", await self._write("add_anchors", anchors, replace=replace))
+
+    async def replace_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str]) -> tuple[list[Anchor], int]:
+        return cast("tuple[list[Anchor], int]", await self._write("replace_anchors", anchors))
+
+    async def remove_anchors(self, ids: Iterable[int]) -> int:
+        return cast("int", await self._write("remove_anchors", listed(ids, "anchor ids")))

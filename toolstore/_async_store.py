@@ -11,17 +11,17 @@ Writes (upsert, examples, reembed, tune, ...) are bulk, transactional and rare: 
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import psycopg
 
-from ._abstain import AbstainModel
+from ._anchors import AsyncAnchorMethods
 from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
+from ._catalog_methods import AsyncCatalogMethods
 from ._closing import aclose_all
 from ._connect import DEFAULT_TIMEOUT, AsyncConnector, check_pool_size, check_timeout
 from ._drive import adrive
@@ -29,11 +29,9 @@ from ._dsn import resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
-from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, Fusion
 from ._input import check_catalog_name, flag, given_dsn, listed
-from ._metrics import Judgement, LabelledSession
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import Anchor, CatalogInfo, ImportReport, IntentExample, Tool
+from ._models import ImportReport, IntentExample, Tool
 from ._reads import AsyncReadMethods
 from ._replicas import AsyncReplicas, Written, replica_dsns
 from ._request import RouteCall
@@ -54,7 +52,7 @@ from ._store import DEFAULT, ToolStore
 from ._vectors import QueryVectors
 
 if TYPE_CHECKING:
-    from ._tune import TuneReport
+    pass
 
 T = TypeVar("T")
 Work = Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
@@ -75,7 +73,7 @@ OTHER_LOOP = (
 )
 
 
-class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
+class AsyncToolStore(AsyncReadMethods, AsyncAnchorMethods, AsyncSessionMethods, AsyncCatalogMethods):
     """:class:`ToolStore` for asyncio: ``async with AsyncToolStore(...) as store: await store.route(...)``.
 
     Arguments as for ToolStore (``read_dsn`` included: reads go to the replicas the same way; ``pool_size`` bounds the
@@ -278,7 +276,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
             conn, self.embedder, self._query_vectors, lambda: self._info(conn, hint=CREATE_IT), self._timeout_ms
         )
 
-    # -- writes (the sync write path, in a worker thread) ----------------------------------------------
+    # -- writes (the sync write path, in a worker thread; anchors: _anchors, the catalog's: _catalog_methods) ---
 
     async def upsert(
         self, tools: Iterable[Tool], *, prune: bool = False, examples: Iterable[IntentExample] = ()
@@ -297,65 +295,6 @@ class AsyncToolStore(AsyncReadMethods, AsyncSessionMethods):
 
     async def remove(self, tool_id: str) -> None:
         await self._write("remove", tool_id)
-
-    async def add_anchors(
-        self, anchors: Iterable[Anchor] | str | os.PathLike[str], *, replace: bool = False
-    ) -> list[Anchor]:
-        return cast("list[Anchor]", await self._write("add_anchors", anchors, replace=replace))
-
-    async def replace_anchors(self, anchors: Iterable[Anchor] | str | os.PathLike[str]) -> tuple[list[Anchor], int]:
-        return cast("tuple[list[Anchor], int]", await self._write("replace_anchors", anchors))
-
-    async def remove_anchors(self, ids: Iterable[int]) -> int:
-        return cast("int", await self._write("remove_anchors", listed(ids, "anchor ids")))
-
-    async def drop_catalog(self) -> CatalogInfo:
-        return cast("CatalogInfo", await self._write("drop_catalog"))
-
-    async def prune_cache(self) -> int:
-        return cast("int", await self._write("prune_cache"))
-
-    async def set_fusion(
-        self,
-        *,
-        weights: Mapping[str, float],
-        k_rrf: float = DEFAULT_K_RRF,
-        overfetch: int | None = None,
-        split: float = DEFAULT_SPLIT,
-        avoid: float = DEFAULT_AVOID,
-    ) -> None:
-        await self._write("set_fusion", weights=weights, k_rrf=k_rrf, overfetch=overfetch, split=split, avoid=avoid)
-
-    async def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:
-        await self._write("set_abstain", model, fusion=fusion)
-
-    async def reembed(self, embedder: Embedder) -> dict[str, Any]:
-        return cast("dict[str, Any]", await self._write("reembed", embedder))
-
-    async def tune(
-        self,
-        examples: str | os.PathLike[str] | Sequence[tuple[str, Judgement]] = (),
-        *,
-        sessions: str | os.PathLike[str] | Sequence[LabelledSession] = (),
-        seed: int = 0,
-        folds: int = 5,
-        save: bool = True,
-        negatives: str | os.PathLike[str] | Sequence[str] | None = None,
-    ) -> TuneReport:
-        options = dict(sessions=sessions, seed=seed, folds=folds, save=save, negatives=negatives)
-        return cast("TuneReport", await self._write("tune", examples, **options))
-
-    async def analyze(self) -> None:
-        await self._write("analyze")
-
-    async def grant(self, role: str, *, write: bool = False, tenant: bool = False) -> None:
-        await self._write("grant", role, write=write, tenant=tenant)
-
-    async def revoke(self, role: str, *, tenant: bool = False) -> bool:
-        return cast("bool", await self._write("revoke", role, tenant=tenant))
-
-    async def grants(self) -> list[dict[str, Any]]:
-        return cast("list[dict[str, Any]]", await self._write("grants"))
 
 
 async def _opened(make: Callable[[], ToolStore]) -> ToolStore:

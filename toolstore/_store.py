@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, TypeVar
@@ -12,11 +12,11 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from . import _access, _catalog, _housekeeping, _indexes
-from ._abstain import SETTINGS_KEY, AbstainModel, check_model
+from . import _catalog, _housekeeping
 from ._anchors import AnchorMethods
 from ._breaker import BREAKER_COOLDOWN
 from ._catalog_cache import CatalogCache
+from ._catalog_methods import CatalogMethods
 from ._closing import close_all
 from ._connect import DEFAULT_TIMEOUT, Connector, check_pool_size, check_timeout
 from ._drive import drive
@@ -24,14 +24,12 @@ from ._dsn import resolve_dsn
 from ._embedders.base import Embedder
 from ._embedders.local import LocalEmbedder
 from ._errors import InvalidInputError, StoreClosedError
-from ._fusion import DEFAULT_AVOID, DEFAULT_K_RRF, DEFAULT_SPLIT, Fusion, check_fusion, check_weights
 from ._input import check_catalog_name, check_tool_id, flag, listed
 from ._metrics import Judgement, LabelledSession, load_judgements, load_sessions
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
-from ._models import CatalogInfo, ImportReport, IntentExample, Tool
+from ._models import ImportReport, IntentExample, Tool
 from ._observe import logger, span
 from ._reads import ReadMethods
-from ._reembed import reembed
 from ._replicas import Replicas, Written, replica_dsns
 from ._request import RouteCall
 from ._result import RouteResult
@@ -48,7 +46,7 @@ from ._steps import (
     statement_timeout_ms,
 )
 from ._tune import TuneReport, tune
-from ._vectors import QueryVectors, prune_cache
+from ._vectors import QueryVectors
 
 T = TypeVar("T")
 Work = Callable[[psycopg.Connection[Any]], T]
@@ -59,7 +57,7 @@ _INHERITED: list[tuple[Connector, Replicas]] = []
 CLOSED = "this ToolStore is closed: make another (`with ToolStore(...) as store:` closes it when the block ends)"
 
 
-class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
+class ToolStore(ReadMethods, AnchorMethods, SessionMethods, CatalogMethods):
     """A named tool catalog in Postgres.
 
     ``dsn``: a libpq DSN or URI; None means ``$TOOLSTORE_DSN``, else the embedded server (an empty one is refused).
@@ -194,49 +192,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- catalogs ------------------------------------------------------------------------------------
-
-    def drop_catalog(self) -> CatalogInfo:
-        """Delete this catalog with its tools, vectors, examples and statistics; returns its row as dropped, with the
-        counts of the tools and intent examples dropped (``n_tools``, ``n_examples``: read under the drop's lock)."""
-        return self._run(lambda conn: _housekeeping.drop_catalog(conn, self.catalog))
-
-    def prune_cache(self) -> int:
-        """Delete the shared embedding cache's entries no catalog's model reads (the owner only); returns how many."""
-        return self._run(prune_cache)
-
-    def set_fusion(
-        self,
-        *,
-        weights: Mapping[str, float],
-        k_rrf: float = DEFAULT_K_RRF,
-        overfetch: int | None = None,
-        split: float = DEFAULT_SPLIT,
-        avoid: float = DEFAULT_AVOID,
-    ) -> None:
-        """Store fusion settings in the catalog (``avoid``: the avoid-when penalty's weight, 0 to 1); route() uses
-        them when not given weights explicitly."""
-        fusion = check_fusion(Fusion(check_weights(weights), float(k_rrf), overfetch, split=split, avoid=avoid))
-        self._run(lambda conn: _housekeeping.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
-
-    def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:
-        """Store the catalog's abstention model (None: back to the shipped default), and with ``fusion`` that fusion
-        too, in one write; route(abstain=True) decides with it. ``tune(negatives=...)`` fits and stores one."""
-        updates: dict[str, Any] = {SETTINGS_KEY: None if model is None else check_model(model).as_dict()}
-        if fusion is not None:
-            updates["fusion"] = check_fusion(fusion).as_dict()
-        self._run(lambda conn: _housekeeping.set_settings(conn, self.catalog, updates))
-
-    def reembed(self, embedder: Embedder) -> dict[str, Any]:
-        """Switch the catalog to ``embedder``'s model: every tool and example re-embedded, nothing dropped.
-
-        The store routes with ``embedder`` afterwards.
-        """
-        if not isinstance(embedder, Embedder):  # a spec such as 'hashing' is the CLI's (toolstore reembed --model)
-            raise InvalidInputError(f"reembed needs an Embedder, such as LocalEmbedder(), got {embedder!r:.80}")
-        report = self._run(lambda conn: reembed(conn, self.catalog, embedder))
-        self.embedder = embedder
-        return report
+    # -- catalogs (the rest: _catalog_methods) ---------------------------------------------------------
 
     def tune(
         self,
@@ -262,31 +218,6 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods):
         if isinstance(sessions, (str, os.PathLike)):
             sessions = load_sessions(sessions)
         return tune(self, examples, sessions=sessions, seed=seed, folds=folds, save=save, negatives=negatives)
-
-    def grant(self, role: str, *, write: bool = False, tenant: bool = False) -> None:
-        """Let database role ``role`` see this catalog (``write``: and change it), enforced by row-level security.
-
-        ``tenant``: instead make ``role`` a tenant role, which sees whichever catalog its connection names
-        (``ToolStore`` names its own catalog on every connection); for applications with one login role.
-        Run as the role that owns toolstore's tables. Only that role builds HNSW indexes: a granted writer's writes
-        leave them to the owner's next write (with a warning; dense retrieval searches exactly meanwhile).
-        """
-        write, tenant = flag(write, "write"), flag(tenant, "tenant")
-        self._run(lambda conn: _access.grant(conn, self.schema, None if tenant else self.catalog, role, write=write))
-
-    def revoke(self, role: str, *, tenant: bool = False) -> bool:
-        """Take this catalog (``tenant``: the tenant role) away from ``role``; False when it had no such grant."""
-        tenant = flag(tenant, "tenant")
-        return self._run(lambda conn: _access.revoke(conn, self.schema, None if tenant else self.catalog, role))
-
-    def grants(self) -> list[dict[str, Any]]:
-        """Every grant in the database: ``{"catalog": name (None for a tenant role), "role", "write"}``."""
-        return self._run(_access.grants)
-
-    def analyze(self) -> None:
-        """Refresh the planner's statistics of toolstore's shared tables and of the catalog's partitions (writes of
-        more than a few hundred rows do it)."""
-        self._run(lambda conn: _indexes.analyze(conn, self.catalog))
 
     # -- tools -----------------------------------------------------------------------------------------
 
