@@ -39,7 +39,7 @@ from toolstore._abstain import (
 from toolstore._calibrate import evidence
 from toolstore._fusion import Fusion, check_weights
 from toolstore._sql import query
-from toolstore.cli.quality import _tune_summary
+from toolstore.cli.report import tune_summary
 
 TOOLS = [
     Tool(
@@ -378,7 +378,7 @@ def test_cli_route_abstain_and_tune_negatives(dsn: str, tmp_path: Path) -> None:
         run(dsn, "-c", "cli-abstain", "--json", "tune", "--examples", str(train), "--negatives", str(negatives)).stdout
     )
     assert report["abstain"]["model"]["source"] == "calibrated"
-    assert "abstention: 16 served, 12 unserved requests; threshold" in _tune_summary(report)
+    assert "abstention: 16 served, 12 unserved requests; threshold" in tune_summary(report)
     err = run(dsn, "-c", "cli-abstain", "tune", "--negatives", str(negatives), check=False)
     assert err.returncode != 0 and "--negatives needs --examples" in err.stderr
     out = json.loads(run(dsn, "-c", "cli-abstain", "--json", "route", OFF_TOPIC, "--abstain").stdout)
