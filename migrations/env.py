@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from alembic import context
 
-from toolstore._migrate import VERSION_TABLE, prepare_connection
+from toolstore._migrate import prepare_connection
+from toolstore._revisions import VERSION_TABLE
 
 config = context.config
 connection = config.attributes["connection"]

@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from sqlalchemy import create_engine, pool
 
 from toolstore import DatabaseError, HashingEmbedder, InvalidInputError, Tool, ToolStore, migrate
-from toolstore._migrate import HEAD_REVISION, VERSION_TABLE
+from toolstore._revisions import HEAD_REVISION, VERSION_TABLE
 
 ENV = """
 from alembic import context

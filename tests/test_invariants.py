@@ -20,7 +20,7 @@ from test_plans import inner_statement, knn_statements
 from toolstore import HashingEmbedder, IntentExample, ToolStore
 from toolstore._fusion import stored_fusion
 from toolstore._indexes import index_type
-from toolstore._migrate import VERSION_TABLE
+from toolstore._revisions import VERSION_TABLE
 from toolstore._route import route_request, statement_params, with_calls
 from toolstore._sql import query
 

@@ -13,7 +13,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, pool, text
 
 from toolstore import DatabaseError, HashingEmbedder, SessionCall, Tool, ToolStore, migrate, parse_tools
-from toolstore._migrate import HEAD_REVISION, VERSION_TABLE, head_revision
+from toolstore._migrate import HEAD_REVISION, head_revision
+from toolstore._revisions import VERSION_TABLE
 
 from schema_models import metadata
 

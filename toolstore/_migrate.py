@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 import threading
 import weakref
 from collections.abc import Iterator
@@ -13,11 +12,12 @@ from typing import TYPE_CHECKING, Any, cast
 import psycopg
 from psycopg import sql
 
-from ._connect import DEFAULT_TIMEOUT, first_line, schema_denied
+from ._connect import DEFAULT_TIMEOUT, first_line
 from ._dsn import resolve_dsn
 from ._encoding import check_encoding
-from ._errors import DatabaseError, InvalidInputError, SchemaAccessError
+from ._errors import DatabaseError, InvalidInputError
 from ._input import flag
+from ._revisions import HEAD_REVISION, current_revision, is_above, is_below, newer_schema, quoted
 from ._setup import search_path
 from ._sql import query, resource_dir
 
@@ -25,11 +25,7 @@ if TYPE_CHECKING:  # alembic and SQLAlchemy load only when migrations run: impor
     from alembic.config import Config
     from sqlalchemy.engine import Connection
 
-VERSION_TABLE = "toolstore_alembic_version"
 DEFAULT_SCHEMA = "toolstore"
-HEAD_REVISION = "0029"  # kept equal to alembic's head by a test
-_REVISION = re.compile(r"[0-9]{4}")  # toolstore's revisions: 0001, 0002, ...
-_STEP = re.compile(r"(head|heads|base|[0-9]{4})([+-][0-9]+)")  # alembic's relative revision: head-1, 0020+2
 _LOCK_KEY = 7_316_420_915  # pg_advisory_xact_lock key serialising concurrent migrations
 # One alembic run at a time in this process: alembic's command installs module-level proxies (its `context` and
 # `op`), which runs in two threads at once break for each other (KeyError 'config'); the advisory lock only
@@ -205,14 +201,14 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     path = connection.exec_driver_sql(query("search_path")).scalar_one()
     before = current_revision(raw, schema)
     newer_schema(before, schema)
-    if not downgrade and before is not None and _below(revision, before):  # alembic: a silent no-op
+    if not downgrade and before is not None and is_below(revision, before):  # alembic: a silent no-op
         raise InvalidInputError(
-            f"schema {schema!r} is at {before}, past {_named(revision)}: to go down to it, downgrade (--downgrade)"
+            f"schema {schema!r} is at {before}, past {quoted(revision)}: to go down to it, downgrade (--downgrade)"
         )
-    if downgrade and _above(revision, before):  # alembic: "Destination ... is not a valid downgrade target ..."
+    if downgrade and is_above(revision, before):  # alembic: "Destination ... is not a valid downgrade target ..."
         at = "is not migrated" if before is None else f"is at {before}"
         raise InvalidInputError(
-            f"schema {schema!r} {at}, below {_named(revision)}: a downgrade cannot go up to it; to upgrade, leave out "
+            f"schema {schema!r} {at}, below {quoted(revision)}: a downgrade cannot go up to it; to upgrade, leave out "
             "--downgrade"
         )
     if downgrade and before is None and revision == "base":  # nothing to take down: a misspelt schema stays unmade
@@ -240,42 +236,6 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
             set_privileges(raw, schema, role)
     connection.exec_driver_sql(query("set_search_path"), {"path": path})
     return after
-
-
-def _below(revision: str, current: str) -> bool:
-    """Whether ``revision`` names a revision before ``current`` (toolstore's revisions are numbered)."""
-    target = _number(revision)
-    return target is not None and current.isdigit() and target < int(current)
-
-
-def _above(revision: str, current: str | None) -> bool:
-    """Whether ``revision`` names a revision after ``current`` (None: the schema is at base)."""
-    target = _number(revision)
-    return target is not None and target > (int(current) if current is not None and current.isdigit() else 0)
-
-
-def _named(revision: str) -> str:
-    """``revision`` quoted, with the number it names when it is a step or ``head`` (``'head-1' (0025)``)."""
-    plain = revision == "base" or _REVISION.fullmatch(revision)
-    return repr(revision) if plain else f"{revision!r} ({_number(revision):04d})"
-
-
-def _number(revision: str) -> int | None:
-    """The number of the revision ``revision`` names: a revision (``0017``), ``base`` (0), ``head``, or one of those
-    and a step (``head-1``, ``0020+2``, ``base+1``: toolstore's revisions are one line); None for what alembic alone
-    resolves or refuses (a step from the current revision, ``-1``, a revision that does not exist)."""
-    if revision in ("head", "heads"):
-        return int(HEAD_REVISION)
-    if revision == "base":
-        return 0
-    if _REVISION.fullmatch(revision):
-        return int(revision) if 0 < int(revision) <= int(HEAD_REVISION) else None
-    step = _STEP.fullmatch(revision)
-    start = _number(step.group(1)) if step else None
-    if step is None or start is None:
-        return None
-    target = start + int(step.group(2))
-    return target if 0 <= target <= int(HEAD_REVISION) else None
 
 
 @contextmanager
@@ -336,29 +296,6 @@ def set_privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> Non
         conn.execute(sql.SQL(query("privileges_read")).format(**names))
     if writes:
         conn.execute(sql.SQL(query("privileges_write")).format(**names))
-
-
-def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
-    """The applied revision, or None when toolstore's schema was never migrated; SchemaAccessError when the role may
-    not use the schema (Postgres would say only "permission denied for schema")."""
-    denied = schema_denied(conn, schema)
-    if isinstance(denied, SchemaAccessError):  # not a schema without tables: that is one never migrated here
-        raise denied
-    table = sql.Identifier(schema, VERSION_TABLE)
-    found = conn.execute(query("version_table"), {"table": table.as_string(conn)}).fetchone()
-    if found is None or found[0] is None:
-        return None
-    row = conn.execute(sql.SQL(query("version_num")).format(table=table)).fetchone()
-    return row[0] if row else None
-
-
-def newer_schema(revision: str | None, schema: str) -> None:
-    """DatabaseError when the database was migrated by a newer toolstore (a revision past this one's head)."""
-    if revision is not None and revision.isdigit() and int(revision) > int(HEAD_REVISION):
-        raise DatabaseError(
-            f"the database's schema {schema!r} is at {revision}, newer than this toolstore ({HEAD_REVISION}): "
-            "upgrade toolstore"
-        )
 
 
 def ensure_schema(dsn: str, schema: str, *, auto: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
