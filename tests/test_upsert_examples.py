@@ -177,7 +177,6 @@ def test_a_failed_bulk_write_whose_indexes_cannot_be_put_back_raises_its_own_err
     (logged as a warning too), which ``upsert([])`` then does."""
     with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="bulk-unrestored") as store:
         tools = _bulk_catalog(monkeypatch, store)
-        monkeypatch.setattr(toolstore._reembed, "BULK_VECTORS", 10)
         failing = [True]
         ensure = toolstore._indexes.ensure_indexes
 
@@ -214,6 +213,27 @@ def test_a_failed_bulk_write_whose_indexes_cannot_be_put_back_raises_its_own_err
         store.upsert([])
         assert set(_index_oids(store)) == set(VECTOR_TABLES)
         assert (store.info().n_tools, store.info().n_examples) == (25, 25)
+
+
+def test_a_reembed_drops_only_the_index_of_a_table_it_loads_in_bulk(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """reembed dropped both HNSW indexes before it when its tools and examples together passed BULK_VECTORS, where
+    upsert and add_examples drop a table's index only when that table takes more than BULK_VECTORS vectors: a
+    reembed of 1,001 tools and 25 examples left the examples' index missing for the whole reembed (intent routes
+    searched exactly meanwhile; a reembed killed then left it missing until the next write) and built it again for
+    nothing. It follows their rule now: the tools' index is built anew, the examples' index is kept."""
+    monkeypatch.setattr(toolstore._indexes, "HNSW_MIN_ROWS", 20)
+    tools = generated_tools(toolstore._bulk_load.BULK_VECTORS + 1, seed=7)
+    examples = [IntentExample(t.id, f"please {t.description}") for t in tools[:25]]
+    with ToolStore(dsn, embedder=HashingEmbedder(32), catalog="reembed-one-bulk") as store:
+        store.upsert(tools, examples=examples)
+        before = _index_oids(store)
+        assert set(before) == set(VECTOR_TABLES)
+        report = store.reembed(HashingEmbedder(32))
+        after = _index_oids(store)
+    assert (report["tools"], report["examples"]) == (len(tools), 25)
+    assert set(after) == set(VECTOR_TABLES)
+    assert after["tool_vectors"] != before["tool_vectors"]  # more than BULK_VECTORS: dropped, built once after
+    assert after["intent_examples"] == before["intent_examples"], (before, after)
 
 
 def test_a_failed_reembed_that_dropped_no_index_says_nothing_of_indexes(

@@ -1,8 +1,8 @@
 """A large write's HNSW indexes: when a write loads so many new vectors into one of the catalog's vector tables that
 their index is better dropped before it (concurrently, outside a transaction) and built once after (more than
-``BULK_VECTORS``: ``to_drop``, and ``bulk_tables`` for tools and examples written together), the write run between
-(``loaded``: the indexes built again after a failure, made whole after a success), and the planner's statistics
-refreshed after a write of more than ``ANALYZE_AFTER`` rows.
+``BULK_VECTORS``: ``to_drop``, the one rule of upsert, add_examples and reembed, and ``bulk_tables`` for tools and
+examples written together), the write run between (``loaded``: the indexes built again after a failure, made whole
+after a success), and the planner's statistics refreshed after a write of more than ``ANALYZE_AFTER`` rows.
 """
 
 from __future__ import annotations

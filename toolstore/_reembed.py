@@ -8,10 +8,10 @@ from typing import Any
 import psycopg
 
 from ._abstain import SETTINGS_KEY
+from ._bulk_load import loaded, to_drop
 from ._catalog_row import catalog_info, lock_catalog
 from ._connect import retry_conflicts
 from ._embedders.base import Embedder
-from ._indexes import BULK_VECTORS, drop_indexes, in_transaction, indexes_after_write, restore_indexes
 from ._models import Tool
 from ._rows import unknown_catalog
 from ._sql import query
@@ -26,17 +26,21 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
     Vectors are computed first (cached ones reused); then one transaction swaps them in and records the new model and
     dimension (and, for another model, drops a calibrated abstention model, fitted on the old model's similarities:
     ``abstain_reset`` in the report); then the catalog's HNSW indexes for the new dimension are built and the old ones
-    dropped (both concurrently). On any error the catalog keeps its old model and vectors.
+    dropped (both concurrently). The index of a table that takes more than ``BULK_VECTORS`` vectors is dropped before
+    and built once after, by upsert's rule (``_bulk_load``), unless the dimension changes (the new vectors go into no
+    old index). On any error the catalog keeps its old model and vectors.
     """
     info = catalog_info(conn, catalog)
     if info is None:
         raise unknown_catalog(catalog)
-    texts = _texts(conn, info.id, list_tools(conn, info))
+    tools = list_tools(conn, info)
+    queries = [q for _, q in conn.execute(query("all_examples"), {"catalog": info.id})]
+    texts = _texts(tools, queries)
     vectors = dict(zip(texts, embed_cached(conn, embedder, texts))) if texts else {}
     dim = one_width(embedder.model, list(vectors.values())) if vectors else embedder.dim  # the cache's: server down
-    dropped = info.embed_dim == dim and len(texts) > BULK_VECTORS and not in_transaction(conn)
-    if dropped:
-        retry_conflicts(lambda: drop_indexes(conn, info.id))  # else every vector would go into the old index
+    tables: list[str] = []  # each vector table whose index the rewrite would update row by row, and better drops first
+    if info.embed_dim == dim:
+        tables = to_drop(conn, info, "tool_vectors", len(tools)) + to_drop(conn, info, "intent_examples", len(queries))
     counts: dict[str, int] = {}
 
     def write() -> None:
@@ -45,7 +49,7 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
             locked = lock_catalog(conn, catalog)
             tools = list_tools(conn, locked)
             examples = conn.execute(query("all_examples"), {"catalog": locked.id}).fetchall()
-            missing = [t for t in _texts(conn, locked.id, tools) if t not in vectors]  # written since the first look
+            missing = [t for t in _texts(tools, [q for _, q in examples]) if t not in vectors]  # written since
             if missing:
                 vectors.update(zip(missing, embed_cached(conn, embedder, missing)))
                 one_width(embedder.model, list(vectors.values()))  # the server's since, the cache's before
@@ -63,13 +67,7 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
                 replace_example_vectors(conn, locked.id, [(pk, vectors[q]) for pk, q in examples])
             counts.update(tools=len(tools), examples=len(examples))
 
-    try:
-        retry_conflicts(write)
-    except BaseException as exc:
-        if dropped:
-            restore_indexes(conn, catalog, exc)
-        raise
-    indexes_after_write(conn, catalog)
+    loaded(conn, catalog, info, tables, lambda: retry_conflicts(write))  # then the new dimension's indexes built
     return {
         "catalog": info.name,
         "from_model": info.embed_model,
@@ -80,7 +78,6 @@ def reembed(conn: psycopg.Connection[Any], catalog: str, embedder: Embedder) -> 
     }
 
 
-def _texts(conn: psycopg.Connection[Any], catalog_id: int, tools: list[Tool]) -> list[str]:
-    """Every text a catalog embeds: its tools' dense texts, then its intent examples, without repeats."""
-    examples = [q for _, q in conn.execute(query("all_examples"), {"catalog": catalog_id})]
+def _texts(tools: list[Tool], examples: list[str]) -> list[str]:
+    """Every text a catalog embeds: its tools' dense texts, then its intent examples' requests, without repeats."""
     return list(dict.fromkeys([dense_text(t) for t in tools] + examples))
