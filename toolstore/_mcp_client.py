@@ -93,19 +93,17 @@ def failure_text(exc: BaseException) -> str:
 
 def _http_streams(url: str, headers: Mapping[str, str]) -> Any:
     from mcp.client import streamable_http
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     headers = expand_vars(headers, "a header")
-    if hasattr(streamable_http, "streamable_http_client"):
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        @asynccontextmanager
-        async def streams() -> AsyncIterator[Any]:
-            async with create_mcp_http_client(headers=dict(headers)) as http:
-                async with streamable_http.streamable_http_client(url, http_client=http) as found:
-                    yield found
+    @asynccontextmanager
+    async def streams() -> AsyncIterator[Any]:
+        async with create_mcp_http_client(headers=dict(headers)) as http:
+            async with streamable_http.streamable_http_client(url, http_client=http) as found:
+                yield found
 
-        return streams()
-    return streamable_http.streamablehttp_client(url, headers=dict(headers))  # type: ignore[attr-defined]  # mcp 1.x
+    return streams()
 
 
 async def list_upstream(upstream: Upstream) -> McpListing:
@@ -136,11 +134,7 @@ async def _list_page(session: Any, cursor: str | None) -> dict[str, Any]:
     if cursor is None:
         result = await session.list_tools()
     else:
-        params = require_mcp().types.PaginatedRequestParams(cursor=cursor)
-        try:
-            result = await session.list_tools(params=params)
-        except TypeError:  # mcp 1.x before `params=`
-            result = await session.list_tools(cursor=cursor)
+        result = await session.list_tools(params=require_mcp().types.PaginatedRequestParams(cursor=cursor))
     page: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json")
     return page
 

@@ -103,13 +103,9 @@ def _sdk() -> tuple[Any, type[Exception], type]:
     """The SDK's server class, the error a tool raises for an anticipated failure (its text reaches the client) and
     the request context class a tool receives when it asks for one."""
     require_mcp()
-    try:  # mcp 2.x
-        from mcp.server.mcpserver import Context, MCPServer
-        from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import Context  # type: ignore[no-redef, attr-defined]
-        from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef, attr-defined]
-        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
     return MCPServer, ToolError, Context
 
 
@@ -183,8 +179,7 @@ def _checking(server_class: Any, tool_error: type[Exception]) -> Any:
             tools = await super().list_tools()
             for tool in tools:
                 if tool.name in TAKES:
-                    schema = tool.input_schema if hasattr(tool, "input_schema") else tool.inputSchema  # mcp 2.x, 1.x
-                    schema["additionalProperties"] = False
+                    tool.input_schema["additionalProperties"] = False
             return tools
 
         async def call_tool(self, name: str, arguments: dict[str, Any] | None, *args: Any, **kwargs: Any) -> Any:
@@ -249,8 +244,4 @@ async def serve(
         if transport == "stdio":
             await server.run_stdio_async()
             return
-        try:
-            await server.run_streamable_http_async(host=host, port=port)
-        except TypeError:  # mcp 1.x: host and port are settings
-            server.settings.host, server.settings.port = host, port
-            await server.run_streamable_http_async()
+        await server.run_streamable_http_async(host=host, port=port)
