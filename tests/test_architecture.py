@@ -46,6 +46,7 @@ LAYERS: list[set[str]] = [
         "_remedies",
         "_drive",
         "_retention",
+        "_phrases",
     },
     {
         "_embedded",

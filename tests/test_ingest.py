@@ -38,7 +38,7 @@ from toolstore import (
     export_catalog,
     parse_tools,
 )
-from toolstore._expand import expand, llm_phrases, make_client, offline_phrases, parse_phrases
+from toolstore._expand import expand
 from toolstore._formats import FORMATS
 from toolstore._mcp_client import open_session
 from toolstore._mcp_stderr import ServerStderr
@@ -51,6 +51,7 @@ from toolstore._mcp_sync import (
     sync_mcp_http,
     sync_mcp_stdio,
 )
+from toolstore._phrases import llm_phrases, make_client, offline_phrases, parse_phrases
 from toolstore._rows import expansion_record
 from toolstore.cli import cli as main_cli
 from toolstore.testing.fake_openai import FakeOpenAI
@@ -902,7 +903,7 @@ def test_expansion_is_resumable_after_a_failure(store: ToolStore, fake: FakeOpen
 def test_a_failed_expansion_keeps_no_credential_in_its_error() -> None:
     from types import SimpleNamespace
 
-    from toolstore._expand import llm_phrases
+    from toolstore._phrases import llm_phrases
 
     def create(**_: Any) -> Any:
         raise RuntimeError("401 for https://llm.example/v1/chat?api_key=sk-live-0123456789abcdef")
@@ -1065,7 +1066,7 @@ def test_offline_expansion_is_never_empty_and_uses_intent_examples(store: ToolSt
 
 def test_offline_expansion_of_a_tool_with_many_examples_stays_within_the_limits(store: ToolStore) -> None:
     """600 examples of 240 characters are a valid tool; its offline expansion keeps what the field's caps hold."""
-    from toolstore._expand import MAX_EXPANSION_CHARS
+    from toolstore._phrases import MAX_EXPANSION_CHARS
 
     examples = tuple(f"example request number {i} " + "lorem ipsum dolor sit amet " * 8 for i in range(600))
     store.upsert([Tool(id="big", name="big_tool", description="a tool with many examples", examples=examples)])
