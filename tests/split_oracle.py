@@ -3,7 +3,7 @@ rebuilt and counted again as they grow, each join's checks reading the sentence 
 sentence-end and joining-word patterns that retried every split of a run of spaces. Quadratic (cubic in a run of
 spaces), so only for short requests; ``tests/test_split.py`` holds the splitter to it. It shares with the splitter
 what the linear rewrite left as it was: the word lists, the other patterns and where no cut goes
-(``_split._uncut``, which since the rewrite also keeps "and/or" whole: the one rule added after it)."""
+(``_uncut.uncut_spans``, which since the rewrite also keeps "and/or" whole: the one rule added after it)."""
 
 from __future__ import annotations
 
@@ -25,12 +25,11 @@ from toolstore._split import (
     SUBJECTS,
     _content_words,
     _first_word,
-    _inside,
     _serves_previous,
     _trim,
-    _uncut,
     _Unit,
 )
+from toolstore._uncut import inside, uncut_spans
 
 SENTENCES = re.compile(
     r"(?<=[!?;])\s+"
@@ -77,9 +76,9 @@ def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
 
 
 def sentences(text: str) -> list[str]:
-    uncut, found, start = _uncut(text), [], 0
+    uncut, found, start = uncut_spans(text), [], 0
     for end in SENTENCES.finditer(text):
-        if not _inside(uncut, end):
+        if not inside(uncut, end):
             found.append(text[start : end.start()])
             start = end.end()
     return [*found, text[start:]]
@@ -102,12 +101,12 @@ def units_of(sentence: str) -> list[_Unit]:
 
 def clauses(sentence: str) -> list[str]:
     found: list[str] = []
-    pending, start, uncut = "", 0, _uncut(sentence)
+    pending, start, uncut = "", 0, uncut_spans(sentence)
     for join in [*JOINS.finditer(sentence), None]:
         end = len(sentence) if join is None else join.start()
         after = "" if join is None else sentence[join.end() :]
         if join is not None and (
-            _inside(uncut, join)
+            inside(uncut, join)
             or _INSIDE_VERB.search(sentence[start:end])
             or (join.group("and") is not None and ends_list(sentence[start:end], after))
         ):

@@ -36,6 +36,7 @@ LAYERS: list[set[str]] = [
         "_observe",
         "_messages",
         "_split",
+        "_uncut",
         "_catalog_cache",
         "_explain",
         "_explore",

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolstore import _split
+from toolstore import _split, _uncut
 from toolstore._input import MAX_QUERY_CHARS
 from toolstore._split import MAX_PARTS, split_request
 
@@ -276,9 +276,9 @@ def test_quotes_keep_the_split_linear(unit: str, monkeypatch: pytest.MonkeyPatch
             self._count(string, pos, bounded=True)
             return self.pattern.match(string, pos)
 
-    quotes = tuple((mark, *(Counted(p) for p in patterns)) for mark, *patterns in _split._QUOTES)
-    monkeypatch.setattr(_split, "_QUOTES", quotes)
-    monkeypatch.setattr(_split, "_HYPHENATED", Counted(_split._HYPHENATED))
+    quotes = tuple((mark, *(Counted(p) for p in patterns)) for mark, *patterns in _uncut._QUOTES)
+    monkeypatch.setattr(_uncut, "_QUOTES", quotes)
+    monkeypatch.setattr(_uncut, "_HYPHENATED", Counted(_uncut._HYPHENATED))
     assert split_request(text) == expected
     assert read["chars"] <= 20 * len(text), read
 

@@ -17,6 +17,8 @@ import bisect
 import re
 from typing import NamedTuple
 
+from ._uncut import inside, shifted, uncut_spans
+
 #: At most this many sub-requests per request (a longer list's tail is merged into its last piece).
 MAX_PARTS = 8
 #: A piece needs this many content words (three letters or more, not in :data:`STOP_WORDS`) to be routed on its
@@ -73,26 +75,6 @@ _JOINS = re.compile(
     re.IGNORECASE,
 )
 _STARTS_WITH_VERB = re.compile(_VERB, re.IGNORECASE)
-# What no cut goes inside: a quoted span ("search for 'salt and pepper' recipes", "send “build and deploy done” to
-# Slack": :func:`_uncut`), a hyphenated word ("rock-and-roll") and "and/or". Per kind of quote (straight or curly,
-# single or double): where one opens, what ends the text it quotes, and whether that end closes it. An apostrophe is no
-# quote: a single quote opens after no letter and before a letter ("don't", "'90s", "users' files" open none), and an
-# apostrophe before a letter ("don't", "Bob’s") ends no quoted text.
-_QUOTES = tuple(
-    (mark, re.compile(opens), re.compile(ends), re.compile(closes))
-    for mark, opens, ends, closes in (
-        ('"', r'(?<!\w)"(?=\S)', r'"', r'(?<=\S)"'),
-        ("\u201c", "\u201c", "[\u201c\u201d]", "\u201d"),
-        ("'", r"(?<!\w)'(?=[^\W\d_])", r"'(?!\w)", r"(?<=\S)'"),
-        ("\u2018", "\u2018", "\u2018|\u2019(?!\\w)", "\u2019"),
-    )
-)
-_HYPHENS = "-\u2010\u2011"
-#: At most this many characters between two quotes make a quoted span.
-QUOTED_CHARS = 300
-_HYPHENATED = re.compile(r"(?<!\w)\w+(?:[" + _HYPHENS + r"]\w+)+")
-# "and/or" (or "or/and", "and / or") is one word, not an "and" that joins two actions ("send it to Alice and/or Bob").
-_AND_OR = re.compile(r"\b(?:and[ \t]*/[ \t]*or|or[ \t]*/[ \t]*and)\b", re.IGNORECASE)
 # A joining word right after a subject or an auxiliary ("I would also like ...", "we also need ...") is inside one verb.
 _INSIDE_VERB = re.compile(
     r"\b(?:i|we|you|they|would|will|can|could|should|do|does|i'd|i'm|we'd|we're|am|are)\s*$", re.IGNORECASE
@@ -175,7 +157,7 @@ class _Text:
 def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
     """The sub-requests of ``text``, in order: empty when it holds fewer than two actions to route on. Linear in
     ``text`` (no piece is rebuilt or counted again as it grows)."""
-    uncut = _uncut(text)
+    uncut = uncut_spans(text)
     units = [unit for start, end in _sentences(text, uncut) for unit in _units(text, start, end, uncut)]
     built: list[_Text] = []
     context, context_step = _Text(), False  # statements waiting for the request they serve; whether they opened a step
@@ -211,54 +193,19 @@ def split_request(text: str, *, max_parts: int = MAX_PARTS) -> tuple[str, ...]:
 
 def _sentences(text: str, uncut: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Where the sentences of ``text`` start and end: cut at each sentence end that is not inside one of the spans
-    ``uncut`` (:func:`_uncut` of ``text``)."""
+    ``uncut`` (:func:`uncut_spans` of ``text``)."""
     sentences: list[tuple[int, int]] = []
     start = 0
     for end in _SENTENCES.finditer(text):
-        if not _inside(uncut, end):
+        if not inside(uncut, end):
             sentences.append((start, end.start()))
             start = end.end()
     return [*sentences, (start, len(text))]
 
 
-def _uncut(text: str) -> list[tuple[int, int]]:
-    """Where in ``text`` no cut goes, in order and disjoint: its quoted spans (at most :data:`QUOTED_CHARS` characters
-    inside, on one line; a quote opening inside an earlier span opens none), hyphenated words and "and/or". Linear in
-    ``text`` but for a binary search per quote."""
-    quoted: list[tuple[int, int]] = []
-    for mark, opens, ends, closes in _QUOTES:
-        if mark not in text:
-            continue
-        stops = [m.start() for m in ends.finditer(text)]
-        for start in (m.start() for m in opens.finditer(text)):
-            k = bisect.bisect_right(stops, start)
-            end = stops[k] if k < len(stops) else -1
-            if 0 < end - start <= QUOTED_CHARS + 1 and closes.match(text, end) and "\n" not in text[start:end]:
-                quoted.append((start, end + 1))
-    spans: list[tuple[int, int]] = []
-    for start, end in sorted(quoted):
-        if not spans or start >= spans[-1][1]:
-            spans.append((start, end))
-    uncut: list[tuple[int, int]] = []
-    words = [m.span() for m in _HYPHENATED.finditer(text)] if any(h in text for h in _HYPHENS) else []
-    words += [m.span() for m in _AND_OR.finditer(text)] if "/" in text else []
-    for start, end in sorted(spans + words):
-        if uncut and start < uncut[-1][1]:  # a hyphenated word or "and/or" in quotes, or both in one
-            uncut[-1] = (uncut[-1][0], max(end, uncut[-1][1]))
-        else:
-            uncut.append((start, end))
-    return uncut
-
-
-def _inside(uncut: list[tuple[int, int]], cut: re.Match[str]) -> bool:
-    """Whether ``cut`` (a sentence end or a joining word) overlaps one of the spans ``uncut`` (sorted, disjoint)."""
-    k = bisect.bisect_left(uncut, (cut.end(),)) - 1
-    return k >= 0 and uncut[k][1] > cut.start()
-
-
 def _units(text: str, start: int, end: int, uncut: list[tuple[int, int]]) -> list[_Unit]:
     """The clauses of the sentence ``text[start:end]``, each with what its form says; ``uncut`` is
-    :func:`_uncut` of ``text``."""
+    :func:`uncut_spans` of ``text``."""
     raw = text[start:end]
     sentence = raw.strip()
     opens_step, question = bool(_OPENS_STEP.match(sentence)), sentence.endswith("?")
@@ -268,7 +215,7 @@ def _units(text: str, start: int, end: int, uncut: list[tuple[int, int]]) -> lis
     # without it (a quote opens there, "-also" is no hyphenated word), not of the text.
     glued = lead is not None and sentence[lead.end() - 1].isalnum()
     offset = start + len(raw) - len(raw.lstrip()) + len(sentence) - len(body)  # where the body starts in the text
-    clauses = _clauses(body, _uncut(body) if glued else _shifted(uncut, offset, end))
+    clauses = _clauses(body, uncut_spans(body) if glued else shifted(uncut, offset, end))
     units = []
     for i, clause in enumerate(clauses):
         asks = bool(_ASKS.search(clause)) or (question and i == len(clauses) - 1)
@@ -278,13 +225,6 @@ def _units(text: str, start: int, end: int, uncut: list[tuple[int, int]]) -> lis
         )
         units.append(_Unit(clause, opens_step or i > 0, states, back))
     return units
-
-
-def _shifted(uncut: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
-    """The spans of ``uncut`` (sorted, disjoint) that overlap ``text[start:end]``, counted from ``start``. A binary
-    search and the spans themselves: no span crosses a sentence end, so each is read for one sentence."""
-    first, stop = max(bisect.bisect_left(uncut, (start,)) - 1, 0), bisect.bisect_left(uncut, (end,))
-    return [(a - start, b - start) for a, b in uncut[first:stop] if b > start]
 
 
 def _serves_previous(unit: _Unit, following: _Unit | None) -> bool:
@@ -301,15 +241,15 @@ def _first_word(text: str) -> str:
 
 def _clauses(sentence: str, uncut: list[tuple[int, int]]) -> list[str]:
     """The clauses of one sentence: cut at its joining words, except inside quotes, a hyphenated word or "and/or", and
-    a bare "and" that ends a list of values (``uncut``: :func:`_uncut`'s spans, counted from the sentence's start); a
-    fragment ("Can you", "63 employees") joins the next clause, else the one before. Linear in the sentence: each
-    check of a join looks at a bounded part of it (`_inside_verb`, `_Marks`)."""
+    a bare "and" that ends a list of values (``uncut``: :func:`uncut_spans`' spans, counted from the sentence's
+    start); a fragment ("Can you", "63 employees") joins the next clause, else the one before. Linear in the sentence:
+    each check of a join looks at a bounded part of it (`_inside_verb`, `_Marks`)."""
     clauses: list[str] = []
     pending, start, marks = _Text(), 0, None
     for join in [*_JOINS.finditer(sentence), None]:
         end = len(sentence) if join is None else join.start()
         if join is not None:
-            if _inside(uncut, join) or _inside_verb(sentence, start, end):
+            if inside(uncut, join) or _inside_verb(sentence, start, end):
                 continue
             if join.group("and") is not None:
                 marks = marks or _Marks(sentence)
