@@ -12,7 +12,7 @@ from typing import Any
 import openai
 import pytest
 
-from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore, parse_tools
+from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore, UnknownToolError, parse_tools
 from toolstore.integrations.openai import calls, route_messages
 from toolstore.testing.fake_openai import FakeOpenAI, ToolCall
 
@@ -179,6 +179,33 @@ def test_a_call_of_a_custom_tool_is_sent_as_the_api_sends_it_and_resolved_by_cal
             _ask(client, tools=result.definitions("openai"))
         with pytest.raises(openai.BadRequestError, match="calls tool 'forecast', but the request's tool_choice is"):
             _ask(client, tools=result.definitions("openai"), tool_choice=forced)
+
+
+def test_an_invented_call_is_sent_so_an_app_can_be_tested_answering_it(dsn: str) -> None:
+    """A test could not script a call of a tool the request did not offer (a model's invented name): it was the fake's
+    400. ToolCall(..., invented=True) is sent as a function call beside the offered tool's call, the real SDK reads it,
+    and toolstore's calls() refuses it by name as it would a real model's; one that the request offers after all, or a
+    call where tool_choice is 'none', is the fake's 400 saying so."""
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="invented") as store:
+        store.upsert(TOOLS)
+        result = store.route("what is the weather forecast for Paris", k=1)
+    good, made_up = ToolCall("forecast", {"city": "Paris"}), ToolCall("get_weather", {"city": "Paris"}, invented=True)
+    with FakeOpenAI(replies=[[good, made_up], ToolCall("forecast", invented=True), made_up]) as fake:
+        client = _client(fake)
+        reply = _ask(client, tools=result.definitions("openai"))
+        assert [(c.type, c.function.name, c.function.arguments) for c in reply.choices[0].message.tool_calls] == [
+            ("function", "forecast", '{"city": "Paris"}'),
+            ("function", "get_weather", '{"city": "Paris"}'),
+        ]
+        with pytest.raises(UnknownToolError, match=r"no offered tool is named 'get_weather' \(offered: forecast\)"):
+            calls(result, reply)
+        said = "calls 'forecast' as invented, but the request offers a tool of that name: script it without invented"
+        with pytest.raises(openai.BadRequestError, match=re.escape(said)):
+            _ask(client, tools=[WEATHER])
+        with pytest.raises(openai.BadRequestError, match="calls 'get_weather', but the request's tool_choice is 'no"):
+            _ask(client, tools=[WEATHER], tool_choice="none")
+    with pytest.raises(InvalidInputError, match="ToolCall 'forecast': invented must be True or False, got 1"):
+        ToolCall("forecast", invented=1)  # type: ignore[arg-type]
 
 
 def test_a_chat_handler_may_answer_with_tool_calls_and_a_reply_is_checked_when_scripted() -> None:

@@ -7,7 +7,8 @@ when ``tool_choice`` is ``"none"``, the function ``tool_choice`` names is the on
 ``allowed_tools`` names), text is no answer when it is ``"required"`` (or allowed tools' mode is), and one call at most
 is made when ``parallel_tool_calls`` is false. A reply that breaks that is the fake's 400 (``invalid_request_error``,
 naming the call and what the request offered), which the SDK raises as ``openai.BadRequestError``: the test's script and
-the app disagree.
+the app disagree. A call scripted as ``invented`` (a name the model made up) is the exception: sent whatever the request
+offers, so a test can see how the app answers a hallucinated call.
 """
 
 from __future__ import annotations
@@ -36,12 +37,16 @@ class ToolCall:
     """A tool call a scripted reply makes: the function's ``name`` and its ``arguments``, a JSON object (sent as its
     JSON text, as the API sends a model's) or a string sent as it is (a model's malformed JSON, for one; a custom
     tool's input, sent as ``{"type": "custom", "custom": {"name", "input"}}`` when the request offers it so); ``id`` is
-    made up (``call_fake3_0``: the completion's and the call's index) when not given. InvalidInputError naming the
+    made up (``call_fake3_0``: the completion's and the call's index) when not given. ``invented=True``: a name the
+    model made up, which the request must not offer: sent as a function call whatever the request's ``tools`` and
+    ``tool_choice`` name (a model's hallucinated call, to test how the app answers it); a request that offers a tool
+    of that name, or whose ``tool_choice`` is ``"none"``, is the fake's 400 all the same. InvalidInputError naming the
     field that is not so, or the part of the arguments JSON cannot hold (a date, NaN, a key that is no string)."""
 
     name: str
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
     id: str | None = None
+    invented: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -55,6 +60,9 @@ class ToolCall:
             raise InvalidInputError(f"ToolCall {self.name!r}: {problem}, which JSON cannot hold: give JSON's values")
         if self.id is not None and (not isinstance(self.id, str) or not self.id):
             raise InvalidInputError(f"ToolCall {self.name!r}: id must be a non-empty string or None, got {self.id!r}")
+        if not isinstance(self.invented, bool):
+            got = f"{self.invented!r:.60}"
+            raise InvalidInputError(f"ToolCall {self.name!r}: invented must be True or False, got {got}")
 
 
 def _not_json(value: object, where: str) -> str | None:
@@ -127,7 +135,9 @@ def completion(body: dict[str, Any], reply: Held | None, ident: str) -> dict[str
         written = reply
     else:
         idents = [call.id or f"call_{ident.split('-')[-1]}_{i}" for i, call in enumerate(reply)]
-        message["tool_calls"] = [_wire(call, offered[call.name], id_) for call, id_ in zip(reply, idents, strict=True)]
+        message["tool_calls"] = [
+            _wire(call, offered.get(call.name, "function"), id_) for call, id_ in zip(reply, idents, strict=True)
+        ]
         written = " ".join(f"{call.name} {_text_of_arguments(call)}" for call in reply)
     prompt, answer = sum(len(text_of(m).split()) for m in messages), len(written.split())
     return {
@@ -169,8 +179,9 @@ def _named(tool: object) -> tuple[str, str] | None:
 
 def _check(body: dict[str, Any], reply: Held) -> dict[str, str]:
     """ApiError when the request could not have been answered with ``reply``: a call of a function its ``tools`` do
-    not offer or its ``tool_choice`` does not allow, calls in parallel where ``parallel_tool_calls`` is false, or text
-    where ``tool_choice`` asks for a call, or JSON arguments for a custom tool. The offered tools' kinds, by name."""
+    not offer or its ``tool_choice`` does not allow (a call scripted as invented: one they do offer), calls in
+    parallel where ``parallel_tool_calls`` is false, or text where ``tool_choice`` asks for a call, or JSON arguments
+    for a custom tool. The offered tools' kinds, by name."""
     choice = body.get("tool_choice")
     forced = named[1] if (named := _named(choice)) else None
     tools = body["tools"] if isinstance(body.get("tools"), list) else []
@@ -182,9 +193,19 @@ def _check(body: dict[str, Any], reply: Held) -> dict[str, str]:
         return offered
     if len(reply) > 1 and body.get("parallel_tool_calls") is False:
         _refuse(f"the scripted reply makes {len(reply)} tool calls, but the request's parallel_tool_calls is false")
+    said = f"offered {', '.join(map(repr, offered))}" if offered else "offered no tools"
     for call in reply:
+        if call.invented:
+            if choice == "none":
+                _refuse(f"the scripted reply calls {call.name!r}, but the request's tool_choice is 'none'")
+            if call.name in offered:
+                _refuse(
+                    f"the scripted reply calls {call.name!r} as invented, but the request offers a tool of that name: "
+                    f"script it without invented=True",
+                    "tools",
+                )
+            continue
         if call.name not in offered:
-            said = f"offered {', '.join(map(repr, offered))}" if offered else "offered no tools"
             _refuse(f"the scripted reply calls {call.name!r}, a tool the request did not offer (it {said})", "tools")
         if choice == "none" or (forced is not None and call.name != forced):
             _refuse(f"the scripted reply calls tool {call.name!r}, but the request's tool_choice is {choice!r}")
