@@ -12,7 +12,7 @@ from typing import Any
 import openai
 import pytest
 
-from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore, UnknownToolError, parse_tools
+from toolstore import HashingEmbedder, InvalidInputError, Tool, ToolStore, UnknownCall, UnknownToolError, parse_tools
 from toolstore.integrations.openai import calls, route_messages
 from toolstore.testing.fake_openai import FakeOpenAI, ToolCall
 
@@ -206,6 +206,44 @@ def test_an_invented_call_is_sent_so_an_app_can_be_tested_answering_it(dsn: str)
             _ask(client, tools=[WEATHER], tool_choice="none")
     with pytest.raises(InvalidInputError, match="ToolCall 'forecast': invented must be True or False, got 1"):
         ToolCall("forecast", invented=1)  # type: ignore[arg-type]
+
+
+def test_a_loop_runs_the_good_calls_and_answers_an_invented_one_with_its_error(dsn: str) -> None:
+    """The model calls an offered tool and an invented one in parallel: calls(..., unknown="report") gives the loop both
+    in order, so it runs the good one and answers the invented one with the error naming what was offered; the next
+    request carries an answer to every call id (the API refuses a request that leaves one unanswered)."""
+    ran: list[str] = []
+    with ToolStore(dsn, embedder=HashingEmbedder(64), catalog="invented-loop") as store:
+        store.upsert(TOOLS)
+        result = store.route("what is the weather forecast for Paris", k=1)
+    made_up = ToolCall("get_weather", {"city": "Paris"}, id="call_x", invented=True)
+    with FakeOpenAI(replies=[[ToolCall("forecast", {"city": "Paris"}, id="call_f"), made_up], "Sunny."]) as fake:
+        client = _client(fake)
+        messages: list[Any] = [{"role": "user", "content": "weather in Paris?"}]
+        while True:
+            reply = client.chat.completions.create(
+                model="gpt-4.1", messages=messages, tools=result.definitions("openai")
+            )
+            messages.append(reply.choices[0].message)
+            if not reply.choices[0].message.tool_calls:
+                break
+            for call in calls(result, reply, unknown="report"):
+                if isinstance(call, UnknownCall):
+                    content = call.error
+                else:
+                    ran.append(call.tool.id)
+                    content = json.dumps({"sky": "sunny"})
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        last = fake.requests_to("/chat/completions")[-1].body["messages"]
+    assert ran == ["weather.forecast"] and reply.choices[0].message.content == "Sunny."
+    assert last[2:] == [
+        {"role": "tool", "tool_call_id": "call_f", "content": '{"sky": "sunny"}'},
+        {
+            "role": "tool",
+            "tool_call_id": "call_x",
+            "content": "no offered tool is named 'get_weather' (offered: forecast)",
+        },
+    ]
 
 
 def test_a_chat_handler_may_answer_with_tool_calls_and_a_reply_is_checked_when_scripted() -> None:

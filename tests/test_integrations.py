@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from anthropic.types import Message as AnthropicMessage
 from anthropic.types import ToolParam
 from mcp.types import Tool as McpTool
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionToolParam
@@ -14,7 +15,7 @@ from openai.types.responses import FunctionToolParam, Response
 from openai.types.responses import ToolParam as ResponsesToolParam
 from pydantic import TypeAdapter
 
-from toolstore import InvalidInputError, Tool, UnknownToolError
+from toolstore import InvalidInputError, ResolvedCall, Tool, UnknownCall, UnknownToolError
 from toolstore._formats import export_catalog, parse_tools, render
 from toolstore._result import RoutedTool, RouteResult, Signals
 from toolstore.integrations import anthropic as ts_anthropic
@@ -242,6 +243,58 @@ def test_a_call_of_a_name_not_offered_lists_the_names_the_model_was_given() -> N
     call = {"id": "a", "type": "function", "function": {"name": "create_ticket", "arguments": "{}"}}
     with pytest.raises(UnknownToolError, match=f"^{offered}$"):
         ts_openai.calls(RESULT, {"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def test_calls_can_report_an_invented_name_among_parallel_calls_and_keep_the_good_ones() -> None:
+    """One invented name among parallel calls made calls() raise, the good calls lost with it: the loop could only
+    answer every call with the error. With unknown="report" every call comes back in the reply's order, the invented
+    one an UnknownCall (its id, arguments and the error's text to answer it with); the default still raises, so a
+    loop written for it is unchanged. Read from the SDKs' own types (ChatCompletion, Response, anthropic Message)."""
+    offered = (
+        "no offered tool is named 'create_ticket' (offered: github__create_issue, jira__create_issue, send_message)"
+    )
+    chat = _chat_reply()
+    invented = {"id": "x", "type": "function", "function": {"name": "create_ticket", "arguments": '{"title": "y"}'}}
+    chat["choices"][0]["message"]["tool_calls"].insert(1, invented)
+    responses = _responses_reply()
+    responses["output"].insert(1, {"type": "function_call", "call_id": "c0", "name": "create_ticket", "arguments": ""})
+    message = {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "create_ticket", "input": {"title": "y"}},
+            {"type": "tool_use", "id": "t2", "name": "send_message", "input": {}},
+        ],
+    }
+    replies: list[tuple[Any, Any]] = [
+        (ts_openai.calls, ChatCompletion.model_validate(chat)),
+        (ts_openai.calls, Response.model_validate(responses)),
+        (ts_anthropic.calls, AnthropicMessage.model_validate(message)),
+    ]
+    for calls, reply in replies:
+        with pytest.raises(UnknownToolError, match=f"^{re.escape(offered)}$"):
+            calls(RESULT, reply)
+    assert [(type(c).__name__, c.id) for c in ts_openai.calls(RESULT, replies[0][1], unknown="report")] == [
+        ("ResolvedCall", "a"),
+        ("UnknownCall", "x"),
+        ("ResolvedCall", "b"),
+    ]
+    [first, second] = ts_openai.calls(RESULT, replies[1][1], unknown="report")
+    assert isinstance(first, UnknownCall) and isinstance(second, ResolvedCall)
+    assert (first.name, first.arguments, first.id, first.error) == ("create_ticket", {}, "c0", offered)
+    found = ts_anthropic.calls(RESULT, replies[2][1], unknown="report")
+    assert found == [UnknownCall("create_ticket", {"title": "y"}, "t1", offered), found[1]]
+    assert isinstance(found[1], ResolvedCall) and found[1].tool.id == "slack.send_message"
+    ambiguous = {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "create_issue", "input": {}}]}
+    [call] = ts_anthropic.calls(RESULT, ambiguous, unknown="report")
+    assert isinstance(call, UnknownCall) and "may mean any of github.create_issue, jira.create_issue" in call.error
+    for calls, reply in replies:
+        with pytest.raises(InvalidInputError, match="unknown= takes 'raise' or 'report', got 'skip'"):
+            calls(RESULT, reply, unknown="skip")
 
 
 def test_a_custom_tool_takes_its_text_in_every_format() -> None:

@@ -1,6 +1,6 @@
 """The README's Python blocks run as written: the library quickstart, and the agent loops of the OpenAI and Anthropic
 adapters (on the demo catalog they name, with the SDK client replaced by a stub that answers with the SDK's own
-types: one tool call, then text)."""
+types: one tool call beside an invented one, then text)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,11 @@ def _block(adapter: str) -> str:
     return found[0]
 
 
+#: A name the model makes up beside its call of an offered tool, which the loops answer with the error naming those
+#: offered.
+INVENTED = "file_bug_report"
+
+
 class _Replies:
     """The model's side of the loop: the first call asks for github's create_issue under the name it was offered,
     the next answers in text. ``offered`` keeps the tool names of each call."""
@@ -70,10 +75,11 @@ class _OpenAIStub:
     def create(self, *, model: str, messages: list[Any], tools: list[dict[str, Any]]) -> ChatCompletion:
         name = self.replies.issue_tool([t["function"]["name"] for t in tools])
         call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": '{"title": "login bug"}'}}
+        invented = {"id": "call_2", "type": "function", "function": {"name": INVENTED, "arguments": "{}"}}
         message = (
             {"role": "assistant", "content": "filed it"}
             if name is None
-            else {"role": "assistant", "content": None, "tool_calls": [call]}
+            else {"role": "assistant", "content": None, "tool_calls": [call, invented]}
         )
         choice = {"index": 0, "finish_reason": "stop" if name is None else "tool_calls", "message": message}
         return ChatCompletion.model_validate(
@@ -89,7 +95,8 @@ class _AnthropicStub:
     def create(self, *, model: str, max_tokens: int, messages: list[Any], tools: list[dict[str, Any]]) -> Message:
         name = self.replies.issue_tool([t["name"] for t in tools])
         use = {"type": "tool_use", "id": "toolu_1", "name": name, "input": {"title": "login bug"}}
-        content = [{"type": "text", "text": "filed it"}] if name is None else [use]
+        invented = {"type": "tool_use", "id": "toolu_2", "name": INVENTED, "input": {}}
+        content = [{"type": "text", "text": "filed it"}] if name is None else [use, invented]
         usage = {"input_tokens": 1, "output_tokens": 1}
         stop = "end_turn" if name is None else "tool_use"
         return Message.model_validate(
@@ -130,6 +137,13 @@ def test_the_agent_loops_run(
     namespace["store"].close()
     assert capsys.readouterr().out.splitlines() == ["filed it"]
     assert ran == [("github.create_issue", {"title": "login bug"})]
+    answers = namespace["messages"][2]["content"] if adapter == "anthropic" else namespace["messages"][2:4]
+    said = f"no offered tool is named '{INVENTED}' (offered: "
+    if adapter == "openai":
+        assert [m["tool_call_id"] for m in answers] == ["call_1", "call_2"] and answers[1]["content"].startswith(said)
+    else:
+        assert [(r["tool_use_id"], r.get("is_error")) for r in answers] == [("toolu_1", None), ("toolu_2", True)]
+        assert answers[1]["content"].startswith(said)
     assert len(replies.offered) == 2  # a step with the tool call, then one with its result
     with ToolStore(dsn, embedder=LocalEmbedder(), catalog=DEMO_CATALOG) as store:  # the second step logged the call
         logged = store.session_log("chat-42")

@@ -4,7 +4,7 @@ Import everything from here; the underscored modules are private.
 """
 
 from ._abstain import DEFAULT_ABSTAIN, EXAMPLES_ABSTAIN, RANK_ABSTAIN, AbstainModel, Abstention
-from ._agents import ResolvedCall
+from ._agents import ResolvedCall, UnknownCall
 from ._async_store import AsyncToolStore
 from ._embedders.base import Embedder
 from ._embedders.hashing import HashingEmbedder
@@ -92,6 +92,7 @@ __all__ = [
     "TransactionPoolingError",
     "TuneReport",
     "Turn",
+    "UnknownCall",
     "UnknownCatalogError",
     "UnknownToolError",
     "UnmatchedFilterError",

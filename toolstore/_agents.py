@@ -4,10 +4,10 @@ Shared by the SDK adapters in ``toolstore.integrations``; message reading itself
 
 from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._drive import adrive, drive
-from ._errors import UnknownToolError
+from ._errors import InvalidInputError, UnknownToolError
 from ._formats import custom_input
 from ._fusion import DEFAULT_TURNS
 from ._messages import Conversation, ToolCall, read_messages
@@ -37,6 +37,27 @@ class ResolvedCall:
     name: str
     arguments: dict[str, Any] | str
     id: str | None
+
+
+@dataclass(frozen=True)
+class UnknownCall:
+    """A tool call of the model that no offered tool answers to (a name it made up, or one that more than one offered
+    tool may have been given), which ``calls(..., unknown="report")`` returns in its place among the resolved ones: the
+    name the model used, its arguments as read (a dict, else the text), the call id, ``error``, the UnknownToolError's
+    text naming the call and the names offered (answer the call with it, as an error, so the model can call again),
+    and the Responses ``namespace`` it was made in (None: none)."""
+
+    name: str
+    arguments: dict[str, Any] | str
+    id: str | None
+    error: str
+    namespace: str | None = None
+
+
+#: What ``calls(..., unknown=)`` takes: ``"raise"`` an UnknownToolError for a call of a name not offered, before any
+#: call is returned (the default), or ``"report"`` it as an :class:`UnknownCall` among the resolved calls.
+Unknown = Literal["raise", "report"]
+UNKNOWN: tuple[str, ...] = ("raise", "report")
 
 
 def route_messages(
@@ -154,21 +175,42 @@ def _session_calls(conv: Conversation, ids: Sequence[str | None]) -> list[Sessio
     ]
 
 
+def check_unknown(unknown: object) -> bool:
+    """Whether ``calls(..., unknown=)`` reports a call of a name not offered (``"report"``) rather than raising
+    (``"raise"``); InvalidInputError for another value."""
+    if unknown not in UNKNOWN:
+        raise InvalidInputError(f"unknown= takes 'raise' or 'report', got {unknown!r:.80}")
+    return unknown == "report"
+
+
 def resolve_calls(
-    result: RouteResult, items: Sequence[object], *, dialect: str = "auto", resolve: Callable[[str], Tool] | None = None
-) -> list[ResolvedCall]:
-    """Every tool call in ``items`` (the model's reply as messages or output items), resolved against the tools
-    ``result`` offered (``resolve``: name -> tool, default ``result.resolve``; a call inside a Responses namespace
-    among the offered tools of that provider); UnknownToolError for a name that was not offered. A custom tool's
-    arguments are its text in every format (``_formats.custom_input``)."""
+    result: RouteResult,
+    items: Sequence[object],
+    *,
+    dialect: str = "auto",
+    resolve: Callable[[str], Tool] | None = None,
+    report: bool = False,
+) -> list[ResolvedCall | UnknownCall]:
+    """Every tool call in ``items`` (the model's reply as messages or output items), in order, resolved against the
+    tools ``result`` offered (``resolve``: name -> tool, default ``result.resolve``; a call inside a Responses namespace
+    among the offered tools of that provider). A name that was not offered is an UnknownToolError, raised before any
+    call is returned, or with ``report`` an :class:`UnknownCall` in its place holding the error's text. A custom
+    tool's arguments are its text in every format (``_formats.custom_input``)."""
     calls = read_messages(list(items), dialect).tool_calls
-    return [_resolved(result, c, resolve) for c in calls]
+    return [_resolved(result, c, resolve, report) for c in calls]
 
 
-def _resolved(result: RouteResult, call: ToolCall, resolve: Callable[[str], Tool] | None) -> ResolvedCall:
+def _resolved(
+    result: RouteResult, call: ToolCall, resolve: Callable[[str], Tool] | None, report: bool
+) -> ResolvedCall | UnknownCall:
     """One call resolved; a custom tool's text input (Anthropic: its one property) as the text, whatever the format."""
-    if resolve is None or call.namespace is not None:
-        tool = result.resolve(call.name, namespace=call.namespace)
-    else:
-        tool = resolve(call.name)
+    try:
+        if resolve is None or call.namespace is not None:
+            tool = result.resolve(call.name, namespace=call.namespace)
+        else:
+            tool = resolve(call.name)
+    except UnknownToolError as e:
+        if not report:
+            raise
+        return UnknownCall(call.name, call.arguments, call.id, str(e), call.namespace)
     return ResolvedCall(tool, call.name, custom_input(tool, call.arguments), call.id)

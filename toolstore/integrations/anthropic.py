@@ -3,8 +3,8 @@ and client-side tool search results (``tool_reference`` blocks) for tools sent w
 
     result = route_messages(store, messages, fmt="anthropic")  # packed in Anthropic's format, its token_budget too
     reply = client.messages.create(model=..., max_tokens=..., messages=messages, tools=result.definitions())
-    for call in calls(result, reply):                          # ResolvedCall(tool, name, arguments, id)
-        ...
+    for call in calls(result, reply, unknown="report"):        # ResolvedCall(tool, name, arguments, id), or
+        ...                                                    # UnknownCall(name, arguments, id, error): answer it
 
 Tool search: send every tool with ``defer_loading: true`` (:func:`deferred_definitions`) plus your own search tool;
 when the model calls it, answer with :func:`tool_search_result` and the API loads the tools it references. The model
@@ -16,9 +16,10 @@ search result resolves both, and exactly the referenced names when given the sam
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
-from .._agents import ResolvedCall, aroute_messages, resolve_calls, route_messages
+from .._agents import ResolvedCall, UnknownCall, aroute_messages, check_unknown, resolve_calls, route_messages
+from .._agents import Unknown as Unknown
 from .._errors import InvalidInputError
 from .._formats import render
 from .._formats.names import model_names, name_forms
@@ -28,6 +29,7 @@ from .._result import RouteResult
 
 __all__ = [
     "ResolvedCall",
+    "UnknownCall",
     "aroute_messages",
     "calls",
     "deferred_definitions",
@@ -37,8 +39,24 @@ __all__ = [
 ]
 
 
-def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None = None) -> list[ResolvedCall]:
-    """The ``tool_use`` blocks of an assistant ``Message`` (or its dict), resolved against ``result``.
+@overload
+def calls(
+    result: RouteResult,
+    message: Any,
+    *,
+    deferred: Sequence[Tool] | None = None,
+    unknown: Literal["raise"] = "raise",
+) -> list[ResolvedCall]: ...
+@overload
+def calls(
+    result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None = None, unknown: Unknown
+) -> list[ResolvedCall | UnknownCall]: ...
+
+
+def calls(
+    result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None = None, unknown: Unknown = "raise"
+) -> list[ResolvedCall] | list[ResolvedCall | UnknownCall]:
+    """The ``tool_use`` blocks of an assistant ``Message`` (or its dict), resolved against ``result``, in order.
 
     A routed tool answers to the names ``result`` could have given the model. Without ``deferred``: its name in
     ``result.definitions`` (which :func:`tool_search_result` also refers to it by without ``deferred``) and each of
@@ -46,7 +64,9 @@ def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None 
     search answered with ``deferred`` refers to it by. With ``deferred`` (the tools given to
     :func:`tool_search_result`): exactly the name that search referred to it by. A name that more than one routed tool
     may have been given raises UnknownToolError rather than picking one (``deferred`` makes a search's names exact), as
-    does a name none was."""
+    does a name none was, before any call is returned; with ``unknown="report"`` such a call is an
+    :class:`UnknownCall` in its place instead (its ``error`` the text of a ``tool_result`` with ``is_error: true``)."""
+    report = check_unknown(unknown)
     tools = [r.tool for r in result.tools]
     shown: list[str] | None = None  # what an unknown name's error lists: the names offered, not every form accepted
     if deferred is None:
@@ -63,6 +83,7 @@ def calls(result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None 
         [message],
         dialect="anthropic",
         resolve=lambda name: resolve_given(name, tools, given, hint=hint, shown=shown),
+        report=report,
     )
 
 

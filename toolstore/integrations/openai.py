@@ -2,8 +2,8 @@
 
     result = route_messages(store, messages)                   # the latest user request, routed
     reply = client.chat.completions.create(model=..., messages=messages, tools=result.definitions("openai"))
-    for call in calls(result, reply):                          # ResolvedCall(tool, name, arguments, id)
-        ...
+    for call in calls(result, reply, unknown="report"):        # ResolvedCall(tool, name, arguments, id), or
+        ...                                                    # UnknownCall(name, arguments, id, error): answer it
 
 For the Responses API route with ``fmt="openai-responses"`` (its definitions packed into the budget as the model
 gets them, namespaces included), pass ``result.definitions()`` and the response to :func:`calls`.
@@ -12,19 +12,32 @@ gets them, namespaces included), pass ``result.definitions()`` and the response 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
-from .._agents import ResolvedCall, aroute_messages, resolve_calls, route_messages
+from .._agents import ResolvedCall, UnknownCall, aroute_messages, check_unknown, resolve_calls, route_messages
+from .._agents import Unknown as Unknown
 from .._errors import InvalidInputError
 from .._result import RouteResult
 
-__all__ = ["ResolvedCall", "aroute_messages", "calls", "route_messages"]
+__all__ = ["ResolvedCall", "UnknownCall", "aroute_messages", "calls", "route_messages"]
 
 
-def calls(result: RouteResult, response: Any) -> list[ResolvedCall]:
-    """The tool calls of a Chat Completions reply (``ChatCompletion`` or its message) or a Responses ``Response``
-    (or its ``output`` list), the SDK's objects or their dicts, resolved against ``result``. A streamed chunk is
-    refused (InvalidInputError): pass the completion the stream adds up to."""
+@overload
+def calls(result: RouteResult, response: Any, *, unknown: Literal["raise"] = "raise") -> list[ResolvedCall]: ...
+@overload
+def calls(result: RouteResult, response: Any, *, unknown: Unknown) -> list[ResolvedCall | UnknownCall]: ...
+
+
+def calls(
+    result: RouteResult, response: Any, *, unknown: Unknown = "raise"
+) -> list[ResolvedCall] | list[ResolvedCall | UnknownCall]:
+    """The tool calls of a Chat Completions reply (``ChatCompletion`` or its message) or a Responses ``Response`` (or
+    its ``output`` list), the SDK's objects or their dicts, resolved against ``result``, in the reply's order. A call
+    of a name ``result`` did not offer (a model's invention) is an UnknownToolError, raised before any call is
+    returned; with ``unknown="report"`` it is an :class:`UnknownCall` in its place instead (its ``error`` the text to
+    answer it with), so the loop runs the others and answers each. A streamed chunk is refused (InvalidInputError):
+    pass the completion the stream adds up to."""
+    report = check_unknown(unknown)
     choices = _field(response, "choices")
     if choices is not None:
         if not choices:
@@ -35,13 +48,13 @@ def calls(result: RouteResult, response: Any) -> list[ResolvedCall]:
                 "a streamed Chat Completions chunk holds no message: pass the whole completion "
                 "(e.g. client.chat.completions.stream(...).get_final_completion())"
             )
-        return resolve_calls(result, [message], dialect="openai-chat")
+        return resolve_calls(result, [message], dialect="openai-chat", report=report)
     output = response if _field(response, "role") is not None else _field(response, "output")
     if output is None:
         output = response
     if isinstance(output, list):
-        return resolve_calls(result, output, dialect="openai-responses")
-    return resolve_calls(result, [output], dialect="openai-chat")
+        return resolve_calls(result, output, dialect="openai-responses", report=report)
+    return resolve_calls(result, [output], dialect="openai-chat", report=report)
 
 
 def _field(value: Any, key: str) -> Any:
