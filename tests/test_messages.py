@@ -232,6 +232,49 @@ def test_the_helper_records_each_call_once(fs: ToolStore, dialect: str) -> None:
     assert ranked["fs.sort"] == 1
 
 
+LEGACY = [  # Chat Completions before tool_calls: the assistant's function_call, answered by a function message
+    {"role": "user", "content": "find the report"},
+    {"role": "assistant", "content": None, "function_call": {"name": "find", "arguments": '{"name": "report"}'}},
+    {"role": "function", "name": "find", "content": "report.txt"},
+    {"role": "user", "content": "sort it by line"},
+]
+
+
+def test_a_legacy_function_call_is_read_as_a_call(fs: ToolStore) -> None:
+    """An assistant message's legacy function_call (older loops, stored conversations) was read as no call: route()
+    looked back on nothing and calls() found none in a reply that had one. It reads as one call without a call id,
+    from the SDK's own ChatCompletion as from the dicts its params types accept; a list of it alone is told to be
+    Chat Completions; in a list read as another dialect it is refused by name, as tool_calls are, and one without a
+    name is refused naming the field. A session does not log it (no call id to record it once by)."""
+    SHAPES["openai-chat"][1].validate_python(LEGACY)
+    conv = read_messages(LEGACY[:2])
+    assert conv.dialect == "openai-chat"
+    assert [(c.name, c.arguments, c.id, c.index) for c in conv.turns[0].tool_calls] == [
+        ("find", {"name": "report"}, None, 1)
+    ]
+    choice = {"index": 0, "finish_reason": "function_call", "message": LEGACY[1]}
+    reply = ChatCompletion.model_validate(
+        {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
+    )
+    offered = fs.route("find the report", k=3)
+    [call] = ts_openai.calls(offered, reply)
+    assert (call.tool.id, call.name, call.arguments, call.id) == ("fs.find", "find", {"name": "report"}, None)
+    invented = {**LEGACY[1], "function_call": {"name": "grep", "arguments": "{}"}}
+    with pytest.raises(UnknownToolError, match="no offered tool is named 'grep'"):
+        ts_openai.calls(offered, invented)
+    messages = [LEGACY[0], reply.choices[0].message, *LEGACY[2:]]
+    routed = fs.route(messages=messages, k=5, weights={"recent": 1.0})
+    assert routed.query == "sort it by line" and {r.tool.id: r.signals.recent for r in routed}["fs.find"] == 1
+    assert ts_openai.route_messages(fs, messages, session="legacy", k=3).unresolved == []
+    assert fs.session_log("legacy") == []
+    said = r"^messages\[1\] has function_call, which only openai-chat messages have, but dialect='anthropic' was given"
+    with pytest.raises(InvalidInputError, match=said):
+        read_messages(LEGACY, "anthropic")
+    nameless = {**LEGACY[1], "function_call": {"arguments": "{}"}}
+    with pytest.raises(InvalidInputError, match=r"^messages\[1\]\.function_call\.name: expected a non-empty string"):
+        read_messages([LEGACY[0], nameless])
+
+
 def test_unresolved_calls_are_reported_not_recorded(fs: ToolStore) -> None:
     messages = [
         {"role": "user", "content": "print the file"},

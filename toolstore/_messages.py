@@ -3,8 +3,10 @@
 Three dialects: OpenAI Chat Completions messages, OpenAI Responses input items, Anthropic Messages. Items may be
 dicts or the SDKs' own objects (anything with ``model_dump``). ``dialect="auto"`` tells them apart by what only one
 of them has (Responses items without a role, such as ``function_call``, ``custom_tool_call`` and their outputs;
-``tool_use`` blocks; ``tool_calls`` / ``role: tool``); plain text conversations read the same in all three. Calls of
-custom tools (free-form input instead of JSON arguments) are read in both OpenAI dialects. Annotations are evaluated
+``tool_use`` blocks; ``tool_calls`` / ``role: tool``, and Chat Completions' legacy ``function_call`` / ``role:
+function``); plain text conversations read the same in all three. Calls of custom tools (free-form input instead of
+JSON arguments) are read in both OpenAI dialects; an assistant message's legacy ``function_call`` is read as one call
+without a call id. Annotations are evaluated
 (see ``_models``).
 
 A turn starts at a user message that holds text (a message of only tool results is no request) and runs to the next
@@ -220,7 +222,7 @@ def _detect(items: list[dict[str, Any]]) -> str:
             "role" not in item and isinstance(kind, str) and kind
         ):
             return "openai-responses"  # only Responses has items without a role (calls, their outputs, reasoning)
-        if item.get("role") == "tool" or "tool_calls" in item:
+        if item.get("role") in ("tool", "function") or "tool_calls" in item or "function_call" in item:
             return "openai-chat"
         content = item.get("content")
         parts = content if isinstance(content, list) else []  # a type that is no string is _read's error, not a hash's
@@ -239,8 +241,10 @@ def _check_own(item: dict[str, Any], index: int, dialect: str, given: bool) -> N
     content = item.get("content")
     kinds = [p.get("type") for p in content if isinstance(p, Mapping)] if isinstance(content, list) else []
     parts = {kind for kind in kinds if isinstance(kind, str)}  # a type that is no string is _read's error
-    if dialect != "openai-chat" and (item.get("tool_calls") or item.get("role") in ("tool", "function")):
-        mark, owner = ("tool_calls" if item.get("tool_calls") else f"role {item['role']!r}"), "openai-chat"
+    legacy = item.get("function_call") is not None and "role" in item  # not a Responses function_call item's type
+    if dialect != "openai-chat" and (item.get("tool_calls") or legacy or item.get("role") in ("tool", "function")):
+        mark = "tool_calls" if item.get("tool_calls") else "function_call" if legacy else f"role {item['role']!r}"
+        owner = "openai-chat"
     elif dialect != "anthropic" and parts & {"tool_use", "tool_result"}:
         mark, owner = f"a {sorted(parts & {'tool_use', 'tool_result'})[0]} block", "anthropic"
     else:
@@ -282,6 +286,8 @@ def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> t
             name = _string(fn, "name", f"{where}.tool_calls[{j}].{key}")
             arguments = _input_text(fn.get("input"), where) if custom else _arguments(fn.get("arguments"), where)
             calls.append(ToolCall(name, arguments, call.get("id"), index))
+        if item.get("function_call") is not None:  # the legacy field (before tool_calls): one call, no call id
+            calls.append(_function_call(item["function_call"], where, index))
     content = item.get("content")
     if content is None:
         return None, calls
@@ -311,6 +317,15 @@ def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> t
     if role != "user":
         return None, calls
     return ("\n".join(texts) if texts else None), calls
+
+
+def _function_call(call: object, where: str, index: int) -> ToolCall:
+    """An assistant message's legacy ``function_call`` (``{"name", "arguments"}``, answered by a ``function`` message
+    naming it) as a call: it has no call id, so a session log does not record it (see ``_agents``)."""
+    if not isinstance(call, Mapping):
+        raise InvalidInputError(f"{where}.function_call: expected an object, got {type(call).__name__}")
+    name = _string(call, "name", f"{where}.function_call")
+    return ToolCall(name, _arguments(call.get("arguments"), f"{where}.function_call"), None, index)
 
 
 def _string(item: Mapping[str, Any], key: str, where: str) -> str:

@@ -31,12 +31,12 @@ def calls(result: RouteResult, response: Any, *, unknown: Unknown) -> list[Resol
 def calls(
     result: RouteResult, response: Any, *, unknown: Unknown = "raise"
 ) -> list[ResolvedCall] | list[ResolvedCall | UnknownCall]:
-    """The tool calls of a Chat Completions reply (``ChatCompletion`` or its message) or a Responses ``Response`` (or
-    its ``output`` list), the SDK's objects or their dicts, resolved against ``result``, in the reply's order. A call
-    of a name ``result`` did not offer (a model's invention) is an UnknownToolError, raised before any call is
-    returned; with ``unknown="report"`` it is an :class:`UnknownCall` in its place instead (its ``error`` the text to
-    answer it with), so the loop runs the others and answers each. A streamed chunk is refused (InvalidInputError):
-    pass the completion the stream adds up to."""
+    """The tool calls of a Chat Completions reply (``ChatCompletion`` or its message; a legacy ``function_call`` is one
+    call, its ``id`` None) or a Responses ``Response`` (or its ``output`` list), the SDK's objects or their dicts,
+    resolved against ``result``, in the reply's order. A call of a name ``result`` did not offer (a model's invention)
+    is an UnknownToolError, raised before any call is returned; with ``unknown="report"`` it is an
+    :class:`UnknownCall` in its place instead (its ``error`` the text to answer it with), so the loop runs the others
+    and answers each. A streamed chunk is refused (InvalidInputError): pass the completion the stream adds up to."""
     report = check_unknown(unknown)
     choices = _field(response, "choices")
     if choices is not None:
