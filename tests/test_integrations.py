@@ -65,6 +65,39 @@ def test_openai_calls_reads_replies_as_objects_or_dicts() -> None:
         assert [(c.tool.id, c.id) for c in ts_openai.calls(RESULT, reply)] == [("github.create_issue", "c1")], reply
 
 
+def test_calls_read_the_parts_of_a_reply_that_hold_its_calls() -> None:
+    """calls() of a Chat message's tool_calls (the SDK's list, or its dicts) found no call, without a word: the list was
+    read as Responses output items, none of them a call, so a loop saw a reply with calls as one without. It reads
+    them as the message's calls; so one call alone, a Choice, one Responses call item, and an Anthropic reply's content
+    list or one tool_use block, each of which was an error saying a role was missing."""
+    completion = ChatCompletion.model_validate(_chat_reply())
+    expected = [("jira.create_issue", {"title": "x"}, "a"), ("slack.send_message", {}, "b")]
+    tool_calls = completion.choices[0].message.tool_calls
+    assert tool_calls is not None
+    for part in (tool_calls, [c.model_dump() for c in tool_calls], completion.choices[0]):
+        assert [(c.tool.id, c.arguments, c.id) for c in ts_openai.calls(RESULT, part)] == expected, part
+    assert [(c.tool.id, c.id) for c in ts_openai.calls(RESULT, tool_calls[1])] == [("slack.send_message", "b")]
+    item = Response.model_validate(_responses_reply()).output[1]
+    assert [(c.tool.id, c.id) for c in ts_openai.calls(RESULT, item)] == [("github.create_issue", "c1")]
+    message = AnthropicMessage.model_validate(
+        {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+            "content": [
+                {"type": "text", "text": "Posting."},
+                {"type": "tool_use", "id": "t1", "name": "send_message", "input": {"text": "hi"}},
+            ],
+        }
+    )
+    for part in (message.content, message.content[1]):
+        [call] = ts_anthropic.calls(RESULT, part)
+        assert (call.tool.id, call.arguments, call.id) == ("slack.send_message", {"text": "hi"}, "t1")
+
+
 def test_openai_calls_refuses_a_stream_chunk_or_no_choice_clearly() -> None:
     call = {"index": 0, "id": "a", "type": "function", "function": {"name": "send_message", "arguments": ""}}
     chunk = {

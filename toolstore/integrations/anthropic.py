@@ -15,7 +15,7 @@ search result resolves both, and exactly the referenced names when given the sam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
 from .._agents import ResolvedCall, UnknownCall, aroute_messages, check_unknown, resolve_calls, route_messages
@@ -56,7 +56,8 @@ def calls(
 def calls(
     result: RouteResult, message: Any, *, deferred: Sequence[Tool] | None = None, unknown: Unknown = "raise"
 ) -> list[ResolvedCall] | list[ResolvedCall | UnknownCall]:
-    """The ``tool_use`` blocks of an assistant ``Message`` (or its dict), resolved against ``result``, in order.
+    """The ``tool_use`` blocks of an assistant ``Message`` (or its dict, its ``content`` list, or one ``tool_use``
+    block), resolved against ``result``, in order.
 
     A routed tool answers to the names ``result`` could have given the model. Without ``deferred``: its name in
     ``result.definitions`` (which :func:`tool_search_result` also refers to it by without ``deferred``) and each of
@@ -67,6 +68,10 @@ def calls(
     does a name none was, before any call is returned; with ``unknown="report"`` such a call is an
     :class:`UnknownCall` in its place instead (its ``error`` the text of a ``tool_result`` with ``is_error: true``)."""
     report = check_unknown(unknown)
+    if isinstance(message, (list, tuple)):  # the reply's content blocks
+        message = {"role": "assistant", "content": list(message)}
+    elif _field(message, "role") is None and _field(message, "type") == "tool_use":  # one block
+        message = {"role": "assistant", "content": [message]}
     tools = [r.tool for r in result.tools]
     shown: list[str] | None = None  # what an unknown name's error lists: the names offered, not every form accepted
     if deferred is None:
@@ -85,6 +90,11 @@ def calls(
         resolve=lambda name: resolve_given(name, tools, given, hint=hint, shown=shown),
         report=report,
     )
+
+
+def _field(value: Any, key: str) -> Any:
+    """``value[key]`` of a dict, else the attribute (None when it has neither)."""
+    return value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)
 
 
 def _deferred_tools(deferred: Sequence[Tool]) -> list[Tool]:

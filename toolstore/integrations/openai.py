@@ -31,9 +31,10 @@ def calls(result: RouteResult, response: Any, *, unknown: Unknown) -> list[Resol
 def calls(
     result: RouteResult, response: Any, *, unknown: Unknown = "raise"
 ) -> list[ResolvedCall] | list[ResolvedCall | UnknownCall]:
-    """The tool calls of a Chat Completions reply (``ChatCompletion`` or its message; a legacy ``function_call`` is one
-    call, its ``id`` None) or a Responses ``Response`` (or its ``output`` list), the SDK's objects or their dicts,
-    resolved against ``result``, in the reply's order. A call of a name ``result`` did not offer (a model's invention)
+    """The tool calls of a Chat Completions reply (``ChatCompletion``, one of its choices, its message, or the
+    message's ``tool_calls``; a legacy ``function_call`` is one call, its ``id`` None) or a Responses ``Response`` (or
+    its ``output`` list, or one call item of it), the SDK's objects or their dicts, resolved against ``result``, in the
+    reply's order. A call of a name ``result`` did not offer (a model's invention)
     is an UnknownToolError, raised before any call is returned; with ``unknown="report"`` it is an
     :class:`UnknownCall` in its place instead (its ``error`` the text to answer it with), so the loop runs the others
     and answers each. A streamed chunk is refused (InvalidInputError): pass the completion the stream adds up to."""
@@ -49,12 +50,35 @@ def calls(
                 "(e.g. client.chat.completions.stream(...).get_final_completion())"
             )
         return resolve_calls(result, [message], dialect="openai-chat", report=report)
+    if _field(response, "role") is None and (message := _field(response, "message")) is not None:  # one Choice
+        return resolve_calls(result, [message], dialect="openai-chat", report=report)
     output = response if _field(response, "role") is not None else _field(response, "output")
     if output is None:
         output = response
+    if isinstance(output, list) and output and all(map(_chat_tool_call, output)):  # a message's tool_calls
+        return resolve_calls(
+            result, [{"role": "assistant", "tool_calls": output}], dialect="openai-chat", report=report
+        )
     if isinstance(output, list):
         return resolve_calls(result, output, dialect="openai-responses", report=report)
+    if _chat_tool_call(output):
+        return resolve_calls(
+            result, [{"role": "assistant", "tool_calls": [output]}], dialect="openai-chat", report=report
+        )
+    if _field(output, "role") is None and _field(output, "type") in _RESPONSES_CALLS:  # one Responses output item
+        return resolve_calls(result, [output], dialect="openai-responses", report=report)
     return resolve_calls(result, [output], dialect="openai-chat", report=report)
+
+
+#: The Responses output items that are calls of the app's tools (``calls()`` of one of them alone reads it).
+_RESPONSES_CALLS = ("function_call", "custom_tool_call")
+
+
+def _chat_tool_call(item: Any) -> bool:
+    """A Chat Completions tool call (an item of a message's ``tool_calls``, ``{"id", "type": "function", "function":
+    {...}}`` or a custom tool's), which has no role, and whose ``type`` no Responses item has."""
+    kind = _field(item, "type")
+    return _field(item, "role") is None and kind in ("function", "custom") and _field(item, kind) is not None
 
 
 def _field(value: Any, key: str) -> Any:
