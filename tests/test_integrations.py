@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import ToolParam
+from mcp.types import ListToolsResult
 from mcp.types import Tool as McpTool
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionToolParam
 from openai.types.responses import FunctionToolParam, Response
@@ -96,6 +97,25 @@ def test_calls_read_the_parts_of_a_reply_that_hold_its_calls() -> None:
     for part in (message.content, message.content[1]):
         [call] = ts_anthropic.calls(RESULT, part)
         assert (call.tool.id, call.arguments, call.id) == ("slack.send_message", {"text": "hi"}, "t1")
+
+
+def test_parse_tools_takes_the_sdks_tool_objects() -> None:
+    """An MCP client's ``session.list_tools()`` (the mcp SDK's ListToolsResult, its Tools) was refused ("expected a JSON
+    object, got ListToolsResult"), though it is the tools/list result parse_tools reads as JSON; so were a Responses
+    reply's ``tools``. The SDKs' objects read as the JSON they stand for, by their wire names (inputSchema, _meta)."""
+    schema = {"type": "object", "properties": {"title": {"type": "string", "default": None}}}
+    tool = McpTool(name="create_issue", description="Create an issue", inputSchema=schema, _meta={"team": "core"})
+    listed = ListToolsResult(tools=[tool])
+    wire = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert wire["tools"][0]["_meta"] == {"team": "core"}
+    expected = parse_tools(wire, provider="gh")
+    assert expected[0].parameters == schema and expected[0].id == "gh.create_issue"
+    for given in (listed, [tool], tool, (tool,)):
+        assert parse_tools(given, provider="gh") == expected, given
+    responses = _responses_reply()
+    responses["tools"] = [{"type": "function", "name": "send_message", "parameters": schema, "strict": False}]
+    [function] = parse_tools(Response.model_validate(responses).tools)
+    assert (function.name, function.parameters) == ("send_message", schema)
 
 
 def test_openai_calls_refuses_a_stream_chunk_or_no_choice_clearly() -> None:

@@ -46,7 +46,8 @@ _WHY_BUILTIN = "built-in tools run inside the model provider and are not functio
 def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
     """Parse tool definitions of any supported format, detected per object.
 
-    ``data`` is a decoded JSON value: one tool (OpenAI chat or Responses, a function or a custom tool, Anthropic,
+    ``data`` is a decoded JSON value (or an SDK's pydantic objects for it: the ``mcp`` SDK's ``ListToolsResult``, its
+    ``Tool``s): one tool (OpenAI chat or Responses, a function or a custom tool, Anthropic,
     MCP, bare ``{"name", "description", "parameters"}`` or a benchmark row), an MCP ``tools/list`` result
     or JSON-RPC response, an OpenAPI 3.x document, a ``{"tools": [...]}`` wrapper (a named one too when
     it defines no tool itself: an MCP server manifest, an OpenAI Assistant), a Responses API ``namespace`` (its name
@@ -75,6 +76,7 @@ def parse_located(data: object, *, provider: str | None = None, skipped: list[Sk
     appended to ``skipped`` rather than parsed, for the caller's :func:`check_skipped`."""
     if provider is not None and (not isinstance(provider, str) or not provider.strip()):
         raise InvalidInputError(f"provider must be a non-empty string or None, got {provider!r}")
+    data = _decoded(data)
     try:
         check_document_depth(data)  # a Python object may nest past what the recursive checks below can walk
     except ValueError as exc:
@@ -86,6 +88,17 @@ def parse_located(data: object, *, provider: str | None = None, skipped: list[Sk
         tool = build_tool(draft, loc, provider)
         located.append((tool, tool_label(loc, tool.name)))
     return located
+
+
+def _decoded(data: object) -> object:
+    """``data`` with an SDK's tool objects (pydantic models: the ``mcp`` SDK's ``ListToolsResult`` of
+    ``session.list_tools()``, its ``Tool``s, alone or in a list) as the JSON they stand for, by their wire names."""
+    if isinstance(data, (list, tuple)):
+        return [_decoded(item) for item in data]
+    dump = getattr(data, "model_dump", None)
+    if not isinstance(data, (dict, type)) and callable(dump):
+        return dump(mode="json", by_alias=True, exclude_none=True)
+    return data
 
 
 def check_unique(located: Iterable[Located], context: str = "") -> None:
