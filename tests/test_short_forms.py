@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from toolstore import Tool, ToolStore
+from toolstore import LocalEmbedder, Tool, ToolStore
 from toolstore._text import SHORT_FORMS, query_text, with_short_forms
+from toolstore.cli.demo import DEMO_CATALOG, load_demo
 
 
 @pytest.mark.parametrize(
@@ -18,6 +19,7 @@ from toolstore._text import SHORT_FORMS, query_text, with_short_forms
         ("is the DB up?", "database"),
         ("new jira ticket", "create"),
         ("New folder in drive", "create"),
+        ("page the oncall", "on-call"),
     ],
 )
 def test_a_request_gets_the_words_of_its_short_forms(request_: str, words: str) -> None:
@@ -64,3 +66,15 @@ def test_a_short_request_routes_to_the_tool_that_spells_it_out(dsn: str, request
         store.upsert(tools)
         routed = [r.tool.id for r in store.route(request_, k=3).tools]
     assert routed[:1] == [wanted], routed
+
+
+def test_the_oncall_is_the_on_call_the_tools_spell(dsn: str) -> None:
+    """ "page the oncall" put the demo's notion.get_page first: "oncall" (one lexeme, ``oncal``) matched none of the
+    words PagerDuty's create_incident is written with ("on-call", its keyword and description: ``on-cal``, ``call``),
+    so its lexical signals saw only "page", which every page tool has in its name, and outvoted the dense and intent
+    signals that ranked create_incident first. The request's lexical text spells it "on-call" too: on the demo catalog
+    create_incident comes first, as it does for "page the on-call"."""
+    with ToolStore(dsn, embedder=LocalEmbedder(), catalog=DEMO_CATALOG) as store:
+        load_demo(store)
+        for request in ("page the oncall", "page the oncalls", "page the on-call"):
+            assert store.route(request, k=3).ids[2] == "pagerduty.create_incident", request  # after the always-on two
