@@ -7,6 +7,7 @@ import os
 import pty
 import struct
 import subprocess
+import sys
 import termios
 from collections.abc import Sequence
 
@@ -49,15 +50,43 @@ def controlling(cmd: Sequence[str]) -> tuple[subprocess.Popen[bytes], int]:
     """``cmd`` started on a terminal that is its controlling one (Ctrl-C typed on it interrupts the command, and is
     echoed as ``^C``, as a shell's terminal does) and its stdin, stdout and stderr: the process, and the terminal's
     leader to read what is drawn and type on."""
-    leader, follower = open_terminal(200)
-    modes = termios.tcgetattr(follower)
-    modes[3] |= termios.ISIG | termios.ECHO | termios.ECHOCTL
-    termios.tcsetattr(follower, termios.TCSANOW, modes)
+    leader, follower = echoing()
     proc = subprocess.Popen(
         cmd, stdin=follower, stdout=follower, stderr=follower, start_new_session=True, preexec_fn=_take_terminal
     )
     os.close(follower)
     return proc, leader
+
+
+def echoing(columns: int = 200) -> tuple[int, int]:
+    """A pseudo-terminal that echoes control characters (``^C``), as a shell's does: (leader, follower)."""
+    leader, follower = open_terminal(columns)
+    modes = termios.tcgetattr(follower)
+    modes[3] |= termios.ISIG | termios.ECHO | termios.ECHOCTL
+    termios.tcsetattr(follower, termios.TCSANOW, modes)
+    return leader, follower
+
+
+#: A session leader whose stdin's terminal is its controlling one, running its arguments as a command in a process
+#: group of their own (a shell's ``COMMAND &``: a background job), its pid on the leader's stdout; it exits with the
+#: command's exit status.
+_BACKGROUND = (
+    "import fcntl, os, subprocess, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "job = subprocess.Popen(sys.argv[1:], preexec_fn=os.setpgrp, stdout=2); print(job.pid, flush=True); "
+    "sys.exit(job.wait())"
+)
+
+
+def in_background(cmd: Sequence[str]) -> tuple[subprocess.Popen[bytes], int, int]:
+    """``cmd`` run as a background job on a terminal that is its controlling one and its stdout and stderr (a typed
+    Ctrl-C does not reach it): the process of the session leader that waits for it, the command's pid, and the
+    terminal's leader to read what is drawn."""
+    leader, follower = echoing()
+    lead = [sys.executable, "-c", _BACKGROUND, *cmd]
+    proc = subprocess.Popen(lead, stdin=follower, stdout=subprocess.PIPE, stderr=follower, start_new_session=True)
+    os.close(follower)
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline()), leader
 
 
 def _take_terminal() -> None:

@@ -233,7 +233,7 @@ def test_the_command_line_runs_without_termios(monkeypatch: pytest.MonkeyPatch) 
     module = importlib.import_module("toolstore.cli.main")  # the module (toolstore.cli.main is its function)
     monkeypatch.setitem(sys.modules, "termios", None)  # `import termios` raises ImportError
     try:
-        assert importlib.reload(module)._echoes_ctrl_c() is False
+        assert importlib.reload(module)._ctrl_c_echoed() is False
     finally:
         monkeypatch.undo()
         importlib.reload(module)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from terminal import controlling, read_all
+from terminal import controlling, echoing, in_background, read_all
 
 from toolstore import InvalidToolError, ToolStore, load_tools_file
 
@@ -154,6 +154,44 @@ def test_ctrl_c_typed_on_a_terminal_says_aborted_past_its_echo(dsn: str, tmp_pat
     os.write(leader, b"\x03")  # Ctrl-C typed
     drawn = read_all(leader).replace("\r\n", "\n")
     assert (proc.wait(timeout=300), drawn) == (130, "^C\naborted\n")
+
+
+def _import_waiting(dsn: str, fifo: Path, where: str) -> tuple[subprocess.Popen[bytes], int, int]:
+    """``import FIFO`` started with its stderr an echoing terminal, as a background job of that terminal or on one
+    that does not control it (a supervisor's pty): the process to wait for, the command's pid, the terminal's leader;
+    returned once the command waits for the FIFO's writer."""
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "-c", "never", "import", str(fifo)]
+    if where == "background":
+        proc, pid, leader = in_background(cmd)
+    else:
+        leader, follower = echoing()
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, start_new_session=True
+        )  # a session of its own without a controlling terminal: the pty is not one
+        os.close(follower)
+        pid = proc.pid
+    deadline = time.monotonic() + 300  # a bound on a wait, not a measurement
+    while not holds_open(pid, fifo):
+        assert proc.poll() is None, read_all(leader)
+        assert time.monotonic() < deadline, "the command never opened the FIFO"
+        time.sleep(0.05)
+    return proc, pid, leader
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the command's open files")
+@pytest.mark.parametrize("where", ["background", "not-controlling"])
+def test_kill_int_with_stderr_a_terminal_says_aborted_without_a_blank_line(
+    dsn: str, tmp_path: Path, where: str
+) -> None:
+    """`kill -INT` of a command whose stderr is a terminal echoing control characters, but which no Ctrl-C typed there
+    can reach (a background job of it, or a terminal that does not control it), printed a blank line before "aborted",
+    as if past an echoed ``^C`` that nothing drew; it is the one line, exit 130."""
+    fifo = tmp_path / "tools.jsonl"
+    os.mkfifo(fifo)
+    proc, pid, leader = _import_waiting(dsn, fifo, where)
+    os.kill(pid, signal.SIGINT)
+    drawn = read_all(leader).replace("\r\n", "\n")
+    assert (proc.wait(timeout=300), drawn) == (130, "aborted\n")
 
 
 def test_a_file_named_without_a_suffix_is_read_by_its_text(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import click
@@ -75,23 +76,31 @@ def usage_line(exc: click.UsageError) -> str:
 
 
 def _abort_line(exc: click.exceptions.Abort) -> str:
-    """What an Abort says: ``aborted``, on a line of its own. On a terminal that echoes control characters Ctrl-C left
-    ``^C`` where the cursor was, so the line starts past it; elsewhere (a pipe, a prompt answered "n") it is the one
-    line."""
+    """What an Abort says: ``aborted``, on a line of its own. Ctrl-C typed on a terminal that echoes control characters
+    left ``^C`` where the cursor was, so the line starts past it; elsewhere (a pipe, a prompt answered "n", a SIGINT
+    that no terminal sent: ``kill -INT`` of a command in the background) it is the one line."""
     interrupted = isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt)
-    return "\naborted" if interrupted and _echoes_ctrl_c() else "aborted"
+    return "\naborted" if interrupted and _ctrl_c_echoed() else "aborted"
 
 
-def _echoes_ctrl_c() -> bool:
-    """Whether stderr is a terminal that echoes Ctrl-C as ``^C`` (its ECHO and ECHOCTL modes: a shell's default);
-    False where there is no termios (Windows), whose console echoes nothing of it."""
+def _ctrl_c_echoed() -> bool:
+    """Whether a Ctrl-C that interrupted the command can have been typed on stderr's terminal and echoed there as
+    ``^C``: the terminal echoes control characters (its ECHO and ECHOCTL modes: a shell's default) and it is the
+    command's controlling terminal, with the command's process group in its foreground, the one a typed Ctrl-C
+    interrupts. A command in the background, or one whose stderr is a terminal that does not control it (a
+    supervisor's), got its SIGINT from a ``kill``, which echoes nothing; a ``kill -INT`` of a command in the
+    foreground cannot be told from a typed Ctrl-C (the signal does not say who sent it): a blank line then. False
+    where there is no termios (Windows), whose console echoes nothing of it."""
     try:
         import termios  # POSIX only: imported here, so that the command line runs without it
     except ImportError:
         return False
     try:
-        lflag = termios.tcgetattr(sys.stderr.fileno())[3] if sys.stderr.isatty() else 0
-    except (OSError, ValueError, termios.error):  # no descriptor (a test's capture), or none that is a terminal
+        fd = sys.stderr.fileno()
+        if not os.isatty(fd) or os.tcgetpgrp(fd) != os.getpgrp():
+            return False
+        lflag = termios.tcgetattr(fd)[3]
+    except (OSError, ValueError, termios.error):  # no descriptor (a test's capture), or not our terminal (ENOTTY)
         return False
     return bool(lflag & termios.ECHO and lflag & termios.ECHOCTL)
 
