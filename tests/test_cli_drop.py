@@ -104,6 +104,22 @@ def test_ctrl_c_at_the_question_says_aborted_on_a_line_of_its_own(dsn: str, tmp_
     assert catalogs(dsn) == {"crm": (2, 1)}
 
 
+def test_end_of_input_at_the_question_ends_its_line_before_aborted(dsn: str, tmp_path: Path) -> None:
+    """Ctrl-D (end of input, which a terminal does not echo) at drop-catalog's question drew "[y/N]: aborted" on the
+    question's line; the line is ended first, then "aborted", exit 130 as for Ctrl-C, and the catalog is kept."""
+    fill(dsn, tmp_path, "crm")
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "drop-catalog", "crm"]
+    proc, leader = controlling(cmd)
+    asked = drawn_until(leader, "? [y/N]: ")
+    os.write(leader, b"\x04")  # Ctrl-D typed
+    drawn = asked + read_all(leader).replace("\r\n", "\n")
+    assert (proc.wait(timeout=300), drawn) == (
+        130,
+        "drop catalog 'crm' (2 tools, 1 intent example)? [y/N]: \naborted\n",
+    )
+    assert catalogs(dsn) == {"crm": (2, 1)}
+
+
 def test_drop_catalog_off_a_terminal_without_yes_is_refused_in_one_line(dsn: str, tmp_path: Path) -> None:
     """Destructive, so a script (stdin not a terminal, or --json) must say --yes; the refusal is one line."""
     fill(dsn, tmp_path, "crm")

@@ -76,11 +76,15 @@ def usage_line(exc: click.UsageError) -> str:
 
 
 def _abort_line(exc: click.exceptions.Abort) -> str:
-    """What an Abort says: ``aborted``, on a line of its own. Ctrl-C typed on a terminal that echoes control characters
-    left ``^C`` where the cursor was, so the line starts past it; elsewhere (a pipe, a prompt answered "n", a SIGINT
-    that no terminal sent: ``kill -INT`` of a command in the background) it is the one line."""
-    interrupted = isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt)
-    return "\naborted" if interrupted and _ctrl_c_echoed() else "aborted"
+    """What an Abort says: ``aborted``, on a line of its own. A prompt that got the end of input (Ctrl-D, which a
+    terminal does not echo) left its line open after ``[y/N]: ``, so it is ended first. Ctrl-C typed on a terminal
+    that echoes control characters left ``^C`` where the cursor was, so the line starts past it; elsewhere (a pipe, a
+    prompt answered "n", a SIGINT that no terminal sent: ``kill -INT`` of a command in the background) it is the one
+    line."""
+    interruption = exc.__cause__ or exc.__context__
+    if isinstance(interruption, EOFError) or isinstance(interruption, KeyboardInterrupt) and _ctrl_c_echoed():
+        return "\naborted"
+    return "aborted"
 
 
 def _ctrl_c_echoed() -> bool:
