@@ -3,10 +3,14 @@ route --messages), read once, an empty stdin an error naming it; /dev/null is an
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -155,6 +159,35 @@ def test_an_empty_stdin_is_an_error_naming_it(dsn: str, tmp_path: Path, command:
     done = run(dsn, "-c", catalog, *args, stdin="" if source == "pipe" else subprocess.DEVNULL)
     assert (done.returncode, done.stdout, done.stderr) == (1, "", f"error: stdin is empty: no {what} was piped in\n")
     assert held(dsn, catalog) == (3, 0, 0)
+
+
+def test_a_non_blocking_pipe_on_stdin_is_read_to_its_end(dsn: str) -> None:
+    """Stdin a pipe its caller left non-blocking (O_NONBLOCK, shared with this process) was read until the writer
+    paused: what it had written so far was taken for the whole file (here the first tool alone was imported, exit 0).
+    It is read to the writer's end, all three tools, and the caller's pipe is left non-blocking as it was."""
+    reader, writer = os.pipe()
+    os.set_blocking(reader, False)
+    first, rest = TOOLS_JSONL.encode().split(b"\n", 1)
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "-q", "-c", "nb", "import", "-"]
+    with subprocess.Popen(cmd, stdin=reader, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        os.write(writer, first + b"\n")
+        deadline = time.monotonic() + 300  # a bound on a wait, not a measurement
+        while unread(reader):  # the command read the first line and finds nothing more yet: the writer writes on
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the command never read its stdin"
+            time.sleep(0.05)
+        os.write(writer, rest)
+        os.close(writer)
+        out, err = proc.communicate(timeout=300)
+    assert not os.get_blocking(reader)
+    os.close(reader)
+    assert (proc.returncode, err, json.loads(out)["inserted"]) == (0, "", 3)
+    assert held(dsn, "nb")[0] == 3
+
+
+def unread(fd: int) -> int:
+    """How many bytes the pipe ``fd`` holds, not read yet (FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
 
 
 def test_stdin_is_read_by_one_option_and_never_from_a_terminal(dsn: str, tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ from ._input import MAX_FILE_BYTES
 
 #: What stdin is called in what is said of it (``stdin line 3: ...``).
 STDIN_NAME = "stdin"
+#: The most one read asks for.
+READ_CHUNK = 2**20
 
 
 class Stdin:
@@ -67,15 +69,18 @@ def _read_stdin(what: str) -> str:
 
 
 def _read(fd: int, info: os.stat_result, name: str, what: str, *, close: bool = True) -> str:
-    """The UTF-8 text of ``fd`` (``info`` its fstat), read to its end but never past the limit; closed after, but with
-    ``close`` false (stdin)."""
-    with os.fdopen(fd, "rb", closefd=close) as file:
+    """The UTF-8 text of ``fd`` (``info`` its fstat), read to its end but never past the limit (:func:`_read_bytes`);
+    closed after, but with ``close`` false (stdin)."""
+    try:
         if info.st_size > MAX_FILE_BYTES:
             raise InvalidInputError(f"{name}: {info.st_size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
         try:
-            raw = file.read(MAX_FILE_BYTES + 1)
+            raw = _read_bytes(fd, MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise InvalidInputError(f"{name}: cannot read the {what}: {exc.strerror or exc}") from None
+    finally:
+        if close:
+            os.close(fd)
     if len(raw) > MAX_FILE_BYTES:  # it grew after its size was read
         raise InvalidInputError(f"{name}: more than {MAX_FILE_BYTES:,} bytes; the limit is {MAX_FILE_BYTES:,}")
     raw = raw.removeprefix(codecs.BOM_UTF8)  # a byte order mark is no text (as "utf-8-sig" reads it)
@@ -83,6 +88,30 @@ def _read(fd: int, info: os.stat_result, name: str, what: str, *, close: bool = 
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{name} {_position(raw, exc.start)}: not valid UTF-8 ({exc.reason})") from None
+
+
+def _read_bytes(fd: int, limit: int) -> bytes:
+    """What ``fd`` holds to its end, at most ``limit`` bytes. A descriptor left non-blocking (O_NONBLOCK: stdin a pipe
+    its caller set so, which this process shares and leaves as it is) has nothing to read yet while its writer writes
+    on: that is waited for (poll), as a blocking read waits, never taken for the end (half a file read as the whole)
+    nor an error."""
+    chunks: list[bytes] = []
+    size = 0
+    waiting: select.poll | None = None
+    while size < limit:
+        try:
+            chunk = os.read(fd, min(limit - size, READ_CHUNK))
+        except BlockingIOError:
+            if waiting is None:
+                waiting = select.poll()
+                waiting.register(fd, select.POLLIN)
+            waiting.poll()  # data, or the writer's end (POLLHUP); Ctrl-C ends the wait
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _open(name: str, what: str) -> tuple[int, os.stat_result]:
