@@ -62,6 +62,27 @@ TOOLS = [
 ]
 
 
+def test_reimporting_an_export_counts_the_vectors_the_cache_gave_apart(dsn: str, tmp_path: Path) -> None:
+    """Importing `export --with-metadata` output (into another catalog, or back after an edit) said every tool new or
+    changed was embedded, while the embedding cache gave their vectors and nothing was computed; the report counts
+    them apart: `embedded`, computed, and `cached`."""
+
+    def imported(catalog: str, path: Path) -> tuple[int, int, int, int]:
+        report = json.loads(run(dsn, "-c", catalog, "import", str(path)).stdout)
+        return report["inserted"], report["updated"], report["embedded"], report["cached"]
+
+    assert imported("cli", write_jsonl(tmp_path / "tools.jsonl", TOOLS)) == (3, 0, 3, 0)
+    exported = tmp_path / "export.json"
+    run(dsn, "-c", "cli", "export", "--with-metadata", "-o", str(exported))
+    assert imported("copy", exported) == (3, 0, 0, 3)
+    document = json.loads(exported.read_text())
+    document["tools"][0]["function"]["description"] = "Send an email message to someone"
+    exported.write_text(json.dumps(document))
+    assert imported("copy", exported) == (0, 1, 1, 0)  # the edited tool's new text
+    _, updated, embedded, cached = imported("cli", exported)  # back: the edited text's vector cached since
+    assert (embedded, cached) == (0, updated) and updated >= 1  # the edited tool at least
+
+
 def test_cli_round_trip(dsn: str, tmp_path: Path) -> None:
     tools = write_jsonl(tmp_path / "tools.jsonl", TOOLS)
     imported = json.loads(run(dsn, "-c", "cli", "import", str(tools)).stdout)

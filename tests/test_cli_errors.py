@@ -181,7 +181,7 @@ def test_a_failed_close_says_what_the_command_did_first(
     assert (code, err.splitlines()) == (status, said), err
     assert json.loads(out) | {"file": None} == {
         **{"version": 1, "catalog": catalog, "file": None, "inserted": 3, "updated": 0, "unchanged": 0},
-        **{"removed": 0, "embedded": 3, "unembedded": 0, "examples": 0},
+        **{"removed": 0, "embedded": 3, "cached": 0, "unembedded": 0, "examples": 0},
     }
     code, out, err = run(monkeypatch, capsys, "--dsn", dsn, "-c", catalog, "route", "send an email", "-k", "2")
     assert (code, err.splitlines()) == (status, said), err

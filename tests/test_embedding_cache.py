@@ -69,8 +69,8 @@ def test_unchanged_catalog_embeds_nothing_and_cache_is_shared(dsn: str) -> None:
         changed = [tools[0].__class__(**{**tools[0].__dict__, "description": "something new entirely"})]
         assert store.upsert(changed).embedded == 1 and len(embedder.texts) == 31
     with ToolStore(dsn, embedder=embedder, catalog="two") as other:
-        other.upsert(tools)  # same texts, same model: all from the Postgres cache
-        assert len(embedder.texts) == 31
+        report = other.upsert(tools)  # same texts, same model: all from the Postgres cache
+        assert (report.embedded, report.cached, len(embedder.texts)) == (0, 30, 31)
         other.add_examples([IntentExample(tools[1].id, "an example request")])
         other.add_examples([IntentExample(tools[2].id, "an example request")])
         assert embedder.texts.count("an example request") == 1

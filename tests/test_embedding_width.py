@@ -48,7 +48,7 @@ def test_a_write_the_cache_answers_finishes_while_the_server_is_down(
         address = server.base_url
     down = embedder(server, address, max_retries=1)  # the server stopped: nothing listens at its address
     with ToolStore(dsn, embedder=down, catalog="down") as store, caplog.at_level(logging.WARNING, "toolstore"):
-        assert store.upsert(tools).embedded == len(tools)
+        assert store.upsert(tools).cached == len(tools)
         assert store.add_examples([example]) == 1
         info = store.info()
         with store.connection() as conn:
@@ -73,7 +73,7 @@ def test_writes_the_cache_answers_probe_a_down_server_once_a_cooldown(
     now = [0.0]
     down = embedder(server, address, max_retries=2, sleep=retries.append, clock=lambda: now[0])
     with ToolStore(dsn, embedder=down, catalog="down") as store, caplog.at_level(logging.WARNING, "toolstore"):
-        assert store.upsert(tools).embedded == len(tools)
+        assert store.upsert(tools).cached == len(tools)
         assert len(retries) == 2  # the probe's three attempts
         now[0] = BREAKER_COOLDOWN - 1
         assert store.add_examples(examples[:1]) == 1
@@ -99,7 +99,7 @@ def test_a_write_after_a_probe_found_the_server_unavailable_fails_at_once(dsn: s
         down = embedder(server, max_retries=2, clock=lambda: now[0])
         with ToolStore(dsn, embedder=down, catalog="down") as store:
             server.fail_next(503, times=3)
-            assert store.upsert(tools).embedded == len(tools)  # from the cache
+            assert store.upsert(tools).cached == len(tools)  # from the cache
             assert len(server.requests_to("/embeddings")) == 1 + 3  # the up write's, the probe's three attempts
             server.fail_next(503, times=3)  # still unavailable
             now[0] = BREAKER_COOLDOWN - 1
@@ -125,7 +125,7 @@ def test_routes_and_writes_share_what_they_found_of_the_server(dsn: str) -> None
         probed = embedder(server, max_retries=2, clock=lambda: now[0])
         with ToolStore(dsn, embedder=probed, catalog="probed") as store:
             server.fail_next(503, times=3)
-            assert store.upsert(tools).embedded == len(tools) and sent() == 1 + 3  # the probe's three attempts
+            assert store.upsert(tools).cached == len(tools) and sent() == 1 + 3  # the probe's three attempts
             result = store.route("send an email")
             assert not result.dense_used and "not retried for another 30 s" in (result.degraded_reason or "")
             assert sent() == 4
@@ -134,7 +134,7 @@ def test_routes_and_writes_share_what_they_found_of_the_server(dsn: str) -> None
             server.fail_next(503)
             assert not store.route("send an email").dense_used and sent() == 5  # its one attempt
             with ToolStore(dsn, embedder=routed, catalog="routed") as other:
-                assert other.upsert(tools).embedded == len(tools) and sent() == 5  # no probe: the cache's width
+                assert other.upsert(tools).cached == len(tools) and sent() == 5  # no probe: the cache's width
             assert store.add_examples([IntentExample(tools[0].id, "a new request")]) == 1 and sent() == 6
             assert store.route("send an email").dense_used and sent() == 7
 

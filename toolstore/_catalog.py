@@ -61,9 +61,10 @@ def upsert_tools(
     ``tools.upstream`` a sync sets, migration 0022).
     ``if_unchanged`` (id -> content hash when read) skips tools changed or removed by someone else since.
     Incoming tools without an expansion keep the one ``toolstore expand`` generated for them. With an embedder,
-    new and changed tools are embedded, and so is every other tool of the catalog that has no vector (repair, counted
-    in ``embedded``); without one, a changed tool's old vector is deleted (never left stale) and the report counts it
-    in ``unembedded``.
+    new and changed tools get vectors, and so does every other tool of the catalog that has none (repair): the report
+    counts those the embedder computed in ``embedded``, and those of a text the embedding cache held in ``cached``
+    (a re-import of an export, a catalog's tools imported into another); without one, a changed tool's old vector is
+    deleted (never left stale) and the report counts it in ``unembedded``.
     One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim; ``locked``
     is called in it, under the catalog's lock, once the tools are written (at each try).
     ``indexes=False``: the catalog's HNSW indexes are left as they are, for the caller to make whole after its
@@ -85,10 +86,12 @@ def upsert_tools(
     texts = [dense_text(t) for t in looked]
     known = {t.id: (t, text) for t, text in zip(looked, texts)}  # the write reuses them for the same tools
     require = None if info is None else info.require_dim  # the width it records, checked from the first batch
-    vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=require))) if embedder and texts else {}
-    write = partial(
-        _write_tools, conn, catalog, tools, embedder, (known, vectors), prune_scope, if_unchanged, create, locked
-    )
+    computed: set[str] = set()  # the texts the embedder was asked for, at both looks: the others were cached
+    vectors: dict[str, np.ndarray] = {}
+    if embedder is not None and texts:
+        vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=require, computed=computed)))
+    first = (known, vectors, computed)
+    write = partial(_write_tools, conn, catalog, tools, embedder, first, prune_scope, if_unchanged, create, locked)
     report = loaded(
         conn, catalog, info, to_drop(conn, info, "tool_vectors", len(texts)), partial(retry_conflicts, write), indexes
     )
@@ -130,15 +133,16 @@ def _write_tools(
     catalog: str,
     tools: Sequence[Tool],
     embedder: Embedder | None,
-    looked: tuple[Mapping[str, tuple[Tool, str]], dict[str, np.ndarray]],
+    looked: tuple[Mapping[str, tuple[Tool, str]], dict[str, np.ndarray], set[str]],
     prune_scope: tuple[bool, str | None],
     if_unchanged: Mapping[str, str] | None,
     create: bool,
     locked: Locked | None,
 ) -> ImportReport:
-    """The locked write. ``looked``: the first look's dense texts (by tool id, with the tool they are of) and their
-    vectors (by text); ``locked``: called in it once the tools are written."""
-    known, vectors = looked
+    """The locked write. ``looked``: the first look's dense texts (by tool id, with the tool they are of), their
+    vectors (by text) and the texts of those the embedder computed (added to here); ``locked``: called in it once the
+    tools are written."""
+    known, vectors, computed = looked
     with conn.transaction():
         info = lock_catalog(conn, catalog, create=create, hint=NOT_CREATED)
         if embedder is not None:
@@ -155,10 +159,12 @@ def _write_tools(
             texts = [_dense_text(t, known) for t in embed]
             missing = [t for t in dict.fromkeys(texts) if t not in vectors]  # changed by someone since the first look
             if missing:
-                vectors.update(zip(missing, embed_cached(conn, embedder, missing, require=info.require_dim)))
+                found = embed_cached(conn, embedder, missing, require=info.require_dim, computed=computed)
+                vectors.update(zip(missing, found))
             record_model(conn, info, embedder.model, [vectors[t] for t in texts])
             write_tool_vectors(conn, info.id, [t.id for t in embed], [vectors[t] for t in texts])
-            report.embedded = len(embed)
+            report.embedded = sum(t in computed for t in texts)
+            report.cached = len(embed) - report.embedded
         elif embedder is None and info.embed_model is not None and changes.changed:
             ids = [t.id for t in changes.changed]
             conn.execute(query("delete_tool_vectors"), {"catalog": info.id, "ids": ids})

@@ -123,8 +123,12 @@ class ImportReport:
     updated: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
-    #: Tools embedded: the new and changed ones, and any other tool of the catalog that had no vector.
+    #: Tools given a vector the embedder computed: of the new and changed ones, and of any other tool of the catalog
+    #: that had no vector.
     embedded: int = 0
+    #: Tools given a vector from the embedding cache (a text of the model embedded before, by any catalog's write: a
+    #: re-import of an export, a catalog's tools imported into another): nothing computed for them.
+    cached: int = 0
     #: Changed tools of an embedded catalog written without an embedder: their old vectors were deleted, and they
     #: get new ones from the next upsert that has the catalog's embedder.
     unembedded: int = 0
@@ -138,6 +142,7 @@ class ImportReport:
             "unchanged": self.unchanged,
             "removed": len(self.removed),
             "embedded": self.embedded,
+            "cached": self.cached,
             "unembedded": self.unembedded,
             "examples": self.examples,
         }

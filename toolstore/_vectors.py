@@ -62,6 +62,7 @@ def embed_cached(
     *,
     embed: Callable[[Sequence[str]], np.ndarray] | None = None,
     require: Callable[[int], None] | None = None,
+    computed: set[str] | None = None,
 ) -> np.ndarray:
     """Vectors for ``texts``, from the Postgres cache keyed by (model, sha256) where present.
 
@@ -73,7 +74,8 @@ def embed_cached(
     than ``embedder.dim`` (a compatible server restarted serving the model name at another dimension, at the same
     address) is never handed back: it is embedded again, and replaced in the cache. ``require`` (a catalog's
     ``CatalogInfo.require_dim``) is told the width before anything is embedded, or, when the embedder learns it,
-    after the first batch: a width the catalog refuses stops the write there.
+    after the first batch: a width the catalog refuses stops the write there. ``computed``, when given, gets the texts
+    the embedder was asked for (not cached, or cached at another width): the rest came from the cache.
     """
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
@@ -94,6 +96,8 @@ def embed_cached(
     stale = [h for h, v in found.items() if v.shape != (dim,)]
     if stale:
         fresh |= embedded(stale)
+    if computed is not None:
+        computed.update(first_text[h] for h in fresh)
     if fresh:
         rows = sorted(fresh.items(), key=lambda r: r[0])
         params = {"model": key, "hashes": [r[0] for r in rows], "vectors": [r[1] for r in rows]}
