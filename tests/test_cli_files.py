@@ -163,6 +163,22 @@ def test_a_file_with_another_hard_link_is_written_through_it(tmp_path: Path) -> 
     assert other.read_text() == "new\n" and os.path.samefile(target, other)
 
 
+def test_export_to_a_hard_link_writes_the_file_every_name_shows(dsn: str, tmp_path: Path) -> None:
+    """`export -o FILE` where FILE has another hard link writes the file both names show, as `cp` or a shell's `>`
+    would: the other name sees the export, the link is kept (no rename cut it), and no temporary file is left."""
+    assert invoke(dsn, "-c", "out", "import", tools_file(tmp_path)).exit_code == 0
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    target, other = shared / "export.json", shared / "elsewhere.json"
+    target.write_text("old\n")
+    os.link(target, other)
+    result = invoke(dsn, "-c", "out", "export", "-o", str(target))
+    assert result.exit_code == 0, (result.exception, result.output)
+    assert os.path.samefile(target, other) and target.stat().st_nlink == 2
+    assert len(json.loads(other.read_text())["tools"]) == 3
+    assert sorted(p.name for p in shared.iterdir()) == ["elsewhere.json", "export.json"]  # no temporary file left
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_a_file_of_another_owner_keeps_its_owner(tmp_path: Path) -> None:
     """write_file renamed a new file (its writer's) over the target, so a file another user owned changed owner; the
