@@ -53,6 +53,24 @@ def test_json_that_is_malformed_is_named_by_file_line_and_column(tmp_path: Path,
     )
 
 
+@pytest.mark.parametrize("reader", list(READERS))
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b'{"query": "two\tcolumns"}\n', "line 1, column 15: invalid JSON: a control character inside a string"),
+        (b'\n{"query": "open', "line 2, column 11: invalid JSON: a string not closed (its opening quote is there)"),
+    ],
+    ids=["raw-tab", "unterminated"],
+)
+def test_json_whose_message_ends_in_at_says_what_is_wrong(
+    tmp_path: Path, reader: str, content: bytes, said: str
+) -> None:
+    """json's messages that end in "at" (the position it appends after them) ended the error line so: 'FILE line 1,
+    column 15: invalid JSON: Invalid control character at'. They say what is wrong, where the line and column are."""
+    error = str(refused(tmp_path, reader, content))
+    assert error.startswith(f"{tmp_path / READERS[reader][0]} {said}") and not error.endswith(" at"), error
+
+
 #: A line each JSON Lines reader takes.
 RECORDS: dict[str, dict[str, Any]] = {
     "tools .jsonl": {"name": "x", "description": "a tool"},
