@@ -224,6 +224,28 @@ def test_route_table_summarises_the_tools_the_budget_skipped(dsn: str) -> None:
         assert f"    skipped (does not fit the budget): {tool['id']} ({tool['tokens']} tokens)" in explained
 
 
+def test_tables_show_long_ids_whole(dsn: str, tmp_path: Path) -> None:
+    """Route's table cut a tool id at 40 characters and `sessions list` a session id at 48, so a long one (an OpenAPI
+    operation's: up to 128) read as another and could not be copied into the next command (`remove`, `sessions
+    show`); they are shown whole, their column as wide as the longest. `list` ended a line without a provider in 49
+    spaces."""
+    long_tool = "billing." + "get_invoices_by_customer_and_period_" * 2
+    tools = [*TOOLS, {"id": long_tool, "name": long_tool.split(".")[1], "description": "Invoices of a customer"}]
+    path = tmp_path / "tools.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in tools))
+    assert invoke(dsn, "-c", "wide", "import", str(path)).exit_code == 0
+    table = invoke(dsn, "-c", "wide", "route", "invoices of a customer", "-k", "4", "--format", "table").stdout
+    assert any(line.split()[1:2] == [long_tool] for line in table.splitlines()), table
+    long_session = "conversation-" + "0123456789" * 6
+    calls = {"sid": long_session, "turns": [{"query": "mail bob", "calls": ["gmail.send_email"]}]}
+    (tmp_path / "sessions.jsonl").write_text(json.dumps(calls) + "\n")
+    assert invoke(dsn, "-c", "wide", "sessions", "import", str(tmp_path / "sessions.jsonl")).exit_code == 0
+    code, listed, err = on_terminal(dsn, "-c", "wide", "sessions", "list")
+    assert (code, err, listed.split()[:1]) == (0, "", [long_session]), listed
+    code, listed, err = on_terminal(dsn, "-c", "wide", "list")
+    assert code == 0 and listed.splitlines() and all(line == line.rstrip() for line in listed.splitlines()), listed
+
+
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
 def test_route_explain_adds_its_object_to_the_definitions(dsn: str, tmp_path: Path, fmt: str) -> None:
     """`route --explain --format openai` printed the definitions alone: --explain was ignored, where its help and

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
 from typing import Any, TypeVar
@@ -328,6 +328,12 @@ def note(ctx: click.Context, text: str) -> None:
     """A remark on stderr, unless ``--quiet``."""
     if not options(ctx).get("quiet"):
         click.echo(text, err=True)
+
+
+def width(values: Iterable[str], least: int) -> int:
+    """The width of a table's column of ``values`` (tool or session ids): ``least``, or the longest value's, so that
+    each is shown whole (an id cut short reads as another, and cannot be copied into the next command)."""
+    return max([least, *map(len, values)])
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:

@@ -134,7 +134,7 @@ def list_(ctx: click.Context, long_: bool) -> None:
 
     def human() -> None:
         for r in rows:
-            click.echo(f"{r['id']:<48} {r['provider'] or ''}")
+            click.echo(f"{r['id']:<48} {r['provider'] or ''}".rstrip())
             if long_:
                 http = r["http"]
                 endpoint = f"{http['method']} {http['path']}  " if isinstance(http, dict) else ""

@@ -18,7 +18,7 @@ from .._models import JSON_VERSION
 from .._result import RouteResult, routed_json
 from .._route import check_route
 from .._textfile import read_text_file
-from .app import ROUTE_FORMATS, command, counted, open_store, wants_json
+from .app import ROUTE_FORMATS, command, counted, open_store, wants_json, width
 from .params import Argument, Number, Readable, ReadFile, checked
 
 _WEIGHTS = "--weights"
@@ -85,14 +85,15 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         click.echo(f"{verdict} (P(served) {a.probability:.2f}, threshold {a.threshold:.2f}, {a.model} model)")
         if explain:
             click.echo("  evidence: " + ", ".join(f"{k} {v:.3f}" for k, v in a.features.items()))
-    head = f"{'#':>2}  {'tool':<40} {'score':>7}"
+    column = width((r.tool.id for r in result.tools), 40)
+    head = f"{'#':>2}  {'tool':<{column}} {'score':>7}"
     if explain:
         head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
     click.echo(head if result.tools else "no tools")  # a table without rows is no table
     routed = 0
     for r in result.tools:
         routed += 0 if r.always_on else 1
-        line = f"{'*' if r.always_on else routed:>2}  {r.tool.id[:40]:<40} {r.score:7.4f}"
+        line = f"{'*' if r.always_on else routed:>2}  {r.tool.id:<{column}} {r.score:7.4f}"
         if explain:
             line += "  " + " ".join(f"{getattr(r.signals, s) or '-':>5}" for s in SIGNALS)
             line += f"  part {r.part}" if r.part is not None else ""

@@ -14,7 +14,7 @@ from .._input import check_session
 from .._metrics import load_sessions
 from .._retention import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .._session_reads import MAX_LIMIT
-from .app import command, emit, note, open_store, plural, reading, summary, wants_json
+from .app import command, emit, note, open_store, plural, reading, summary, wants_json, width
 from .params import Readable, ReadFile, checked, not_empty
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -88,9 +88,10 @@ def list_(ctx: click.Context, limit: int) -> None:
         rows = store.sessions(limit=limit)
 
     def human() -> None:
+        column = width((r["session_id"] for r in rows), 48)
         for r in rows:
             last = r["last_call"].isoformat(timespec="seconds") if r["last_call"] else "-"
-            click.echo(f"{r['session_id'][:48]:<48} {r['calls']:>6} {plural(r['calls'], 'call'):<5}  last {last}")
+            click.echo(f"{r['session_id']:<{column}} {r['calls']:>6} {plural(r['calls'], 'call'):<5}  last {last}")
 
     emit(ctx, rows, human, key="sessions", empty=f"no sessions logged in catalog {store.catalog!r}")
 
