@@ -71,6 +71,18 @@ def test_json_whose_message_ends_in_at_says_what_is_wrong(
     assert error.startswith(f"{tmp_path / READERS[reader][0]} {said}") and not error.endswith(" at"), error
 
 
+@pytest.mark.parametrize("reader", list(READERS))
+def test_json_with_more_after_its_value_says_what_json_lines_are(tmp_path: Path, reader: str) -> None:
+    """Two JSON values where one is read (a JSON Lines file given where a JSON document is read, or two values on one
+    line) said json's 'Extra data'; it says there is more after a whole value, and that values a line are JSON
+    Lines."""
+    error = str(refused(tmp_path, reader, b'{"query": "x"} {"query": "y"}\n'))
+    assert error == (
+        f"{tmp_path / READERS[reader][0]} line 1, column 16: invalid JSON: more after a whole JSON value (several "
+        "values, one a line, are JSON Lines: a .jsonl file)"
+    )
+
+
 #: A line each JSON Lines reader takes.
 RECORDS: dict[str, dict[str, Any]] = {
     "tools .jsonl": {"name": "x", "description": "a tool"},

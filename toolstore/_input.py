@@ -180,6 +180,8 @@ def _decode_problem(message: str) -> str:
         return "a control character inside a string (a raw tab or line break: write it as \\t or \\n)"
     if message.startswith("Unterminated string"):
         return "a string not closed (its opening quote is there)"
+    if message == "Extra data":  # JSON Lines in a file read as one JSON document, or two values on one line
+        return "more after a whole JSON value (several values, one a line, are JSON Lines: a .jsonl file)"
     return message.removesuffix(" at")
 
 
