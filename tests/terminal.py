@@ -46,13 +46,18 @@ def answered(cmd: Sequence[str], answer: bytes) -> tuple[int, str, str]:
         return proc.wait(timeout=300), drawn.replace("\r\n", "\n"), err
 
 
-def controlling(cmd: Sequence[str]) -> tuple[subprocess.Popen[bytes], int]:
+def controlling(cmd: Sequence[str], *, stderr: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
     """``cmd`` started on a terminal that is its controlling one (Ctrl-C typed on it interrupts the command, and is
-    echoed as ``^C``, as a shell's terminal does) and its stdin, stdout and stderr: the process, and the terminal's
-    leader to read what is drawn and type on."""
+    echoed as ``^C``, as a shell's terminal does) and its stdin, stdout and stderr (or ``stderr``: a pipe, as
+    ``2>log``): the process, and the terminal's leader to read what is drawn and type on."""
     leader, follower = echoing()
     proc = subprocess.Popen(
-        cmd, stdin=follower, stdout=follower, stderr=follower, start_new_session=True, preexec_fn=_take_terminal
+        cmd,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower if stderr is None else stderr,
+        start_new_session=True,
+        preexec_fn=_take_terminal,
     )
     os.close(follower)
     return proc, leader

@@ -120,6 +120,28 @@ def test_end_of_input_at_the_question_ends_its_line_before_aborted(dsn: str, tmp
     assert catalogs(dsn) == {"crm": (2, 1)}
 
 
+@pytest.mark.parametrize("key", [b"\x03", b"\x04"], ids=["ctrl-c", "ctrl-d"])
+def test_a_question_left_unanswered_ends_its_line_in_a_log_too(dsn: str, tmp_path: Path, key: bytes) -> None:
+    """With stderr redirected (``2>log``), the question is written there and Ctrl-C at it, which the terminal echoes
+    elsewhere, left the log's line "[y/N]: aborted"; a question without an answer ends its line before "aborted",
+    wherever stderr goes, exit 130."""
+    fill(dsn, tmp_path, "crm")
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "drop-catalog", "crm"]
+    proc, leader = controlling(cmd, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    asked = b""
+    while not asked.endswith(b"? [y/N]: "):
+        asked += proc.stderr.read1(4096)  # type: ignore[attr-defined]
+    os.write(leader, key)
+    said = asked + proc.stderr.read()
+    read_all(leader)
+    assert (proc.wait(timeout=300), said.decode()) == (
+        130,
+        "drop catalog 'crm' (2 tools, 1 intent example)? [y/N]: \naborted\n",
+    )
+    assert catalogs(dsn) == {"crm": (2, 1)}
+
+
 def test_drop_catalog_off_a_terminal_without_yes_is_refused_in_one_line(dsn: str, tmp_path: Path) -> None:
     """Destructive, so a script (stdin not a terminal, or --json) must say --yes; the refusal is one line."""
     fill(dsn, tmp_path, "crm")

@@ -185,6 +185,22 @@ def _interrupts_abort() -> Iterator[None]:
         raise click.exceptions.Abort() from exc
 
 
+class Unanswered(click.exceptions.Abort):
+    """A question (:func:`ask`) left without an answer, by Ctrl-C or the end of input (Ctrl-D): its line is still
+    open after ``[y/N]: ``, wherever stderr goes (a terminal, or a log it is redirected to)."""
+
+
+def ask(question: str) -> None:
+    """Ask ``question`` on stderr (``[y/N]``), a yes to go on: an answer "no" is click's Abort, none
+    :class:`Unanswered` (the entry point ends the question's line before it says "aborted")."""
+    try:
+        click.confirm(question, abort=True, err=True)
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__context__, (KeyboardInterrupt, EOFError)):  # click's confirm: raised from None in them
+            raise Unanswered() from exc.__context__
+        raise
+
+
 class _Group(_Command, click.Group):
     """The ``toolstore`` group, its usage errors named as a :class:`_Command`'s; Ctrl-C while it parses or runs a
     command (its store's close included) is an Abort (:func:`_interrupts_abort`)."""

@@ -16,6 +16,7 @@ from .._examples import load_examples
 from .._input import check_catalog_name, check_tool_id
 from .._migrate import migrate as run_migrations
 from .app import (
+    ask,
     command,
     counted,
     emit,
@@ -82,7 +83,7 @@ def drop_catalog(ctx: click.Context, name: str, yes: bool) -> None:
         if asks:
             info = store.info()
             held = f"{counted(info.n_tools, 'tool')}, {counted(info.n_examples, 'intent example')}"
-            click.confirm(f"drop catalog {name!r} ({held})?", abort=True, err=True)
+            ask(f"drop catalog {name!r} ({held})?")
         dropped = store.drop_catalog()  # its counts read under the drop's lock: what a writer since did included
     held = f"{counted(dropped.n_tools, 'tool')}, {counted(dropped.n_examples, 'intent example')}"
     data = {"dropped": name, "tools": dropped.n_tools, "examples": dropped.n_examples}

@@ -11,7 +11,7 @@ import psycopg
 
 from .._errors import ToolstoreError, first_line, redact
 from . import access, anchors, cache, catalog, demo, ingest, quality, route, serve, sessions
-from .app import cli
+from .app import Unanswered, cli
 
 for _module in (catalog, route, demo, ingest, quality, serve, sessions, access, anchors, cache):
     for _command in _module.COMMANDS:
@@ -76,15 +76,13 @@ def usage_line(exc: click.UsageError) -> str:
 
 
 def _abort_line(exc: click.exceptions.Abort) -> str:
-    """What an Abort says: ``aborted``, on a line of its own. A prompt that got the end of input (Ctrl-D, which a
-    terminal does not echo) left its line open after ``[y/N]: ``, so it is ended first. Ctrl-C typed on a terminal
-    that echoes control characters left ``^C`` where the cursor was, so the line starts past it; elsewhere (a pipe, a
-    prompt answered "n", a SIGINT that no terminal sent: ``kill -INT`` of a command in the background) it is the one
-    line."""
-    interruption = exc.__cause__ or exc.__context__
-    if isinstance(interruption, EOFError) or isinstance(interruption, KeyboardInterrupt) and _ctrl_c_echoed():
-        return "\naborted"
-    return "aborted"
+    """What an Abort says: ``aborted``, on a line of its own. A question left without an answer (Ctrl-C, or Ctrl-D,
+    which a terminal does not echo: :class:`~.app.Unanswered`) left its line open after ``[y/N]: ``, so it is ended
+    first, wherever stderr goes. Ctrl-C typed on a terminal that echoes control characters left ``^C`` where the
+    cursor was, so the line starts past it; elsewhere (a pipe, a question answered "n", a SIGINT that no terminal
+    sent: ``kill -INT`` of a command in the background) it is the one line."""
+    interrupted = isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt)
+    return "\naborted" if isinstance(exc, Unanswered) or interrupted and _ctrl_c_echoed() else "aborted"
 
 
 def _ctrl_c_echoed() -> bool:

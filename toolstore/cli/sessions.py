@@ -14,7 +14,7 @@ from .._input import check_session
 from .._metrics import load_sessions
 from .._retention import MAX_AGE_DAYS, MAX_RETENTION_CALLS, MIN_RETENTION_AGE
 from .._session_reads import MAX_LIMIT
-from .app import command, emit, note, open_store, plural, reading, summary, wants_json, width
+from .app import ask, command, emit, note, open_store, plural, reading, summary, wants_json, width
 from .params import Readable, ReadFile, checked, not_empty
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -160,7 +160,7 @@ def prune(ctx: click.Context, older_than: str | None, session: str | None, forge
         )
     with open_store(ctx, create=False) as store:
         if asks:
-            click.confirm(f"delete every logged call of catalog {store.catalog!r}?", abort=True, err=True)
+            ask(f"delete every logged call of catalog {store.catalog!r}?")
         found = session is None or store.has_session(session)  # before: a prune may forget it
         report = store.prune_sessions(older_than=age, session=session, forget_idle=idle)
     emit(ctx, report if session is None else {**report, "session_found": found}, summary(report))
