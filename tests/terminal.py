@@ -5,11 +5,19 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import select
 import struct
 import subprocess
 import sys
 import termios
 from collections.abc import Sequence
+
+#: How long a read of the terminal waits for the command to draw more before the command is killed and the test fails
+#: with what it drew: far past any command's time, a guard against one that hangs (which stalled the whole suite), not
+#: a timed assertion.
+HANG_SECONDS = 120.0
+
+_commands: dict[int, subprocess.Popen[bytes]] = {}  # a terminal's leader -> the command on it, killed if it hangs
 
 
 def open_terminal(columns: int) -> tuple[int, int]:
@@ -21,17 +29,31 @@ def open_terminal(columns: int) -> tuple[int, int]:
 
 def read_all(leader: int) -> str:
     """Everything drawn on the terminal until its last writer closed it; the leader is closed after."""
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # Linux: EIO once every follower is closed
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(leader)
+    chunks: list[bytes] = []
+    try:
+        while True:
+            try:
+                data = _read(leader, b"".join(chunks))
+            except OSError:  # Linux: EIO once every follower is closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        _commands.pop(leader, None)
+        os.close(leader)
     return b"".join(chunks).decode(errors="replace")
+
+
+def _read(leader: int, drawn: bytes) -> bytes:
+    """What the terminal draws next; if nothing for HANG_SECONDS, the command on it is killed and AssertionError
+    says what it drew."""
+    if not select.select([leader], [], [], HANG_SECONDS)[0]:
+        proc = _commands.pop(leader, None)
+        if proc is not None:
+            proc.kill()
+        raise AssertionError(f"the command drew nothing more for {HANG_SECONDS:.0f} s (hung?), after: {drawn!r}")
+    return os.read(leader, 65536)
 
 
 def answered(cmd: Sequence[str], answer: bytes) -> tuple[int, str, str]:
@@ -40,6 +62,7 @@ def answered(cmd: Sequence[str], answer: bytes) -> tuple[int, str, str]:
     leader, follower = open_terminal(200)
     with subprocess.Popen(cmd, stdin=follower, stdout=follower, stderr=subprocess.PIPE) as proc:
         os.close(follower)
+        _commands[leader] = proc
         os.write(leader, answer)  # held by the terminal until the prompt reads it
         drawn = read_all(leader)
         err = proc.stderr.read().decode() if proc.stderr else ""
@@ -60,6 +83,7 @@ def controlling(cmd: Sequence[str], *, stderr: int | None = None) -> tuple[subpr
         preexec_fn=_take_terminal,
     )
     os.close(follower)
+    _commands[leader] = proc
     return proc, leader
 
 
@@ -103,6 +127,5 @@ def drawn_until(leader: int, text: str) -> str:
     """What is drawn on the terminal until ``text`` is (a prompt), ``\\r\\n`` read as ``\\n``."""
     drawn = b""
     while text.encode() not in drawn.replace(b"\r\n", b"\n"):
-        data = os.read(leader, 65536)  # raises OSError (EIO) when the command ended first
-        drawn += data
+        drawn += _read(leader, drawn)  # raises OSError (EIO) when the command ended first
     return drawn.decode(errors="replace").replace("\r\n", "\n")
