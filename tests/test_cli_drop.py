@@ -3,8 +3,10 @@ which only ``store.drop_catalog()`` in Python could do before."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -140,6 +142,37 @@ def test_a_question_left_unanswered_ends_its_line_in_a_log_too(dsn: str, tmp_pat
         "drop catalog 'crm' (2 tools, 1 intent example)? [y/N]: \naborted\n",
     )
     assert catalogs(dsn) == {"crm": (2, 1)}
+
+
+def test_a_ctrl_c_whose_handler_ran_before_the_question_was_read_still_aborts(dsn: str, tmp_path: Path) -> None:
+    """Under load the test above hung for 10 minutes on "[y/N]: ^C": the SIGINT came after the question was written
+    but before click's input() began its read() of the terminal (perf's trace: the write, the signal delivered to the
+    main thread, then the read, which never ended), so Python's C handler noted it and no read was interrupted to run
+    it. Made certain here: the SIGINT goes to another thread of the command (Linux's tgkill), whose C handler notes it
+    the same way while the main thread waits for the answer. The question is now read so that it ends the wait."""
+    tgkill = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)
+    if not sys.platform.startswith("linux") or tgkill is None:
+        pytest.skip("needs Linux's tgkill, to signal one thread of another process")
+    fill(dsn, tmp_path, "crm")
+    cmd = [sys.executable, "-m", "toolstore", "--dsn", dsn, "--embedder", "hashing", "drop-catalog", "crm"]
+    proc, leader = controlling(cmd)
+    drawn_until(leader, "? [y/N]: ")
+    other = next(t for t in _threads(proc.pid) if t != proc.pid)  # the store's pool has threads of its own
+    assert tgkill(proc.pid, other, signal.SIGINT) == 0, os.strerror(ctypes.get_errno())
+    drawn = read_all(leader).replace("\r\n", "\n")  # hung before: the read went on, the command never ended
+    assert (proc.wait(timeout=300), drawn.strip()) == (130, "aborted")
+    assert catalogs(dsn) == {"crm": (2, 1)}
+
+
+def _threads(pid: int) -> list[int]:
+    """The threads of process ``pid`` that do not block SIGINT."""
+    found = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+        blocked = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)
+        if not blocked & (1 << (signal.SIGINT - 1)):
+            found.append(int(tid))
+    return found
 
 
 def test_drop_catalog_off_a_terminal_without_yes_is_refused_in_one_line(dsn: str, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from .._models import JSON_VERSION
 from .._progress import reporting
 from .._steps import MAX_STATEMENT_TIMEOUT
 from .._store import DEFAULT, ToolStore
+from .ask import confirm
 from .params import Readable, Seconds, SourcedOption, checked
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -191,12 +192,13 @@ class Unanswered(click.exceptions.Abort):
 
 
 def ask(question: str) -> None:
-    """Ask ``question`` on stderr (``[y/N]``), a yes to go on: an answer "no" is click's Abort, none
-    :class:`Unanswered` (the entry point ends the question's line before it says "aborted")."""
+    """Ask ``question`` on stderr (``[y/N]``), a yes to go on (:func:`.ask.confirm`: a Ctrl-C typed as it appears is
+    not missed): an answer "no" is click's Abort, none :class:`Unanswered` (the entry point ends the question's line
+    before it says "aborted")."""
     try:
-        click.confirm(question, abort=True, err=True)
+        confirm(question)
     except click.exceptions.Abort as exc:
-        if isinstance(exc.__context__, (KeyboardInterrupt, EOFError)):  # click's confirm: raised from None in them
+        if isinstance(exc.__context__, (KeyboardInterrupt, EOFError)):  # as click.confirm: raised from None in them
             raise Unanswered() from exc.__context__
         raise
 
