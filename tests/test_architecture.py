@@ -48,6 +48,7 @@ LAYERS: list[set[str]] = [
         "_drive",
         "_retention",
         "_phrases",
+        "_caller",
     },
     {
         "_embedded",

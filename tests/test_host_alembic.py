@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from sqlalchemy import create_engine, pool
 
-from toolstore import DatabaseError, HashingEmbedder, InvalidInputError, Tool, ToolStore, migrate
+from toolstore import AsyncToolStore, DatabaseError, HashingEmbedder, InvalidInputError, Tool, ToolStore, migrate
 from toolstore._revisions import HEAD_REVISION, VERSION_TABLE
 
 ENV = """
@@ -242,3 +243,33 @@ def test_a_store_opened_inside_the_transaction_that_migrated_is_refused_rather_t
     with ToolStore(empty_dsn, embedder=HashingEmbedder(16)) as store:
         store.upsert([Tool(id="a", name="send_email", description="Send an email")])
         assert store.route("send an email").ids == ["a"]
+
+
+def test_an_async_store_opened_inside_the_event_loops_migrating_transaction_is_refused(
+    empty_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An async application that ran ``migrate(connection=conn)`` in its transaction in the event loop's thread and
+    awaited ``AsyncToolStore.open()`` (which migrates in a worker thread) before committing hung for ever: the refusal
+    knew only the thread that took the lock, not the worker thread the loop's coroutine waits for. The open is
+    refused, naming the cause, as a grant through the store is; after the commit the store opens and writes."""
+    monkeypatch.setenv("PGOPTIONS", "-c lock_timeout=20s")  # before the fix: a lock timeout after 20 s, not a hang
+    engine = create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(empty_dsn), poolclass=pool.NullPool)
+    refused = r"^toolstore's migration lock is held by this thread's own transaction, which ran migrate\("
+
+    async def main() -> None:
+        with engine.begin() as conn:
+            migrate(connection=conn)
+            with pytest.raises(InvalidInputError, match=refused):
+                await AsyncToolStore(empty_dsn, embedder=None).open()
+        async with AsyncToolStore(empty_dsn, embedder=HashingEmbedder(16), migrate=False) as store:
+            with engine.begin() as conn:
+                migrate(connection=conn)  # at head: takes the lock all the same
+                with pytest.raises(InvalidInputError, match=refused):
+                    await store.grant("pg_monitor")
+            await store.upsert([Tool(id="a", name="send_email", description="Send an email")])
+            assert (await store.route("send an email")).ids == ["a"]
+
+    try:
+        asyncio.run(main())
+    finally:
+        engine.dispose()

@@ -20,6 +20,7 @@ import psycopg
 
 from ._anchors import AsyncAnchorMethods
 from ._breaker import BREAKER_COOLDOWN
+from ._caller import to_thread
 from ._catalog_cache import CatalogCache
 from ._catalog_methods import AsyncCatalogMethods
 from ._closing import aclose_all
@@ -137,7 +138,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncAnchorMethods, AsyncSessionMethods, 
                 self._check_loop()
                 return self
             self.dsn = await asyncio.to_thread(resolve_dsn, self._dsn)
-            await asyncio.to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
+            await to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
             options: dict[str, Any] = dict(schema=self.schema, tenant=self.catalog, timeout=self._timeout)
             options.update(transaction_pooling=self.transaction_pooling, configure=self._configure)
             db = await AsyncConnector.open(self.dsn, max_size=self._pool_size, **options)
@@ -225,7 +226,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncAnchorMethods, AsyncSessionMethods, 
             writer = self._writer  # a close() meanwhile closes it: the call then says this store was closed
         writer.embedder = self.embedder
         try:
-            result = await asyncio.to_thread(getattr(writer, method), *args, **kwargs)
+            result = await to_thread(getattr(writer, method), *args, **kwargs)
         except StoreClosedError:  # the writer's: say this store was closed
             raise StoreClosedError(CLOSED_MEANWHILE.format(method=method)) from None
         self.embedder = writer.embedder  # reembed switches it
@@ -300,7 +301,7 @@ class AsyncToolStore(AsyncReadMethods, AsyncAnchorMethods, AsyncSessionMethods, 
 async def _opened(make: Callable[[], ToolStore]) -> ToolStore:
     """``make()``, a writer, opened in a worker thread; when the wait for it is cancelled (the write's caller gave up),
     the thread, which cannot be stopped, goes on, and the writer it makes is closed then (its pool and threads)."""
-    opening = asyncio.ensure_future(asyncio.to_thread(make))
+    opening = asyncio.ensure_future(to_thread(make))
     try:
         return await asyncio.shield(opening)
     except asyncio.CancelledError:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 import psycopg
 from psycopg import sql
 
+from ._caller import caller_thread
 from ._connect import DEFAULT_TIMEOUT, first_line
 from ._dsn import resolve_dsn
 from ._encoding import check_encoding
@@ -268,7 +269,7 @@ def take_lock(conn: psycopg.Connection[Any]) -> None:
     if not conn.execute(query("migration_lock_try"), {"key": _LOCK_KEY}).fetchone()[0]:  # type: ignore[index]
         holder = conn.execute(query("migration_lock_holder"), {"key": _LOCK_KEY}).fetchone()
         held = _HOLDERS.get(holder[0]) if holder else None
-        own = held[1]() if held and held[0] == threading.get_ident() else None
+        own = held[1]() if held and held[0] == caller_thread() else None
         if own is not None and not own.closed and own.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS:
             raise InvalidInputError(
                 "toolstore's migration lock is held by this thread's own transaction, which ran "
@@ -278,7 +279,7 @@ def take_lock(conn: psycopg.Connection[Any]) -> None:
         conn.execute(query("migration_lock"), {"key": _LOCK_KEY})
     for pid in [pid for pid, (_, held_by) in _HOLDERS.items() if held_by() is None]:  # closed and gone since
         _HOLDERS.pop(pid, None)
-    _HOLDERS[conn.info.backend_pid] = (threading.get_ident(), weakref.ref(conn))
+    _HOLDERS[conn.info.backend_pid] = (caller_thread(), weakref.ref(conn))
 
 
 def set_privileges(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
