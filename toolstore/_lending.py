@@ -16,6 +16,8 @@ from typing import Any, Literal
 import psycopg
 from psycopg import errors
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
+from psycopg_pool.pool import MaintenanceTask
+from psycopg_pool.pool_async import MaintenanceTask as AsyncMaintenanceTask
 
 from ._errors import DatabaseError, StoreClosedError, first_line
 
@@ -78,8 +80,12 @@ class Lending:
 #: psycopg_pool backs off between tries (1, 2, 4, 8 s...), so over a longer window a pool tried again only long after
 #: the server was back (after a 20 s outage, up to 11 s later: every call failed meanwhile, "is the server up?").
 #: One that gave up while a call waits for a connection starts again at once (``reconnect_failed``), so it tries at
-#: least every second while calls wait; one no call waits on tries no more, and the next call makes it try.
+#: least every second while calls wait; one no call waits on starts again after :data:`IDLE_RETRY` seconds, in the
+#: pool's own scheduler (no thread of its own), so it has connected by the first call after the server is back.
 RECONNECT_WINDOW = 2.0
+#: Seconds before a pool no call waits on tries again to connect after it gave up (:data:`RECONNECT_WINDOW`): each
+#: time an attempt, and another after about a second and two, until it connects or is closed (3 attempts in 7 s).
+IDLE_RETRY = 5.0
 
 
 class _KeptErrors:
@@ -104,6 +110,20 @@ class _KeptErrors:
         with self._popped_lock:
             stats: dict[str, int] = self.get_stats()  # type: ignore[attr-defined]
             return self._popped_errors + stats.get("connections_errors", 0), stats.get("pool_available", 0)
+
+
+class _RetryLater(MaintenanceTask):
+    """:meth:`CountedPool.reconnect_failed`'s next try, after :data:`IDLE_RETRY` seconds in the pool's scheduler."""
+
+    def _run(self, pool: ConnectionPool[Any]) -> None:
+        pool.check()  # a pool short of connections starts growing (psycopg_pool's one growth at a time)
+
+
+class _AsyncRetryLater(AsyncMaintenanceTask):
+    """:class:`_RetryLater` for the async pool."""
+
+    async def _run(self, pool: AsyncConnectionPool[Any]) -> None:
+        await pool.check()
 
 
 class _Waited:
@@ -131,8 +151,8 @@ class _Waited:
 
 class CountedPool(_KeptErrors, _Waited, ConnectionPool[Any]):
     """The connectors' sync pool: :class:`_KeptErrors`, and a reconnection that gave up (:data:`RECONNECT_WINDOW`)
-    tried again at once while a call waits for a connection (:class:`_Waited`): ``check()`` grows a pool short of
-    connections."""
+    tried again at once while a call waits for a connection (:class:`_Waited`), else after :data:`IDLE_RETRY` seconds:
+    ``check()`` grows a pool short of connections."""
 
     def getconn(self, timeout: float | None = None) -> Any:
         with self.waiting():
@@ -146,6 +166,8 @@ class CountedPool(_KeptErrors, _Waited, ConnectionPool[Any]):
         super().reconnect_failed()
         if self._rearm():
             self.check()
+        elif not self.closed:
+            self.schedule_task(_RetryLater(self), IDLE_RETRY)
 
 
 class AsyncCountedPool(_KeptErrors, _Waited, AsyncConnectionPool[Any]):
@@ -163,6 +185,8 @@ class AsyncCountedPool(_KeptErrors, _Waited, AsyncConnectionPool[Any]):
         await super().reconnect_failed()
         if self._rearm():
             await self.check()
+        elif not self.closed:
+            await self.schedule_task(_AsyncRetryLater(self), IDLE_RETRY)
 
 
 class Setup:

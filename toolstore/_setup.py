@@ -58,8 +58,8 @@ def session(conn: Any, schema: str, tenant: str, extension: Any) -> dict[str, st
 
 def pool_args(dsn: str, min_size: int, max_size: int, timeout: float, configure: Any, pooled: bool) -> dict[str, Any]:
     """What both pools are made with: autocommit connections set up by ``configure``, bounded connects, waits and
-    reconnection (given up after ``RECONNECT_WINDOW``, begun again while a call waits), opened by the connector;
-    behind a transaction pooler (``pooled``), connections that prepare nothing."""
+    reconnection (given up after ``RECONNECT_WINDOW``, begun again while a call waits, else after ``IDLE_RETRY``),
+    opened by the connector; behind a transaction pooler (``pooled``), connections that prepare nothing."""
     kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": max(1, math.ceil(timeout))}
     if pooled:
         kwargs["prepare_threshold"] = None
