@@ -49,6 +49,7 @@ LAYERS: list[set[str]] = [
         "_retention",
         "_phrases",
         "_caller",
+        "_outages",
     },
     {
         "_embedded",

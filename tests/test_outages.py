@@ -1,9 +1,11 @@
-"""What an outage of the database costs the first call after it: a pool no call waits on keeps trying in the
-background, so it holds a connection again before the next call."""
+"""What an outage of the database costs a user's log and the first call after it: one warning when the store's pools
+cannot connect and one when they connect again, not psycopg_pool's warning for each attempt; and a pool no call
+waits on keeps trying in the background, so it holds a connection again before the next call."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -20,6 +22,7 @@ TIMEOUT = 2.0
 ATTEMPTS = 4
 #: Generous bound on a wait for what the pool does in the background (a background retry every 5 s).
 DEADLINE = 60.0
+ATTEMPT_WARNINGS = ("error connecting in %r: %s", "reconnection attempt in pool %r failed after %s sec")
 
 
 def wait_for(condition: Any, what: str) -> None:
@@ -27,6 +30,61 @@ def wait_for(condition: Any, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.1)
+
+
+def said(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "toolstore" and r.levelno == level]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_an_outage_is_one_warning_when_it_begins_and_one_when_it_ends(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While calls waited through an outage, psycopg_pool warned of each failed attempt to connect (about 2 a second:
+    44 warnings in 20 s); the log says it once, with the reason, and once when a pool connects again, with how long
+    it could not; psycopg_pool's lines stay on its logger at DEBUG."""
+    caplog.set_level(logging.DEBUG, logger="psycopg.pool")
+    caplog.set_level(logging.DEBUG, logger="toolstore")
+
+    def sync(dsn: str, server: Any) -> None:
+        with ToolStore(dsn, embedder=None, catalog="o", timeout=TIMEOUT) as store:
+            store.info()
+            stop(server)
+            pool = store._db.pool
+            while pool.connect_errors() < ATTEMPTS:
+                with pytest.raises(DatabaseError):
+                    store.info()
+            start(server)
+            store.info()
+
+    async def asynchronous(dsn: str, server: Any) -> None:
+        async with AsyncToolStore(dsn, embedder=None, catalog="o", timeout=TIMEOUT) as store:
+            await store.info()
+            await asyncio.to_thread(stop, server)
+            pool = store.pool
+            while pool.connect_errors() < ATTEMPTS:
+                with pytest.raises(DatabaseError):
+                    await store.info()
+            await asyncio.to_thread(start, server)
+            await store.info()
+
+    with private_server() as server:
+        dsn = migrated_dsn(server)
+        with ToolStore(dsn, embedder=None, catalog="o") as store:
+            store.upsert(generated_tools(5))
+        caplog.clear()
+        if kind == "sync":
+            sync(dsn, server)
+        else:
+            asyncio.run(asynchronous(dsn, server))
+
+    attempts = [r for r in caplog.records if r.name == "psycopg.pool" and r.msg in ATTEMPT_WARNINGS]
+    assert len(attempts) >= ATTEMPTS and {r.levelno for r in attempts} == {logging.DEBUG}
+    warned = said(caplog, logging.WARNING)
+    assert len(warned) == 2, warned
+    assert warned[0].startswith("toolstore's database (host=") and ": cannot connect to the database: " in warned[0]
+    assert "connection to server" in warned[0]  # libpq's reason
+    assert ": connected again, " in warned[1] and " s after the first attempt that failed (" in warned[1]
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

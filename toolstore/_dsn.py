@@ -37,6 +37,15 @@ def check_dsn(dsn: str) -> str:
     return dsn
 
 
+def dsn_place(dsn: str) -> str:
+    """Where ``dsn`` connects, as warnings say it: the host (or hostaddr), port and dbname it gives (a URL or key=value,
+    as libpq parses it; never the password), e.g. ``host=db2 port=5433 dbname=app``; ``libpq defaults`` when it gives
+    none (what it leaves out, libpq's defaults then, is not said)."""
+    params = conninfo_to_dict(dsn)
+    keys = ("host" if params.get("host") else "hostaddr", "port", "dbname")
+    return " ".join(f"{key}={params[key]}" for key in keys if params.get(key)) or "libpq defaults"
+
+
 def resolve_dsn(dsn: str | None) -> str:
     """The DSN argument if given (``_input.given_dsn``), else ``$TOOLSTORE_DSN`` (unset when empty), else the embedded
     server's; a malformed one is an InvalidInputError."""

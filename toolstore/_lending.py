@@ -8,7 +8,9 @@ that keep the count of connections they could not make, which it reads (:class:`
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -19,7 +21,9 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTi
 from psycopg_pool.pool import MaintenanceTask
 from psycopg_pool.pool_async import MaintenanceTask as AsyncMaintenanceTask
 
+from ._dsn import dsn_place
 from ._errors import DatabaseError, StoreClosedError, first_line
+from ._outages import connected, failed, loud_pool, quiet_pool, retired
 
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 #: Said with "permission denied" (or a row-level security violation): what a granted role may do on toolstore's tables.
@@ -112,6 +116,39 @@ class _KeptErrors:
             return self._popped_errors + stats.get("connections_errors", 0), stats.get("pool_available", 0)
 
 
+class _Watched:
+    """A pool whose attempts to connect are said once per outage (``_outages``: its first failure after it had
+    connected, then the first connection again, for ``where`` it connects), not one warning each as psycopg_pool says
+    them (at DEBUG for the pool)."""
+
+    _tokens = itertools.count()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The place its outages are said for: a replica's name, else the primary's host, port and dbname.
+        self.where = kwargs.get("name") or f"toolstore's database ({dsn_place(kwargs.get('conninfo') or '')})"
+        self._token, self._connected_once = next(self._tokens), False
+        name: str = self.name  # type: ignore[attr-defined]
+        quiet_pool(name)
+        self._retire = weakref.finalize(self, _retire, name, self.where, self._token)  # at close, else when collected
+
+    def _attempted(self, exc: BaseException | None) -> None:
+        """After an attempt to connect: ``exc`` None, or a failure after the connection was made (its setup's, which
+        ``Setup`` says), is a connection; a failure to make one (refused, no such host, the server shutting down...) is
+        an outage's attempt."""
+        if exc is not None and connection_lost(exc):
+            failed(self.where, first_line(exc), self._token, lost=self._connected_once)
+        else:
+            self._connected_once = True
+            connected(self.where)
+
+
+def _retire(name: str, where: str, token: int) -> None:
+    """A pool of :class:`_Watched` is closed or gone: its psycopg_pool warnings and its failures no longer apply."""
+    loud_pool(name)
+    retired(where, token)
+
+
 class _RetryLater(MaintenanceTask):
     """:meth:`CountedPool.reconnect_failed`'s next try, after :data:`IDLE_RETRY` seconds in the pool's scheduler."""
 
@@ -149,10 +186,19 @@ class _Waited:
         return self._waiting_calls > 0 and not self.closed  # type: ignore[attr-defined]
 
 
-class CountedPool(_KeptErrors, _Waited, ConnectionPool[Any]):
-    """The connectors' sync pool: :class:`_KeptErrors`, and a reconnection that gave up (:data:`RECONNECT_WINDOW`)
-    tried again at once while a call waits for a connection (:class:`_Waited`), else after :data:`IDLE_RETRY` seconds:
-    ``check()`` grows a pool short of connections."""
+class CountedPool(_KeptErrors, _Watched, _Waited, ConnectionPool[Any]):
+    """The connectors' sync pool: :class:`_KeptErrors`, its outages said once (:class:`_Watched`), and a reconnection
+    that gave up (:data:`RECONNECT_WINDOW`) tried again at once while a call waits for a connection (:class:`_Waited`),
+    else after :data:`IDLE_RETRY` seconds: ``check()`` grows a pool short of connections."""
+
+    def _connect(self, timeout: float | None = None) -> Any:
+        try:
+            conn = super()._connect(timeout)
+        except Exception as exc:
+            self._attempted(exc)
+            raise
+        self._attempted(None)
+        return conn
 
     def getconn(self, timeout: float | None = None) -> Any:
         with self.waiting():
@@ -169,9 +215,24 @@ class CountedPool(_KeptErrors, _Waited, ConnectionPool[Any]):
         elif not self.closed:
             self.schedule_task(_RetryLater(self), IDLE_RETRY)
 
+    def close(self, timeout: float = 5.0) -> None:
+        try:
+            super().close(timeout)
+        finally:
+            self._retire()
 
-class AsyncCountedPool(_KeptErrors, _Waited, AsyncConnectionPool[Any]):
+
+class AsyncCountedPool(_KeptErrors, _Watched, _Waited, AsyncConnectionPool[Any]):
     """The connectors' async pool: as :class:`CountedPool`."""
+
+    async def _connect(self, timeout: float | None = None) -> Any:
+        try:
+            conn = await super()._connect(timeout)
+        except Exception as exc:
+            self._attempted(exc)
+            raise
+        self._attempted(None)
+        return conn
 
     async def getconn(self, timeout: float | None = None) -> Any:
         with self.waiting():
@@ -187,6 +248,12 @@ class AsyncCountedPool(_KeptErrors, _Waited, AsyncConnectionPool[Any]):
             await self.check()
         elif not self.closed:
             await self.schedule_task(_AsyncRetryLater(self), IDLE_RETRY)
+
+    async def close(self, timeout: float = 5.0) -> None:
+        try:
+            await super().close(timeout)
+        finally:
+            self._retire()
 
 
 class Setup:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # annotations only: _result renders through _formats, which l
     from ._result import RouteResult
 
 logger = logging.getLogger("toolstore")
+#: psycopg_pool's logger, whose warnings of each attempt to connect ``_outages`` says at DEBUG for toolstore's pools.
+pool_logger = logging.getLogger("psycopg.pool")
 
 
 def quiet(name: str) -> None:

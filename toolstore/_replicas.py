@@ -11,11 +11,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 
 from ._closing import AsyncCloser, Closer, aclose_all, close_all
 from ._connect import AsyncConnector, Connector
-from ._dsn import check_dsn
+from ._dsn import check_dsn, dsn_place
 from ._errors import (
     DatabaseError,
     InvalidInputError,
@@ -28,6 +27,7 @@ from ._errors import (
 )
 from ._lending import PoolState, connection_lost, unreachable
 from ._observe import logger
+from ._outages import down_reason
 from ._sql import query
 
 T = TypeVar("T")
@@ -48,13 +48,7 @@ def replica_names(dsns: Sequence[str]) -> list[str]:
     """How warnings name each replica: its place in ``read_dsn`` and the host (or hostaddr), port and dbname its DSN
     gives (a URL or key=value, as libpq parses it; never the password), e.g. ``read replica 2 (host=db2 port=5433
     dbname=app)``; what the DSN leaves out (libpq's defaults then) is not said."""
-    names = []
-    for position, dsn in enumerate(dsns, 1):
-        params = conninfo_to_dict(dsn)
-        keys = ("host" if params.get("host") else "hostaddr", "port", "dbname")
-        given = " ".join(f"{key}={params[key]}" for key in keys if params.get(key))
-        names.append(f"read replica {position} ({given or 'libpq defaults'})")
-    return names
+    return [f"read replica {position} ({dsn_place(dsn)})" for position, dsn in enumerate(dsns, 1)]
 
 
 def _unconnected(connector: Connector | AsyncConnector, state: PoolState) -> str:
@@ -64,8 +58,9 @@ def _unconnected(connector: Connector | AsyncConnector, state: PoolState) -> str
         return f"no database connection within {connector.timeout:g} s: is the server up?"
     if (failure := connector.setup.current(connector.pool.connect_errors())) is not None:
         return f"a new database connection could not be set up: {first_line(failure)}"
-    # psycopg_pool's warning "error connecting in '<the replica's name>'" says why
-    return "its pool's latest attempt to connect failed (psycopg.pool's warning says why; it tries again)"
+    if (reason := down_reason(connector.pool.where)) is not None:  # said once as a warning too (``_outages``)
+        return f"cannot connect to the database: {reason}"
+    return "its pool's latest attempt to connect failed (it tries again)"
 
 
 def pool_state(connector: Connector | AsyncConnector) -> PoolState:

@@ -1,0 +1,121 @@
+"""What a user's log says of a database its pools cannot reach, no I/O: one warning when a pool that had connected
+first fails to connect again (:func:`failed`: an outage; later attempts, whatever their reason, at DEBUG), one when a
+pool connects again, saying how long after (:func:`connected`); every pool of the process that connects to the same
+place (a store's async pool and its writer's, several stores) shares them. A pool that never connected (a store's open
+that fails raises the error; a read replica down from the start is said by ``_replicas.Rotation``) is not said to be
+down, nor back. psycopg_pool's own warning for each attempt (about 2 a second while calls wait) and for each
+reconnection it gives up are said at DEBUG instead, for the pools ``_lending`` makes (:func:`quiet_pool`), on the
+same ``psycopg.pool`` logger."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ._observe import logger, pool_logger
+
+#: psycopg_pool's warnings (its messages' format strings) that a failed attempt to connect and a reconnection given
+#: up log, about a pool named by their first argument.
+_ATTEMPTS = ("error connecting in %r: %s", "reconnection attempt in pool %r failed after %s sec")
+
+
+@dataclass
+class _Down:
+    since: float
+    attempts: int
+    reason: str = ""  # the last attempt's error
+    said: bool = False  # a warning said the outage began, so its end is said too
+    pools: set[int] = field(default_factory=set)  # the pools failing (``_lending``'s tokens) until one connects
+
+
+_down: dict[str, _Down] = {}  # where pools could not connect, by the place they connect to (``_lending``'s ``where``)
+_quiet: Counter[str] = Counter()  # the names of the pools whose psycopg_pool warnings of attempts are said at DEBUG
+_lock = threading.Lock()  # held for a look and an update only, never across I/O or a log call
+
+
+def failed(where: str, reason: str, pool: int, *, lost: bool) -> None:
+    """Pool ``pool`` could not connect to ``where`` (``reason``: the error's first line); ``lost``: it had connected
+    before. A warning when that begins an outage (none said yet), DEBUG otherwise."""
+    with _lock:
+        down = _down.setdefault(where, _Down(time.monotonic(), 0))
+        down.attempts, down.reason = down.attempts + 1, reason
+        down.pools.add(pool)
+        say = lost and not down.said
+        down.said = down.said or say
+    if not say:
+        logger.debug("%s: cannot connect to the database (attempt %d): %s", where, down.attempts, reason)
+        return
+    logger.warning(
+        "%s: cannot connect to the database: %s; toolstore's pools keep trying in the background (calls meanwhile "
+        "fail within their timeout) and say when they connect",
+        where,
+        reason,
+    )
+
+
+def connected(where: str) -> None:
+    """A pool connected to ``where``: a warning when a failure was said since, saying how long after."""
+    with _lock:
+        down = _down.pop(where, None)
+    if down is not None and down.said:
+        seconds = time.monotonic() - down.since
+        logger.warning(
+            "%s: connected again, %.1f s after the first attempt that failed (%d attempts failed)",
+            where,
+            seconds,
+            down.attempts,
+        )
+
+
+def retired(where: str, pool: int) -> None:
+    """Pool ``pool`` is closed (or collected): no longer one of those failing to connect to ``where``; when none is
+    left, the outage is forgotten, its end not said (nothing tries any more)."""
+    with _lock:
+        down = _down.get(where)
+        if down is not None:
+            down.pools.discard(pool)
+            if not down.pools:
+                del _down[where]
+
+
+def down_reason(where: str) -> str | None:
+    """Why pools cannot connect to ``where`` now (the last attempt's error), None when none failed since one did."""
+    with _lock:
+        down = _down.get(where)
+        return down.reason if down is not None else None
+
+
+class _Quieter(logging.Filter):
+    """On the ``psycopg.pool`` logger: a warning of :data:`_ATTEMPTS` about a pool of :func:`quiet_pool` goes to the
+    logger's handlers at DEBUG (when the logger is enabled for it), not as a warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.levelno <= logging.DEBUG or record.msg not in _ATTEMPTS or not args or _quiet[str(args[0])] <= 0:
+            return True
+        if pool_logger.isEnabledFor(logging.DEBUG):
+            quiet = logging.makeLogRecord(record.__dict__)
+            quiet.levelno, quiet.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+            pool_logger.handle(quiet)  # back through this filter, as DEBUG
+        return False
+
+
+_QUIETER = _Quieter()
+
+
+def quiet_pool(name: str) -> None:
+    """Say psycopg_pool's warnings of attempts to connect for the pool ``name`` at DEBUG, until :func:`loud_pool`."""
+    with _lock:
+        _quiet[name] += 1
+    pool_logger.addFilter(_QUIETER)  # once: a filter added again is not added twice
+
+
+def loud_pool(name: str) -> None:
+    """The pool ``name`` is gone (closed, or collected): :func:`quiet_pool` no longer applies to it."""
+    with _lock:
+        _quiet[name] -= 1
+        if _quiet[name] <= 0:
+            del _quiet[name]
