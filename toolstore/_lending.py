@@ -128,6 +128,7 @@ class _Watched:
         #: The place its outages are said for: a replica's name, else the primary's host, port and dbname.
         self.where = kwargs.get("name") or f"toolstore's database ({dsn_place(kwargs.get('conninfo') or '')})"
         self._token, self._connected_once = next(self._tokens), False
+        self._ended, self._ended_lock = 0, threading.Lock()
         name: str = self.name  # type: ignore[attr-defined]
         quiet_pool(name)
         self._retire = weakref.finalize(self, _retire, name, self.where, self._token)  # at close, else when collected
@@ -136,11 +137,18 @@ class _Watched:
         """After an attempt to connect: ``exc`` None, or a failure after the connection was made (its setup's, which
         ``Setup`` says), is a connection; a failure to make one (refused, no such host, the server shutting down...) is
         an outage's attempt."""
+        with self._ended_lock:
+            self._ended += 1
         if exc is not None and connection_lost(exc):
             failed(self.where, first_line(exc), self._token, lost=self._connected_once)
         else:
             self._connected_once = True
             connected(self.where)
+
+    def attempts_ended(self) -> int:
+        """How many of the pool's attempts to connect have ended (connected, or failed), since it was made."""
+        with self._ended_lock:
+            return self._ended
 
 
 def _retire(name: str, where: str, token: int) -> None:

@@ -8,7 +8,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import psycopg
 
@@ -40,8 +40,16 @@ REPLICA_RETRY = 10.0
 #: :class:`Written`).
 LAGGING: tuple[type[Exception], ...] = (UnknownCatalogError, ModelMismatchError, UnmatchedFilterError, UnknownToolError)
 #: Seconds between looks at a replica's pool that holds no connection and is making one (just opened, or its
-#: connections lost): a read waits for it (up to the store's ``timeout``), but not past an attempt that failed.
+#: connections lost): a read waits for it (up to :data:`CONNECT_WAIT`), but not past an attempt that failed.
 _LOOK = 0.01
+#: Seconds a read waits at most (and not past the store's ``timeout``) for a replica's pool that holds no connection
+#: to make one: a server that answers makes it in milliseconds, while one that accepts connections but never answers
+#: (a process that accepts and sleeps, a stopped postgres) held the read until the attempt's connect timeout (the
+#: store's ``timeout``). Once, while that attempt lasts: a later read does not wait for it (:class:`_Stalls`).
+CONNECT_WAIT = 1.0
+#: What a read finds of a replica's pool: :data:`PoolState`, or ``stalled``, making the connection a read already
+#: waited for in vain.
+ReplicaState = Literal["holds", "failing", "connecting", "stalled"]
 
 
 def replica_names(dsns: Sequence[str]) -> list[str]:
@@ -51,11 +59,16 @@ def replica_names(dsns: Sequence[str]) -> list[str]:
     return [f"read replica {position} ({dsn_place(dsn)})" for position, dsn in enumerate(dsns, 1)]
 
 
-def _unconnected(connector: Connector | AsyncConnector, state: PoolState) -> str:
+def _unconnected(connector: Connector | AsyncConnector, state: ReplicaState) -> str:
     """Why a read does not ask a replica whose pool is in ``state`` (not ``holds``: a read waits for a pool that
     holds a connection as for any, a lent one comes back)."""
     if state == "connecting":
-        return f"no database connection within {connector.timeout:g} s: is the server up?"
+        return (
+            f"no database connection within {_wait(connector):g} s (a server down, or one that accepts connections "
+            "but does not answer; its pool keeps trying)"
+        )
+    if state == "stalled":
+        return "its pool's attempt to connect is still unanswered (it keeps trying)"
     if (failure := connector.setup.current(connector.pool.connect_errors())) is not None:
         return f"a new database connection could not be set up: {first_line(failure)}"
     if (reason := down_reason(connector.pool.where)) is not None:  # said once as a warning too (``_outages``)
@@ -68,26 +81,52 @@ def pool_state(connector: Connector | AsyncConnector) -> PoolState:
     return connector.setup.state(*connector.pool.connect_state(), lent=connector.lending.busy(1))
 
 
-def _unready(connector: Connector) -> PoolState:
-    """The state of ``connector``'s pool (:func:`pool_state`), after waiting while it makes a connection (up to
-    ``timeout``, but not past an attempt that failed); a pool whose attempts fail is asked to try again, in the
+def _wait(connector: Connector | AsyncConnector) -> float:
+    """How long a read waits for ``connector``'s pool to make a connection: :data:`CONNECT_WAIT`, or ``timeout``."""
+    return min(connector.timeout, CONNECT_WAIT)
+
+
+class _Stalls:
+    """For each replica, how many of its pool's attempts to connect had ended (``attempts_ended``) when a read last
+    waited in vain for one (:data:`CONNECT_WAIT`): while none has ended since, the attempt is still under way, and a
+    read finds the replica ``stalled`` rather than wait for it again."""
+
+    def __init__(self, n: int) -> None:
+        self._at: list[int | None] = [None] * n
+
+    def look(self, replica: int, connector: Connector | AsyncConnector) -> ReplicaState:
+        """The replica's :func:`pool_state`, ``stalled`` instead of ``connecting`` after a wait in vain for it."""
+        state = pool_state(connector)
+        stalled = state == "connecting" and self._at[replica] == connector.pool.attempts_ended()
+        return "stalled" if stalled else state
+
+    def waited(self, replica: int, connector: Connector | AsyncConnector, state: ReplicaState) -> ReplicaState:
+        """``state``, in which a read's wait for the replica's pool ended, noted when still ``connecting``."""
+        if state == "connecting":
+            self._at[replica] = connector.pool.attempts_ended()
+        return state
+
+
+def _unready(connector: Connector, stalls: _Stalls, replica: int) -> ReplicaState:
+    """The state of ``connector``'s pool (:meth:`_Stalls.look`), after waiting while it makes a connection (up to
+    :func:`_wait`, but not past an attempt that failed); a pool whose attempts fail is asked to try again, in the
     background."""
-    deadline = time.monotonic() + connector.timeout
-    while (state := pool_state(connector)) == "connecting" and time.monotonic() < deadline:
+    deadline = time.monotonic() + _wait(connector)
+    while (state := stalls.look(replica, connector)) == "connecting" and time.monotonic() < deadline:
         time.sleep(_LOOK)
     if state == "failing":
         connector.pool.check()  # a pool that holds no connection only starts an attempt (unless one is scheduled)
-    return state
+    return stalls.waited(replica, connector, state)
 
 
-async def _aunready(connector: AsyncConnector) -> PoolState:
+async def _aunready(connector: AsyncConnector, stalls: _Stalls, replica: int) -> ReplicaState:
     """:func:`_unready` on an async pool."""
-    deadline = time.monotonic() + connector.timeout
-    while (state := pool_state(connector)) == "connecting" and time.monotonic() < deadline:
+    deadline = time.monotonic() + _wait(connector)
+    while (state := stalls.look(replica, connector)) == "connecting" and time.monotonic() < deadline:
         await asyncio.sleep(_LOOK)
     if state == "failing":
         await connector.pool.check()
-    return state
+    return stalls.waited(replica, connector, state)
 
 
 def _lost(exc: Exception) -> bool:
@@ -201,7 +240,7 @@ class Replicas:
     def __init__(self, dsns: Sequence[str], **options: Any) -> None:
         self.connectors: list[Connector] = []
         names = replica_names(dsns)
-        self.rotation = Rotation(len(names), names=names)
+        self.rotation, self._stalls = Rotation(len(names), names=names), _Stalls(len(names))
         try:
             for dsn, name in zip(dsns, names):
                 self.connectors.append(Connector(dsn, wait=False, name=name, **options))
@@ -214,8 +253,8 @@ class Replicas:
         for i in self.rotation.order(lambda replica: self.connectors[replica].busy()):
             connector = self.connectors[i]
             for attempt in range(2):
-                if (state := _unready(connector)) != "holds":
-                    self.rotation.leave_out(i, _unconnected(connector, state), failing=state == "failing")
+                if (state := _unready(connector, self._stalls, i)) != "holds":
+                    self.rotation.leave_out(i, _unconnected(connector, state), failing=state != "connecting")
                     break
                 try:
                     return True, connector.run(work, again=False)
@@ -241,7 +280,7 @@ class AsyncReplicas:
 
     def __init__(self, connectors: list[AsyncConnector], names: Sequence[str] = ()) -> None:
         self.connectors = connectors
-        self.rotation = Rotation(len(connectors), names=names)
+        self.rotation, self._stalls = Rotation(len(connectors), names=names), _Stalls(len(connectors))
 
     @classmethod
     async def open(cls, dsns: Sequence[str], **options: Any) -> AsyncReplicas:
@@ -260,8 +299,8 @@ class AsyncReplicas:
         for i in self.rotation.order(lambda replica: self.connectors[replica].busy()):
             connector = self.connectors[i]  # as Replicas.run
             for attempt in range(2):
-                if (state := await _aunready(connector)) != "holds":
-                    self.rotation.leave_out(i, _unconnected(connector, state), failing=state == "failing")
+                if (state := await _aunready(connector, self._stalls, i)) != "holds":
+                    self.rotation.leave_out(i, _unconnected(connector, state), failing=state != "connecting")
                     break
                 try:
                     return True, await connector.run(work, again=False)
