@@ -100,6 +100,7 @@ LAYERS: list[set[str]] = [
         "_mcp_forward",
         "_mcp_args",
         "_mcp_sessions",
+        "_mcp_stdin",
         "integrations",
     },
     {"__init__", "testing"},

@@ -31,6 +31,7 @@ from ._mcp_args import TAKES, check_known, check_required, find_tools_options, s
 from ._mcp_client import require_mcp
 from ._mcp_forward import DEFAULT_CALL_TIMEOUT, CallLog, CallRecord, forward_call, gateway_names
 from ._mcp_sessions import UpstreamSessions
+from ._mcp_stdin import run_stdio
 from ._models import JSON_VERSION, SessionCall
 from ._observe import logger, span
 from ._result import RouteResult, routed_json
@@ -242,6 +243,6 @@ async def serve(
     async with UpstreamSessions() as sessions:
         server = build_server(store, sessions=sessions, **options)
         if transport == "stdio":
-            await server.run_stdio_async()
+            await run_stdio(server)  # a cancel (Ctrl-C) ends its wait for the client's next line
             return
         await server.run_streamable_http_async(host=host, port=port)

@@ -1,0 +1,106 @@
+"""The MCP server's stdin on the stdio transport, read so that a cancel ends the wait for the client's next line.
+
+The mcp SDK's ``stdio_server`` reads stdin in a worker thread blocked in ``read()``, which anyio does not abandon
+when the server is cancelled: a server sent SIGINT (Ctrl-C) while its client kept stdin open waited for that client's
+next line, or for stdin's end, before it ended. Here the event loop waits for stdin to be readable (a pipe, a socket or
+a terminal), then reads what is there, and a cancel ends that wait at once. As the SDK does, the server reads its own
+duplicate of stdin while descriptor 0 points at the null device (what it runs reads no end of the client's lines), and
+descriptor 0 is put back on the way out. Where the loop cannot wait on stdin (Windows; stdin a file or a device, whose
+reads do not wait) the SDK reads it as it does.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import anyio
+
+from ._mcp_client import require_mcp
+
+_CHUNK = 65536
+
+
+class _Lines:
+    """The lines read from descriptor ``fd`` (each with its ``\\n``, the last one without if the input ends without
+    one), decoded as UTF-8 with errors replaced, as the SDK reads them; the wait for more is the event loop's."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = b""
+        self._ended = False
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        while b"\n" not in self._pending and not self._ended:
+            await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, _CHUNK)
+            except BlockingIOError:  # stdin left non-blocking by the client, and read by another meanwhile
+                continue
+            self._pending += chunk
+            self._ended = not chunk
+        if not self._pending:
+            raise StopAsyncIteration
+        cut = self._pending.find(b"\n") + 1 or len(self._pending)
+        line, self._pending = self._pending[:cut], self._pending[cut:]
+        return line.decode("utf-8", errors="replace")
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait for ``fd`` to be readable: a pipe, a socket or a terminal (epoll refuses files
+    and most devices; Windows' loop waits on sockets only)."""
+    if sys.platform == "win32":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
+@contextmanager
+def _diverted_stdin() -> Iterator[int]:
+    """A duplicate of stdin (not inherited by child processes) to read the client's lines from, with descriptor 0
+    pointing at the null device meanwhile; 0 is put back after. Where it cannot be diverted, 0 itself."""
+    try:
+        own = os.dup(0)
+    except OSError:
+        yield 0
+        return
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+    except OSError:
+        os.close(own)
+        yield 0
+        return
+    try:
+        yield own
+    finally:
+        with suppress(OSError):
+            os.dup2(own, 0)
+        os.close(own)
+
+
+async def run_stdio(server: Any) -> None:
+    """Run the SDK's ``MCPServer`` ``server`` on stdin and stdout until its client ends stdin or it is cancelled."""
+    if not _pollable(0):
+        await server.run_stdio_async()
+        return
+    require_mcp()
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server  # what the SDK's run_stdio_async runs: it takes no stdin of ours
+    with _diverted_stdin() as fd:
+        async with stdio_server(stdin=_Lines(fd)) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
