@@ -15,6 +15,7 @@ from toolstore import InvalidInputError, InvalidToolError
 from toolstore._abstain import load_negatives
 from toolstore._anchors import load_anchors
 from toolstore._formats import load_tools_file
+from toolstore._input import parse_json
 from toolstore._metrics import load_judgements, load_sessions
 from toolstore.cli.route import read_messages_file
 
@@ -81,6 +82,38 @@ def test_json_with_more_after_its_value_says_what_json_lines_are(tmp_path: Path,
         f"{tmp_path / READERS[reader][0]} line 1, column 16: invalid JSON: more after a whole JSON value (several "
         "values, one a line, are JSON Lines: a .jsonl file)"
     )
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_a_trailing_comma_is_said_the_same_on_every_python(tmp_path: Path, reader: str) -> None:
+    """A comma before a closing brace was 'line 2, column 14: invalid JSON: Expecting property name enclosed in double
+    quotes' (where the brace is) up to Python 3.12 and 'line 2, column 13: ... Illegal trailing comma before end of
+    object' (where the comma is) on 3.13: every Python says the latter now."""
+    error = refused(tmp_path, reader, b'\n{"name": "x",}\n')
+    name = READERS[reader][0]
+    said = "line 2, column 13: invalid JSON: Illegal trailing comma before end of object"
+    assert str(error) == f"{tmp_path / name} {said}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "line", "column"),
+    [
+        ("[1, 2,]", "Illegal trailing comma before end of array", 1, 6),
+        ('[\n  {"a": 1},\n\t\r\n]', "Illegal trailing comma before end of array", 2, 11),
+        ('{"a": [1], "b": 2 , }', "Illegal trailing comma before end of object", 1, 19),
+        ("[,]", "Expecting value", 1, 2),  # no value before the comma: no trailing comma
+        ("[1,,]", "Expecting value", 1, 4),
+        ("[1,}", "Expecting value", 1, 4),  # the brace closes no array
+        ('{"a": 1,]', "Expecting property name enclosed in double quotes", 1, 9),
+        ('{"a": ,}', "Expecting value", 1, 7),
+        ("[1, 2", "Expecting ',' delimiter", 1, 6),
+    ],
+)
+def test_a_json_error_is_said_the_same_on_every_python(text: str, message: str, line: int, column: int) -> None:
+    """parse_json, which every file is read with, says a JSON error as Python 3.13 does on every Python."""
+    with pytest.raises(json.JSONDecodeError) as raised:
+        parse_json(text)
+    assert (raised.value.msg, raised.value.lineno, raised.value.colno) == (message, line, column)
 
 
 #: A line each JSON Lines reader takes.

@@ -141,15 +141,32 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_TRAILING = {("Expecting value", "]"): "array", ("Expecting property name enclosed in double quotes", "}"): "object"}
+
+
+def decode_error(exc: json.JSONDecodeError) -> json.JSONDecodeError:
+    """``exc`` as every Python says it: a comma before the end of an array or object is "Illegal trailing comma before
+    end of array" where the comma is, as Python 3.13 says it, where an earlier one said "Expecting value" where the
+    bracket is (a line further on, in a file written one item a line)."""
+    kind = _TRAILING.get((exc.msg, exc.doc[exc.pos : exc.pos + 1]))
+    if kind is None:
+        return exc
+    before = exc.doc[: exc.pos].rstrip(" \t\n\r")  # JSON's whitespace
+    if not before.endswith(","):
+        return exc
+    return json.JSONDecodeError(f"Illegal trailing comma before end of {kind}", exc.doc, len(before) - 1)
+
+
 def parse_json(text: str) -> Any:
     """``json.loads`` that refuses NaN/Infinity and reports huge integers and nesting deeper than
-    :data:`MAX_DOCUMENT_DEPTH` as ValueError (before anything recursive walks the document)."""
+    :data:`MAX_DOCUMENT_DEPTH` as ValueError (before anything recursive walks the document); a JSONDecodeError as
+    :func:`decode_error` says it, the same on every Python."""
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels") from None
-    except json.JSONDecodeError:
-        raise
+    except json.JSONDecodeError as exc:
+        raise decode_error(exc) from None
     except ValueError as exc:  # an integer of thousands of digits
         raise ValueError(plain_problem(exc)) from None
     check_document_depth(data)
