@@ -1149,6 +1149,10 @@ def test_expand_skips_a_stored_tool_a_write_refuses_now_and_says_so(
         ("", []),
         ("I'm sorry, I cannot help with that.", []),
         ("[" * 5000 + '"book a flight"' + "]" * 5000 + "\nbook a flight", ["book a flight"]),  # was a RecursionError
+        # nesting no list of phrases has is read as lines on every Python: json.loads read 150 levels, and 1,200 on
+        # 3.12 and 5,000 on 3.13, as arrays without a phrase (where 3.11 gave up, a RecursionError, and read lines)
+        ("[" * 1200 + '"book a flight"' + "]" * 1200 + "\nbook a flight", ["book a flight"]),
+        ("[" * 150 + '"book a flight"' + "]" * 150 + "\nbook a flight", ["book a flight"]),
     ],
 )
 def test_parse_phrases(reply: str, expected: list[str]) -> None:

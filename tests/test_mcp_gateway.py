@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from toolstore import AsyncToolStore, HashingEmbedder, InvalidInputError, ToolStore
+from toolstore._mcp_args import call_arguments
 from toolstore._mcp_client import open_session
 from toolstore._mcp_forward import forward_call
 from toolstore._mcp_sync import Upstream, sync_mcp_stdio
@@ -80,6 +81,27 @@ def test_call_tool_takes_arguments_written_as_a_json_string_and_names_the_tool_w
         (True, f"{tool} must be a JSON object, got an array"),
         (True, f"{tool} must be a JSON object, got a number"),
     ], said
+
+
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [
+        (
+            '{"city": "Oslo",}',
+            "a string that is not JSON (Illegal trailing comma before end of object at line 1 column 16",
+        ),
+        ('{"a": ' * 150 + "1" + "}" * 150, "a string that cannot be read: nested deeper than 100 levels"),
+        ('{"a": ' * 5000 + "1" + "}" * 5000, "a string that cannot be read: nested deeper than 100 levels"),
+    ],
+    ids=["trailing comma", "nested 150 deep", "nested 5,000 deep"],
+)
+def test_arguments_written_as_a_json_string_are_read_the_same_on_every_python(sent: str, said: str) -> None:
+    """A trailing comma was 'Expecting property name enclosed in double quotes' (at the brace) before Python 3.13;
+    an object nested 5,000 deep 'nested too deeply to read' on 3.11 and 3.12 and read on 3.13, 150 deep read on each.
+    Every Python says the trailing comma as 3.13 does and refuses nesting past 100 levels."""
+    with pytest.raises(InvalidInputError) as raised:
+        call_arguments("get_forecast", sent)
+    assert str(raised.value).startswith(f"arguments of tool 'get_forecast' are {said}"), raised.value
 
 
 def test_forward_call_reads_arguments_written_as_a_json_string(dsn: str) -> None:

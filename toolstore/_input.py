@@ -157,12 +157,13 @@ def decode_error(exc: json.JSONDecodeError) -> json.JSONDecodeError:
     return json.JSONDecodeError(f"Illegal trailing comma before end of {kind}", exc.doc, len(before) - 1)
 
 
-def parse_json(text: str) -> Any:
-    """``json.loads`` that refuses NaN/Infinity and reports huge integers and nesting deeper than
-    :data:`MAX_DOCUMENT_DEPTH` as ValueError (before anything recursive walks the document); a JSONDecodeError as
-    :func:`decode_error` says it, the same on every Python."""
+def parse_json(text: str, *, allow_nan: bool = False) -> Any:
+    """``json.loads``, the same on every Python: NaN/Infinity refused (unless ``allow_nan``), a huge integer and
+    nesting deeper than :data:`MAX_DOCUMENT_DEPTH` a ValueError (before anything recursive walks the document), a
+    JSONDecodeError as :func:`decode_error` says it. The depth at which ``json.loads`` itself gives up (a
+    RecursionError) differs by version: under 1,000 levels on Python 3.11, 1,500 on 3.12, 10,000 on 3.13."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text) if allow_nan else json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DOCUMENT_DEPTH} levels") from None
     except json.JSONDecodeError as exc:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from ._errors import InvalidInputError
+from ._input import parse_json
 
 #: ``call_tool``'s ``arguments`` as its clients are told: a JSON object, or null for none.
 ARGUMENTS_SCHEMA = {"anyOf": [{"type": "object", "additionalProperties": True}, {"type": "null"}]}
@@ -107,19 +108,19 @@ def _whole(value: Any) -> Any:
 def call_arguments(name: str, sent: object) -> dict[str, Any]:
     """The arguments a call of tool ``name`` was sent with: a JSON object, ``None`` (none: ``{}``), or a string holding
     a JSON object (or ``null``). InvalidInputError naming the tool and what is wrong otherwise: a string that is not
-    JSON (where it stops being JSON), or JSON that is not an object."""
+    JSON (where it stops being JSON), nested deeper than 100 levels, or JSON that is not an object."""
     value = sent
     if isinstance(sent, str):
         try:
-            value = json.loads(sent)
+            value = parse_json(sent, allow_nan=True)
         except json.JSONDecodeError as exc:
             shown = f"{sent[:60]!r}{'...' if len(sent) > 60 else ''}"
             raise InvalidInputError(
                 f"arguments of tool {name!r:.80} are a string that is not JSON ({exc.msg} at line {exc.lineno} "
                 f"column {exc.colno} of {shown}): send a JSON object"
             ) from None
-        except RecursionError:
-            raise InvalidInputError(f"arguments of tool {name!r:.80} are nested too deeply to read") from None
+        except ValueError as exc:  # nested deeper than MAX_DOCUMENT_DEPTH, on every Python; an integer too long
+            raise InvalidInputError(f"arguments of tool {name!r:.80} are a string that cannot be read: {exc}") from None
     if value is None:
         return {}
     if not isinstance(value, dict):

@@ -18,13 +18,13 @@ tool call without a name, and the tool calls or results of another dialect than 
 a list that mixes them), which would go unread.
 """
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import InvalidInputError
 from ._formats.checks import shown
+from ._input import parse_json
 from ._names import call_label
 
 Dialect = Literal["openai-chat", "openai-responses", "anthropic"]
@@ -41,9 +41,9 @@ _SDK_DEPTH = 5
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A call the model made: the name it used, its arguments (parsed JSON object when they parse, else the raw
-    string; a custom tool's input text as it is), the call id, the index of the message (item) holding it, and the
-    Responses ``namespace`` the called tool was in (None: none)."""
+    """A call the model made: the name it used, its arguments (parsed JSON object when they parse, nested at most
+    100 levels, else the raw string; a custom tool's input text as it is), the call id, the index of the message
+    (item) holding it, and the Responses ``namespace`` the called tool was in (None: none)."""
 
     name: str
     arguments: dict[str, Any] | str
@@ -345,8 +345,8 @@ def _arguments(raw: object, where: str) -> dict[str, Any] | str:
     if not isinstance(raw, str):
         raise InvalidInputError(f"{where}: tool call arguments must be a JSON string, got {type(raw).__name__}")
     try:
-        parsed = json.loads(raw)
-    except (ValueError, RecursionError):  # malformed, an integer past Python's digits, nested past the parser
+        parsed = parse_json(raw, allow_nan=True)
+    except ValueError:  # malformed, an integer past Python's digits, nested deeper than MAX_DOCUMENT_DEPTH
         return raw
     return parsed if isinstance(parsed, dict) else raw
 

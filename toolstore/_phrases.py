@@ -4,7 +4,6 @@ text they make with the record of what it came from (``x-toolstore-expansion`` i
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -13,7 +12,7 @@ from typing import Any
 
 from ._embedders.openai_client import base_url_in_use, describe
 from ._errors import ExpansionError, redact
-from ._input import MAX_DOC_CHARS
+from ._input import MAX_DOC_CHARS, parse_json
 from ._models import Tool
 from ._rows import EXPANSION_RECORD, expansion_sha
 from ._text import split_identifier
@@ -137,8 +136,8 @@ def parse_phrases(reply: str) -> list[str]:
     items: list[Any] | None = None
     for candidate in (text, text[text.find("[") : text.rfind("]") + 1]):
         try:
-            data = json.loads(candidate)
-        except (ValueError, TypeError, RecursionError):  # no JSON, or nested past the parser: read as lines
+            data = parse_json(candidate, allow_nan=True)
+        except ValueError:  # no JSON, or nested deeper than a list of phrases is: read as lines
             continue
         if isinstance(data, dict):
             data = next((v for v in data.values() if isinstance(v, list)), None)
