@@ -30,9 +30,9 @@ def tree(tmp_path: Path) -> Path:
 
 
 def environment(addopts: str = "") -> dict[str, str]:
-    """This environment without the settings the script reads (a run of this test may have them), PYTEST_ADDOPTS
-    set to ``addopts`` when given."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TOOLSTORE_TEST_WORKERS", "PYTEST_ADDOPTS")}
+    """This environment without the settings the script reads (a run of this test may have them: PYTHON=python3.13
+    bash scripts/test), PYTEST_ADDOPTS set to ``addopts`` when given."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TOOLSTORE_TEST_WORKERS", "PYTEST_ADDOPTS", "PYTHON")}
     return {**env, "PYTEST_ADDOPTS": addopts} if addopts else env
 
 
@@ -95,3 +95,29 @@ def test_a_run_without_xdist_in_pytest_addopts_is_given_no_workers(tree: Path) -
         assert given(tree, *args, addopts=addopts) == ["-q", *args], addopts
     for addopts in ["-p no:cacheprovider", "-x", "-k no:xdist", " "]:
         assert given(tree, "-x", addopts=addopts) == ["-q", "-n", "4", "--dist", "loadfile", "-x"], addopts
+
+
+def test_a_run_on_another_python_sets_up_and_uses_a_virtual_environment_of_its_version(tree: Path) -> None:
+    """``PYTHON=python3.13 scripts/test`` ran in .venv, made by whichever Python made it first: the interpreter was
+    not the one asked for. It sets up .venv-3.13 (its version's) and lints, type-checks and tests there; .venv is
+    left as it is. Without PYTHON, .venv as before."""
+    (tree / "scripts" / "setup-venv").write_text('echo "setup-venv $*"\n')
+    python = tree / "python3.13"
+    python.write_text("#!/bin/sh\necho 3.13\n")  # what the script asks it: its version
+    python.chmod(0o755)
+    (tree / ".venv-3.13" / "bin").mkdir(parents=True)
+    for name in ("ruff", "mypy", "python"):
+        stub = tree / ".venv-3.13" / "bin" / name
+        stub.write_text(f'#!/bin/sh\necho ".venv-3.13 {name} $*"\n')
+        stub.chmod(0o755)
+    script = ["bash", str(tree / "scripts" / "test"), "-x"]
+    done = subprocess.run(script, env={**environment(), "PYTHON": str(python)}, capture_output=True, text=True)
+    assert done.stdout.splitlines() == [
+        "setup-venv test .venv-3.13",
+        ".venv-3.13 ruff check .",
+        ".venv-3.13 ruff format --check .",
+        ".venv-3.13 mypy ",
+        ".venv-3.13 python -m pytest -q -n 4 --dist loadfile -x",
+    ], done.stderr
+    done = subprocess.run(script, env=environment(), capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["setup-venv test .venv", "-m pytest -q -n 4 --dist loadfile -x"]
