@@ -10,6 +10,7 @@ same ``psycopg.pool`` logger."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import Counter
@@ -17,9 +18,9 @@ from dataclasses import dataclass, field
 
 from ._observe import logger, pool_logger
 
-#: psycopg_pool's warnings (its messages' format strings) that a failed attempt to connect and a reconnection given
-#: up log, about a pool named by their first argument.
-_ATTEMPTS = ("error connecting in %r: %s", "reconnection attempt in pool %r failed after %s sec")
+#: psycopg_pool's warnings that a failed attempt to connect and a reconnection given up log, as they read once
+#: formatted (3.2.0 formats the first itself, an f-string; later releases pass arguments), the pool's name quoted.
+_ATTEMPTS = re.compile(r"(?:error connecting in |reconnection attempt in pool )(?P<name>'[^']*'|\"[^\"]*\")")
 
 
 @dataclass
@@ -89,12 +90,14 @@ def down_reason(where: str) -> str | None:
 
 
 class _Quieter(logging.Filter):
-    """On the ``psycopg.pool`` logger: a warning of :data:`_ATTEMPTS` about a pool of :func:`quiet_pool` goes to the
-    logger's handlers at DEBUG (when the logger is enabled for it), not as a warning."""
+    """On the ``psycopg.pool`` logger: a warning of :data:`_ATTEMPTS` (matched as formatted) about a pool of
+    :func:`quiet_pool` goes to the logger's handlers at DEBUG (when the logger is enabled for it), not as a warning."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        if record.levelno <= logging.DEBUG or record.msg not in _ATTEMPTS or not args or _quiet[str(args[0])] <= 0:
+        if record.levelno <= logging.DEBUG:
+            return True
+        found = _ATTEMPTS.match(record.getMessage())
+        if found is None or _quiet[found["name"][1:-1]] <= 0:
             return True
         if pool_logger.isEnabledFor(logging.DEBUG):
             quiet = logging.makeLogRecord(record.__dict__)
