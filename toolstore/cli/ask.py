@@ -33,8 +33,8 @@ def confirm(question: str) -> None:
         return
     with _woken() as wake:  # before the question is drawn: a Ctrl-C typed once it is cannot be missed
         while True:
-            click.echo(f"{question} [y/N]: ", nl=False, err=True)
-            try:
+            try:  # the question's echo too: a Ctrl-C handled as it is written leaves its line open as well
+                click.echo(f"{question} [y/N]: ", nl=False, err=True)
                 answer = _line(fd, wake).strip().lower()
             except (KeyboardInterrupt, EOFError):
                 raise click.Abort() from None  # as click's: its context is the interrupt, which main.py looks at
