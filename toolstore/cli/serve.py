@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import click
 
 from .._async_store import AsyncToolStore
@@ -104,7 +106,10 @@ def serve_mcp(
         check_address(host, port)  # an unknown host or a port in use: one line, before the note
     if transport == "http" and not opts.get("quiet"):
         click.echo(f"toolstore MCP server on http://{host}:{port}/mcp (catalog {store.catalog!r})", err=True)
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    except asyncio.CancelledError:  # Python 3.10: a Ctrl-C cancels the server's task, and that comes out here
+        raise KeyboardInterrupt from None
 
 
 serve_group.add_command(serve_mcp)
