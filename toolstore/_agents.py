@@ -4,7 +4,7 @@ Shared by the SDK adapters in ``toolstore.integrations``; message reading itself
 
 from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ._drive import adrive, drive
 from ._errors import InvalidInputError, UnknownToolError
@@ -57,7 +57,7 @@ class UnknownCall:
 #: What ``calls(..., unknown=)`` takes: ``"raise"`` an UnknownToolError for a call of a name not offered, before any
 #: call is returned (the default), or ``"report"`` it as an :class:`UnknownCall` among the resolved calls.
 Unknown = Literal["raise", "report"]
-UNKNOWN: tuple[str, ...] = ("raise", "report")
+UNKNOWN: tuple[str, ...] = get_args(Unknown)  # the one list of the values
 
 
 def route_messages(
