@@ -27,18 +27,23 @@ _CHUNK = 65536
 
 class _Lines:
     """The lines read from descriptor ``fd`` (each with its ``\\n``, the last one without if the input ends without
-    one), decoded as UTF-8 with errors replaced, as the SDK reads them; the wait for more is the event loop's."""
+    one), decoded as UTF-8 with errors replaced, as the SDK reads them; the wait for more is the event loop's. Each
+    byte read is copied into the buffer once and looked at once for the end of its line, however long the line and
+    however many reads it takes (a line read whole by joining and scanning again the bytes held at every read took
+    time growing with the square of its length)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._pending = b""
+        self._pending = bytearray()
+        self._scanned = 0  # how many of the first bytes of _pending hold no "\n"
         self._ended = False
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        while b"\n" not in self._pending and not self._ended:
+        while (end := self._pending.find(b"\n", self._scanned)) < 0 and not self._ended:
+            self._scanned = len(self._pending)
             await anyio.wait_readable(self._fd)
             try:
                 chunk = os.read(self._fd, _CHUNK)
@@ -48,9 +53,11 @@ class _Lines:
             self._ended = not chunk
         if not self._pending:
             raise StopAsyncIteration
-        cut = self._pending.find(b"\n") + 1 or len(self._pending)
-        line, self._pending = self._pending[:cut], self._pending[cut:]
-        return line.decode("utf-8", errors="replace")
+        cut = end + 1 if end >= 0 else len(self._pending)
+        line = self._pending[:cut].decode("utf-8", errors="replace")
+        del self._pending[:cut]  # a bytearray drops its first bytes without moving the rest
+        self._scanned = 0
+        return line
 
 
 def _pollable(fd: int) -> bool:
