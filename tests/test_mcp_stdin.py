@@ -4,12 +4,16 @@ reads cut them."""
 from __future__ import annotations
 
 import os
+import re
 import threading
+from functools import partial
+from importlib.metadata import version
+from typing import Any, cast
 
 import anyio
 import pytest
 
-from toolstore import _mcp_stdin
+from toolstore import McpSyncError, _mcp_server, _mcp_stdin
 
 #: What each read may take at most in the test: a prime, so the reads cut lines, and UTF-8 characters, anywhere.
 READ_AT_MOST = 997
@@ -71,3 +75,26 @@ def test_an_empty_input_and_empty_lines(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_a_broken_utf8_byte_is_replaced_as_the_sdk_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _lines_of(b"a\xffb\n", monkeypatch)[0] == ["a\ufffdb\n"]
+
+
+def test_an_sdk_without_the_low_level_server_toolstore_runs_is_said_naming_its_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stdio server runs the low-level server an ``MCPServer`` holds (``_lowlevel_server``, private to the SDK: mcp
+    2.0 to 2.3 have no public way to run one on streams of toolstore's). Where an SDK release has none, ``serve`` raises
+    a McpSyncError naming the release and what is missing (the command line's one line, exit 1) before stdin is
+    touched: not an AttributeError from inside the server, in an exception group (a traceback)."""
+    from mcp.server.mcpserver import MCPServer
+
+    class Without(MCPServer):  # type: ignore[misc, type-arg]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            assert callable(self._lowlevel_server.run)  # the releases toolstore is tested with have it
+            del self._lowlevel_server
+
+    sdk = _mcp_server._sdk()
+    monkeypatch.setattr(_mcp_server, "_sdk", lambda: (Without, *sdk[1:]))
+    monkeypatch.setattr(_mcp_stdin, "_pollable", lambda fd: True)  # as for a pipe: the path that needs it
+    release = re.escape(version("mcp"))
+    with pytest.raises(McpSyncError, match=rf"^mcp {release} has no MCPServer\._lowlevel_server, which toolstore "):
+        anyio.run(partial(_mcp_server.serve, cast(Any, object()), transport="stdio"))

@@ -11,6 +11,7 @@ import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from ._errors import InvalidInputError, McpSyncError, add_notes, url_shown
@@ -37,6 +38,29 @@ def require_mcp() -> Any:
     except ImportError:  # pragma: no cover - depends on the installation
         raise McpSyncError("MCP sync needs the `mcp` package: pip install mcp") from None
     return mcp
+
+
+#: The mcp SDK releases whose private attributes toolstore reads (:func:`sdk_private`): pyproject's lowest and the
+#: newest tested.
+SDK_TESTED = "2.0.0 to 2.3.0"
+
+
+def sdk_private(obj: object, name: str, why: str) -> Any:
+    """``obj``'s attribute ``name``, private to the mcp SDK, read where the SDK has no public way to do what toolstore
+    does (``why``); McpSyncError naming the SDK's version installed when that release has no such attribute."""
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        try:
+            installed = version("mcp")
+        except PackageNotFoundError:  # pragma: no cover - an SDK imported from no installed distribution
+            installed = "(version unknown)"
+        sdk_class = next((c for c in type(obj).__mro__ if c.__module__.startswith("mcp.")), type(obj))
+        raise McpSyncError(
+            f"mcp {installed} has no {sdk_class.__name__}.{name}, which toolstore reads to {why} (the SDK has no "
+            f"public way to): install an mcp release toolstore was tested with ({SDK_TESTED}), "
+            "or a toolstore that supports this one"
+        ) from None
 
 
 @asynccontextmanager

@@ -21,6 +21,7 @@ import socket
 import uuid
 import weakref
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidInputError, ToolstoreError
@@ -31,7 +32,7 @@ from ._mcp_args import TAKES, check_known, check_required, find_tools_options, s
 from ._mcp_client import require_mcp
 from ._mcp_forward import DEFAULT_CALL_TIMEOUT, CallLog, CallRecord, forward_call, gateway_names
 from ._mcp_sessions import UpstreamSessions
-from ._mcp_stdin import run_stdio
+from ._mcp_stdin import stdio_runner
 from ._models import JSON_VERSION, SessionCall
 from ._observe import logger, span
 from ._result import RouteResult, routed_json
@@ -240,9 +241,13 @@ async def serve(
         raise InvalidInputError(f"transport must be 'stdio' or 'http', got {transport!r}")
     if transport == "http":
         check_address(host, port)
-    async with UpstreamSessions() as sessions:
-        server = build_server(store, sessions=sessions, **options)
-        if transport == "stdio":
-            await run_stdio(server)  # a cancel (Ctrl-C) ends its wait for the client's next line
-            return
-        await server.run_streamable_http_async(host=host, port=port)
+    sessions = UpstreamSessions()
+    server = build_server(store, sessions=sessions, **options)  # its calls use the sessions once they are open
+    # on stdio, a cancel (Ctrl-C) ends its wait for the client's next line; an SDK it cannot run on is said here
+    run = (
+        stdio_runner(server)
+        if transport == "stdio"
+        else partial(server.run_streamable_http_async, host=host, port=port)
+    )
+    async with sessions:
+        await run()

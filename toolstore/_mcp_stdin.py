@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
-from ._mcp_client import require_mcp
+from ._mcp_client import require_mcp, sdk_private
 
 _CHUNK = 65536
 
@@ -99,15 +99,22 @@ def _diverted_stdin() -> Iterator[int]:
         os.close(own)
 
 
-async def run_stdio(server: Any) -> None:
-    """Run the SDK's ``MCPServer`` ``server`` on stdin and stdout until its client ends stdin or it is cancelled."""
+def stdio_runner(server: Any) -> Callable[[], Awaitable[None]]:
+    """What runs the SDK's ``MCPServer`` ``server`` on stdin and stdout until its client ends stdin or it is cancelled.
+    On stdin the loop can wait on, that is the low-level server the ``MCPServer`` holds, private to the SDK (mcp 2.0 to
+    2.3 have no public way to run it on other streams), looked up now: McpSyncError naming the SDK's release when that
+    has none, raised before the caller enters the task groups it serves in (whose exception groups would wrap it)."""
     if not _pollable(0):
-        await server.run_stdio_async()
-        return
+        return cast("Callable[[], Awaitable[None]]", server.run_stdio_async)
     require_mcp()
     from mcp.server.stdio import stdio_server
 
-    lowlevel = server._lowlevel_server  # what the SDK's run_stdio_async runs: it takes no stdin of ours
-    with _diverted_stdin() as fd:
-        async with stdio_server(stdin=_Lines(fd)) as (read_stream, write_stream):  # type: ignore[arg-type]
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    # what the SDK's run_stdio_async runs on its own stdin: the SDK has no public way to run an MCPServer on streams
+    lowlevel = sdk_private(server, "_lowlevel_server", "run the MCP server on its own stdin reader")
+
+    async def run() -> None:
+        with _diverted_stdin() as fd:
+            async with stdio_server(stdin=_Lines(fd)) as (read_stream, write_stream):  # type: ignore[arg-type]
+                await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    return run
