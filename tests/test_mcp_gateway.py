@@ -35,7 +35,7 @@ def _text(result: Any) -> str:
 
 
 def _is_error(result: Any) -> bool:
-    return bool(getattr(result, "is_error", getattr(result, "isError", False)))
+    return bool(result.is_error)
 
 
 def test_call_tool_takes_arguments_written_as_a_json_string_and_names_the_tool_when_they_are_not_an_object(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -111,7 +112,7 @@ def _text(result: Any) -> str:
 
 
 def _is_error(result: Any) -> bool:
-    return bool(getattr(result, "is_error", getattr(result, "isError", False)))
+    return bool(result.is_error)
 
 
 #: The gateway's --call-timeout in the session checks: what a hanging upstream is given, and also what an upstream's
@@ -495,6 +496,29 @@ def test_only_an_http_servers_refusal_of_the_session_is_retried() -> None:
     for code, message in [(-32600, "Invalid request"), (-32602, "Session not found"), (-32603, "Internal error")]:
         assert not _refused_session(http, MCPError(code, message))
     assert not _refused_session(http, RuntimeError("Session not found"))
+
+
+def test_the_gateway_tells_client_connections_apart_by_the_one_each_sdk_session_serves() -> None:
+    """The SDK makes a session object per message; the session log's session is the client connection that object
+    serves (``_connection``, private to the SDK: no public handle at mcp 2.0 to 2.3). An SDK whose session has none
+    is a McpSyncError naming the release (the tool's error text), not every message taken for a new connection (mcp
+    1.x's session object was the connection; toolstore needs mcp 2.0 or later)."""
+    from importlib.metadata import version
+    from types import SimpleNamespace
+
+    from toolstore._mcp_server import ClientSessions
+
+    class Connection:  # the SDK's: weakly referenced, as a connection ends
+        pass
+
+    clients = ClientSessions()
+    one, other = Connection(), Connection()
+    first, again = (clients.of(SimpleNamespace(session=SimpleNamespace(_connection=one))) for _ in range(2))
+    assert first == again and first is not None and first.startswith("mcp-")
+    assert clients.of(SimpleNamespace(session=SimpleNamespace(_connection=other))) not in (first, None)
+    assert clients.of(None) is None and clients.of(SimpleNamespace(session=None)) is None
+    with pytest.raises(McpSyncError, match=rf"^mcp {re.escape(version('mcp'))} has no SimpleNamespace\._connection"):
+        clients.of(SimpleNamespace(session=SimpleNamespace()))
 
 
 def test_call_tool_calls_the_tool_find_tools_named(dsn: str) -> None:

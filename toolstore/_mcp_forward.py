@@ -103,7 +103,7 @@ async def forward_call(
             else:
                 async with open_session(upstream) as (session, _):
                     result = await session.call_tool(tool.name, arguments)
-        failed = bool(getattr(result, "is_error", getattr(result, "isError", False)))
+        failed = bool(getattr(result, "is_error", False))
         return result
     except McpSyncError:
         raise

@@ -29,7 +29,7 @@ from ._formats import render
 from ._formats.render import http_endpoint
 from ._fusion import SIGNALS
 from ._mcp_args import TAKES, check_known, check_required, find_tools_options, sent_arguments
-from ._mcp_client import require_mcp
+from ._mcp_client import require_mcp, sdk_private
 from ._mcp_forward import DEFAULT_CALL_TIMEOUT, CallLog, CallRecord, forward_call, gateway_names
 from ._mcp_sessions import UpstreamSessions
 from ._mcp_stdin import stdio_runner
@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 
 
 class ClientSessions:
-    """A session id of the catalog's log per MCP client connection, made up on first use. The connection is the SDK's
-    session object (mcp 1.x), or the connection that object serves (mcp 2.x makes a session object per message)."""
+    """A session id of the catalog's log per MCP client connection, made up on first use. The connection is the one
+    the SDK's session object serves (``_connection``, private: the SDK makes a session object per message, and has no
+    public handle on its connection; a release without it a McpSyncError naming it, ``sdk_private``)."""
 
     def __init__(self) -> None:
         self._ids: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
@@ -52,7 +53,7 @@ class ClientSessions:
         session = getattr(ctx, "session", None) if ctx is not None else None
         if session is None:
             return None
-        connection = getattr(session, "_connection", None) or session
+        connection = sdk_private(session, "_connection", "tell one client connection's calls from another's")
         if connection not in self._ids:
             self._ids[connection] = f"mcp-{uuid.uuid4().hex[:16]}"
         return self._ids[connection]

@@ -38,8 +38,8 @@ from ._observe import logger
 _SESSION_ERRORS = frozenset({-32000, -32600})
 #: How a streamable-HTTP server refuses a request for a session it does not know (it restarted, or expired the
 #: session) with HTTP 404, before running anything: the Python SDK's body (-32600 "Session not found"), the TypeScript
-#: SDK's (-32001), or the client SDK's stand-in for a 404 without a JSON-RPC body ("Session terminated"; 32600 in 1.x).
-_REFUSED_SESSION = (frozenset({-32600, -32001, 32600}), frozenset({"session not found", "session terminated"}))
+#: SDK's (-32001), or the client SDK's stand-in for a 404 without a JSON-RPC body ("Session terminated", -32600).
+_REFUSED_SESSION = (frozenset({-32600, -32001}), frozenset({"session not found", "session terminated"}))
 #: Seconds a call made while its upstream's tools are listed again (after notifications/tools/list_changed) waits for
 #: that listing before it is checked against the listing held.
 LISTING_WAIT = 5.0
@@ -90,8 +90,9 @@ async def _list_tools(session: Any, upstream: Upstream) -> frozenset[str] | None
 
 
 def _tools_changed(message: Any) -> bool:
-    """Whether a server's message is ``notifications/tools/list_changed`` (mcp 1.x wraps it in a ``root``)."""
-    return getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed"
+    """Whether a server's message (a notification, or an exception the transport hands on) is
+    ``notifications/tools/list_changed``."""
+    return getattr(message, "method", None) == "notifications/tools/list_changed"
 
 
 class _Listing:
@@ -199,13 +200,14 @@ class UpstreamSessions:
     ) -> Any:
         """``tools/call`` on the upstream's session (opened if needed); a refusal names it by ``provider``, never by how
         it is reached (the gateway's client, the model, reads it). A failure closes the session (the next call
-        reconnects), except an error the server answered (:func:`_answered`); a request that could not even be sent
-        (the session was already dead), or that an HTTP server refused because it no longer knows the session (it
-        restarted: :func:`_refused_session`), is retried once on a fresh session, never one that may have run on the
-        server. Once a session to another upstream of ``provider`` serves (its values were rotated), the old one is
-        closed when its calls in flight end; a call whose ``upstream`` is not the one the provider's calls went to last
-        reads it again first (``recorded``: :meth:`_serving`), so a call that read the record just before a rotation
-        another call has served goes to the new upstream, never back to the old. The caller bounds the time."""
+        reconnects), except an error the server answered (:func:`_answered`); a session whose connection has already
+        ended is replaced before the request is sent (:func:`_ended`), and a request that an HTTP server refused because
+        it no longer knows the session (it restarted: :func:`_refused_session`) is retried once on a fresh session,
+        never one that may have run on the server. Once a session to another upstream of ``provider`` serves (its values
+        were rotated), the old one is closed when its calls in flight end; a call whose ``upstream`` is not the one the
+        provider's calls went to last reads it again first (``recorded``: :meth:`_serving`), so a call that read the
+        record just before a rotation another call has served goes to the new upstream, never back to the old. The
+        caller bounds the time."""
         for attempt in (1, 2):
             upstream, session = await self._serving(upstream, provider, recorded)
             key = upstream.key()
@@ -225,12 +227,6 @@ class UpstreamSessions:
                             "the catalog (toolstore sync mcp --prune)"
                         )
                 return await session.call_tool(name, arguments)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:  # mcp 1.x: the session was closed
-                if attempt == 2:
-                    await self._dropped(key, session, exc)
-                    raise
-                self._drop(key, session)
-                logger.debug("upstream session %s was closed; reconnecting", upstream.describe())
             except McpSyncError:
                 raise
             except Exception as exc:
