@@ -4,9 +4,9 @@
         client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url, max_retries=0)
         client.embeddings.create(model="text-embedding-3-small", input=["hello"])
 
-Implements ``POST /v1/embeddings`` (deterministic vectors from a hash of the text; ``dimensions``
-and both ``encoding_format`` values, the SDK sends ``base64`` unless told otherwise) and
-``POST /v1/chat/completions`` (no streaming): each request answered with the next scripted reply
+Implements ``POST /v1/embeddings`` (deterministic vectors from a hash of the text; ``dimensions`` and both
+``encoding_format`` values, the SDK sends ``base64`` unless told otherwise: :mod:`~toolstore.testing.fake_embeddings`)
+and ``POST /v1/chat/completions`` (no streaming): each request answered with the next scripted reply
 (``replies=``, :meth:`FakeOpenAI.reply_next`: text or tool calls, :mod:`toolstore.testing.fake_chat`), else with
 ``chat_handler(messages, model)``'s, else with ``fake reply to: <the last message>``.
 
@@ -27,10 +27,7 @@ InvalidInputError saying to start it, and so is scripting it wrong (:mod:`~tools
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -39,25 +36,23 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import numpy as np
-
 from .._errors import InvalidInputError
 from .fake_chat import ApiError as _ApiError
 from .fake_chat import ChatHandler, Reply, ToolCall, check_request, completion, held_replies, held_reply
+from .fake_embeddings import (
+    DEFAULT_MODELS,
+    MAX_INPUT_TOKENS,
+    MAX_REQUEST_TOKENS,
+    RawReply,
+    as_list,
+    embeddings,
+    fake_token_count,
+    fake_vector,
+)
 from .fake_script import MALFORMED_KINDS as MALFORMED_KINDS
 from .fake_script import Scripted, script_entries
 
 __all__ = ["FakeOpenAI", "RecordedRequest", "Reply", "ToolCall", "fake_token_count", "fake_vector"]
-
-DEFAULT_MODELS: dict[str, int] = {
-    "text-embedding-3-small": 1536,
-    "text-embedding-3-large": 3072,
-    "text-embedding-ada-002": 1536,
-}
-_MAX_INPUTS = 2048
-MAX_INPUT_TOKENS = 8191  # text-embedding-3-* and ada-002: the error says "8192 tokens"; 8,191 is the documented input
-MAX_REQUEST_TOKENS = 300_000  # summed over a request's inputs, for every embedding model
-_PIECES = re.compile(r"\s?[^\W\d_]+|\d{1,3}|\s?[^\w\s]+|\s+|_+")
 
 _ERROR_MESSAGES = {
     429: ("Rate limit reached for requests. Please try again in 20ms.", "requests", "rate_limit_exceeded"),
@@ -75,23 +70,6 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
-
-
-def fake_vector(text: str, dim: int) -> np.ndarray:
-    """The unit vector the fake returns for ``text``: prefix ``dim`` of a hash-seeded gaussian, renormalised."""
-    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-    full = np.random.default_rng(seed).standard_normal(max(dim, 3072))[:dim]
-    return (full / np.linalg.norm(full)).astype(np.float32)
-
-
-def fake_token_count(text: str) -> int:
-    """The larger of ``text``'s pieces and a quarter of its UTF-8 bytes (rounded up): the fake's token count.
-
-    Pieces are what byte-level BPE tokenizers split text into before merging, each a token or more: a word with
-    the space before it, up to three digits, a run of punctuation or of whitespace. A quarter of the bytes is about
-    the real count for English prose and code; Chinese (a token a character, three bytes) and rare words count
-    more in reality. Never more than the byte count, which real byte-level BPE tokens never exceed either."""
-    return max(len(_PIECES.findall(text)), -(-len(text.encode()) // 4))
 
 
 class FakeOpenAI:
@@ -205,7 +183,7 @@ class FakeOpenAI:
 
     def embedding_batches(self) -> list[list[str]]:
         """The ``input`` list of every recorded embeddings request, in order."""
-        return [_as_list(r.body.get("input")) for r in self.requests_to("/embeddings") if isinstance(r.body, dict)]
+        return [as_list(r.body.get("input")) for r in self.requests_to("/embeddings") if isinstance(r.body, dict)]
 
     # -- request handling (called from server threads) -------------------------------------------
 
@@ -261,78 +239,14 @@ class FakeOpenAI:
         return status, {**headers, **scripted.headers}, payload
 
     def _embeddings(self, body: Any, malformed: str | None) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise _ApiError(400, "We could not parse the JSON body of your request.", "invalid_request_error")
-        model = body.get("model")
-        if model not in self.models:
-            raise _ApiError(
-                404,
-                f"The model `{model}` does not exist or you do not have access to it.",
-                "invalid_request_error",
-                "model_not_found",
-            )
-        texts = _as_list(body.get("input"))
-        if not texts or len(texts) > _MAX_INPUTS or not all(isinstance(t, str) and t for t in texts):
-            raise _ApiError(
-                400,
-                "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
-                "invalid_request_error",
-            )
-        counts = [fake_token_count(t) for t in texts]
-        self._check_lengths(counts, isinstance(body.get("input"), list))
-        dim = self.models[model]
-        if body.get("dimensions") is not None:
-            wanted = body["dimensions"]
-            if model == "text-embedding-ada-002":
-                raise _ApiError(400, "This model does not support specifying dimensions.", "invalid_request_error")
-            if not isinstance(wanted, int) or not 1 <= wanted <= dim:
-                raise _ApiError(
-                    400,
-                    f"Invalid value for 'dimensions' = {wanted}. Must be between 1 and {dim}.",
-                    "invalid_request_error",
-                    param="dimensions",
-                )
-            dim = wanted
-        as_base64 = body.get("encoding_format") == "base64"
-        if malformed == "not_json":
-            raise _RawReply(b"<html>upstream proxy error</html>")
-        data = []
-        for index, text in enumerate(texts):
-            vector = fake_vector(text, dim)
-            if malformed == "wrong_dimension":
-                vector = vector[:-1]
-            encoded: Any = base64.b64encode(vector.astype("<f4").tobytes()).decode() if as_base64 else vector.tolist()
-            if malformed == "non_numeric":
-                encoded = ["not-a-number"] * dim
-            data.append({"object": "embedding", "index": index, "embedding": encoded})
-        if malformed == "wrong_count":
-            data = data[:-1]
-        tokens = sum(counts)
-        reply: dict[str, Any] = {
-            "object": "list",
-            "data": data,
-            "model": model,
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }
-        if malformed == "missing_data":
-            del reply["data"]
-        return reply
-
-    def _check_lengths(self, counts: list[int], listed: bool) -> None:
-        """The real API's 400s for an input over the model's context and for a request over its token total."""
-        over = next((i for i, count in enumerate(counts) if count > self.max_input_tokens), None)
-        if over is not None:
-            context, count = self.max_input_tokens + 1, counts[over]
-            message = (
-                f"This model's maximum context length is {context} tokens, however you requested {count} tokens "
-                f"({count} in your prompt; 0 for the completion). Please reduce your prompt; or completion length."
-                if self.legacy_errors
-                else f"Invalid 'input{f'[{over}]' if listed else ''}': maximum input length is {context} tokens."
-            )
-            raise _ApiError(400, message, "invalid_request_error")
-        if sum(counts) > self.max_request_tokens:
-            message = f"Requested {sum(counts)} tokens, max {self.max_request_tokens} tokens per request"
-            raise _ApiError(400, message, "max_tokens_per_request", "max_tokens_per_request")
+        return embeddings(
+            body,
+            malformed,
+            models=self.models,
+            max_input_tokens=self.max_input_tokens,
+            max_request_tokens=self.max_request_tokens,
+            legacy_errors=self.legacy_errors,
+        )
 
     def _chat(self, body: Any) -> dict[str, Any]:
         check_request(body)
@@ -343,14 +257,6 @@ class FakeOpenAI:
         if reply is None and self.chat_handler is not None:
             reply = held_reply(self.chat_handler(body["messages"], str(body.get("model"))))
         return completion(body, reply, ident)
-
-
-class _RawReply(Exception):
-    """A 200 whose body is not JSON at all."""
-
-    def __init__(self, payload: bytes) -> None:
-        super().__init__("raw reply")
-        self.payload = payload
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -367,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
             status, extra, payload = self.fake._handle(self.command, self.path.split("?")[0], headers, raw)
-        except _RawReply as exc:
+        except RawReply as exc:
             status, extra, payload = 200, {"Content-Type": "text/html"}, exc.payload
         except Exception as exc:  # e.g. a failing chat_handler: answer 500 rather than drop the connection
             status, extra, payload = _json(
@@ -386,7 +292,3 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _json(status: int, body: Any) -> tuple[int, dict[str, str], bytes]:
     return status, {"Content-Type": "application/json"}, json.dumps(body).encode()
-
-
-def _as_list(value: Any) -> list[Any]:
-    return [value] if isinstance(value, str) else list(value or [])
