@@ -7,14 +7,13 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .._breaker import Breaker, Level
 from .._errors import EmbedderError, EmbedderUnavailableError, InvalidInputError, redact
-from .._observe import logger
-from .._progress import report
 from .base import MAX_DIM, Embedded, Embedder, normalise
 from .openai_client import (
     OPENAI_SERVER,
@@ -26,18 +25,13 @@ from .openai_client import (
     retryable,
     server_address,
 )
+from .openai_fit import at_once, fit, in_requests
 from .openai_limits import (
-    CONTEXT_TOKENS,
     MAX_BATCH_SIZE,
     Cut,
     LengthRefused,
     check_model,
-    cut_sizes,
     length_refusal,
-    named_input,
-    prefix,
-    request_batches,
-    truncation_warning,
 )
 
 KNOWN_DIMS: dict[str, int] = {
@@ -69,11 +63,12 @@ class OpenAIEmbedder(Embedder):
     malformed response, raises at once; a response's ``x-should-retry`` header overrides the status (the SDK's own
     rule: its retries are disabled). :meth:`embed_many` returns all vectors or raises: nothing partial.
 
-    Lengths (see ``openai_limits``): requests hold at most ``batch_size`` texts and 300,000 UTF-8 bytes (a longer
-    text goes alone), so never more than the API's 300,000 tokens; a request a compatible server refuses as over its
-    own total is split in halves until taken. Texts are sent whole: a text the model refuses as over its context
-    (8,191 tokens; the refusal names it, or halving the request finds it) is embedded from its longest prefix the
-    model takes among ``cut_sizes`` (a warning says how many), the other texts of the request as they are.
+    Lengths (see ``openai_limits``; the texts fitted to them in ``openai_fit``): requests hold at most ``batch_size``
+    texts and 300,000 UTF-8 bytes (a longer text goes alone), so never more than the API's 300,000 tokens; a request
+    a compatible server refuses as over its own total is split in halves until taken. Texts are sent whole: a text
+    the model refuses as over its context (8,191 tokens; the refusal names it, or halving the request finds it) is
+    embedded from its longest prefix the model takes among ``cut_sizes`` (a warning says how many), the other texts
+    of the request as they are.
 
     :meth:`embed_queries` (route time) makes one attempt per request, all within ``query_timeout`` seconds, with no
     search for a text over the context: it cuts every text longer than the context in bytes and asks once more.
@@ -198,27 +193,9 @@ class OpenAIEmbedder(Embedder):
         self._sdk_client = self._client
         deadline = time.monotonic() + self.query_timeout
         # a route's few texts: one request, as they fit
-        vectors, cut = self._requests(texts, MAX_BATCH_SIZE, lambda chunk, found: self._at_once(chunk, found, deadline))
+        send = partial(self._send, retries=0, deadline=deadline)
+        vectors, cut = in_requests(texts, MAX_BATCH_SIZE, lambda chunk, found: at_once(chunk, found, send), self.model)
         return Embedded(vectors, frozenset(i for i, c in cut.items() if c.forced))
-
-    def _at_once(self, texts: Sequence[str], cut: dict[int, Cut], deadline: float) -> np.ndarray:
-        """The vectors of ``texts`` at route time: one attempt; refused for length, one more with every text over the
-        context in bytes cut to it (noted in ``cut``: forced but for the text the refusal names)."""
-        try:
-            return self._vectors(self._create(list(texts), retries=0, deadline=deadline), len(texts))
-        except LengthRefused as refused:
-            fitted = [prefix(t, (refused.context or CONTEXT_TOKENS) - 1) for t in texts]
-            try:
-                if fitted == list(texts):
-                    raise
-                vectors = self._vectors(self._create(fitted, retries=0, deadline=deadline), len(texts))
-            except LengthRefused as again:  # an EmbedderError of the usual name for route()'s reason
-                raise EmbedderError(str(again)) from again
-            named = named_input(refused, list(texts))  # over the context: cut the same way in any company
-            for i, (text, head) in enumerate(zip(texts, fitted)):
-                if head != text:
-                    cut[i] = Cut(len(text.encode()), len(head.encode()), forced=i != named)
-            return vectors
 
     def _vectors(self, response: Any, count: int) -> np.ndarray:
         vectors = self._parse(response, count)
@@ -237,81 +214,21 @@ class OpenAIEmbedder(Embedder):
         """A write's (or the width ``probe``'s) texts, with retries, behind the server's breaker (see the class)."""
         if probe:
             with self.breaker.guard(EmbedderUnavailableError, stops=Level.UNAVAILABLE, retries=True):
-                return self._requests(texts, self.batch_size, self._fit)[0]
+                return in_requests(texts, self.batch_size, self._fit, self.model)[0]
         self.breaker.admit(stops=Level.RETRIED)  # not after a route's one attempt
         try:
-            return self._requests(texts, self.batch_size, self._fit, progress=progress)[0]
+            return in_requests(texts, self.batch_size, self._fit, self.model, progress=progress)[0]
         except EmbedderUnavailableError as exc:  # its retries spent in vain: the next writes need not wait them again
             self.breaker.failed(exc, retried=self.max_retries > 0)  # without any, one attempt, as a route's
             raise
 
-    def _requests(
-        self,
-        texts: Sequence[str],
-        size: int,
-        embed: Callable[[Sequence[str], dict[int, Cut]], np.ndarray],
-        *,
-        progress: bool = False,
-    ) -> tuple[np.ndarray, dict[int, Cut]]:
-        """``embed`` of the texts of each request (``request_batches`` of ``size``), concatenated, and the cuts it
-        noted by index in ``texts``, which one warning counts."""
-        parts: list[np.ndarray] = []
-        cut: dict[int, Cut] = {}
-        start = 0
-        for chunk in request_batches(texts, size):
-            found: dict[int, Cut] = {}
-            parts.append(embed(chunk, found))
-            cut |= {start + i: c for i, c in found.items()}
-            start += len(chunk)
-            if progress:
-                report(start, len(texts))
-        if cut:
-            logger.warning(truncation_warning([(c.bytes, c.kept) for c in cut.values()], len(texts), self.model))
-        return np.concatenate(parts), cut
+    def _send(self, texts: list[str], *, retries: int | None = None, deadline: float | None = None) -> np.ndarray:
+        """One request's vectors (:meth:`_create`, read by :meth:`_vectors`)."""
+        return self._vectors(self._create(texts, retries=retries, deadline=deadline), len(texts))
 
     def _fit(self, texts: Sequence[str], cut: dict[int, Cut]) -> np.ndarray:
-        """The vectors of ``texts``: one request while the server takes it. A request refused as over its total of
-        tokens, or over the context by an input it does not name, is split in halves; an input refused as over the
-        context is embedded truncated (:meth:`_shrink`; noted in ``cut``) and the others asked again."""
-        rows: list[np.ndarray | None] = [None] * len(texts)
-        groups = [list(range(len(texts)))]
-        while groups:
-            group = groups.pop()
-            try:
-                vectors = self._vectors(self._create([texts[i] for i in group]), len(group))
-            except LengthRefused as refused:
-                named = 0 if len(group) == 1 else named_input(refused, [texts[i] for i in group])
-                if named is None:
-                    half = len(group) // 2
-                    groups += [group[half:], group[:half]]  # the first half next
-                    continue
-                one = group.pop(named)
-                rows[one], cut[one] = self._shrink(texts[one], refused.context)
-                if group:
-                    groups.append(group)
-                continue
-            for i, vector in zip(group, vectors):
-                rows[i] = vector
-        return np.stack(rows)  # type: ignore[arg-type]
-
-    def _shrink(self, text: str, context: int | None) -> tuple[np.ndarray, Cut]:
-        """The vector of the longest of ``text``'s prefixes (``cut_sizes``) that the model takes, and the cut;
-        EmbedderError when it takes none."""
-        length = tried = len(text.encode())
-        for size in cut_sizes(length, context or CONTEXT_TOKENS):
-            head = prefix(text, size)
-            if not head:
-                break
-            tried = len(head.encode())
-            try:
-                vector = self._vectors(self._create([head]), 1)[0]
-            except LengthRefused:
-                continue
-            return vector, Cut(length, len(head.encode()))
-        raise self._error(
-            f"{self._request} failed: the model refused a text of {length:,} UTF-8 bytes as too long, and every "
-            f"beginning of it tried, down to {tried:,} bytes"
-        )
+        """A write's request, fitted to the model's lengths (``openai_fit.fit``), with retries."""
+        return fit(texts, cut, self._send, lambda why: self._error(f"{self._request} failed: {why}"))
 
     def _create(self, texts: list[str], *, retries: int | None = None, deadline: float | None = None) -> Any:
         import openai
