@@ -54,6 +54,7 @@ LAYERS: list[set[str]] = [
     {
         "_embedded",
         "_dsn",
+        "_backends",
         "_lending",
         "_commits",
         "_encoding",

@@ -1,4 +1,4 @@
-"""``_setup.Backends`` without a server: which pool connections are taken to be behind a pooler in transaction mode
+"""``_backends.Backends`` without a server: which pool connections are taken to be behind a pooler in transaction mode
 (two open ones set up on one server backend), and which never are (a direct connection; one its pooler ended)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from toolstore import TransactionPoolingError
-from toolstore._setup import Backends
+from toolstore._backends import Backends
 
 #: A search_path as set_session's row spells it.
 PATH = '"toolstore", "public"'

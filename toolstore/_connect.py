@@ -18,23 +18,20 @@ from psycopg import errors
 from psycopg.types.array import ListBinaryDumper
 from psycopg_pool import PoolTimeout
 
+from ._backends import UNDEFINED, Backends, session_lost, session_lost_async
 from ._commits import Commits, WatchedConnection, do_again
 from ._dsn import check_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, UnknownCatalogError, first_line
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
 from ._setup import (
-    UNDEFINED,
     AsyncConfigure,
     AsyncPooledConnection,
-    Backends,
     Configure,
     PooledConnection,
     configured,
     configured_async,
     pool_args,
     session,
-    session_lost,
-    session_lost_async,
     set_up,
     set_up_async,
 )
@@ -127,7 +124,7 @@ def retry_conflicts(write: Callable[[], T], *, attempts: int = CONFLICT_ATTEMPTS
 
 class _Pooled:
     """What :class:`Connector` and :class:`AsyncConnector` share, no I/O: the bounded wait, the count of lent
-    connections, the backends of those behind a pooler (``_setup.Backends``), and when :meth:`run` tries again."""
+    connections, the backends of those behind a pooler (``_backends.Backends``), and when :meth:`run` tries again."""
 
     pool: CountedPool | AsyncCountedPool
 
