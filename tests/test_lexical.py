@@ -42,7 +42,8 @@ def field_ranking(
     conn: psycopg.Connection[Any], store: ToolStore, text: str, field: int, heavy: bool = False, **filters: Any
 ) -> list[str]:
     """One field's BM25 ranking as route computes it (that field's weight alone), DEPTH deep; ``heavy``: every part
-    and field through bm25_top() (migration 0017), which the statement otherwise calls only past 20,000 postings."""
+    and field through bm25_top() (migration 0017), which the statement otherwise calls only from HEAVY_POSTINGS
+    (10,000) postings."""
     weights = {s: 0.0 for s in ("name", "description", "expansion", "dense", "intent")} | {FIELDS[field]: 1.0}
     request = route_request(text, Fusion(weights=weights, overfetch=DEPTH), **filters)
     params = statement_params(store.info(), request, None)

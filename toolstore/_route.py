@@ -54,9 +54,10 @@ from ._text import check_query, query_identifiers, query_text
 #: A part's lexical field is ranked by ``bm25_top()`` (migration 0017: the same rows, without summing a common term's
 #: postings for every tool) when one of its terms has at least HEAVY_POSTINGS postings in the field, and at least
 #: HEAVY_SHARE of the part's postings there; elsewhere the statement's own sum is faster (bench/PROFILE.md: forced on
-#: every field at 10k tools, the statement took 12.1 against 10.1 ms).
-HEAVY_POSTINGS = 20_000
-HEAVY_SHARE = 0.4
+#: every field at 10k tools, the statement took 12.1 against 10.1 ms). At 100k tools 10,000 and 0.3 take about 5% of
+#: the statement's CPU off 20,000 and 0.4, the same rows (bench/PROFILE.md, "The 100k statement by backend CPU").
+HEAVY_POSTINGS = 10_000
+HEAVY_SHARE = 0.3
 
 
 def read_conversation(messages: object, turns: int, dialect: str = "auto") -> Conversation | None:
