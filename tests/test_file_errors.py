@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from toolstore import InvalidInputError, InvalidToolError
+from toolstore import InvalidInputError, InvalidToolError, InvalidTypeError, load_examples
 from toolstore._abstain import load_negatives
 from toolstore._anchors import load_anchors
 from toolstore._formats import load_tools_file
@@ -190,3 +190,25 @@ def test_a_messages_files_own_errors_name_the_file(
     assert str(raised.value).startswith(f"{path}: {error}"), raised.value
     with pytest.raises(InvalidInputError, match="^query is empty$"):
         read_messages_file(path, "")
+
+
+PATH_READERS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "tools": ("tools file", load_tools_file),
+    "intent examples": ("queries file", load_examples),
+    "queries": ("queries file", load_judgements),
+    "sessions": ("sessions file", load_sessions),
+    "negatives": ("negatives file", load_negatives),
+    "anchors": ("anchors file", load_anchors),
+}
+
+
+@pytest.mark.parametrize("reader", PATH_READERS, ids=list(PATH_READERS))
+@pytest.mark.parametrize("given", [None, 5, ["tools.json"], b"tools.json"], ids=["None", "int", "list", "bytes"])
+def test_a_file_reader_given_no_path_names_the_file_it_wanted(reader: str, given: object) -> None:
+    # A library user passing None (an unset setting), a number or the file's lines got Python's TypeError from deep in
+    # the reader ("expected str, bytes or os.PathLike object, not NoneType"), naming neither argument nor file.
+    what, read = PATH_READERS[reader]
+    with pytest.raises(InvalidTypeError) as caught:
+        read(given)
+    assert str(caught.value) == f"the {what} must be a path (a str or os.PathLike), got {type(given).__name__}"
+    assert isinstance(caught.value, TypeError) and isinstance(caught.value, InvalidInputError)

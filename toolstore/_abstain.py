@@ -34,7 +34,7 @@ import numpy as np
 from ._errors import InvalidInputError
 from ._fusion import REQUEST_SIGNALS, rrf
 from ._input import MAX_QUERY_CHARS, check_at, json_lines, one_document, over_lines
-from ._textfile import read_text_file
+from ._textfile import path_name, read_text_file
 
 FEATURES = ("agreement", "strength", "margin", "dense_sim", "intent_sim")
 #: A retriever agrees on the top tool when it ranks it within this many.
@@ -295,7 +295,7 @@ def load_negatives(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, .
     text: each non-blank line is one request. InvalidInputError names the file and line of anything else (a request
     route() would refuse too: over :data:`MAX_QUERY_CHARS` characters, a NUL byte).
     """
-    name = os.fspath(path)
+    name = path_name(path, "negatives file")
     text = read_text_file(path, "negatives file")
     filled = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
     if not filled:

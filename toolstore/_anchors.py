@@ -45,7 +45,7 @@ from ._input import (
 from ._models import Anchor, CatalogInfo
 from ._rows import CREATE_IT
 from ._sql import query
-from ._textfile import read_text_file
+from ._textfile import path_name, read_text_file
 
 #: The trial match of a new pattern against adversarial requests of MAX_QUERY_CHARS characters must end within this,
 #: or within TRIAL_FACTOR times a plain word's trial on the same requests, run just before (at most TRIAL_MAX_MS): on
@@ -221,7 +221,7 @@ def remove_anchors(conn: psycopg.Connection[Any], catalog: str, ids: Iterable[in
 def load_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
     """Anchors from a JSON file: a list of ``{"pattern", "tool", "boost"?}`` objects, or an object holding one under
     ``"anchors"`` (what ``toolstore anchors list --json`` prints). InvalidInputError names the file and the rule."""
-    name = os.fspath(path)
+    name = path_name(path, "anchors file")
     data = read_json(read_text_file(path, "anchors file"), name)
     if isinstance(data, Mapping) and "anchors" in data:
         data = data["anchors"]

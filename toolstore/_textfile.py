@@ -9,7 +9,7 @@ import os
 import select
 import stat
 
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, InvalidTypeError
 from ._input import MAX_FILE_BYTES
 
 #: What stdin is called in what is said of it (``stdin line 3: ...``).
@@ -37,6 +37,18 @@ class Stdin:
         return "Stdin()"
 
 
+def path_name(path: object, what: str = "file") -> str:
+    """``path``'s name as what is said of it names it (``os.fspath``); a value that is no path (None, a number, a list
+    of lines, bytes) is an :class:`InvalidTypeError` naming ``what`` and the type given, not Python's TypeError from
+    deep in the reader."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidTypeError(f"the {what} must be a path (a str or os.PathLike), got {type(path).__name__}")
+    name = os.fspath(path)
+    if not isinstance(name, str):
+        raise InvalidTypeError(f"the {what} must be a path (a str or os.PathLike), got a path of {type(name).__name__}")
+    return name
+
+
 def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
     """The UTF-8 text of a regular file or a pipe (a FIFO; ``<(curl ...)``'s /dev/fd/N) of at most
     :data:`MAX_FILE_BYTES`, waiting for a pipe's writer (:func:`_open`); /dev/null is empty, other devices and the
@@ -47,7 +59,7 @@ def read_text_file(path: str | os.PathLike[str], what: str = "file") -> str:
         if path.text is None:
             path.text = _read_stdin(what)
         return path.text
-    name = os.fspath(path)
+    name = path_name(path, what)
     fd, info = _open(name, what)
     return _read(fd, info, name, what)
 

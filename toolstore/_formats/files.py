@@ -10,7 +10,7 @@ from typing import Any
 from .._errors import InvalidInputError, InvalidToolError
 from .._input import json_lines, parse_json, plain_problem, read_json
 from .._models import Tool
-from .._textfile import read_text_file
+from .._textfile import path_name, read_text_file
 from .build import tool_label
 from .openapi import METHODS
 from .parse import Located, Skipped, check_namespaces, check_skipped, check_unique, parse_located
@@ -34,7 +34,7 @@ def load_tools_file(path: str | os.PathLike[str], *, provider: str | None = None
     warning: see :func:`parse_tools`), or it cannot be read, is neither a regular file nor a pipe or is over the size
     limit; nothing is returned on error.
     """
-    name = str(path)
+    name = path_name(path, "tools file")
     suffix = Path(path).suffix.lower()
     if suffix not in ("", *JSON_SUFFIXES, *JSONL_SUFFIXES, *YAML_SUFFIXES):
         raise InvalidToolError(f"{name}: unsupported file type {suffix!r}; expected .json, .jsonl or .yaml")
