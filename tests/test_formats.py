@@ -755,6 +755,12 @@ def test_same_name_from_two_providers() -> None:
         ({"server": "x", "version": 2}, "unrecognised tool shape (keys seen: 'server', 'version')"),
         ({"type": "web_search_20250305", "name": "web_search"}, "unsupported tool type 'web_search_20250305'"),
         ([{"name": "ok"}, "oops"], "tool [1]: expected a JSON object, got string"),
+        # A file's text passed undecoded was 'tool: expected a JSON object, got string', as a tool's problem.
+        (
+            '[{"name": "a"}]',
+            "parse_tools takes a decoded JSON value (json.loads of the text), got str; load_tools_file",
+        ),
+        (b'{"name": "a"}', "parse_tools takes a decoded JSON value (json.loads of the text), got bytes;"),
         ({"tools": {"name": "a"}}, "tools: must be a list of tools, got object"),
     ],
 )

@@ -61,8 +61,14 @@ def parse_tools(data: object, *, provider: str | None = None) -> list[Tool]:
 
     Raises :class:`InvalidToolError` naming the offending tool, or the built-in tools when they are all ``data``
     holds, or two tools of one id, or a namespace given twice differently (:func:`check_namespaces`); nothing is
-    returned on error.
+    returned on error; JSON text (a ``str`` or ``bytes``: a file's content, not decoded) is refused so, saying to
+    decode it or read the file with :func:`load_tools_file`.
     """
+    if isinstance(data, (str, bytes, bytearray)):
+        raise InvalidToolError(
+            f"parse_tools takes a decoded JSON value (json.loads of the text), got {type(data).__name__}; "
+            "load_tools_file reads a tools file"
+        )
     skipped: list[Skipped] = []
     located = parse_located(data, provider=provider, skipped=skipped)
     check_skipped(located, skipped)
