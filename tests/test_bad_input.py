@@ -222,6 +222,10 @@ def test_a_single_value_where_a_write_takes_a_list_is_named_by_both_stores(dsn: 
         ("add_anchors", Anchor(r"\malpha", "a"), "anchors must be a list, not a single Anchor"),
         ("replace_anchors", Anchor(r"\malpha", "a"), "anchors must be a list, not a single Anchor"),
         ("remove_anchors", 3, "anchor ids must be a list, not a single int"),
+        # None, an unset value, was 'not a single NoneType'
+        ("upsert", None, "^tools must be a list, got None$"),
+        ("add_examples", None, "^intent examples must be a list, got None$"),
+        ("remove_anchors", None, "^anchor ids must be a list, got None$"),
     ]
 
     async def run_async() -> list[str]:

@@ -656,6 +656,8 @@ def test_both_stores_take_and_refuse_the_same_session_writes(dsn: str, logged: T
         ("import_sessions", ([("s", SessionCall("app.t1"))],), r"session #1: calls must be a list of tool calls"),
         ("new_calls", ("s", 5), r"call_ids must be a list of call ids, not a single value \(int\)"),
         ("record_new_calls", ("s", 5, ["app.t1"]), r"call_ids must be a list of call ids, not a single value"),
+        ("record_calls", ("s", None), r"^calls must be a list of tool calls, got None$"),  # was '... (NoneType)'
+        ("new_calls", ("s", None), r"^call_ids must be a list of call ids, got None$"),
         # a DatabaseError ('LIMIT must not be negative', 'bigint out of range'), or no transition at all for prev=5
         ("sessions", (), r"limit must be an integer from 1 to 9,223,372,036,854,775,807, got -1", {"limit": -1}),
         ("transitions", (), r"limit must be an integer from 1 to .*, got 1180591620717411303424", {"limit": 2**70}),

@@ -275,6 +275,14 @@ def single(value: object) -> bool:
     return isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable)
 
 
+def not_a_list(value: object, *, typed: bool = False) -> str:
+    """How an error says what was given where a list goes: ``got None`` (an unset value, not a single "NoneType"), else
+    ``not a single str`` and the like (``typed``: ``not a single value (str)``)."""
+    if value is None:
+        return "got None"
+    return f"not a single value ({type(value).__name__})" if typed else f"not a single {type(value).__name__}"
+
+
 def _items(value: object) -> Iterable[Any]:
     """``value`` as the iterable :func:`single` found it to be (for the type checker, which cannot tell)."""
     return cast(Iterable[Any], value)
@@ -306,7 +314,7 @@ def listed(values: object, what: str) -> list[Any]:
     iterable read once, as a list; a single value (one Tool, a str, a mapping, a number) is InvalidInputError naming
     ``what``."""
     if single(values):
-        raise InvalidInputError(f"{what} must be a list, not a single {type(values).__name__}")
+        raise InvalidInputError(f"{what} must be a list, {not_a_list(values)}")
     return list(_items(values))
 
 
@@ -344,7 +352,7 @@ def check_session_calls(calls: object) -> list[SessionCall]:
     """Calls as SessionCalls: a tool id or name, a SessionCall, or a resolved call (anything with a ``tool`` Tool and
     an ``id``, as :class:`toolstore.ResolvedCall`). InvalidInputError names the call and the field."""
     if single(calls):  # a str, a SessionCall, a number
-        raise InvalidInputError(f"calls must be a list of tool calls, not a single value ({type(calls).__name__})")
+        raise InvalidInputError(f"calls must be a list of tool calls, {not_a_list(calls, typed=True)}")
     out: list[SessionCall] = []
     for index, call in enumerate(_items(calls)):
         where = f"calls[{index}]"

@@ -31,7 +31,15 @@ import psycopg
 from ._connect import retry_conflicts
 from ._drive import drive
 from ._errors import InvalidInputError, UnknownToolError
-from ._input import MAX_CALLS_PER_WRITE, MAX_ID_CHARS, check_call_times, check_session, check_session_calls, check_text
+from ._input import (
+    MAX_CALLS_PER_WRITE,
+    MAX_ID_CHARS,
+    check_call_times,
+    check_session,
+    check_session_calls,
+    check_text,
+    not_a_list,
+)
 from ._models import CatalogInfo, SessionCall
 from ._retention import Retention, check_idle, retention
 from ._sql import query
@@ -117,7 +125,7 @@ def _seen(conn: psycopg.Connection[Any], params: Mapping[str, Any], call_ids: Se
 def _call_ids(call_ids: Sequence[str]) -> list[str]:
     """A message list's call ids checked; InvalidInputError names a bad one."""
     if isinstance(call_ids, (str, bytes)) or not isinstance(call_ids, Sequence):  # a Mapping is none
-        raise InvalidInputError(f"call_ids must be a list of call ids, not a single value ({type(call_ids).__name__})")
+        raise InvalidInputError(f"call_ids must be a list of call ids, {not_a_list(call_ids, typed=True)}")
     if len(call_ids) > MAX_CALLS_PER_WRITE:  # as many as one record_calls takes
         raise InvalidInputError(f"more than {MAX_CALLS_PER_WRITE:,} call ids at once")
     return [check_text(c, f"call_ids[{i}]", max_chars=MAX_ID_CHARS) for i, c in enumerate(call_ids)]
