@@ -301,12 +301,38 @@ def test_bad_negatives_are_clear_errors_and_store_nothing(store: ToolStore, tmp_
     assert store.info().settings == before
 
 
+def test_a_negatives_file_request_the_catalog_serves_is_named_by_its_file_and_line(
+    store: ToolStore, tmp_path: Path
+) -> None:
+    """A negatives file's request naming a tool of the catalog, or one of the served examples, was said as 'negative
+    request #2' (counting non-blank lines, no file named: `toolstore tune` blames no file of the several it reads);
+    it is said by its file and line, as the reader's own errors are. A list's request keeps its number."""
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text('{"query": "z w"}\n\n{"query": "x y", "relevant": ["stripe.refund"]}\n')
+    with pytest.raises(InvalidInputError) as raised:
+        store.tune(examples(), negatives=mine)
+    assert str(raised.value) == (
+        f"{mine} line 3 ('x y') names tool(s) of this catalog as relevant (stripe.refund): negatives must be requests"
+        " no tool of the catalog fits"
+    )
+    served = tmp_path / "served.txt"
+    served.write_text(f"{UNSERVED[0]}\n\n\n{SERVED[0][0]}\n")
+    with pytest.raises(InvalidInputError) as raised:
+        store.tune(examples(), negatives=served)
+    assert str(raised.value) == f"{served} line 4 ({SERVED[0][0][:60]!r}) is also one of the served examples"
+    with pytest.raises(InvalidInputError, match=r"^negative request #2 \("):
+        store.tune(examples(), negatives=[UNSERVED[0], SERVED[0][0]])
+
+
 def test_negatives_file_formats(tmp_path: Path) -> None:
     plain = tmp_path / "plain.txt"
     plain.write_text("bake a cake\n\n  who won the match \n")
-    assert load_negatives(plain) == [("bake a cake", ()), ("who won the match", ())]
+    assert load_negatives(plain) == [
+        ("bake a cake", (), f"{plain} line 1"),
+        ("who won the match", (), f"{plain} line 3"),
+    ]
     other = write_jsonl(tmp_path / "other.jsonl", [{"qid": "1", "query": "q", "relevant": ["x.y"], "acceptable": []}])
-    assert load_negatives(other) == [("q", ("x.y",))]
+    assert load_negatives(other) == [("q", ("x.y",), f"{other} line 1")]
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"query": "q", "relevant": "x.y"}])
     with pytest.raises(InvalidInputError, match="'relevant' must be a list of tool ids"):
         load_negatives(bad)

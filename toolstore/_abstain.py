@@ -287,8 +287,9 @@ def error_rates(model: AbstainModel, positives: np.ndarray, negatives: np.ndarra
     }
 
 
-def load_negatives(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, ...]]]:
-    """Requests no tool of the catalog fits, with the tool ids each line names (to be checked against the catalog).
+def load_negatives(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, ...], str]]:
+    """Requests no tool of the catalog fits, with the tool ids each line names (to be checked against the catalog) and
+    where it is (``FILE line N``, for what is said of it later).
 
     A JSON Lines file (the first non-blank line starts with ``{``): each line an object with a non-empty ``query``;
     ``relevant``/``acceptable``, if there (another benchmark's labels), are returned to be checked. Otherwise plain
@@ -304,7 +305,11 @@ def load_negatives(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, .
         if one_document(text):  # a JSON array of requests, over several lines: no plain text
             raise InvalidInputError(over_lines(name, filled[0][0]))
         return [
-            (check_at(f"{name} line {n}", line.strip(), "the request", max_chars=MAX_QUERY_CHARS), ())
+            (
+                check_at(f"{name} line {n}", line.strip(), "the request", max_chars=MAX_QUERY_CHARS),
+                (),
+                f"{name} line {n}",
+            )
             for n, line in filled
         ]
     out = []
@@ -321,5 +326,5 @@ def load_negatives(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, .
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
                 raise InvalidInputError(f"{where}: {key!r} must be a list of tool ids")
             named += ids
-        out.append((query, tuple(dict.fromkeys(named))))
+        out.append((query, tuple(dict.fromkeys(named)), where))
     return out

@@ -64,23 +64,23 @@ def negative_requests(
     """The unserved requests of a negatives file (``_abstain.load_negatives``) or list; InvalidInputError when one
     names a tool of this catalog as relevant, is also a served request, or is not a usable request."""
     if isinstance(negatives, (str, os.PathLike)):
-        loaded = load_negatives(negatives)
+        loaded = load_negatives(negatives)  # each said by its file and line
     elif isinstance(negatives, (list, tuple)) and all(isinstance(n, str) for n in negatives):
-        loaded = [(n, ()) for n in negatives]
+        loaded = [(n, (), f"negative request #{i}") for i, n in enumerate(negatives, start=1)]
     else:
         raise InvalidInputError("negatives must be a file path or a list of request strings")
     texts = []
     both = set(served)
-    for i, (text, named) in enumerate(loaded, start=1):
-        check_query(text, f"negative request #{i}")
+    for text, named, where in loaded:
+        check_query(text, where)
         mine = [t for t in named if t in known]
         if mine:
             raise InvalidInputError(
-                f"negative request #{i} ({text[:60]!r}) names tool(s) of this catalog as relevant ({', '.join(mine)}):"
+                f"{where} ({text[:60]!r}) names tool(s) of this catalog as relevant ({', '.join(mine)}):"
                 " negatives must be requests no tool of the catalog fits"
             )
         if text in both:
-            raise InvalidInputError(f"negative request #{i} ({text[:60]!r}) is also one of the served examples")
+            raise InvalidInputError(f"{where} ({text[:60]!r}) is also one of the served examples")
         texts.append(text)
     return texts
 
