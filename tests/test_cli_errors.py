@@ -76,7 +76,7 @@ def test_an_errors_notes_follow_its_line(
     the user never saw how. Each note is a line `note: ...` after the error's."""
     note, args = failed_bulk_import(dsn, tmp_path, monkeypatch)
     code, _, err = run(monkeypatch, capsys, *args)
-    assert (code, err.splitlines()) == (1, ["error: a namespace clash", f"note: {note}"]), err
+    assert (code, err.splitlines()) == (1, [f"error: {args[-1]}: a namespace clash", f"note: {note}"]), err
 
 
 def test_the_command_a_failed_bulk_imports_note_names_builds_the_indexes(
@@ -118,7 +118,9 @@ def test_a_note_said_as_a_warning_is_not_said_again(
     note, args = failed_bulk_import(dsn, tmp_path, monkeypatch)
     monkeypatch.setattr(logging.getLogger(), "handlers", [])  # restored after: the handler the entry point adds goes
     code, _, err = run(monkeypatch, capsys, *args)
-    assert (code, err.splitlines()) == (1, [f"warning: toolstore: {note}", "error: a namespace clash"]), err
+    assert (code, err.splitlines()) == (1, [f"warning: toolstore: {note}", f"error: {args[-1]}: a namespace clash"]), (
+        err
+    )
 
 
 def test_a_failed_close_says_what_it_closed(

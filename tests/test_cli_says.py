@@ -238,6 +238,7 @@ def _named_file_cases(tmp_path: Path) -> dict[str, tuple[list[str], str, str]]:
         "sessions.jsonl": json.dumps({"sid": "s1", "turns": [{**turn, "calls": ["nope.tool"]}]}) + "\n",
         "one.jsonl": json.dumps(one) + "\n",
         "one_session.jsonl": json.dumps({"sid": "s1", "turns": [{**turn, "calls": []}]}) + "\n",
+        "huge.json": json.dumps([{"name": "huge", "description": "x" * 100_001}]),
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -245,6 +246,7 @@ def _named_file_cases(tmp_path: Path) -> dict[str, tuple[list[str], str, str]]:
         "anchors import, a pattern": (["anchors", "import"], "anchors.json", "anchor #1 pattern"),
         "anchors import, a tool": (["anchors", "import"], "rules.json", "anchors name"),
         "examples": (["examples"], "examples.jsonl", "intent examples name 1 tool(s)"),
+        "import": (["import"], "huge.json", "tool #1 ('huge'): description is 100,001 characters long"),
         "sessions import": (["sessions", "import"], "sessions.jsonl", "1 called tool(s) match no tool"),
         "tune --examples": (["tune", "--examples"], "one.jsonl", "tuning needs at least 2"),
         "tune --sessions": (["tune", "--sessions"], "one_session.jsonl", "session 's1' turn 1 names tool(s)"),
@@ -257,15 +259,17 @@ def _named_file_cases(tmp_path: Path) -> dict[str, tuple[list[str], str, str]]:
         "anchors import, a pattern",
         "anchors import, a tool",
         "examples",
+        "import",
         "sessions import",
         "tune --examples",
         "tune --sessions",
     ],
 )
 def test_what_the_store_refuses_of_a_files_content_names_the_file(dsn: str, tmp_path: Path, case: str) -> None:
-    """`anchors import`, `examples`, `sessions import` and `tune` said what the database stage refused of a file
-    ("anchor #1 pattern '(' is not a regular expression", "intent examples name 1 tool(s) not in catalog ...") without
-    the file; the error starts with it now, as a reader's "FILE line N: ..." does, and the library's message follows."""
+    """`anchors import`, `examples`, `import`, `sessions import` and `tune` said what the database stage refused of a
+    file ("anchor #1 pattern '(' is not a regular expression", "intent examples name 1 tool(s) not in catalog ...", a
+    description over the limit: "tool #1 ('huge'): description is 100,001 characters long") without the file; the
+    error starts with it now, as a reader's "FILE line N: ..." does, and the library's message follows."""
     assert invoke(dsn, "-c", "named", "import", tools_file(tmp_path)).exit_code == 0
     args, name, message = _named_file_cases(tmp_path)[case]
     result = invoke(dsn, "-c", "named", *args, str(tmp_path / name))

@@ -168,7 +168,9 @@ def reading(file: Readable | None) -> Iterator[None]:
     except (InvalidInputError, UnknownToolError) as exc:
         if file is None or str(exc).startswith(f"{file} ") or str(exc).startswith(f"{file}:"):
             raise
-        raise type(exc)(f"{file}: {exc}") from exc
+        named = type(exc)(f"{file}: {exc}")
+        add_notes(named, *getattr(exc, "__notes__", ()))  # what it says beside (an index not built again) kept
+        raise named from exc
 
 
 def wants_json(ctx: click.Context) -> bool:

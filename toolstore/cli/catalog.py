@@ -100,7 +100,7 @@ def import_(ctx: click.Context, file: Readable, provider: str | None, prune: boo
     or nothing. A FILE named without a suffix (a pipe: `toolstore import <(curl -s URL)`) is read by its text, and so
     is stdin, FILE -: `curl -s URL | toolstore import -`."""
     tools = _formats.load_tools_file(file, provider=provider)
-    with open_store(ctx) as store, progress(ctx, "embedding tools"):
+    with open_store(ctx) as store, progress(ctx, "embedding tools"), reading(file):
         report = store.upsert(tools, prune=prune)
     data = {"catalog": store.catalog, "file": shown(file), **report.as_dict()}
     emit(ctx, data, summary(data))
