@@ -209,6 +209,14 @@ def test_an_unknown_revision_is_invalid_input_and_changes_nothing(dsn: str) -> N
         migrate(dsn, revision="nope")
     with pytest.raises(InvalidInputError, match="a downgrade needs the revision to go down to"):
         migrate(dsn, downgrade=True)  # to head: it did nothing and said nothing
+    past = f"{int(HEAD_REVISION) + 1:04d}"  # a host's migration pinned to a newer release's revision: alembic's wording
+    for downgrade in (False, True):
+        with pytest.raises(InvalidInputError) as raised:
+            migrate(dsn, revision=past, downgrade=downgrade)
+        assert str(raised.value) == (
+            f"cannot migrate schema 'toolstore' to {past!r}: this toolstore's newest revision is {HEAD_REVISION}; "
+            "upgrade toolstore to go past it"
+        )
     with psycopg.connect(dsn) as conn:
         assert conn.execute(f"select version_num from toolstore.{VERSION_TABLE}").fetchone() == (HEAD_REVISION,)
 

@@ -202,6 +202,11 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     path = connection.exec_driver_sql(query("search_path")).scalar_one()
     before = current_revision(raw, schema)
     newer_schema(before, schema)
+    if revision.isdigit() and int(revision) > int(HEAD_REVISION):  # alembic: "Can't locate revision identified by"
+        raise InvalidInputError(
+            f"cannot migrate schema {schema!r} to {revision!r}: this toolstore's newest revision is {HEAD_REVISION}; "
+            "upgrade toolstore to go past it"
+        )
     if not downgrade and before is not None and is_below(revision, before):  # alembic: a silent no-op
         raise InvalidInputError(
             f"schema {schema!r} is at {before}, past {quoted(revision)}: to go down to it, downgrade (--downgrade)"
