@@ -17,7 +17,7 @@ MAX_LINES = 400
 
 #: Bottom to top. A module may import modules of its own layer or of lower layers.
 LAYERS: list[set[str]] = [
-    {"_errors", "_input", "_textfile", "_models", "_progress"},
+    {"_errors", "_input", "_textfile", "_interrupts", "_models", "_progress"},
     {
         "_text",
         "_fusion",

@@ -1,4 +1,5 @@
-"""`toolstore serve mcp` on stdio ends on SIGINT (Ctrl-C) and SIGTERM while its client keeps stdin open."""
+"""Ctrl-C (SIGINT) and SIGTERM of the MCP commands: `toolstore serve mcp` on stdio ends while its client keeps stdin
+open; `toolstore sync mcp` (and the library's listing) ends while its server never answers."""
 
 from __future__ import annotations
 
@@ -116,3 +117,59 @@ def test_a_stdin_its_client_left_non_blocking_is_waited_on(sig_catalog: list[str
         proc.kill()
         proc.wait()
         proc.stdout.close()
+
+
+#: An MCP server that says it started (on stderr) and never answers ``initialize``.
+SILENT_SERVER = "import sys, time; print('listening', file=sys.stderr, flush=True); time.sleep(600)"
+
+
+def _listening(proc: subprocess.Popen[bytes]) -> None:
+    """Wait until ``proc`` (its stderr a pipe) has started the silent server, which says so on stderr."""
+    assert proc.stderr is not None
+    seen = b""
+    while not seen.rstrip().endswith(b"listening"):
+        if not select.select([proc.stderr], [], [], HANG_SECONDS)[0]:
+            raise AssertionError(f"the silent server did not start in {HANG_SECONDS:.0f} s: {seen!r}")
+        line = proc.stderr.readline()
+        assert line, f"ended before the silent server started: {seen!r}"
+        seen += line
+
+
+def test_ctrl_c_ends_a_sync_waiting_for_a_server_that_never_answers(dsn: str) -> None:
+    """Ctrl-C of `toolstore sync mcp` while its server had not answered `initialize` ended, on Python 3.10, with an
+    asyncio.CancelledError traceback and exit status 1 (anyio's runner cancels its task on SIGINT, and only 3.11 turns
+    that back into KeyboardInterrupt); it ends with `aborted` and 130, as any command on Ctrl-C, on every Python."""
+    sync = ["-m", "toolstore", "--dsn", dsn, "--embedder", "hashing-64", "-c", "sig", "sync", "mcp"]
+    proc = subprocess.Popen([sys.executable, *sync, "--", sys.executable, "-c", SILENT_SERVER], stderr=subprocess.PIPE)
+    try:
+        _listening(proc)
+        proc.send_signal(signal.SIGINT)
+        status, said = _ended(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (status, said.splitlines()[-1:]) == (130, ["aborted"]), said
+
+
+def test_ctrl_c_of_a_library_listing_is_a_keyboard_interrupt() -> None:
+    """The library's blocking listing (`fetch_stdio`) interrupted by Ctrl-C raises KeyboardInterrupt on every Python
+    (on 3.10 it was asyncio.CancelledError), the event loop's cancellation its cause."""
+    script = (
+        "from toolstore._mcp_client import fetch_stdio\n"
+        "import sys\n"
+        "try:\n"
+        f"    fetch_stdio(sys.executable, ['-c', {SILENT_SERVER!r}], timeout=600)\n"
+        "except BaseException as exc:\n"
+        "    print(type(exc).__name__, type(exc.__cause__ or exc.__context__).__name__, flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _listening(proc)
+        proc.send_signal(signal.SIGINT)
+        status, _ = _ended(proc)
+        assert proc.stdout is not None
+        said = proc.stdout.read().decode()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (status, said.split()) == (0, ["KeyboardInterrupt", "CancelledError"])

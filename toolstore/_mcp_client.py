@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import anyio
+
 from ._errors import InvalidInputError, McpSyncError, add_notes, url_shown
+from ._interrupts import run_async
 from ._mcp_stderr import ENDED, Ending, ServerStderr
 from ._mcp_upstream import Upstream, check_values, client_text, expand_vars
 
@@ -183,15 +186,13 @@ def leaf_error(exc: BaseException) -> BaseException:
 
 
 def _run(where: str, coro_fn: Any, *args: Any, timeout: float, **kwargs: Any) -> McpListing:
-    import anyio
-
     async def bounded() -> McpListing:
         with anyio.fail_after(timeout if timeout and timeout > 0 else math.inf):
             result: McpListing = await coro_fn(*args, **kwargs)
             return result
 
     try:
-        return anyio.run(bounded)
+        return run_async(bounded)  # a Ctrl-C a KeyboardInterrupt on Python 3.10 too
     except McpSyncError:
         raise
     except Exception as exc:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 
 from .._async_store import AsyncToolStore
 from .._input import MAX_K
+from .._interrupts import run_async
 from .._mcp_forward import DEFAULT_CALL_TIMEOUT
 from .._mcp_server import check_address, serve
 from .app import command, embedder_option, options, store_dsn
@@ -69,8 +68,6 @@ def serve_mcp(
     """Run an MCP server over the catalog (-c): find_tools(query, k?, token_budget?, abstain?), and with --gateway
     call_tool(name, arguments) for tools synced by `toolstore sync mcp`, each call recorded in the session log
     (find_tools then ranks what usually comes next higher). Streamable HTTP serves at /mcp."""
-    import anyio
-
     given = [
         f"--{name}" for name in ("host", "port") if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
     ]
@@ -106,10 +103,7 @@ def serve_mcp(
         check_address(host, port)  # an unknown host or a port in use: one line, before the note
     if transport == "http" and not opts.get("quiet"):
         click.echo(f"toolstore MCP server on http://{host}:{port}/mcp (catalog {store.catalog!r})", err=True)
-    try:
-        anyio.run(main)
-    except asyncio.CancelledError:  # Python 3.10: a Ctrl-C cancels the server's task, and that comes out here
-        raise KeyboardInterrupt from None
+    run_async(main)  # Ctrl-C: a KeyboardInterrupt, on Python 3.10 too
 
 
 serve_group.add_command(serve_mcp)
