@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import codecs
 import os
-import select
 import stat
 
 from ._errors import InvalidInputError, InvalidTypeError
 from ._input import MAX_FILE_BYTES
+from ._interrupts import Wakeup, wait_readable
 
 #: What stdin is called in what is said of it (``stdin line 3: ...``).
 STDIN_NAME = "stdin"
@@ -103,26 +103,24 @@ def _read(fd: int, info: os.stat_result, name: str, what: str, *, close: bool = 
 
 
 def _read_bytes(fd: int, limit: int) -> bytes:
-    """What ``fd`` holds to its end, at most ``limit`` bytes. A descriptor left non-blocking (O_NONBLOCK: stdin a pipe
-    its caller set so, which this process shares and leaves as it is) has nothing to read yet while its writer writes
-    on: that is waited for (poll), as a blocking read waits, never taken for the end (half a file read as the whole)
-    nor an error."""
+    """What ``fd`` holds to its end, at most ``limit`` bytes. Each read waits first for ``fd`` to have something to read
+    or its end (:func:`~._interrupts.wait_readable`: a Ctrl-C ends that wait however early it came, where a blocking
+    ``read``, or a ``poll``, begun just after it missed it and waited on). A descriptor left non-blocking (O_NONBLOCK:
+    stdin a pipe its caller set so, which this process shares and leaves as it is) is waited on so too, its "nothing
+    yet" never taken for the end (half a file read as the whole) nor an error."""
     chunks: list[bytes] = []
     size = 0
-    waiting: select.poll | None = None
-    while size < limit:
-        try:
-            chunk = os.read(fd, min(limit - size, READ_CHUNK))
-        except BlockingIOError:
-            if waiting is None:
-                waiting = select.poll()
-                waiting.register(fd, select.POLLIN)
-            waiting.poll()  # data, or the writer's end (POLLHUP); Ctrl-C ends the wait
-            continue
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
+    with Wakeup() as wakeup:
+        while size < limit:
+            wait_readable(fd, wakeup)  # data, or the writer's end; Ctrl-C ends the wait
+            try:
+                chunk = os.read(fd, min(limit - size, READ_CHUNK))
+            except BlockingIOError:  # another reader of a shared pipe took what there was
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     return b"".join(chunks)
 
 
@@ -138,9 +136,8 @@ def _open(name: str, what: str) -> tuple[int, os.stat_result]:
     try:
         info = os.fstat(fd)
         if stat.S_ISFIFO(info.st_mode):
-            waiting = select.poll()
-            waiting.register(fd, select.POLLIN)
-            waiting.poll()  # a FIFO no writer opened yet reports nothing: a read now would be its end
+            with Wakeup() as wakeup:  # a FIFO no writer opened yet reports nothing: a read now would be its end
+                wait_readable(fd, wakeup)
             os.set_blocking(fd, True)
         elif not _readable(info):
             raise InvalidInputError(f"{name}: not a regular file or a pipe")
