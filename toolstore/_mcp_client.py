@@ -118,10 +118,17 @@ def failure_text(exc: BaseException) -> str:
     return client_text(message) + "".join(f" ({note})" for note in notes)
 
 
-def _http_streams(url: str, headers: Mapping[str, str]) -> Any:
+def _http_sdk() -> tuple[Any, Any]:
+    """The mcp SDK's streamable HTTP client module and its httpx client factory."""
+    require_mcp()
     from mcp.client import streamable_http
     from mcp.shared._httpx_utils import create_mcp_http_client
 
+    return streamable_http, create_mcp_http_client
+
+
+def _http_streams(url: str, headers: Mapping[str, str]) -> Any:
+    streamable_http, create_mcp_http_client = _http_sdk()
     headers = expand_vars(headers, "a header")
 
     @asynccontextmanager
@@ -186,6 +193,10 @@ def leaf_error(exc: BaseException) -> BaseException:
 
 
 def _run(where: str, coro_fn: Any, *args: Any, timeout: float, **kwargs: Any) -> McpListing:
+    """``coro_fn(*args, **kwargs)`` run to its end within ``timeout``, its errors McpSyncError. What it imports of the
+    SDK its caller imports before (seconds on a busy machine): an import inside the event loop went on after a Ctrl-C,
+    which there only cancels the task, at its next await."""
+
     async def bounded() -> McpListing:
         with anyio.fail_after(timeout if timeout and timeout > 0 else math.inf):
             result: McpListing = await coro_fn(*args, **kwargs)
@@ -213,6 +224,7 @@ def fetch_stdio(
         raise InvalidInputError("an MCP server command is required")
     upstream = Upstream("stdio", command=command, args=tuple(args), env=dict(env or {}))
     check_values(upstream)
+    require_mcp()  # before the event loop (_run)
     return _run(_server_named(upstream), list_tools_stdio, command, list(args), env=env, timeout=timeout)
 
 
@@ -222,6 +234,7 @@ def fetch_http(url: str, *, headers: Mapping[str, str] | None = None, timeout: f
         raise InvalidInputError(f"MCP server URL must start with http:// or https://, got {url_shown(url)!r}")
     upstream = Upstream("http", url=url, headers=dict(headers or {}))
     check_values(upstream)
+    _http_sdk()  # before the event loop (_run)
     return _run(_server_named(upstream), list_tools_http, url, headers=headers, timeout=timeout)
 
 
