@@ -404,3 +404,18 @@ def test_a_misspelt_route_option_names_the_function_called() -> None:
         assert str(caught.value) == (
             f"{name}() got an unexpected keyword argument 'token_buget' (did you mean 'token_budget'?)"
         )
+
+
+def test_calls_of_a_replys_choices_reads_its_one_choice_and_refuses_several_saying_what_to_pass() -> None:
+    """``calls(result, reply.choices)``, the list rather than one choice, was an error about a message role
+    (``messages[0].role: expected one of assistant, ..., got nothing``) naming neither the argument nor the fix. A list
+    of one choice is read as that choice; one of several (n>1) says to pass the choice the loop goes on with."""
+    completion = ChatCompletion.model_validate(_chat_reply())
+    expected = [("jira.create_issue", {"title": "x"}, "a"), ("slack.send_message", {}, "b")]
+    for choices in (completion.choices, _chat_reply()["choices"]):
+        assert [(c.tool.id, c.arguments, c.id) for c in ts_openai.calls(RESULT, choices)] == expected, choices
+    two = ChatCompletion.model_validate({**_chat_reply(), "choices": _chat_reply()["choices"] * 2})
+    for choices in (two.choices, two.model_dump()["choices"]):
+        with pytest.raises(InvalidInputError, match=re.escape("response is a list of 2 choices")) as caught:
+            ts_openai.calls(RESULT, choices)
+        assert "calls(result, reply.choices[i])" in str(caught.value)

@@ -31,15 +31,24 @@ def calls(result: RouteResult, response: Any, *, unknown: Unknown) -> list[Resol
 def calls(
     result: RouteResult, response: Any, *, unknown: Unknown = "raise"
 ) -> list[ResolvedCall] | list[ResolvedCall | UnknownCall]:
-    """The tool calls of a Chat Completions reply (``ChatCompletion``, one of its choices, its message, or the
-    message's ``tool_calls``; a legacy ``function_call`` is one call, its ``id`` None) or a Responses ``Response`` (or
-    its ``output`` list, or one call item of it), the SDK's objects or their dicts, resolved against ``result``, in the
-    reply's order. A call of a name ``result`` did not offer (a model's invention)
-    is an UnknownToolError, raised before any call is returned; with ``unknown="report"`` it is an
-    :class:`UnknownCall` in its place instead (its ``error`` the text to answer it with), so the loop runs the others
-    and answers each. A streamed chunk is refused (InvalidInputError): pass the completion the stream adds up to."""
+    """The tool calls of a Chat Completions reply (``ChatCompletion``, whose first choice it reads, one of its
+    choices, ``reply.choices`` when it holds one choice, its message, or the message's ``tool_calls``; a legacy
+    ``function_call`` is one call, its ``id`` None) or a Responses ``Response`` (or its ``output`` list, or one call
+    item of it), the SDK's objects or their dicts, resolved against ``result``, in the reply's order. A list of several
+    choices (a reply asked for with n>1) is an InvalidInputError saying to pass the one the loop goes on with. A call
+    of a name ``result`` did not offer (a model's invention) is an UnknownToolError, raised before any call is
+    returned; with ``unknown="report"`` it is an :class:`UnknownCall` in its place instead (its ``error`` the text to
+    answer it with), so the loop runs the others and answers each. A streamed chunk is refused (InvalidInputError):
+    pass the completion the stream adds up to."""
     report = check_unknown(unknown)
     choices = _field(response, "choices")
+    if choices is None and isinstance(response, list) and response and all(map(_choice, response)):
+        if len(response) > 1:  # several answers to one request (n>1): which the loop goes on with is the app's pick
+            raise InvalidInputError(
+                f"calls()'s response is a list of {len(response)} choices (a reply asked for with n>1): pass the "
+                "choice the loop goes on with, calls(result, reply.choices[i]), or its message"
+            )
+        choices = response  # reply.choices of a reply with one choice: that choice's calls
     if choices is not None:
         if not choices:
             raise InvalidInputError("the Chat Completions reply has no choices")
@@ -72,6 +81,12 @@ def calls(
 
 #: The Responses output items that are calls of the app's tools (``calls()`` of one of them alone reads it).
 _RESPONSES_CALLS = ("function_call", "custom_tool_call")
+
+
+def _choice(item: Any) -> bool:
+    """A Chat Completions choice (an item of a reply's ``choices``: its ``message``, or a streamed chunk's
+    ``delta``), which has no role, unlike a message or a Responses item."""
+    return _field(item, "role") is None and (_field(item, "message") is not None or _field(item, "delta") is not None)
 
 
 def _chat_tool_call(item: Any) -> bool:
