@@ -845,3 +845,30 @@ def test_a_route_calls_overrides_are_only_the_fusion_options_given(dsn: str, iss
         store.route("close the issue", k=2)
         store.route("close the issue", k=2, k_rrf=10, weights={"dense": 0})
     assert seen == [{}, {"k_rrf": 10, "weights": {"dense": 0}}]
+
+
+def test_a_legacy_function_call_is_logged_once_under_an_id_stable_for_its_turn(issues: ToolStore) -> None:
+    """An older loop's Chat Completions ``function_call`` (no call id) was never logged by a session: route_messages
+    logged only calls with an id, so such a loop's session log stayed empty. It is logged under an id made from its
+    turn (the request, its name and arguments, its place among the turn's like calls): once, however many steps pass
+    the list again, whole or cut to its last turns; the same call made twice in a turn is logged twice."""
+    from toolstore.integrations.openai import route_messages
+
+    def legacy(name: str, arguments: str) -> list[dict[str, Any]]:
+        return [
+            {"role": "assistant", "content": None, "function_call": {"name": name, "arguments": arguments}},
+            {"role": "function", "name": name, "content": "ok"},
+        ]
+
+    messages: list[Any] = [{"role": "user", "content": "what is the weather in Paris"}]
+    messages += legacy("forecast", '{"city": "Paris"}')
+    route_messages(issues, messages, session="old-loop", k=2)
+    route_messages(issues, messages, session="old-loop", k=2)  # the same list again: nothing new
+    assert [c.tool_id for c in issues.session_log("old-loop")] == ["weather.forecast"]
+    messages += legacy("forecast", '{"city": "Paris"}')  # the same call again in the turn: a call of its own
+    messages += [{"role": "user", "content": "tell the team"}, *legacy("send_message", "{}")]
+    route_messages(issues, messages, session="old-loop", k=2)
+    route_messages(issues, messages[-3:], session="old-loop", k=2)  # a stateless server passes the last turn only
+    route_messages(issues, messages, session="old-loop", k=2, turns=1)
+    logged = ["weather.forecast", "weather.forecast", "slack.send_message"]
+    assert [c.tool_id for c in issues.session_log("old-loop")] == logged

@@ -254,7 +254,7 @@ def test_a_legacy_function_call_is_read_as_a_call(fs: ToolStore) -> None:
     looked back on nothing and calls() found none in a reply that had one. It reads as one call without a call id,
     from the SDK's own ChatCompletion as from the dicts its params types accept; a list of it alone is told to be
     Chat Completions; in a list read as another dialect it is refused by name, as tool_calls are, and one without a
-    name is refused naming the field. A session does not log it (no call id to record it once by)."""
+    name is refused naming the field. A session logs it once, under an id made from its turn."""
     SHAPES["openai-chat"][1].validate_python(LEGACY)
     conv = read_messages(LEGACY[:2])
     assert conv.dialect == "openai-chat"
@@ -275,7 +275,9 @@ def test_a_legacy_function_call_is_read_as_a_call(fs: ToolStore) -> None:
     routed = fs.route(messages=messages, k=5, weights={"recent": 1.0})
     assert routed.query == "sort it by line" and {r.tool.id: r.signals.recent for r in routed}["fs.find"] == 1
     assert ts_openai.route_messages(fs, messages, session="legacy", k=3).unresolved == []
-    assert fs.session_log("legacy") == []
+    assert ts_openai.route_messages(fs, messages, session="legacy", k=3).unresolved == []
+    [logged] = fs.session_log("legacy")
+    assert logged.tool_id == "fs.find" and (logged.call_id or "").startswith("function_call:")
     said = r"^messages\[1\] has function_call, which only openai-chat messages have, but dialect='anthropic' was given"
     with pytest.raises(InvalidInputError, match=said):
         read_messages(LEGACY, "anthropic")

@@ -2,6 +2,8 @@
 calls the model made in the session log, and map the calls back to tools (annotations evaluated, as in ``_models``).
 Shared by the SDK adapters in ``toolstore.integrations``; message reading itself is ``_messages``."""
 
+import hashlib
+import json
 from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -126,17 +128,42 @@ def _messages_steps(
     (``record_new_calls``), then the route (``route_checked``)."""
     unresolved: list[str] = []
     if session is not None and (conv := call.conversation) is not None:
-        ids, pending = _offered_ids(conv, offered)
+        made = logged_calls(conv)
+        ids, pending = _offered_ids(made, offered)
         if pending:
             names, spaces = [c.name for _, c in pending], [c.namespace for _, c in pending]
             _fill(ids, pending, (yield lambda store: store.resolve_calls(names, namespaces=spaces)))
-        call_ids = [c.id for c in conv.tool_calls if c.id]
+        call_ids = [c.id for c in made if c.id]
         if call_ids:  # only those new to the session: it has seen the others (maybe under another offer)
-            calls = _session_calls(conv, ids)
+            calls = _session_calls(made, conv.failed, ids)
             new = yield lambda store: store.record_new_calls(session, call_ids, calls)
-            unresolved = _unresolved(conv, ids, new)
+            unresolved = _unresolved(made, ids, new)
     result = yield lambda store: store.route_checked(call)
     return replace(result, unresolved=unresolved) if unresolved else result
+
+
+def logged_calls(conv: Conversation) -> list[ToolCall]:
+    """The calls of ``conv`` as a session logs them: each under its call id, and one without (Chat Completions' legacy
+    ``function_call``) under an id made from its turn, the same at every step that passes the turn again, whole or
+    cut to its last turns: the turn's request, the call's name and arguments, and its place among the turn's calls of
+    that name and arguments (so a call made twice in a turn is two calls)."""
+    turn_of = {id(c): t.request for t in conv.turns for c in t.tool_calls}
+    like: dict[str, int] = {}
+    made: list[ToolCall] = []
+    for call in conv.tool_calls:
+        if call.id:
+            made.append(call)
+            continue
+        what = [turn_of.get(id(call)), call.name, call.namespace, call.arguments]
+        key = json.dumps(what, sort_keys=True, ensure_ascii=False, default=repr)
+        like[key] = place = like.get(key, 0) + 1
+        digest = hashlib.sha256(f"{place}\n{key}".encode("utf-8", "surrogatepass")).hexdigest()
+        made.append(replace(call, id=f"{LEGACY_CALL_ID}{digest[:32]}"))
+    return made
+
+
+#: How the id a session logs a call without a call id under (see :func:`logged_calls`) begins.
+LEGACY_CALL_ID = "function_call:"
 
 
 def _offered(offered: RouteResult | None, call: ToolCall) -> str | None:
@@ -149,12 +176,12 @@ def _offered(offered: RouteResult | None, call: ToolCall) -> str | None:
 
 
 def _offered_ids(
-    conv: Conversation, offered: RouteResult | None
+    made: Sequence[ToolCall], offered: RouteResult | None
 ) -> tuple[list[str | None], list[tuple[int, ToolCall]]]:
-    """The tool id of each call of ``conv`` among the offered tools (None: not there, or no call id), and the calls with
+    """The tool id of each call ``made`` among the offered tools (None: not there, or no call id), and the calls with
     a call id left to resolve across the catalog, with their positions (filled in by :func:`_fill`)."""
-    ids = [_offered(offered, c) if c.id else None for c in conv.tool_calls]
-    return ids, [(i, c) for i, c in enumerate(conv.tool_calls) if c.id and ids[i] is None]
+    ids = [_offered(offered, c) if c.id else None for c in made]
+    return ids, [(i, c) for i, c in enumerate(made) if c.id and ids[i] is None]
 
 
 def _fill(ids: list[str | None], pending: Sequence[tuple[int, ToolCall]], found: Sequence[str | None]) -> None:
@@ -163,16 +190,14 @@ def _fill(ids: list[str | None], pending: Sequence[tuple[int, ToolCall]], found:
         ids[i] = tool_id
 
 
-def _unresolved(conv: Conversation, ids: Sequence[str | None], new: Collection[str]) -> list[str]:
+def _unresolved(made: Sequence[ToolCall], ids: Sequence[str | None], new: Collection[str]) -> list[str]:
     """The names of the calls new to the session (their call ids: ``new``) that resolved to no tool."""
     fresh = set(new)
-    return list(dict.fromkeys(c.qualified_name for c, i in zip(conv.tool_calls, ids) if i is None and c.id in fresh))
+    return list(dict.fromkeys(c.qualified_name for c, i in zip(made, ids) if i is None and c.id in fresh))
 
 
-def _session_calls(conv: Conversation, ids: Sequence[str | None]) -> list[SessionCall]:
-    return [
-        SessionCall(i, ok=c.id not in conv.failed, call_id=c.id) for c, i in zip(conv.tool_calls, ids) if i is not None
-    ]
+def _session_calls(made: Sequence[ToolCall], failed: Collection[str], ids: Sequence[str | None]) -> list[SessionCall]:
+    return [SessionCall(i, ok=c.id not in failed, call_id=c.id) for c, i in zip(made, ids) if i is not None]
 
 
 def check_unknown(unknown: object) -> bool:

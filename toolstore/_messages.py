@@ -6,7 +6,7 @@ of them has (Responses items without a role, such as ``function_call``, ``custom
 ``tool_use`` blocks; ``tool_calls`` / ``role: tool``, and Chat Completions' legacy ``function_call`` / ``role:
 function``); plain text conversations read the same in all three. Calls of custom tools (free-form input instead of
 JSON arguments) are read in both OpenAI dialects; an assistant message's legacy ``function_call`` is read as one call
-without a call id. Annotations are evaluated
+without a call id (a session logs it under one made from its turn: ``_agents.logged_calls``). Annotations are evaluated
 (see ``_models``).
 
 A turn starts at a user message that holds text (a message of only tool results is no request) and runs to the next
@@ -321,7 +321,8 @@ def _read(item: dict[str, Any], index: int, dialect: str, failed: set[str]) -> t
 
 def _function_call(call: object, where: str, index: int) -> ToolCall:
     """An assistant message's legacy ``function_call`` (``{"name", "arguments"}``, answered by a ``function`` message
-    naming it) as a call: it has no call id, so a session log does not record it (see ``_agents``)."""
+    naming it) as a call: it has no call id (a session logs it under one made from its turn:
+    ``_agents.logged_calls``)."""
     if not isinstance(call, Mapping):
         raise InvalidInputError(f"{where}.function_call: expected an object, got {type(call).__name__}")
     name = _string(call, "name", f"{where}.function_call")
