@@ -92,8 +92,13 @@ def test_call_tool_takes_arguments_written_as_a_json_string_and_names_the_tool_w
         ),
         ('{"a": ' * 150 + "1" + "}" * 150, "a string that cannot be read: nested deeper than 100 levels"),
         ('{"a": ' * 5000 + "1" + "}" * 5000, "a string that cannot be read: nested deeper than 100 levels"),
+        (  # json's own 'Invalid control character at' was followed by 'at line 1 ...': 'at at'
+            '{"city": "Oslo\n"}',
+            "a string that is not JSON (a control character inside a string (a raw tab or line break: write it as "
+            "\\t or \\n) at line 1 column 15",
+        ),
     ],
-    ids=["trailing comma", "nested 150 deep", "nested 5,000 deep"],
+    ids=["trailing comma", "nested 150 deep", "nested 5,000 deep", "raw line break"],
 )
 def test_arguments_written_as_a_json_string_are_read_the_same_on_every_python(sent: str, said: str) -> None:
     """A trailing comma was 'Expecting property name enclosed in double quotes' (at the brace) before Python 3.13;

@@ -184,13 +184,13 @@ def read_json(
         return parse_json(text)
     except json.JSONDecodeError as exc:  # its position is in ``text``: a line of the file when ``line`` is given
         at = f"line {exc.lineno if line is None else line}, column {exc.colno}"
-        raise error(f"{name} {at}: invalid JSON: {_decode_problem(exc.msg)}") from None
+        raise error(f"{name} {at}: invalid JSON: {decode_problem(exc.msg)}") from None
     except ValueError as exc:
         where = f"{name} line {line}" if line is not None else name
         raise error(f"{where}: invalid JSON: {exc}") from None
 
 
-def _decode_problem(message: str) -> str:
+def decode_problem(message: str) -> str:
     """The json module's ``message`` as an error line ends: without the ``at`` it ends some with (``Invalid control
     character at``, the position appended after it by json, given here as the line and column before it), a raw
     control character said as what it most often is."""

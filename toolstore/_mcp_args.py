@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from ._errors import InvalidInputError
-from ._input import parse_json
+from ._input import decode_problem, parse_json
 
 #: ``call_tool``'s ``arguments`` as its clients are told: a JSON object, or null for none.
 ARGUMENTS_SCHEMA = {"anyOf": [{"type": "object", "additionalProperties": True}, {"type": "null"}]}
@@ -114,9 +114,9 @@ def call_arguments(name: str, sent: object) -> dict[str, Any]:
         try:
             value = parse_json(sent, allow_nan=True)
         except json.JSONDecodeError as exc:
-            shown = f"{sent[:60]!r}{'...' if len(sent) > 60 else ''}"
+            shown, problem = f"{sent[:60]!r}{'...' if len(sent) > 60 else ''}", decode_problem(exc.msg)
             raise InvalidInputError(
-                f"arguments of tool {name!r:.80} are a string that is not JSON ({exc.msg} at line {exc.lineno} "
+                f"arguments of tool {name!r:.80} are a string that is not JSON ({problem} at line {exc.lineno} "
                 f"column {exc.colno} of {shown}): send a JSON object"
             ) from None
         except ValueError as exc:  # nested deeper than MAX_DOCUMENT_DEPTH, on every Python; an integer too long
