@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -588,3 +590,30 @@ def test_only_the_owner_records_how_the_gateway_reaches_an_upstream(dsn: str, ro
         assert [t.id for t in writer.tools()] == ["weather.forecast"]
         sync_listing(writer, McpListing("docs", [tool]))  # no upstream to record: its tools only
         assert [t.id for t in writer.tools()] == ["docs.forecast", "weather.forecast"]
+
+
+def test_revoking_from_a_role_that_does_not_exist_says_so_and_changes_nothing(dsn: str, roles: dict[str, str]) -> None:
+    """``toolstore revoke ROLE`` of a role that does not exist said 'no database role named ... (create it first:
+    CREATE ROLE ... LOGIN)': advice to create a role only to take its grant away. It says the role does not exist and
+    has no grant, names it, exit 1, and the grants are as they were (a dropped role's leftover grant is listed, and
+    revoked: nothing else can remove it)."""
+    with store_as(dsn, "alpha") as alpha:
+        alpha.upsert(generated_tools(5))
+        alpha.grant(roles["reader_name"])
+        before = alpha.grants()
+    command = [sys.executable, "-m", "toolstore", "--dsn", dsn, "-c", "alpha"]
+    for tenant in ([], ["--tenant"]):
+        done = subprocess.run([*command, "revoke", "no_such_role_here", *tenant], capture_output=True, text=True)
+        assert done.returncode == 1, done
+        assert done.stderr.strip() == "error: no database role named 'no_such_role_here': it has no grant to revoke"
+    with store_as(dsn, "alpha") as alpha:
+        assert alpha.grants() == before
+        with pytest.raises(InvalidInputError, match="no database role named 'gone_role'.*no grant to revoke"):
+            alpha.revoke("gone_role")
+        with alpha.connection() as conn:  # a grant whose role was dropped since (DROP OWNED BY, then DROP ROLE)
+            conn.execute(
+                "insert into catalog_grants (catalog_id, role, can_write) select id, 'gone_role', false "
+                "from catalogs where name = 'alpha'"
+            )
+        assert alpha.revoke("gone_role") is True
+        assert alpha.grants() == before

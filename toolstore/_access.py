@@ -30,9 +30,13 @@ def check_role(role: object) -> str:
     return check_text(role, "role", max_chars=MAX_ROLE_CHARS)
 
 
+def _exists(conn: psycopg.Connection[Any], role: str) -> bool:
+    return conn.execute(query("role_exists"), {"role": role}).fetchone() is not None
+
+
 def _role(conn: psycopg.Connection[Any], role: str) -> str:
     check_role(role)
-    if conn.execute(query("role_exists"), {"role": role}).fetchone() is None:
+    if not _exists(conn, role):
         raise InvalidInputError(f"no database role named {role!r} (create it first: CREATE ROLE ... LOGIN)")
     if conn.execute(query("owns_tables"), {"role": role}).fetchone()[0]:  # type: ignore[index]
         raise InvalidInputError(
@@ -56,16 +60,23 @@ def grant(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role:
 
 
 def revoke(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role: str) -> bool:
-    """Take ``catalog`` (None: the tenant role) away from ``role``; False when there was no such grant."""
+    """Take ``catalog`` (None: the tenant role) away from ``role``; False when there was no such grant. A role that
+    does not exist is an InvalidInputError naming it, nothing changed, unless a grant of it is left from before it was
+    dropped: that is revoked (it has no privileges left to take)."""
     with conn.transaction():
         privileges_lock(conn)
-        role = _role(conn, role)
+        exists = _exists(conn, check_role(role))
+        if exists:
+            _role(conn, role)
         if catalog is None:
             gone = conn.execute(query("revoke_tenant"), {"role": role}).fetchone()
         else:
             info = lock_catalog(conn, catalog)
             gone = conn.execute(query("revoke_catalog"), {"catalog": info.id, "role": role}).fetchone()
-        set_privileges(conn, schema, role)
+        if not exists and gone is None:  # raised inside the transaction: nothing is changed
+            raise InvalidInputError(f"no database role named {role!r}: it has no grant to revoke")
+        if exists:
+            set_privileges(conn, schema, role)
     return gone is not None
 
 
