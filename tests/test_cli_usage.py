@@ -510,3 +510,23 @@ def test_an_anchor_refused_without_the_database_is_a_usage_error(
     code, err = run(monkeypatch, capsys, "--dsn", NOWHERE, "anchors", "add", *args)
     assert code == 2, err
     said_once(err, f"{said} (see toolstore anchors add --help)")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--dsn", NOWHERE, "route", "ping the team", "--format", "table", "--json"),
+        ("--dsn", NOWHERE, "--json", "route", "ping the team", "--format", "table"),
+    ],
+    ids=["after", "before the command"],
+)
+def test_route_format_table_with_json_is_a_usage_error_naming_both(
+    args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`route --format table --json` printed a table, the --json (\"always print JSON\") dropped without a word, so a
+    script that parses the output broke on a terminal only. The two ask for two outputs: a usage error naming both,
+    exit 2, before anything is opened, as other commands' options that contradict each other are. (--json with a
+    --format of tool definitions, which are JSON, stays what it was.)"""
+    code, err = run(monkeypatch, capsys, *args)
+    assert code == 2, err
+    said_once(err, "--format table prints a table and --json JSON: give one of them (see toolstore route --help)")

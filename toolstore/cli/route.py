@@ -18,7 +18,7 @@ from .._models import JSON_VERSION
 from .._result import RouteResult, routed_json
 from .._route import check_route
 from .._textfile import read_text_file
-from .app import ROUTE_FORMATS, command, counted, open_store, wants_json, width
+from .app import ROUTE_FORMATS, command, counted, open_store, options, wants_json, width
 from .params import Argument, Number, Readable, ReadFile, checked
 
 _WEIGHTS = "--weights"
@@ -235,6 +235,8 @@ def route(
         raise click.UsageError("give a REQUEST or --messages FILE")
     if seed is not None and not explore:
         raise click.UsageError("--seed is the draw's seed: it needs --explore")
+    if fmt == "table" and options(ctx)["json"]:
+        raise click.UsageError("--format table prints a table and --json JSON: give one of them")
     messages = read_messages_file(messages_file, request, turns) if messages_file else None
     with open_store(ctx, create=False) as store:
         result = store.route(
