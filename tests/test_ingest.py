@@ -1198,3 +1198,27 @@ def test_export_round_trip(dsn: str, fmt: str) -> None:
         with ToolStore(dsn, embedder=HashingEmbedder(64), catalog=f"copy-{fmt}") as copy:
             copy.upsert(parse_tools(exported))
             assert strip(copy.tools()) == strip(source.tools())
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"max_tools": -1}, "max_tools must be None or an integer from 0 up, got -1"),
+        ({"max_tools": 2.5}, "max_tools must be None or an integer from 0 up, got 2.5"),
+        ({"batch_size": 0}, "batch_size must be an integer from 1 up, got 0"),
+        ({"concurrency": 0}, "concurrency must be an integer from 1 up, got 0"),
+        ({"concurrency": "4"}, "concurrency must be an integer from 1 up, got '4'"),
+        ({"concurrency": True}, "concurrency must be an integer from 1 up, got True"),
+    ],
+)
+def test_expand_refuses_counts_out_of_range_naming_them_before_anything_is_written(
+    store: ToolStore, options: dict[str, Any], said: str
+) -> None:
+    """expand() took max_tools=-1 as 0, batch_size=0 and concurrency=0 as 1 without a word (the CLI's options refuse
+    them), and concurrency='4' ended in a TypeError out of max(); each is an InvalidInputError naming the parameter and
+    its range, before anything is read or written."""
+    store.upsert(CATALOG)
+    before = [t.expansion for t in store.tools()]
+    with pytest.raises(InvalidInputError, match=f"^{re.escape(said)}$"):
+        expand(store, offline=True, progress=False, **options)
+    assert [t.expansion for t in store.tools()] == before

@@ -33,7 +33,7 @@ import psycopg
 from tqdm import tqdm
 
 from ._catalog import upsert_tools
-from ._errors import InvalidToolError
+from ._errors import InvalidInputError, InvalidToolError
 from ._models import CatalogInfo, Tool
 from ._observe import logger
 from ._phrases import (
@@ -154,6 +154,10 @@ def expand(
     count as ``remaining`` and still get fresh offline phrases. ``force`` regenerates everything, hand-written
     expansions included. Model calls run ``concurrency`` at a time; every ``batch_size`` tools are committed.
     """
+    if max_tools is not None:
+        _check_count(max_tools, "max_tools", 0, none=True)
+    _check_count(batch_size, "batch_size", 1)
+    _check_count(concurrency, "concurrency", 1)
     if not offline and client is None and (max_tools is None or max_tools > 0):  # max_tools 0: no call, no key
         client = make_client()
     info = store.info()
@@ -178,11 +182,11 @@ def expand(
             need.append(tool)
         else:
             refresh.append((tool, _offline_refresh(tool, intents)))
-    if max_tools is not None and len(need) > max(max_tools, 0):
+    if max_tools is not None and len(need) > max_tools:
         # over the cap: offline refresh only, the LLM record stays as it was (so the next run still asks)
-        refresh += [(tool, _offline_refresh(tool, intents)) for tool in need[max(max_tools, 0) :]]
-        report.remaining = len(need) - max(max_tools, 0)
-        need = need[: max(max_tools, 0)]
+        refresh += [(tool, _offline_refresh(tool, intents)) for tool in need[max_tools:]]
+        report.remaining = len(need) - max_tools
+        need = need[:max_tools]
     changed = [(hashes[old.id], new) for old, new in refresh if new.content_hash() != old.content_hash()]
     report.unchanged = len(refresh) - len(changed)
     for batch in _chunks(changed, WRITE_BATCH):
@@ -190,6 +194,14 @@ def expand(
     if need:
         _expand_with_model(store, client, model, need, hashes, intents, report, batch_size, concurrency, progress)
     return report
+
+
+def _check_count(value: object, name: str, least: int, *, none: bool = False) -> None:
+    """InvalidInputError naming ``name`` unless ``value`` is an integer from ``least`` up (``none``: None is taken)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidInputError(
+            f"{name} must be {'None or ' if none else ''}an integer from {least} up, got {value!r:.80}"
+        )
 
 
 def _expand_with_model(
@@ -208,9 +220,9 @@ def _expand_with_model(
     show = sys.stderr.isatty() if progress is None else progress
     with (
         tqdm(total=len(need), desc="expand", unit="tool", disable=not show) as bar,
-        ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
+        ThreadPoolExecutor(max_workers=concurrency) as pool,
     ):
-        for batch in _chunks(need, max(1, batch_size)):
+        for batch in _chunks(need, batch_size):
             results = list(pool.map(lambda t: llm_phrases(client, model, t), batch))
             pairs = []
             for tool, llm in zip(batch, results):
