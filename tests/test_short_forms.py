@@ -20,6 +20,7 @@ from toolstore.cli.demo import DEMO_CATALOG, load_demo
         ("new jira ticket", "create"),
         ("New folder in drive", "create"),
         ("page the oncall", "on-call"),
+        ("read the README", "repository file"),
     ],
 )
 def test_a_request_gets_the_words_of_its_short_forms(request_: str, words: str) -> None:
@@ -78,3 +79,14 @@ def test_the_oncall_is_the_on_call_the_tools_spell(dsn: str) -> None:
         load_demo(store)
         for request in ("page the oncall", "page the oncalls", "page the on-call"):
             assert store.route(request, k=3).ids[2] == "pagerduty.create_incident", request  # after the always-on two
+
+
+def test_the_readme_is_a_repository_file(dsn: str) -> None:
+    """ "read the README" put the demo's notion.get_page first and github.get_file_contents sixth (ranked first by
+    dense): "readme" (lexeme ``readm``) is in no tool's documents, so the lexical signals saw only "read", which the
+    page readers' short titles hold ("Read Notion page"). The request's lexical text says what a README is, a
+    repository's file: get_file_contents comes first, as for "read the README file of the repo"."""
+    with ToolStore(dsn, embedder=LocalEmbedder(), catalog=DEMO_CATALOG) as store:
+        load_demo(store)
+        for request in ("read the README", "what does the README say", "readme"):
+            assert store.route(request, k=3).ids[2] == "github.get_file_contents", request  # after the always-on two

@@ -117,7 +117,8 @@ def query_identifiers(query: str) -> list[str]:
 #: Short forms people type in requests and their words, which tool documents spell out: a request's lexical text
 #: gets the words too (never the tool documents, so every catalog, imported before or after, gains the same). Each is
 #: a word of its own in a request; a plural is the form with an ``s``. A word typed closed that tools hyphenate is one
-#: too (``oncall``: PostgreSQL reads "on-call" as ``on-cal`` and ``call``, never ``oncal``).
+#: too (``oncall``: PostgreSQL reads "on-call" as ``on-cal`` and ``call``, never ``oncal``), and so is a file people
+#: name that no tool does (``readme``, stemmed ``readm``, which "read" is not: a repository's file).
 SHORT_FORMS: dict[str, str] = {
     "dm": "direct message",
     "pr": "pull request",
@@ -142,6 +143,7 @@ SHORT_FORMS: dict[str, str] = {
     "k8s": "kubernetes",
     "doc": "document",
     "oncall": "on-call",
+    "readme": "repository file",
 }
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 #: A request that starts with one of these names the thing to make ("new jira ticket"): its lexical text gets
