@@ -159,8 +159,10 @@ def test_a_client_killed_with_sigkill_does_not_keep_the_server_running(home: Pat
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert server_running(home / "pgdata")
+    # The timeout only bounds a hang: this cold run (imports, 29 migrations, the stop's checkpoint) took 8-58 s on 2
+    # loaded cores and once passed 120 s in a full suite on Python 3.13, a slow machine failing a working command.
     done = subprocess.run(
-        [sys.executable, "-m", "toolstore", "catalogs"], env=env_for(home), capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "toolstore", "catalogs"], env=env_for(home), capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
     deadline = time.monotonic() + 30
