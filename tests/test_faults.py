@@ -152,10 +152,11 @@ def test_a_call_that_waited_while_the_server_went_down_does_not_say_the_pool_is_
     """A call waited for the pool's one connection while another held it, and the server went down meanwhile: the
     connection came back lost, and the call that got none said 'the pool's connections (pool_size=1) are all in use'
     (raise pool_size, it read), as if the server answered. A lost connection that comes back shows no server that
-    answers: the call says 'is the server up?'."""
+    answers: the call says 'is the server up?'. The waiter's timeout is counted from before the server's stop, which
+    it must outlast (the connection is given back only after it): an immediate stop, and 10 s for a loaded machine."""
     with private_server() as server:
         dsn = migrated_dsn(server)
-        with ToolStore(dsn, embedder=None, catalog="r", timeout=TIMEOUT, pool_size=1) as store:
+        with ToolStore(dsn, embedder=None, catalog="r", timeout=10, pool_size=1) as store:
             store.upsert(generated_tools(5))
             failures: list[BaseException] = []
 
@@ -170,7 +171,7 @@ def test_a_call_that_waited_while_the_server_went_down_does_not_say_the_pool_is_
                 thread.start()
                 while not store._db.pool.get_stats().get("requests_queued"):  # the waiter waits for the connection
                     time.sleep(0.05)
-                stop(server)
+                stop(server, mode="immediate")
                 conn.execute("select 1")
             thread.join()
     (failure,) = failures
