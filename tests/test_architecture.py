@@ -55,6 +55,7 @@ LAYERS: list[set[str]] = [
         "_embedded",
         "_dsn",
         "_backends",
+        "_deadline",
         "_lending",
         "_commits",
         "_encoding",

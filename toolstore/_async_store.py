@@ -34,7 +34,7 @@ from ._input import check_catalog_name, flag, given_dsn, listed
 from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import ImportReport, IntentExample, Tool
 from ._reads import AsyncReadMethods
-from ._replicas import AsyncReplicas, Written, replica_dsns
+from ._replicas import AsyncReplicas, Written, answer_within, replica_dsns
 from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
@@ -143,7 +143,10 @@ class AsyncToolStore(AsyncReadMethods, AsyncAnchorMethods, AsyncSessionMethods, 
             options.update(transaction_pooling=self.transaction_pooling, configure=self._configure)
             db = await AsyncConnector.open(self.dsn, max_size=self._pool_size, **options)
             try:
-                self._replicas = await AsyncReplicas.open(self._read_dsns, max_size=self._pool_size, **options)
+                within = answer_within(self._timeout, self._timeout_ms)
+                self._replicas = await AsyncReplicas.open(
+                    self._read_dsns, max_size=self._pool_size, answer_within=within, **options
+                )
             except BaseException:
                 await db.close()
                 raise

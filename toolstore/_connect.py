@@ -20,6 +20,7 @@ from psycopg_pool import PoolTimeout
 
 from ._backends import UNDEFINED, Backends, session_lost, session_lost_async
 from ._commits import Commits, WatchedConnection, do_again
+from ._deadline import bounded_class
 from ._dsn import check_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, UnknownCatalogError, first_line
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
@@ -169,6 +170,7 @@ class Connector(_Pooled):
         transaction_pooling: bool = False,
         configure: Configure | None = None,
         name: str | None = None,
+        answer_within: float | None = None,
     ) -> None:
         ended = threading.Event()
         super().__init__(schema, check_timeout(timeout), Setup(ended), Backends())
@@ -190,6 +192,8 @@ class Connector(_Pooled):
 
         args = pool_args(dsn, min_size, max_size, self.timeout, set_up_connection, transaction_pooling)
         watched = PooledConnection if transaction_pooling else WatchedConnection
+        if answer_within is not None:  # a read replica's: each wait for the server bounded (``_deadline``)
+            watched = bounded_class(watched, answer_within)
         self.pool = CountedPool(connection_class=watched, name=name, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open()
@@ -283,6 +287,7 @@ class AsyncConnector(_Pooled):
         transaction_pooling: bool = False,
         configure: AsyncConfigure | None = None,
         name: str | None = None,
+        answer_within: float | None = None,
     ) -> AsyncConnector:
         """``wait=False``: the pool connects in the background; until it has, a call waits up to ``timeout``."""
         timeout = check_timeout(timeout)
@@ -307,6 +312,8 @@ class AsyncConnector(_Pooled):
 
         args = pool_args(dsn, min_size, max_size, timeout, set_up_connection, transaction_pooling)
         connection = AsyncPooledConnection if transaction_pooling else psycopg.AsyncConnection
+        if answer_within is not None:
+            connection = bounded_class(connection, answer_within)
         pool = AsyncCountedPool(connection_class=connection, name=name, **args)
         try:  # as Connector's
             await pool.open()

@@ -21,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTi
 from psycopg_pool.pool import MaintenanceTask
 from psycopg_pool.pool_async import MaintenanceTask as AsyncMaintenanceTask
 
+from ._deadline import Unanswered
 from ._dsn import dsn_place
 from ._errors import DatabaseError, StoreClosedError, first_line
 from ._outages import connected, failed, loud_pool, quiet_pool, retired
@@ -318,8 +319,9 @@ class Setup:
 def connection_lost(exc: BaseException) -> bool:
     """True for errors that mean the connection is gone (server stopped, restarted, network), not the statement. The
     pool's own errors (no connection within the timeout, closed) are OperationalErrors without a SQLSTATE too, but
-    nothing was lost: another try would only wait again."""
-    if isinstance(exc, (PoolTimeout, PoolClosed)):
+    nothing was lost: another try would only wait again; nor after a statement's answer was given up
+    (``_deadline.Unanswered``: the server does not answer, which a fresh connection would wait for again)."""
+    if isinstance(exc, (PoolTimeout, PoolClosed, Unanswered)):
         return False
     return isinstance(exc, _LOST) or (isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None)
 
@@ -331,8 +333,13 @@ def unreachable(exc: BaseException) -> bool:
     could not open one (refused, no such host, a server not accepting connections). A pool that had a connection in
     use meanwhile (:class:`PoolBusy`, from the :class:`Lending` count of both connectors; psycopg_pool's
     PoolTimeout chains no error, and its ``pool_size`` stat counts connections still being attempted) is only busy:
-    the server answers, and a later call may find a connection free."""
-    return (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy)) or connection_lost(exc)
+    the server answers, and a later call may find a connection free. A statement whose answer was given up
+    (``_deadline.Unanswered``: a server that accepted the connection and stopped answering) is unreachable too."""
+    return (
+        (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy))
+        or connection_lost(exc)
+        or (isinstance(exc, Unanswered))
+    )
 
 
 #: What a call waiting for a connection (or about to ask for one) when its store's close() closed the pool raises.

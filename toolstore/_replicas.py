@@ -52,6 +52,14 @@ CONNECT_WAIT = 1.0
 ReplicaState = Literal["holds", "failing", "connecting", "stalled"]
 
 
+def answer_within(timeout: float, statement_timeout_ms: int) -> float:
+    """Seconds a read replica's connection waits for each answer of the server (``_deadline``: a replica that accepted
+    the connection and stopped answering), then the read is handed on and the replica left out: the store's
+    ``timeout``, or its ``statement_timeout`` when longer (a route's statement may run that long by the caller's
+    choice, and the server ends it then)."""
+    return max(timeout, statement_timeout_ms / 1000)
+
+
 def replica_names(dsns: Sequence[str]) -> list[str]:
     """How warnings name each replica: its place in ``read_dsn`` and the host (or hostaddr), port and dbname its DSN
     gives (a URL or key=value, as libpq parses it; never the password), e.g. ``read replica 2 (host=db2 port=5433

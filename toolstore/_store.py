@@ -30,7 +30,7 @@ from ._migrate import DEFAULT_SCHEMA, check_schema_name, ensure_schema
 from ._models import ImportReport, IntentExample, Tool
 from ._observe import logger, span
 from ._reads import ReadMethods
-from ._replicas import Replicas, Written, replica_dsns
+from ._replicas import Replicas, Written, answer_within, replica_dsns
 from ._request import RouteCall
 from ._result import RouteResult
 from ._route import check_calls, check_options, check_route, route_method
@@ -78,7 +78,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods, CatalogMethods):
     that resolve(), get() or tools(ids) asks for, or one a call in route()'s messages or resolve_calls() names, unless
     it streams from the primary and has replayed all it received and this store's last write of tools), hands the read
     to the next replica and finally to the primary (one whose pool fails to connect is left out, no read waiting for
-    it, until its pool connects; one that gave no connection within ``timeout`` for 10 s; a warning names it by host,
+    it, until its pool connects; one that gave no connection within ``timeout``, or no answer to a statement within
+    ``timeout`` (``statement_timeout`` when longer), for 10 s; a warning names it by host,
     port and dbname; one whose pool is busy is asked after the free ones and not left out; the store opens while a
     replica is down); otherwise a read may lag the primary by the replica's replay delay.
     ``transaction_pooling``: ``dsn`` (and ``read_dsn``) is a pooler in PgBouncer's ``pool_mode = transaction``; without
@@ -127,7 +128,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods, CatalogMethods):
         def connect() -> tuple[Connector, Replicas]:
             db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
             try:
-                return db, Replicas(read_dsns, schema=self.schema, tenant=catalog, **pool_options)
+                within = answer_within(timeout, self._timeout_ms)
+                return db, Replicas(read_dsns, schema=self.schema, tenant=catalog, answer_within=within, **pool_options)
             except BaseException:
                 db.close()
                 raise
