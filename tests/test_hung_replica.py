@@ -118,3 +118,33 @@ def test_a_replica_that_never_answers_costs_one_bounded_wait_then_is_skipped(
     assert second <= 2 * _LOOK, waits  # no wait: before, TIMEOUT again
     left_out = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
     assert left_out and f"no database connection within {CONNECT_WAIT:g} s" in left_out[0], left_out
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_closing_a_store_does_not_wait_for_its_replicas_pending_attempt_to_connect(
+    dsn: str, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """close() waited for each worker of a replica's pool busy in an attempt to connect to a server that accepts and
+    never answers, up to 5 s each (psycopg_pool's join), or until the attempt's connect timeout ended it (3 s here):
+    the store closes at once, the worker left to end its attempt by itself (a connection it makes then is closed, as
+    its pool is), and psycopg_pool's word that it could not stop that worker is said at DEBUG."""
+    with ToolStore(dsn, embedder=None, catalog="hung") as writer:
+        writer.upsert(generated_tools(5))
+    caplog.set_level(logging.WARNING)
+    with silent_server() as (read_dsn, _hang_up):
+        if kind == "sync":
+            store = ToolStore(dsn, embedder=None, catalog="hung", timeout=3, read_dsn=read_dsn)
+            name = store._replicas.connectors[0].pool.name
+            store.close()
+            working = [t.name for t in threading.enumerate() if t.name.startswith(f"{name}-worker-")]
+        else:
+
+            async def main() -> list[str]:
+                store = await AsyncToolStore(dsn, embedder=None, catalog="hung", timeout=3, read_dsn=read_dsn).open()
+                name = store._replicas.connectors[0].pool.name
+                await store.close()
+                return [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith(f"{name}-worker-")]
+
+            working = asyncio.run(main())
+        assert working, "close() waited for the attempt to connect to end"
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]

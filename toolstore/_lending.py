@@ -93,6 +93,13 @@ RECONNECT_WINDOW = 2.0
 IDLE_RETRY = 5.0
 
 
+#: Seconds a pool's close() waits for each of its workers (psycopg_pool's default: 5): an idle one stops at once, while
+#: one in an attempt to connect to a server that accepts and never answers would hold close() until the attempt's
+#: connect timeout (the store's ``timeout``) or those 5 s; it ends by itself (a connection it makes is closed, as its
+#: pool is), psycopg_pool's word that it could not stop it said at DEBUG (``_outages``).
+CLOSE_WAIT = 0.05
+
+
 class _KeptErrors:
     """A pool whose count of the connections it could not make (its ``connections_errors`` stat), which
     :meth:`Setup.current` compares, is kept whole when a caller's ``pop_stats()`` resets the pool's counters."""
@@ -132,7 +139,12 @@ class _Watched:
         self._ended, self._ended_lock = 0, threading.Lock()
         name: str = self.name  # type: ignore[attr-defined]
         quiet_pool(name)
-        self._retire = weakref.finalize(self, _retire, name, self.where, self._token)  # at close, else when collected
+        self._retire = weakref.finalize(self, _retire, name, self.where, self._token)  # when collected
+
+    def _retired(self) -> None:
+        """Closed: its failures no longer apply; its psycopg_pool warnings stay quiet until it is collected (a worker
+        not waited for, :data:`CLOSE_WAIT`, may still end an attempt to connect)."""
+        retired(self.where, self._token)
 
     def _attempted(self, exc: BaseException | None) -> None:
         """After an attempt to connect: ``exc`` None, or a failure after the connection was made (its setup's, which
@@ -140,6 +152,8 @@ class _Watched:
         an outage's attempt."""
         with self._ended_lock:
             self._ended += 1
+        if self.closed:  # type: ignore[attr-defined]  # an attempt that ended after close(): no news of the database
+            return
         if exc is not None and connection_lost(exc):
             failed(self.where, first_line(exc), self._token, lost=self._connected_once)
         else:
@@ -224,11 +238,11 @@ class CountedPool(_KeptErrors, _Watched, _Waited, ConnectionPool[Any]):
         elif not self.closed:
             self.schedule_task(_RetryLater(self), IDLE_RETRY)
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float = CLOSE_WAIT) -> None:
         try:
             super().close(timeout)
         finally:
-            self._retire()
+            self._retired()
 
 
 class AsyncCountedPool(_KeptErrors, _Watched, _Waited, AsyncConnectionPool[Any]):
@@ -258,11 +272,11 @@ class AsyncCountedPool(_KeptErrors, _Watched, _Waited, AsyncConnectionPool[Any])
         elif not self.closed:
             await self.schedule_task(_AsyncRetryLater(self), IDLE_RETRY)
 
-    async def close(self, timeout: float = 5.0) -> None:
+    async def close(self, timeout: float = CLOSE_WAIT) -> None:
         try:
             await super().close(timeout)
         finally:
-            self._retire()
+            self._retired()
 
 
 class Setup:

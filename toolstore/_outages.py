@@ -21,6 +21,16 @@ from ._observe import logger, pool_logger
 #: psycopg_pool's warnings that a failed attempt to connect and a reconnection given up log, as they read once
 #: formatted (3.2.0 formats the first itself, an f-string; later releases pass arguments), the pool's name quoted.
 _ATTEMPTS = re.compile(r"(?:error connecting in |reconnection attempt in pool )(?P<name>'[^']*'|\"[^\"]*\")")
+#: psycopg_pool's warning that its close() did not wait for a worker or its scheduler to end (``_lending.CLOSE_WAIT``),
+#: which it names after the pool.
+_UNSTOPPED = re.compile(r"couldn't stop (?:thread|task) ['\"](?P<name>.*)-(?:worker-\d+|scheduler)['\"] within ")
+
+
+def _pool_named(message: str) -> str | None:
+    """The pool a psycopg_pool warning of :data:`_ATTEMPTS` or :data:`_UNSTOPPED` names, else None."""
+    if (found := _ATTEMPTS.match(message)) is not None:
+        return found["name"][1:-1]
+    return found["name"] if (found := _UNSTOPPED.match(message)) is not None else None
 
 
 @dataclass
@@ -90,14 +100,15 @@ def down_reason(where: str) -> str | None:
 
 
 class _Quieter(logging.Filter):
-    """On the ``psycopg.pool`` logger: a warning of :data:`_ATTEMPTS` (matched as formatted) about a pool of
-    :func:`quiet_pool` goes to the logger's handlers at DEBUG (when the logger is enabled for it), not as a warning."""
+    """On the ``psycopg.pool`` logger: a warning of :data:`_ATTEMPTS` or :data:`_UNSTOPPED` (matched as formatted)
+    about a pool of :func:`quiet_pool` goes to the logger's handlers at DEBUG (when the logger is enabled for it), not
+    as a warning."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno <= logging.DEBUG:
             return True
-        found = _ATTEMPTS.match(record.getMessage())
-        if found is None or _quiet[found["name"][1:-1]] <= 0:
+        name = _pool_named(record.getMessage())
+        if name is None or _quiet[name] <= 0:
             return True
         if pool_logger.isEnabledFor(logging.DEBUG):
             quiet = logging.makeLogRecord(record.__dict__)
