@@ -63,6 +63,9 @@ class FreezingProxy:
     def freeze(self) -> None:
         self._flowing.clear()
 
+    def thaw(self) -> None:
+        self._flowing.set()
+
     def close(self) -> None:
         self._listener.close()
         for held in self._held:
@@ -163,3 +166,42 @@ def test_a_replica_that_froze_after_connecting_hands_the_read_to_the_primary(
     left_out = [r.getMessage() for r in caplog.records if " left out " in r.getMessage()]
     assert len(left_out) == 1 and left_out[0].startswith(f"read replica 1 (host=127.0.0.1 port={proxy.port}"), left_out
     assert f"no answer within {TIMEOUT:g} s" in left_out[0], left_out
+
+
+def test_a_replica_outage_is_one_warning_when_it_begins_and_one_when_it_ends(
+    replicated: tuple[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A replica's outage was said by every read that left it out, once every REPLICA_RETRY seconds (each read here:
+    0), and again by its pool's first failed attempt to connect ("cannot connect to the database ... calls meanwhile
+    fail", untrue of reads that go to the primary): it is said once, by the first read that leaves it out, and its end
+    once, when its pool connects again, as the primary's outage is."""
+    monkeypatch.setattr("toolstore._replicas.REPLICA_RETRY", 0.0)  # every read asks the replica again
+    dsn, socket_path = replicated
+    with ToolStore(dsn, embedder=None, catalog="outage") as writer:
+        writer.upsert(generated_tools(20, seed=32))
+    replayed(dsn, socket_path)
+    caplog.set_level(logging.WARNING, logger="toolstore")
+    with (
+        frozen_later(socket_path) as (read_dsn, proxy),
+        ToolStore(dsn, embedder=None, catalog="outage", read_dsn=read_dsn, timeout=TIMEOUT) as store,
+    ):
+        replica_pool = store._replicas.connectors[0].pool
+        assert len(store.route("send a message")) > 0
+        proxy.freeze()
+        failed = replica_pool.connect_errors()
+        while replica_pool.connect_errors() < failed + 2:  # reads left it out; its pool's attempts failed
+            assert len(answered(lambda: store.route("send a message"))) > 0
+        proxy.thaw()
+        deadline = time.monotonic() + HANG
+        while True:  # until a read is answered by the replica again
+            asked = requests(store.pool), requests(replica_pool)
+            assert len(store.route("send a message")) > 0
+            if (requests(store.pool), requests(replica_pool)) == (asked[0], asked[1] + 1):
+                break
+            assert time.monotonic() < deadline, "the replica was never read from again"
+            time.sleep(0.1)
+    warned = [r.getMessage() for r in caplog.records if r.name == "toolstore" and r.levelno >= logging.WARNING]
+    name = f"read replica 1 (host=127.0.0.1 port={proxy.port} dbname=postgres)"
+    assert len(warned) == 2, warned
+    assert warned[0].startswith(f"{name} left out for 0 s ") and "no answer within" in warned[0], warned
+    assert warned[1].startswith(f"{name}: connected again, "), warned

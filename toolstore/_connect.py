@@ -194,7 +194,7 @@ class Connector(_Pooled):
         watched = PooledConnection if transaction_pooling else WatchedConnection
         if answer_within is not None:  # a read replica's: each wait for the server bounded (``_deadline``)
             watched = bounded_class(watched, answer_within)
-        self.pool = CountedPool(connection_class=watched, name=name, **args)
+        self.pool = CountedPool(connection_class=watched, name=name, replica=answer_within is not None, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open()
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
@@ -314,7 +314,7 @@ class AsyncConnector(_Pooled):
         connection = AsyncPooledConnection if transaction_pooling else psycopg.AsyncConnection
         if answer_within is not None:
             connection = bounded_class(connection, answer_within)
-        pool = AsyncCountedPool(connection_class=connection, name=name, **args)
+        pool = AsyncCountedPool(connection_class=connection, name=name, replica=answer_within is not None, **args)
         try:  # as Connector's
             await pool.open()
             if wait:

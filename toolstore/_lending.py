@@ -24,7 +24,7 @@ from psycopg_pool.pool_async import MaintenanceTask as AsyncMaintenanceTask
 from ._deadline import Unanswered
 from ._dsn import dsn_place
 from ._errors import DatabaseError, StoreClosedError, first_line
-from ._outages import connected, failed, loud_pool, quiet_pool, retired
+from ._outages import connected, failed, left_out, loud_pool, quiet_pool, retired
 
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 #: Said with "permission denied" (or a row-level security violation): what a granted role may do on toolstore's tables.
@@ -131,7 +131,8 @@ class _Watched:
 
     _tokens = itertools.count()
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, replica: bool = False, **kwargs: Any) -> None:
+        self._replica = replica  # a read replica's: its outage said by the reads it sends elsewhere (``left_out``)
         super().__init__(*args, **kwargs)
         #: The place its outages are said for: a replica's name, else the primary's host, port and dbname.
         self.where = kwargs.get("name") or f"toolstore's database ({dsn_place(kwargs.get('conninfo') or '')})"
@@ -155,10 +156,14 @@ class _Watched:
         if self.closed:  # type: ignore[attr-defined]  # an attempt that ended after close(): no news of the database
             return
         if exc is not None and connection_lost(exc):
-            failed(self.where, first_line(exc), self._token, lost=self._connected_once)
+            failed(self.where, first_line(exc), self._token, lost=self._connected_once, replica=self._replica)
         else:
-            self._connected_once = True
-            connected(self.where)
+            again, self._connected_once = self._connected_once, True
+            connected(self.where, again)
+
+    def left_out(self) -> bool:
+        """A read replica's pool left out of reads: whether to say so as a warning (``_outages.left_out``)."""
+        return left_out(self.where, self._token)
 
     def attempts_ended(self) -> int:
         """How many of the pool's attempts to connect have ended (connected, or failed), since it was made."""

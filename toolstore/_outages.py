@@ -2,8 +2,9 @@
 first fails to connect again (:func:`failed`: an outage; later attempts, whatever their reason, at DEBUG), one when a
 pool connects again, saying how long after (:func:`connected`); every pool of the process that connects to the same
 place (a store's async pool and its writer's, several stores) shares them. A pool that never connected (a store's open
-that fails raises the error; a read replica down from the start is said by ``_replicas.Rotation``) is not said to be
-down, nor back. psycopg_pool's own warning for each attempt (about 2 a second while calls wait) and for each
+that fails raises the error) is not said to be down, nor back. A read replica's outage is said once by the first read
+that leaves it out (``_replicas.Rotation``, :func:`left_out`: what it means for reads), its pools' failures at DEBUG,
+and its end as any. psycopg_pool's own warning for each attempt (about 2 a second while calls wait) and for each
 reconnection it gives up are said at DEBUG instead, for the pools ``_lending`` makes (:func:`quiet_pool`), on the
 same ``psycopg.pool`` logger."""
 
@@ -47,14 +48,15 @@ _quiet: Counter[str] = Counter()  # the names of the pools whose psycopg_pool wa
 _lock = threading.Lock()  # held for a look and an update only, never across I/O or a log call
 
 
-def failed(where: str, reason: str, pool: int, *, lost: bool) -> None:
+def failed(where: str, reason: str, pool: int, *, lost: bool, replica: bool = False) -> None:
     """Pool ``pool`` could not connect to ``where`` (``reason``: the error's first line); ``lost``: it had connected
-    before. A warning when that begins an outage (none said yet), DEBUG otherwise."""
+    before. A warning when that begins an outage (none said yet), DEBUG otherwise, and always for a read replica's
+    pool (``replica``: its outage is said once by the reads it sends elsewhere, :func:`left_out`)."""
     with _lock:
         down = _down.setdefault(where, _Down(time.monotonic(), 0))
         down.attempts, down.reason = down.attempts + 1, reason
         down.pools.add(pool)
-        say = lost and not down.said
+        say = lost and not down.said and not replica
         down.said = down.said or say
     if not say:
         logger.debug("%s: cannot connect to the database (attempt %d): %s", where, down.attempts, reason)
@@ -67,15 +69,31 @@ def failed(where: str, reason: str, pool: int, *, lost: bool) -> None:
     )
 
 
-def connected(where: str) -> None:
-    """A pool connected to ``where``: a warning when a failure was said since, saying how long after."""
+def left_out(where: str, pool: int) -> bool:
+    """A read replica's pool ``pool`` (at ``where``) is left out of reads: whether that is news to say as a warning
+    (``_replicas.Rotation`` says it: none said yet for this outage); from now on it is said, so its pools' failures say
+    nothing more, and a pool connecting there says its end (:func:`connected`)."""
+    with _lock:
+        down = _down.setdefault(where, _Down(time.monotonic(), 0))
+        down.pools.add(pool)
+        news, down.said = not down.said, True
+    return news
+
+
+def connected(where: str, again: bool = True) -> None:
+    """A pool connected to ``where`` (``again``: it had connected before): a warning when a failure was said since,
+    saying how long after."""
     with _lock:
         down = _down.pop(where, None)
-    if down is not None and down.said:
+    if down is not None and down.said and not down.attempts:  # left out by a read (lost, unanswered), no attempt failed
+        seconds = time.monotonic() - down.since
+        logger.warning("%s: connected again, %.1f s after it was left out of reads", where, seconds)
+    elif down is not None and down.said:
         seconds = time.monotonic() - down.since
         logger.warning(
-            "%s: connected again, %.1f s after the first attempt that failed (%d attempts failed)",
+            "%s: connected%s, %.1f s after the first attempt that failed (%d attempts failed)",
             where,
+            " again" if again else "",
             seconds,
             down.attempts,
         )

@@ -189,11 +189,17 @@ class Rotation:
     those seconds when it gave none while it tried, else only while it fails (each read looks at it again, so it is
     read from as soon as its pool connects)."""
 
-    def __init__(self, n: int, *, names: Sequence[str] = (), clock: Callable[[], float] = time.monotonic) -> None:
-        self._n, self._clock = n, clock
+    def __init__(
+        self,
+        n: int,
+        *,
+        names: Sequence[str] = (),
+        clock: Callable[[], float] = time.monotonic,
+        news: Callable[[int], bool] = lambda replica: True,
+    ) -> None:
+        self._n, self._clock, self._news = n, clock, news  # news: whether a replica left out begins an outage to say
         self._turn, self._lock = -1, threading.Lock()
         self._down_until = [0.0] * n
-        self._said_until = [0.0] * n  # a replica left out is said once every REPLICA_RETRY seconds
         self.names = list(names) or [f"read replica {i + 1}" for i in range(n)]  # as warnings say them
 
     def order(self, busy: Callable[[int], bool] = lambda replica: False) -> Iterator[int]:
@@ -229,16 +235,13 @@ class Rotation:
     def leave_out(self, replica: int, why: object, *, failing: bool = False) -> None:
         """Leave ``replica`` out of reads for :data:`REPLICA_RETRY` seconds, or (``failing``: its pool's attempts to
         connect fail, which each read looks at without waiting) of this read only, warning with its name and ``why``
-        at most once every :data:`REPLICA_RETRY` seconds."""
-        now = self._clock()
+        once an outage (``news``: the drivers', ``_outages.left_out``; its end is said when its pool connects again),
+        at DEBUG after."""
         if not failing:
-            self._down_until[replica] = now + REPLICA_RETRY
-        if now >= self._said_until[replica]:
-            self._said_until[replica] = now + REPLICA_RETRY
-            out = "until its pool has a connection" if failing else f"for {REPLICA_RETRY:g} s"
-            logger.warning(
-                "%s left out %s (reads go to the next replica or the primary): %s", self.names[replica], out, why
-            )
+            self._down_until[replica] = self._clock() + REPLICA_RETRY
+        out = "until its pool has a connection" if failing else f"for {REPLICA_RETRY:g} s"
+        say = logger.warning if self._news(replica) else logger.debug
+        say("%s left out %s (reads go to the next replica or the primary): %s", self.names[replica], out, why)
 
 
 class Replicas:
@@ -248,7 +251,8 @@ class Replicas:
     def __init__(self, dsns: Sequence[str], **options: Any) -> None:
         self.connectors: list[Connector] = []
         names = replica_names(dsns)
-        self.rotation, self._stalls = Rotation(len(names), names=names), _Stalls(len(names))
+        self.rotation = Rotation(len(names), names=names, news=lambda i: self.connectors[i].pool.left_out())
+        self._stalls = _Stalls(len(names))
         try:
             for dsn, name in zip(dsns, names):
                 self.connectors.append(Connector(dsn, wait=False, name=name, **options))
@@ -288,7 +292,8 @@ class AsyncReplicas:
 
     def __init__(self, connectors: list[AsyncConnector], names: Sequence[str] = ()) -> None:
         self.connectors = connectors
-        self.rotation, self._stalls = Rotation(len(connectors), names=names), _Stalls(len(connectors))
+        self.rotation = Rotation(len(connectors), names=names, news=lambda i: connectors[i].pool.left_out())
+        self._stalls = _Stalls(len(connectors))
 
     @classmethod
     async def open(cls, dsns: Sequence[str], **options: Any) -> AsyncReplicas:
