@@ -5,9 +5,9 @@ its pool, never lent again. A read replica's pool (``_connect``'s ``answer_withi
 this way (:func:`bounded_class`: each round trip psycopg's ``wait`` makes, a statement's, a pipeline's, the pool's
 check), not a whole read: an embedder's or a reranker's time in a route is not the server's.
 
-Measured on Linux loopback, a postmaster and the connection's backend stopped with SIGSTOP, ``select 1`` waited on for
-20 s (``/tmp/fix/rep49-scratch/measure_frozen.py``, stop 46): with libpq's ``tcp_user_timeout`` (2 s) or keepalives
-(1 s, 2 probes), and after ``cancel_safe(timeout=2)`` (the stopped postmaster never reads the cancel request:
+Measured on Linux loopback (stop 46: the embedded server restarted on TCP), a postmaster and the connection's backend
+stopped with SIGSTOP, ``select 1`` waited on for 20 s: with libpq's ``tcp_user_timeout`` (2 s) or keepalives (1 s, 2
+probes), and after ``cancel_safe(timeout=2)`` (the stopped postmaster never reads the cancel request:
 CancellationTimeout, and the statement is still waited for), the wait went on; after a shutdown of the socket at 2 s
 it ended at 2.0 s, "server closed the connection unexpectedly". The server's kernel acknowledges what is sent to a
 stopped process, so no TCP timer ever fires; only the client's own clock can end the wait."""
@@ -31,9 +31,11 @@ import psycopg
 C = TypeVar("C", bound=type)
 
 
-class Unanswered(psycopg.OperationalError):
+class Unanswered(psycopg.errors.ConnectionTimeout):
     """A statement given up after its deadline (its connection's socket shut down): the server does not answer, which
-    another try on a fresh connection would only wait for again (``_lending.unreachable``, not ``connection_lost``)."""
+    another try on a fresh connection would only wait for again (``_lending.unreachable``, not ``connection_lost``).
+    psycopg's, as ``_lending.PoolBusy`` is psycopg_pool's: a connector's DatabaseError says it (its cause), the
+    caller never sees it."""
 
 
 class _Watch:
