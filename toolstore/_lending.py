@@ -12,7 +12,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Literal
 
 import psycopg
@@ -276,6 +276,14 @@ class AsyncCountedPool(_KeptErrors, _Watched, _Waited, AsyncConnectionPool[Any])
             await self.check()
         elif not self.closed:
             await self.schedule_task(_AsyncRetryLater(self), IDLE_RETRY)
+
+    @classmethod
+    async def worker(cls, q: Any) -> None:
+        """psycopg_pool's worker, but cancelled (its loop ending while an attempt that close() left runs) it ends as
+        told to stop: close()'s gather of the workers then ends with no error, which Python 3.10 logs as never
+        retrieved once the loop ends."""
+        with suppress(asyncio.CancelledError):
+            await super().worker(q)
 
     async def close(self, timeout: float = CLOSE_WAIT) -> None:
         try:
