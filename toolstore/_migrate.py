@@ -18,7 +18,7 @@ from ._dsn import resolve_dsn
 from ._encoding import check_encoding
 from ._errors import DatabaseError, InvalidInputError
 from ._input import flag
-from ._revisions import HEAD_REVISION, current_revision, is_above, is_below, newer_schema, quoted
+from ._revisions import HEAD_REVISION, current_revision, is_above, is_below, newer_schema, past_head, quoted
 from ._setup import search_path
 from ._sql import query, resource_dir
 
@@ -202,7 +202,7 @@ def _run(connection: Connection, schema: str, revision: str, downgrade: bool) ->
     path = connection.exec_driver_sql(query("search_path")).scalar_one()
     before = current_revision(raw, schema)
     newer_schema(before, schema)
-    if revision.isdigit() and int(revision) > int(HEAD_REVISION):  # alembic: "Can't locate revision identified by"
+    if past_head(revision):  # alembic: "Can't locate revision identified by"
         raise InvalidInputError(
             f"cannot migrate schema {schema!r} to {revision!r}: this toolstore's newest revision is {HEAD_REVISION}; "
             "upgrade toolstore to go past it"

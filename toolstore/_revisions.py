@@ -34,9 +34,14 @@ def current_revision(conn: psycopg.Connection[Any], schema: str) -> str | None:
     return row[0] if row else None
 
 
+def past_head(revision: str | None) -> bool:
+    """Whether ``revision`` is a numbered revision past this toolstore's head (a newer release's)."""
+    return revision is not None and revision.isdigit() and int(revision) > int(HEAD_REVISION)
+
+
 def newer_schema(revision: str | None, schema: str) -> None:
     """DatabaseError when the database was migrated by a newer toolstore (a revision past this one's head)."""
-    if revision is not None and revision.isdigit() and int(revision) > int(HEAD_REVISION):
+    if past_head(revision):
         raise DatabaseError(
             f"the database's schema {schema!r} is at {revision}, newer than this toolstore ({HEAD_REVISION}): "
             "upgrade toolstore"
