@@ -38,6 +38,11 @@ def _role(conn: psycopg.Connection[Any], role: str) -> str:
     check_role(role)
     if not _exists(conn, role):
         raise InvalidInputError(f"no database role named {role!r} (create it first: CREATE ROLE ... LOGIN)")
+    return _not_owner(conn, role)
+
+
+def _not_owner(conn: psycopg.Connection[Any], role: str) -> str:
+    """``role``, an InvalidInputError when it owns toolstore's tables (a grant to it would take its own away)."""
     if conn.execute(query("owns_tables"), {"role": role}).fetchone()[0]:  # type: ignore[index]
         raise InvalidInputError(
             f"role {role!r} owns toolstore's tables: it reads and writes every catalog without a grant (and the "
@@ -67,7 +72,7 @@ def revoke(conn: psycopg.Connection[Any], schema: str, catalog: str | None, role
         privileges_lock(conn)
         exists = _exists(conn, check_role(role))
         if exists:
-            _role(conn, role)
+            _not_owner(conn, role)
         if catalog is None:
             gone = conn.execute(query("revoke_tenant"), {"role": role}).fetchone()
         else:
