@@ -131,7 +131,6 @@ async def abounded(conn: psycopg.AsyncConnection[Any], seconds: float) -> AsyncI
     try:
         yield
     except Exception as exc:
-        timer.cancel()
         if watch.fired:
             raise _given_up(seconds) from exc
         raise

@@ -364,8 +364,8 @@ def unreachable(exc: BaseException) -> bool:
     (``_deadline.Unanswered``: a server that accepted the connection and stopped answering) is unreachable too."""
     return (
         (isinstance(exc, PoolTimeout) and not isinstance(exc, PoolBusy))
+        or isinstance(exc, Unanswered)
         or connection_lost(exc)
-        or (isinstance(exc, Unanswered))
     )
 
 
