@@ -157,6 +157,10 @@ def test_cache_prune_deletes_the_vectors_a_reembed_left(dsn: str) -> None:
             ("No such option '--bogus' (see {} route --help)", "No such option: --bogus (see {} route --help)"),
         ),
         (("route", "hi", "--seed", "3"), "--seed is the draw's seed: it needs --explore (see {} route --help)"),
+        (
+            ("route", "hi", "--turns", "2"),
+            "--turns is how many turns of --messages are read: it needs --messages (see {} route --help)",
+        ),
         (("route", "hi", "-k"), "Option '-k' requires an argument (see {} route --help)"),
         (("--catalog",), "Option '--catalog' requires an argument (see {} --help)"),
     ],

@@ -208,6 +208,23 @@ def test_only_the_last_turns_are_read(conversations: Any) -> None:
         store.route(messages=messages, turns=0)
 
 
+@pytest.mark.parametrize(
+    "options, said",
+    [
+        ({"turns": 2}, "turns=2 given without messages"),
+        ({"dialect": "anthropic"}, "dialect='anthropic' given without messages"),
+        ({"turns": 3, "dialect": "openai-chat"}, "turns=3 and dialect='openai-chat' given without messages"),
+        ({"dialect": "anthropix"}, "unknown message dialect 'anthropix'"),
+    ],
+)
+def test_turns_or_dialect_without_messages_is_refused(options: dict[str, Any], said: str) -> None:
+    """route(turns=...) or route(dialect=...) without messages was ignored: the route ran on the query alone, hiding a
+    forgotten messages=. Each is an InvalidInputError naming it (route(), aroute() and route_messages() check so)."""
+    with pytest.raises(InvalidInputError, match=said.replace("(", r"\(")):
+        _route.check_route("send the invoice", **options)
+    assert _route.check_route("send the invoice", messages=[], turns=2, dialect="anthropic").request.earlier == ()
+
+
 def test_async_route_equals_sync(conversations: Any) -> None:
     store, tools, rng = conversations
     probes = _probes(tools, rng)[:6]

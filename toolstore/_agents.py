@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from ._drive import adrive, drive
 from ._errors import InvalidInputError, UnknownToolError
 from ._formats import custom_input
-from ._fusion import DEFAULT_TURNS
 from ._messages import Conversation, ToolCall, read_messages
 from ._models import SessionCall, Tool
 from ._request import RouteCall
@@ -69,8 +68,8 @@ def route_messages(
     query: str | None = None,
     session: str | None = None,
     offered: RouteResult | None = None,
-    dialect: str = "auto",
-    turns: int = DEFAULT_TURNS,
+    dialect: str | None = None,
+    turns: int | None = None,
     **options: Any,
 ) -> RouteResult:
     """The tools for the next model call of a conversation: ``store.route`` of the latest user request of
@@ -109,8 +108,8 @@ async def aroute_messages(
     query: str | None = None,
     session: str | None = None,
     offered: RouteResult | None = None,
-    dialect: str = "auto",
-    turns: int = DEFAULT_TURNS,
+    dialect: str | None = None,
+    turns: int | None = None,
     **options: Any,
 ) -> RouteResult:
     """:func:`route_messages` for an :class:`AsyncToolStore`."""

@@ -60,12 +60,20 @@ HEAVY_POSTINGS = 10_000
 HEAVY_SHARE = 0.3
 
 
-def read_conversation(messages: object, turns: int, dialect: str = "auto") -> Conversation | None:
-    """``messages`` read in ``dialect`` (``auto``: told apart), their last ``turns`` turns (None: no messages)."""
-    if isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= MAX_TURNS:
+def read_conversation(messages: object, turns: int | None = None, dialect: str | None = None) -> Conversation | None:
+    """``messages`` read in ``dialect`` (None: ``auto``, told apart), their last ``turns`` turns (None:
+    :data:`DEFAULT_TURNS`); None without messages. ``turns`` or ``dialect`` given without messages is an
+    InvalidInputError: they say how to read messages, and would be ignored."""
+    if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or not 1 <= turns <= MAX_TURNS):
         raise InvalidInputError(f"turns must be an integer from 1 to {MAX_TURNS}, got {turns!r}")
-    check_dialect(dialect)  # also without messages: a misspelt one is refused, not ignored
-    return None if messages is None else read_messages(messages, dialect, turns=turns)
+    if dialect is not None:
+        check_dialect(dialect)
+    if messages is None:
+        given = [f"{name}={value!r}" for name, value in (("turns", turns), ("dialect", dialect)) if value is not None]
+        if given:
+            raise InvalidInputError(f"{' and '.join(given)} given without messages: they say how messages are read")
+        return None
+    return read_messages(messages, dialect or "auto", turns=DEFAULT_TURNS if turns is None else turns)
 
 
 def conversation(
@@ -186,8 +194,8 @@ def check_route(
     *,
     messages: object = None,
     session: str | None = None,
-    turns: int = DEFAULT_TURNS,
-    dialect: str = "auto",
+    turns: int | None = None,
+    dialect: str | None = None,
     k: int = 8,
     token_budget: int | None = None,
     weights: Mapping[str, float] | None = None,

@@ -292,8 +292,8 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods, CatalogMethods):
 
         ``k`` routed tools at most, plus the catalog's always-on tools first. The request is ``query``, or the latest
         user turn of ``messages`` (OpenAI Chat, Responses or Anthropic messages; dicts or SDK objects), whose last
-        ``turns`` turns are read: earlier turns feed ``context``, their tool calls (``result.unresolved``: those that
-        match nothing) ``recent`` and ``transition``; with ``session``, the calls come from its log (see
+        ``turns`` turns (default 4) are read: earlier turns feed ``context``, their tool calls (``result.unresolved``:
+        those that match nothing) ``recent`` and ``transition``; with ``session``, the calls come from its log (see
         :meth:`record_calls`). A compound request is also retrieved clause by clause (``result.sub_requests``): a tool's
         best fused score in one clause, times ``split``, is added to its score. ``weights`` (per signal of ``SIGNALS``;
         0 switches one off), ``k_rrf``, ``overfetch``, ``split`` (0: never split) and ``avoid`` (the avoid-when
@@ -308,7 +308,7 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods, CatalogMethods):
         (``result.abstention``: the evidence; the model is the catalog's from ``tune(negatives=...)``, else the shipped
         default). ``fmt`` is the format the tools go to the model in (``result.definitions()``): each is counted in the
         budget as it comes there (a Responses namespace once, with its description). ``dialect``: the format of
-        ``messages`` (``auto``: told apart).
+        ``messages`` (``auto``: told apart); ``turns`` or ``dialect`` without ``messages`` is an InvalidInputError.
         ``result.explain()`` says why.
         """
         check_options("route", options)  # a misspelt option named as Python names one, with the option meant

@@ -110,7 +110,7 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
         click.echo("ms: " + " ".join(f"{stage}={ms:.1f}" for stage, ms in result.timings.items()))
 
 
-def read_messages_file(path: Readable, request: str | None = None, turns: int = DEFAULT_TURNS) -> Any:
+def read_messages_file(path: Readable, request: str | None = None, turns: int | None = None) -> Any:
     """A message list from a JSON file (a list of messages, or an object with ``messages`` or ``input``), read as
     route() reads it with ``request`` and ``turns``: what is wrong with it (a bad message, no user request) is said
     naming the file."""
@@ -198,10 +198,8 @@ def _filter_option(flag: str, name: str, help_text: str) -> Callable[[Callable[.
 )
 @click.option(
     "--turns",
-    default=DEFAULT_TURNS,
-    show_default=True,
     type=click.IntRange(1, MAX_TURNS),
-    help="User turns of --messages read.",
+    help=f"User turns of --messages read (default {DEFAULT_TURNS}; only with --messages).",
 )
 @click.option(
     "--abstain", is_flag=True, help="Return no routed tool (always-on ones only) when no tool fits the request."
@@ -225,7 +223,7 @@ def route(
     block: tuple[str, ...],
     session: str | None,
     messages_file: Readable | None,
-    turns: int,
+    turns: int | None,
     abstain: bool,
     providers: tuple[str, ...],
     tags: tuple[str, ...],
@@ -233,6 +231,8 @@ def route(
     """Route REQUEST (or the latest request of --messages): the tools that matter, best first."""
     if request is None and messages_file is None:
         raise click.UsageError("give a REQUEST or --messages FILE")
+    if turns is not None and messages_file is None:
+        raise click.UsageError("--turns is how many turns of --messages are read: it needs --messages")
     if seed is not None and not explore:
         raise click.UsageError("--seed is the draw's seed: it needs --explore")
     if fmt == "table" and options(ctx)["json"]:
