@@ -404,6 +404,19 @@ def test_demo_prints_what_it_loaded_as_lines_on_a_terminal(dsn: str) -> None:
     assert piped["loaded"]["unchanged"] == 115
 
 
+def test_demo_and_route_explain_head_the_signals_alike(dsn: str) -> None:
+    """`toolstore demo` headed the signals' columns with their first six letters ("descri", "transi") and `route
+    --explain` with their first five ("descr", "inten", "conte"): one signal, two headings. Both tables use one set."""
+    code, demo_out, err = on_terminal(dsn, "demo", "-k", "2")
+    assert code == 0, err
+    code, route_out, err = on_terminal(dsn, "-c", "demo", "route", "open a github issue", "--explain")
+    assert code == 0, err
+    demo_head = next(line for line in demo_out.splitlines() if line.split()[:2] == ["tool", "score"])
+    route_head = next(line for line in route_out.splitlines() if line.split()[:3] == ["#", "tool", "score"])
+    headings = demo_head.split()[2:]
+    assert headings == route_head.split()[3:] and len(set(headings)) == len(SIGNALS), (demo_head, route_head)
+
+
 @pytest.mark.parametrize("command", ["list", "transitions"])
 def test_sessions_limit_past_a_bigint_names_the_option(dsn: str, tmp_path: Path, command: str) -> None:
     """`sessions list --limit 99999999999999999999` failed in Postgres, 'database error: bigint out of range', naming

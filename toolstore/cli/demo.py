@@ -10,13 +10,12 @@ import click
 
 from .._examples import load_examples
 from .._formats import load_tools_file
-from .._fusion import SIGNALS
 from .._input import MAX_K, MAX_TOKEN_BUDGET
 from .._models import JSON_VERSION
 from .._result import RouteResult
 from .._store import DEFAULT, ToolStore
 from .app import command, note, open_store, options, progress, wants_json
-from .route import result_json
+from .route import result_json, signal_headings, signal_ranks
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo"
 
@@ -42,11 +41,10 @@ def print_route(result: RouteResult) -> None:
     click.echo(f"\n> {result.query}")
     if result.degraded_reason:
         click.echo(f"  note: {result.degraded_reason}")
-    click.echo("  " + f"{'tool':<36} {'score':>7}  " + " ".join(f"{s[:6]:>6}" for s in SIGNALS))
+    click.echo("  " + f"{'tool':<36} {'score':>7}  " + signal_headings())
     for r in result.tools:
-        ranks = " ".join(f"{getattr(r.signals, s) or '-':>6}" for s in SIGNALS)
         mark = " (always on)" if r.always_on else ""
-        click.echo(f"  {r.tool.id:<36} {r.score:7.4f}  {ranks}{mark}")
+        click.echo(f"  {r.tool.id:<36} {r.score:7.4f}  {signal_ranks(r.signals)}{mark}")
     click.echo(f"  {result.tokens_used} of {result.token_budget} tokens")
 
 

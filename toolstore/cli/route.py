@@ -50,6 +50,31 @@ def parse_weights(specs: tuple[str, ...]) -> dict[str, float] | None:
     return weights
 
 
+#: Each signal's heading in the tables that rank tools by signal (``route --explain`` and ``demo``): one short form
+#: each, written once, so the two tables say a signal alike.
+SIGNAL_HEADINGS = {
+    "name": "name",
+    "description": "desc",
+    "expansion": "expand",
+    "dense": "dense",
+    "intent": "intent",
+    "recent": "recent",
+    "transition": "trans",
+    "context": "ctx",
+}
+_RANK_WIDTH = max(len(heading) for heading in SIGNAL_HEADINGS.values())
+
+
+def signal_headings() -> str:
+    """The signals' columns' headings, in :data:`SIGNALS`' order."""
+    return " ".join(f"{SIGNAL_HEADINGS[s]:>{_RANK_WIDTH}}" for s in SIGNALS)
+
+
+def signal_ranks(signals: object) -> str:
+    """A tool's rank by each signal (``-``: not found by it), under :func:`signal_headings`."""
+    return " ".join(f"{getattr(signals, s) or '-':>{_RANK_WIDTH}}" for s in SIGNALS)
+
+
 def result_json(result: RouteResult, *, explain: bool = False) -> dict[str, Any]:
     """A RouteResult as the JSON the CLI prints; with ``explain``, ``result.explain()`` as its ``explain`` key."""
     return {
@@ -88,14 +113,14 @@ def print_table(result: RouteResult, *, explain: bool) -> None:
     column = width((r.tool.id for r in result.tools), 40)
     head = f"{'#':>2}  {'tool':<{column}} {'score':>7}"
     if explain:
-        head += "  " + " ".join(f"{s[:5]:>5}" for s in SIGNALS)
+        head += "  " + signal_headings()
     click.echo(head if result.tools else "no tools")  # a table without rows is no table
     routed = 0
     for r in result.tools:
         routed += 0 if r.always_on else 1
         line = f"{'*' if r.always_on else routed:>2}  {r.tool.id:<{column}} {r.score:7.4f}"
         if explain:
-            line += "  " + " ".join(f"{getattr(r.signals, s) or '-':>5}" for s in SIGNALS)
+            line += "  " + signal_ranks(r.signals)
             line += f"  part {r.part}" if r.part is not None else ""
         click.echo(line + ("  (explored)" if r.explored else ""))
     if result.skipped:  # every candidate the budget left out: one line, each of them with --explain
