@@ -176,8 +176,8 @@ def test_remove_checks_the_tool_id(store: ToolStore, bad: object, message: str) 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda s: s.get("a\x00"), "tool id #1 contains a NUL byte"),
-        (lambda s: s.get(5), "tool id #1 must be a string, got int"),
+        (lambda s: s.get("a\x00"), "tool id contains a NUL byte"),
+        (lambda s: s.get(5), "tool id must be a string, got int"),
         (lambda s: s.tools(["a", "b" * 300]), "tool id #2 is 300 characters long"),
         (lambda s: s.tools("a"), "tool ids must be a list of strings, got str"),
         (lambda s: s.resolve("a", among=["a\x00"]), "tool id #1 contains a NUL byte"),

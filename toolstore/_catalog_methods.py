@@ -57,7 +57,7 @@ class CatalogMethods:
     ) -> None:
         """Store fusion settings in the catalog (``avoid``: the avoid-when penalty's weight, 0 to 1); route() uses
         them when not given weights explicitly."""
-        fusion = check_fusion(Fusion(check_weights(weights), float(k_rrf), overfetch, split=split, avoid=avoid))
+        fusion = check_fusion(Fusion(check_weights(weights), k_rrf, overfetch, split=split, avoid=avoid))
         self._run(lambda conn: _housekeeping.set_settings(conn, self.catalog, {"fusion": fusion.as_dict()}))
 
     def set_abstain(self, model: AbstainModel | None, *, fusion: Fusion | None = None) -> None:

@@ -57,7 +57,7 @@ def text_problem(text: str) -> str | None:
 def check_text(value: object, what: str, *, max_chars: int, empty: bool = False) -> str:
     """``value`` as a storable string of at most ``max_chars`` characters; InvalidInputError naming ``what``."""
     if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
+        raise InvalidTypeError(f"{what} must be a string, got {type(value).__name__}")
     if not empty and not value.strip():
         raise InvalidInputError(f"{what} is empty")
     if len(value) > max_chars:

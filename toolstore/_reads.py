@@ -17,6 +17,8 @@ import psycopg
 from ._anchors import anchor_from_row
 from ._catalog_row import catalog_row_steps
 from ._drive import adrive, drive
+from ._errors import InvalidInputError, InvalidTypeError
+from ._input import check_tool_id, flag
 from ._models import Anchor, CatalogInfo, Tool
 from ._names import resolve_among, resolve_name
 from ._rows import LIST_THEM, all_found, check_ids, name_row, tool_from_row, unknown_catalog
@@ -56,8 +58,18 @@ def _tools(info: CatalogInfo, ids: Sequence[str] | None) -> Steps[list[Tool]]:
     return [tool_from_row(r) for r in rows]
 
 
+def called_name(name: object) -> str:
+    """``resolve()``'s name: a string (InvalidTypeError for None, a number, bytes...), not blank (InvalidInputError);
+    one that names no tool is the read's UnknownToolError."""
+    if not isinstance(name, str):
+        raise InvalidTypeError(f"tool name must be a string, got {type(name).__name__}")
+    if not name.strip():
+        raise InvalidInputError("tool name is empty")
+    return name
+
+
 def name_steps(catalog: str, name: str, among: Sequence[str] | None) -> Steps[Tool]:
-    """The tool a model called by ``name`` (:meth:`ReadMethods.resolve`)."""
+    """The tool a model called by ``name`` (:meth:`ReadMethods.resolve`; ``name`` checked by :func:`called_name`)."""
     info = yield from catalog_steps(catalog)
     if among is not None:
         ids = check_ids(among)
@@ -89,7 +101,9 @@ class ReadMethods:
 
     def info(self, *, counts: bool = True) -> CatalogInfo:
         """This catalog's id, model, dimension, settings and (unless ``counts=False``) tool and example counts."""
-        info: CatalogInfo = self._read(self._reading(partial(catalog_steps, self.catalog, counts=counts)))
+        info: CatalogInfo = self._read(
+            self._reading(partial(catalog_steps, self.catalog, counts=flag(counts, "counts")))
+        )
         return info
 
     def catalogs(self) -> list[dict[str, Any]]:
@@ -108,7 +122,9 @@ class ReadMethods:
 
     def get(self, tool_id: str) -> Tool:
         """One tool by id; UnknownToolError when the catalog has no such tool."""
-        found: list[Tool] = self._read(self._reading(partial(tools_steps, self.catalog, [tool_id], complete=True)))
+        found: list[Tool] = self._read(
+            self._reading(partial(tools_steps, self.catalog, [check_tool_id(tool_id)], complete=True))
+        )
         return found[0]
 
     def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
@@ -116,7 +132,7 @@ class ReadMethods:
         when namespaced), the tool's id or its own name. ``among``: the ids of the tools the model was offered, in
         the order offered (``result.ids``), which makes any offered name exact. UnknownToolError when no tool (or
         more than one) matches."""
-        tool: Tool = self._read(self._reading(partial(name_steps, self.catalog, name, among)))
+        tool: Tool = self._read(self._reading(partial(name_steps, self.catalog, called_name(name), among)))
         return tool
 
     def anchors(self) -> list[Anchor]:
@@ -142,7 +158,9 @@ class AsyncReadMethods:
         return lambda conn: adrive(steps(), partial(afetch_rows, conn))
 
     async def info(self, *, counts: bool = True) -> CatalogInfo:
-        info: CatalogInfo = await self._read(self._reading(partial(catalog_steps, self.catalog, counts=counts)))
+        info: CatalogInfo = await self._read(
+            self._reading(partial(catalog_steps, self.catalog, counts=flag(counts, "counts")))
+        )
         return info
 
     async def catalogs(self) -> list[dict[str, Any]]:
@@ -157,13 +175,15 @@ class AsyncReadMethods:
         return found
 
     async def get(self, tool_id: str) -> Tool:
-        found = await self._read(self._reading(partial(tools_steps, self.catalog, [tool_id], complete=True)))
+        found = await self._read(
+            self._reading(partial(tools_steps, self.catalog, [check_tool_id(tool_id)], complete=True))
+        )
         tool: Tool = found[0]
         return tool
 
     async def resolve(self, name: str, *, among: Sequence[str] | None = None) -> Tool:
         """See :meth:`ToolStore.resolve`."""
-        tool: Tool = await self._read(self._reading(partial(name_steps, self.catalog, name, among)))
+        tool: Tool = await self._read(self._reading(partial(name_steps, self.catalog, called_name(name), among)))
         return tool
 
     async def anchors(self) -> list[Anchor]:

@@ -22,7 +22,7 @@ import numpy as np
 from ._abstain import AbstainModel, evidence_depth, stored_abstain
 from ._connect import VectorArray
 from ._embedders.base import Embedder
-from ._errors import InvalidInputError, redact
+from ._errors import InvalidInputError, InvalidTypeError, redact
 from ._explore import check_explore
 from ._filters import filter_params, filter_values
 from ._formats import FORMATS, Format
@@ -170,10 +170,10 @@ def check_calls(
     """The names of the tool calls a model made and, one per name, the Responses namespace each was made in (None:
     none; no namespaces: none was), checked; InvalidInputError names the bad one."""
     if single(names):  # a str: one call per character
-        raise InvalidInputError(f"expected a list of call names, got {names!r:.200}")
+        raise InvalidTypeError(f"expected a list of call names, got {names!r:.200}")
     names = tuple(check_text(n, "tool call name", max_chars=MAX_ID_CHARS) for n in names)
-    if isinstance(namespaces, str):
-        raise InvalidInputError(f"expected a list of call namespaces (one per call name), got {namespaces!r:.200}")
+    if single(namespaces):
+        raise InvalidTypeError(f"expected a list of call namespaces (one per call name), got {namespaces!r:.200}")
     spaces = tuple(None if s is None else check_text(s, "call namespace", max_chars=MAX_ID_CHARS) for s in namespaces)
     if spaces and len(spaces) != len(names):
         raise InvalidInputError(f"expected one call namespace (or None) per call name: {len(spaces)} for {len(names)}")

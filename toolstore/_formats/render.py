@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from .._errors import InvalidInputError
+from .._errors import InvalidInputError, InvalidTypeError
+from .._input import flag, not_a_list, single
 from .._models import Tool
 from .._observe import logger
 from .build import (
@@ -201,6 +202,7 @@ def to_openai(
     A custom tool (free-form text input, imported from either shape) is rendered as a custom tool of ``shape``
     (:func:`_openai_custom`), its format (a grammar) written as that shape writes it.
     """
+    tool, with_metadata = a_tool(tool), flag(with_metadata, "with_metadata")
     source = source_format(tool.spec)
     if source in CUSTOM_FORMATS:
         return _openai_custom(tool, source, shape=shape, with_metadata=with_metadata, name=name)
@@ -258,6 +260,7 @@ def to_anthropic(tool: Tool, *, with_metadata: bool = False, name: str | None = 
     ``with_metadata`` adds an ``x-toolstore`` block (not accepted by the API itself); ``name`` as for
     :func:`to_openai`. A tool imported from this shape keeps its other keys (``cache_control``, ...).
     """
+    tool, with_metadata = a_tool(tool), flag(with_metadata, "with_metadata")
     definition: dict[str, Any] = {"name": name or tool.name}
     if tool.description:
         definition["description"] = tool.description
@@ -275,6 +278,7 @@ def to_mcp(tool: Tool, *, with_metadata: bool = False, name: str | None = None) 
     :func:`to_openai`. A tool imported from MCP keeps ``annotations``, ``outputSchema``, ``_meta``, ``icons``
     and any other key, in their order.
     """
+    tool, with_metadata = a_tool(tool), flag(with_metadata, "with_metadata")
     definition: dict[str, Any] = {"name": name or tool.name}
     if tool.title is not None:
         definition["title"] = tool.title
@@ -287,12 +291,29 @@ def to_mcp(tool: Tool, *, with_metadata: bool = False, name: str | None = None) 
     return definition
 
 
+def a_tool(value: object, what: str = "tool") -> Tool:
+    """``value`` when it is a :class:`Tool`; else InvalidTypeError naming ``what`` and the type given."""
+    if not isinstance(value, Tool):
+        raise InvalidTypeError(f"{what} must be a Tool, got {type(value).__name__}")
+    return value
+
+
+def tool_items(values: object) -> list[Tool]:
+    """The tools given to render or export, listed (any iterable, read once); InvalidTypeError for a single value (a
+    Tool, a str, a mapping, None) or an item that is no Tool, naming its place."""
+    if single(values):
+        raise InvalidTypeError(f"tools must be a list of Tools, {not_a_list(values)}")
+    return [a_tool(item, f"tools[{i}]") for i, item in enumerate(cast(Iterable[object], values))]
+
+
 def render(
     tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False, names: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
     """Every tool rendered in ``fmt`` (``openai``, ``openai-responses``, ``anthropic``, ``mcp``); ``names``, when
     given, are the names the definitions carry (one per tool, e.g. from :func:`.names.model_names`)."""
-    tools = list(tools)
+    tools = tool_items(tools)
+    if names is not None and single(names):
+        raise InvalidTypeError(f"render: names must be a list of strings (one per tool), {not_a_list(names)}")
     if names is not None and len(names) != len(tools):
         raise InvalidInputError(f"render: {len(names)} names for {len(tools)} tools")
     given: list[str | None] = list(names) if names is not None else [None] * len(tools)
@@ -319,7 +340,7 @@ def tool_list(tools: Iterable[Tool], fmt: Format, *, with_metadata: bool = False
     tool rendered (:func:`render`) under the name it is offered by, unique among ``tools`` (its own unless another has
     it: :func:`.names.offered_names`; with metadata its own name is kept, ``x-toolstore.name``), and in the Responses
     format those imported from a namespace inside it again (:func:`_namespaced`)."""
-    tools = list(tools)
+    tools = tool_items(tools)
     definitions = render(tools, fmt, with_metadata=with_metadata, names=offered_names(tools, fmt))
     return _namespaced(tools, definitions) if fmt == "openai-responses" else definitions
 
