@@ -50,6 +50,7 @@ LAYERS: list[set[str]] = [
         "_phrases",
         "_caller",
         "_outages",
+        "_schemas",
     },
     {
         "_embedded",

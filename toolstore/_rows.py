@@ -25,6 +25,8 @@ from ._input import (
     json_problem,
 )
 from ._models import CatalogInfo, IntentExample, Tool
+from ._observe import logger
+from ._schemas import schema_problem
 from ._text import description_doc, expansion_doc, name_doc
 
 #: Where a generated expansion records what it came from, inside the tool's ``spec``.
@@ -136,6 +138,7 @@ def check_tools(tools: Sequence[Tool]) -> None:
     """Reject what the database would reject later (or should never hold), naming the tool and the field:
     duplicate ids, NUL bytes and lone surrogates, values over the limits of ``_input``, non-JSON values."""
     seen: set[str] = set()
+    python_typed: list[str] = []
     for index, tool in enumerate(tools):
         label = f"tool #{index + 1}"
         if not isinstance(tool, Tool):
@@ -144,15 +147,26 @@ def check_tools(tools: Sequence[Tool]) -> None:
             check_text(tool.id, "id", max_chars=MAX_ID_CHARS)
             label = f"tool #{index + 1} ({tool.id!r})"
             check_text(tool.name, "name", max_chars=MAX_NAME_CHARS)
-            _check_fields(tool)
+            if _check_fields(tool):
+                python_typed.append(tool.id)
         except InvalidInputError as exc:
             raise InvalidToolError(f"{label}: {exc}") from None
         if tool.id in seen:
             raise InvalidToolError(f"{label}: id {tool.id!r} appears twice")
         seen.add(tool.id)
+    if python_typed:
+        shown = ", ".join(map(repr, python_typed[:5])) + (" ..." if len(python_typed) > 5 else "")
+        logger.warning(
+            "%d tool(s) write types in their parameter schemas as Python names ('float', 'dict': BFCL's), stored as "
+            "written; OpenAI and Anthropic refuse such a definition: %s",
+            len(python_typed),
+            shown,
+        )
 
 
-def _check_fields(tool: Tool) -> None:
+def _check_fields(tool: Tool) -> bool:
+    """Each field of ``tool`` checked (InvalidInputError naming it); whether its parameter schema writes types as
+    Python names (``_schemas``: let through)."""
     for name in ("description", "expansion", "avoid_when"):
         check_text(getattr(tool, name), name, max_chars=MAX_TEXT_CHARS, empty=True)
     for name in ("title", "provider"):
@@ -177,7 +191,11 @@ def _check_fields(tool: Tool) -> None:
         check_parameters(tool.parameters, "parameters")
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from None
+    problem, python_typed = (None, False) if tool.parameters is None else schema_problem(tool.parameters)
+    if problem:
+        raise InvalidInputError(f"parameters is not a valid JSON Schema {problem}")
     _check_docs(tool)
+    return python_typed
 
 
 #: No indexed field of a tool is longer than this many times the characters of its own text fields and parameter
