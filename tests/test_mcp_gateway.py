@@ -7,16 +7,18 @@ from __future__ import annotations
 import json
 import re
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from toolstore import AsyncToolStore, HashingEmbedder, InvalidInputError, ToolStore
+from toolstore import AsyncToolStore, HashingEmbedder, InvalidInputError, McpSyncError, ToolStore
 from toolstore._mcp_args import call_arguments
 from toolstore._mcp_client import open_session
 from toolstore._mcp_forward import forward_call
+from toolstore._mcp_sessions import _ended
 from toolstore._mcp_sync import Upstream, sync_mcp_stdio
 
 from mcp_server import ODD_NAMES
@@ -147,6 +149,32 @@ def test_a_gateway_call_whose_stdio_upstream_dies_on_an_open_session_says_its_ex
         (False, "slept 0.0"),
         (True, failed),
     ]
+
+
+@pytest.mark.parametrize(("held", "missing"), [("session", "ClientSession._dispatcher"), ("dispatcher", "._closed")])
+def test_an_sdk_without_the_session_state_the_gateway_reads_is_said_naming_its_release(held: str, missing: str) -> None:
+    """Whether an upstream session's connection ended is read from the SDK's private state (the session's
+    ``_dispatcher``, its ``_closed``: mcp 2.x has no public way to tell). An SDK release without it was taken for a
+    session still open, each call then failing with "Connection closed" on a session never replaced; it is a
+    McpSyncError naming the release and what it lacks, as the stdio server's own private lookup says."""
+    from mcp import ClientSession
+
+    async def main() -> bool:
+        send, receive = anyio.create_memory_object_stream[Any](1)
+        async with send, receive:
+            session = ClientSession(receive, send)
+            assert _ended(session) is False  # the releases toolstore is tested with have both
+            if held == "session":
+                del session._dispatcher
+            else:
+                del session._dispatcher._closed  # type: ignore[attr-defined]
+            return _ended(session)
+
+    release = re.escape(version("mcp"))
+    with pytest.raises(
+        McpSyncError, match=rf"^mcp {release} has no \w*{re.escape(missing)}, which toolstore reads to "
+    ):
+        anyio.run(main)
 
 
 #: The names OpenAI's and Anthropic's APIs take for a tool.

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -677,6 +678,10 @@ def _listed(sessions: Any, upstream: Upstream) -> frozenset[str]:
     return (listing.names if listing is not None else None) or frozenset()
 
 
+#: An SDK session's dispatcher, private, as the gateway reads it (``_mcp_sessions._ended``): its connection open.
+_OPEN = SimpleNamespace(_closed=False)
+
+
 class _FakeUpstream:
     """An upstream server in memory for :class:`UpstreamSessions` (``open_session`` patched): ``names`` is what it
     offers now (None: its tools/list fails); each tools/list answers what it offered when asked, held back until
@@ -691,6 +696,7 @@ class _FakeUpstream:
         self.calls: list[str] = []
         self.notify: Any = None  # the gateway's message handler, once connected
         self.wire: Any = None  # what it sends, handed on to ``notify`` by the session's reader, once connected
+        self._dispatcher = _OPEN  # what the gateway reads to tell a session whose connection ended, as the SDK's has
 
     async def list_tools(self, **_: Any) -> Any:
         names = None if self.names is None else sorted(self.names)
@@ -928,6 +934,8 @@ class _TokenServers:
         servers = self
 
         class Session:
+            _dispatcher = _OPEN
+
             async def list_tools(self, **_: Any) -> Any:
                 tools = [{"name": n, "inputSchema": {}} for n in ("search", "slow")]
                 return mcp.types.ListToolsResult.model_validate({"tools": tools})

@@ -28,7 +28,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from ._errors import McpSyncError
-from ._mcp_client import list_session_tools, note_ended, open_session
+from ._mcp_client import list_session_tools, note_ended, open_session, sdk_private
 from ._mcp_stderr import Ending
 from ._mcp_upstream import Upstream
 from ._observe import logger
@@ -154,8 +154,10 @@ class _Listing:
 
 
 def _ended(session: Any) -> bool:
-    """Whether the session's connection has already ended (mcp 2.x: its dispatcher read the end of the stream)."""
-    return getattr(getattr(session, "_dispatcher", None), "_closed", False) is True
+    """Whether the session's connection has already ended (mcp 2.x: its dispatcher read the end of the stream), read
+    from the SDK's private state (:func:`~._mcp_client.sdk_private`: a release without it a McpSyncError naming it)."""
+    why = "tell a session whose connection ended"
+    return sdk_private(sdk_private(session, "_dispatcher", why), "_closed", why) is True
 
 
 class UpstreamSessions:
