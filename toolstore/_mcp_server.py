@@ -15,11 +15,13 @@ next rank higher. A failed log write is logged and never fails the call.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import socket
 import uuid
 import weakref
+from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -110,6 +112,25 @@ def _sdk() -> tuple[Any, type[Exception], type]:
     from mcp.server.mcpserver.exceptions import ToolError
 
     return MCPServer, ToolError, Context
+
+
+#: What uvicorn, the HTTP server the SDK's streamable HTTP transport runs, imports as it starts with its default
+#: settings: its protocols and lifespan, as its config names them (``HTTP_PROTOCOLS``, ``WS_PROTOCOLS``, ``LIFESPAN``).
+_UVICORN_PARTS = ("uvicorn.protocols.http.auto", "uvicorn.protocols.websockets.auto", "uvicorn.lifespan.on")
+
+
+def import_sdk(transport: str) -> None:
+    """Import what :func:`serve` runs on ``transport`` (the SDK's server and stdio transport; on ``http`` the HTTP
+    server it runs, uvicorn): seconds on a busy machine, which inside the event loop a Ctrl-C does not cut short (there
+    it only cancels the server's task, which goes on importing till its next await). The command line imports them so
+    before its event loop runs, where a Ctrl-C is a KeyboardInterrupt at once."""
+    _sdk()
+    importlib.import_module("mcp.server.stdio")
+    if transport == "http":
+        importlib.import_module("uvicorn")
+        for name in _UVICORN_PARTS:
+            with suppress(ImportError):  # another uvicorn's layout: imported in the loop, as before
+                importlib.import_module(name)
 
 
 def build_server(

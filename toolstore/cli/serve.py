@@ -8,7 +8,7 @@ from .._async_store import AsyncToolStore
 from .._input import MAX_K
 from .._interrupts import run_async
 from .._mcp_forward import DEFAULT_CALL_TIMEOUT
-from .._mcp_server import check_address, serve
+from .._mcp_server import check_address, import_sdk, serve
 from .app import command, embedder_option, options, store_dsn
 from .params import Seconds
 
@@ -99,6 +99,7 @@ def serve_mcp(
                 session_log=gateway and not no_session_log,
             )
 
+    import_sdk(transport)  # before the event loop, where a Ctrl-C would only cancel its task (an SDK missing: said now)
     if transport == "http":
         check_address(host, port)  # an unknown host or a port in use: one line, before the note
     if transport == "http" and not opts.get("quiet"):
