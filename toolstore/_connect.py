@@ -23,6 +23,7 @@ from ._commits import Commits, WatchedConnection, do_again
 from ._deadline import bounded_class
 from ._dsn import check_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, UnknownCatalogError, first_line
+from ._interrupts import wait_event
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
 from ._setup import (
     AsyncConfigure,
@@ -200,7 +201,7 @@ class Connector(_Pooled):
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
                 seconds = _open_timeout(self.timeout)
                 with self.pool.waiting():
-                    ended.wait(seconds)
+                    wait_event(ended, seconds)  # a Ctrl-C another thread took, or that came just before, ends it too
                 self.backends.check()  # a setup found the pooler in transaction mode: said as such
                 self.setup.check(seconds)
                 self.pool.wait(seconds)

@@ -14,6 +14,11 @@ which Python's C handler writes a byte however early in the wait the signal came
 A signal another thread of the process took (the kernel gives a process's signal to any thread not blocking it: a
 numerical library's worker) as the pipe was being set may leave no byte there; the wait looks for a due handler every
 :data:`RECHECK_MS` too.
+
+:func:`wait_event` waits for a :class:`threading.Event` so: a wait for a lock ends early only for a signal delivered to
+the waiting thread while it waits, so one that came just before, or that another thread took (a connection pool's
+worker), went unheard until the event was set or the wait's bound passed (a connector's open: 15 s at least). It
+waits in slices of :data:`RECHECK_MS`, a due handler run between them.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 import select
 import signal
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -105,3 +111,15 @@ def wait_readable(fd: int, wakeup: Wakeup) -> None:
         if wakeup.fd < 0 or wakeup.fd not in ready:
             return
         wakeup.drain()  # the signal's handler runs as the loop goes round: KeyboardInterrupt for Ctrl-C
+
+
+def wait_event(event: threading.Event, seconds: float) -> bool:
+    """``event.wait(seconds)``, but a signal whose Python handler raises (Ctrl-C: KeyboardInterrupt) ends it within
+    :data:`RECHECK_MS` however it came (just before the wait began, or taken by another thread). Whether it was set."""
+    given_up = time.monotonic() + seconds
+    while not event.is_set():
+        left = given_up - time.monotonic()
+        if left <= 0:
+            return False
+        event.wait(min(left, RECHECK_MS / 1000))  # the loop's turn runs a handler that is due
+    return True
