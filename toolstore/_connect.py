@@ -4,7 +4,6 @@ turned into :class:`DatabaseError` within a bounded time."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import threading
 import time
@@ -23,7 +22,7 @@ from ._commits import Commits, WatchedConnection, do_again
 from ._deadline import bounded_class
 from ._dsn import check_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, UnknownCatalogError, first_line
-from ._interrupts import wait_event
+from ._interrupts import wait_event, wait_event_async
 from ._lending import AsyncCountedPool, CountedPool, Lending, Setup, connection_lost, translate
 from ._setup import (
     AsyncConfigure,
@@ -320,8 +319,8 @@ class AsyncConnector(_Pooled):
             await pool.open()
             if wait:
                 seconds = _open_timeout(timeout)
-                with contextlib.suppress(asyncio.TimeoutError), pool.waiting():
-                    await asyncio.wait_for(ended.wait(), seconds)
+                with pool.waiting():
+                    await wait_event_async(ended, seconds)
                 backends.check()
                 setup.check(seconds)
                 await pool.wait(seconds)

@@ -18,7 +18,9 @@ numerical library's worker) as the pipe was being set may leave no byte there; t
 :func:`wait_event` waits for a :class:`threading.Event` so: a wait for a lock ends early only for a signal delivered to
 the waiting thread while it waits, so one that came just before, or that another thread took (a connection pool's
 worker), went unheard until the event was set or the wait's bound passed (a connector's open: 15 s at least). It
-waits in slices of :data:`RECHECK_MS`, a due handler run between them.
+waits in slices of :data:`RECHECK_MS`, a due handler run between them. :func:`wait_event_async` waits for an
+:class:`asyncio.Event` so that a cancel (Ctrl-C, under ``asyncio.run`` or :func:`run_async`) is never lost:
+``asyncio.wait_for`` before Python 3.12 drops a cancel that comes as the event is set, and the task goes on.
 """
 
 from __future__ import annotations
@@ -123,3 +125,15 @@ def wait_event(event: threading.Event, seconds: float) -> bool:
             return False
         event.wait(min(left, RECHECK_MS / 1000))  # the loop's turn runs a handler that is due
     return True
+
+
+async def wait_event_async(event: asyncio.Event, seconds: float) -> bool:
+    """``asyncio.wait_for(event.wait(), seconds)`` but for its timeout, False, and for a cancel of the caller, which
+    is never lost: Python 3.10 and 3.11's ``wait_for`` returns the event's result when the cancel comes as it is set
+    (in the same few turns of the loop), and the cancel is gone. Whether it was set."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=seconds)
+    finally:
+        waiter.cancel()
+    return event.is_set()
