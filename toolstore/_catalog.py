@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -41,6 +42,54 @@ UPSERT_BYTES = 64 * 2**20
 Locked = Callable[[psycopg.Connection[Any], CatalogInfo, ImportReport], None]
 
 
+@dataclass(frozen=True)
+class FirstLook:
+    """A tool write's look before its transaction (:func:`look_first`): the catalog's row then (None: not created
+    yet), the dense texts of the tools it embeds (by tool id, with the tool they are of), their vectors (by text), the
+    texts the embedder computed (the others were cached) and how many texts it embedded."""
+
+    info: CatalogInfo | None
+    known: Mapping[str, tuple[Tool, str]]
+    vectors: dict[str, np.ndarray]
+    computed: set[str]
+    n_texts: int
+
+
+def look_first(
+    conn: psycopg.Connection[Any],
+    catalog: str,
+    tools: Sequence[Tool],
+    embedder: Embedder | None,
+    *,
+    prune_scope: tuple[bool, str | None] = (False, None),
+    create: bool = True,
+    changes: Changes | None = None,
+) -> FirstLook:
+    """What :func:`upsert_tools` does before its transaction: the input checked (unless ``changes``, a first look
+    taken already, :func:`~._stored_tools.tool_changes`, input checked), what the tools change, and their texts
+    embedded, the cache's new rows committed when ``conn`` is in no transaction. A write that takes it before a
+    transaction of its own (:func:`upsert_with_examples`) waits for the catalog's lock holding no embedding cache row:
+    one uncommitted would make a lock holder caching the same text wait for it, a deadlock."""
+    if changes is None:
+        check_tools(tools)
+    info = catalog_info(conn, catalog)
+    if info is None and not create:
+        raise unknown_catalog(catalog, NOT_CREATED)
+    if embedder is not None and info is not None:
+        info.require_model(embedder.model)
+    if changes is None:  # a catalog's first write changes every tool
+        changes = tool_changes(conn, info, tools, embedder, prune_scope) if info is not None else None
+    looked = (changes.changed + changes.repair if changes is not None else list(tools)) if embedder is not None else []
+    texts = [dense_text(t) for t in looked]
+    require = None if info is None else info.require_dim  # the width it records, checked from the first batch
+    computed: set[str] = set()  # the texts the embedder was asked for, at both looks: the others were cached
+    vectors: dict[str, np.ndarray] = {}
+    if embedder is not None and texts:
+        vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=require, computed=computed)))
+    known = {t.id: (t, text) for t, text in zip(looked, texts)}  # the write reuses them for the same tools
+    return FirstLook(info, known, vectors, computed, len(texts))
+
+
 def upsert_tools(
     conn: psycopg.Connection[Any],
     catalog: str,
@@ -52,7 +101,7 @@ def upsert_tools(
     if_unchanged: Mapping[str, str] | None = None,
     create: bool = True,
     indexes: bool = True,
-    first_look: Changes | None = None,
+    first_look: FirstLook | None = None,
     locked: Locked | None = None,
 ) -> ImportReport:
     """Insert new tools, update changed ones (by content hash), optionally remove the catalog's others.
@@ -68,33 +117,17 @@ def upsert_tools(
     One transaction (a savepoint inside the caller's), retried when Postgres picks it as a deadlock victim; ``locked``
     is called in it, under the catalog's lock, once the tools are written (at each try).
     ``indexes=False``: the catalog's HNSW indexes are left as they are, for the caller to make whole after its
-    transaction (:func:`upsert_with_examples`), which may pass its ``first_look``
-    (:func:`~._stored_tools.tool_changes`, input checked).
+    transaction (:func:`upsert_with_examples`), which passes its ``first_look`` (:func:`look_first`, taken before its
+    transaction).
     """
-    if first_look is None:
-        check_tools(tools)
-    info = catalog_info(conn, catalog)
-    if info is None and not create:
-        raise unknown_catalog(catalog, NOT_CREATED)
-    if embedder is not None and info is not None:
-        info.require_model(embedder.model)
     prune_scope = (prune, prune_upstream)
-    fresh = Changes(list(tools), list(tools), [], {})  # a catalog's first write
     if first_look is None:
-        first_look = tool_changes(conn, info, tools, embedder, prune_scope) if info is not None else fresh
-    looked = first_look.changed + first_look.repair if embedder is not None else []
-    texts = [dense_text(t) for t in looked]
-    known = {t.id: (t, text) for t, text in zip(looked, texts)}  # the write reuses them for the same tools
-    require = None if info is None else info.require_dim  # the width it records, checked from the first batch
-    computed: set[str] = set()  # the texts the embedder was asked for, at both looks: the others were cached
-    vectors: dict[str, np.ndarray] = {}
-    if embedder is not None and texts:
-        vectors = dict(zip(texts, embed_cached(conn, embedder, texts, require=require, computed=computed)))
-    first = (known, vectors, computed)
+        first_look = look_first(conn, catalog, tools, embedder, prune_scope=prune_scope, create=create)
+    info = first_look.info
+    first = (first_look.known, first_look.vectors, first_look.computed)
     write = partial(_write_tools, conn, catalog, tools, embedder, first, prune_scope, if_unchanged, create, locked)
-    report = loaded(
-        conn, catalog, info, to_drop(conn, info, "tool_vectors", len(texts)), partial(retry_conflicts, write), indexes
-    )
+    tables = to_drop(conn, info, "tool_vectors", first_look.n_texts)
+    report = loaded(conn, catalog, info, tables, partial(retry_conflicts, write), indexes)
     if len(report.inserted) + len(report.updated) + len(report.removed) > ANALYZE_AFTER:
         analyze_after_write(conn, catalog)
     return report
@@ -110,13 +143,16 @@ def upsert_with_examples(
     prune: bool = False,
     create: bool = True,
 ) -> ImportReport:
-    """:func:`upsert_tools` then :func:`add_examples` in one transaction: both written or neither. The catalog's HNSW
-    index of each table the write loads more than BULK_VECTORS new vectors into (an unlocked look) is dropped before
-    the transaction (concurrently, as each write alone drops it: meanwhile the catalog's dense retrieval searches
-    exactly), and its indexes are made whole once after the commit, or after a failure."""
+    """:func:`upsert_tools` then :func:`add_examples` in one transaction: both written or neither. The tools' first
+    look (:func:`look_first`: their texts embedded, and cached) is taken before it. The catalog's HNSW index of each
+    table the write loads more than BULK_VECTORS new vectors into (an unlocked look) is dropped before the transaction
+    (concurrently, as each write alone drops it: meanwhile the catalog's dense retrieval searches exactly), and its
+    indexes are made whole once after the commit, or after a failure. The transaction is retried when Postgres picks
+    it as a deadlock victim."""
     info = catalog_info(conn, catalog)
     bulk = may_drop(conn, info)
-    tables, first_look = bulk_tables(conn, info, tools, examples, embedder, prune) if bulk and info else ([], None)
+    tables, changes = bulk_tables(conn, info, tools, examples, embedder, prune) if bulk and info else ([], None)
+    first_look = look_first(conn, catalog, tools, embedder, prune_scope=(prune, None), create=create, changes=changes)
     options: dict[str, Any] = {"prune": prune, "create": create, "indexes": False, "first_look": first_look}
 
     def write() -> ImportReport:
@@ -125,7 +161,7 @@ def upsert_with_examples(
             report.examples = add_examples(conn, catalog, examples, embedder, indexes=False)
         return report
 
-    return loaded(conn, catalog, info, tables, write)
+    return loaded(conn, catalog, info, tables, partial(retry_conflicts, write))
 
 
 def _write_tools(

@@ -1,0 +1,83 @@
+"""Writers of one catalog at once (and of several): what a write holds while it waits for the catalog's lock, what a
+dropped catalog's partitions wait for, and reads of a catalog that changes meanwhile (tune). Each test stages the one
+interleaving that failed in a storm of writers (threads and processes: upserts with and without examples, removes,
+examples, anchors, tune, reembed, migrate, drops, CLI imports, a CLI import killed mid-way)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from toolstore import HashingEmbedder, IntentExample, Tool, ToolStore
+from toolstore._sql import query
+from toolstore._text import dense_text
+from toolstore._vectors import text_hash
+
+from catalog_gen import generated_tools
+
+#: How long a test waits for another thread to reach the point it stages (a bound, never an assertion on time).
+STAGED = 60.0
+
+
+def waiting_backends(dsn: str, statement: str) -> list[int]:
+    """The backends waiting for a lock in a statement that contains ``statement`` (asked on a connection of its own:
+    a transaction reads pg_stat_activity once)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "select pid from pg_stat_activity where wait_event_type = 'Lock' and query like %s", [f"%{statement}%"]
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def until(found: Callable[[], Any]) -> Any:
+    """``found()``'s first true answer, asked again until :data:`STAGED` seconds have passed."""
+    deadline = time.monotonic() + STAGED
+    while not (answer := found()):
+        assert time.monotonic() < deadline, "the staged interleaving never happened"
+        time.sleep(0.02)
+    return answer
+
+
+def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
+def test_an_upsert_with_examples_waits_for_the_catalog_lock_holding_no_cache_rows(dsn: str) -> None:
+    """upsert(tools, examples=...) runs tools and examples in one transaction, and embedded the tools in it before it
+    took the catalog's lock: waiting for the lock, it held the new texts' embedding cache rows uncommitted, so the
+    lock's holder caching one of those texts waited for it: a deadlock (each writer of a storm of upserts with
+    examples saw 'a concurrent write kept conflicting: deadlock detected' or the deadlock itself). The texts are cached
+    (committed) before the transaction now."""
+    embedder = HashingEmbedder(32)
+    tools = generated_tools(5, seed=12)
+    new = Tool(id="zoo.feed", name="feed_animals", description="feed the zebras at the zoo")
+    with (
+        ToolStore(dsn, embedder=embedder, catalog="c") as writer,
+        ToolStore(dsn, embedder=embedder, catalog="c") as holder,
+    ):
+        writer.upsert(tools)
+        with holder.connection() as lock, lock.transaction():
+            lock.execute(query("lock_catalog"), {"name": "c"})
+            thread, errors = in_thread(lambda: writer.upsert([new], examples=[IntentExample(new.id, "feed zebras")]))
+            until(lambda: waiting_backends(dsn, "for no key update"))
+            # the lock's holder caches the same text (as a writer of another catalog would, or this one's under it)
+            text = dense_text(new)
+            row = {"model": embedder.cache_key, "hashes": [text_hash(text)], "vectors": [embedder.embed(text)]}
+            lock.execute(query("cache_store"), row)
+        thread.join()
+        assert not errors, errors
+        assert writer.info().n_examples == 1 and writer.tools([new.id])[0] == new
