@@ -173,3 +173,8 @@ alter table {parent} detach partition {partition} finalize;
 
 -- name: drop_partition
 drop table if exists {partition};
+
+-- name: drop_lock_wait
+-- How long drop_partition waits for its lock (local to its transaction): DROP TABLE of a detached partition takes
+-- ACCESS EXCLUSIVE on `tools` (its foreign key's triggers there), and while it waits every reader of `tools` queues.
+select set_config('lock_timeout', %(wait)s, true);

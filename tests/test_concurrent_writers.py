@@ -81,3 +81,41 @@ def test_an_upsert_with_examples_waits_for_the_catalog_lock_holding_no_cache_row
         thread.join()
         assert not errors, errors
         assert writer.info().n_examples == 1 and writer.tools([new.id])[0] == new
+
+
+def orphans(conn: psycopg.Connection[Any]) -> list[str]:
+    return [row[0] for row in conn.execute(query("orphan_partitions"))]
+
+
+def test_a_dropped_catalogs_partitions_never_stall_routes_of_other_catalogs(dsn: str) -> None:
+    """Dropping a dropped catalog's detached vector partition takes an ACCESS EXCLUSIVE lock on `tools` (their foreign
+    key's triggers go): while any transaction used `tools` (another catalog's import), the DROP waited for it, and every
+    route of every catalog queued behind the DROP's request; a writer deleting tools meanwhile (its foreign key's
+    cascade into that partition) deadlocked with it, again at each retry ('a concurrent write kept conflicting'). The
+    DROP now waits for the lock a moment at a time, and leaves the (empty) partitions to a later drop when it keeps
+    not getting it."""
+    embedder = HashingEmbedder(32)
+    with (
+        ToolStore(dsn, embedder=embedder, catalog="gone") as gone,
+        ToolStore(dsn, embedder=embedder, catalog="other") as other,
+        ToolStore(dsn, embedder=embedder, catalog="quiet", pool_size=1) as quiet,
+        psycopg.connect(dsn) as busy,
+    ):
+        for store, seed in ((gone, 1), (other, 2), (quiet, 3)):
+            store.upsert(generated_tools(10, seed=seed))
+        with quiet.connection() as conn:
+            conn.execute("set lock_timeout = '2s'")  # a route blocked on a lock: an error instead of a wait
+            schema = conn.execute("select current_schema()").fetchone()
+        busy.execute("select set_config('search_path', %s, false)", schema)
+        busy.execute("select count(*) from tools")  # an open transaction that used `tools` (an import's, say)
+        thread, errors = in_thread(other.drop_catalog)
+        try:
+            until(lambda: waiting_backends(dsn, "drop table"))
+            assert quiet.route("send a message").ids  # not queued behind the DROP's lock request
+        finally:
+            busy.rollback()
+            thread.join()
+        assert not errors, errors
+        gone.drop_catalog()  # the partitions a drop left behind go with a later one
+        with quiet.connection() as conn:
+            assert orphans(conn) == []

@@ -33,7 +33,7 @@ from ._connect import retry_conflicts
 from ._errors import DatabaseError, add_notes, first_line
 from ._models import CatalogInfo
 from ._observe import logger
-from ._remedies import left_behind_pooler, owner_builds, rebuild
+from ._remedies import left_behind_pooler, owner_builds, partitions_left, rebuild
 from ._rows import unknown_catalog
 from ._setup import pooled
 from ._sql import query
@@ -54,6 +54,9 @@ HNSW_EF_CONSTRUCTION = 64
 VECTOR_TABLES = ("tool_vectors", "intent_examples")
 #: Seconds a write waits for another session's index build or ANALYZE before it gives up.
 MAINTENANCE_WAIT = 600.0
+#: A dropped catalog's detached partition waits this long (seconds) at a time for its lock on ``tools``, which stalls
+#: every route meanwhile, at most DROP_TRIES times, DROP_PAUSE seconds or so apart; then a later drop drops it.
+DROP_LOCK_WAIT, DROP_TRIES, DROP_PAUSE = 0.1, 20, 0.1
 #: Most maintenance_work_mem (kB) an HNSW build is given: about 400,000 vectors of 384 dimensions.
 HNSW_BUILD_MEMORY_CAP = 1024 * 1024
 
@@ -216,7 +219,25 @@ def drop_partitions(conn: psycopg.Connection[Any]) -> None:
             if parent is not None:
                 block = "finalize_detach" if pending else "detach_partition"
                 conn.execute(_ddl(block, parent=parent, partition=name))
-            conn.execute(_ddl("drop_partition", partition=name))
+            if not _drop_detached(conn, name):
+                logger.warning("%s", partitions_left(name))
+                return
+
+
+def _drop_detached(conn: psycopg.Connection[Any], name: str) -> bool:
+    """Drop the detached partition ``name``; False when its lock on ``tools`` was not to be had. The DROP takes an
+    ACCESS EXCLUSIVE lock on ``tools`` (its foreign key's triggers there go): a request waiting for it stalls every
+    statement that reads ``tools`` (every catalog's routes) and deadlocks with a writer whose delete cascades into the
+    partition, so it waits :data:`DROP_LOCK_WAIT` seconds at a time, :data:`DROP_TRIES` times at most."""
+    for attempt in range(DROP_TRIES):
+        try:
+            with conn.transaction():
+                conn.execute(query("drop_lock_wait"), {"wait": f"{DROP_LOCK_WAIT * 1000:g}ms"})
+                conn.execute(_ddl("drop_partition", partition=name))
+            return True
+        except psycopg.errors.LockNotAvailable:
+            time.sleep(DROP_PAUSE * (1 + attempt % 4) * (0.5 + random.random()))
+    return False
 
 
 def analyze_ddl(catalog_id: int, *, examples_only: bool = False) -> sql.Composed:

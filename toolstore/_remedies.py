@@ -54,3 +54,13 @@ def partitions_behind_pooler(left: Sequence[str]) -> str:
         f"(transaction_pooling=False; on the command line, toolstore --dsn {DIRECT_DSN} drop-catalog NAME, without "
         "--transaction-pooling) drops them"
     )
+
+
+def partitions_left(name: str) -> str:
+    """What a drop leaves when a dropped catalog's detached partition ``name`` (and those after it) never got its lock
+    on ``tools`` (``_indexes.drop_partitions``), and what drops them."""
+    return (
+        f"the emptied vector partition {name} of a dropped catalog (and any after it) is left: other transactions kept "
+        "using the tools table, whose lock dropping it takes (waiting for that lock would stall every route); they "
+        "cost routes nothing, and the next drop_catalog (toolstore drop-catalog NAME) drops them"
+    )
