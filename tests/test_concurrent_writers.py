@@ -11,8 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+import pytest
 
-from toolstore import HashingEmbedder, IntentExample, Tool, ToolStore
+from toolstore import HashingEmbedder, IntentExample, Judgement, Tool, ToolStore
+from toolstore import _tune as tune_module
 from toolstore._sql import query
 from toolstore._text import dense_text
 from toolstore._vectors import text_hash
@@ -119,3 +121,27 @@ def test_a_dropped_catalogs_partitions_never_stall_routes_of_other_catalogs(dsn:
         gone.drop_catalog()  # the partitions a drop left behind go with a later one
         with quiet.connection() as conn:
             assert orphans(conn) == []
+
+
+def test_tune_ignores_a_tool_written_while_it_reads_the_catalog(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tune() reads the catalog's tools, then each request's ranked lists, in separate statements: a tool upserted in
+    between (another writer) was in the lists but not in its index of the tools, and tune raised a bare KeyError
+    naming it. The lists keep the tools the index holds (as route() at the moment the index was read)."""
+    tools = generated_tools(30, seed=4)
+    examples = [(f"{t.name.replace('_', ' ')} please", Judgement(f"q{i}", (t.id,))) for i, t in enumerate(tools[:8])]
+    late = [Tool(id=f"late.{i}", name=t.name + "_late", description=t.description) for i, t in enumerate(tools[:8])]
+    with (
+        ToolStore(dsn, embedder=HashingEmbedder(32), catalog="t") as store,
+        ToolStore(dsn, embedder=HashingEmbedder(32), catalog="t") as other,
+    ):
+        store.upsert(tools)
+        real = tune_module.load_tool_index
+
+        def then_a_write(store: ToolStore) -> Any:
+            index = real(store)
+            other.upsert(late)  # between the two reads
+            return index
+
+        monkeypatch.setattr(tune_module, "load_tool_index", then_a_write)
+        report = store.tune(examples, folds=2, save=False)
+    assert report.fusion is not None

@@ -222,7 +222,8 @@ def _fetch_one(
     own: Mapping[str, tuple[int, Tool]],
 ) -> Lists:
     """One request's lists; the tools ``own`` (:func:`_own_lines`) are read without the request's own lines (their
-    vectors in ``documents``, by their text)."""
+    vectors in ``documents``, by their text). Only tools of ``tools`` are listed: one another writer added since it was
+    read is not (tune's fusion ranks by ``tools``, as route() ranks the catalog of one moment)."""
     raw = probe.query
     params: dict[str, Any] = {"catalog": info.id, "dim": info.embed_dim, "query_text": query_text(raw), "n": depth}
     replaced = {
@@ -231,7 +232,8 @@ def _fetch_one(
     }
     lexical: list[list[str]] = [[], [], []]
     for fld, tool_id, _rank in conn.execute(query("eval_lexical"), params | replaced):
-        lexical[fld - 1].append(tool_id)
+        if tool_id in tools.position:  # not a tool written since ``tools`` was read (another writer's)
+            lexical[fld - 1].append(tool_id)
     dense: tuple[str, ...] = ()
     nearest: float | None = None
     neighbours: tuple[tuple[str, float], ...] = ()
@@ -240,8 +242,10 @@ def _fetch_one(
         qvec = vectors[raw]
         params["qvec"] = qvec
         rows = conn.execute(query("eval_dense"), params | {"n": depth + len(own)}).fetchall()
-        found = [(tool_id, float(d)) for tool_id, d in rows if tool_id not in own]
+        found = [(tool_id, float(d)) for tool_id, d in rows if tool_id not in own and tool_id in tools.position]
         for tool_id, (_, tool) in own.items():  # the distance as knn() computes a stored vector's
+            if tool_id not in tools.position:  # removed before ``tools`` was read
+                continue
             row = conn.execute(query("eval_distance"), {"vector": documents[dense_text(tool)], "qvec": qvec}).fetchone()
             found.append((tool_id, float(row[0])))  # type: ignore[index]
         found = sorted(found, key=lambda f: (f[1], tools.position.get(f[0], len(tools.ids))))[:depth]
