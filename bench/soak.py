@@ -6,7 +6,8 @@ every invariant checked (issue 13).
 Threads, all at once: routers on two catalogs, half of them with a session; a writer changing a few tools at a time;
 a remover that takes tools away and puts them back; an examples writer; two re-importers that alternate two versions
 of the main catalog with --prune (they race each other); a bulk importer into a third catalog (drops and rebuilds its
-HNSW indexes); two session loggers appending calls to a few shared sessions and a pruner trimming the log.
+HNSW indexes); two session loggers appending calls to a few shared sessions and a pruner trimming the log; a writer
+of tools with their intent examples (one transaction) and one that makes a scratch catalog and drops it.
 Afterwards: BM25 statistics equal a recomputation from the stored tsvectors, transition counts equal the pairs in
 the session log, no index is invalid and every tool of an embedded catalog has its vector. Exit status 1 on any
 error or broken invariant.
@@ -185,6 +186,15 @@ def main(argv: list[str] | None = None) -> None:
         example = IntentExample(tool.id, f"request {rng.random()}")
         tally.run("add example", lambda: examiner.add_examples([example]))
 
+    def with_examples(rng: random.Random) -> None:  # tools and their examples in one transaction
+        picked = rng.sample(version_b, 3)
+        changed = [dataclasses.replace(t, description=t.description + f" edit {rng.randrange(10**6)}") for t in picked]
+        new = [IntentExample(t.id, f"please {t.name} {rng.random()}") for t in picked]
+        tally.run("upsert with examples", lambda: example_writer.upsert(changed, examples=new))
+
+    def drop_scratch(rng: random.Random) -> None:  # a catalog made and dropped: its partitions detached and dropped
+        tally.run("drop catalog", lambda: (dropper.upsert(rng.sample(bulk_tools, 20)), dropper.drop_catalog()))
+
     def reimport(version: list[Tool]) -> Callable[[random.Random], None]:
         own = store("main")
         return lambda rng: tally.run("re-import --prune", lambda: own.upsert(version, prune=True))
@@ -196,11 +206,12 @@ def main(argv: list[str] | None = None) -> None:
         tally.run("bulk import (other catalog)", lambda: bulk_store.upsert(version, prune=True))
 
     writer, remover, examiner, bulk_store = store("main"), store("main"), store("main"), store("other")
-    logger_store, pruner = store("main"), store("main")
+    logger_store, pruner, example_writer, dropper = store("main"), store("main"), store("main"), store("scratch")
     workers = [loop(router(("main", "other")[i % 2], i % 4 < 2), i) for i in range(args.routers)]
     workers += [loop(small_writes, 100), loop(remove_and_restore, 101), loop(examples, 102)]
     workers += [loop(reimport(version_a), 103), loop(reimport(version_b), 104), loop(bulk, 105)]
     workers += [loop(log_calls, 106), loop(log_calls, 107), loop(prune_log, 108)]
+    workers += [loop(with_examples, 109), loop(drop_scratch, 110)]
     threads = [threading.Thread(target=w) for w in workers]
     started = time.monotonic()
     for t in threads:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 SOAK = Path(__file__).resolve().parents[1] / "bench" / "soak.py"
 #: The work the soak must have done (it runs past its seconds until it has, on a loaded machine): routes, racing
-#: re-imports, session calls logged and pruned, all at once with the other writers.
+#: re-imports, session calls logged and pruned, tools written with their examples, a catalog dropped, all at once with
+#: the other writers.
 WANTED = {"route": 51, "re-import --prune": 1, "record calls": 11, "prune sessions": 1}
+WANTED |= {"upsert with examples": 2, "drop catalog": 1}
 
 
 def test_a_short_soak_has_no_errors_and_keeps_every_invariant(server_dsn: str, tmp_path: Path) -> None:
