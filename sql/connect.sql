@@ -42,3 +42,9 @@ select pg_terminate_backend(pid) from pg_stat_activity where pid = %(pid)s and b
 -- name: transaction_status
 -- 'committed', 'aborted' or 'in progress' (NULL: too old for Postgres to know), and since when the server is up.
 select pg_xact_status(%(xid)s::xid8), pg_postmaster_start_time();
+
+-- name: backend_waits
+-- Whether the server backend `pid` waits for its client (not running a statement), asked on a fresh connection when a
+-- statement of the primary's connection on it got no answer within the store's timeout (`_deadline`): no row (behind a
+-- pooler, whose backend ids the client is not told; or gone) or NULL (another role's) is not taken for "waits".
+select state is distinct from 'active' and state is not null from pg_stat_activity where pid = %(pid)s;

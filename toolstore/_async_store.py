@@ -141,12 +141,11 @@ class AsyncToolStore(AsyncReadMethods, AsyncAnchorMethods, AsyncSessionMethods, 
             await to_thread(ensure_schema, self.dsn, self.schema, auto=self._migrate, timeout=self._timeout)
             options: dict[str, Any] = dict(schema=self.schema, tenant=self.catalog, timeout=self._timeout)
             options.update(transaction_pooling=self.transaction_pooling, configure=self._configure)
-            db = await AsyncConnector.open(self.dsn, max_size=self._pool_size, **options)
+            within = answer_within(self._timeout, self._timeout_ms)  # each wait for a server's answer (``_deadline``)
+            options.update(answer_within=within)
+            db = await AsyncConnector.open(self.dsn, max_size=self._pool_size, ask=True, **options)
             try:
-                within = answer_within(self._timeout, self._timeout_ms)
-                self._replicas = await AsyncReplicas.open(
-                    self._read_dsns, max_size=self._pool_size, answer_within=within, **options
-                )
+                self._replicas = await AsyncReplicas.open(self._read_dsns, max_size=self._pool_size, **options)
             except BaseException:
                 await db.close()
                 raise

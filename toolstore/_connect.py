@@ -19,7 +19,7 @@ from psycopg_pool import PoolTimeout
 
 from ._backends import UNDEFINED, Backends, session_lost, session_lost_async
 from ._commits import Commits, WatchedConnection, do_again
-from ._deadline import bounded_class
+from ._deadline import Unanswered, bounded_class
 from ._dsn import check_dsn
 from ._errors import DatabaseError, InvalidInputError, SchemaAccessError, UnknownCatalogError, first_line
 from ._interrupts import wait_event, wait_event_async
@@ -152,7 +152,9 @@ class Connector(_Pooled):
     committed (``_commits``: a COMMIT lost with its connection is asked about on a fresh one), so no transaction is
     written twice. A wait that ends without a connection is a :class:`PoolBusy` (the error's cause) when some
     connection was lent meanwhile, not just an unanswered pool. ``name``: the pool's, which psycopg_pool's warnings
-    say (a read replica's names it, ``_replicas.replica_names``).
+    say (a read replica's names it, ``_replicas.replica_names``). ``answer_within``: seconds each wait for the
+    server's answer lasts at most (``_deadline``); ``ask`` (the primary's): not while the server, asked at the deadline
+    on a fresh connection, says the statement still runs.
     """
 
     pool: CountedPool
@@ -171,6 +173,7 @@ class Connector(_Pooled):
         configure: Configure | None = None,
         name: str | None = None,
         answer_within: float | None = None,
+        ask: bool = False,
     ) -> None:
         ended = threading.Event()
         super().__init__(schema, check_timeout(timeout), Setup(ended), Backends())
@@ -192,9 +195,10 @@ class Connector(_Pooled):
 
         args = pool_args(dsn, min_size, max_size, self.timeout, set_up_connection, transaction_pooling)
         watched = PooledConnection if transaction_pooling else WatchedConnection
-        if answer_within is not None:  # a read replica's: each wait for the server bounded (``_deadline``)
-            watched = bounded_class(watched, answer_within)
-        self.pool = CountedPool(connection_class=watched, name=name, replica=answer_within is not None, **args)
+        if answer_within is not None:  # each wait for the server bounded (``_deadline``); ``ask``: the primary's
+            watched = bounded_class(watched, answer_within, self.dsn if ask else None)
+        replica = answer_within is not None and not ask
+        self.pool = CountedPool(connection_class=watched, name=name, replica=replica, **args)
         try:  # wait=False: the pool connects in the background; until it has, a call waits up to `timeout`
             self.pool.open()
             if wait:  # the first setup's end (its error said at once: psycopg_pool tries again), then the pool's
@@ -233,7 +237,9 @@ class Connector(_Pooled):
                 self.pool.check()  # drop the pool's other dead connections too
             self.backends.check()  # the setup of the connection it waited for found a transaction pooler
             cause = self.lending.failure(exc, since, self.pool.max_size)
-            raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors())) from cause
+            if isinstance(cause, Unanswered):
+                self.pool.unanswered(cause)
+            raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors()), self.pool) from cause
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T], *, again: bool = True) -> T:
         """``work(conn)`` on a pooled connection, once more on a fresh one if the first was lost (a restarted
@@ -288,6 +294,7 @@ class AsyncConnector(_Pooled):
         configure: AsyncConfigure | None = None,
         name: str | None = None,
         answer_within: float | None = None,
+        ask: bool = False,
     ) -> AsyncConnector:
         """``wait=False``: the pool connects in the background; until it has, a call waits up to ``timeout``."""
         timeout = check_timeout(timeout)
@@ -313,8 +320,9 @@ class AsyncConnector(_Pooled):
         args = pool_args(dsn, min_size, max_size, timeout, set_up_connection, transaction_pooling)
         connection = AsyncPooledConnection if transaction_pooling else psycopg.AsyncConnection
         if answer_within is not None:
-            connection = bounded_class(connection, answer_within)
-        pool = AsyncCountedPool(connection_class=connection, name=name, replica=answer_within is not None, **args)
+            connection = bounded_class(connection, answer_within, dsn if ask else None)
+        replica = answer_within is not None and not ask
+        pool = AsyncCountedPool(connection_class=connection, name=name, replica=replica, **args)
         try:  # as Connector's
             await pool.open()
             if wait:
@@ -354,7 +362,9 @@ class AsyncConnector(_Pooled):
                 await self.pool.check()
             self.backends.check()
             cause = self.lending.failure(exc, since, self.pool.max_size)
-            raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors())) from cause
+            if isinstance(cause, Unanswered):
+                self.pool.unanswered(cause)
+            raise translate(cause, self.timeout, self.setup.current(self.pool.connect_errors()), self.pool) from cause
 
     async def run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], *, again: bool = True) -> T:
         for attempt in range(2):

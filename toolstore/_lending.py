@@ -24,7 +24,7 @@ from psycopg_pool.pool_async import MaintenanceTask as AsyncMaintenanceTask
 from ._deadline import Unanswered
 from ._dsn import dsn_place
 from ._errors import DatabaseError, StoreClosedError, first_line
-from ._outages import connected, failed, left_out, loud_pool, quiet_pool, retired
+from ._outages import connected, failed, left_out, loud_pool, quiet_pool, retired, stopped_answering
 
 _LOST = (errors.AdminShutdown, errors.CrashShutdown, errors.CannotConnectNow, errors.IdleSessionTimeout)
 #: Said with "permission denied" (or a row-level security violation): what a granted role may do on toolstore's tables.
@@ -132,7 +132,7 @@ class _Watched:
     _tokens = itertools.count()
 
     def __init__(self, *args: Any, replica: bool = False, **kwargs: Any) -> None:
-        self._replica = replica  # a read replica's: its outage said by the reads it sends elsewhere (``left_out``)
+        self.replica = replica  # a read replica's: its outage said by the reads it sends elsewhere (``left_out``)
         super().__init__(*args, **kwargs)
         #: The place its outages are said for: a replica's name, else the primary's host, port and dbname.
         self.where = kwargs.get("name") or f"toolstore's database ({dsn_place(kwargs.get('conninfo') or '')})"
@@ -156,10 +156,16 @@ class _Watched:
         if self.closed:  # type: ignore[attr-defined]  # an attempt that ended after close(): no news of the database
             return
         if exc is not None and connection_lost(exc):
-            failed(self.where, first_line(exc), self._token, lost=self._connected_once, replica=self._replica)
+            failed(self.where, first_line(exc), self._token, lost=self._connected_once, replica=self.replica)
         else:
             again, self._connected_once = self._connected_once, True
             connected(self.where, again)
+
+    def unanswered(self, exc: Unanswered) -> None:
+        """A statement of the pool got no answer (``_deadline``): a primary's outage said once (``_outages``); a read
+        replica's is said by the read that leaves it out (:meth:`left_out`)."""
+        if not self.replica:
+            stopped_answering(self.where, str(exc), self._token)
 
     def left_out(self) -> bool:
         """A read replica's pool left out of reads: whether to say so as a warning (``_outages.left_out``)."""
@@ -374,13 +380,16 @@ CLOSED_MEANWHILE = "this store was closed while the call was under way (its conn
 
 
 def translate(
-    exc: BaseException, timeout: float, setup_failure: BaseException | None
+    exc: BaseException, timeout: float, setup_failure: BaseException | None, pool: _Watched
 ) -> DatabaseError | StoreClosedError:
-    """A connector's failure to get or use a connection as the DatabaseError its caller sees (a StoreClosedError for a
-    pool closed meanwhile: the store's close(), not the database); ``setup_failure``: the pool's new connections'
-    setup error that is true now (:meth:`Setup.current`), said when no connection came."""
+    """A connector's failure to get or use a connection (of ``pool``) as the DatabaseError its caller sees (a
+    StoreClosedError for a pool closed meanwhile: the store's close(), not the database); ``setup_failure``: the pool's
+    new connections' setup error that is true now (:meth:`Setup.current`), said when no connection came; a statement
+    the primary did not answer (:class:`Unanswered`) names the database."""
     if isinstance(exc, PoolClosed):
         return StoreClosedError(CLOSED_MEANWHILE)
+    if isinstance(exc, Unanswered) and not pool.replica:
+        return DatabaseError(f"{pool.where}: {exc}; its connection was closed, and a later call tries a fresh one")
     if isinstance(exc, PoolBusy):
         return DatabaseError(f"no database connection within {timeout:g} s: {exc}")
     if isinstance(exc, PoolTimeout):

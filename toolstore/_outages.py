@@ -41,6 +41,7 @@ class _Down:
     reason: str = ""  # the last attempt's error
     said: bool = False  # a warning said the outage began, so its end is said too
     pools: set[int] = field(default_factory=set)  # the pools failing (``_lending``'s tokens) until one connects
+    began: str = "it was left out of reads"  # what began it, when no attempt to connect failed
 
 
 _down: dict[str, _Down] = {}  # where pools could not connect, by the place they connect to (``_lending``'s ``where``)
@@ -80,6 +81,18 @@ def left_out(where: str, pool: int) -> bool:
     return news
 
 
+def stopped_answering(where: str, reason: str, pool: int) -> None:
+    """A statement of pool ``pool`` (the primary's) got no answer from ``where`` (``reason``: ``_deadline``'s): a
+    warning when that begins an outage (none said yet), nothing otherwise (the call's error says it too); its end is
+    said when a pool connects there again (:func:`connected`)."""
+    with _lock:
+        down = _down.setdefault(where, _Down(time.monotonic(), 0, began="it stopped answering"))
+        down.pools.add(pool)
+        news, down.said = not down.said, True
+    if news:
+        logger.warning("%s: %s; calls meanwhile fail, and toolstore says when it connects again", where, reason)
+
+
 def connected(where: str, again: bool = True) -> None:
     """A pool connected to ``where`` (``again``: it had connected before): a warning when a failure was said since,
     saying how long after."""
@@ -87,7 +100,7 @@ def connected(where: str, again: bool = True) -> None:
         down = _down.pop(where, None)
     if down is not None and down.said and not down.attempts:  # left out by a read (lost, unanswered), no attempt failed
         seconds = time.monotonic() - down.since
-        logger.warning("%s: connected again, %.1f s after it was left out of reads", where, seconds)
+        logger.warning("%s: connected again, %.1f s after %s", where, seconds, down.began)
     elif down is not None and down.said:
         seconds = time.monotonic() - down.since
         logger.warning(

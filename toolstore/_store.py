@@ -66,8 +66,11 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods, CatalogMethods):
     so a failed first write leaves nothing behind) unless ``create=False``. ``schema``: the Postgres schema of
     toolstore's tables (lower case). ``migrate``: bring it to head when it is behind (``False``: raise instead).
     ``pool_size``: the most connections the store holds at once (the primary's pool, and each replica's).
-    ``timeout``: seconds any call may wait for the database (up to a day) before it raises :class:`DatabaseError`;
-    after a server restart the store reconnects by itself.
+    ``timeout``: seconds any call may wait for a database connection (up to a day) before it raises
+    :class:`DatabaseError`, and for each answer of the server (``statement_timeout`` when longer): past it, the server
+    is asked on a fresh connection, given as long, whether it still runs the statement, and the wait ends (the
+    connection closed, a DatabaseError naming the database) unless it does; after a server restart the store
+    reconnects by itself.
     ``statement_timeout``: seconds each statement of a route (route(), route_messages(), resolve_calls()) may run
     before Postgres cancels it, a :class:`StatementTimeoutError` (None, the default: no limit); nothing else is capped.
     ``embedder_cooldown``: after the embedder fails at route time, routes answer lexically (and say so) without
@@ -125,10 +128,11 @@ class ToolStore(ReadMethods, AnchorMethods, SessionMethods, CatalogMethods):
         pool_options.update(transaction_pooling=self.transaction_pooling, configure=configure)
         self._closed, self._pid, self._fork_lock = False, os.getpid(), threading.Lock()
 
+        within = answer_within(timeout, self._timeout_ms)  # each wait for a server's answer (``_deadline``)
+
         def connect() -> tuple[Connector, Replicas]:
-            db = Connector(self.dsn, schema=self.schema, tenant=catalog, **pool_options)
+            db = Connector(self.dsn, schema=self.schema, tenant=catalog, answer_within=within, ask=True, **pool_options)
             try:
-                within = answer_within(timeout, self._timeout_ms)
                 return db, Replicas(read_dsns, schema=self.schema, tenant=catalog, answer_within=within, **pool_options)
             except BaseException:
                 db.close()
