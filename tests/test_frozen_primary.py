@@ -1,7 +1,8 @@
 """A primary that stops answering after its connections were made (a frozen postgres, a network path that stops
 carrying packets: a loopback proxy that stops forwarding here): a call ends within a bound with an error naming the
 database, the broken connection discarded, one warning said for the outage, and the next call after the server
-answers again works; a statement that runs long on a server that answers is never cut."""
+answers again works; a COMMIT that got no answer is said to have an unknown outcome and is not run again; a
+statement that runs long on a server that answers is never cut."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from toolstore import AsyncToolStore, DatabaseError, ToolStore
+from toolstore._commits import FollowUp, follow_up
 
 from catalog_gen import generated_tools
 
@@ -175,6 +177,55 @@ def test_a_read_on_a_primary_that_froze_ends_with_an_error_naming_it(
     warned = warnings_of(caplog)
     outage = [message for name, message in warned if "no answer within" in message]
     assert len(outage) == 1 and outage[0].startswith(place), warned
+
+
+def test_a_commit_the_primary_never_answered_is_said_unknown_and_not_run_again(
+    dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write whose COMMIT got no answer (sent, the server frozen): its outcome is unknown, which the error says, and
+    it is not run again (a second try could write it twice, and would only wait again)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create table public.written (n int)")
+    tries: list[int] = []
+
+    def write(conn: psycopg.Connection[Any]) -> None:
+        tries.append(1)
+        with conn.transaction():
+            conn.execute("insert into public.written values (1)")
+            proxy.freeze_on = b"COMMIT"
+
+    caplog.set_level(logging.WARNING)
+    with proxied(dsn) as proxy, ToolStore(proxy.dsn, embedder=None, catalog="frozen", timeout=TIMEOUT) as store:
+        error = ended(lambda: store.db.run(write))
+        proxy.thaw()
+    assert isinstance(error, DatabaseError), error
+    assert "COMMIT" in str(error) and "whether the write took effect is unknown" in str(error), error
+    assert len(tries) == 1
+
+
+def test_a_follow_up_the_primary_never_answered_says_the_write_committed(dsn: str) -> None:
+    """What follows a committed write (its index build, ANALYZE) that got no answer: the error says the write
+    committed and what was not done, and the write is not run again."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create table public.written (n int)")
+    tries: list[int] = []
+
+    def write(conn: psycopg.Connection[Any]) -> None:
+        tries.append(1)
+        with conn.transaction():
+            conn.execute("insert into public.written values (1)")
+        proxy.freeze_on = b"follow_up_step"
+        step = FollowUp(lambda c: c.execute("select 'follow_up_step'"), "building the indexes", "the next write does")
+        follow_up(conn, step)
+
+    with proxied(dsn) as proxy, ToolStore(proxy.dsn, embedder=None, catalog="frozen", timeout=TIMEOUT) as store:
+        error = ended(lambda: store.db.run(write))
+        proxy.thaw()
+    assert isinstance(error, DatabaseError), error
+    assert "the write had committed, but building the indexes was not done (the next write does)" in str(error), error
+    assert len(tries) == 1
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("select count(*) from public.written").fetchone() == (1,)
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 from psycopg.pq import TransactionStatus
 
+from ._deadline import Unanswered
 from ._errors import DatabaseError, first_line
 from ._lending import connection_lost
 from ._observe import logger
@@ -32,6 +33,11 @@ from ._sql import query
 POLL, RECONNECT = 0.05, 0.25
 #: Why a transaction said committed by a server that restarted since it began is not taken for done.
 RESTARTED = "the server restarted since, and may have given its id to another transaction"
+#: What to do after a write whose outcome is unknown.
+LOOK_FIRST = (
+    "look before running it again (an upsert, an import or add_examples run again writes the same catalog; "
+    "a remove run again says the tool is not there if the first took effect)"
+)
 #: pg_xact_status of an id the server has not handed out (yet, after a restart that lost it): invalid_parameter_value.
 FUTURE = "22023"
 
@@ -62,6 +68,13 @@ class Commits:
     def clean(self) -> bool:
         """Nothing of the write was committed, nor may have been: trying it again writes it once."""
         return not (self.committed or self.undecided)
+
+    def unknown(self, unanswered: DatabaseError) -> DatabaseError:
+        """The error of a write whose COMMIT got no answer (``unanswered``, ``_deadline``): its outcome unknown."""
+        return DatabaseError(
+            f"{unanswered}; that was the write's COMMIT: whether the write took effect is unknown, and it was not "
+            f"run again; {LOOK_FIRST}"
+        )
 
     def took_effect(self, xid: str, pid: int, started: object, lost: BaseException) -> bool:
         """Whether transaction ``xid``, begun on backend ``pid`` of a server up since ``started`` and whose COMMIT was
@@ -146,6 +159,8 @@ class WatchedConnection(psycopg.Connection[Any]):
                 if not force_rollback:  # the block ended well: its id before the COMMIT, None when it wrote nothing
                     xid, started = self.execute(query("transaction_id")).fetchone()  # type: ignore[misc]
         except psycopg.Error as exc:
+            if xid is not None and isinstance(exc, Unanswered):  # the COMMIT was sent: no answer, no one to ask
+                commits.undecided = True
             if not (xid is not None and connection_lost(exc) and commits.took_effect(xid, pid, started, exc)):
                 raise
         commits.committed = commits.committed or xid is not None
@@ -178,6 +193,8 @@ def follow_up(conn: psycopg.Connection[Any], work: FollowUp) -> None:
         try:
             work.step(conn)
         except psycopg.Error as exc:
+            if isinstance(exc, Unanswered):  # the server stopped answering: not done, and not done again (``run``)
+                commits.pending.append(work)
             if not connection_lost(exc):
                 raise
         else:

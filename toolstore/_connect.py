@@ -256,6 +256,12 @@ class Connector(_Pooled):
                 if again and self._again(exc, attempt) and commits.clean:
                     continue
                 lost = exc.__cause__
+                if commits.undecided and isinstance(lost, Unanswered):
+                    raise commits.unknown(exc) from lost
+                if commits.committed and isinstance(lost, Unanswered):
+                    undone = f", but {commits.pending[0].what} was not done ({commits.pending[0].later})"
+                    committed = f"the write had committed{undone if commits.pending else ''}, so it was not run again"
+                    raise DatabaseError(f"{exc}; {committed}") from lost
                 if commits.committed and lost is not None and connection_lost(lost):
                     done = "the connection was lost after the write committed, so it was not run again"
                     raise DatabaseError(f"{done}: {first_line(lost)}") from lost
