@@ -26,6 +26,11 @@ _ATTEMPTS = re.compile(r"(?:error connecting in |reconnection attempt in pool )(
 #: which it names after the pool.
 _UNSTOPPED = re.compile(r"couldn't stop (?:thread|task) ['\"](?P<name>.*)-(?:worker-\d+|scheduler)['\"] within ")
 
+#: psycopg_pool's warning for each connection given back broken or closed, which it discards: one of toolstore's (its
+#: class's module, in the connection's repr) whose statement got no answer (``_deadline``), or lost with the server,
+#: whose outage toolstore says itself.
+_DISCARDED = re.compile(r"discarding (?:closed|broken) connection: <toolstore\.")
+
 
 def _pool_named(message: str) -> str | None:
     """The pool a psycopg_pool warning of :data:`_ATTEMPTS` or :data:`_UNSTOPPED` names, else None."""
@@ -132,14 +137,15 @@ def down_reason(where: str) -> str | None:
 
 class _Quieter(logging.Filter):
     """On the ``psycopg.pool`` logger: a warning of :data:`_ATTEMPTS` or :data:`_UNSTOPPED` (matched as formatted)
-    about a pool of :func:`quiet_pool` goes to the logger's handlers at DEBUG (when the logger is enabled for it), not
-    as a warning."""
+    about a pool of :func:`quiet_pool`, or of :data:`_DISCARDED`, goes to the logger's handlers at DEBUG (when the
+    logger is enabled for it), not as a warning."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno <= logging.DEBUG:
             return True
-        name = _pool_named(record.getMessage())
-        if name is None or _quiet[name] <= 0:
+        message = record.getMessage()
+        name = _pool_named(message)
+        if (name is None or _quiet[name] <= 0) and not _DISCARDED.match(message):
             return True
         if pool_logger.isEnabledFor(logging.DEBUG):
             quiet = logging.makeLogRecord(record.__dict__)
