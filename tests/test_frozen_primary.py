@@ -10,6 +10,7 @@ import asyncio
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -264,3 +265,32 @@ def test_a_primary_whose_backend_waits_for_the_client_is_not_waited_for(dsn: str
 
         error = ended(lambda: store.db.run(lost))
     assert isinstance(error, DatabaseError) and "waits for the client" in str(error), error
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_wait_for_notifications_on_the_primary_is_not_cut(dsn: str, kind: str) -> None:
+    """A caller's own connection that LISTENs and waits for a notification longer than the timeout (the backend idle,
+    waiting for its client, as it should) is not given up: the wait is the caller's."""
+
+    def notify_later() -> None:
+        time.sleep(3 * TIMEOUT)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("notify toolstore_test, 'hello'")
+
+    got: list[str] = []
+    if kind == "sync":
+        with ToolStore(dsn, embedder=None, catalog="listen", timeout=TIMEOUT) as store, store.connection() as conn:
+            conn.execute("listen toolstore_test")
+            threading.Thread(target=notify_later, daemon=True).start()
+            got += [n.payload for n in conn.notifies(timeout=HANG, stop_after=1)]
+    else:
+
+        async def main() -> None:
+            async with AsyncToolStore(dsn, embedder=None, catalog="listen", timeout=TIMEOUT) as store:
+                async with store.connection() as conn:
+                    await conn.execute("listen toolstore_test")
+                    threading.Thread(target=notify_later, daemon=True).start()
+                    got.extend([n.payload async for n in conn.notifies(timeout=HANG, stop_after=1)])
+
+        asyncio.run(main())
+    assert got == ["hello"]

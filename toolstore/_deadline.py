@@ -209,19 +209,43 @@ async def abounded(conn: psycopg.AsyncConnection[Any], seconds: float, dsn: str 
 def bounded_class(base: C, seconds: float, dsn: str | None = None) -> C:
     """``base`` (a pool's connection class, sync or async) whose every wait for the server (psycopg's ``wait``: a
     round trip) ends within ``seconds``, else raises :class:`Unanswered`, its connection's socket shut down; with
-    ``dsn`` (the primary's), not while the server there says the connection's backend still runs the statement."""
+    ``dsn`` (the primary's), not while the server there says the connection's backend still runs the statement. A
+    wait for notifications (``notifies()``, after a LISTEN on a caller's own connection) is the caller's: unbounded."""
     if issubclass(base, psycopg.AsyncConnection):
 
         class AsyncBounded(base):  # type: ignore[valid-type,misc]
+            listening = False
+
             async def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+                if self.listening:
+                    return await super().wait(gen, *args, **kwargs)
                 async with abounded(self, seconds, dsn):
                     return await super().wait(gen, *args, **kwargs)
+
+            async def notifies(self, **kwargs: Any) -> AsyncIterator[Any]:
+                self.listening = True
+                try:
+                    async for notify in super().notifies(**kwargs):
+                        yield notify
+                finally:
+                    self.listening = False
 
         return AsyncBounded  # type: ignore[return-value]
 
     class Bounded(base):  # type: ignore[valid-type,misc]
+        listening = False
+
         def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.listening:
+                return super().wait(gen, *args, **kwargs)
             with WATCHDOG.bounded(self, seconds, dsn):
                 return super().wait(gen, *args, **kwargs)
+
+        def notifies(self, **kwargs: Any) -> Iterator[Any]:
+            self.listening = True
+            try:
+                yield from super().notifies(**kwargs)
+            finally:
+                self.listening = False
 
     return Bounded  # type: ignore[return-value]
