@@ -4,14 +4,14 @@
                                [--ef 100,200,400] [--builds 2] [--fresh]
 
 For each catalog and each vector table (tool_vectors: the dense retriever's 40 rows; intent_examples: the intent
-retriever's 120) every request is searched, in rotating order: exactly (``exact``: every vector's full-precision
-cosine distance, ties by pk, what knn() does without an index since migration 0027), by a scan sorted by the HNSW
-index's halfvec expression (``scan``: what knn() did without an index before), and through the partition's HNSW
+retriever's 80, 120 before stop 50) every request is searched, in rotating order: exactly (``exact``: every vector's
+full-precision cosine distance, ties by pk, what knn() does without an index since migration 0027), by a scan sorted by
+the HNSW index's halfvec expression (``scan``: what knn() did without an index before), and through the partition's HNSW
 index at knn()'s ``ef_search`` (the limit, at least 40) and each larger ``--ef``. Prints, per search, recall@limit
-against exact search (a row counts when its distance is within the exact list's last: ties at the cut are all
-right), ``same`` (the share of requests whose rows are the exact search's) and the median time. A partition without
-an HNSW index (fewer than HNSW_MIN_ROWS rows) gets one built for the measurement and dropped after. ``--builds 2``
-loads each shared benchmark twice (HNSW is randomised) and counts the requests whose rows differ between the builds.
+against exact search (a row counts when its distance is within the exact list's last: ties at the cut are all right),
+``same`` (the share of requests whose rows are the exact search's) and the median time. A partition without an HNSW
+index (fewer than HNSW_MIN_ROWS rows) gets one built for the measurement and dropped after. ``--builds 2`` loads each
+shared benchmark twice (HNSW is randomised) and counts the requests whose rows differ between the builds.
 
 Catalogs: the shared benchmarks (``$TOOLSTORE_BENCH``, else ``shared/bench`` beside the checkout: tools.jsonl,
 train.jsonl or train_sessions.jsonl as intent examples, queries.jsonl or sessions.jsonl as requests), loaded with the
@@ -38,10 +38,11 @@ from psycopg.conninfo import make_conninfo
 from toolstore import IntentExample, LocalEmbedder, ToolStore, load_tools_file
 from toolstore._connect import Connector
 from toolstore._examples import load_examples, session_examples
+from toolstore._fusion import EXAMPLES_PER_CANDIDATE, MIN_OVERFETCH
 from toolstore._indexes import create_index_ddl, index_name
 from toolstore._metrics import load_judgements, load_sessions
 
-LIMITS = {"tool_vectors": 40, "intent_examples": 120}  # route()'s n and n_examples at k = 10
+LIMITS = {"tool_vectors": MIN_OVERFETCH, "intent_examples": MIN_OVERFETCH * EXAMPLES_PER_CANDIDATE}  # route()'s, k = 10
 ROW = {"tool_vectors": "v.tool_pk", "intent_examples": "v.pk"}
 KEYS = {
     "tool_vectors": "select pk, id from tools where catalog_id = %s",

@@ -122,9 +122,9 @@ def test_client_side_fusion_reproduces_route(store: ToolStore) -> None:
     tools[5] = dataclasses.replace(tools[5], always_on=True)
     store.upsert(tools)
     rng = random.Random(1)
-    # fewer examples than the neighbours fetched: the hashing embedder ties many distances, and ties at the
-    # cut-off would make the statement's pick arbitrary
-    store.add_examples(IntentExample(rng.choice(tools).id, q) for q in generated_queries(30, seed=2))
+    # fewer examples than the neighbours fetched (24 at the smallest over-fetch, 12): the hashing embedder ties many
+    # distances, and ties at the cut-off would make the statement's pick arbitrary
+    store.add_examples(IntentExample(rng.choice(tools).id, q) for q in generated_queries(20, seed=2))
     compound = [f"{a}, then {b}. Finally {c}" for a, b, c in zip(*[iter(generated_queries(12, seed=4))] * 3)]
     queries = generated_queries(16, seed=9) + compound
     queries += [f"please run {tools[0].name} now", f"use {tools[7].id} and mail"]

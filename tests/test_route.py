@@ -282,3 +282,24 @@ def test_the_route_statement_is_prepared_at_its_first_run_on_a_connection(dsn: s
         store.route("open an issue")
         with store.pool.connection() as conn:
             assert conn.execute(PREPARED_ROUTE).fetchall() == [(2, 0)]
+
+
+def test_intent_reads_two_nearest_examples_per_candidate(dsn: str) -> None:
+    """The intent retriever sums a tool's nearest examples among the request's 2 x depth nearest (80 at k 10), not 3 x
+    depth: 120 took about 8% more of the 10k statement's backend CPU for the same train quality (bench/PROFILE.md,
+    "The intent depth"). Four tools own the 80 examples nearest the request; the 81st is `far`'s."""
+    embedder = HashingEmbedder(256)
+    tools = [Tool(id=f"near{i}", name=f"near{i}", description=f"tool {i}") for i in range(4)]
+    tools.append(Tool(id="far", name="far", description="another tool"))
+    request = "alpha beta"
+    near = [IntentExample(f"near{i % 4}", f"alpha beta w{i}") for i in range(80)]
+    far = IntentExample("far", "alpha gamma delta epsilon zeta")
+    vectors = embedder.embed_batch([request, *(e.query for e in near), far.query])
+    distance = 1 - vectors[1:] @ vectors[0]
+    assert distance[-1] > distance[:-1].max()  # `far`'s example is the 81st nearest
+    intent_only = {"name": 0, "description": 0, "expansion": 0, "dense": 0, "intent": 1}
+    with ToolStore(dsn, embedder=embedder, catalog="depth") as store:
+        store.upsert(tools)
+        store.add_examples([*near, far])
+        routed = [r.tool.id for r in store.route(request, k=10, weights=intent_only)]
+    assert sorted(routed) == [f"near{i}" for i in range(4)]

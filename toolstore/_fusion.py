@@ -26,8 +26,9 @@ REQUEST_SIGNALS = SIGNALS[:5]
 DEFAULT_K_RRF = 5.0
 #: Each retriever returns max(4 k, MIN_OVERFETCH) tools unless an over-fetch is given.
 MIN_OVERFETCH = 40
-#: Intent retrieval fetches this many nearest examples per over-fetched candidate ...
-EXAMPLES_PER_CANDIDATE = 3
+#: Intent retrieval fetches this many nearest examples per over-fetched candidate (80 at k 10; 3 took about 8% more
+#: of the 10k route statement's backend CPU for the same train quality: bench/PROFILE.md, "The intent depth") ...
+EXAMPLES_PER_CANDIDATE = 2
 #: ... and a tool scores the sum of ``1 - distance`` over at most this many of its own.
 NEIGHBOURS_PER_TOOL = 3
 #: ``recent``: the session's last RECENT_CALLS calls; a tool scores the sum of RECENT_DECAY ** d over its calls,
