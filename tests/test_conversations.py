@@ -35,7 +35,7 @@ FUSIONS = [
     Fusion({**BASE, "recent": 0.0, "transition": 1.0, "context": 0.5}),  # the default
     Fusion({**BASE, "recent": 2.0, "transition": 3.0, "context": 1.5}, k_rrf=15.0),
     Fusion({**BASE, "description": 0.25, "dense": 0.0, "recent": 1.0, "transition": 0.0, "context": 4.0}),
-    Fusion({**BASE, "name": 0.0, "recent": 4.0, "transition": 4.0, "context": 0.0}, k_rrf=60.0, overfetch=12),
+    Fusion({**BASE, "name": 0.0, "recent": 4.0, "transition": 4.0, "context": 0.0}, k_rrf=60.0, overfetch=16),
 ]
 
 
