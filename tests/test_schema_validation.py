@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft7Validator
 
 from toolstore import InvalidToolError, Tool, ToolStore, load_tools_file
 from toolstore._rows import check_tools
+from toolstore._schemas import _draft7_takes
 
 from benchdata import BENCH
 
@@ -77,3 +81,21 @@ def test_a_schema_of_another_draft_is_read_as_its_draft() -> None:
 )
 def test_the_demo_and_shared_catalogs_still_import(path: Path) -> None:
     check_tools(load_tools_file(path))
+
+
+_KEYWORDS = ["type", "properties", "items", "required", "enum", "minimum", "minLength", "pattern", "format"]
+_KEYWORDS += ["additionalProperties", "anyOf", "const", "maxItems", "uniqueItems", "dependencies", "$ref", "default"]
+_LEAVES = st.none() | st.booleans() | st.integers(-2, 3) | st.floats(-2, 2) | st.sampled_from(["string", "strnig", "["])
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from([*_KEYWORDS, "a"]), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(_KEYWORDS), _VALUES, max_size=4))
+def test_the_fast_check_takes_no_schema_jsonschema_refuses(schema: dict[str, Any]) -> None:
+    """`_schemas` asks fastjsonschema first and jsonschema only about what it refuses: the fast yes must be right."""
+    if _draft7_takes(schema):
+        assert Draft7Validator(Draft7Validator.META_SCHEMA).is_valid(schema), schema

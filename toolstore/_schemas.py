@@ -16,9 +16,10 @@ is faithful to its source).
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
+import fastjsonschema
 from jsonschema import Draft7Validator, validators
 from jsonschema.exceptions import ValidationError, best_match
 
@@ -47,6 +48,8 @@ def schema_problem(schema: dict[str, Any]) -> tuple[str | None, bool]:
 @lru_cache(maxsize=4096)
 def _problem(text: str) -> tuple[str | None, bool]:
     schema = json.loads(text)
+    if "$schema" not in schema and _draft7_takes(schema):
+        return None, False
     validator = _validator(schema)
     if validator.is_valid(schema):
         return None, False
@@ -55,6 +58,24 @@ def _problem(text: str) -> tuple[str | None, bool]:
     if error is None:
         return None, True
     return _said(error), False
+
+
+@cache
+def _draft7() -> Any:
+    """Draft 7's meta-schema compiled to Python by fastjsonschema (about 20 ms, at the first check)."""
+    return fastjsonschema.compile(Draft7Validator.META_SCHEMA)
+
+
+def _draft7_takes(schema: dict[str, Any]) -> bool:
+    """Whether draft 7's meta-schema takes ``schema``, asked of :func:`_draft7`: about 7 times faster than jsonschema
+    (a 10k-tool catalog's 3,413 distinct schemas: 0.05 against 0.37 s of CPU), which answers only what it refuses (and
+    says why). It also checks the meta-schema's formats (a ``pattern`` that is no regular expression), which jsonschema
+    does not: such a schema goes to jsonschema, whose answer stands."""
+    try:
+        _draft7()(schema)
+    except fastjsonschema.JsonSchemaException:
+        return False
+    return True
 
 
 def _validator(schema: dict[str, Any]) -> Draft7Validator:
